@@ -1,0 +1,72 @@
+import { DuckDBInstance } from '@duckdb/node-api'
+import type { DuckDBConnection } from '@duckdb/node-api'
+
+import type { StagedColumn } from '../../core/batch.ts'
+
+/** One Parquet file's row count, read from its footer (no data is scanned). */
+export interface ParquetFileRows {
+  readonly path: string
+  readonly rows: number
+}
+
+/**
+ * Columns (name and DuckDB logical type, e.g. `BIGINT`, `TIMESTAMP`, `VARCHAR`) of a set of Parquet files
+ * read as one relation, from their footers only. Uses `connection` when given, else a short-lived in-memory
+ * DuckDB. The session must be in UTC (`SET TimeZone='UTC'`) for UTC-marked timestamps to read as stored.
+ */
+export async function readParquetColumns(
+  paths: readonly string[],
+  connection?: DuckDBConnection,
+): Promise<StagedColumn[]> {
+  return await withConnection(connection, async (conn) => {
+    const reader = await conn.runAndReadAll(`DESCRIBE SELECT * FROM read_parquet(${sqlStringList(paths)})`)
+    return reader.getRowObjectsJson().map((row) => ({ name: String(row.column_name), type: String(row.column_type) }))
+  })
+}
+
+/** Row count of each Parquet file, from the footers, in the order of `paths`. */
+export async function readParquetRowCounts(
+  paths: readonly string[],
+  connection?: DuckDBConnection,
+): Promise<ParquetFileRows[]> {
+  if (paths.length === 0) return []
+  return await withConnection(connection, async (conn) => {
+    const reader = await conn.runAndReadAll(
+      `SELECT file_name, num_rows FROM parquet_file_metadata(${sqlStringList(paths)})`,
+    )
+    const counts = new Map<string, number>()
+    for (const row of reader.getRowObjectsJson()) counts.set(String(row.file_name), Number(row.num_rows))
+    return paths.map((path) => ({ path, rows: counts.get(path) ?? 0 }))
+  })
+}
+
+/** A DuckDB string literal; single quotes are doubled, so any file name is safe inside SQL. */
+export function sqlString(value: string): string {
+  return `'${value.replaceAll("'", "''")}'`
+}
+
+/** A DuckDB list of string literals: `['a', 'b']`. */
+export function sqlStringList(values: readonly string[]): string {
+  return `[${values.map(sqlString).join(', ')}]`
+}
+
+/** A DuckDB identifier; double quotes are doubled. */
+export function sqlIdentifier(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`
+}
+
+async function withConnection<T>(
+  connection: DuckDBConnection | undefined,
+  action: (connection: DuckDBConnection) => Promise<T>,
+): Promise<T> {
+  if (connection !== undefined) return await action(connection)
+  const instance = await DuckDBInstance.create(':memory:', { threads: '1' })
+  const own = await instance.connect()
+  try {
+    await own.run(`SET TimeZone='UTC'`)
+    return await action(own)
+  } finally {
+    own.closeSync()
+    instance.closeSync()
+  }
+}

@@ -1,0 +1,458 @@
+import { randomBytes } from 'node:crypto'
+import { createReadStream } from 'node:fs'
+import { mkdir, readdir, rm, stat } from 'node:fs/promises'
+import { availableParallelism } from 'node:os'
+import { isAbsolute, join, relative, resolve } from 'node:path'
+
+import { DuckDBInstance } from '@duckdb/node-api'
+import type { DuckDBConnection } from '@duckdb/node-api'
+import { glob, isDynamicPattern } from 'tinyglobby'
+
+import type { StagedColumn } from '../../core/batch.ts'
+import { SourceError } from '../../core/errors.ts'
+import type { FileSourceSpec } from '../../core/table-spec.ts'
+import type { ExtractRequest, ExtractResult, Source } from '../../ports/source.ts'
+import {
+  readParquetColumns,
+  readParquetRowCounts,
+  sqlIdentifier,
+  sqlString,
+  sqlStringList,
+} from '../duckdb/parquet-schema.ts'
+
+export interface FileSourceOptions {
+  /** Folder that relative source paths and globs are resolved against (the project's `baseDir`). */
+  readonly baseDir: string
+  /** DuckDB `memory_limit` of each extract; beyond it DuckDB spills to the batch's scratch folder. Default '512MB'. */
+  readonly memoryLimit?: string
+  /** DuckDB worker threads. Default: the number of CPUs, at most 4. */
+  readonly threads?: number
+  /** Target size of one staged part file; DuckDB starts a new part once a file passes it. Default 64 MiB. */
+  readonly partFileSizeBytes?: number
+}
+
+/** Row group size of the staged parts (DuckDB's default; a good unit for BigQuery and DuckDB loads alike). */
+const ROW_GROUP_SIZE = 122_880
+/** Longest header line read in JavaScript when diagnosing a CSV the sniffer refused. */
+const MAX_HEADER_BYTES = 1 << 20
+/** DuckDB treats these as glob characters in file names it is given, and has no escape for them. */
+const DUCKDB_GLOB_CHARS = /[*?[]/
+
+interface CsvLayout {
+  readonly path: string
+  readonly columns: readonly StagedColumn[]
+  readonly dateFormat: string | undefined
+  readonly timestampFormat: string | undefined
+}
+
+/**
+ * Source kind `file`: one CSV or Parquet file, or a glob of files read as ONE snapshot (full extracts only).
+ *
+ * DuckDB (one in-memory instance per extract) reads the files and writes the staged Parquet parts, so rows never
+ * pass through JavaScript and memory stays within `memoryLimit`.
+ *
+ * CSV rules (RFC 4180): `"` quotes, `""` inside quotes is a quote, no comment lines, no skipped lines. Column
+ * types are detected from the WHOLE of each file (not a sample), so a value near the end cannot contradict the
+ * type chosen at the start; files of a glob whose types differ for a column get a common type (BIGINT and DOUBLE
+ * give DOUBLE, any other mix gives VARCHAR). An unquoted empty field is read as NULL, a quoted empty field `""`
+ * as the empty string: a CSV writer that quotes strings can thus tell the two apart.
+ *
+ * All files of a glob must have the same column names (in any order for Parquet and for CSV with a header).
+ */
+export class FileSource implements Source {
+  readonly #baseDir: string
+  readonly #memoryLimit: string
+  readonly #threads: number
+  readonly #partFileSizeBytes: number
+
+  constructor(options: FileSourceOptions) {
+    this.#baseDir = resolve(options.baseDir)
+    this.#memoryLimit = options.memoryLimit ?? '512MB'
+    this.#threads = options.threads ?? Math.max(1, Math.min(4, availableParallelism()))
+    this.#partFileSizeBytes = options.partFileSizeBytes ?? 64 * 1024 * 1024
+  }
+
+  /**
+   * Reads the table's file(s) and hands them to `request.writer` as Parquet parts. Returns the row count, the
+   * staged columns (DuckDB types) and the file names. Every failure is a `SourceError` naming the table and the
+   * file (and, for a malformed CSV line, its line number). The manifest is left to the caller.
+   */
+  async extract(request: ExtractRequest): Promise<ExtractResult> {
+    const { table, writer } = request
+    const spec = table.source
+    if (spec.type !== 'file') {
+      throw new SourceError(table.name, `${table.name}: FileSource cannot read a ${spec.type} source`)
+    }
+    if (table.extract.mode !== 'full') {
+      throw new SourceError(
+        table.name,
+        `${table.name}: a file source supports full extracts only (extract.mode is ${table.extract.mode})`,
+      )
+    }
+    const files = await this.#resolveFiles(table.name, spec.path)
+    const names = new Map(files.map((file) => [file, this.#displayName(file)]))
+    for (const file of files) {
+      if ((await stat(file)).size === 0) {
+        throw new SourceError(table.name, `${table.name}: ${names.get(file)} is empty (0 bytes)`)
+      }
+    }
+
+    const workDir = join(writer.scratchDir, `file-source-${randomBytes(6).toString('hex')}`)
+    const outDir = join(workDir, 'parts')
+    await mkdir(workDir, { recursive: true })
+    const instance = await DuckDBInstance.create(':memory:', {
+      threads: String(this.#threads),
+      memory_limit: this.#memoryLimit,
+      // Order does not matter to a snapshot; dropping it lets DuckDB stream the COPY with bounded memory.
+      preserve_insertion_order: 'false',
+      temp_directory: join(workDir, 'duckdb-tmp'),
+    })
+    const connection = await instance.connect()
+    try {
+      await connection.run(`SET TimeZone='UTC'`)
+      const select =
+        spec.format === 'csv'
+          ? await this.#csvSelect(connection, table.name, spec, files, names)
+          : await this.#parquetSelect(connection, table.name, files, names)
+      try {
+        await connection.run(
+          `COPY (${select}) TO ${sqlString(outDir)} (FORMAT parquet, COMPRESSION zstd, ` +
+            `ROW_GROUP_SIZE ${ROW_GROUP_SIZE}, FILE_SIZE_BYTES ${this.#partFileSizeBytes}, FILENAME_PATTERN 'data_{i}')`,
+        )
+      } catch (error) {
+        throw translateReadError(table.name, error, names, files)
+      }
+      const partPaths = await listParts(outDir)
+      const columns = await readParquetColumns(partPaths, connection)
+      const counts = await readParquetRowCounts(partPaths, connection)
+      let rows = 0
+      for (const { path, rows: partRows } of counts) {
+        await writer.addPart(path, partRows)
+        rows += partRows
+        request.onProgress?.(rows)
+      }
+      return { rows, columns, sourceDescription: describeSource(spec, [...names.values()]) }
+    } catch (error) {
+      if (error instanceof SourceError) throw error
+      throw new SourceError(table.name, `${table.name}: reading ${spec.path} failed: ${firstLine(error)}`, {
+        cause: error,
+      })
+    } finally {
+      connection.closeSync()
+      instance.closeSync()
+      await rm(workDir, { recursive: true, force: true })
+    }
+  }
+
+  /** Nothing to free: each extract opens and closes its own DuckDB instance. */
+  async close(): Promise<void> {}
+
+  async #resolveFiles(tableName: string, pattern: string): Promise<string[]> {
+    let files: string[]
+    let folder: string
+    if (!isDynamicPattern(pattern)) {
+      const path = resolve(this.#baseDir, pattern)
+      folder = this.#baseDir
+      const info = await stat(path).catch(() => undefined)
+      files = info?.isFile() ? [path] : []
+    } else {
+      // Glob from the pattern's fixed leading folders, so `../data/*.csv` and absolute patterns work too.
+      const segments = pattern.split('/')
+      const firstDynamic = segments.findIndex((segment) => isDynamicPattern(segment))
+      folder = resolve(this.#baseDir, segments.slice(0, firstDynamic).join('/') || '.')
+      const rest = segments.slice(firstDynamic).join('/')
+      files = await glob(rest, { cwd: folder, absolute: true, onlyFiles: true, expandDirectories: false })
+      files.sort()
+    }
+    if (files.length === 0) {
+      const exists = await stat(folder).then(
+        (info) => info.isDirectory(),
+        () => false,
+      )
+      throw new SourceError(
+        tableName,
+        `${tableName}: no file matches ${pattern} in ${folder}${exists ? '' : ' (the folder does not exist)'}`,
+      )
+    }
+    for (const file of files) {
+      if (DUCKDB_GLOB_CHARS.test(file)) {
+        throw new SourceError(
+          tableName,
+          `${tableName}: ${this.#displayName(file)}: file names with *, ? or [ cannot be read (DuckDB takes them as a pattern)`,
+        )
+      }
+    }
+    return files
+  }
+
+  async #csvSelect(
+    connection: DuckDBConnection,
+    tableName: string,
+    spec: FileSourceSpec,
+    files: readonly string[],
+    names: ReadonlyMap<string, string>,
+  ): Promise<string> {
+    const dialect =
+      `header=${spec.csv.header}, delim=${sqlString(spec.csv.delimiter)}, quote='"', escape='"', ` +
+      `comment='', skip=0, allow_quoted_nulls=false`
+    const layouts: CsvLayout[] = []
+    for (const file of files) {
+      layouts.push(await sniffCsv(connection, tableName, file, names.get(file)!, dialect, spec))
+    }
+    const first = layouts[0]!
+    for (const layout of layouts.slice(1)) {
+      assertSameColumns(tableName, names.get(first.path)!, first.columns, names.get(layout.path)!, layout.columns, !spec.csv.header)
+    }
+    const types = unifyTypes(first.columns, layouts)
+    const selectList = first.columns.map((column) => sqlIdentifier(column.name)).join(', ')
+    return layouts
+      .map((layout) => {
+        const columns = layout.columns
+          .map((column) => `${sqlString(column.name)}: ${sqlString(types.get(column.name)!)}`)
+          .join(', ')
+        const formats =
+          (layout.dateFormat === undefined ? '' : `, dateformat=${sqlString(layout.dateFormat)}`) +
+          (layout.timestampFormat === undefined ? '' : `, timestampformat=${sqlString(layout.timestampFormat)}`)
+        return (
+          `SELECT ${selectList} FROM read_csv(${sqlString(layout.path)}, auto_detect=false, ${dialect}, ` +
+          `columns={${columns}}${formats}, strict_mode=true, null_padding=false, ignore_errors=false)`
+        )
+      })
+      .join(' UNION ALL ')
+  }
+
+  async #parquetSelect(
+    connection: DuckDBConnection,
+    tableName: string,
+    files: readonly string[],
+    names: ReadonlyMap<string, string>,
+  ): Promise<string> {
+    const schemas: StagedColumn[][] = []
+    for (const file of files) {
+      try {
+        schemas.push(await readParquetColumns([file], connection))
+      } catch (error) {
+        throw new SourceError(tableName, `${tableName}: ${names.get(file)} is not a readable Parquet file: ${firstLine(error)}`, {
+          cause: error,
+        })
+      }
+    }
+    const first = schemas[0]!
+    for (const [i, schema] of schemas.entries()) {
+      if (i === 0) continue
+      const [a, b] = [names.get(files[0]!)!, names.get(files[i]!)!]
+      assertSameColumns(tableName, a, first, b, schema, false)
+      const types = new Map(first.map((column) => [column.name, column.type]))
+      for (const column of schema) {
+        if (types.get(column.name) !== column.type) {
+          throw new SourceError(
+            tableName,
+            `${tableName}: column "${column.name}" is ${column.type} in ${b} but ${types.get(column.name)} in ${a}`,
+          )
+        }
+      }
+    }
+    const selectList = first.map((column) => sqlIdentifier(column.name)).join(', ')
+    // The column sets were checked equal, so matching by name only absorbs a different column order.
+    return `SELECT ${selectList} FROM read_parquet(${sqlStringList(files)}, union_by_name=true)`
+  }
+
+  #displayName(file: string): string {
+    const rel = relative(this.#baseDir, file)
+    return rel.startsWith('..') || isAbsolute(rel) ? file : rel
+  }
+}
+
+async function sniffCsv(
+  connection: DuckDBConnection,
+  tableName: string,
+  file: string,
+  name: string,
+  dialect: string,
+  spec: FileSourceSpec,
+): Promise<CsvLayout> {
+  let row: Record<string, unknown>
+  try {
+    // sample_size=-1: detect types from every line, not from the first 20k.
+    const reader = await connection.runAndReadAll(
+      `SELECT Columns, DateFormat, TimestampFormat FROM sniff_csv(${sqlString(file)}, ${dialect}, sample_size=-1)`,
+    )
+    row = reader.getRowObjectsJson()[0] as Record<string, unknown>
+  } catch (error) {
+    // The sniffer only says it could not find a layout; a strict read with explicit columns says which line is bad.
+    await diagnoseCsv(connection, tableName, file, name, dialect, spec)
+    throw new SourceError(tableName, `${tableName}: ${name}: could not detect the CSV layout: ${firstLine(error)}`, {
+      cause: error,
+    })
+  }
+  const columns = (row.Columns as { name: string; type: string }[]).map(({ name, type }) => ({ name, type }))
+  return {
+    path: file,
+    columns,
+    dateFormat: typeof row.DateFormat === 'string' && row.DateFormat !== '' ? row.DateFormat : undefined,
+    timestampFormat:
+      typeof row.TimestampFormat === 'string' && row.TimestampFormat !== '' ? row.TimestampFormat : undefined,
+  }
+}
+
+/** Reads `file` as all-VARCHAR columns with strict parsing; throws the re-phrased error of the first bad line. */
+async function diagnoseCsv(
+  connection: DuckDBConnection,
+  tableName: string,
+  file: string,
+  name: string,
+  dialect: string,
+  spec: FileSourceSpec,
+): Promise<void> {
+  const header = await readFirstCsvRecord(file, spec.csv.delimiter)
+  if (header.length === 0) return
+  const columns = header.map((_, i) => `${sqlString(`c${i}`)}: 'VARCHAR'`).join(', ')
+  try {
+    await connection.run(
+      `SELECT count(*) FROM read_csv(${sqlString(file)}, auto_detect=false, ${dialect}, columns={${columns}}, ` +
+        `strict_mode=true, null_padding=false, ignore_errors=false)`,
+    )
+  } catch (error) {
+    throw translateReadError(tableName, error, new Map([[file, name]]), [file])
+  }
+}
+
+/**
+ * The fields of the first CSV record (a quoted field may span lines), reading at most 1 MiB: enough to count
+ * the columns of the header without loading the file.
+ */
+async function readFirstCsvRecord(file: string, delimiter: string): Promise<string[]> {
+  const stream = createReadStream(file, { encoding: 'utf8', end: MAX_HEADER_BYTES - 1 })
+  const fields: string[] = []
+  let field = ''
+  let quoted = false
+  let pending = ''
+  try {
+    for await (const chunk of stream as AsyncIterable<string>) {
+      const text = pending + chunk
+      pending = ''
+      for (let i = 0; i < text.length; i++) {
+        const ch = text[i]!
+        if (quoted) {
+          if (ch !== '"') field += ch
+          else if (i + 1 >= text.length) pending = '"'
+          else if (text[i + 1] === '"') (field += '"'), i++
+          else quoted = false
+        } else if (ch === '"') quoted = true
+        else if (text.startsWith(delimiter, i)) (fields.push(field), (field = ''), (i += delimiter.length - 1))
+        else if (ch === '\n' || ch === '\r') return [...fields, field]
+        else field += ch
+      }
+    }
+  } finally {
+    stream.destroy()
+  }
+  return [...fields, field]
+}
+
+function assertSameColumns(
+  tableName: string,
+  firstName: string,
+  first: readonly StagedColumn[],
+  otherName: string,
+  other: readonly StagedColumn[],
+  positional: boolean,
+): void {
+  const a = first.map((column) => column.name)
+  const b = other.map((column) => column.name)
+  if (positional) {
+    if (a.length !== b.length) {
+      throw new SourceError(
+        tableName,
+        `${tableName}: ${otherName} has ${b.length} columns but ${firstName} has ${a.length}; all files must have the same columns`,
+      )
+    }
+    return
+  }
+  const extra = b.find((name) => !a.includes(name))
+  if (extra !== undefined) {
+    throw new SourceError(
+      tableName,
+      `${tableName}: ${otherName} has column "${extra}" which ${firstName} does not have; all files must have the same columns`,
+    )
+  }
+  const missing = a.find((name) => !b.includes(name))
+  if (missing !== undefined) {
+    throw new SourceError(
+      tableName,
+      `${tableName}: ${otherName} lacks column "${missing}" which ${firstName} has; all files must have the same columns`,
+    )
+  }
+}
+
+/**
+ * One type per column across the files of a glob. Reading a file with a wider type than it was sniffed with is
+ * always safe for these promotions: an integer text parses as DOUBLE, any text as VARCHAR (unchanged text, not a
+ * re-rendering of a parsed value).
+ */
+function unifyTypes(order: readonly StagedColumn[], layouts: readonly CsvLayout[]): Map<string, string> {
+  const types = new Map<string, string>()
+  for (const { name } of order) {
+    const found = new Set(layouts.map((layout) => layout.columns.find((column) => column.name === name)!.type))
+    const [only] = found
+    if (found.size === 1) types.set(name, only!)
+    else if ([...found].every((type) => type === 'BIGINT' || type === 'DOUBLE')) types.set(name, 'DOUBLE')
+    else types.set(name, 'VARCHAR')
+  }
+  return types
+}
+
+async function listParts(outDir: string): Promise<string[]> {
+  const names = (await readdir(outDir)).filter((name) => /^data_\d+\.parquet$/.test(name))
+  // Numeric order (data_2 before data_10) keeps part numbering stable and readable.
+  names.sort((a, b) => Number(/\d+/.exec(a)![0]) - Number(/\d+/.exec(b)![0]))
+  return names.map((name) => join(outDir, name))
+}
+
+/**
+ * Turns DuckDB's multi-line CSV error into `customers: data/customers.csv line 17: expected 3 columns, found 4`.
+ * Other errors keep DuckDB's first line.
+ */
+function translateReadError(
+  tableName: string,
+  error: unknown,
+  names: ReadonlyMap<string, string>,
+  files: readonly string[],
+): SourceError {
+  const message = error instanceof Error ? error.message : String(error)
+  const line = /CSV Error on Line: (\d+)/.exec(message)?.[1]
+  const fileInMessage = /^\s*file = (.+)$/m.exec(message)?.[1]?.trim()
+  const file =
+    (fileInMessage !== undefined ? (names.get(fileInMessage) ?? fileInMessage) : undefined) ??
+    (files.length === 1 ? names.get(files[0]!) : undefined)
+  if (line === undefined) {
+    const where = file === undefined ? '' : ` ${file}:`
+    return new SourceError(tableName, `${tableName}:${where} ${firstLine(error)}`, { cause: error })
+  }
+  const columns = /Expected Number of Columns: (\d+) Found: (\d+)/.exec(message)
+  let reason: string
+  if (columns !== null) reason = `expected ${columns[1]} columns, found ${columns[2]}`
+  else if (/unterminated quote/i.test(message)) reason = 'unterminated quoted value'
+  else reason = csvErrorReason(message)
+  return new SourceError(tableName, `${tableName}: ${file ?? 'CSV'} line ${line}: ${reason}`, { cause: error })
+}
+
+function csvErrorReason(message: string): string {
+  const lines = message.split('\n')
+  const start = lines.findIndex((line) => line.startsWith('Original Line:'))
+  for (const line of lines.slice(start + 1)) {
+    if (line.startsWith('Possible fixes')) break
+    if (line.trim() !== '') return line.trim()
+  }
+  return 'malformed line'
+}
+
+function firstLine(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error)
+  return message.split('\n')[0] ?? message
+}
+
+function describeSource(spec: FileSourceSpec, names: readonly string[]): string {
+  const shown = names.length > 20 ? [...names.slice(0, 20), `and ${names.length - 20} more`] : names
+  return `${spec.format} ${spec.path}: ${shown.join(', ')}`
+}

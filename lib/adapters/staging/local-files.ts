@@ -1,0 +1,106 @@
+import { createHash, randomBytes } from 'node:crypto'
+import { createReadStream } from 'node:fs'
+import { open, rename, rm } from 'node:fs/promises'
+import { basename, dirname, join } from 'node:path'
+import { pipeline } from 'node:stream/promises'
+
+import { DimsyncError } from '../../core/errors.ts'
+
+/**
+ * Helpers shared by the local (folder-based) adapters: id validation, atomic writes, streamed checksums.
+ */
+
+const SAFE_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/
+
+/**
+ * Throws unless `value` is a safe single path segment. Table and batch ids become folder names; refusing `..`,
+ * slashes and leading dots means a crafted id can never reach outside the store's root or hide as a dotfile.
+ */
+export function assertSafeId(kind: 'table' | 'batch', value: string, makeError = defaultIdError): void {
+  if (typeof value !== 'string' || !SAFE_ID.test(value) || value === '.' || value === '..') {
+    throw makeError(
+      `invalid ${kind} id ${JSON.stringify(value)}: use 1-128 letters, digits, '_', '.' or '-', starting with a letter or digit`,
+    )
+  }
+}
+
+function defaultIdError(message: string): Error {
+  return new DimsyncError(message)
+}
+
+/**
+ * Writes `data` to `path` so that readers see either the old file or the whole new one, never a part: the bytes
+ * go to a temporary sibling, are flushed to disk, and the temporary file is renamed over the target.
+ */
+export async function writeFileAtomic(path: string, data: string): Promise<void> {
+  const tmp = join(dirname(path), `.${basename(path)}.tmp-${randomBytes(6).toString('hex')}`)
+  const handle = await open(tmp, 'wx')
+  try {
+    await handle.writeFile(data, 'utf8')
+    await handle.sync()
+  } finally {
+    await handle.close()
+  }
+  try {
+    await rename(tmp, path)
+  } catch (error) {
+    await rm(tmp, { force: true })
+    throw error
+  }
+  await syncDir(dirname(path))
+}
+
+/** Flushes a folder's entries (a rename is only durable once its folder is synced). Best effort. */
+export async function syncDir(path: string): Promise<void> {
+  try {
+    const handle = await open(path, 'r')
+    try {
+      await handle.sync()
+    } finally {
+      await handle.close()
+    }
+  } catch {
+    // Some file systems refuse fsync on a folder; durability then rests on the OS, as for any other program.
+  }
+}
+
+/** Hex SHA-256 of a file, streamed so that a large part never sits in memory. */
+export async function sha256File(path: string): Promise<string> {
+  const hash = createHash('sha256')
+  await pipeline(createReadStream(path), hash)
+  return hash.digest('hex')
+}
+
+/** Reads and parses a JSON file; `undefined` when it does not exist. */
+export async function readJsonIfExists(path: string): Promise<unknown> {
+  let text: string
+  try {
+    const handle = await open(path, 'r')
+    try {
+      text = await handle.readFile('utf8')
+    } finally {
+      await handle.close()
+    }
+  } catch (error) {
+    if (isErrnoCode(error, 'ENOENT')) return undefined
+    throw error
+  }
+  return JSON.parse(text) as unknown
+}
+
+export function isErrnoCode(error: unknown, code: string): boolean {
+  return typeof error === 'object' && error !== null && (error as NodeJS.ErrnoException).code === code
+}
+
+/**
+ * Sort key of an ISO instant that keeps microseconds: `Date` alone truncates to milliseconds, so two
+ * extractions 300 µs apart would tie. Returns undefined when the text is not an instant.
+ */
+export function instantSortKey(iso: string): string | undefined {
+  const ms = Date.parse(iso)
+  if (Number.isNaN(ms)) return undefined
+  const fraction = /T\d{2}:\d{2}:\d{2}\.(\d+)/.exec(iso)?.[1] ?? ''
+  const micros = fraction.padEnd(6, '0').slice(3, 6)
+  // Shift by 1e15 ms so that instants before 1970 still sort as fixed-width positive numbers.
+  return `${String(ms + 1e15).padStart(17, '0')}${micros}`
+}

@@ -1,0 +1,119 @@
+import { mkdir } from 'node:fs/promises'
+import { dirname } from 'node:path'
+import { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api'
+import type { StagedColumn } from '../../core/batch.ts'
+import type { DimensionColumn } from '../../core/dimension-layout.ts'
+import { BatchRejectedError, MassDeleteRefusedError, WarehouseError } from '../../core/errors.ts'
+import type { CompiledStatement, TableRef } from '../../sql/dialect.ts'
+import { duckDbDialect } from '../../sql/duckdb/duckdb-dialect.ts'
+import { TEMP } from '../../sql/render-merge.ts'
+import type { Row, Warehouse, WarehouseTransaction } from '../../ports/warehouse.ts'
+
+export interface DuckDbWarehouseOptions {
+  /** Database file, or ':memory:'. */
+  readonly path: string
+  readonly memoryLimit?: string
+  readonly threads?: number
+}
+
+const INTEGER_TYPES = new Set(['BIGINT', 'HUGEINT', 'UBIGINT', 'UHUGEINT'])
+
+/** Messages raised by dimsync's own checks start like this (see renderMerge). */
+const CHECK_MESSAGE = /(table (\S+): batch (\S+)[^]*)$/
+
+/** The embedded warehouse: a DuckDB database file. One connection; statements run one after another. */
+export class DuckDbWarehouse implements Warehouse {
+  readonly dialect = duckDbDialect
+  readonly #instance: DuckDBInstance
+  readonly #connection: DuckDBConnection
+
+  private constructor(instance: DuckDBInstance, connection: DuckDBConnection) {
+    this.#instance = instance
+    this.#connection = connection
+  }
+
+  static async open(options: DuckDbWarehouseOptions): Promise<DuckDbWarehouse> {
+    if (options.path !== ':memory:') await mkdir(dirname(options.path), { recursive: true })
+    const settings: Record<string, string> = {}
+    if (options.memoryLimit) settings.memory_limit = options.memoryLimit
+    if (options.threads) settings.threads = String(options.threads)
+    const instance = await DuckDBInstance.create(options.path, settings)
+    const connection = await instance.connect()
+    // Parquet written by dimsync marks timestamps as UTC; DuckDB would convert them to the session zone.
+    await connection.run(`SET TimeZone = 'UTC'`)
+    return new DuckDbWarehouse(instance, connection)
+  }
+
+  async describeTable(ref: TableRef): Promise<DimensionColumn[] | undefined> {
+    const rows = await this.query(
+      `SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = ${duckDbDialect.stringLiteral(ref.schema ?? 'main')} ` +
+        `AND table_name = ${duckDbDialect.stringLiteral(ref.name)} ORDER BY ordinal_position`,
+    )
+    if (rows.length === 0) return undefined
+    return rows.map((r) => ({ name: String(r.column_name), type: String(r.data_type) }))
+  }
+
+  async loadStaging(partPaths: readonly string[]): Promise<StagedColumn[]> {
+    const files = partPaths.map((p) => duckDbDialect.stringLiteral(p)).join(', ')
+    await this.#run({
+      label: 'load staged parts',
+      sql: duckDbDialect.createTempTableAs(TEMP.stage, `SELECT * FROM read_parquet([${files}])`),
+    })
+    const rows = await this.query(`DESCRIBE ${duckDbDialect.table({ name: TEMP.stage })}`)
+    return rows.map((r) => ({ name: String(r.column_name), type: String(r.column_type) }))
+  }
+
+  async transaction<T>(work: (tx: WarehouseTransaction) => Promise<T>, options: { commit: boolean }): Promise<T> {
+    await this.#connection.run('BEGIN TRANSACTION')
+    try {
+      const result = await work({ execute: (s) => this.#run(s), query: (sql) => this.query(sql) })
+      await this.#connection.run(options.commit ? 'COMMIT' : 'ROLLBACK')
+      return result
+    } catch (error) {
+      // DuckDB refuses every statement after a failed one until ROLLBACK.
+      await this.#connection.run('ROLLBACK').catch(() => undefined)
+      throw error
+    }
+  }
+
+  async query(sql: string): Promise<Row[]> {
+    const reader = await this.#connection.runAndReadAll(sql)
+    const rows = reader.getRowObjectsJson() as Row[]
+    // JSON renders every BIGINT as a string; keep numbers where they are exact.
+    const integers = reader
+      .columnNames()
+      .filter((_, i) => INTEGER_TYPES.has(reader.columnTypes()[i]!.toString()))
+    for (const row of rows) {
+      for (const name of integers) {
+        const value = row[name]
+        if (typeof value === 'string' && Number.isSafeInteger(Number(value))) row[name] = Number(value)
+      }
+    }
+    return rows
+  }
+
+  async close(): Promise<void> {
+    this.#connection.closeSync()
+    this.#instance.closeSync()
+  }
+
+  async #run(statement: CompiledStatement): Promise<void> {
+    try {
+      await this.#connection.run(statement.sql)
+    } catch (cause) {
+      throw translateError(statement, cause)
+    }
+  }
+}
+
+function translateError(statement: CompiledStatement, cause: unknown): Error {
+  const message = cause instanceof Error ? cause.message : String(cause)
+  const check = CHECK_MESSAGE.exec(message)
+  if (check && message.includes('nothing was written')) {
+    const text = check[1]!.trim()
+    return text.includes(' would delete ')
+      ? new MassDeleteRefusedError(check[2]!, check[3]!, text)
+      : new BatchRejectedError(check[2]!, check[3]!, text)
+  }
+  return new WarehouseError(statement.label, statement.sql, { cause })
+}

@@ -1,0 +1,246 @@
+/**
+ * The shape of dimsync.yaml as a zod schema: types, enums, identifier patterns and unknown keys. Rules that
+ * span fields (defaults precedence, collisions, incremental deletes) live in resolve-project.ts, where they
+ * can name both ends of a conflict. Every schema carries its own message because zod's defaults
+ * ("Invalid input") do not tell a user what to write instead.
+ */
+import { z } from 'zod'
+import { PRESET_NAMES } from './column-presets.ts'
+import { mustBe, oneOfText, unknownKeysMessage } from './messages.ts'
+
+/** Later quoted in SQL, but odd names are refused here so the failure points at the YAML, not at a query. */
+export const IDENTIFIER_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/
+export const TABLE_NAME_PATTERN = /^[a-z][a-z0-9_]{0,62}$/
+export const TARGET_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/
+export const ENV_NAME_PATTERN = /^[A-Z_][A-Z0-9_]*$/
+/** `customers`, `public.customers` or `project.dataset.customers`. */
+export const SOURCE_TABLE_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){0,2}$/
+/** A date, or a date-time that says its time zone: a zone-less time would depend on the machine running it. */
+export const OPEN_END_PATTERN = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2}))?$/
+
+export const DELETE_POLICIES = ['ignore', 'invalidate', 'new_record'] as const
+export const FILE_FORMATS = ['csv', 'parquet'] as const
+export const SOURCE_TYPES = ['file', 'postgres', 'mysql'] as const
+
+const IDENTIFIER_TEXT = 'letters, digits and _, not starting with a digit'
+
+type ErrorInput = { readonly input?: unknown }
+const expecting =
+  (what: string, candidates?: readonly string[]) =>
+  (issue: ErrorInput): string =>
+    mustBe(what, issue.input, candidates)
+
+function patterned(pattern: RegExp, what: string) {
+  return z.string({ error: expecting(what) }).regex(pattern, { error: expecting(what) })
+}
+
+function nonEmpty(what: string) {
+  return z.string({ error: expecting(what) }).min(1, { error: expecting(what) })
+}
+
+function oneOf<const T extends readonly [string, ...string[]]>(values: T) {
+  return z.enum(values, { error: expecting(oneOfText(values), values) })
+}
+
+function list<T extends z.ZodType>(item: T, what: string, min: 0 | 1 = 0) {
+  const message = (issue: ErrorInput) =>
+    Array.isArray(issue.input) ? 'must not be empty' : mustBe(what, issue.input)
+  return z.array(item, { error: message }).min(min, { error: message })
+}
+
+function strict<T extends z.core.$ZodLooseShape>(shape: T, what = 'a mapping') {
+  const known = Object.keys(shape)
+  return z.strictObject(shape, {
+    error: (issue) =>
+      issue.code === 'unrecognized_keys' ? unknownKeysMessage(issue.keys, known) : mustBe(what, issue.input),
+  })
+}
+
+const column = patterned(IDENTIFIER_PATTERN, `a column name (${IDENTIFIER_TEXT})`)
+const columnList = list(column, 'a list of column names')
+
+export const fileSourceSchema = strict({
+  type: z.literal('file'),
+  path: nonEmpty('a file path or glob').describe("Path or glob relative to the config file's folder."),
+  format: oneOf(FILE_FORMATS)
+    .optional()
+    .describe('Inferred from the extension (.csv, .parquet) when omitted.'),
+  delimiter: z
+    .string({ error: expecting('a single character') })
+    .length(1, { error: expecting('a single character') })
+    .optional()
+    .describe("CSV only. Default ','."),
+  header: z
+    .boolean({ error: expecting('true or false') })
+    .optional()
+    .describe('CSV only. Default true.'),
+})
+
+export const databaseSourceSchema = strict({
+  type: oneOf(['postgres', 'mysql']),
+  url_env: patterned(ENV_NAME_PATTERN, 'the name of an environment variable (A-Z, 0-9, _)').describe(
+    'Environment variable that holds the connection URL.',
+  ),
+  table: patterned(SOURCE_TABLE_PATTERN, 'a table name, optionally schema-qualified (public.customers)')
+    .optional()
+    .describe('Set exactly one of table or query.'),
+  query: nonEmpty('a SELECT query').optional().describe('Set exactly one of table or query.'),
+})
+
+export const sourceSchema = z.discriminatedUnion('type', [fileSourceSchema, databaseSourceSchema], {
+  error: (issue) => {
+    const input = issue.input
+    if (input === null || typeof input !== 'object' || Array.isArray(input))
+      return mustBe('a mapping with a type (file, postgres or mysql)', input)
+    return mustBe(oneOfText(SOURCE_TYPES), (input as { type?: unknown }).type, SOURCE_TYPES)
+  },
+})
+
+const incrementalSchema = strict({
+  mode: z.literal('incremental'),
+  cursor: column.describe('Source column that grows with every change (updated_at, an id).'),
+  lookback_minutes: z
+    .number({ error: expecting('a whole number of minutes, 0 or more') })
+    .int({ error: expecting('a whole number of minutes, 0 or more') })
+    .min(0, { error: expecting('a whole number of minutes, 0 or more') })
+    .optional()
+    .describe('Re-read this many minutes before the watermark. Default 0.'),
+})
+
+const EXTRACT_TEXT = '"full" or a mapping { mode: incremental, cursor: <column> }'
+export const extractSchema = z.union(
+  [
+    z.literal('full'),
+    z.discriminatedUnion('mode', [strict({ mode: z.literal('full') }), incrementalSchema], {
+      error: (issue) =>
+        mustBe('full or incremental', (issue.input as { mode?: unknown }).mode, ['full', 'incremental']),
+    }),
+  ],
+  {
+    error: (issue) =>
+      issue.input === 'incremental'
+        ? `must be ${EXTRACT_TEXT} (got "incremental": an incremental extract needs a cursor column)`
+        : mustBe(EXTRACT_TEXT, issue.input, ['full']),
+  },
+)
+
+const VALID_FROM_TEXT = '"extracted_at" or a mapping { column: <column> }'
+export const validFromSchema = z.union([z.literal('extracted_at'), strict({ column })], {
+  error: expecting(VALID_FROM_TEXT, ['extracted_at']),
+})
+
+export const trackedSchema = z.union(
+  [list(column, 'a list of column names', 1), strict({ all_except: columnList })],
+  { error: expecting('a list of column names or a mapping { all_except: [<column>, ...] }') },
+)
+
+export const columnsOverrideSchema = strict({
+  preset: oneOf(PRESET_NAMES as unknown as readonly ['dimsync', 'dbt', 'fivetran', 'databricks']).optional(),
+  surrogate_key: column.optional(),
+  valid_from: column.optional(),
+  valid_to: column.optional(),
+  is_current: column.optional(),
+  is_deleted: column.optional(),
+  row_hash: column.optional(),
+  batch_id: column.optional(),
+})
+
+export const columnsSchema = z.union(
+  [
+    oneOf(PRESET_NAMES as unknown as readonly ['dimsync', 'dbt', 'fivetran', 'databricks']),
+    columnsOverrideSchema,
+  ],
+  {
+    error: expecting(
+      `a preset (${PRESET_NAMES.join(', ')}) or a mapping like { preset: dbt, valid_to: my_valid_to }`,
+      PRESET_NAMES,
+    ),
+  },
+)
+
+const OPEN_END_TEXT = "null or an ISO timestamp with a time zone, like '9999-12-31T23:59:59Z'"
+
+/** Options a table may set and `defaults` may set for every table. */
+export const tableOptionsShape = {
+  extract: extractSchema
+    .optional()
+    .describe('full (default) or { mode: incremental, cursor, lookback_minutes }.'),
+  valid_from: validFromSchema
+    .optional()
+    .describe('extracted_at (default) or { column: <change time column> }.'),
+  tracked: trackedSchema
+    .optional()
+    .describe('Columns whose changes open a new version. Default { all_except: [] }.'),
+  exclude: columnList.optional().describe('Source columns not stored at all. Default [].'),
+  deletes: oneOf(DELETE_POLICIES)
+    .optional()
+    .describe('What absence from a full extract means. Default ignore.'),
+  max_delete_share: z
+    .number({ error: expecting('a number greater than 0 and at most 1') })
+    .gt(0, { error: expecting('a number greater than 0 and at most 1') })
+    .lte(1, { error: expecting('a number greater than 0 and at most 1') })
+    .optional()
+    .describe('Largest share of current keys one batch may delete. Default 0.5.'),
+  open_end: z
+    .string({ error: expecting(OPEN_END_TEXT) })
+    .regex(OPEN_END_PATTERN, { error: expecting(OPEN_END_TEXT) })
+    .nullable()
+    .optional()
+    .describe('valid_to of open versions: null (default) or a far-future sentinel after 2100-01-01.'),
+  columns: columnsSchema
+    .optional()
+    .describe('Metadata column names: a preset (default dimsync) or overrides.'),
+  soft_delete_column: column
+    .nullable()
+    .optional()
+    .describe('Source column whose non-NULL (or true) value marks a row as deleted.'),
+}
+
+export const defaultsSchema = strict(tableOptionsShape)
+
+export const tableSchema = strict({
+  name: patterned(
+    TABLE_NAME_PATTERN,
+    'a table name: a-z, 0-9 and _, starting with a letter, at most 63 characters',
+  ),
+  source: sourceSchema,
+  target: patterned(TARGET_PATTERN, `a table name (${IDENTIFIER_TEXT}, at most 128 characters)`)
+    .optional()
+    .describe('Dimension table in the warehouse. Default dim_<name>.'),
+  key: z
+    .union([column, list(column, 'a list of column names', 1)], {
+      error: expecting('a column name or a non-empty list of column names'),
+    })
+    .describe('Natural key: one column or a list.'),
+  ...tableOptionsShape,
+})
+
+export const warehouseSchema = strict({
+  type: oneOf(['duckdb']).optional(),
+  path: nonEmpty('a file path').optional().describe("DuckDB file, relative to the config file's folder."),
+  schema: patterned(IDENTIFIER_PATTERN, `a schema name (${IDENTIFIER_TEXT})`).optional(),
+})
+
+export const localStoreSchema = strict({
+  type: oneOf(['local']).optional(),
+  path: nonEmpty('a folder path').optional().describe("Folder, relative to the config file's folder."),
+})
+
+export const configDocumentSchema = strict(
+  {
+    version: z.literal(1, { error: expecting('1') }).describe('Config format version. Must be 1.'),
+    warehouse: warehouseSchema.nullable().optional(),
+    staging: localStoreSchema.nullable().optional(),
+    state: localStoreSchema.nullable().optional(),
+    defaults: defaultsSchema
+      .nullable()
+      .optional()
+      .describe('Options applied to every table unless it sets them.'),
+    tables: list(tableSchema, 'a list of tables', 1),
+  },
+  'a mapping with version and tables',
+)
+
+export type ConfigDocument = z.output<typeof configDocumentSchema>
+export type TableDocument = z.output<typeof tableSchema>
+export type TableOptionsDocument = z.output<typeof defaultsSchema>

@@ -1,0 +1,145 @@
+import type { StagedColumn } from './batch.ts'
+import { BatchRejectedError } from './errors.ts'
+import type { MetadataColumnNames, TableSpec } from './table-spec.ts'
+
+/** A stored column of a dimension: name and warehouse-neutral type text (DuckDB logical type names). */
+export interface DimensionColumn {
+  readonly name: string
+  readonly type: string
+}
+
+/**
+ * How a staged batch maps onto a dimension: which columns identify, which open versions (tracked, type 2),
+ * which are overwritten on every version of the key (type 1), and which DDL the dimension needs first.
+ */
+export interface DimensionLayout {
+  readonly key: readonly DimensionColumn[]
+  readonly tracked: readonly DimensionColumn[]
+  readonly type1: readonly DimensionColumn[]
+  /** key + tracked + type1, in source order: the data columns of the dimension. */
+  readonly stored: readonly DimensionColumn[]
+  readonly softDelete?: DimensionColumn
+  readonly validFromColumn?: DimensionColumn
+  /** Columns the dimension lacks and that are added before the merge (schema evolution). */
+  readonly addColumns: readonly DimensionColumn[]
+  /** True when the dimension does not exist yet. */
+  readonly createDimension: boolean
+}
+
+/** Prefix reserved for dimsync's working columns inside staging tables. */
+export const RESERVED_PREFIX = '__dimsync_'
+
+export function metadataColumnList(names: MetadataColumnNames): readonly DimensionColumn[] {
+  return [
+    { name: names.surrogateKey, type: 'BIGINT' },
+    { name: names.validFrom, type: 'TIMESTAMPTZ' },
+    { name: names.validTo, type: 'TIMESTAMPTZ' },
+    { name: names.isCurrent, type: 'BOOLEAN' },
+    { name: names.isDeleted, type: 'BOOLEAN' },
+    { name: names.rowHash, type: 'VARCHAR' },
+    { name: names.batchId, type: 'VARCHAR' },
+  ]
+}
+
+/**
+ * Derives the layout of `table` from the staged columns of a batch and the columns the dimension already has
+ * (undefined when it does not exist). Throws `BatchRejectedError` naming the table and column when the batch
+ * cannot be merged: a configured column is missing, a stored column changed type, a dimension column vanished.
+ */
+export function planDimensionLayout(
+  table: TableSpec,
+  batchId: string,
+  staged: readonly StagedColumn[],
+  existing: readonly DimensionColumn[] | undefined,
+): DimensionLayout {
+  const reject = (message: string): never => {
+    throw new BatchRejectedError(table.name, batchId, `table ${table.name}: ${message}`)
+  }
+  const byName = new Map(staged.map((c) => [c.name, c]))
+  const need = (name: string, role: string): StagedColumn =>
+    byName.get(name) ??
+    reject(`${role} column "${name}" is not in the source (source columns: ${[...byName.keys()].join(', ')})`)
+
+  for (const c of staged) {
+    if (c.name.startsWith(RESERVED_PREFIX)) reject(`source column "${c.name}" uses the reserved prefix ${RESERVED_PREFIX}`)
+  }
+  const metadata = metadataColumnList(table.columns)
+  const metadataNames = new Set(metadata.map((c) => c.name))
+  for (const c of staged) {
+    if (metadataNames.has(c.name))
+      reject(`source column "${c.name}" has the name of a metadata column; rename it or choose other column names`)
+  }
+
+  const key = table.key.map((k) => need(k, 'key'))
+  const softDelete = table.softDeleteColumn === undefined ? undefined : need(table.softDeleteColumn, 'soft delete')
+  const validFromColumn =
+    table.validFrom.kind === 'column' ? need(table.validFrom.column, 'valid_from') : undefined
+  if (table.extract.mode === 'incremental') need(table.extract.cursor, 'cursor')
+  for (const name of table.exclude) need(name, 'excluded')
+
+  const keyNames = new Set(table.key)
+  const excluded = new Set(table.exclude)
+  if (softDelete) excluded.add(softDelete.name)
+  const attributes = staged.filter((c) => !keyNames.has(c.name) && !excluded.has(c.name))
+  let trackedNames: Set<string>
+  if (table.tracked.kind === 'list') {
+    for (const name of table.tracked.columns) need(name, 'tracked')
+    trackedNames = new Set(table.tracked.columns)
+  } else {
+    for (const name of table.tracked.columns) need(name, 'untracked')
+    const untracked = new Set(table.tracked.columns)
+    trackedNames = new Set(attributes.filter((c) => !untracked.has(c.name)).map((c) => c.name))
+  }
+  const stored = staged.filter((c) => keyNames.has(c.name) || attributes.includes(c))
+  const tracked = attributes.filter((c) => trackedNames.has(c.name))
+  const type1 = attributes.filter((c) => !trackedNames.has(c.name))
+
+  const addColumns: DimensionColumn[] = []
+  if (existing !== undefined) {
+    const existingByName = new Map(existing.map((c) => [c.name, c]))
+    for (const m of metadata) {
+      if (!existingByName.has(m.name))
+        reject(`dimension ${table.target} has no metadata column "${m.name}"; was it created with other column names?`)
+    }
+    for (const c of stored) {
+      const have = existingByName.get(c.name)
+      if (have === undefined) addColumns.push(c)
+      else if (normalizeType(have.type) !== normalizeType(c.type))
+        reject(
+          `column "${c.name}" changed type from ${have.type} (dimension ${table.target}) to ${c.type} (source); ` +
+            `nothing was written. Cast it in the source or migrate the dimension`,
+        )
+    }
+    const storedNames = new Set(stored.map((c) => c.name))
+    for (const c of existing) {
+      if (!metadataNames.has(c.name) && !storedNames.has(c.name))
+        reject(`column "${c.name}" of dimension ${table.target} is missing from the source; nothing was written`)
+    }
+  }
+  return Object.freeze({
+    key,
+    tracked,
+    type1,
+    stored,
+    softDelete,
+    validFromColumn,
+    addColumns,
+    createDimension: existing === undefined,
+  })
+}
+
+function normalizeType(type: string): string {
+  const upper = type.trim().toUpperCase()
+  const aliases: Record<string, string> = {
+    'TIMESTAMP WITH TIME ZONE': 'TIMESTAMPTZ',
+    INT8: 'BIGINT',
+    LONG: 'BIGINT',
+    INT: 'INTEGER',
+    INT4: 'INTEGER',
+    TEXT: 'VARCHAR',
+    STRING: 'VARCHAR',
+    BOOL: 'BOOLEAN',
+    FLOAT8: 'DOUBLE',
+  }
+  return aliases[upper] ?? upper
+}

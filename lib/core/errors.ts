@@ -1,0 +1,100 @@
+/**
+ * One error hierarchy for dimsync. Every error names what it is about (table, column, key, file) in its message,
+ * and says whether retrying the same step can help (`retryable`), so schedulers retry only transient failures.
+ */
+export class DimsyncError extends Error {
+  readonly retryable: boolean = false
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options)
+    this.name = 'DimsyncError'
+  }
+}
+
+/** dimsync.yaml (or an event) is invalid. `issues` holds one line per problem: `<path>: <what is wrong>`. */
+export class ConfigError extends DimsyncError {
+  constructor(
+    readonly file: string,
+    readonly issues: readonly string[],
+  ) {
+    super(`${file}: ${issues.join('; ')}`)
+    this.name = 'ConfigError'
+  }
+}
+
+/** A staged batch breaks the table's grain or schema contract; nothing was written. */
+export class BatchRejectedError extends DimsyncError {
+  constructor(
+    readonly table: string,
+    readonly batchId: string,
+    message: string,
+  ) {
+    super(message)
+    this.name = 'BatchRejectedError'
+  }
+}
+
+/** The mass-delete guard refused a batch (a truncated extract must never wipe a dimension). */
+export class MassDeleteRefusedError extends BatchRejectedError {
+  constructor(table: string, batchId: string, message: string) {
+    super(table, batchId, message)
+    this.name = 'MassDeleteRefusedError'
+  }
+}
+
+/** Another run holds the table's lock. */
+export class LockHeldError extends DimsyncError {
+  override readonly retryable = true
+  constructor(
+    readonly table: string,
+    readonly holder: string,
+    readonly since: string,
+  ) {
+    super(`table ${table} is locked by run ${holder} since ${since}`)
+    this.name = 'LockHeldError'
+  }
+}
+
+/** A lease was lost (expired and taken over) before the step that needed it committed. */
+export class LeaseLostError extends DimsyncError {
+  constructor(
+    readonly table: string,
+    message: string,
+  ) {
+    super(message)
+    this.name = 'LeaseLostError'
+  }
+}
+
+/** A source could not be read (missing file, malformed line, unreachable server). */
+export class SourceError extends DimsyncError {
+  constructor(
+    readonly table: string,
+    message: string,
+    options?: ErrorOptions & { retryable?: boolean },
+  ) {
+    super(message, options)
+    this.name = 'SourceError'
+    if (options?.retryable) Object.defineProperty(this, 'retryable', { value: true })
+  }
+}
+
+/** A staged batch is missing or damaged (no manifest, missing part, bad checksum). */
+export class StagingError extends DimsyncError {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options)
+    this.name = 'StagingError'
+  }
+}
+
+/** A warehouse statement failed; carries the label and SQL of the failing statement. */
+export class WarehouseError extends DimsyncError {
+  constructor(
+    readonly label: string,
+    readonly sql: string,
+    options?: ErrorOptions,
+  ) {
+    const cause = options?.cause instanceof Error ? options.cause.message : String(options?.cause ?? '')
+    super(`warehouse statement "${label}" failed: ${cause}`, options)
+    this.name = 'WarehouseError'
+  }
+}

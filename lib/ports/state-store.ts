@@ -1,0 +1,35 @@
+import type { Watermark } from '../core/batch.ts'
+import type { RunRecord } from '../core/run-record.ts'
+
+/** A held table lock. `token` is a fencing token: it only grows, across owners and releases. */
+export interface Lease {
+  readonly table: string
+  readonly owner: string
+  readonly token: number
+  readonly acquiredAt: string
+  readonly expiresAt: string
+}
+
+/**
+ * Per-table watermarks, locks and run records. Implementations: a local folder (embedded mode) and DynamoDB.
+ */
+export interface StateStore {
+  getWatermark(table: string): Promise<Watermark | undefined>
+  /** Stores `next` only if the stored watermark still equals `expected`; throws `DimsyncError` otherwise. */
+  commitWatermark(table: string, next: Watermark, expected: Watermark | undefined): Promise<void>
+  /**
+   * Takes the table's lock for `ttlMs`. Throws `LockHeldError` (holder, since) when another owner holds an
+   * unexpired lease; an expired lease is taken over with a higher token.
+   */
+  acquireLease(table: string, owner: string, ttlMs: number, now: Date): Promise<Lease>
+  /** Extends a held lease; throws `LeaseLostError` when it expired and was taken over. */
+  renewLease(lease: Lease, ttlMs: number, now: Date): Promise<Lease>
+  /** Throws `LeaseLostError` unless `lease` is still the held one (checked before a merge commits). */
+  assertLeaseHeld(lease: Lease, now: Date): Promise<void>
+  /** Releases the lease if still held by it; keeps the token counter. Safe to call twice. */
+  releaseLease(lease: Lease): Promise<void>
+  /** Inserts or replaces the record with the same runId. */
+  recordRun(run: RunRecord): Promise<void>
+  /** Most recent first. */
+  listRuns(table: string, limit: number): Promise<readonly RunRecord[]>
+}

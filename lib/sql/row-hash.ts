@@ -1,0 +1,28 @@
+import type { SqlDialect } from './dialect.ts'
+
+/** State marker used instead of a row hash for deletion events; cannot collide with a hex MD5. */
+export const DELETED_STATE = 'deleted'
+
+/**
+ * A NULL-safe, unambiguous hash of the tracked columns.
+ *
+ * Columns are taken in name order, so the source's column order does not matter. Each non-NULL value adds
+ * `<name length>:<name>=<value length>:<value>;` and a NULL adds nothing. Because every value is tagged with its
+ * column and its length, NULL differs from '' and from 'NULL', and moving a value to another column changes the
+ * hash. Because a NULL adds nothing, adding a new nullable column to a dimension does not re-version every key.
+ * (dbt's `coalesce(cast(x as string), '')` makes NULL equal ''; `concat_ws` skips NULLs: both miss changes.)
+ */
+export function renderRowHash(dialect: SqlDialect, columns: readonly string[], qualifier?: string): string {
+  const sorted = [...columns].sort()
+  if (sorted.length === 0) return dialect.md5Hex(dialect.stringLiteral(''))
+  const pieces = sorted.map((name) => {
+    const column = (qualifier ? `${qualifier}.` : '') + dialect.quoteIdentifier(name)
+    const value = dialect.castToString(column)
+    const tag = dialect.stringLiteral(`${name.length}:${name}=`)
+    return (
+      `CASE WHEN ${column} IS NULL THEN '' ELSE ` +
+      `${tag} || ${dialect.castToString(`LENGTH(${value})`)} || ':' || ${value} || ';' END`
+    )
+  })
+  return dialect.md5Hex(pieces.join('\n    || '))
+}

@@ -1,0 +1,113 @@
+import type { MergeCounts } from '../core/run-record.ts'
+import { planDimensionLayout } from '../core/dimension-layout.ts'
+import type { TableSpec } from '../core/table-spec.ts'
+import type { StagingStore } from '../ports/staging-store.ts'
+import type { Row, Warehouse } from '../ports/warehouse.ts'
+import type { CompiledStatement } from '../sql/dialect.ts'
+import { dimensionObjects, renderBatchLedgerDdl, renderDimensionDdl } from '../sql/render-ddl.ts'
+import { renderMerge } from '../sql/render-merge.ts'
+import { renderDuckDbViews } from '../sql/duckdb/duckdb-views.ts'
+
+export interface MergeBatchRequest {
+  readonly table: TableSpec
+  readonly schema: string
+  readonly batchId: string
+  readonly now: Date
+  readonly allowMassDelete?: boolean
+  /** Dry run: run every statement, report the counts, roll back. */
+  readonly dryRun?: boolean
+  /** Called inside the transaction just before COMMIT (a lease check); throwing rolls the merge back. */
+  readonly beforeCommit?: () => Promise<void>
+}
+
+export interface MergeBatchResult {
+  readonly status: 'merged' | 'already-applied' | 'dry-run'
+  readonly batchId: string
+  readonly counts?: MergeCounts
+  readonly statements: readonly CompiledStatement[]
+}
+
+export interface MergeDeps {
+  readonly warehouse: Warehouse
+  readonly staging: StagingStore
+}
+
+/**
+ * Merges one committed staged batch into its dimension, in one transaction together with the row that records
+ * the batch as applied (DESIGN.md §4). A batch already recorded is skipped, so a retried merge never applies a
+ * batch twice.
+ */
+export async function mergeBatch(deps: MergeDeps, request: MergeBatchRequest): Promise<MergeBatchResult> {
+  const { warehouse } = deps
+  const { table, batchId } = request
+  const objects = dimensionObjects(table, request.schema)
+  const d = warehouse.dialect
+  const ledger = renderBatchLedgerDdl(d, objects.batches)
+
+  const batch = await deps.staging.openBatch(table.name, batchId)
+  try {
+    const applied = await isApplied(warehouse, ledger, objects.batches, table.target, batchId)
+    if (applied) return { status: 'already-applied', batchId, statements: [] }
+
+    const staged = await warehouse.loadStaging(batch.partPaths)
+    const existing = await warehouse.describeTable(objects.dimension)
+    const layout = planDimensionLayout(table, batchId, staged, existing)
+    const statements = [
+      ...renderDimensionDdl(d, table, layout, objects),
+      ...renderMerge(d, {
+        table,
+        layout,
+        dimension: objects.dimension,
+        captures: objects.captures,
+        batches: objects.batches,
+        batchId,
+        extractedAt: batch.manifest.extractedAt,
+        appliedAt: request.now.toISOString(),
+        mode: batch.manifest.mode,
+        allowMassDelete: request.allowMassDelete ?? false,
+      }),
+      ...(d.name === 'duckdb' ? renderDuckDbViews(table, objects) : []),
+    ]
+    const counts = await warehouse.transaction(
+      async (tx) => {
+        for (const statement of statements) await tx.execute(statement)
+        const rows = await tx.query(
+          `SELECT * FROM ${d.table(objects.batches)} WHERE target = ${d.stringLiteral(table.target)} AND batch_id = ${d.stringLiteral(batchId)}`,
+        )
+        if (!request.dryRun) await request.beforeCommit?.()
+        return toCounts(rows[0])
+      },
+      { commit: !request.dryRun },
+    )
+    return { status: request.dryRun ? 'dry-run' : 'merged', batchId, counts, statements: [ledger, ...statements] }
+  } finally {
+    await batch.release()
+  }
+}
+
+async function isApplied(
+  warehouse: Warehouse,
+  ledger: CompiledStatement,
+  batches: { schema?: string; name: string },
+  target: string,
+  batchId: string,
+): Promise<boolean> {
+  const d = warehouse.dialect
+  await warehouse.transaction((tx) => tx.execute(ledger), { commit: true })
+  const rows = await warehouse.query(
+    `SELECT 1 AS applied FROM ${d.table(batches)} WHERE target = ${d.stringLiteral(target)} AND batch_id = ${d.stringLiteral(batchId)}`,
+  )
+  return rows.length > 0
+}
+
+function toCounts(row: Row | undefined): MergeCounts {
+  const n = (v: unknown) => Number(v ?? 0)
+  return {
+    events: n(row?.events),
+    insertedVersions: n(row?.inserted_versions),
+    closedVersions: n(row?.closed_versions),
+    deletedKeys: n(row?.deleted_keys),
+    unchangedEvents: n(row?.unchanged_events),
+    lateKeys: n(row?.late_keys),
+  }
+}

@@ -1,0 +1,70 @@
+import type { StagedColumn } from '../../lib/core/batch.ts'
+import type { TableSpec } from '../../lib/core/table-spec.ts'
+import { DuckDbWarehouse } from '../../lib/adapters/warehouse/duckdb-warehouse.ts'
+import { mergeBatch, type MergeBatchResult } from '../../lib/use-cases/merge-batch.ts'
+import { TestBatches, type Value } from './staged-batches.ts'
+
+export interface VersionRow {
+  readonly [column: string]: string | number | boolean | null
+}
+
+/** Real DuckDB (in memory) + staged Parquet batches: load rows, merge, read the history back. */
+export class ScdHarness {
+  #clock = Date.parse('2030-01-01T00:00:00Z')
+
+  private constructor(
+    readonly table: TableSpec,
+    readonly columns: readonly StagedColumn[],
+    readonly warehouse: DuckDbWarehouse,
+    readonly batches: TestBatches,
+  ) {}
+
+  static async create(table: TableSpec, columns: readonly StagedColumn[]): Promise<ScdHarness> {
+    return new ScdHarness(table, columns, await DuckDbWarehouse.open({ path: ':memory:' }), await TestBatches.create())
+  }
+
+  async stage(
+    rows: readonly Record<string, Value>[],
+    options: { extractedAt: string; mode?: 'full' | 'incremental'; batchId?: string; columns?: readonly StagedColumn[] },
+  ): Promise<string> {
+    return this.batches.stage(this.table.name, options.columns ?? this.columns, rows, {
+      ...options,
+      mode: options.mode ?? this.table.extract.mode,
+    })
+  }
+
+  async merge(batchId: string, options: { allowMassDelete?: boolean; dryRun?: boolean } = {}): Promise<MergeBatchResult> {
+    this.#clock += 1000
+    return mergeBatch(
+      { warehouse: this.warehouse, staging: this.batches },
+      { table: this.table, schema: 'main', batchId, now: new Date(this.#clock), ...options },
+    )
+  }
+
+  async load(
+    rows: readonly Record<string, Value>[],
+    options: { extractedAt: string; mode?: 'full' | 'incremental'; batchId?: string; allowMassDelete?: boolean },
+  ): Promise<MergeBatchResult> {
+    return this.merge(await this.stage(rows, options), options)
+  }
+
+  /** All versions, ordered by key then valid_from; timestamps as ISO strings. */
+  async history(): Promise<VersionRow[]> {
+    const n = this.table.columns
+    const keys = this.table.key.map((k) => `"${k}"`).join(', ')
+    const exists = await this.warehouse.describeTable({ schema: 'main', name: this.table.target })
+    if (!exists) return []
+    return (await this.warehouse.query(
+      `SELECT * FROM main."${this.table.target}" ORDER BY ${keys}, "${n.validFrom}"`,
+    )) as VersionRow[]
+  }
+
+  async query(sql: string) {
+    return this.warehouse.query(sql)
+  }
+
+  async dispose(): Promise<void> {
+    await this.warehouse.close()
+    await this.batches.dispose()
+  }
+}

@@ -1,0 +1,102 @@
+import { createHash } from 'node:crypto'
+import { mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { DuckDBInstance } from '@duckdb/node-api'
+import type { BatchManifest, StagedColumn } from '../../lib/core/batch.ts'
+import { StagingError } from '../../lib/core/errors.ts'
+import type { BatchWriter, OpenedBatch, StagingStore } from '../../lib/ports/staging-store.ts'
+
+export type Value = string | number | boolean | null | bigint
+
+/**
+ * A minimal staging store for engine tests: batches built from JS rows with explicit DuckDB column types,
+ * written as real Parquet by DuckDB. (The production LocalStagingStore has its own contract tests.)
+ */
+export class TestBatches implements StagingStore {
+  readonly #root: string
+  readonly #manifests = new Map<string, BatchManifest>()
+  readonly #paths = new Map<string, string[]>()
+  #seq = 0
+
+  private constructor(root: string) {
+    this.#root = root
+  }
+
+  static async create(): Promise<TestBatches> {
+    return new TestBatches(await mkdtemp(join(tmpdir(), 'dimsync-test-batches-')))
+  }
+
+  /** Stages rows as one committed batch and returns its id. */
+  async stage(
+    table: string,
+    columns: readonly StagedColumn[],
+    rows: readonly Record<string, Value>[],
+    options: { extractedAt: string; mode?: 'full' | 'incremental'; batchId?: string },
+  ): Promise<string> {
+    const batchId = options.batchId ?? `b${String(++this.#seq).padStart(4, '0')}`
+    const dir = join(this.#root, table, batchId)
+    await mkdir(dir, { recursive: true })
+    const path = join(dir, 'part-00000.parquet')
+    const db = await DuckDBInstance.create(':memory:')
+    const c = await db.connect()
+    try {
+      await c.run(`SET TimeZone='UTC'`)
+      await c.run(`CREATE TABLE t (${columns.map((col) => `"${col.name}" ${col.type}`).join(', ')})`)
+      for (let i = 0; i < rows.length; i += 500) {
+        const chunk = rows.slice(i, i + 500)
+        const values = chunk
+          .map((r) => `(${columns.map((col) => `CAST(${literal(r[col.name])} AS ${col.type})`).join(', ')})`)
+          .join(',\n')
+        await c.run(`INSERT INTO t VALUES ${values}`)
+      }
+      await c.run(`COPY t TO '${path}' (FORMAT parquet)`)
+    } finally {
+      c.closeSync()
+      db.closeSync()
+    }
+    const bytes = (await stat(path)).size
+    const sha256 = createHash('sha256').update(await readFile(path)).digest('hex')
+    this.#manifests.set(`${table}/${batchId}`, {
+      formatVersion: 1,
+      table,
+      batchId,
+      extractedAt: options.extractedAt,
+      mode: options.mode ?? 'full',
+      rowCount: rows.length,
+      columns,
+      parts: [{ name: 'part-00000.parquet', rows: rows.length, bytes, sha256 }],
+      sourceDescription: 'test rows',
+    })
+    this.#paths.set(`${table}/${batchId}`, [path])
+    return batchId
+  }
+
+  async beginBatch(): Promise<BatchWriter> {
+    throw new Error('TestBatches stages batches with stage()')
+  }
+  async listBatches(table: string): Promise<readonly BatchManifest[]> {
+    return [...this.#manifests.values()].filter((m) => m.table === table)
+  }
+  async openBatch(table: string, batchId: string): Promise<OpenedBatch> {
+    const manifest = this.#manifests.get(`${table}/${batchId}`)
+    if (!manifest) throw new StagingError(`table ${table}: batch ${batchId} has no manifest`)
+    return { manifest, partPaths: this.#paths.get(`${table}/${batchId}`)!, release: async () => undefined }
+  }
+  async deleteBatch(table: string, batchId: string): Promise<void> {
+    this.#manifests.delete(`${table}/${batchId}`)
+  }
+  async removeAbandoned(): Promise<readonly string[]> {
+    return []
+  }
+  async dispose(): Promise<void> {
+    await rm(this.#root, { recursive: true, force: true })
+  }
+}
+
+function literal(v: Value | undefined): string {
+  if (v === null || v === undefined) return 'NULL'
+  if (typeof v === 'string') return `'${v.replaceAll("'", "''")}'`
+  if (typeof v === 'boolean') return v ? 'TRUE' : 'FALSE'
+  return String(v)
+}
