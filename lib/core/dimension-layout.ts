@@ -80,14 +80,23 @@ export function planDimensionLayout(
   const keyNames = new Set(table.key)
   const excluded = new Set(table.exclude)
   if (softDelete) excluded.add(softDelete.name)
+  // The change-time column is the version's valid_from: storing it again would only duplicate it.
+  if (validFromColumn) excluded.add(validFromColumn.name)
+  // A cursor is bookkeeping: it moves on every write, so hashing it would version rows that did not change.
+  const cursor = table.extract.mode === 'incremental' ? table.extract.cursor : undefined
   const attributes = staged.filter((c) => !keyNames.has(c.name) && !excluded.has(c.name))
   let trackedNames: Set<string>
   if (table.tracked.kind === 'list') {
-    for (const name of table.tracked.columns) need(name, 'tracked')
+    for (const name of table.tracked.columns) {
+      need(name, 'tracked')
+      if (excluded.has(name) || keyNames.has(name))
+        reject(`column "${name}" cannot be tracked: it is a key, excluded, the soft delete or the valid_from column`)
+    }
     trackedNames = new Set(table.tracked.columns)
   } else {
     for (const name of table.tracked.columns) need(name, 'untracked')
     const untracked = new Set(table.tracked.columns)
+    if (cursor !== undefined) untracked.add(cursor)
     trackedNames = new Set(attributes.filter((c) => !untracked.has(c.name)).map((c) => c.name))
   }
   const stored = staged.filter((c) => keyNames.has(c.name) || attributes.includes(c))

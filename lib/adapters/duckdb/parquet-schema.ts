@@ -20,7 +20,9 @@ export async function readParquetColumns(
 ): Promise<StagedColumn[]> {
   return await withConnection(connection, async (conn) => {
     const reader = await conn.runAndReadAll(`DESCRIBE SELECT * FROM read_parquet(${sqlStringList(paths)})`)
-    return reader.getRowObjectsJson().map((row) => ({ name: String(row.column_name), type: String(row.column_type) }))
+    return reader
+      .getRowObjectsJson()
+      .map((row) => ({ name: String(row.column_name), type: String(row.column_type) }))
   })
 }
 

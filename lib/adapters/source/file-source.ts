@@ -201,7 +201,14 @@ export class FileSource implements Source {
     }
     const first = layouts[0]!
     for (const layout of layouts.slice(1)) {
-      assertSameColumns(tableName, names.get(first.path)!, first.columns, names.get(layout.path)!, layout.columns, !spec.csv.header)
+      assertSameColumns(
+        tableName,
+        names.get(first.path)!,
+        first.columns,
+        names.get(layout.path)!,
+        layout.columns,
+        !spec.csv.header,
+      )
     }
     const types = unifyTypes(first.columns, layouts)
     const selectList = first.columns.map((column) => sqlIdentifier(column.name)).join(', ')
@@ -212,7 +219,9 @@ export class FileSource implements Source {
           .join(', ')
         const formats =
           (layout.dateFormat === undefined ? '' : `, dateformat=${sqlString(layout.dateFormat)}`) +
-          (layout.timestampFormat === undefined ? '' : `, timestampformat=${sqlString(layout.timestampFormat)}`)
+          (layout.timestampFormat === undefined
+            ? ''
+            : `, timestampformat=${sqlString(layout.timestampFormat)}`)
         return (
           `SELECT ${selectList} FROM read_csv(${sqlString(layout.path)}, auto_detect=false, ${dialect}, ` +
           `columns={${columns}}${formats}, strict_mode=true, null_padding=false, ignore_errors=false)`
@@ -232,9 +241,13 @@ export class FileSource implements Source {
       try {
         schemas.push(await readParquetColumns([file], connection))
       } catch (error) {
-        throw new SourceError(tableName, `${tableName}: ${names.get(file)} is not a readable Parquet file: ${firstLine(error)}`, {
-          cause: error,
-        })
+        throw new SourceError(
+          tableName,
+          `${tableName}: ${names.get(file)} is not a readable Parquet file: ${firstLine(error)}`,
+          {
+            cause: error,
+          },
+        )
       }
     }
     const first = schemas[0]!
@@ -281,9 +294,13 @@ async function sniffCsv(
   } catch (error) {
     // The sniffer only says it could not find a layout; a strict read with explicit columns says which line is bad.
     await diagnoseCsv(connection, tableName, file, name, dialect, spec)
-    throw new SourceError(tableName, `${tableName}: ${name}: could not detect the CSV layout: ${firstLine(error)}`, {
-      cause: error,
-    })
+    throw new SourceError(
+      tableName,
+      `${tableName}: ${name}: could not detect the CSV layout: ${firstLine(error)}`,
+      {
+        cause: error,
+      },
+    )
   }
   const columns = (row.Columns as { name: string; type: string }[]).map(({ name, type }) => ({ name, type }))
   return {
@@ -334,14 +351,28 @@ async function readFirstCsvRecord(file: string, delimiter: string): Promise<stri
       for (let i = 0; i < text.length; i++) {
         const ch = text[i]!
         if (quoted) {
-          if (ch !== '"') field += ch
-          else if (i + 1 >= text.length) pending = '"'
-          else if (text[i + 1] === '"') (field += '"'), i++
-          else quoted = false
-        } else if (ch === '"') quoted = true
-        else if (text.startsWith(delimiter, i)) (fields.push(field), (field = ''), (i += delimiter.length - 1))
-        else if (ch === '\n' || ch === '\r') return [...fields, field]
-        else field += ch
+          if (ch !== '"') {
+            field += ch
+          } else if (i + 1 >= text.length) {
+            // Cannot tell `""` from a closing quote until the next chunk arrives.
+            pending = '"'
+          } else if (text[i + 1] === '"') {
+            field += '"'
+            i++
+          } else {
+            quoted = false
+          }
+        } else if (ch === '"') {
+          quoted = true
+        } else if (text.startsWith(delimiter, i)) {
+          fields.push(field)
+          field = ''
+          i += delimiter.length - 1
+        } else if (ch === '\n' || ch === '\r') {
+          return [...fields, field]
+        } else {
+          field += ch
+        }
       }
     }
   } finally {
@@ -393,7 +424,9 @@ function assertSameColumns(
 function unifyTypes(order: readonly StagedColumn[], layouts: readonly CsvLayout[]): Map<string, string> {
   const types = new Map<string, string>()
   for (const { name } of order) {
-    const found = new Set(layouts.map((layout) => layout.columns.find((column) => column.name === name)!.type))
+    const found = new Set(
+      layouts.map((layout) => layout.columns.find((column) => column.name === name)!.type),
+    )
     const [only] = found
     if (found.size === 1) types.set(name, only!)
     else if ([...found].every((type) => type === 'BIGINT' || type === 'DOUBLE')) types.set(name, 'DOUBLE')
@@ -434,7 +467,9 @@ function translateReadError(
   if (columns !== null) reason = `expected ${columns[1]} columns, found ${columns[2]}`
   else if (/unterminated quote/i.test(message)) reason = 'unterminated quoted value'
   else reason = csvErrorReason(message)
-  return new SourceError(tableName, `${tableName}: ${file ?? 'CSV'} line ${line}: ${reason}`, { cause: error })
+  return new SourceError(tableName, `${tableName}: ${file ?? 'CSV'} line ${line}: ${reason}`, {
+    cause: error,
+  })
 }
 
 function csvErrorReason(message: string): string {

@@ -139,7 +139,9 @@ export class LocalStagingStore implements StagingStore {
     try {
       parsed = await readJsonIfExists(path)
     } catch (error) {
-      throw new StagingError(`table ${table}: batch ${batchId}: unreadable manifest ${path}`, { cause: error })
+      throw new StagingError(`table ${table}: batch ${batchId}: unreadable manifest ${path}`, {
+        cause: error,
+      })
     }
     if (parsed === undefined) return undefined
     return checkManifest(table, batchId, path, parsed)
@@ -179,7 +181,9 @@ class LocalBatchWriter implements BatchWriter {
   async addPart(localPath: string, rows: number): Promise<StagedPart> {
     this.#assertOpen('addPart')
     if (!Number.isSafeInteger(rows) || rows < 0) {
-      throw new StagingError(`table ${this.table}: batch ${this.batchId}: invalid row count ${rows} for a part`)
+      throw new StagingError(
+        `table ${this.table}: batch ${this.batchId}: invalid row count ${rows} for a part`,
+      )
     }
     // Reserve the slot before any await so that concurrent calls get distinct, ordered names.
     const index = this.#parts.length
@@ -214,12 +218,15 @@ class LocalBatchWriter implements BatchWriter {
     }
     const parts: StagedPart[] = []
     for (const part of this.#parts) {
-      if (part === undefined) throw new StagingError(`${where}: commit called while a part is still being added`)
+      if (part === undefined)
+        throw new StagingError(`${where}: commit called while a part is still being added`)
       parts.push(part)
     }
     const partRows = parts.reduce((sum, part) => sum + part.rows, 0)
     if (manifest.rowCount !== partRows) {
-      throw new StagingError(`${where}: manifest rowCount ${manifest.rowCount} differs from the parts' ${partRows} rows`)
+      throw new StagingError(
+        `${where}: manifest rowCount ${manifest.rowCount} differs from the parts' ${partRows} rows`,
+      )
     }
     const full: BatchManifest = { formatVersion: 1, ...manifest, parts }
     await syncDir(this.#dir)
@@ -242,7 +249,9 @@ class LocalBatchWriter implements BatchWriter {
 
   #assertOpen(operation: string): void {
     if (this.#state !== 'open') {
-      throw new StagingError(`table ${this.table}: batch ${this.batchId}: ${operation} after the batch was ${this.#state}`)
+      throw new StagingError(
+        `table ${this.table}: batch ${this.batchId}: ${operation} after the batch was ${this.#state}`,
+      )
     }
   }
 }
@@ -290,7 +299,9 @@ async function listSubfolders(dir: string): Promise<string[]> {
   try {
     const entries = await readdir(dir, { withFileTypes: true })
     // Dot-names are temporary files and scratch folders, never batches.
-    return entries.filter((entry) => entry.isDirectory() && !entry.name.startsWith('.')).map((entry) => entry.name)
+    return entries
+      .filter((entry) => entry.isDirectory() && !entry.name.startsWith('.'))
+      .map((entry) => entry.name)
   } catch (error) {
     if (isErrnoCode(error, 'ENOENT')) return []
     throw error

@@ -8,7 +8,13 @@ import type { Watermark } from '../../core/batch.ts'
 import { DimsyncError, LeaseLostError, LockHeldError } from '../../core/errors.ts'
 import type { RunRecord } from '../../core/run-record.ts'
 import type { Lease, StateStore } from '../../ports/state-store.ts'
-import { assertSafeId, instantSortKey, isErrnoCode, readJsonIfExists, writeFileAtomic } from '../staging/local-files.ts'
+import {
+  assertSafeId,
+  instantSortKey,
+  isErrnoCode,
+  readJsonIfExists,
+  writeFileAtomic,
+} from '../staging/local-files.ts'
 
 export interface LocalStateStoreOptions {
   /** Folder holding `<table>/watermark.json`, `lease.json` and `runs/`; created on first use. */
@@ -350,7 +356,9 @@ function isProcessAlive(pid: number): boolean {
  */
 function runFileName(run: RunRecord): string {
   if (instantSortKey(run.startedAt) === undefined) {
-    throw new DimsyncError(`table ${run.table}: run ${run.runId}: startedAt ${JSON.stringify(run.startedAt)} is not an ISO instant`)
+    throw new DimsyncError(
+      `table ${run.table}: run ${run.runId}: startedAt ${JSON.stringify(run.startedAt)} is not an ISO instant`,
+    )
   }
   const iso = new Date(Date.parse(run.startedAt)).toISOString()
   const micros = (/T\d{2}:\d{2}:\d{2}\.(\d+)/.exec(run.startedAt)?.[1] ?? '').padEnd(6, '0').slice(3, 6)
@@ -363,7 +371,10 @@ function jsonEqual(a: unknown, b: unknown): boolean {
   if (a === undefined || b === undefined || a === null || b === null) return false
   if (Array.isArray(a) || Array.isArray(b)) {
     return (
-      Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((item, i) => jsonEqual(item, b[i]))
+      Array.isArray(a) &&
+      Array.isArray(b) &&
+      a.length === b.length &&
+      a.every((item, i) => jsonEqual(item, b[i]))
     )
   }
   if (typeof a === 'object' && typeof b === 'object') {
