@@ -260,7 +260,7 @@ function checkMetadataDistinct(
     const [culprit, other] = written(key) || !written(first) ? [key, first] : [first, key]
     issues.add(
       [...columnsPath, METADATA_COLUMN_OPTIONS[culprit]],
-      `${show(name)} is already the name of the ${METADATA_COLUMN_OPTIONS[other]} metadata column`,
+      `${show(names[culprit])} is already the name of the ${METADATA_COLUMN_OPTIONS[other]} metadata column`,
     )
   }
 }
