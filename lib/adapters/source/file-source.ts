@@ -488,6 +488,7 @@ function firstLine(error: unknown): string {
 }
 
 function describeSource(spec: FileSourceSpec, names: readonly string[]): string {
+  if (names.length === 1 && names[0] === spec.path) return `${spec.format} ${spec.path}`
   const shown = names.length > 20 ? [...names.slice(0, 20), `and ${names.length - 20} more`] : names
   return `${spec.format} ${spec.path}: ${shown.join(', ')}`
 }

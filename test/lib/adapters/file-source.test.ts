@@ -1,0 +1,394 @@
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+import { DuckDBInstance } from '@duckdb/node-api'
+import type { DuckDBConnection } from '@duckdb/node-api'
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+
+import { sqlString, sqlStringList } from '../../../lib/adapters/duckdb/parquet-schema.ts'
+import { FileSource } from '../../../lib/adapters/source/file-source.ts'
+import { LocalStagingStore } from '../../../lib/adapters/staging/local-staging-store.ts'
+import { SourceError } from '../../../lib/core/errors.ts'
+import type { FileSourceSpec, TableSpec } from '../../../lib/core/table-spec.ts'
+import type { ExtractResult } from '../../../lib/ports/source.ts'
+
+let duck: DuckDBInstance
+let db: DuckDBConnection
+
+beforeAll(async () => {
+  duck = await DuckDBInstance.create(':memory:')
+  db = await duck.connect()
+  await db.run(`SET TimeZone='UTC'`)
+})
+afterAll(() => {
+  db.closeSync()
+  duck.closeSync()
+})
+
+function tableSpec(
+  source: Partial<FileSourceSpec> & { path: string },
+  extra: Partial<TableSpec> = {},
+): TableSpec {
+  return {
+    name: 'customers',
+    source: { type: 'file', format: 'csv', csv: { delimiter: ',', header: true }, ...source },
+    target: 'dim_customer',
+    key: ['id'],
+    extract: { mode: 'full' },
+    validFrom: { kind: 'extracted_at' },
+    tracked: { kind: 'all_except', columns: [] },
+    exclude: [],
+    deletes: 'ignore',
+    maxDeleteShare: 0.5,
+    openEnd: null,
+    columns: {
+      surrogateKey: 'sk',
+      validFrom: 'valid_from',
+      validTo: 'valid_to',
+      isCurrent: 'is_current',
+      isDeleted: 'is_deleted',
+      rowHash: 'row_hash',
+      batchId: 'batch_id',
+    },
+    ...extra,
+  }
+}
+
+describe('FileSource', () => {
+  let baseDir: string
+  let staging: LocalStagingStore
+  let batchNo = 0
+
+  beforeEach(async () => {
+    baseDir = await mkdtemp(join(tmpdir(), 'dimsync-file-source-'))
+    await mkdir(join(baseDir, 'data'))
+    staging = new LocalStagingStore({ root: join(baseDir, 'staging') })
+  })
+  afterEach(async () => {
+    await rm(baseDir, { recursive: true, force: true })
+  })
+
+  /** Extracts into a real staged batch, commits it, and returns the result plus the verified part paths. */
+  async function extract(
+    spec: TableSpec,
+    options: { partFileSizeBytes?: number; onProgress?: (rows: number) => void } = {},
+  ): Promise<ExtractResult & { partPaths: readonly string[] }> {
+    const source = new FileSource({ baseDir, threads: 2, ...options })
+    const batchId = `b${++batchNo}`
+    const writer = await staging.beginBatch(spec.name, batchId)
+    try {
+      const result = await source.extract({
+        table: spec,
+        batchId,
+        extractedAt: new Date('2024-01-01T00:00:00Z'),
+        writer,
+        ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+      })
+      await writer.commit({
+        table: spec.name,
+        batchId,
+        extractedAt: '2024-01-01T00:00:00.000Z',
+        mode: 'full',
+        rowCount: result.rows,
+        columns: result.columns,
+        sourceDescription: result.sourceDescription,
+      })
+      const opened = await staging.openBatch(spec.name, batchId)
+      return { ...result, partPaths: opened.partPaths }
+    } catch (error) {
+      await writer.abort()
+      throw error
+    } finally {
+      await source.close()
+    }
+  }
+
+  async function rows(partPaths: readonly string[], select: string, orderBy: string): Promise<unknown[]> {
+    const reader = await db.runAndReadAll(
+      `SELECT ${select} FROM read_parquet(${sqlStringList(partPaths)}) ORDER BY ${orderBy}`,
+    )
+    return reader.getRowObjectsJson()
+  }
+
+  async function extractError(spec: TableSpec): Promise<SourceError> {
+    const error = await extract(spec).then(
+      () => undefined,
+      (e: unknown) => e,
+    )
+    expect(error).toBeInstanceOf(SourceError)
+    return error as SourceError
+  }
+
+  describe('CSV', () => {
+    it('reads one file keeping BIGINT above 2^53, microsecond timestamps, NULL and empty string', async () => {
+      await writeFile(
+        join(baseDir, 'data', 'customers.csv'),
+        [
+          'id,name,updated_at,score',
+          '9007199254740993,Ann,2024-01-02 03:04:05.123456,1.5',
+          '-9007199254740993,,2024-01-02 03:04:05,',
+          '3,"",2024-01-02 03:04:05.000001,2',
+          '4,"Smith, ""Bob""",2024-12-31 23:59:59.999999,3',
+          '',
+        ].join('\n'),
+      )
+      const result = await extract(tableSpec({ path: 'data/customers.csv' }))
+      expect(result.rows).toBe(4)
+      expect(result.columns).toEqual([
+        { name: 'id', type: 'BIGINT' },
+        { name: 'name', type: 'VARCHAR' },
+        { name: 'updated_at', type: 'TIMESTAMP' },
+        { name: 'score', type: 'DOUBLE' },
+      ])
+      expect(result.sourceDescription).toContain('data/customers.csv')
+      expect(
+        await rows(result.partPaths, `id::VARCHAR AS id, name, updated_at::VARCHAR AS ts, score`, 'id'),
+      ).toEqual([
+        { id: '-9007199254740993', name: null, ts: '2024-01-02 03:04:05', score: null },
+        // Documented rule: unquoted empty field = NULL, quoted "" = empty string.
+        { id: '3', name: '', ts: '2024-01-02 03:04:05.000001', score: 2 },
+        { id: '4', name: 'Smith, "Bob"', ts: '2024-12-31 23:59:59.999999', score: 3 },
+        { id: '9007199254740993', name: 'Ann', ts: '2024-01-02 03:04:05.123456', score: 1.5 },
+      ])
+    })
+
+    it('detects types from the whole file, not from a sample', async () => {
+      // 30k integers, then one text value: a 20k-line sample would choose BIGINT and fail at the end.
+      const lines = ['id,code']
+      for (let i = 0; i < 30_000; i++) lines.push(`${i},${i}`)
+      lines.push('30000,X-1')
+      await writeFile(join(baseDir, 'data', 'codes.csv'), `${lines.join('\n')}\n`)
+      const result = await extract(tableSpec({ path: 'data/codes.csv' }))
+      expect(result.columns).toContainEqual({ name: 'code', type: 'VARCHAR' })
+      expect(result.rows).toBe(30_001)
+    })
+
+    it('honours the delimiter and header options (no header: column0, column1, ...)', async () => {
+      await writeFile(join(baseDir, 'data', 'plain.csv'), '1;a\n2;b\n')
+      const result = await extract(
+        tableSpec({ path: 'data/plain.csv', csv: { delimiter: ';', header: false } }),
+      )
+      expect(result.columns.map((c) => c.name)).toEqual(['column0', 'column1'])
+      expect(await rows(result.partPaths, '*', 'column0')).toEqual([
+        { column0: '1', column1: 'a' },
+        { column0: '2', column1: 'b' },
+      ])
+    })
+
+    it('reads a glob of 3 files as one snapshot, unifying BIGINT and DOUBLE', async () => {
+      await writeFile(join(baseDir, 'data', 'part-1.csv'), 'id,amount\n1,10\n2,20\n')
+      await writeFile(join(baseDir, 'data', 'part-2.csv'), 'id,amount\n3,30.5\n')
+      // Same columns in another order are matched by name.
+      await writeFile(join(baseDir, 'data', 'part-3.csv'), 'amount,id\n40,4\n50,5\n')
+      const result = await extract(tableSpec({ path: 'data/part-*.csv' }))
+      expect(result.rows).toBe(5)
+      expect(result.columns).toEqual([
+        { name: 'id', type: 'BIGINT' },
+        { name: 'amount', type: 'DOUBLE' },
+      ])
+      expect(result.sourceDescription).toBe(
+        'csv data/part-*.csv: data/part-1.csv, data/part-2.csv, data/part-3.csv',
+      )
+      expect(await rows(result.partPaths, '*', 'id')).toEqual([
+        { id: '1', amount: 10 },
+        { id: '2', amount: 20 },
+        { id: '3', amount: 30.5 },
+        { id: '4', amount: 40 },
+        { id: '5', amount: 50 },
+      ])
+    })
+
+    it('refuses a glob whose files have different columns, naming both files and the column', async () => {
+      await writeFile(join(baseDir, 'data', 'a.csv'), 'id,name\n1,x\n')
+      await writeFile(join(baseDir, 'data', 'b.csv'), 'id,nom\n2,y\n')
+      const error = await extractError(tableSpec({ path: 'data/*.csv' }))
+      expect(error.message).toBe(
+        'customers: data/b.csv has column "nom" which data/a.csv does not have; all files must have the same columns',
+      )
+    })
+
+    it('names the file and line of a row with too many columns', async () => {
+      await writeFile(
+        join(baseDir, 'data', 'customers.csv'),
+        'id,name,amount\n1,a,1.5\n2,b,2\n3,c,3,4\n4,d,5\n',
+      )
+      const error = await extractError(tableSpec({ path: 'data/customers.csv' }))
+      expect(error.message).toBe('customers: data/customers.csv line 4: expected 3 columns, found 4')
+      expect(error.table).toBe('customers')
+    })
+
+    it('names the file and line of a malformed row far into a big file', async () => {
+      const lines = ['id,name']
+      for (let i = 0; i < 50_000; i++) lines.push(`${i},n${i}`)
+      lines.push('50000')
+      await writeFile(join(baseDir, 'data', 'big.csv'), `${lines.join('\n')}\n`)
+      const error = await extractError(tableSpec({ path: 'data/big.csv' }))
+      expect(error.message).toBe('customers: data/big.csv line 50002: expected 2 columns, found 1')
+    })
+
+    it('names the file and line of an unterminated quote', async () => {
+      await writeFile(join(baseDir, 'data', 'q.csv'), 'id,name\n1,a\n2,"b\n')
+      const error = await extractError(tableSpec({ path: 'data/q.csv' }))
+      expect(error.message).toBe('customers: data/q.csv line 3: unterminated quoted value')
+    })
+
+    it('names the right file when the bad line is in the second file of a glob', async () => {
+      await writeFile(join(baseDir, 'data', 'a.csv'), 'id,name\n1,x\n')
+      await writeFile(join(baseDir, 'data', 'b.csv'), 'id,name\n2,y\n3,z,extra\n')
+      const error = await extractError(tableSpec({ path: 'data/*.csv' }))
+      expect(error.message).toBe('customers: data/b.csv line 3: expected 2 columns, found 3')
+    })
+
+    it('refuses an empty file', async () => {
+      await writeFile(join(baseDir, 'data', 'empty.csv'), '')
+      const error = await extractError(tableSpec({ path: 'data/empty.csv' }))
+      expect(error.message).toBe('customers: data/empty.csv is empty (0 bytes)')
+    })
+
+    it('reads a header-only file as zero rows with VARCHAR columns', async () => {
+      await writeFile(join(baseDir, 'data', 'header.csv'), 'id,name\n')
+      const result = await extract(tableSpec({ path: 'data/header.csv' }))
+      expect(result.rows).toBe(0)
+      expect(result.columns).toEqual([
+        { name: 'id', type: 'VARCHAR' },
+        { name: 'name', type: 'VARCHAR' },
+      ])
+      expect(result.partPaths).toHaveLength(1)
+    })
+  })
+
+  describe('missing input', () => {
+    it('a missing file names the path and the folder', async () => {
+      const error = await extractError(tableSpec({ path: 'data/nope.csv' }))
+      expect(error.message).toBe(`customers: no file matches data/nope.csv in ${baseDir}`)
+    })
+
+    it('a glob without matches names the pattern and the folder', async () => {
+      const error = await extractError(tableSpec({ path: 'data/*.csv' }))
+      expect(error.message).toBe(`customers: no file matches data/*.csv in ${join(baseDir, 'data')}`)
+      const missingFolder = await extractError(tableSpec({ path: 'exports/*.csv' }))
+      expect(missingFolder.message).toBe(
+        `customers: no file matches exports/*.csv in ${join(baseDir, 'exports')} (the folder does not exist)`,
+      )
+    })
+
+    it('refuses incremental extracts', async () => {
+      await writeFile(join(baseDir, 'data', 'c.csv'), 'id\n1\n')
+      const error = await extractError(
+        tableSpec(
+          { path: 'data/c.csv' },
+          { extract: { mode: 'incremental', cursor: 'id', lookbackMinutes: 0 } },
+        ),
+      )
+      expect(error.message).toMatch(/full extracts only/)
+    })
+  })
+
+  describe('Parquet', () => {
+    async function writeParquet(name: string, select: string): Promise<void> {
+      await db.run(`COPY (${select}) TO ${sqlString(join(baseDir, 'data', name))} (FORMAT parquet)`)
+    }
+
+    it('reads one file keeping its types', async () => {
+      await writeParquet(
+        'customers.parquet',
+        `SELECT id, name, updated_at, seen_at, amount::DECIMAL(10,2) AS amount FROM (VALUES
+           (9007199254740993::BIGINT, 'Ann', TIMESTAMP '2024-01-02 03:04:05.123456', TIMESTAMPTZ '2024-01-02 03:04:05.000001+00', 1.5::DECIMAL(10,2)),
+           (2, NULL, NULL, NULL, NULL),
+           (3, '', TIMESTAMP '1969-12-31 23:59:59.999999', NULL, 0)
+         ) t(id, name, updated_at, seen_at, amount)`,
+      )
+      const result = await extract(tableSpec({ path: 'data/customers.parquet', format: 'parquet' }))
+      expect(result.rows).toBe(3)
+      expect(result.columns).toEqual([
+        { name: 'id', type: 'BIGINT' },
+        { name: 'name', type: 'VARCHAR' },
+        { name: 'updated_at', type: 'TIMESTAMP' },
+        { name: 'seen_at', type: 'TIMESTAMP WITH TIME ZONE' },
+        { name: 'amount', type: 'DECIMAL(10,2)' },
+      ])
+      expect(
+        await rows(
+          result.partPaths,
+          `id::VARCHAR AS id, name, updated_at::VARCHAR AS u, seen_at::VARCHAR AS s, amount::VARCHAR AS a`,
+          'id',
+        ),
+      ).toEqual([
+        { id: '2', name: null, u: null, s: null, a: null },
+        { id: '3', name: '', u: '1969-12-31 23:59:59.999999', s: null, a: '0.00' },
+        {
+          id: '9007199254740993',
+          name: 'Ann',
+          u: '2024-01-02 03:04:05.123456',
+          s: '2024-01-02 03:04:05.000001+00',
+          a: '1.50',
+        },
+      ])
+    })
+
+    it('reads a glob of 3 files as one snapshot', async () => {
+      await writeParquet('p1.parquet', `SELECT range AS id, 'a' AS name FROM range(0, 10)`)
+      await writeParquet('p2.parquet', `SELECT 'b' AS name, range AS id FROM range(10, 25)`)
+      await writeParquet('p3.parquet', `SELECT range AS id, 'c' AS name FROM range(25, 26)`)
+      const result = await extract(tableSpec({ path: 'data/p*.parquet', format: 'parquet' }))
+      expect(result.rows).toBe(26)
+      expect(result.columns.map((c) => c.name)).toEqual(['id', 'name'])
+      expect(
+        await rows(result.partPaths, 'count(DISTINCT id)::INTEGER AS n, max(id)::INTEGER AS m', '1'),
+      ).toEqual([{ n: 26, m: 25 }])
+    })
+
+    it('refuses files of a glob whose columns or types differ', async () => {
+      await writeParquet('p1.parquet', `SELECT 1::BIGINT AS id, 'a' AS name`)
+      await writeParquet('p2.parquet', `SELECT 2::BIGINT AS id, 'b' AS nom`)
+      const error = await extractError(tableSpec({ path: 'data/p*.parquet', format: 'parquet' }))
+      expect(error.message).toBe(
+        'customers: data/p2.parquet has column "nom" which data/p1.parquet does not have; all files must have the same columns',
+      )
+      await writeParquet('p2.parquet', `SELECT '2' AS id, 'b' AS name`)
+      const typeError = await extractError(tableSpec({ path: 'data/p*.parquet', format: 'parquet' }))
+      expect(typeError.message).toBe(
+        'customers: column "id" is VARCHAR in data/p2.parquet but BIGINT in data/p1.parquet',
+      )
+    })
+
+    it('refuses a file that is not Parquet, and an empty one', async () => {
+      await writeFile(join(baseDir, 'data', 'bad.parquet'), 'not parquet at all')
+      const error = await extractError(tableSpec({ path: 'data/bad.parquet', format: 'parquet' }))
+      expect(error.message).toMatch(/^customers: data\/bad\.parquet is not a readable Parquet file: /)
+      await writeFile(join(baseDir, 'data', 'empty.parquet'), '')
+      const empty = await extractError(tableSpec({ path: 'data/empty.parquet', format: 'parquet' }))
+      expect(empty.message).toBe('customers: data/empty.parquet is empty (0 bytes)')
+    })
+  })
+
+  it('stages a 200k-row CSV as several parts that round-trip to the same rows', async () => {
+    const csv = join(baseDir, 'data', 'big.csv')
+    await db.run(
+      `COPY (SELECT range AS id, 'name ' || range AS name, TIMESTAMP '2024-01-01' + INTERVAL (range) SECOND AS ts,
+                    CASE WHEN range % 7 = 0 THEN NULL ELSE range * 1.5 END AS amount
+             FROM range(200000)) TO ${sqlString(csv)} (FORMAT csv, HEADER)`,
+    )
+    const progress: number[] = []
+    const result = await extract(tableSpec({ path: 'data/big.csv' }), {
+      partFileSizeBytes: 64 * 1024,
+      onProgress: (n) => progress.push(n),
+    })
+    expect(result.rows).toBe(200_000)
+    expect(result.partPaths.length).toBeGreaterThan(1)
+    expect(progress.at(-1)).toBe(200_000)
+    expect(progress).toHaveLength(result.partPaths.length)
+    const [summary] = await rows(
+      result.partPaths,
+      `count(*)::INTEGER AS n, count(DISTINCT id)::INTEGER AS ids, sum(id)::VARCHAR AS s, count(amount)::INTEGER AS a`,
+      '1',
+    )
+    expect(summary).toEqual({
+      n: 200_000,
+      ids: 200_000,
+      s: String((199_999 * 200_000) / 2),
+      a: 200_000 - 28_572,
+    })
+  })
+})
