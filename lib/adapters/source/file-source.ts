@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { createReadStream } from 'node:fs'
-import { mkdir, readdir, rm, stat } from 'node:fs/promises'
-import { availableParallelism } from 'node:os'
+import { mkdir, mkdtemp, readdir, rm, stat } from 'node:fs/promises'
+import { availableParallelism, tmpdir } from 'node:os'
 import { isAbsolute, join, relative, resolve } from 'node:path'
 
 import { DuckDBInstance } from '@duckdb/node-api'
@@ -10,7 +10,7 @@ import { glob, isDynamicPattern } from 'tinyglobby'
 
 import type { StagedColumn } from '../../core/batch.ts'
 import { SourceError } from '../../core/errors.ts'
-import type { FileSourceSpec } from '../../core/table-spec.ts'
+import type { FileSourceSpec, TableSpec } from '../../core/table-spec.ts'
 import type { ExtractRequest, ExtractResult, Source } from '../../ports/source.ts'
 import {
   readParquetColumns,
@@ -73,47 +73,26 @@ export class FileSource implements Source {
   }
 
   /**
+   * The columns (names and DuckDB types) an extract of `table` would stage, without staging anything. Same
+   * checks and errors as `extract`; for CSV it costs one full read of each file (type detection).
+   */
+  async describe(table: TableSpec): Promise<readonly StagedColumn[]> {
+    const workDir = await mkdtemp(join(tmpdir(), 'dimsync-file-source-'))
+    return await this.#withSelect(table, workDir, async (connection, select) => {
+      return await describeQuery(connection, select)
+    })
+  }
+
+  /**
    * Reads the table's file(s) and hands them to `request.writer` as Parquet parts. Returns the row count, the
    * staged columns (DuckDB types) and the file names. Every failure is a `SourceError` naming the table and the
    * file (and, for a malformed CSV line, its line number). The manifest is left to the caller.
    */
   async extract(request: ExtractRequest): Promise<ExtractResult> {
     const { table, writer } = request
-    const spec = table.source
-    if (spec.type !== 'file') {
-      throw new SourceError(table.name, `${table.name}: FileSource cannot read a ${spec.type} source`)
-    }
-    if (table.extract.mode !== 'full') {
-      throw new SourceError(
-        table.name,
-        `${table.name}: a file source supports full extracts only (extract.mode is ${table.extract.mode})`,
-      )
-    }
-    const files = await this.#resolveFiles(table.name, spec.path)
-    const names = new Map(files.map((file) => [file, this.#displayName(file)]))
-    for (const file of files) {
-      if ((await stat(file)).size === 0) {
-        throw new SourceError(table.name, `${table.name}: ${names.get(file)} is empty (0 bytes)`)
-      }
-    }
-
     const workDir = join(writer.scratchDir, `file-source-${randomBytes(6).toString('hex')}`)
-    const outDir = join(workDir, 'parts')
-    await mkdir(workDir, { recursive: true })
-    const instance = await DuckDBInstance.create(':memory:', {
-      threads: String(this.#threads),
-      memory_limit: this.#memoryLimit,
-      // Order does not matter to a snapshot; dropping it lets DuckDB stream the COPY with bounded memory.
-      preserve_insertion_order: 'false',
-      temp_directory: join(workDir, 'duckdb-tmp'),
-    })
-    const connection = await instance.connect()
-    try {
-      await connection.run(`SET TimeZone='UTC'`)
-      const select =
-        spec.format === 'csv'
-          ? await this.#csvSelect(connection, table.name, spec, files, names)
-          : await this.#parquetSelect(connection, table.name, files, names)
+    return await this.#withSelect(table, workDir, async (connection, select, files, names) => {
+      const outDir = join(workDir, 'parts')
       try {
         await connection.run(
           `COPY (${select}) TO ${sqlString(outDir)} (FORMAT parquet, COMPRESSION zstd, ` +
@@ -131,15 +110,72 @@ export class FileSource implements Source {
         rows += partRows
         request.onProgress?.(rows)
       }
-      return { rows, columns, sourceDescription: describeSource(spec, [...names.values()]) }
+      return {
+        rows,
+        columns,
+        sourceDescription: describeSource(table.source as FileSourceSpec, [...names.values()]),
+      }
+    })
+  }
+
+  /**
+   * Checks the spec, finds the files, opens a DuckDB instance working in `workDir` (removed afterwards) and calls
+   * `action` with the SELECT that reads all files as one relation. Any non-`SourceError` becomes one.
+   */
+  async #withSelect<T>(
+    table: TableSpec,
+    workDir: string,
+    action: (
+      connection: DuckDBConnection,
+      select: string,
+      files: readonly string[],
+      names: ReadonlyMap<string, string>,
+    ) => Promise<T>,
+  ): Promise<T> {
+    const spec = table.source
+    if (spec.type !== 'file') {
+      throw new SourceError(table.name, `${table.name}: FileSource cannot read a ${spec.type} source`)
+    }
+    if (table.extract.mode !== 'full') {
+      throw new SourceError(
+        table.name,
+        `${table.name}: a file source supports full extracts only (extract.mode is ${table.extract.mode})`,
+      )
+    }
+    await mkdir(workDir, { recursive: true })
+    let instance: DuckDBInstance | undefined
+    let connection: DuckDBConnection | undefined
+    try {
+      const files = await this.#resolveFiles(table.name, spec.path)
+      const names = new Map(files.map((file) => [file, this.#displayName(file)]))
+      for (const file of files) {
+        if ((await stat(file)).size === 0) {
+          throw new SourceError(table.name, `${table.name}: ${names.get(file)} is empty (0 bytes)`)
+        }
+      }
+      instance = await DuckDBInstance.create(':memory:', {
+        threads: String(this.#threads),
+        memory_limit: this.#memoryLimit,
+        // Order does not matter to a snapshot; dropping it lets DuckDB stream the COPY with bounded memory.
+        preserve_insertion_order: 'false',
+        // Spills go next to the batch (removed with it), never into the working directory.
+        temp_directory: join(workDir, 'duckdb-tmp'),
+      })
+      connection = await instance.connect()
+      await connection.run(`SET TimeZone='UTC'`)
+      const select =
+        spec.format === 'csv'
+          ? await this.#csvSelect(connection, table.name, spec, files, names)
+          : await this.#parquetSelect(connection, table.name, files, names)
+      return await action(connection, select, files, names)
     } catch (error) {
       if (error instanceof SourceError) throw error
       throw new SourceError(table.name, `${table.name}: reading ${spec.path} failed: ${firstLine(error)}`, {
         cause: error,
       })
     } finally {
-      connection.closeSync()
-      instance.closeSync()
+      connection?.closeSync()
+      instance?.closeSync()
       await rm(workDir, { recursive: true, force: true })
     }
   }
@@ -433,6 +469,13 @@ function unifyTypes(order: readonly StagedColumn[], layouts: readonly CsvLayout[
     else types.set(name, 'VARCHAR')
   }
   return types
+}
+
+async function describeQuery(connection: DuckDBConnection, select: string): Promise<StagedColumn[]> {
+  const reader = await connection.runAndReadAll(`DESCRIBE ${select}`)
+  return reader
+    .getRowObjectsJson()
+    .map((row) => ({ name: String(row.column_name), type: String(row.column_type) }))
 }
 
 async function listParts(outDir: string): Promise<string[]> {

@@ -363,6 +363,20 @@ describe('FileSource', () => {
     })
   })
 
+  it('describe returns the columns an extract stages, without staging anything', async () => {
+    await writeFile(join(baseDir, 'data', 'a.csv'), 'id,ts,name\n1,2024-01-01 00:00:00.000001,x\n')
+    const spec = tableSpec({ path: 'data/a.csv' })
+    const source = new FileSource({ baseDir })
+    const described = await source.describe(spec)
+    expect(described).toEqual([
+      { name: 'id', type: 'BIGINT' },
+      { name: 'ts', type: 'TIMESTAMP' },
+      { name: 'name', type: 'VARCHAR' },
+    ])
+    expect((await extract(spec)).columns).toEqual(described)
+    await expect(source.describe(tableSpec({ path: 'data/none.csv' }))).rejects.toThrow(/no file matches/)
+  })
+
   it('stages a 200k-row CSV as several parts that round-trip to the same rows', async () => {
     const csv = join(baseDir, 'data', 'big.csv')
     await db.run(
