@@ -27,6 +27,8 @@ export interface ExtractResult {
  * (the caller aborts the batch) and the error is a `SourceError` naming the table and what failed.
  */
 export interface Source {
+  /** The columns an extract of `table` would stage (names and DuckDB types), without staging anything. */
+  describe(table: TableSpec): Promise<readonly StagedColumn[]>
   extract(request: ExtractRequest): Promise<ExtractResult>
   close(): Promise<void>
 }

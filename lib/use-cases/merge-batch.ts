@@ -5,7 +5,7 @@ import type { StagingStore } from '../ports/staging-store.ts'
 import type { Row, Warehouse } from '../ports/warehouse.ts'
 import type { CompiledStatement } from '../sql/dialect.ts'
 import { dimensionObjects, renderBatchLedgerDdl, renderDimensionDdl } from '../sql/render-ddl.ts'
-import { renderMerge } from '../sql/render-merge.ts'
+import { renderMerge, TEMP } from '../sql/render-merge.ts'
 import { renderDuckDbViews } from '../sql/duckdb/duckdb-views.ts'
 
 export interface MergeBatchRequest {
@@ -20,10 +20,18 @@ export interface MergeBatchRequest {
   readonly beforeCommit?: () => Promise<void>
 }
 
+/** What the batch did to keys (fast path): first seen, changed, deleted. Late keys are counted in `counts`. */
+export interface KeyChanges {
+  readonly newKeys: number
+  readonly changedKeys: number
+  readonly deletedKeys: number
+}
+
 export interface MergeBatchResult {
   readonly status: 'merged' | 'already-applied' | 'dry-run'
   readonly batchId: string
   readonly counts?: MergeCounts
+  readonly keys?: KeyChanges
   readonly statements: readonly CompiledStatement[]
 }
 
@@ -68,18 +76,19 @@ export async function mergeBatch(deps: MergeDeps, request: MergeBatchRequest): P
       }),
       ...(d.name === 'duckdb' ? renderDuckDbViews(table, objects) : []),
     ]
-    const counts = await warehouse.transaction(
+    const { counts, keys } = await warehouse.transaction(
       async (tx) => {
         for (const statement of statements) await tx.execute(statement)
         const rows = await tx.query(
           `SELECT * FROM ${d.table(objects.batches)} WHERE target = ${d.stringLiteral(table.target)} AND batch_id = ${d.stringLiteral(batchId)}`,
         )
+        const keyRows = await tx.query(KEY_CHANGES_SQL(d.table({ name: TEMP.changes })))
         if (!request.dryRun) await request.beforeCommit?.()
-        return toCounts(rows[0])
+        return { counts: toCounts(rows[0]), keys: toKeyChanges(keyRows[0]) }
       },
       { commit: !request.dryRun },
     )
-    return { status: request.dryRun ? 'dry-run' : 'merged', batchId, counts, statements: [ledger, ...statements] }
+    return { status: request.dryRun ? 'dry-run' : 'merged', batchId, counts, keys, statements: [ledger, ...statements] }
   } finally {
     await batch.release()
   }
@@ -110,4 +119,15 @@ function toCounts(row: Row | undefined): MergeCounts {
     unchangedEvents: n(row?.unchanged_events),
     lateKeys: n(row?.late_keys),
   }
+}
+
+const KEY_CHANGES_SQL = (changes: string) =>
+  `SELECT SUM(CASE WHEN __dimsync_change_no = 1 AND NOT __dimsync_had_current AND NOT __dimsync_del THEN 1 ELSE 0 END) AS new_keys,
+  SUM(CASE WHEN __dimsync_change_no = 1 AND __dimsync_had_current AND NOT __dimsync_del THEN 1 ELSE 0 END) AS changed_keys,
+  SUM(CASE WHEN __dimsync_del THEN 1 ELSE 0 END) AS deleted_keys
+FROM ${changes}`
+
+function toKeyChanges(row: Row | undefined): KeyChanges {
+  const n = (v: unknown) => Number(v ?? 0)
+  return { newKeys: n(row?.new_keys), changedKeys: n(row?.changed_keys), deletedKeys: n(row?.deleted_keys) }
 }

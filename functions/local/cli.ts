@@ -1,0 +1,164 @@
+import { Command, InvalidArgumentError, Option } from 'commander'
+import { loadProject } from '../../lib/config/index.ts'
+import { DimsyncError } from '../../lib/core/errors.ts'
+import type { ProjectSpec, TableSpec } from '../../lib/core/table-spec.ts'
+import { buildLocalDeps, type LocalDeps } from '../../lib/runtime/local-deps.ts'
+import { backfill } from '../../lib/use-cases/backfill.ts'
+import { readHistory } from '../../lib/use-cases/read-history.ts'
+import { runTable, type RunTableResult } from '../../lib/use-cases/run-table.ts'
+import { validateProject } from '../../lib/use-cases/validate-project.ts'
+import { formatHistory, type HistoryFormat } from './format-history.ts'
+import { createReporter } from './reporter.ts'
+
+const program = new Command('dimsync')
+  .description('Keeps the history of operational tables as slowly changing dimensions (type 2).')
+  .showHelpAfterError('(run with --help for usage)')
+  .configureOutput({ outputError: (text, write) => write(text) })
+
+const configOption = () => new Option('-c, --config <file>', 'config file').default('dimsync.yaml')
+
+program
+  .command('run')
+  .description('extract every table (or one) and merge it into its dimension')
+  .addOption(configOption())
+  .option('-t, --table <name>', 'only this table')
+  .option('--extracted-at <iso>', 'business time of this snapshot (default: now)', parseInstant)
+  .option('--allow-mass-delete', 'apply a batch even if it deletes more than max_delete_share of current keys')
+  .action(async (opts: { config: string; table?: string; extractedAt?: Date; allowMassDelete?: boolean }) => {
+    await withProject(opts.config, async (project, deps, reporter) => {
+      for (const table of selectTables(project, opts.table)) {
+        const result = await runTable(deps, table, { extractedAt: opts.extractedAt, allowMassDelete: opts.allowMassDelete })
+        reporter.summary(describeRun(table, result))
+      }
+    })
+  })
+
+program
+  .command('backfill')
+  .description('apply dated snapshot files in time order, each at the time read from its name')
+  .addOption(configOption())
+  .requiredOption('-t, --table <name>', 'table to backfill')
+  .requiredOption('--files <glob>', "snapshot files, e.g. 'exports/customers_*.csv'")
+  .requiredOption('--time-from-name <pattern>', "file name pattern with %Y %m %d [%H %M %S], e.g. 'customers_%Y-%m-%d.csv'")
+  .option('--allow-mass-delete', 'apply snapshots even if one deletes more than max_delete_share of current keys')
+  .action(async (opts: { config: string; table: string; files: string; timeFromName: string; allowMassDelete?: boolean }) => {
+    await withProject(opts.config, async (project, deps, reporter) => {
+      const [table] = selectTables(project, opts.table)
+      const results = await backfill(deps, {
+        table: table!,
+        files: opts.files,
+        timeFromName: opts.timeFromName,
+        baseDir: project.baseDir,
+        allowMassDelete: opts.allowMassDelete,
+      })
+      for (const result of results) reporter.summary(describeRun(table!, result))
+    })
+  })
+
+program
+  .command('plan')
+  .description('dry run: extract, compute the merge, report what would change, write nothing')
+  .addOption(configOption())
+  .option('-t, --table <name>', 'only this table')
+  .option('--sql', 'print the SQL the merge would run')
+  .option('--allow-mass-delete', 'plan as if the mass-delete guard were overridden')
+  .action(async (opts: { config: string; table?: string; sql?: boolean; allowMassDelete?: boolean }) => {
+    await withProject(opts.config, async (project, deps, reporter) => {
+      for (const table of selectTables(project, opts.table)) {
+        const result = await runTable(deps, table, { dryRun: true, allowMassDelete: opts.allowMassDelete })
+        const keys = result.merge.keys
+        const counts = result.merge.counts
+        reporter.summary(
+          `${table.name}: ${result.rows} rows extracted; would add ${keys?.newKeys ?? 0} new keys, change ${keys?.changedKeys ?? 0}, ` +
+            `delete ${keys?.deletedKeys ?? 0}, leave ${counts?.unchangedEvents ?? 0} unchanged, recompute ${counts?.lateKeys ?? 0} late keys ` +
+            `(${counts?.insertedVersions ?? 0} versions inserted, ${counts?.closedVersions ?? 0} closed)`,
+        )
+        if (opts.sql) {
+          for (const statement of result.merge.statements) process.stdout.write(`-- ${statement.label}\n${statement.sql};\n\n`)
+        }
+      }
+    })
+  })
+
+program
+  .command('history')
+  .description('show the versions of a dimension')
+  .argument('<table>', 'table name from the config')
+  .addOption(configOption())
+  .option('-k, --key <value>', 'one key: 101, or col=value,col=value for composite keys')
+  .option('--as-of <iso>', 'only the versions valid at this time')
+  .addOption(new Option('-f, --format <format>', 'output format').choices(['table', 'csv', 'json']).default('table'))
+  .action(async (name: string, opts: { config: string; key?: string; asOf?: string; format: HistoryFormat }) => {
+    await withProject(opts.config, async (project, deps) => {
+      const [table] = selectTables(project, name)
+      const rows = await readHistory(deps.warehouse, {
+        table: table!,
+        schema: project.warehouse.schema,
+        key: opts.key,
+        asOf: opts.asOf,
+      })
+      process.stdout.write(formatHistory(table!, rows, opts.format))
+    })
+  })
+
+program
+  .command('validate')
+  .description('check the config and that every source has the configured columns')
+  .addOption(configOption())
+  .action(async (opts: { config: string }) => {
+    await withProject(opts.config, async (project, deps, reporter) => {
+      const tables = await validateProject(project, deps.openSource)
+      for (const line of tables) reporter.summary(line)
+    })
+  })
+
+async function withProject(
+  configPath: string,
+  work: (project: ProjectSpec, deps: LocalDeps, reporter: ReturnType<typeof createReporter>) => Promise<void>,
+): Promise<void> {
+  const project = await loadProject(configPath)
+  const reporter = createReporter(process.stderr, process.stdout)
+  const deps = await buildLocalDeps(project, reporter.onEvent)
+  try {
+    await work(project, deps, reporter)
+  } finally {
+    reporter.done()
+    await deps.close()
+  }
+}
+
+function selectTables(project: ProjectSpec, name: string | undefined): readonly TableSpec[] {
+  if (name === undefined) return project.tables
+  const table = project.tables.find((t) => t.name === name)
+  if (!table)
+    throw new DimsyncError(
+      `table ${name} is not in ${project.configPath} (tables: ${project.tables.map((t) => t.name).join(', ')})`,
+    )
+  return [table]
+}
+
+function describeRun(table: TableSpec, result: RunTableResult): string {
+  const c = result.merge.counts
+  const resumed = result.resumed.length ? ` (first merged ${result.resumed.length} batch(es) left by an interrupted run)` : ''
+  if (result.merge.status === 'already-applied') return `${table.name}: batch ${result.batchId} was already applied${resumed}`
+  return (
+    `${table.name} → ${table.target}: batch ${result.batchId}, ${result.rows} rows; ` +
+    `${c?.insertedVersions ?? 0} versions inserted, ${c?.closedVersions ?? 0} closed, ${c?.deletedKeys ?? 0} keys deleted, ` +
+    `${c?.unchangedEvents ?? 0} unchanged, ${c?.lateKeys ?? 0} late keys${resumed}`
+  )
+}
+
+function parseInstant(value: string): Date {
+  const at = Date.parse(value)
+  if (Number.isNaN(at)) throw new InvalidArgumentError(`"${value}" is not an ISO date or date-time`)
+  return new Date(at)
+}
+
+try {
+  await program.parseAsync(process.argv)
+} catch (error) {
+  const message = error instanceof Error ? error.message : String(error)
+  process.stderr.write(`dimsync: ${message}\n`)
+  if (process.env.DIMSYNC_DEBUG && error instanceof Error) process.stderr.write(`${error.stack}\n`)
+  process.exitCode = 1
+}

@@ -1,0 +1,55 @@
+import { DimsyncError } from '../core/errors.ts'
+import type { TableSpec } from '../core/table-spec.ts'
+import type { Row, Warehouse } from '../ports/warehouse.ts'
+import { dimensionObjects } from '../sql/render-ddl.ts'
+
+export interface HistoryRequest {
+  readonly table: TableSpec
+  readonly schema: string
+  /** `101`, or `tenant=a,customer_id=1` for composite keys. */
+  readonly key?: string
+  /** ISO instant: only the versions valid at that time. */
+  readonly asOf?: string
+}
+
+/** The versions of a dimension, ordered by key and valid_from. */
+export async function readHistory(warehouse: Warehouse, request: HistoryRequest): Promise<Row[]> {
+  const { table } = request
+  const d = warehouse.dialect
+  const objects = dimensionObjects(table, request.schema)
+  if ((await warehouse.describeTable(objects.dimension)) === undefined)
+    throw new DimsyncError(`table ${table.name}: dimension ${table.target} does not exist yet; run dimsync run first`)
+  const n = table.columns
+  const where: string[] = []
+  if (request.key !== undefined) {
+    for (const [column, value] of parseKey(table, request.key))
+      where.push(`${d.castToString(d.quoteIdentifier(column))} = ${d.stringLiteral(value)}`)
+  }
+  if (request.asOf !== undefined) {
+    const at = Date.parse(request.asOf)
+    if (Number.isNaN(at)) throw new DimsyncError(`--as-of: "${request.asOf}" is not an ISO date or date-time`)
+    const ts = d.timestampLiteral(new Date(at).toISOString())
+    const open = table.openEnd === null ? `${d.quoteIdentifier(n.validTo)} IS NULL OR ` : ''
+    where.push(`${d.quoteIdentifier(n.validFrom)} <= ${ts}`)
+    where.push(`(${open}${d.quoteIdentifier(n.validTo)} > ${ts})`)
+    where.push(`NOT ${d.quoteIdentifier(n.isDeleted)}`)
+  }
+  const order = [...table.key, n.validFrom].map((c) => d.quoteIdentifier(c)).join(', ')
+  return warehouse.query(
+    `SELECT * FROM ${d.table(objects.dimension)}${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY ${order}`,
+  )
+}
+
+function parseKey(table: TableSpec, text: string): [string, string][] {
+  if (table.key.length === 1 && !text.includes('=')) return [[table.key[0]!, text]]
+  const pairs = text.split(',').map((part) => {
+    const eq = part.indexOf('=')
+    if (eq < 0) throw new DimsyncError(`--key: expected column=value pairs for the key (${table.key.join(', ')}), got "${text}"`)
+    return [part.slice(0, eq).trim(), part.slice(eq + 1)] as [string, string]
+  })
+  for (const [column] of pairs) {
+    if (!table.key.includes(column))
+      throw new DimsyncError(`--key: "${column}" is not a key column of table ${table.name} (${table.key.join(', ')})`)
+  }
+  return pairs
+}
