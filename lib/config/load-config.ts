@@ -14,8 +14,8 @@ export async function loadProject(configPath: string = DEFAULT_CONFIG_FILE): Pro
     text = await readFile(file, 'utf8')
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code
-    if (code === 'ENOENT') throw new ConfigError(file, [`config file not found: ${file}`])
-    if (code === 'EISDIR') throw new ConfigError(file, [`config path is a folder, not a file: ${file}`])
+    if (code === 'ENOENT') throw new ConfigError(file, [`config file not found (give another with --config)`])
+    if (code === 'EISDIR') throw new ConfigError(file, [`config path is a folder, not a file`])
     throw new ConfigError(file, [`cannot read config file ${file}: ${(error as Error).message}`])
   }
   return parseProject(text, file)

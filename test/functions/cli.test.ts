@@ -62,7 +62,7 @@ describe('dimsync CLI (real process, quickstart data)', () => {
     expect(plan.code).toBe(0)
     expect(plan.out).toContain('customers: 3 rows extracted; would add 1 new keys, change 1, delete 0, leave 1 unchanged')
     expect(plan.out).toContain('-- close changed current versions')
-    expect(dimsync('history', 'customers').out).toContain('1 key')
+    expect(dimsync('history', 'customers').out).toContain('dim_customer: 2 versions of 2 keys\n')
   })
 
   it('errors are one clear line and a non-zero exit code', () => {
@@ -74,7 +74,7 @@ describe('dimsync CLI (real process, quickstart data)', () => {
     expect(bad.code).toBe(1)
     expect(bad.err).toContain('tables[0].key[0]: column "custmer_id" is not in the source; did you mean "customer_id"?')
     const missing = dimsync('run', '--config', 'missing.yaml')
-    expect(missing.err).toMatch(/^dimsync: config file not found: .*missing\.yaml\n$/)
+    expect(missing.err).toMatch(/^dimsync: .*missing\.yaml: config file not found \(give another with --config\)\n$/)
   })
 
   it('--help lists every command', () => {

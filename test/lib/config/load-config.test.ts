@@ -44,12 +44,13 @@ describe('loadProject', () => {
     const file = path.join(dir, 'missing.yaml')
     const error = await rejection(loadProject(file))
     expect(error.file).toBe(file)
-    expect(error.issues).toEqual([`config file not found: ${file}`])
+    expect(error.issues).toEqual([`config file not found (give another with --config)`])
+    expect(error.message).toBe(`${file}: config file not found (give another with --config)`)
   })
 
   it('says when the path is a folder', async () => {
     const error = await rejection(loadProject(dir))
-    expect(error.issues).toEqual([`config path is a folder, not a file: ${dir}`])
+    expect(error.issues).toEqual([`config path is a folder, not a file`])
   })
 
   it('names the file, line and column of a YAML syntax error', async () => {
