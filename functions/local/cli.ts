@@ -23,11 +23,17 @@ program
   .addOption(configOption())
   .option('-t, --table <name>', 'only this table')
   .option('--extracted-at <iso>', 'business time of this snapshot (default: now)', parseInstant)
-  .option('--allow-mass-delete', 'apply a batch even if it deletes more than max_delete_share of current keys')
+  .option(
+    '--allow-mass-delete',
+    'apply a batch even if it deletes more than max_delete_share of current keys',
+  )
   .action(async (opts: { config: string; table?: string; extractedAt?: Date; allowMassDelete?: boolean }) => {
     await withProject(opts.config, async (project, deps, reporter) => {
       for (const table of selectTables(project, opts.table)) {
-        const result = await runTable(deps, table, { extractedAt: opts.extractedAt, allowMassDelete: opts.allowMassDelete })
+        const result = await runTable(deps, table, {
+          extractedAt: opts.extractedAt,
+          allowMassDelete: opts.allowMassDelete,
+        })
         reporter.summary(describeRun(table, result))
       }
     })
@@ -39,21 +45,35 @@ program
   .addOption(configOption())
   .requiredOption('-t, --table <name>', 'table to backfill')
   .requiredOption('--files <glob>', "snapshot files, e.g. 'exports/customers_*.csv'")
-  .requiredOption('--time-from-name <pattern>', "file name pattern with %Y %m %d [%H %M %S], e.g. 'customers_%Y-%m-%d.csv'")
-  .option('--allow-mass-delete', 'apply snapshots even if one deletes more than max_delete_share of current keys')
-  .action(async (opts: { config: string; table: string; files: string; timeFromName: string; allowMassDelete?: boolean }) => {
-    await withProject(opts.config, async (project, deps, reporter) => {
-      const [table] = selectTables(project, opts.table)
-      const results = await backfill(deps, {
-        table: table!,
-        files: opts.files,
-        timeFromName: opts.timeFromName,
-        baseDir: project.baseDir,
-        allowMassDelete: opts.allowMassDelete,
+  .requiredOption(
+    '--time-from-name <pattern>',
+    "file name pattern with %Y %m %d [%H %M %S], e.g. 'customers_%Y-%m-%d.csv'",
+  )
+  .option(
+    '--allow-mass-delete',
+    'apply snapshots even if one deletes more than max_delete_share of current keys',
+  )
+  .action(
+    async (opts: {
+      config: string
+      table: string
+      files: string
+      timeFromName: string
+      allowMassDelete?: boolean
+    }) => {
+      await withProject(opts.config, async (project, deps, reporter) => {
+        const [table] = selectTables(project, opts.table)
+        const results = await backfill(deps, {
+          table: table!,
+          files: opts.files,
+          timeFromName: opts.timeFromName,
+          baseDir: project.baseDir,
+          allowMassDelete: opts.allowMassDelete,
+        })
+        for (const result of results) reporter.summary(describeRun(table!, result))
       })
-      for (const result of results) reporter.summary(describeRun(table!, result))
-    })
-  })
+    },
+  )
 
 program
   .command('plan')
@@ -74,7 +94,8 @@ program
             `(${counts?.insertedVersions ?? 0} versions inserted, ${counts?.closedVersions ?? 0} closed)`,
         )
         if (opts.sql) {
-          for (const statement of result.merge.statements) process.stdout.write(`-- ${statement.label}\n${statement.sql};\n\n`)
+          for (const statement of result.merge.statements)
+            process.stdout.write(`-- ${statement.label}\n${statement.sql};\n\n`)
         }
       }
     })
@@ -87,19 +108,23 @@ program
   .addOption(configOption())
   .option('-k, --key <value>', 'one key: 101, or col=value,col=value for composite keys')
   .option('--as-of <iso>', 'only the versions valid at this time')
-  .addOption(new Option('-f, --format <format>', 'output format').choices(['table', 'csv', 'json']).default('table'))
-  .action(async (name: string, opts: { config: string; key?: string; asOf?: string; format: HistoryFormat }) => {
-    await withProject(opts.config, async (project, deps) => {
-      const [table] = selectTables(project, name)
-      const rows = await readHistory(deps.warehouse, {
-        table: table!,
-        schema: project.warehouse.schema,
-        key: opts.key,
-        asOf: opts.asOf,
+  .addOption(
+    new Option('-f, --format <format>', 'output format').choices(['table', 'csv', 'json']).default('table'),
+  )
+  .action(
+    async (name: string, opts: { config: string; key?: string; asOf?: string; format: HistoryFormat }) => {
+      await withProject(opts.config, async (project, deps) => {
+        const [table] = selectTables(project, name)
+        const rows = await readHistory(deps.warehouse, {
+          table: table!,
+          schema: project.warehouse.schema,
+          key: opts.key,
+          asOf: opts.asOf,
+        })
+        process.stdout.write(formatHistory(table!, rows, opts.format))
       })
-      process.stdout.write(formatHistory(table!, rows, opts.format))
-    })
-  })
+    },
+  )
 
 program
   .command('validate')
@@ -139,8 +164,11 @@ function selectTables(project: ProjectSpec, name: string | undefined): readonly 
 
 function describeRun(table: TableSpec, result: RunTableResult): string {
   const c = result.merge.counts
-  const resumed = result.resumed.length ? ` (first merged ${result.resumed.length} batch(es) left by an interrupted run)` : ''
-  if (result.merge.status === 'already-applied') return `${table.name}: batch ${result.batchId} was already applied${resumed}`
+  const resumed = result.resumed.length
+    ? ` (first merged ${result.resumed.length} batch(es) left by an interrupted run)`
+    : ''
+  if (result.merge.status === 'already-applied')
+    return `${table.name}: batch ${result.batchId} was already applied${resumed}`
   return (
     `${table.name} → ${table.target}: batch ${result.batchId}, ${result.rows} rows; ` +
     `${c?.insertedVersions ?? 0} versions inserted, ${c?.closedVersions ?? 0} closed, ${c?.deletedKeys ?? 0} keys deleted, ` +

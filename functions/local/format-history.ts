@@ -16,20 +16,33 @@ function timeline(table: TableSpec, rows: readonly Row[]): string {
   const keys = new Set(table.key)
   const lines: string[] = []
   const keyCount = new Set(rows.map((r) => table.key.map((k) => String(r[k])).join('\u0000'))).size
-  lines.push(`${table.target}: ${rows.length} version${rows.length === 1 ? '' : 's'} of ${keyCount} key${keyCount === 1 ? '' : 's'}`)
+  lines.push(
+    `${table.target}: ${rows.length} version${rows.length === 1 ? '' : 's'} of ${keyCount} key${keyCount === 1 ? '' : 's'}`,
+  )
   let previousKey: string | undefined
-  const time = (v: unknown) => (v === null || v === undefined ? '' : String(v).replace(/\+00(:00)?$/, '').slice(0, 19))
+  const time = (v: unknown) =>
+    v === null || v === undefined
+      ? ''
+      : String(v)
+          .replace(/\+00(:00)?$/, '')
+          .slice(0, 19)
   for (const r of rows) {
     const key = table.key.map((k) => `${k}=${String(r[k])}`).join(', ')
     if (key !== previousKey) lines.push(key)
     previousKey = key
-    const to = r[n.isCurrent] ? (r[n.isDeleted] ? 'deleted, current' : 'current') : time(r[n.validTo]) || 'open'
+    const to = r[n.isCurrent]
+      ? r[n.isDeleted]
+        ? 'deleted, current'
+        : 'current'
+      : time(r[n.validTo]) || 'open'
     const attributes = Object.entries(r)
       .filter(([c]) => !metadata.has(c) && !keys.has(c))
       .map(([c, v]) => `${c}=${v === null ? 'NULL' : JSON.stringify(v)}`)
       .join(' ')
     const flag = r[n.isDeleted] ? ' [deleted]' : ''
-    lines.push(`  #${String(r[n.surrogateKey]).padEnd(6)} ${time(r[n.validFrom])} → ${to.padEnd(19)}  ${attributes}${flag}`)
+    lines.push(
+      `  #${String(r[n.surrogateKey]).padEnd(6)} ${time(r[n.validFrom])} → ${to.padEnd(19)}  ${attributes}${flag}`,
+    )
   }
   return lines.join('\n') + '\n'
 }

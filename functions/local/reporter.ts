@@ -20,13 +20,16 @@ export function createReporter(err: Stream, out: Stream) {
     clear()
     err.write(`${new Date().toISOString()} ${text}\n`)
   }
-  const rate = (rows: number, seconds: number) => Math.round(rows / Math.max(seconds, 0.001)).toLocaleString('en-US')
+  const rate = (rows: number, seconds: number) =>
+    Math.round(rows / Math.max(seconds, 0.001)).toLocaleString('en-US')
   return {
     onEvent(event: RunEvent): void {
       switch (event.step) {
         case 'progress':
           if (live) {
-            err.write(`\r\x1b[2K${event.table}: ${event.rows.toLocaleString('en-US')} rows (${rate(event.rows, event.seconds)} rows/s)`)
+            err.write(
+              `\r\x1b[2K${event.table}: ${event.rows.toLocaleString('en-US')} rows (${rate(event.rows, event.seconds)} rows/s)`,
+            )
             progressShown = true
           }
           return
@@ -38,10 +41,16 @@ export function createReporter(err: Stream, out: Stream) {
           return
         case 'extract':
           if (live) clear()
-          else log(`${event.table} extracted batch ${event.batchId}: ${event.rows} rows in ${event.seconds.toFixed(1)} s (${rate(event.rows, event.seconds)} rows/s)`)
+          else
+            log(
+              `${event.table} extracted batch ${event.batchId}: ${event.rows} rows in ${event.seconds.toFixed(1)} s (${rate(event.rows, event.seconds)} rows/s)`,
+            )
           return
         case 'merge':
-          if (!live) log(`${event.table} merged batch ${event.batchId} (${event.result.status}) in ${event.seconds.toFixed(1)} s`)
+          if (!live)
+            log(
+              `${event.table} merged batch ${event.batchId} (${event.result.status}) in ${event.seconds.toFixed(1)} s`,
+            )
           return
       }
     },

@@ -61,17 +61,21 @@ export function planDimensionLayout(
     reject(`${role} column "${name}" is not in the source (source columns: ${[...byName.keys()].join(', ')})`)
 
   for (const c of staged) {
-    if (c.name.startsWith(RESERVED_PREFIX)) reject(`source column "${c.name}" uses the reserved prefix ${RESERVED_PREFIX}`)
+    if (c.name.startsWith(RESERVED_PREFIX))
+      reject(`source column "${c.name}" uses the reserved prefix ${RESERVED_PREFIX}`)
   }
   const metadata = metadataColumnList(table.columns)
   const metadataNames = new Set(metadata.map((c) => c.name))
   for (const c of staged) {
     if (metadataNames.has(c.name))
-      reject(`source column "${c.name}" has the name of a metadata column; rename it or choose other column names`)
+      reject(
+        `source column "${c.name}" has the name of a metadata column; rename it or choose other column names`,
+      )
   }
 
   const key = table.key.map((k) => need(k, 'key'))
-  const softDelete = table.softDeleteColumn === undefined ? undefined : need(table.softDeleteColumn, 'soft delete')
+  const softDelete =
+    table.softDeleteColumn === undefined ? undefined : need(table.softDeleteColumn, 'soft delete')
   const validFromColumn =
     table.validFrom.kind === 'column' ? need(table.validFrom.column, 'valid_from') : undefined
   if (table.extract.mode === 'incremental') need(table.extract.cursor, 'cursor')
@@ -90,7 +94,9 @@ export function planDimensionLayout(
     for (const name of table.tracked.columns) {
       need(name, 'tracked')
       if (excluded.has(name) || keyNames.has(name))
-        reject(`column "${name}" cannot be tracked: it is a key, excluded, the soft delete or the valid_from column`)
+        reject(
+          `column "${name}" cannot be tracked: it is a key, excluded, the soft delete or the valid_from column`,
+        )
     }
     trackedNames = new Set(table.tracked.columns)
   } else {
@@ -108,7 +114,9 @@ export function planDimensionLayout(
     const existingByName = new Map(existing.map((c) => [c.name, c]))
     for (const m of metadata) {
       if (!existingByName.has(m.name))
-        reject(`dimension ${table.target} has no metadata column "${m.name}"; was it created with other column names?`)
+        reject(
+          `dimension ${table.target} has no metadata column "${m.name}"; was it created with other column names?`,
+        )
     }
     for (const c of stored) {
       const have = existingByName.get(c.name)
@@ -122,7 +130,9 @@ export function planDimensionLayout(
     const storedNames = new Set(stored.map((c) => c.name))
     for (const c of existing) {
       if (!metadataNames.has(c.name) && !storedNames.has(c.name))
-        reject(`column "${c.name}" of dimension ${table.target} is missing from the source; nothing was written`)
+        reject(
+          `column "${c.name}" of dimension ${table.target} is missing from the source; nothing was written`,
+        )
     }
   }
   return Object.freeze({

@@ -34,7 +34,8 @@ export type ExtractSpec =
  * Where an event's business time (`valid_from`) comes from: the extraction time of its batch, or a source
  * column holding the time the row changed. Only change-time tables accept late events (see merge docs).
  */
-export type ValidFromSpec = { readonly kind: 'extracted_at' } | { readonly kind: 'column'; readonly column: string }
+export type ValidFromSpec =
+  { readonly kind: 'extracted_at' } | { readonly kind: 'column'; readonly column: string }
 
 export type TrackedSpec =
   | { readonly kind: 'list'; readonly columns: readonly string[] }

@@ -13,13 +13,15 @@ const TOKENS: Record<string, { readonly group: string; readonly digits: number }
 }
 
 export function compileTimePattern(pattern: string): (fileName: string) => Date | undefined {
-  if (!pattern.includes('%Y')) throw new Error(`--time-from-name pattern "${pattern}" must contain %Y (and usually %m %d)`)
+  if (!pattern.includes('%Y'))
+    throw new Error(`--time-from-name pattern "${pattern}" must contain %Y (and usually %m %d)`)
   let source = ''
   for (let i = 0; i < pattern.length; i++) {
     const two = pattern.slice(i, i + 2)
     const token = TOKENS[two]
     if (token) {
-      if (source.includes(`(?<${token.group}>`)) throw new Error(`--time-from-name pattern "${pattern}" repeats ${two}`)
+      if (source.includes(`(?<${token.group}>`))
+        throw new Error(`--time-from-name pattern "${pattern}" repeats ${two}`)
       source += `(?<${token.group}>\\d{${token.digits}})`
       i++
     } else if (pattern[i] === '*') source += '.*'

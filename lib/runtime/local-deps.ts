@@ -14,7 +14,10 @@ export interface LocalDeps extends PipelineDeps {
 }
 
 /** Composition root of embedded mode: local folders for staging and state, DuckDB as the warehouse. */
-export async function buildLocalDeps(project: ProjectSpec, onEvent?: (event: RunEvent) => void): Promise<LocalDeps> {
+export async function buildLocalDeps(
+  project: ProjectSpec,
+  onEvent?: (event: RunEvent) => void,
+): Promise<LocalDeps> {
   const warehouse = await DuckDbWarehouse.open({ path: project.warehouse.path })
   return {
     staging: new LocalStagingStore({ root: project.staging.path }),
@@ -24,7 +27,8 @@ export async function buildLocalDeps(project: ProjectSpec, onEvent?: (event: Run
     openSource: (table) => openLocalSource(project, table),
     clock: () => new Date(),
     onEvent,
-    checkSourceColumns: (table, columns) => assertTableMatchesSource(
+    checkSourceColumns: (table, columns) =>
+      assertTableMatchesSource(
         project,
         project.tables.findIndex((t) => t.name === table.name),
         columns,

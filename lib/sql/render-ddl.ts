@@ -16,7 +16,8 @@ export interface DimensionObjects {
 export function dimensionObjects(table: TableSpec, schema: string): DimensionObjects {
   return Object.freeze({
     dimension: { schema, name: table.target },
-    captures: table.validFrom.kind === 'column' ? { schema, name: `${table.target}_dimsync_captures` } : undefined,
+    captures:
+      table.validFrom.kind === 'column' ? { schema, name: `${table.target}_dimsync_captures` } : undefined,
     batches: { schema, name: '_dimsync_batches' },
     currentView: { schema, name: `${table.target}_current` },
     asOfFunction: { schema, name: `${table.target}_as_of` },
@@ -28,7 +29,9 @@ const SAFE_TYPE = /^[A-Za-z][A-Za-z0-9_ ,()[\]]*$/
 
 export function assertSafeType(table: string, column: DimensionColumn): void {
   if (!SAFE_TYPE.test(column.type))
-    throw new Error(`table ${table}: column "${column.name}" has an unsupported type ${JSON.stringify(column.type)}`)
+    throw new Error(
+      `table ${table}: column "${column.name}" has an unsupported type ${JSON.stringify(column.type)}`,
+    )
 }
 
 export function renderBatchLedgerDdl(d: SqlDialect, batches: TableRef): CompiledStatement {
@@ -60,7 +63,14 @@ export function renderDimensionDdl(
     const metadata = metadataColumnList(n)
     const first = metadata[0]!
     const rest = metadata.slice(1)
-    const notNullMetadata = new Set([n.surrogateKey, n.validFrom, n.isCurrent, n.isDeleted, n.rowHash, n.batchId])
+    const notNullMetadata = new Set([
+      n.surrogateKey,
+      n.validFrom,
+      n.isCurrent,
+      n.isDeleted,
+      n.rowHash,
+      n.batchId,
+    ])
     const columns = [
       column(first, true),
       ...layout.stored.map((c) => column(c, keyNames.has(c.name))),

@@ -77,7 +77,10 @@ class MergeRenderer {
     this.#buildEvents()
     if (this.#absenceDeletes) this.#addAbsenceDeletes()
     if (this.#p.layout.softDelete && this.#p.table.deletes === 'ignore') {
-      this.#emit('drop delete events (policy ignore)', `DELETE FROM ${this.#tmp(TEMP.events)} WHERE ${this.#q(W.del)}`)
+      this.#emit(
+        'drop delete events (policy ignore)',
+        `DELETE FROM ${this.#tmp(TEMP.events)} WHERE ${this.#q(W.del)}`,
+      )
     }
     this.#emit(
       'count events',
@@ -138,7 +141,9 @@ class MergeRenderer {
   /** `customer_id=101` (or `a=1, b=2`) as a STRING expression, for error messages. */
   #keyText(alias: string): string {
     return this.#keys
-      .map((k, i) => `${this.#str(`${i > 0 ? ', ' : ''}${k}=`)} || ${this.#d.castToString(this.#col(alias, k))}`)
+      .map(
+        (k, i) => `${this.#str(`${i > 0 ? ', ' : ''}${k}=`)} || ${this.#d.castToString(this.#col(alias, k))}`,
+      )
       .join(' || ')
   }
   #openEnd(): string {
@@ -432,7 +437,8 @@ class MergeRenderer {
           `  FROM ${this.#tmp(TEMP.lateCaptures)} c GROUP BY ${this.#keyList('c')}, c.${this.#q(W.run)}\n) r`,
       ),
     )
-    const deletedRuns = this.#p.table.deletes === 'new_record' ? ` OR r.${this.#q(W.prevRunState)} IS NOT NULL` : ''
+    const deletedRuns =
+      this.#p.table.deletes === 'new_record' ? ` OR r.${this.#q(W.prevRunState)} IS NOT NULL` : ''
     this.#emit(
       'late keys: match runs to existing versions',
       this.#d.createTempTableAs(
@@ -502,7 +508,8 @@ class MergeRenderer {
       this.#p.captures === undefined
         ? ''
         : ` + (SELECT COUNT(*) FROM ${this.#tmp(TEMP.lateVersions)} WHERE ${this.#q(W.existingSk)} IS NULL)`
-    const lateKeys = this.#p.captures === undefined ? '0' : `(SELECT COUNT(*) FROM ${this.#tmp(TEMP.lateKeys)})`
+    const lateKeys =
+      this.#p.captures === undefined ? '0' : `(SELECT COUNT(*) FROM ${this.#tmp(TEMP.lateKeys)})`
     const lateEvents =
       this.#p.captures === undefined
         ? '0'

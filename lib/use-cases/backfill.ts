@@ -48,7 +48,9 @@ export async function backfill(deps: PipelineDeps, request: BackfillRequest): Pr
       source: { ...table.source, path: relative(resolve(request.baseDir), file) },
       extract: { mode: 'full' },
     }
-    results.push(await runTable(deps, snapshot, { extractedAt: at, allowMassDelete: request.allowMassDelete }))
+    results.push(
+      await runTable(deps, snapshot, { extractedAt: at, allowMassDelete: request.allowMassDelete }),
+    )
   }
   return results
 }

@@ -88,7 +88,13 @@ export async function mergeBatch(deps: MergeDeps, request: MergeBatchRequest): P
       },
       { commit: !request.dryRun },
     )
-    return { status: request.dryRun ? 'dry-run' : 'merged', batchId, counts, keys, statements: [ledger, ...statements] }
+    return {
+      status: request.dryRun ? 'dry-run' : 'merged',
+      batchId,
+      counts,
+      keys,
+      statements: [ledger, ...statements],
+    }
   } finally {
     await batch.release()
   }

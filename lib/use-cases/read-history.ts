@@ -18,7 +18,9 @@ export async function readHistory(warehouse: Warehouse, request: HistoryRequest)
   const d = warehouse.dialect
   const objects = dimensionObjects(table, request.schema)
   if ((await warehouse.describeTable(objects.dimension)) === undefined)
-    throw new DimsyncError(`table ${table.name}: dimension ${table.target} does not exist yet; run dimsync run first`)
+    throw new DimsyncError(
+      `table ${table.name}: dimension ${table.target} does not exist yet; run dimsync run first`,
+    )
   const n = table.columns
   const where: string[] = []
   if (request.key !== undefined) {
@@ -44,12 +46,17 @@ function parseKey(table: TableSpec, text: string): [string, string][] {
   if (table.key.length === 1 && !text.includes('=')) return [[table.key[0]!, text]]
   const pairs = text.split(',').map((part) => {
     const eq = part.indexOf('=')
-    if (eq < 0) throw new DimsyncError(`--key: expected column=value pairs for the key (${table.key.join(', ')}), got "${text}"`)
+    if (eq < 0)
+      throw new DimsyncError(
+        `--key: expected column=value pairs for the key (${table.key.join(', ')}), got "${text}"`,
+      )
     return [part.slice(0, eq).trim(), part.slice(eq + 1)] as [string, string]
   })
   for (const [column] of pairs) {
     if (!table.key.includes(column))
-      throw new DimsyncError(`--key: "${column}" is not a key column of table ${table.name} (${table.key.join(', ')})`)
+      throw new DimsyncError(
+        `--key: "${column}" is not a key column of table ${table.name} (${table.key.join(', ')})`,
+      )
   }
   return pairs
 }

@@ -12,8 +12,20 @@ import { mergeBatch, type MergeBatchResult } from './merge-batch.ts'
 export type RunEvent =
   | { readonly step: 'lock'; readonly table: string; readonly runId: string }
   | { readonly step: 'resume'; readonly table: string; readonly batchId: string }
-  | { readonly step: 'extract'; readonly table: string; readonly batchId: string; readonly rows: number; readonly seconds: number }
-  | { readonly step: 'merge'; readonly table: string; readonly batchId: string; readonly result: MergeBatchResult; readonly seconds: number }
+  | {
+      readonly step: 'extract'
+      readonly table: string
+      readonly batchId: string
+      readonly rows: number
+      readonly seconds: number
+    }
+  | {
+      readonly step: 'merge'
+      readonly table: string
+      readonly batchId: string
+      readonly result: MergeBatchResult
+      readonly seconds: number
+    }
   | { readonly step: 'progress'; readonly table: string; readonly rows: number; readonly seconds: number }
 
 export interface PipelineDeps {
@@ -54,7 +66,11 @@ const DEFAULT_LEASE_TTL_MS = 10 * 60_000
  * one transaction (checking the lock is still ours just before COMMIT), then advance the watermark. The
  * watermark moves only after the merge committed; a crash anywhere leaves a state the next run completes.
  */
-export async function runTable(deps: PipelineDeps, table: TableSpec, options: RunTableOptions = {}): Promise<RunTableResult> {
+export async function runTable(
+  deps: PipelineDeps,
+  table: TableSpec,
+  options: RunTableOptions = {},
+): Promise<RunTableResult> {
   const startedAt = deps.clock()
   const runId = makeRunId(startedAt)
   const ttl = options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS
@@ -108,9 +124,15 @@ export async function runTable(deps: PipelineDeps, table: TableSpec, options: Ru
   }
 }
 
-async function extract(deps: PipelineDeps, table: TableSpec, batchId: string, extractedAt: Date): Promise<BatchManifest> {
+async function extract(
+  deps: PipelineDeps,
+  table: TableSpec,
+  batchId: string,
+  extractedAt: Date,
+): Promise<BatchManifest> {
   const started = Date.now()
-  const watermark = table.extract.mode === 'incremental' ? await deps.state.getWatermark(table.name) : undefined
+  const watermark =
+    table.extract.mode === 'incremental' ? await deps.state.getWatermark(table.name) : undefined
   const writer = await deps.staging.beginBatch(table.name, batchId)
   const source = deps.openSource(table)
   try {
@@ -137,7 +159,13 @@ async function extract(deps: PipelineDeps, table: TableSpec, batchId: string, ex
       watermarkCandidate: result.watermarkCandidate,
       sourceDescription: result.sourceDescription,
     })
-    deps.onEvent?.({ step: 'extract', table: table.name, batchId, rows: result.rows, seconds: (Date.now() - started) / 1000 })
+    deps.onEvent?.({
+      step: 'extract',
+      table: table.name,
+      batchId,
+      rows: result.rows,
+      seconds: (Date.now() - started) / 1000,
+    })
     return manifest
   } catch (error) {
     await writer.abort().catch(() => undefined)
@@ -165,9 +193,16 @@ async function mergeAndAdvance(
     beforeCommit: () => deps.state.assertLeaseHeld(currentLease(), deps.clock()),
   })
   // Applied (now or by a run that crashed before this point): only then may the watermark move.
-  if (manifest.watermarkCandidate) await deps.state.commitWatermark(table.name, manifest.watermarkCandidate, watermark)
+  if (manifest.watermarkCandidate)
+    await deps.state.commitWatermark(table.name, manifest.watermarkCandidate, watermark)
   await deps.staging.deleteBatch(table.name, manifest.batchId)
-  deps.onEvent?.({ step: 'merge', table: table.name, batchId: manifest.batchId, result, seconds: (Date.now() - started) / 1000 })
+  deps.onEvent?.({
+    step: 'merge',
+    table: table.name,
+    batchId: manifest.batchId,
+    result,
+    seconds: (Date.now() - started) / 1000,
+  })
   return result
 }
 

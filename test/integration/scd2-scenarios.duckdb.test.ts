@@ -28,7 +28,15 @@ async function setup(overrides: Partial<TableSpec> = {}, columns = CUSTOMER): Pr
 /** [sk, key, region, valid_from, valid_to, is_current, is_deleted] with times shortened to 'YYYY-MM-DD HH:MM'. */
 function timeline(rows: VersionRow[], attribute = 'region') {
   const short = (v: unknown) => (v === null ? null : String(v).slice(0, 16))
-  return rows.map((r) => [r.dimsync_sk, r.customer_id, r[attribute], short(r.valid_from), short(r.valid_to), r.is_current, r.is_deleted])
+  return rows.map((r) => [
+    r.dimsync_sk,
+    r.customer_id,
+    r[attribute],
+    short(r.valid_from),
+    short(r.valid_to),
+    r.is_current,
+    r.is_deleted,
+  ])
 }
 
 describe('SCD2 scenarios on real DuckDB', () => {
@@ -47,7 +55,13 @@ describe('SCD2 scenarios on real DuckDB', () => {
     const h = await setup({ deletes: 'ignore' })
     await h.load([ana('South'), bruno, carla], { extractedAt: JAN })
     const result = await h.load([ana('North'), bruno, diego], { extractedAt: MAR })
-    expect(result.counts).toMatchObject({ events: 3, insertedVersions: 2, closedVersions: 1, unchangedEvents: 1, deletedKeys: 0 })
+    expect(result.counts).toMatchObject({
+      events: 3,
+      insertedVersions: 2,
+      closedVersions: 1,
+      unchangedEvents: 1,
+      deletedKeys: 0,
+    })
     expect(timeline(await h.history())).toEqual([
       [1, 101, 'South', '2024-01-01 09:00', '2024-03-10 14:30', false, false],
       [4, 101, 'North', '2024-03-10 14:30', null, true, false],
@@ -55,7 +69,9 @@ describe('SCD2 scenarios on real DuckDB', () => {
       [3, 103, 'South', '2024-01-01 09:00', null, true, false],
       [5, 104, 'West', '2024-03-10 14:30', null, true, false],
     ])
-    const asOf = await h.query(`SELECT customer_id, region FROM dim_customer_as_of('2024-02-01') ORDER BY customer_id`)
+    const asOf = await h.query(
+      `SELECT customer_id, region FROM dim_customer_as_of('2024-02-01') ORDER BY customer_id`,
+    )
     expect(asOf).toEqual([
       { customer_id: 101, region: 'South' },
       { customer_id: 102, region: 'North' },
@@ -93,16 +109,27 @@ describe('SCD2 scenarios on real DuckDB', () => {
     expect(carlaRows[1]!.name).toBe('Carla')
   })
 
-  it.each(['invalidate', 'new_record'] as const)('a deleted key that comes back opens a new version (deletes=%s)', async (deletes) => {
-    const h = await setup({ deletes })
-    await h.load([ana('South'), bruno, carla], { extractedAt: JAN })
-    await h.load([ana('South'), bruno], { extractedAt: MAR })
-    await h.load([ana('South'), bruno, carla], { extractedAt: MAY })
-    const carlaRows = timeline((await h.history()).filter((r) => r.customer_id === 103))
-    const restored = carlaRows.at(-1)
-    expect(restored).toEqual([deletes === 'invalidate' ? 4 : 5, 103, 'South', '2024-05-01 00:00', null, true, false])
-    expect(carlaRows).toHaveLength(deletes === 'invalidate' ? 2 : 3)
-  })
+  it.each(['invalidate', 'new_record'] as const)(
+    'a deleted key that comes back opens a new version (deletes=%s)',
+    async (deletes) => {
+      const h = await setup({ deletes })
+      await h.load([ana('South'), bruno, carla], { extractedAt: JAN })
+      await h.load([ana('South'), bruno], { extractedAt: MAR })
+      await h.load([ana('South'), bruno, carla], { extractedAt: MAY })
+      const carlaRows = timeline((await h.history()).filter((r) => r.customer_id === 103))
+      const restored = carlaRows.at(-1)
+      expect(restored).toEqual([
+        deletes === 'invalidate' ? 4 : 5,
+        103,
+        'South',
+        '2024-05-01 00:00',
+        null,
+        true,
+        false,
+      ])
+      expect(carlaRows).toHaveLength(deletes === 'invalidate' ? 2 : 3)
+    },
+  )
 
   it('the same batch merged twice changes nothing the second time', async () => {
     const h = await setup({ deletes: 'invalidate' })
@@ -156,7 +183,10 @@ describe('SCD2 scenarios on real DuckDB', () => {
       ],
       { extractedAt: JAN },
     )
-    await h.load([{ tenant: 'a', customer_id: 1, region: 'North' }], { extractedAt: MAR, allowMassDelete: true })
+    await h.load([{ tenant: 'a', customer_id: 1, region: 'North' }], {
+      extractedAt: MAR,
+      allowMassDelete: true,
+    })
     const rows = await h.query(
       'SELECT tenant, customer_id, region, is_current FROM dim_customer ORDER BY tenant, valid_from',
     )
@@ -243,11 +273,16 @@ describe('SCD2 scenarios on real DuckDB', () => {
   it('a row that changed without a new change time is refused, naming the key', async () => {
     const columns = [...CUSTOMER, { name: 'updated_at', type: 'TIMESTAMP' }]
     const h = await setup(
-      { extract: { mode: 'incremental', cursor: 'updated_at', lookbackMinutes: 0 }, validFrom: { kind: 'column', column: 'updated_at' } },
+      {
+        extract: { mode: 'incremental', cursor: 'updated_at', lookbackMinutes: 0 },
+        validFrom: { kind: 'column', column: 'updated_at' },
+      },
       columns,
     )
     await h.load([{ ...ana('South'), updated_at: '2024-01-01 00:00:00' }], { extractedAt: JAN })
-    await expect(h.load([{ ...ana('North'), updated_at: '2024-01-01 00:00:00' }], { extractedAt: MAR })).rejects.toThrow(
+    await expect(
+      h.load([{ ...ana('North'), updated_at: '2024-01-01 00:00:00' }], { extractedAt: MAR }),
+    ).rejects.toThrow(
       /key customer_id=101 already has a different state captured at 2024-01-01 00:00:00\+00 \(batch b0001\)/,
     )
   })
@@ -292,7 +327,9 @@ describe('SCD2 scenarios on real DuckDB', () => {
       [1, 101, 'South', '2024-01-01 09:00', '2024-03-10 14:30', false, false],
       [2, 101, 'North', '2024-03-10 14:30', '9999-12-31 23:59', true, false],
     ])
-    expect(await h.query(`SELECT region FROM dim_customer_as_of('2024-04-01')`)).toEqual([{ region: 'North' }])
+    expect(await h.query(`SELECT region FROM dim_customer_as_of('2024-04-01')`)).toEqual([
+      { region: 'North' },
+    ])
   })
 
   it('dbt column names are used when the preset is dbt', async () => {
@@ -308,8 +345,12 @@ describe('SCD2 scenarios on real DuckDB', () => {
       },
     })
     await h.load([ana('South')], { extractedAt: JAN })
-    const rows = await h.query('SELECT dbt_scd_id, dbt_valid_from, dbt_valid_to, dbt_is_deleted FROM dim_customer')
-    expect(rows).toEqual([{ dbt_scd_id: 1, dbt_valid_from: '2024-01-01 09:00:00+00', dbt_valid_to: null, dbt_is_deleted: false }])
+    const rows = await h.query(
+      'SELECT dbt_scd_id, dbt_valid_from, dbt_valid_to, dbt_is_deleted FROM dim_customer',
+    )
+    expect(rows).toEqual([
+      { dbt_scd_id: 1, dbt_valid_from: '2024-01-01 09:00:00+00', dbt_valid_to: null, dbt_is_deleted: false },
+    ])
   })
 })
 
@@ -324,14 +365,18 @@ describe('bad batches are refused with a clear error and nothing is written', ()
     ]).flat()
     const error = await h.load(rows, { extractedAt: MAR }).catch((e: Error) => e)
     expect(error).toBeInstanceOf(Error)
-    expect((error as Error).message).toMatch(/^table customers: batch b0002 has 12 duplicate keys \(a full extract must hold one row per key\), for example: customer_id=200; customer_id=201; .*customer_id=209; nothing was written$/)
+    expect((error as Error).message).toMatch(
+      /^table customers: batch b0002 has 12 duplicate keys \(a full extract must hold one row per key\), for example: customer_id=200; customer_id=201; .*customer_id=209; nothing was written$/,
+    )
     expect((error as Error).message).not.toContain('customer_id=210')
     expect(await h.history()).toEqual(before)
   })
 
   it('NULL keys', async () => {
     const h = await setup()
-    await expect(h.load([ana('South'), { customer_id: null, name: 'x', region: 'y' }], { extractedAt: JAN })).rejects.toThrow(
+    await expect(
+      h.load([ana('South'), { customer_id: null, name: 'x', region: 'y' }], { extractedAt: JAN }),
+    ).rejects.toThrow(
       'table customers: batch b0001 has 1 rows with a NULL key (customer_id); nothing was written',
     )
     expect(await h.history()).toEqual([])
@@ -346,7 +391,9 @@ describe('bad batches are refused with a clear error and nothing is written', ()
 
   it('a tracked column missing from the source', async () => {
     const h = await setup({ tracked: { kind: 'list', columns: ['segment'] } })
-    await expect(h.load([ana('South')], { extractedAt: JAN })).rejects.toThrow(/tracked column "segment" is not in the source/)
+    await expect(h.load([ana('South')], { extractedAt: JAN })).rejects.toThrow(
+      /tracked column "segment" is not in the source/,
+    )
   })
 
   it('a column whose type changed', async () => {
@@ -372,6 +419,8 @@ describe('bad batches are refused with a clear error and nothing is written', ()
     const narrower = CUSTOMER.filter((c) => c.name !== 'region')
     await expect(
       h.load([{ customer_id: 101, name: 'Ana' }], { extractedAt: MAR, columns: narrower } as never),
-    ).rejects.toThrow('column "region" of dimension dim_customer is missing from the source; nothing was written')
+    ).rejects.toThrow(
+      'column "region" of dimension dim_customer is missing from the source; nothing was written',
+    )
   })
 })

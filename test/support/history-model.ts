@@ -40,23 +40,33 @@ export function expectedHistory(events: readonly ModelEvent[], policy: DeletePol
     }
     runs.forEach((run, i) => {
       const to = runs[i + 1]?.from ?? null
-      if (run.attrs !== undefined) versions.push({ key, attrs: run.attrs, from: run.from, to, deleted: false })
-      else if (policy === 'new_record') versions.push({ key, attrs: runs[i - 1]!.attrs!, from: run.from, to, deleted: true })
+      if (run.attrs !== undefined)
+        versions.push({ key, attrs: run.attrs, from: run.from, to, deleted: false })
+      else if (policy === 'new_record')
+        versions.push({ key, attrs: runs[i - 1]!.attrs!, from: run.from, to, deleted: true })
     })
   }
   return versions
 }
 
 /** The state of every key at time t: the last capture at or before t (nothing for a deleted key). */
-export function expectedAsOf(events: readonly ModelEvent[], policy: DeletePolicy, t: number): Map<number, ModelEvent> {
+export function expectedAsOf(
+  events: readonly ModelEvent[],
+  policy: DeletePolicy,
+  t: number,
+): Map<number, ModelEvent> {
   const result = new Map<number, ModelEvent>()
   for (const v of expectedHistory(events, policy)) {
-    if (v.from <= t && (v.to === null || t < v.to) && !v.deleted) result.set(v.key, { key: v.key, t: v.from, attrs: v.attrs })
+    if (v.from <= t && (v.to === null || t < v.to) && !v.deleted)
+      result.set(v.key, { key: v.key, t: v.from, attrs: v.attrs })
   }
   return result
 }
 
-function sameState(a: Record<string, string | null> | undefined, b: Readonly<Record<string, string | null>> | undefined) {
+function sameState(
+  a: Record<string, string | null> | undefined,
+  b: Readonly<Record<string, string | null>> | undefined,
+) {
   if (a === undefined || b === undefined) return a === b
   return JSON.stringify(a) === JSON.stringify(b)
 }

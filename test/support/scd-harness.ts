@@ -20,12 +20,22 @@ export class ScdHarness {
   ) {}
 
   static async create(table: TableSpec, columns: readonly StagedColumn[]): Promise<ScdHarness> {
-    return new ScdHarness(table, columns, await DuckDbWarehouse.open({ path: ':memory:' }), await TestBatches.create())
+    return new ScdHarness(
+      table,
+      columns,
+      await DuckDbWarehouse.open({ path: ':memory:' }),
+      await TestBatches.create(),
+    )
   }
 
   async stage(
     rows: readonly Record<string, Value>[],
-    options: { extractedAt: string; mode?: 'full' | 'incremental'; batchId?: string; columns?: readonly StagedColumn[] },
+    options: {
+      extractedAt: string
+      mode?: 'full' | 'incremental'
+      batchId?: string
+      columns?: readonly StagedColumn[]
+    },
   ): Promise<string> {
     return this.batches.stage(this.table.name, options.columns ?? this.columns, rows, {
       ...options,
@@ -33,7 +43,10 @@ export class ScdHarness {
     })
   }
 
-  async merge(batchId: string, options: { allowMassDelete?: boolean; dryRun?: boolean } = {}): Promise<MergeBatchResult> {
+  async merge(
+    batchId: string,
+    options: { allowMassDelete?: boolean; dryRun?: boolean } = {},
+  ): Promise<MergeBatchResult> {
     this.#clock += 1000
     return mergeBatch(
       { warehouse: this.warehouse, staging: this.batches },
@@ -43,7 +56,12 @@ export class ScdHarness {
 
   async load(
     rows: readonly Record<string, Value>[],
-    options: { extractedAt: string; mode?: 'full' | 'incremental'; batchId?: string; allowMassDelete?: boolean },
+    options: {
+      extractedAt: string
+      mode?: 'full' | 'incremental'
+      batchId?: string
+      allowMassDelete?: boolean
+    },
   ): Promise<MergeBatchResult> {
     return this.merge(await this.stage(rows, options), options)
   }

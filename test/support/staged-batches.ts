@@ -56,7 +56,9 @@ export class TestBatches implements StagingStore {
       db.closeSync()
     }
     const bytes = (await stat(path)).size
-    const sha256 = createHash('sha256').update(await readFile(path)).digest('hex')
+    const sha256 = createHash('sha256')
+      .update(await readFile(path))
+      .digest('hex')
     this.#manifests.set(`${table}/${batchId}`, {
       formatVersion: 1,
       table,

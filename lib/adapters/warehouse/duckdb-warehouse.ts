@@ -1,6 +1,7 @@
 import { mkdir } from 'node:fs/promises'
 import { dirname } from 'node:path'
-import { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api'
+import type { DuckDBConnection } from '@duckdb/node-api'
+import { DuckDBInstance } from '@duckdb/node-api'
 import type { StagedColumn } from '../../core/batch.ts'
 import type { DimensionColumn } from '../../core/dimension-layout.ts'
 import { BatchRejectedError, MassDeleteRefusedError, WarehouseError } from '../../core/errors.ts'
@@ -63,7 +64,10 @@ export class DuckDbWarehouse implements Warehouse {
     return rows.map((r) => ({ name: String(r.column_name), type: String(r.column_type) }))
   }
 
-  async transaction<T>(work: (tx: WarehouseTransaction) => Promise<T>, options: { commit: boolean }): Promise<T> {
+  async transaction<T>(
+    work: (tx: WarehouseTransaction) => Promise<T>,
+    options: { commit: boolean },
+  ): Promise<T> {
     await this.#connection.run('BEGIN TRANSACTION')
     try {
       const result = await work({ execute: (s) => this.#run(s), query: (sql) => this.query(sql) })

@@ -13,8 +13,7 @@ export function renderDuckDbViews(table: TableSpec, objects: DimensionObjects): 
   const q = d.quoteIdentifier
   const dim = d.table(objects.dimension)
   const ts = 'CAST(ts AS TIMESTAMPTZ)'
-  const openEnd =
-    table.openEnd === null ? `${q(n.validTo)} IS NULL OR ` : ''
+  const openEnd = table.openEnd === null ? `${q(n.validTo)} IS NULL OR ` : ''
   return [
     {
       label: 'create current view',

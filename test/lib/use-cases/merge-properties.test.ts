@@ -1,7 +1,12 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import type { DeletePolicy } from '../../../lib/core/table-spec.ts'
-import { expectedAsOf, expectedHistory, type ModelEvent, type ModelVersion } from '../../support/history-model.ts'
+import {
+  expectedAsOf,
+  expectedHistory,
+  type ModelEvent,
+  type ModelVersion,
+} from '../../support/history-model.ts'
 import { ScdHarness, type VersionRow } from '../../support/scd-harness.ts'
 import { tableSpec } from '../../support/table-spec-builder.ts'
 
@@ -60,10 +65,14 @@ function shuffle<T>(items: T[], seed: number): T[] {
   return out
 }
 
-function toModel(events: { key: number; t: number; deleted: boolean; region: string | null; tier: string | null }[]) {
-  return events.map(
-    (e): ModelEvent => ({ key: e.key, t: e.t, attrs: e.deleted ? undefined : { region: e.region, tier: e.tier } }),
-  )
+function toModel(
+  events: { key: number; t: number; deleted: boolean; region: string | null; tier: string | null }[],
+) {
+  return events.map((e): ModelEvent => ({
+    key: e.key,
+    t: e.t,
+    attrs: e.deleted ? undefined : { region: e.region, tier: e.tier },
+  }))
 }
 
 function actual(rows: VersionRow[]): ModelVersion[] {
@@ -84,14 +93,22 @@ function assertInvariants(rows: VersionRow[]): void {
   expect(new Set(sks).size, 'surrogate keys are unique').toBe(sks.length)
   for (const [key, versions] of byKey) {
     versions.sort((a, b) => hourOf(String(a.valid_from)) - hourOf(String(b.valid_from)))
-    expect(versions.filter((v) => v.is_current).length, `key ${key}: at most one current version`).toBeLessThanOrEqual(1)
+    expect(
+      versions.filter((v) => v.is_current).length,
+      `key ${key}: at most one current version`,
+    ).toBeLessThanOrEqual(1)
     versions.forEach((v, i) => {
       expect(v.is_current, `key ${key}: is_current iff open`).toBe(v.valid_to === null)
-      if (v.valid_to !== null) expect(hourOf(String(v.valid_from)), `key ${key}: non-empty window`).toBeLessThan(hourOf(String(v.valid_to)))
+      if (v.valid_to !== null)
+        expect(hourOf(String(v.valid_from)), `key ${key}: non-empty window`).toBeLessThan(
+          hourOf(String(v.valid_to)),
+        )
       const next = versions[i + 1]
       if (next === undefined) return
       expect(v.valid_to, `key ${key}: closed before the next version`).not.toBeNull()
-      expect(hourOf(String(v.valid_to)), `key ${key}: no overlap`).toBeLessThanOrEqual(hourOf(String(next.valid_from)))
+      expect(hourOf(String(v.valid_to)), `key ${key}: no overlap`).toBeLessThanOrEqual(
+        hourOf(String(next.valid_from)),
+      )
       const gap = hourOf(String(v.valid_to)) < hourOf(String(next.valid_from))
       if (!gap) {
         const same = v.region === next.region && v.tier === next.tier && v.is_deleted === next.is_deleted
@@ -101,62 +118,73 @@ function assertInvariants(rows: VersionRow[]): void {
   }
 }
 
-describe.each<DeletePolicy>(['invalidate', 'new_record', 'ignore'])('merge properties, deletes=%s (real DuckDB)', (policy) => {
-  it('any split and order of batches gives the model history; invariants hold after every merge', async () => {
-    let lateMerges = 0
-    await fc.assert(
-      fc.asyncProperty(scenarioArb, async ({ events, batches }) => {
-        const table = tableSpec({
-          extract: { mode: 'incremental', cursor: 'changed_at', lookbackMinutes: 0 },
-          validFrom: { kind: 'column', column: 'changed_at' },
-          softDeleteColumn: 'deleted',
-          deletes: policy,
-        })
-        const h = await ScdHarness.create(table, COLUMNS)
-        try {
-          const seenSk = new Map<number, string>()
-          let applied: typeof events = []
-          const stagedIds = new Map<(typeof events), string>()
-          for (const [i, batch] of batches.entries()) {
-            let batchId = stagedIds.get(batch)
-            if (batchId === undefined) {
-              batchId = await h.stage(
-                batch.map((e) => ({ customer_id: e.key, region: e.region, tier: e.tier, changed_at: iso(e.t), deleted: e.deleted })),
-                { extractedAt: iso(100 + i) },
+describe.each<DeletePolicy>(['invalidate', 'new_record', 'ignore'])(
+  'merge properties, deletes=%s (real DuckDB)',
+  (policy) => {
+    it('any split and order of batches gives the model history; invariants hold after every merge', async () => {
+      let lateMerges = 0
+      await fc.assert(
+        fc.asyncProperty(scenarioArb, async ({ events, batches }) => {
+          const table = tableSpec({
+            extract: { mode: 'incremental', cursor: 'changed_at', lookbackMinutes: 0 },
+            validFrom: { kind: 'column', column: 'changed_at' },
+            softDeleteColumn: 'deleted',
+            deletes: policy,
+          })
+          const h = await ScdHarness.create(table, COLUMNS)
+          try {
+            const seenSk = new Map<number, string>()
+            let applied: typeof events = []
+            const stagedIds = new Map<typeof events, string>()
+            for (const [i, batch] of batches.entries()) {
+              let batchId = stagedIds.get(batch)
+              if (batchId === undefined) {
+                batchId = await h.stage(
+                  batch.map((e) => ({
+                    customer_id: e.key,
+                    region: e.region,
+                    tier: e.tier,
+                    changed_at: iso(e.t),
+                    deleted: e.deleted,
+                  })),
+                  { extractedAt: iso(100 + i) },
+                )
+                stagedIds.set(batch, batchId)
+                applied = [...applied, ...batch]
+              }
+              const result = await h.merge(batchId)
+              if ((result.counts?.lateKeys ?? 0) > 0) lateMerges++
+              const rows = await h.history()
+              assertInvariants(rows)
+              // Invariant 5: an existing version keeps its surrogate key (and what it describes) forever.
+              for (const r of rows) {
+                const identity = `${r.customer_id}|${r.region}|${r.tier}|${r.is_deleted}`
+                const before = seenSk.get(Number(r.dimsync_sk))
+                if (before !== undefined) expect(identity).toBe(before)
+                seenSk.set(Number(r.dimsync_sk), identity)
+              }
+              expect(seenSk.size, 'no version disappears').toBe(rows.length)
+              if (result.status === 'already-applied') expect(i).toBe(batches.length - 1)
+              expect(actual(rows)).toEqual(expectedHistory(toModel(applied), policy))
+            }
+            // Invariant 8: the as-of view at t returns the last state captured at or before t.
+            for (const t of [0, 7, 20, 33, 41]) {
+              const rows = await h.query(`SELECT * FROM dim_customer_as_of('${iso(t)}') ORDER BY customer_id`)
+              const expected = expectedAsOf(toModel(events), policy, t)
+              expect(rows.map((r) => [Number(r.customer_id), r.region, r.tier])).toEqual(
+                [...expected.values()]
+                  .sort((a, b) => a.key - b.key)
+                  .map((e) => [e.key, e.attrs!.region, e.attrs!.tier]),
               )
-              stagedIds.set(batch, batchId)
-              applied = [...applied, ...batch]
             }
-            const result = await h.merge(batchId)
-            if ((result.counts?.lateKeys ?? 0) > 0) lateMerges++
-            const rows = await h.history()
-            assertInvariants(rows)
-            // Invariant 5: an existing version keeps its surrogate key (and what it describes) forever.
-            for (const r of rows) {
-              const identity = `${r.customer_id}|${r.region}|${r.tier}|${r.is_deleted}`
-              const before = seenSk.get(Number(r.dimsync_sk))
-              if (before !== undefined) expect(identity).toBe(before)
-              seenSk.set(Number(r.dimsync_sk), identity)
-            }
-            expect(seenSk.size, 'no version disappears').toBe(rows.length)
-            if (result.status === 'already-applied') expect(i).toBe(batches.length - 1)
-            expect(actual(rows)).toEqual(expectedHistory(toModel(applied), policy))
+          } finally {
+            await h.dispose()
           }
-          // Invariant 8: the as-of view at t returns the last state captured at or before t.
-          for (const t of [0, 7, 20, 33, 41]) {
-            const rows = await h.query(`SELECT * FROM dim_customer_as_of('${iso(t)}') ORDER BY customer_id`)
-            const expected = expectedAsOf(toModel(events), policy, t)
-            expect(rows.map((r) => [Number(r.customer_id), r.region, r.tier])).toEqual(
-              [...expected.values()].sort((a, b) => a.key - b.key).map((e) => [e.key, e.attrs!.region, e.attrs!.tier]),
-            )
-          }
-        } finally {
-          await h.dispose()
-        }
-      }),
-      { numRuns: Number(process.env.DIMSYNC_PROPERTY_RUNS ?? 25) },
-    )
-    // The late path (windows recomputed from the capture log) must actually have been exercised.
-    expect(lateMerges).toBeGreaterThan(0)
-  })
-})
+        }),
+        { numRuns: Number(process.env.DIMSYNC_PROPERTY_RUNS ?? 25) },
+      )
+      // The late path (windows recomputed from the capture log) must actually have been exercised.
+      expect(lateMerges).toBeGreaterThan(0)
+    })
+  },
+)
