@@ -13,6 +13,7 @@ export const TEMP = Object.freeze({
   lateCaptures: '__dimsync_late_captures',
   lateRuns: '__dimsync_late_runs',
   lateVersions: '__dimsync_late_versions',
+  lateAttributes: '__dimsync_late_attributes',
 })
 
 /** Working columns added to staged rows (the reserved prefix keeps them apart from source columns). */
@@ -467,13 +468,31 @@ class MergeRenderer {
       `    SELECT ${this.#keyList('d')}, d.${this.#q(n.rowHash)}, 2${attrs.map((c) => `, ${this.#col('d', c)}`).join('')}\n` +
       `    FROM ${this.#dim} d WHERE EXISTS (SELECT 1 FROM ${lateKeys} l WHERE ${this.#keyEq('l', 'd')})`
     this.#emit(
+      'late keys: attributes of each state',
+      this.#d.createTempTableAs(
+        TEMP.lateAttributes,
+        `SELECT * FROM (\n  ${source}\n) a WHERE TRUE\n` +
+          `QUALIFY ROW_NUMBER() OVER (PARTITION BY ${this.#keyList('a')}, a.h ORDER BY a.${this.#q(W.priority)}) = 1`,
+      ),
+    )
+    const attributeState = `(CASE WHEN v.state_hash = ${this.#str(DELETED_STATE)} THEN v.${this.#q(W.prevRunState)} ELSE v.state_hash END)`
+    if (this.#p.table.deletes === 'new_record' && attrs.length > 0) {
+      // A deletion version carries the attributes of the version before it, which a late event may have changed.
+      this.#emit(
+        'late keys: deletion versions follow the version before them',
+        `UPDATE ${this.#dim} AS d SET ${attrs.map((c) => `${this.#q(c)} = x.${this.#q(c)}`).join(', ')}, ${this.#q(n.rowHash)} = x.h\n` +
+          `FROM (\n  SELECT v.${this.#q(W.existingSk)}, a.*\n  FROM ${lv} v JOIN ${this.#tmp(TEMP.lateAttributes)} a ON ${this.#keyEq('a', 'v')} AND a.h = v.${this.#q(W.prevRunState)}\n` +
+          `  WHERE v.state_hash = ${this.#str(DELETED_STATE)} AND v.${this.#q(W.existingSk)} IS NOT NULL\n) x\n` +
+          `WHERE d.${this.#q(n.surrogateKey)} = x.${this.#q(W.existingSk)} AND d.${this.#q(n.rowHash)} <> x.h`,
+      )
+    }
+    this.#emit(
       'late keys: insert new versions',
       `INSERT INTO ${this.#dim} (${this.#metadataAndStoredList()})\n` +
-        `WITH src AS (\n  SELECT * FROM (\n    ${source}\n  ) a WHERE TRUE\n  QUALIFY ROW_NUMBER() OVER (PARTITION BY ${this.#keyList('a')}, a.h ORDER BY a.${this.#q(W.priority)}) = 1\n)\n` +
         `SELECT (SELECT COALESCE(MAX(${this.#q(n.surrogateKey)}), 0) FROM ${this.#dim}) + ROW_NUMBER() OVER (ORDER BY ${this.#keyList('v')}, v.${this.#q(W.from)}),\n` +
         `  ${this.#stored.map((c) => (this.#keys.includes(c) ? this.#col('v', c) : this.#col('a', c))).join(', ')},\n` +
         `  v.${this.#q(W.from)}, ${end}, v.${this.#q(W.to)} IS NULL, v.state_hash = ${this.#str(DELETED_STATE)}, a.h, ${this.#str(this.#p.batchId)}\n` +
-        `FROM ${lv} v JOIN src a ON ${this.#keyEq('a', 'v')} AND a.h = (CASE WHEN v.state_hash = ${this.#str(DELETED_STATE)} THEN v.${this.#q(W.prevRunState)} ELSE v.state_hash END)\n` +
+        `FROM ${lv} v JOIN ${this.#tmp(TEMP.lateAttributes)} a ON ${this.#keyEq('a', 'v')} AND a.h = ${attributeState}\n` +
         `WHERE v.${this.#q(W.existingSk)} IS NULL`,
     )
   }
