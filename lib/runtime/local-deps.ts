@@ -1,11 +1,9 @@
-import { FileSource } from '../adapters/source/file-source.ts'
 import { LocalStagingStore } from '../adapters/staging/local-staging-store.ts'
 import { LocalStateStore } from '../adapters/state/local-state-store.ts'
 import { DuckDbWarehouse } from '../adapters/warehouse/duckdb-warehouse.ts'
 import { assertTableMatchesSource } from '../config/index.ts'
-import { DimsyncError } from '../core/errors.ts'
-import type { ProjectSpec, TableSpec } from '../core/table-spec.ts'
-import type { Source } from '../ports/source.ts'
+import type { ProjectSpec } from '../core/table-spec.ts'
+import { openSource } from './open-source.ts'
 import type { PipelineDeps, RunEvent } from '../use-cases/run-table.ts'
 
 export interface LocalDeps extends PipelineDeps {
@@ -24,7 +22,7 @@ export async function buildLocalDeps(
     state: new LocalStateStore({ root: project.state.path }),
     warehouse,
     schema: project.warehouse.schema,
-    openSource: (table) => openLocalSource(project, table),
+    openSource: (table) => openSource(table, { baseDir: project.baseDir, env: process.env }),
     clock: () => new Date(),
     onEvent,
     checkSourceColumns: (table, columns) =>
@@ -35,11 +33,4 @@ export async function buildLocalDeps(
       ),
     close: () => warehouse.close(),
   }
-}
-
-function openLocalSource(project: ProjectSpec, table: TableSpec): Source {
-  if (table.source.type === 'file') return new FileSource({ baseDir: project.baseDir })
-  throw new DimsyncError(
-    `table ${table.name}: source type ${table.source.type} is not available in this build yet (file sources only)`,
-  )
 }

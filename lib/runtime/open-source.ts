@@ -1,0 +1,23 @@
+import { FileSource } from '../adapters/source/file-source.ts'
+import { DimsyncError } from '../core/errors.ts'
+import type { TableSpec } from '../core/table-spec.ts'
+import type { Source } from '../ports/source.ts'
+
+export interface SourceEnvironment {
+  /** Folder relative file paths resolve against (the config file's folder). */
+  readonly baseDir: string
+  /** Where connection URLs are read from (process.env, after secrets were resolved). */
+  readonly env: Readonly<Record<string, string | undefined>>
+}
+
+/** Builds the Source adapter of a table from its `source.type`. */
+export function openSource(table: TableSpec, environment: SourceEnvironment): Source {
+  switch (table.source.type) {
+    case 'file':
+      return new FileSource({ baseDir: environment.baseDir })
+    default:
+      throw new DimsyncError(
+        `table ${table.name}: source type ${table.source.type} is not available in this build yet (file sources only)`,
+      )
+  }
+}
