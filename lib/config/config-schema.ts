@@ -85,6 +85,20 @@ export const databaseSourceSchema = strict({
     .optional()
     .describe('Set exactly one of table or query.'),
   query: nonEmpty('a SELECT query').optional().describe('Set exactly one of table or query.'),
+  // ---- database source options (PostgreSQL / MySQL sources) ----
+  chunks: z
+    .number({ error: expecting('a whole number from 1 to 64') })
+    .int({ error: expecting('a whole number from 1 to 64') })
+    .min(1, { error: expecting('a whole number from 1 to 64') })
+    .max(64, { error: expecting('a whole number from 1 to 64') })
+    .optional()
+    .describe('Read the extract as this many key ranges over parallel connections, one snapshot. Default 1.'),
+  statement_timeout_seconds: z
+    .number({ error: expecting('a whole number of seconds, 1 or more') })
+    .int({ error: expecting('a whole number of seconds, 1 or more') })
+    .min(1, { error: expecting('a whole number of seconds, 1 or more') })
+    .optional()
+    .describe('Longest time one statement of an extract may run on the source. Default: no limit.'),
 })
 
 export const sourceSchema = z.discriminatedUnion('type', [fileSourceSchema, databaseSourceSchema], {
@@ -158,6 +172,123 @@ export const columnsSchema = z.union(
   },
 )
 
+// ---- AWS deployment options: per-table schedule and function size, top-level `aws` (read by infra/) ----
+
+export const LAMBDA_SIZE_CLASSES = ['small', 'medium', 'large', 'xlarge'] as const
+/** CloudWatch Logs accepts only these retention periods. */
+export const LOG_RETENTION_DAYS = [
+  1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653,
+] as const
+
+function wholeNumber(what: string, min: number, max: number) {
+  const text = `${what}: a whole number from ${min} to ${max}`
+  return z
+    .number({ error: expecting(text) })
+    .int({ error: expecting(text) })
+    .min(min, { error: expecting(text) })
+    .max(max, { error: expecting(text) })
+}
+
+const SCHEDULE_EXPRESSION_TEXT = 'a schedule expression like rate(1 hour) or cron(0 3 * * ? *)'
+const scheduleExpression = nonEmpty(SCHEDULE_EXPRESSION_TEXT)
+export const scheduleSchema = z.union(
+  [
+    scheduleExpression,
+    strict({
+      expression: scheduleExpression
+        .optional()
+        .describe('rate(1 hour), rate(15 minutes), cron(0 3 * * ? *).'),
+      timezone: nonEmpty('an IANA time zone like Europe/Paris')
+        .optional()
+        .describe('Time zone cron expressions are read in. Default UTC.'),
+      enabled: z
+        .boolean({ error: expecting('true or false') })
+        .optional()
+        .describe('false deploys the schedule disabled. Default true.'),
+      flexible_window_minutes: wholeNumber('minutes', 0, 1440)
+        .optional()
+        .describe('Let EventBridge start the run up to this many minutes late (spreads load). Default 0.'),
+    }),
+  ],
+  {
+    error: expecting(
+      `${SCHEDULE_EXPRESSION_TEXT}, or a mapping { expression, timezone, enabled, flexible_window_minutes }`,
+    ),
+  },
+)
+
+export const lambdaSizeSchema = z.union(
+  [
+    oneOf(LAMBDA_SIZE_CLASSES),
+    strict({
+      class: oneOf(LAMBDA_SIZE_CLASSES).optional(),
+      memory_mb: wholeNumber('megabytes', 128, 10240).optional().describe('Overrides the class memory.'),
+      timeout_seconds: wholeNumber('seconds', 1, 900).optional().describe('Overrides the class timeout.'),
+    }),
+  ],
+  {
+    error: expecting(
+      `${oneOfText(LAMBDA_SIZE_CLASSES)}, or a mapping { class, memory_mb, timeout_seconds }`,
+      LAMBDA_SIZE_CLASSES,
+    ),
+  },
+)
+
+const SECRET_TEXT = 'a Secrets Manager secret name or ARN'
+const secretRef = z
+  .string({ error: expecting(SECRET_TEXT) })
+  .regex(
+    /^(arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]+|[A-Za-z0-9/_+=.@-]{1,512})$/,
+    {
+      error: expecting(SECRET_TEXT),
+    },
+  )
+
+export const awsSchema = strict({
+  stack_name: patterned(/^[A-Za-z][A-Za-z0-9-]{0,127}$/, 'a CloudFormation stack name (letters, digits, -)')
+    .optional()
+    .describe('Default Dimsync.'),
+  architecture: oneOf(['arm64', 'x86_64'])
+    .optional()
+    .describe('Lambda architecture. Default x86_64 (see README: the DuckDB binary for arm64).'),
+  secrets: z
+    .record(patterned(ENV_NAME_PATTERN, 'the name of an environment variable (A-Z, 0-9, _)'), secretRef, {
+      error: expecting('a mapping of url_env names to secret names or ARNs'),
+    })
+    .optional()
+    .describe("A source's url_env → Secrets Manager secret (name or ARN) whose value is the connection URL."),
+  bigquery_secret: secretRef.optional().describe('Secret holding the BigQuery service-account JSON.'),
+  vpc: strict({
+    vpc_id: patterned(/^vpc-[0-9a-f]{8,17}$/, 'a VPC id (vpc-...)'),
+    subnet_ids: list(
+      patterned(/^subnet-[0-9a-f]{8,17}$/, 'a subnet id (subnet-...)'),
+      'a list of subnet ids',
+      1,
+    ),
+    security_group_ids: list(
+      patterned(/^sg-[0-9a-f]{8,17}$/, 'a security group id (sg-...)'),
+      'a list of security group ids',
+    )
+      .optional()
+      .describe('Default: a new security group with outbound access only.'),
+  })
+    .optional()
+    .describe('Run the functions in these (private) subnets, to reach databases that are not public.'),
+  alarm_email: patterned(/^[^@\s]+@[^@\s]+\.[^@\s]+$/, 'an email address').optional(),
+  log_retention_days: z
+    .union(LOG_RETENTION_DAYS.map((d) => z.literal(d)) as unknown as [z.ZodLiteral<1>, z.ZodLiteral<3>], {
+      error: expecting(`one of ${LOG_RETENTION_DAYS.join(', ')}`),
+    })
+    .optional()
+    .describe('Default 30.'),
+  staging_expiry_days: wholeNumber('days', 1, 3650)
+    .optional()
+    .describe('Staged batches older than this are deleted (abandoned batches). Default 7.'),
+  removal_policy: oneOf(['retain', 'destroy'])
+    .optional()
+    .describe('What deleting the stack does to the bucket and state table. Default retain.'),
+})
+
 const OPEN_END_TEXT = "null or an ISO timestamp with a time zone, like '9999-12-31T23:59:59Z'"
 
 /** Options a table may set and `defaults` may set for every table. */
@@ -194,6 +325,12 @@ export const tableOptionsShape = {
     .nullable()
     .optional()
     .describe('Source column whose non-NULL (or true) value marks a row as deleted.'),
+  schedule: scheduleSchema
+    .optional()
+    .describe('AWS: when the table runs. Default: no schedule (started by hand only).'),
+  lambda: lambdaSizeSchema
+    .optional()
+    .describe('AWS: function size class (default medium) or memory/timeout.'),
 }
 
 export const defaultsSchema = strict(tableOptionsShape)
@@ -237,6 +374,7 @@ export const configDocumentSchema = strict(
       .optional()
       .describe('Options applied to every table unless it sets them.'),
     tables: list(tableSchema, 'a list of tables', 1),
+    aws: awsSchema.nullable().optional().describe('AWS deployment options (cdk deploy).'),
   },
   'a mapping with version and tables',
 )

@@ -26,6 +26,13 @@ import {
   type TableOptionsDocument,
 } from './config-schema.ts'
 import { deepFreeze } from './deep-freeze.ts'
+import { awsSchema } from './config-schema.ts'
+import {
+  checkScheduleOptions,
+  resolveAws,
+  resolveLambdaSize,
+  resolveSchedule,
+} from './resolve-deploy-options.ts'
 import { formatPath, show } from './messages.ts'
 import { fallbackErrorMap, fromZodIssues, type ConfigIssue } from './zod-issues.ts'
 
@@ -101,11 +108,16 @@ export function resolveProject(document: unknown, configPath: string): ProjectSp
   checkUnique(rawTables, 'name', issues, (raw) => raw.name, 'table name')
   checkUnique(rawTables, 'target', issues, (raw) => targetOf(raw), 'target', true)
 
+  const aws = awsSchema.nullable().optional().safeParse(document.aws)
+  const awsSpec =
+    aws.success && aws.data != null
+      ? resolveAws(aws.data, tables, (where, message) => issues.add(where, message))
+      : undefined
   const warehouse = warehouseSchema.nullable().optional().safeParse(document.warehouse)
   const staging = localStoreSchema.nullable().optional().safeParse(document.staging)
   const state = localStoreSchema.nullable().optional().safeParse(document.state)
   const rendered = issues.render()
-  if (rendered.length > 0 || !warehouse.success || !staging.success || !state.success) {
+  if (rendered.length > 0 || !warehouse.success || !staging.success || !state.success || !aws.success) {
     throw new ConfigError(file, rendered)
   }
 
@@ -122,6 +134,7 @@ export function resolveProject(document: unknown, configPath: string): ProjectSp
     staging: { type: 'local', path: path.resolve(baseDir, staging.data?.path ?? DEFAULT_STAGING.path) },
     state: { type: 'local', path: path.resolve(baseDir, state.data?.path ?? DEFAULT_STATE.path) },
     tables,
+    ...(awsSpec !== undefined ? { aws: awsSpec } : {}),
   })
 }
 
@@ -172,6 +185,7 @@ function checkOwnOptions(base: Path, options: Options, issues: IssueList): void 
     const problem = openEndProblem(options.open_end)
     if (problem !== undefined) issues.add([...base, 'open_end'], problem)
   }
+  checkScheduleOptions(base, options, (where, message) => issues.add(where, message))
 }
 
 /** Warehouses compare identifiers without case, so `ID` and `id` are the same column there. */
@@ -309,6 +323,10 @@ function resolveSource(base: Path, source: TableDocument['source'], issues: Issu
     urlEnv: source.url_env,
     ...(hasTable ? { table: source.table } : {}),
     ...(hasQuery ? { query: source.query } : {}),
+    chunks: source.chunks ?? 1,
+    ...(source.statement_timeout_seconds !== undefined
+      ? { statementTimeoutSeconds: source.statement_timeout_seconds }
+      : {}),
   }
 }
 
@@ -458,6 +476,14 @@ function resolveTable(
     }
   }
 
+  const schedule = resolveSchedule(base, table.schedule, defaults.schedule, (where, message) =>
+    issues.add(where, message),
+  )
+  const lambda =
+    table.lambda === undefined && defaults.lambda === undefined
+      ? undefined
+      : resolveLambdaSize(table.lambda, defaults.lambda)
+
   if (issues.items.length > before) return undefined
   return {
     name: table.name,
@@ -473,5 +499,7 @@ function resolveTable(
     openEnd: openEnd === undefined || openEnd === null ? null : normalizeOpenEnd(openEnd)!,
     columns,
     ...(softDeleteColumn !== undefined ? { softDeleteColumn } : {}),
+    ...(schedule !== undefined ? { schedule } : {}),
+    ...(lambda !== undefined ? { lambda } : {}),
   }
 }

@@ -24,6 +24,10 @@ export interface DatabaseSourceSpec {
   /** Either a (schema-qualified) table or a SELECT query. */
   readonly table?: string
   readonly query?: string
+  /** Number of key ranges read concurrently (one connection each, all in one snapshot). 1: no split. */
+  readonly chunks: number
+  /** Longest time one statement of an extract may run on the source; undefined: no limit. */
+  readonly statementTimeoutSeconds?: number
 }
 
 export type ExtractSpec =
@@ -77,6 +81,10 @@ export interface TableSpec {
   readonly columns: MetadataColumnNames
   /** Optional source column whose non-NULL (or true) value marks a row as deleted (soft delete). */
   readonly softDeleteColumn?: string
+  /** AWS deployment: when the table runs (absent: only when started by hand). See ScheduleSpec. */
+  readonly schedule?: ScheduleSpec
+  /** AWS deployment: memory and timeout of the table's extract and merge functions. */
+  readonly lambda?: LambdaSizeSpec
 }
 
 export interface WarehouseSpec {
@@ -95,4 +103,50 @@ export interface ProjectSpec {
   readonly staging: { readonly type: 'local'; readonly path: string }
   readonly state: { readonly type: 'local'; readonly path: string }
   readonly tables: readonly TableSpec[]
+  /** AWS deployment options (`aws:` in dimsync.yaml); absent when the file has none. */
+  readonly aws?: AwsDeploymentSpec
+}
+
+// ---- AWS deployment options (read by infra/; ignored by the CLI) ----
+
+/** One EventBridge Scheduler schedule of a table. */
+export interface ScheduleSpec {
+  /** `rate(1 hour)` or `cron(0 3 * * ? *)`, validated. */
+  readonly expression: string
+  /** IANA zone the cron is read in (rates ignore it). Default UTC. */
+  readonly timezone: string
+  readonly enabled: boolean
+  /** 0: run at the exact time; otherwise EventBridge may start up to this many minutes late. */
+  readonly flexibleWindowMinutes: number
+  /** Longest gap between two scheduled runs, in minutes (0 when the expression never fires again). */
+  readonly maxIntervalMinutes: number
+}
+
+export type LambdaSizeClass = 'small' | 'medium' | 'large' | 'xlarge'
+
+export interface LambdaSizeSpec {
+  /** The named class, or `custom` when memory or timeout were given explicitly. */
+  readonly sizeClass: LambdaSizeClass | 'custom'
+  readonly memoryMb: number
+  readonly timeoutSeconds: number
+}
+
+export interface AwsDeploymentSpec {
+  readonly stackName?: string
+  readonly architecture: 'arm64' | 'x86_64'
+  /** A source's url_env name → Secrets Manager secret name or ARN holding its connection URL. */
+  readonly secrets: Readonly<Record<string, string>>
+  /** Secret name or ARN holding the BigQuery service-account JSON. */
+  readonly bigQuerySecret?: string
+  readonly vpc?: {
+    readonly vpcId: string
+    readonly subnetIds: readonly string[]
+    readonly securityGroupIds: readonly string[]
+  }
+  readonly alarmEmail?: string
+  readonly logRetentionDays: number
+  /** Staged objects older than this are deleted by a bucket lifecycle rule (abandoned batches). */
+  readonly stagingExpiryDays: number
+  /** `retain` keeps the bucket and state table when the stack is deleted. */
+  readonly removalPolicy: 'retain' | 'destroy'
 }

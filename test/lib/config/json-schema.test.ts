@@ -77,6 +77,8 @@ describe('schema/dimsync.schema.json', () => {
       'open_end',
       'columns',
       'soft_delete_column',
+      'schedule',
+      'lambda',
     ])
     expect(table.properties.deletes!.description).toMatch(/Default ignore/)
   })
