@@ -1,7 +1,8 @@
 import type { DimensionColumn, DimensionLayout } from '../core/dimension-layout.ts'
 import { metadataColumnList } from '../core/dimension-layout.ts'
-import type { TableSpec } from '../core/table-spec.ts'
+import type { MetadataColumnNames, TableSpec } from '../core/table-spec.ts'
 import type { CompiledStatement, SqlDialect, TableRef } from './dialect.ts'
+import { assertSafeTypeText } from './safe-type.ts'
 
 /** The warehouse objects of one dimension. */
 export interface DimensionObjects {
@@ -24,14 +25,9 @@ export function dimensionObjects(table: TableSpec, schema: string): DimensionObj
   })
 }
 
-// Types come from DuckDB's description of staged Parquet; anything outside this shape is refused, never pasted.
-const SAFE_TYPE = /^[A-Za-z][A-Za-z0-9_ ,()[\]]*$/
-
+/** Throws naming the table and column when a staged type is not plain type text (never pasted into SQL). */
 export function assertSafeType(table: string, column: DimensionColumn): void {
-  if (!SAFE_TYPE.test(column.type))
-    throw new Error(
-      `table ${table}: column "${column.name}" has an unsupported type ${JSON.stringify(column.type)}`,
-    )
+  assertSafeTypeText(table, column.name, column.type)
 }
 
 export function renderBatchLedgerDdl(d: SqlDialect, batches: TableRef): CompiledStatement {
@@ -41,7 +37,11 @@ export function renderBatchLedgerDdl(d: SqlDialect, batches: TableRef): Compiled
       `CREATE TABLE IF NOT EXISTS ${d.table(batches)} (\n  target ${d.type('string')} NOT NULL, table_name ${d.type('string')} NOT NULL, ` +
       `batch_id ${d.type('string')} NOT NULL,\n  extracted_at ${d.type('timestamp')} NOT NULL, mode ${d.type('string')} NOT NULL, applied_at ${d.type('timestamp')} NOT NULL,\n` +
       `  events ${d.type('int64')}, inserted_versions ${d.type('int64')}, closed_versions ${d.type('int64')}, deleted_keys ${d.type('int64')},\n` +
-      `  unchanged_events ${d.type('int64')}, late_keys ${d.type('int64')},\n  PRIMARY KEY (target, batch_id)\n)`,
+      `  unchanged_events ${d.type('int64')}, late_keys ${d.type('int64')},\n  ${d.primaryKey(['target', 'batch_id'])}\n)` +
+      d.tableOptions('ledger', {
+        key: [],
+        description: 'dimsync: one row per merged batch (idempotence ledger)',
+      }),
   }
 }
 
@@ -54,10 +54,12 @@ export function renderDimensionDdl(
 ): CompiledStatement[] {
   const out: CompiledStatement[] = []
   const keyNames = new Set(layout.key.map((c) => c.name))
-  const column = (c: DimensionColumn, notNull: boolean) => {
+  const column = (c: DimensionColumn, notNull: boolean, description = `${SOURCE_TYPE_NOTE}${c.type}`) => {
     assertSafeType(table.name, c)
-    return `${d.quoteIdentifier(c.name)} ${c.type}${notNull ? ' NOT NULL' : ''}`
+    const type = d.columnType(c.type, { table: table.name, column: c.name })
+    return `${d.quoteIdentifier(c.name)} ${type}${notNull ? ' NOT NULL' : ''}${d.columnDescription(description)}`
   }
+  const keyTypes = layout.key.map((c) => ({ name: c.name, type: c.type }))
   if (layout.createDimension) {
     const n = table.columns
     const metadata = metadataColumnList(n)
@@ -71,14 +73,22 @@ export function renderDimensionDdl(
       n.rowHash,
       n.batchId,
     ])
+    const meta = (c: DimensionColumn, notNull: boolean) =>
+      column(c, notNull, `${METADATA_NOTES[metadataRole(n, c.name)]}\n${SOURCE_TYPE_NOTE}${c.type}`)
     const columns = [
-      column(first, true),
+      meta(first, true),
       ...layout.stored.map((c) => column(c, keyNames.has(c.name))),
-      ...rest.map((c) => column(c, notNullMetadata.has(c.name))),
+      ...rest.map((c) => meta(c, notNullMetadata.has(c.name))),
     ]
     out.push({
       label: 'create dimension',
-      sql: `CREATE TABLE IF NOT EXISTS ${d.table(objects.dimension)} (\n  ${columns.join(',\n  ')}\n)`,
+      sql:
+        `CREATE TABLE IF NOT EXISTS ${d.table(objects.dimension)} (\n  ${columns.join(',\n  ')}\n)` +
+        d.tableOptions('dimension', {
+          validTo: d.quoteIdentifier(n.validTo),
+          key: keyTypes,
+          description: `dimsync: type 2 history of table ${table.name}, one row per version`,
+        }),
     })
   }
   for (const c of layout.addColumns) {
@@ -93,8 +103,30 @@ export function renderDimensionDdl(
       label: 'create capture log',
       sql:
         `CREATE TABLE IF NOT EXISTS ${d.table(objects.captures)} (\n  ${keys.join(', ')},\n  captured_at ${d.type('timestamp')} NOT NULL, ` +
-        `state_hash ${d.type('string')} NOT NULL, is_deleted ${d.type('bool')} NOT NULL, batch_id ${d.type('string')} NOT NULL\n)`,
+        `state_hash ${d.type('string')} NOT NULL, is_deleted ${d.type('bool')} NOT NULL, batch_id ${d.type('string')} NOT NULL\n)` +
+        d.tableOptions('captures', {
+          key: keyTypes,
+          description: `dimsync: every state of table ${table.name} captured so far (late events)`,
+        }),
     })
   }
   return out
+}
+
+/** Description line recording a column's staged type (read back by the BigQuery adapter). */
+export const SOURCE_TYPE_NOTE = 'dimsync source type: '
+
+const METADATA_NOTES = Object.freeze({
+  surrogateKey: 'dimsync: surrogate key of the version, never reused',
+  validFrom: 'dimsync: start of the version (inclusive, UTC)',
+  validTo: 'dimsync: end of the version (exclusive, UTC); open versions hold the open end',
+  isCurrent: 'dimsync: true for the open version of the key',
+  isDeleted: 'dimsync: true when the version records a deletion of the key',
+  rowHash: 'dimsync: MD5 of the tracked columns (canonical text)',
+  batchId: 'dimsync: batch that wrote the version',
+})
+
+function metadataRole(names: MetadataColumnNames, column: string): keyof MetadataColumnNames {
+  const role = (Object.keys(names) as (keyof MetadataColumnNames)[]).find((k) => names[k] === column)
+  return role ?? 'batchId'
 }

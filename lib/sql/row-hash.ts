@@ -3,6 +3,9 @@ import type { SqlDialect } from './dialect.ts'
 /** State marker used instead of a row hash for deletion events; cannot collide with a hex MD5. */
 export const DELETED_STATE = 'deleted'
 
+/** A tracked column: its name, and its staged type (DuckDB type names) when known. */
+export type HashedColumn = string | { readonly name: string; readonly type: string }
+
 /**
  * A NULL-safe, unambiguous hash of the tracked columns.
  *
@@ -11,13 +14,22 @@ export const DELETED_STATE = 'deleted'
  * column and its length, NULL differs from '' and from 'NULL', and moving a value to another column changes the
  * hash. Because a NULL adds nothing, adding a new nullable column to a dimension does not re-version every key.
  * (dbt's `coalesce(cast(x as string), '')` makes NULL equal ''; `concat_ws` skips NULLs: both miss changes.)
+ *
+ * Values are rendered with the dialect's canonical text of their type (canonical-types.ts), so the same row
+ * gives the same hex in DuckDB and BigQuery. Lengths count characters (DuckDB `length`, BigQuery `LENGTH` of a
+ * STRING both count Unicode code points).
  */
-export function renderRowHash(dialect: SqlDialect, columns: readonly string[], qualifier?: string): string {
-  const sorted = [...columns].sort()
+export function renderRowHash(
+  dialect: SqlDialect,
+  columns: readonly HashedColumn[],
+  qualifier?: string,
+): string {
+  const typed = columns.map((c) => (typeof c === 'string' ? { name: c, type: undefined } : c))
+  const sorted = [...typed].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
   if (sorted.length === 0) return dialect.md5Hex(dialect.stringLiteral(''))
-  const pieces = sorted.map((name) => {
+  const pieces = sorted.map(({ name, type }) => {
     const column = (qualifier ? `${qualifier}.` : '') + dialect.quoteIdentifier(name)
-    const value = dialect.castToString(column)
+    const value = dialect.canonicalText(column, type)
     const tag = dialect.stringLiteral(`${name.length}:${name}=`)
     return (
       `CASE WHEN ${column} IS NULL THEN '' ELSE ` +

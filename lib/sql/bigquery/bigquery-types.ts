@@ -1,0 +1,96 @@
+import { DimsyncError } from '../../core/errors.ts'
+import { typeFamily } from '../canonical-types.ts'
+
+/**
+ * Maps a staged column type (DuckDB type names from the batch manifest) to the BigQuery column type of the
+ * dimension and of the per-batch staging table. Parquet written by dimsync carries the same types, so the load
+ * job converts them as BigQuery documents (INT32/INT64 → INT64, DOUBLE/FLOAT → FLOAT64, DECIMAL → NUMERIC or
+ * BIGNUMERIC, TIMESTAMP(UTC) → TIMESTAMP, TIMESTAMP(local) → DATETIME, BYTE_ARRAY → BYTES).
+ *
+ * Types BigQuery cannot hold without loss (UBIGINT, HUGEINT, UUID, INTERVAL, lists, structs, maps) are refused
+ * with a message naming the table and column, never silently turned into text.
+ */
+export function bigQueryColumnType(stagedType: string, where: { table: string; column: string }): string {
+  const family = typeFamily(stagedType)
+  switch (family.kind) {
+    case 'string':
+      return 'STRING'
+    case 'integer':
+      return 'INT64'
+    case 'bool':
+      return 'BOOL'
+    case 'date':
+      return 'DATE'
+    case 'time':
+      return 'TIME'
+    case 'instant':
+      return 'TIMESTAMP'
+    case 'datetime':
+      return 'DATETIME'
+    case 'float':
+      return 'FLOAT64'
+    case 'bytes':
+      return 'BYTES'
+    case 'decimal': {
+      const { precision: p, scale: s } = family
+      // NUMERIC(P,S): 0 ≤ S ≤ 9, max(1,S) ≤ P ≤ S + 29; BIGNUMERIC(P,S): 0 ≤ S ≤ 38, max(1,S) ≤ P ≤ S + 38.
+      if (s <= 9 && p - s <= 29) return `NUMERIC(${Math.max(p, 1)}, ${s})`
+      if (s <= 38 && p - s <= 38) return `BIGNUMERIC(${Math.max(p, 1)}, ${s})`
+      break
+    }
+    case 'other':
+      break
+  }
+  throw new DimsyncError(
+    `table ${where.table}: column "${where.column}" has type ${stagedType}, which dimsync cannot store in BigQuery ` +
+      `without loss (supported: text, integers up to 64 bits, booleans, dates, times, timestamps, decimals, ` +
+      `floating point, bytes); cast it in the source query`,
+  )
+}
+
+/** The metadata column types dimsync writes (DuckDB names, see metadataColumnList) in BigQuery. */
+export const BIGQUERY_LOGICAL_TYPES = Object.freeze({
+  string: 'STRING',
+  int64: 'INT64',
+  bool: 'BOOL',
+  timestamp: 'TIMESTAMP',
+} as const)
+
+/**
+ * The staged type recorded in a column's description (`dimsync source type: DECIMAL(10,2)`), so that reading the
+ * dimension back gives the exact type the source had (INT64 alone cannot say whether it was INTEGER or BIGINT).
+ */
+export const SOURCE_TYPE_PREFIX = 'dimsync source type: '
+
+/** The staged type of a BigQuery column: from its description when dimsync wrote it, else from its type. */
+export function stagedTypeOfBigQueryField(field: {
+  readonly type?: string
+  readonly description?: string
+  readonly precision?: string
+  readonly scale?: string
+  readonly mode?: string
+}): string {
+  const described = field.description?.split('\n').find((line) => line.startsWith(SOURCE_TYPE_PREFIX))
+  if (described !== undefined) return described.slice(SOURCE_TYPE_PREFIX.length).trim()
+  const type = (field.type ?? '').toUpperCase()
+  const decimal = (defaultP: number, defaultS: number) =>
+    `DECIMAL(${field.precision ?? defaultP},${field.scale ?? (field.precision ? 0 : defaultS)})`
+  const map: Record<string, () => string> = {
+    STRING: () => 'VARCHAR',
+    INTEGER: () => 'BIGINT',
+    INT64: () => 'BIGINT',
+    FLOAT: () => 'DOUBLE',
+    FLOAT64: () => 'DOUBLE',
+    BOOLEAN: () => 'BOOLEAN',
+    BOOL: () => 'BOOLEAN',
+    TIMESTAMP: () => 'TIMESTAMP WITH TIME ZONE',
+    DATETIME: () => 'TIMESTAMP',
+    DATE: () => 'DATE',
+    TIME: () => 'TIME',
+    BYTES: () => 'BLOB',
+    NUMERIC: () => decimal(38, 9),
+    BIGNUMERIC: () => decimal(76, 38),
+  }
+  const base = map[type]?.() ?? type
+  return field.mode === 'REPEATED' ? `${base}[]` : base
+}
