@@ -1,0 +1,107 @@
+import { DimsyncError } from '../../core/errors.ts'
+
+/**
+ * The boundary between AWS SDK errors and dimsync errors: SDK exceptions are recognised by name (not by class,
+ * so that two copies of an SDK package in one bundle do not break `instanceof`) and become typed errors whose
+ * message names the bucket, key or table and what to do.
+ */
+
+/** A watermark commit lost a race or would move the watermark backwards; nothing was written. */
+export class WatermarkConflictError extends DimsyncError {
+  constructor(
+    readonly table: string,
+    message: string,
+  ) {
+    super(message)
+    this.name = 'WatermarkConflictError'
+  }
+}
+
+/** An AWS call failed for a reason other than a dimsync rule (permissions, missing bucket or table, network). */
+export class AwsServiceError extends DimsyncError {
+  override readonly retryable: boolean
+  constructor(
+    readonly service: 's3' | 'dynamodb' | 'secretsmanager',
+    readonly errorName: string,
+    message: string,
+    options: ErrorOptions & { retryable: boolean },
+  ) {
+    super(message, options)
+    this.name = 'AwsServiceError'
+    this.retryable = options.retryable
+  }
+}
+
+/** The SDK error name (`ConditionalCheckFailedException`, `NoSuchKey`, ...), or undefined for other errors. */
+export function awsErrorName(error: unknown): string | undefined {
+  if (typeof error !== 'object' || error === null) return undefined
+  const name = (error as { name?: unknown }).name
+  return typeof name === 'string' ? name : undefined
+}
+
+/** HTTP status of an SDK error, when it has one. */
+export function awsHttpStatus(error: unknown): number | undefined {
+  const meta = (error as { $metadata?: { httpStatusCode?: number } } | null)?.$metadata
+  return meta?.httpStatusCode
+}
+
+export function isAwsError(error: unknown, ...names: string[]): boolean {
+  const name = awsErrorName(error)
+  return name !== undefined && names.includes(name)
+}
+
+/** S3 answers a missing key with NoSuchKey (GET) or a bare 404 NotFound (HEAD). */
+export function isNotFound(error: unknown): boolean {
+  return isAwsError(error, 'NoSuchKey', 'NotFound') || awsHttpStatus(error) === 404
+}
+
+const RETRYABLE = new Set([
+  'ThrottlingException',
+  'ProvisionedThroughputExceededException',
+  'RequestLimitExceeded',
+  'InternalServerError',
+  'ServiceUnavailable',
+  'SlowDown',
+  'RequestTimeout',
+  'TimeoutError',
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'EPIPE',
+])
+
+const HINTS: Readonly<Record<string, string>> = {
+  AccessDenied: 'check the IAM role or credentials in use',
+  AccessDeniedException: 'check the IAM role or credentials in use',
+  UnrecognizedClientException: 'check the AWS credentials in use',
+  InvalidAccessKeyId: 'check the AWS credentials in use',
+  SignatureDoesNotMatch: 'check the AWS credentials (and the endpoint and region) in use',
+  NoSuchBucket: 'create the bucket or fix the staging location',
+  ResourceNotFoundException: 'create the table (see README "Running on AWS") or fix the state location',
+  ECONNREFUSED: 'is the endpoint running and reachable?',
+}
+
+/**
+ * Wraps an unexpected SDK error as `AwsServiceError`: `what` says what dimsync was doing and on which resource
+ * (`s3://bucket/key: reading the manifest`). Throttling, 5xx and connection errors are marked retryable. The
+ * SDK's message is kept (it never contains secrets); credentials are never added.
+ */
+export function wrapAwsError(
+  service: AwsServiceError['service'],
+  what: string,
+  error: unknown,
+): DimsyncError {
+  if (error instanceof DimsyncError) return error
+  const name = awsErrorName(error) ?? 'Error'
+  const code = (error as { code?: unknown } | null)?.code
+  const key = typeof code === 'string' && RETRYABLE.has(code) ? code : name
+  const status = awsHttpStatus(error)
+  const retryable = RETRYABLE.has(key) || (status !== undefined && status >= 500)
+  const hint = HINTS[key] ?? HINTS[name]
+  const detail = error instanceof Error ? error.message : String(error)
+  return new AwsServiceError(
+    service,
+    name,
+    `${what}: ${name}${detail && detail !== name ? `: ${detail}` : ''}${hint ? ` (${hint})` : ''}`,
+    { cause: error, retryable },
+  )
+}

@@ -1,0 +1,64 @@
+import type { Watermark } from '../../core/batch.ts'
+import { instantSortKey } from '../staging/local-files.ts'
+
+/**
+ * Pure helpers for watermarks stored as text: a canonical JSON form (so deep-equal watermarks compare equal as
+ * strings in a DynamoDB condition) and an order (so a commit can refuse to move a watermark backwards).
+ */
+
+/** JSON with object keys sorted and undefined members dropped: deep-equal values give the same text. */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value)
+  if (Array.isArray(value)) return `[${value.map((item) => canonicalJson(item ?? null)).join(',')}]`
+  const entries = Object.entries(value as Record<string, unknown>)
+    .filter(([, v]) => v !== undefined)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`
+}
+
+/**
+ * Orders two watermarks by (cursor, key...) as an incremental extract reads rows. Numbers compare as numbers,
+ * integer strings as big integers, ISO instants as instants (microseconds kept), other strings as text. Values
+ * of different kinds cannot be ordered and compare as equal (the commit's compare-and-set still applies).
+ */
+export function compareWatermarks(a: Watermark, b: Watermark): number {
+  const first = compareScalars(a.cursor, b.cursor)
+  if (first !== 0) return first
+  const length = Math.min(a.key.length, b.key.length)
+  for (let i = 0; i < length; i++) {
+    const c = compareScalars(a.key[i]!, b.key[i]!)
+    if (c !== 0) return c
+  }
+  return 0
+}
+
+const INTEGER = /^-?\d+$/
+
+function compareScalars(a: string | number, b: string | number): number {
+  if (typeof a === 'number' && typeof b === 'number') return Math.sign(a - b)
+  if (typeof a === 'string' && typeof b === 'string') {
+    if (INTEGER.test(a) && INTEGER.test(b)) {
+      const x = BigInt(a)
+      const y = BigInt(b)
+      return x < y ? -1 : x > y ? 1 : 0
+    }
+    const ka = instantSortKey(a)
+    const kb = instantSortKey(b)
+    if (
+      ka !== undefined &&
+      kb !== undefined &&
+      /^\d{4}-\d{2}-\d{2}/.test(a) &&
+      /^\d{4}-\d{2}-\d{2}/.test(b)
+    ) {
+      return ka < kb ? -1 : ka > kb ? 1 : 0
+    }
+    return a < b ? -1 : a > b ? 1 : 0
+  }
+  if (typeof a === 'number' && typeof b === 'string' && Number.isInteger(a) && INTEGER.test(b)) {
+    return compareScalars(String(a), b)
+  }
+  if (typeof a === 'string' && typeof b === 'number' && Number.isInteger(b) && INTEGER.test(a)) {
+    return compareScalars(a, String(b))
+  }
+  return 0
+}

@@ -1,0 +1,428 @@
+import {
+  CreateTableCommand,
+  DeleteItemCommand,
+  GetItemCommand,
+  PutItemCommand,
+  QueryCommand,
+  UpdateItemCommand,
+  type AttributeValue,
+  type DynamoDBClient,
+} from '@aws-sdk/client-dynamodb'
+
+import { isAwsError, WatermarkConflictError, wrapAwsError } from '../aws/aws-errors.ts'
+import type { Watermark } from '../../core/batch.ts'
+import { DimsyncError, LeaseLostError, LockHeldError } from '../../core/errors.ts'
+import type { RunRecord } from '../../core/run-record.ts'
+import type { Lease, StateStore } from '../../ports/state-store.ts'
+import { assertSafeId, instantSortKey } from '../staging/local-files.ts'
+import { canonicalJson, compareWatermarks } from '../aws/watermark-order.ts'
+
+export interface DynamoDbStateStoreOptions {
+  readonly client: DynamoDBClient
+  readonly tableName: string
+  /** Run records (and their index items) expire this many days after they were written. Default 90. */
+  readonly runTtlDays?: number
+  /** Clock for TTL values only (lease decisions always use the `now` passed by the caller). */
+  readonly clock?: () => Date
+}
+
+/**
+ * The single-table layout (partition key `pk`, sort key `sk`, both strings; TTL attribute `expiresAt`, epoch
+ * seconds). Exported so that the CDK stack and tests create the same table.
+ *
+ * | pk                | sk                               | item                                                      |
+ * |-------------------|----------------------------------|-----------------------------------------------------------|
+ * | `TABLE#<table>`   | `WATERMARK`                      | `watermark` (canonical JSON), `updatedAt`                  |
+ * | `TABLE#<table>`   | `LEASE`                          | `token` (N, only grows), `owner`, `acquiredAt`, `leaseExpiresAt`, `leaseExpiresAtMs` (absent when released) |
+ * | `RUNS#<table>`    | `RUN#<startedAt sort key>#<runId>` | `run` (JSON of the RunRecord), `runId`, `status`, `expiresAt` (TTL) |
+ * | `RUNS#<table>`    | `RUNID#<runId>`                  | `runSk` (where the record is), `expiresAt` (TTL)          |
+ *
+ * Every rule is one conditional single-item write (no transactions): the watermark is a compare-and-set on its
+ * canonical JSON that also refuses to move backwards; the lease is an UpdateItem whose `ADD token :one` raises
+ * the fencing token on every acquisition and whose release REMOVEs the owner but keeps the item, so the token
+ * never restarts. Watermark and lease items never expire; run records do (TTL).
+ */
+export const STATE_TABLE_SCHEMA = Object.freeze({
+  partitionKey: 'pk',
+  sortKey: 'sk',
+  ttlAttribute: 'expiresAt',
+})
+
+const WATERMARK_SK = 'WATERMARK'
+const LEASE_SK = 'LEASE'
+const RUN_PREFIX = 'RUN#'
+const RUNID_PREFIX = 'RUNID#'
+
+/**
+ * Per-table watermarks, fenced leases and run records in one DynamoDB table (layout: `STATE_TABLE_SCHEMA`).
+ * Safe across processes and machines: every decision is a single conditional write evaluated by DynamoDB.
+ */
+export class DynamoDbStateStore implements StateStore {
+  readonly #client: DynamoDBClient
+  readonly #tableName: string
+  readonly #runTtlSeconds: number
+  readonly #clock: () => Date
+
+  constructor(options: DynamoDbStateStoreOptions) {
+    this.#client = options.client
+    this.#tableName = options.tableName
+    this.#runTtlSeconds = Math.round((options.runTtlDays ?? 90) * 86_400)
+    this.#clock = options.clock ?? (() => new Date())
+  }
+
+  /** `dynamodb://<table>`, for messages and logs. */
+  get location(): string {
+    return `dynamodb://${this.#tableName}`
+  }
+
+  /** The table's committed watermark (strongly consistent read), or undefined before the first commit. */
+  async getWatermark(table: string): Promise<Watermark | undefined> {
+    const item = await this.#get(tableKey(table), WATERMARK_SK, `table ${table}: reading the watermark`)
+    const text = item?.watermark?.S
+    if (text === undefined) return undefined
+    try {
+      return JSON.parse(text) as Watermark
+    } catch (error) {
+      throw new DimsyncError(
+        `table ${table}: the stored watermark in ${this.location} is not JSON: ${text}`,
+        {
+          cause: error,
+        },
+      )
+    }
+  }
+
+  /**
+   * Stores `next` only if the stored watermark still equals `expected` (deep equality via canonical JSON;
+   * undefined: none stored yet) and `next` is not behind `expected`. Otherwise throws `WatermarkConflictError`
+   * naming the table and both watermarks; nothing is written.
+   */
+  async commitWatermark(table: string, next: Watermark, expected: Watermark | undefined): Promise<void> {
+    if (expected !== undefined && compareWatermarks(next, expected) < 0) {
+      throw new WatermarkConflictError(
+        table,
+        `table ${table}: refusing to move the watermark backwards from ${canonicalJson(expected)} to ${canonicalJson(next)}`,
+      )
+    }
+    const names = { '#w': 'watermark' }
+    const condition =
+      expected === undefined
+        ? { ConditionExpression: 'attribute_not_exists(#w)' }
+        : {
+            ConditionExpression: '#w = :expected',
+            ExpressionAttributeValues: { ':expected': { S: canonicalJson(expected) } },
+          }
+    try {
+      await this.#client.send(
+        new UpdateItemCommand({
+          TableName: this.#tableName,
+          Key: key(tableKey(table), WATERMARK_SK),
+          UpdateExpression: 'SET #w = :next, updatedAt = :at',
+          ...condition,
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: {
+            ...(condition.ExpressionAttributeValues ?? {}),
+            ':next': { S: canonicalJson(next) },
+            ':at': { S: this.#clock().toISOString() },
+          },
+        }),
+      )
+    } catch (error) {
+      if (!isAwsError(error, 'ConditionalCheckFailedException')) {
+        throw wrapAwsError('dynamodb', `table ${table}: committing the watermark in ${this.location}`, error)
+      }
+      const found = await this.getWatermark(table)
+      throw new WatermarkConflictError(
+        table,
+        `table ${table}: watermark changed since it was read ` +
+          `(expected ${describe(expected)}, found ${describe(found)})`,
+      )
+    }
+  }
+
+  /**
+   * Takes the table's lease for `ttlMs` from `now` with one conditional UpdateItem: granted when nobody holds
+   * it, when the holder's lease expired (`leaseExpiresAtMs <= now`), or to the same owner again; `ADD token :one`
+   * gives every grant a higher fencing token. Otherwise `LockHeldError` with the holder and its `acquiredAt`.
+   */
+  async acquireLease(table: string, owner: string, ttlMs: number, now: Date): Promise<Lease> {
+    const expiresAt = new Date(now.getTime() + ttlMs)
+    // A lease released between our failed write and the read that names its holder: try again (bounded).
+    for (let attempt = 0; attempt < 3; attempt++) {
+      try {
+        const response = await this.#client.send(
+          new UpdateItemCommand({
+            TableName: this.#tableName,
+            Key: key(tableKey(table), LEASE_SK),
+            UpdateExpression:
+              'SET #owner = :owner, acquiredAt = :now, leaseExpiresAt = :exp, leaseExpiresAtMs = :expMs ADD #token :one',
+            ConditionExpression:
+              'attribute_not_exists(#owner) OR leaseExpiresAtMs <= :nowMs OR #owner = :owner',
+            ExpressionAttributeNames: { '#owner': 'owner', '#token': 'token' },
+            ExpressionAttributeValues: {
+              ':owner': { S: owner },
+              ':now': { S: now.toISOString() },
+              ':exp': { S: expiresAt.toISOString() },
+              ':expMs': { N: String(expiresAt.getTime()) },
+              ':nowMs': { N: String(now.getTime()) },
+              ':one': { N: '1' },
+            },
+            ReturnValues: 'ALL_NEW',
+          }),
+        )
+        const token = Number(response.Attributes?.token?.N)
+        if (!Number.isSafeInteger(token)) {
+          throw new DimsyncError(`table ${table}: lease item in ${this.location} has no integer token`)
+        }
+        return { table, owner, token, acquiredAt: now.toISOString(), expiresAt: expiresAt.toISOString() }
+      } catch (error) {
+        if (!isAwsError(error, 'ConditionalCheckFailedException')) {
+          throw wrapAwsError('dynamodb', `table ${table}: taking the lease in ${this.location}`, error)
+        }
+      }
+      const held = await this.#readLease(table)
+      if (held?.owner !== undefined && held.owner !== owner && held.expiresAtMs > now.getTime()) {
+        throw new LockHeldError(table, held.owner, held.acquiredAt ?? 'an unknown time')
+      }
+    }
+    throw new DimsyncError(
+      `table ${table}: the lease in ${this.location} changed hands three times in a row; try again`,
+    )
+  }
+
+  /**
+   * Extends `lease` to `now + ttlMs` if it is still the stored one (same owner and token), also after it expired
+   * as long as nobody took it over. Otherwise `LeaseLostError` naming the table and the new holder.
+   */
+  async renewLease(lease: Lease, ttlMs: number, now: Date): Promise<Lease> {
+    const expiresAt = new Date(now.getTime() + ttlMs)
+    try {
+      await this.#client.send(
+        new UpdateItemCommand({
+          TableName: this.#tableName,
+          Key: key(tableKey(lease.table), LEASE_SK),
+          UpdateExpression: 'SET leaseExpiresAt = :exp, leaseExpiresAtMs = :expMs',
+          ConditionExpression: '#owner = :owner AND #token = :token',
+          ExpressionAttributeNames: { '#owner': 'owner', '#token': 'token' },
+          ExpressionAttributeValues: {
+            ':owner': { S: lease.owner },
+            ':token': { N: String(lease.token) },
+            ':exp': { S: expiresAt.toISOString() },
+            ':expMs': { N: String(expiresAt.getTime()) },
+          },
+        }),
+      )
+    } catch (error) {
+      if (!isAwsError(error, 'ConditionalCheckFailedException')) {
+        throw wrapAwsError('dynamodb', `table ${lease.table}: renewing the lease in ${this.location}`, error)
+      }
+      throw lostError(lease, await this.#readLease(lease.table))
+    }
+    return { ...lease, expiresAt: expiresAt.toISOString() }
+  }
+
+  /**
+   * Throws `LeaseLostError` unless `lease` is the stored lease (same owner and fencing token, strongly consistent
+   * read) and has not expired at `now`. Called inside the merge transaction just before COMMIT.
+   */
+  async assertLeaseHeld(lease: Lease, now: Date): Promise<void> {
+    const stored = await this.#readLease(lease.table)
+    if (stored?.owner !== lease.owner || stored.token !== lease.token) throw lostError(lease, stored)
+    if (!(stored.expiresAtMs > now.getTime())) {
+      throw new LeaseLostError(
+        lease.table,
+        `table ${lease.table}: lease of run ${lease.owner} (token ${lease.token}) expired at ${stored.expiresAt}`,
+      )
+    }
+  }
+
+  /** Releases `lease` if it is still the stored one: REMOVEs the owner and expiry, keeps the token. Else no-op. */
+  async releaseLease(lease: Lease): Promise<void> {
+    try {
+      await this.#client.send(
+        new UpdateItemCommand({
+          TableName: this.#tableName,
+          Key: key(tableKey(lease.table), LEASE_SK),
+          UpdateExpression: 'REMOVE #owner, acquiredAt, leaseExpiresAt, leaseExpiresAtMs',
+          ConditionExpression: '#owner = :owner AND #token = :token',
+          ExpressionAttributeNames: { '#owner': 'owner', '#token': 'token' },
+          ExpressionAttributeValues: { ':owner': { S: lease.owner }, ':token': { N: String(lease.token) } },
+        }),
+      )
+    } catch (error) {
+      if (isAwsError(error, 'ConditionalCheckFailedException')) return
+      throw wrapAwsError('dynamodb', `table ${lease.table}: releasing the lease in ${this.location}`, error)
+    }
+  }
+
+  /**
+   * Inserts or replaces (by `runId`) the record of one run, with a TTL of `runTtlDays`. The record's sort key
+   * starts with its `startedAt`, so a per-table Query returns runs newest first; a `RUNID#` index item finds
+   * an earlier record of the same run written with another `startedAt`, which is then deleted.
+   */
+  async recordRun(run: RunRecord): Promise<void> {
+    const startKey = instantSortKey(run.startedAt)
+    if (startKey === undefined) {
+      throw new DimsyncError(
+        `table ${run.table}: run ${run.runId}: startedAt ${JSON.stringify(run.startedAt)} is not an ISO instant`,
+      )
+    }
+    const pk = runsKey(run.table)
+    const sk = `${RUN_PREFIX}${startKey}#${run.runId}`
+    const expiresAt = { N: String(Math.floor(this.#clock().getTime() / 1000) + this.#runTtlSeconds) }
+    const what = `table ${run.table}: recording run ${run.runId} in ${this.location}`
+    const previous = (await this.#get(pk, `${RUNID_PREFIX}${run.runId}`, what))?.runSk?.S
+    try {
+      await this.#client.send(
+        new PutItemCommand({
+          TableName: this.#tableName,
+          Item: {
+            ...key(pk, sk),
+            runId: { S: run.runId },
+            status: { S: run.status },
+            run: { S: JSON.stringify(run) },
+            expiresAt,
+          },
+        }),
+      )
+      await this.#client.send(
+        new PutItemCommand({
+          TableName: this.#tableName,
+          Item: { ...key(pk, `${RUNID_PREFIX}${run.runId}`), runSk: { S: sk }, expiresAt },
+        }),
+      )
+      if (previous !== undefined && previous !== sk) {
+        await this.#client.send(new DeleteItemCommand({ TableName: this.#tableName, Key: key(pk, previous) }))
+      }
+    } catch (error) {
+      throw wrapAwsError('dynamodb', what, error)
+    }
+  }
+
+  /** The table's run records, most recent `startedAt` first, at most `limit` (one Query, paginated). */
+  async listRuns(table: string, limit: number): Promise<readonly RunRecord[]> {
+    const runs: RunRecord[] = []
+    const seen = new Set<string>()
+    let start: Record<string, AttributeValue> | undefined
+    if (limit <= 0) return runs
+    do {
+      let page
+      try {
+        page = await this.#client.send(
+          new QueryCommand({
+            TableName: this.#tableName,
+            KeyConditionExpression: 'pk = :pk AND begins_with(sk, :run)',
+            ExpressionAttributeValues: { ':pk': { S: runsKey(table) }, ':run': { S: RUN_PREFIX } },
+            ScanIndexForward: false,
+            ConsistentRead: true,
+            ExclusiveStartKey: start,
+            Limit: Math.min(100, limit + 5),
+          }),
+        )
+      } catch (error) {
+        throw wrapAwsError('dynamodb', `table ${table}: listing runs in ${this.location}`, error)
+      }
+      for (const item of page.Items ?? []) {
+        const text = item.run?.S
+        if (text === undefined) continue
+        const run = JSON.parse(text) as RunRecord
+        // A crash inside recordRun can leave the older record of a re-dated run: the newest one wins.
+        if (seen.has(run.runId)) continue
+        seen.add(run.runId)
+        runs.push(run)
+        if (runs.length >= limit) return runs
+      }
+      start = page.LastEvaluatedKey
+    } while (start !== undefined)
+    return runs
+  }
+
+  async #readLease(table: string): Promise<StoredLease | undefined> {
+    const item = await this.#get(tableKey(table), LEASE_SK, `table ${table}: reading the lease`)
+    if (item === undefined) return undefined
+    const token = Number(item.token?.N)
+    if (!Number.isSafeInteger(token)) {
+      throw new DimsyncError(`table ${table}: lease item in ${this.location} is damaged (no integer token)`)
+    }
+    return {
+      token,
+      owner: item.owner?.S,
+      acquiredAt: item.acquiredAt?.S,
+      expiresAt: item.leaseExpiresAt?.S,
+      expiresAtMs: Number(item.leaseExpiresAtMs?.N ?? Number.NaN),
+    }
+  }
+
+  async #get(pk: string, sk: string, what: string): Promise<Record<string, AttributeValue> | undefined> {
+    try {
+      const response = await this.#client.send(
+        new GetItemCommand({ TableName: this.#tableName, Key: key(pk, sk), ConsistentRead: true }),
+      )
+      return response.Item
+    } catch (error) {
+      throw wrapAwsError('dynamodb', `${what} in ${this.location}`, error)
+    }
+  }
+}
+
+interface StoredLease {
+  readonly token: number
+  readonly owner?: string
+  readonly acquiredAt?: string
+  readonly expiresAt?: string
+  readonly expiresAtMs: number
+}
+
+/**
+ * Creates a state table with the dimsync layout (on-demand billing). For tests, local setups and LocalStack;
+ * deployments create it with the CDK stack (which also enables TTL on `expiresAt`).
+ */
+export async function createStateTable(client: DynamoDBClient, tableName: string): Promise<void> {
+  try {
+    await client.send(
+      new CreateTableCommand({
+        TableName: tableName,
+        AttributeDefinitions: [
+          { AttributeName: STATE_TABLE_SCHEMA.partitionKey, AttributeType: 'S' },
+          { AttributeName: STATE_TABLE_SCHEMA.sortKey, AttributeType: 'S' },
+        ],
+        KeySchema: [
+          { AttributeName: STATE_TABLE_SCHEMA.partitionKey, KeyType: 'HASH' },
+          { AttributeName: STATE_TABLE_SCHEMA.sortKey, KeyType: 'RANGE' },
+        ],
+        BillingMode: 'PAY_PER_REQUEST',
+      }),
+    )
+  } catch (error) {
+    throw wrapAwsError('dynamodb', `creating state table ${tableName}`, error)
+  }
+}
+
+function tableKey(table: string): string {
+  assertSafeId('table', table)
+  return `TABLE#${table}`
+}
+
+function runsKey(table: string): string {
+  assertSafeId('table', table)
+  return `RUNS#${table}`
+}
+
+function key(pk: string, sk: string): Record<string, AttributeValue> {
+  return { pk: { S: pk }, sk: { S: sk } }
+}
+
+function lostError(lease: Lease, stored: StoredLease | undefined): LeaseLostError {
+  const now =
+    stored?.owner === undefined
+      ? 'it was released'
+      : `it is now held by run ${stored.owner} (token ${stored.token}) since ${stored.acquiredAt}`
+  return new LeaseLostError(
+    lease.table,
+    `table ${lease.table}: lease of run ${lease.owner} (token ${lease.token}) was lost: ${now}`,
+  )
+}
+
+function describe(value: Watermark | undefined): string {
+  return value === undefined ? 'none' : canonicalJson(value)
+}
