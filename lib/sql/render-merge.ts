@@ -26,6 +26,7 @@ const W = Object.freeze({
   seq: '__dimsync_seq',
   changeNo: '__dimsync_change_no',
   hadCurrent: '__dimsync_had_current',
+  absent: '__dimsync_absent',
   next: '__dimsync_next',
   run: '__dimsync_run',
   start: '__dimsync_start',
@@ -51,10 +52,16 @@ export interface MergePlan {
   readonly appliedAt: string
   readonly mode: 'full' | 'incremental'
   readonly allowMassDelete: boolean
+  /**
+   * The table holding the staged rows. Default: the temporary table `__dimsync_stage` (DuckDB loads Parquet into
+   * it in the same session). BigQuery load jobs cannot write a script's temporary table, so there it is a
+   * per-batch table in the dataset.
+   */
+  readonly stage?: TableRef
 }
 
 /**
- * Renders the merge of one staged batch (already loaded into the temp table `__dimsync_stage`) as a list of
+ * Renders the merge of one staged batch (already loaded into `plan.stage`) as a list of
  * set-based statements, to run inside one transaction (DESIGN.md §4). Checks are statements that raise an
  * error, so a rejected batch aborts the transaction and nothing is written.
  */
@@ -74,24 +81,28 @@ class MergeRenderer {
 
   render(): CompiledStatement[] {
     this.#checkGrain()
-    if (this.#p.captures === undefined) this.#checkExtractionOrder()
-    this.#buildEvents()
-    if (this.#absenceDeletes) this.#addAbsenceDeletes()
-    if (this.#p.layout.softDelete && this.#p.table.deletes === 'ignore') {
+    if (this.#oneEventPerKey) {
+      // Snapshot tables: at most one event per key, all at the extraction time, so the diff is one join of the
+      // staged rows with the current versions (absent keys included) and no event table is materialized.
+      this.#checkExtractionOrder()
+      this.#buildChangesFromSnapshot()
+      if (this.#absenceDeletes && !this.#p.allowMassDelete) this.#guardMassDelete(this.#absentFromChanges())
+    } else {
+      this.#buildEvents()
+      if (this.#absenceDeletes) this.#addAbsenceDeletes()
+      if (this.#p.layout.softDelete && this.#p.table.deletes === 'ignore') {
+        this.#emit(
+          'drop delete events (policy ignore)',
+          `DELETE FROM ${this.#tmp(TEMP.events)} WHERE ${this.#q(W.del)}`,
+        )
+      }
       this.#emit(
-        'drop delete events (policy ignore)',
-        `DELETE FROM ${this.#tmp(TEMP.events)} WHERE ${this.#q(W.del)}`,
+        'count events',
+        this.#d.createTempTableAs(TEMP.stats, `SELECT COUNT(*) AS events FROM ${this.#tmp(TEMP.events)}`),
       )
+      if (this.#p.captures !== undefined) this.#logCaptures(this.#p.captures)
+      this.#buildChanges()
     }
-    this.#emit(
-      'count events',
-      this.#d.createTempTableAs(
-        TEMP.stats,
-        `SELECT COUNT(*) AS events, SUM(CASE WHEN ${this.#q(W.del)} THEN 1 ELSE 0 END) AS delete_events FROM ${this.#tmp(TEMP.events)}`,
-      ),
-    )
-    if (this.#p.captures !== undefined) this.#logCaptures(this.#p.captures)
-    this.#buildChanges()
     this.#closeCurrentVersions()
     this.#insertNewVersions()
     if (this.#p.captures !== undefined) this.#recomputeLateKeys(this.#p.captures)
@@ -159,6 +170,21 @@ class MergeRenderer {
   get #dim(): string {
     return this.#d.table(this.#p.dimension)
   }
+  get #stage(): string {
+    return this.#d.table(this.#p.stage ?? { name: TEMP.stage })
+  }
+  /**
+   * `alias` is a current version. Where the dialect partitions the dimension on valid_to, the (equivalent, by
+   * invariant 2) filter on the open end is added so that only the partition of open versions is read.
+   */
+  #current(alias: string): string {
+    const n = this.#names
+    const flag = `${alias}.${this.#q(n.isCurrent)}`
+    if (!this.#d.filterCurrentOnValidTo) return flag
+    const validTo = `${alias}.${this.#q(n.validTo)}`
+    const open = this.#p.table.openEnd === null ? `${validTo} IS NULL` : `${validTo} = ${this.#openEnd()}`
+    return `${flag} AND ${open}`
+  }
   get #eventTime(): string {
     const column = this.#p.layout.validFromColumn
     return column === undefined
@@ -169,7 +195,7 @@ class MergeRenderer {
   // ---- 1. grain --------------------------------------------------------------------------------------------
 
   #checkGrain(): void {
-    const stage = this.#tmp(TEMP.stage)
+    const stage = this.#stage
     const count = (expr: string) => this.#d.castToString(expr)
     const nullKey = this.#keys.map((k) => `${this.#col('s', k)} IS NULL`).join(' OR ')
     this.#emit(
@@ -224,19 +250,8 @@ class MergeRenderer {
   // ---- 2. events -------------------------------------------------------------------------------------------
 
   #buildEvents(): void {
-    const soft = this.#p.layout.softDelete
-    let del = 'FALSE'
-    if (soft !== undefined) {
-      del =
-        soft.type.toUpperCase() === 'BOOLEAN'
-          ? `COALESCE(${this.#col('s', soft.name)}, FALSE)`
-          : `${this.#col('s', soft.name)} IS NOT NULL`
-    }
-    const rowHash = renderRowHash(
-      this.#d,
-      this.#p.layout.tracked.map((c) => c.name),
-      's',
-    )
+    const del = this.#softDeleted('s') ?? 'FALSE'
+    const rowHash = renderRowHash(this.#d, this.#p.layout.tracked, 's')
     const columns = this.#stored.map((c) => this.#col('s', c)).join(', ')
     this.#emit(
       'build events',
@@ -244,7 +259,7 @@ class MergeRenderer {
         TEMP.events,
         `SELECT e.*, CASE WHEN e.${this.#q(W.del)} THEN ${this.#str(DELETED_STATE)} ELSE e.${this.#q(W.rowHash)} END AS ${this.#q(W.state)}\n` +
           `FROM (\n  SELECT ${columns}, ${this.#eventTime} AS ${this.#q(W.t)}, ${del} AS ${this.#q(W.del)},\n` +
-          `  ${rowHash} AS ${this.#q(W.rowHash)}\n  FROM ${this.#tmp(TEMP.stage)} s\n) e`,
+          `  ${rowHash} AS ${this.#q(W.rowHash)}\n  FROM ${this.#stage} s\n) e`,
       ),
     )
   }
@@ -252,29 +267,102 @@ class MergeRenderer {
   /** Full extracts: a current key absent from the extract was deleted at the extraction time. */
   #addAbsenceDeletes(): void {
     const n = this.#names
-    const absent = `d.${this.#q(n.isCurrent)} AND NOT d.${this.#q(n.isDeleted)} AND NOT EXISTS (SELECT 1 FROM ${this.#tmp(TEMP.stage)} s WHERE ${this.#keyEq('s', 'd')})`
-    if (!this.#p.allowMassDelete) {
-      const share = this.#p.table.maxDeleteShare
-      this.#emit(
-        'guard mass delete',
-        `SELECT ${this.#d.raiseError(
-          `${this.#str(`${this.#prefix()} would delete `)} || ${this.#d.castToString('x.gone')} || ${this.#str(' of ')} || ` +
-            `${this.#d.castToString('x.live')} || ` +
-            this.#str(
-              ` current keys (more than the allowed share ${share}); nothing was written. ` +
-                'If the source really lost these rows, rerun with --allow-mass-delete',
-            ),
-        )}\nFROM (\n  SELECT COUNT(*) AS live, SUM(CASE WHEN NOT EXISTS (SELECT 1 FROM ${this.#tmp(TEMP.stage)} s WHERE ${this.#keyEq('s', 'd')}) THEN 1 ELSE 0 END) AS gone\n` +
-          `  FROM ${this.#dim} d WHERE d.${this.#q(n.isCurrent)} AND NOT d.${this.#q(n.isDeleted)}\n) x\n` +
-          `WHERE x.live > 0 AND x.gone > ${share} * x.live`,
-      )
-    }
+    const absent = `${this.#current('d')} AND NOT d.${this.#q(n.isDeleted)} AND NOT EXISTS (SELECT 1 FROM ${this.#stage} s WHERE ${this.#keyEq('s', 'd')})`
+    if (!this.#p.allowMassDelete)
+      this.#guardMassDelete(`(SELECT COUNT(*) FROM ${this.#dim} d WHERE ${absent})`)
     const columns = this.#stored.map((c) => this.#q(c)).join(', ')
     this.#emit(
       'add deletes by absence',
       `INSERT INTO ${this.#tmp(TEMP.events)} (${columns}, ${this.#q(W.t)}, ${this.#q(W.del)}, ${this.#q(W.rowHash)}, ${this.#q(W.state)})\n` +
         `SELECT ${this.#stored.map((c) => this.#col('d', c)).join(', ')}, ${this.#d.timestampLiteral(this.#p.extractedAt)}, TRUE, d.${this.#q(n.rowHash)}, ${this.#str(DELETED_STATE)}\n` +
         `FROM ${this.#dim} d WHERE ${absent}`,
+    )
+  }
+
+  /** Refuses the batch when the keys deleted by absence exceed the allowed share of live current keys. */
+  #guardMassDelete(goneExpression: string): void {
+    const n = this.#names
+    const share = this.#p.table.maxDeleteShare
+    this.#emit(
+      'guard mass delete',
+      `SELECT ${this.#d.raiseError(
+        `${this.#str(`${this.#prefix()} would delete `)} || ${this.#d.castToString('x.gone')} || ${this.#str(' of ')} || ` +
+          `${this.#d.castToString('x.live')} || ` +
+          this.#str(
+            ` current keys (more than the allowed share ${share}); nothing was written. ` +
+              'If the source really lost these rows, rerun with --allow-mass-delete',
+          ),
+      )}\nFROM (\n  SELECT (SELECT COUNT(*) FROM ${this.#dim} d WHERE ${this.#current('d')} AND NOT d.${this.#q(n.isDeleted)}) AS live,\n` +
+        `  ${goneExpression} AS gone\n) x\nWHERE x.live > 0 AND x.gone > ${share} * x.live`,
+    )
+  }
+
+  #absentFromChanges(): string {
+    return `(SELECT COUNT(*) FROM ${this.#tmp(TEMP.changes)} WHERE ${this.#q(W.absent)})`
+  }
+
+  /** SQL condition: a staged row is a soft delete. */
+  #softDeleted(alias: string): string | undefined {
+    const soft = this.#p.layout.softDelete
+    if (soft === undefined) return undefined
+    return soft.type.toUpperCase() === 'BOOLEAN'
+      ? `COALESCE(${this.#col(alias, soft.name)}, FALSE)`
+      : `${this.#col(alias, soft.name)} IS NOT NULL`
+  }
+
+  /**
+   * The diff of a snapshot: staged rows joined with the current versions. A row whose state differs from its
+   * key's current state is a change; with a delete policy, a live current key missing from a full extract is a
+   * deletion carrying its last attributes.
+   */
+  #buildChangesFromSnapshot(): void {
+    const n = this.#names
+    const softDeleted = this.#softDeleted('s')
+    const keepSoftDeletes = softDeleted !== undefined && this.#p.table.deletes !== 'ignore'
+    const dropSoftDeletes = softDeleted !== undefined && !keepSoftDeletes ? ` WHERE NOT (${softDeleted})` : ''
+    const staged =
+      `SELECT ${this.#stored.map((c) => this.#col('s', c)).join(', ')}, ${keepSoftDeletes ? softDeleted : 'FALSE'} AS ${this.#q(W.del)},\n` +
+      `    ${renderRowHash(this.#d, this.#p.layout.tracked, 's')} AS ${this.#q(W.rowHash)}\n` +
+      `  FROM ${this.#stage} s${dropSoftDeletes}`
+    const current =
+      `SELECT ${this.#keyList('d')}, CASE WHEN d.${this.#q(n.isDeleted)} THEN ${this.#str(DELETED_STATE)} ELSE d.${this.#q(n.rowHash)} END AS ${this.#q(W.state)}, ` +
+      `d.${this.#q(n.rowHash)} AS ${this.#q(W.rowHash)}` +
+      this.#attributes.map((c) => `, ${this.#col('d', c)}`).join('') +
+      `\n  FROM ${this.#dim} d WHERE ${this.#current('d')}`
+    const firstKey = this.#q(this.#keys[0]!)
+    const gone = `(e.${firstKey} IS NULL OR e.${this.#q(W.del)})`
+    const eventState = `CASE WHEN e.${this.#q(W.del)} THEN ${this.#str(DELETED_STATE)} ELSE e.${this.#q(W.rowHash)} END`
+    const absent = this.#absenceDeletes
+      ? `\n   OR (e.${firstKey} IS NULL AND cur.${this.#q(W.state)} <> ${this.#str(DELETED_STATE)})`
+      : ''
+    const select = [
+      ...this.#keys.map((k) => `COALESCE(${this.#col('e', k)}, ${this.#col('cur', k)}) AS ${this.#q(k)}`),
+      ...this.#attributes.map(
+        (c) => `CASE WHEN ${gone} THEN ${this.#col('cur', c)} ELSE ${this.#col('e', c)} END AS ${this.#q(c)}`,
+      ),
+      `${this.#d.timestampLiteral(this.#p.extractedAt)} AS ${this.#q(W.t)}`,
+      `${gone} AS ${this.#q(W.del)}`,
+      `CASE WHEN ${gone} THEN cur.${this.#q(W.rowHash)} ELSE e.${this.#q(W.rowHash)} END AS ${this.#q(W.rowHash)}`,
+      `${eventState} AS ${this.#q(W.state)}`,
+      `(cur.${this.#q(W.state)} IS NOT NULL) AS ${this.#q(W.hadCurrent)}`,
+      `1 AS ${this.#q(W.changeNo)}`,
+      `(e.${firstKey} IS NULL) AS ${this.#q(W.absent)}`,
+    ]
+    this.#emit(
+      'diff snapshot against current versions',
+      this.#d.createTempTableAs(
+        TEMP.changes,
+        `WITH cur AS (\n  ${current}\n),\ne AS (\n  ${staged}\n)\nSELECT ${select.join(',\n  ')}\n` +
+          `FROM e ${this.#absenceDeletes ? 'FULL OUTER JOIN' : 'LEFT JOIN'} cur ON ${this.#keyEq('cur', 'e')}\n` +
+          `WHERE (e.${firstKey} IS NOT NULL AND ${eventState} IS DISTINCT FROM COALESCE(cur.${this.#q(W.state)}, ${this.#str(DELETED_STATE)}))${absent}`,
+      ),
+    )
+    this.#emit(
+      'count events',
+      this.#d.createTempTableAs(
+        TEMP.stats,
+        `SELECT (SELECT COUNT(*) FROM ${this.#stage} s${dropSoftDeletes}) + ${this.#absentFromChanges()} AS events`,
+      ),
     )
   }
 
@@ -325,15 +413,14 @@ class MergeRenderer {
       `SELECT ${this.#keyList('d')}, CASE WHEN d.${this.#q(n.isDeleted)} THEN ${this.#str(DELETED_STATE)} ELSE d.${this.#q(n.rowHash)} END AS ${this.#q(W.state)}, ` +
       `d.${this.#q(n.rowHash)} AS ${this.#q(W.rowHash)}` +
       this.#attributes.map((c) => `, ${this.#col('d', c)}`).join('') +
-      `\n  FROM ${this.#dim} d WHERE d.${this.#q(n.isCurrent)}`
+      `\n  FROM ${this.#dim} d WHERE ${this.#current('d')}`
     // A deletion version carries the last known attributes: those of the event before it, or the current version.
-    const firstOfKey = this.#oneEventPerKey ? 'TRUE' : `e.${this.#q(W.seq)} = 1`
+    const firstOfKey = `e.${this.#q(W.seq)} = 1`
     const lagAlias = (i: number) => this.#q(`__dimsync_lag_${i}`)
-    const previous = (c: string) =>
-      this.#oneEventPerKey ? this.#col('cur', c) : `e.${lagAlias(this.#attributes.indexOf(c))}`
+    const previous = (c: string) => `e.${lagAlias(this.#attributes.indexOf(c))}`
     const carried = (c: string) =>
       `CASE WHEN e.${this.#q(W.del)} THEN (CASE WHEN ${firstOfKey} THEN ${this.#col('cur', c)} ELSE ${previous(c)} END) ELSE ${this.#col('e', c)} END AS ${this.#q(c)}`
-    const carriedHash = `CASE WHEN e.${this.#q(W.del)} THEN (CASE WHEN ${firstOfKey} THEN cur.${this.#q(W.rowHash)} ELSE ${this.#oneEventPerKey ? `cur.${this.#q(W.rowHash)}` : `e.${lagAlias(this.#attributes.length)}`} END) ELSE e.${this.#q(W.rowHash)} END AS ${this.#q(W.rowHash)}`
+    const carriedHash = `CASE WHEN e.${this.#q(W.del)} THEN (CASE WHEN ${firstOfKey} THEN cur.${this.#q(W.rowHash)} ELSE e.${lagAlias(this.#attributes.length)} END) ELSE e.${this.#q(W.rowHash)} END AS ${this.#q(W.rowHash)}`
     const select = [
       ...this.#keys.map((k) => this.#col('e', k)),
       ...this.#attributes.map(carried),
@@ -343,26 +430,17 @@ class MergeRenderer {
       `e.${this.#q(W.state)}`,
       `(cur.${this.#q(W.state)} IS NOT NULL) AS ${this.#q(W.hadCurrent)}`,
     ]
-    let sql: string
-    if (this.#oneEventPerKey) {
-      sql =
-        `WITH cur AS (\n  ${current}\n)\nSELECT ${select.join(',\n  ')}, 1 AS ${this.#q(W.changeNo)}\n` +
-        `FROM ${ev} e LEFT JOIN cur ON ${this.#keyEq('cur', 'e')}\n` +
-        (notLate ? `${notLate} AND ` : 'WHERE ') +
-        `e.${this.#q(W.state)} IS DISTINCT FROM COALESCE(cur.${this.#q(W.state)}, ${this.#str(DELETED_STATE)})`
-    } else {
-      const w = `PARTITION BY ${this.#keyList('e')} ORDER BY e.${this.#q(W.t)}`
-      const lagged = [...this.#attributes, W.rowHash]
-        .map((c, i) => `LAG(${this.#col('e', c)}) OVER (${w}) AS ${lagAlias(i)}`)
-        .join(',\n    ')
-      sql =
-        `WITH cur AS (\n  ${current}\n),\nseq AS (\n  SELECT e.*, ROW_NUMBER() OVER (${w}) AS ${this.#q(W.seq)},\n` +
-        `    COALESCE(LAG(e.${this.#q(W.state)}) OVER (${w}), cur.${this.#q(W.state)}, ${this.#str(DELETED_STATE)}) AS ${this.#q(W.prevState)},\n    ${lagged}\n` +
-        `  FROM ${ev} e LEFT JOIN cur ON ${this.#keyEq('cur', 'e')}\n  ${notLate}\n)\n` +
-        `SELECT ${select.join(',\n  ')},\n  ROW_NUMBER() OVER (PARTITION BY ${this.#keyList('e')} ORDER BY e.${this.#q(W.t)}) AS ${this.#q(W.changeNo)}\n` +
-        `FROM seq e LEFT JOIN cur ON ${this.#keyEq('cur', 'e')}\n` +
-        `WHERE e.${this.#q(W.state)} IS DISTINCT FROM e.${this.#q(W.prevState)}`
-    }
+    const w = `PARTITION BY ${this.#keyList('e')} ORDER BY e.${this.#q(W.t)}`
+    const lagged = [...this.#attributes, W.rowHash]
+      .map((c, i) => `LAG(${this.#col('e', c)}) OVER (${w}) AS ${lagAlias(i)}`)
+      .join(',\n    ')
+    const sql =
+      `WITH cur AS (\n  ${current}\n),\nseq AS (\n  SELECT e.*, ROW_NUMBER() OVER (${w}) AS ${this.#q(W.seq)},\n` +
+      `    COALESCE(LAG(e.${this.#q(W.state)}) OVER (${w}), cur.${this.#q(W.state)}, ${this.#str(DELETED_STATE)}) AS ${this.#q(W.prevState)},\n    ${lagged}\n` +
+      `  FROM ${ev} e LEFT JOIN cur ON ${this.#keyEq('cur', 'e')}\n  ${notLate}\n)\n` +
+      `SELECT ${select.join(',\n  ')},\n  ROW_NUMBER() OVER (PARTITION BY ${this.#keyList('e')} ORDER BY e.${this.#q(W.t)}) AS ${this.#q(W.changeNo)}\n` +
+      `FROM seq e LEFT JOIN cur ON ${this.#keyEq('cur', 'e')}\n` +
+      `WHERE e.${this.#q(W.state)} IS DISTINCT FROM e.${this.#q(W.prevState)}`
     this.#emit('diff events against current versions', this.#d.createTempTableAs(TEMP.changes, sql))
   }
 
@@ -372,7 +450,7 @@ class MergeRenderer {
       'close changed current versions',
       `UPDATE ${this.#dim} AS d SET ${this.#q(n.validTo)} = c.${this.#q(W.t)}, ${this.#q(n.isCurrent)} = FALSE\n` +
         `FROM (SELECT * FROM ${this.#tmp(TEMP.changes)} WHERE ${this.#q(W.changeNo)} = 1 AND ${this.#q(W.hadCurrent)}) c\n` +
-        `WHERE d.${this.#q(n.isCurrent)} AND ${this.#keyEq('d', 'c')}`,
+        `WHERE ${this.#current('d')} AND ${this.#keyEq('d', 'c')}`,
     )
   }
 
@@ -502,15 +580,23 @@ class MergeRenderer {
   /** Untracked columns take the value of the key's newest capture on every version of the key. */
   #overwriteType1(): void {
     const type1 = this.#p.layout.type1.map((c) => c.name)
-    const newer =
-      this.#p.captures === undefined
-        ? ''
-        : ` AND NOT EXISTS (SELECT 1 FROM ${this.#d.table(this.#p.captures)} c WHERE ${this.#keyEq('c', 'e')} AND c.captured_at > e.${this.#q(W.t)})`
+    let latest: string
+    if (this.#oneEventPerKey) {
+      const softDeleted = this.#softDeleted('e')
+      latest = `SELECT * FROM ${this.#stage} e${softDeleted ? ` WHERE NOT (${softDeleted})` : ''}`
+    } else {
+      const newer =
+        this.#p.captures === undefined
+          ? ''
+          : ` AND NOT EXISTS (SELECT 1 FROM ${this.#d.table(this.#p.captures)} c WHERE ${this.#keyEq('c', 'e')} AND c.captured_at > e.${this.#q(W.t)})`
+      latest =
+        `SELECT * FROM ${this.#tmp(TEMP.events)} e WHERE NOT e.${this.#q(W.del)}${newer}\n` +
+        `  QUALIFY ROW_NUMBER() OVER (PARTITION BY ${this.#keyList('e')} ORDER BY e.${this.#q(W.t)} DESC) = 1`
+    }
     this.#emit(
       'overwrite type 1 columns',
       `UPDATE ${this.#dim} AS d SET ${type1.map((c) => `${this.#q(c)} = l.${this.#q(c)}`).join(', ')}\n` +
-        `FROM (\n  SELECT * FROM ${this.#tmp(TEMP.events)} e WHERE NOT e.${this.#q(W.del)}${newer}\n` +
-        `  QUALIFY ROW_NUMBER() OVER (PARTITION BY ${this.#keyList('e')} ORDER BY e.${this.#q(W.t)} DESC) = 1\n) l\n` +
+        `FROM (\n  ${latest}\n) l\n` +
         `WHERE ${this.#keyEq('d', 'l')} AND (${type1.map((c) => `d.${this.#q(c)} IS DISTINCT FROM l.${this.#q(c)}`).join(' OR ')})`,
     )
   }
