@@ -31,10 +31,8 @@ export function renderRowHash(
     const column = (qualifier ? `${qualifier}.` : '') + dialect.quoteIdentifier(name)
     const value = dialect.canonicalText(column, type)
     const tag = dialect.stringLiteral(`${name.length}:${name}=`)
-    return (
-      `CASE WHEN ${column} IS NULL THEN '' ELSE ` +
-      `${tag} || ${dialect.castToString(`LENGTH(${value})`)} || ':' || ${value} || ';' END`
-    )
+    const piece = dialect.concat([tag, dialect.castToString(`LENGTH(${value})`), "':'", value, "';'"])
+    return `CASE WHEN ${column} IS NULL THEN '' ELSE ${piece} END`
   })
-  return dialect.md5Hex(pieces.join('\n    || '))
+  return dialect.md5Hex(pieces.length === 1 ? pieces[0]! : dialect.concat(pieces.map((p) => `\n    ${p}`)))
 }

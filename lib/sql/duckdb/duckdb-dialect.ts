@@ -44,6 +44,7 @@ export const duckDbDialect: SqlDialect = Object.freeze({
         return cast(expression)
     }
   },
+  concat: (parts: readonly string[]) => parts.join(' || '),
   // md5() returns the lowercase hex text in DuckDB; BigQuery needs TO_HEX(MD5()).
   md5Hex: (expression: string) => `md5(${expression})`,
   castToTimestamp: (expression: string) => `CAST(${expression} AS TIMESTAMPTZ)`,
