@@ -1,6 +1,7 @@
 /**
  * The environment contract between the CDK app (infra/) and the Lambda functions (functions/): the variable
- * names, in one place, so neither side can drift. Values are read with the typed readers in lib/config/env.ts.
+ * names, in one place, so neither side can drift. Values are read with the typed readers in lib/config/env.ts
+ * (see `readAwsEnv` in lib/runtime/aws-deps.ts for defaults and checks).
  */
 export const AWS_ENV = Object.freeze({
   /** Path of dimsync.yaml inside the function bundle. */
@@ -14,6 +15,30 @@ export const AWS_ENV = Object.freeze({
   duckdbPath: 'DIMSYNC_DUCKDB_PATH',
   /** ARN of a Secrets Manager secret holding the BigQuery service-account JSON. */
   bigQuerySecretArn: 'DIMSYNC_BIGQUERY_SECRET_ARN',
+
+  // ---- added by the AWS runtime (issue 4) ----
+  /**
+   * Lease TTL in seconds for the extract and merge functions (default 120). The lease is renewed every third of
+   * it while a step runs, so it only matters when a function dies: the next run waits at most this long.
+   */
+  leaseTtlSeconds: 'DIMSYNC_LEASE_TTL_SECONDS',
+  /** Days after which run records expire via the DynamoDB TTL attribute `expiresAt` (default 90). */
+  runTtlDays: 'DIMSYNC_RUN_TTL_DAYS',
+  /**
+   * Age in minutes after which an uncommitted staged batch (no manifest) is removed by the next extract of its
+   * table (default 60; must exceed the extract function's timeout).
+   */
+  abandonedBatchMinutes: 'DIMSYNC_ABANDONED_BATCH_MINUTES',
+  /** Local scratch folder for parts being written or read (default: the OS temp folder, /tmp in Lambda). */
+  scratchDir: 'DIMSYNC_SCRATCH_DIR',
+  /** Endpoint overrides (LocalStack, MinIO, s3rver, dynalite); unset in deployments. */
+  s3Endpoint: 'DIMSYNC_S3_ENDPOINT',
+  dynamoDbEndpoint: 'DIMSYNC_DYNAMODB_ENDPOINT',
+  secretsManagerEndpoint: 'DIMSYNC_SECRETSMANAGER_ENDPOINT',
+  /** Powertools settings the functions read (set by the stack): service name, metrics namespace, log level. */
+  serviceName: 'POWERTOOLS_SERVICE_NAME',
+  metricsNamespace: 'POWERTOOLS_METRICS_NAMESPACE',
+  logLevel: 'POWERTOOLS_LOG_LEVEL',
 } as const)
 
 /**

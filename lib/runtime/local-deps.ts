@@ -16,7 +16,10 @@ export async function buildLocalDeps(
   project: ProjectSpec,
   onEvent?: (event: RunEvent) => void,
 ): Promise<LocalDeps> {
-  const warehouse = await DuckDbWarehouse.open({ path: project.warehouse.path })
+  const warehouse = await DuckDbWarehouse.open({
+    path: project.warehouse.path,
+    memoryLimit: process.env.DIMSYNC_DUCKDB_MEMORY_LIMIT ?? '256MB',
+  })
   return {
     staging: new LocalStagingStore({ root: project.staging.path }),
     state: new LocalStateStore({ root: project.state.path }),

@@ -14,7 +14,7 @@ export interface SourceEnvironment {
 export function openSource(table: TableSpec, environment: SourceEnvironment): Source {
   switch (table.source.type) {
     case 'file':
-      return new FileSource({ baseDir: environment.baseDir })
+      return new FileSource({ baseDir: environment.baseDir, memoryLimit: environment.env.DIMSYNC_SOURCE_MEMORY_LIMIT ?? '256MB' })
     default:
       throw new DimsyncError(
         `table ${table.name}: source type ${table.source.type} is not available in this build yet (file sources only)`,

@@ -457,13 +457,17 @@ class MergeRenderer {
   #insertNewVersions(): void {
     const n = this.#names
     const onlyVersions = this.#p.table.deletes === 'new_record' ? '' : `WHERE NOT x.${this.#q(W.del)}`
+    // In a snapshot every key has one change, so no version of this batch is followed by another.
+    const next = this.#oneEventPerKey
+      ? `CAST(NULL AS ${this.#d.type('timestamp')})`
+      : `LEAD(c.${this.#q(W.t)}) OVER (PARTITION BY ${this.#keyList('c')} ORDER BY c.${this.#q(W.t)})`
     this.#emit(
       'insert new versions',
       `INSERT INTO ${this.#dim} (${this.#metadataAndStoredList()})\n` +
         `SELECT (SELECT COALESCE(MAX(${this.#q(n.surrogateKey)}), 0) FROM ${this.#dim}) + ROW_NUMBER() OVER (ORDER BY ${this.#keyList('x')}, x.${this.#q(W.t)}),\n` +
         `  ${this.#stored.map((c) => this.#col('x', c)).join(', ')},\n` +
         `  x.${this.#q(W.t)}, COALESCE(x.${this.#q(W.next)}, ${this.#openEnd()}), x.${this.#q(W.next)} IS NULL, x.${this.#q(W.del)}, x.${this.#q(W.rowHash)}, ${this.#str(this.#p.batchId)}\n` +
-        `FROM (\n  SELECT c.*, LEAD(c.${this.#q(W.t)}) OVER (PARTITION BY ${this.#keyList('c')} ORDER BY c.${this.#q(W.t)}) AS ${this.#q(W.next)}\n` +
+        `FROM (\n  SELECT c.*, ${next} AS ${this.#q(W.next)}\n` +
         `  FROM ${this.#tmp(TEMP.changes)} c\n) x\n${onlyVersions}`,
     )
   }

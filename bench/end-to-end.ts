@@ -1,0 +1,71 @@
+/**
+ * End-to-end benchmark (issue 2): `dimsync run` (the real CLI process) on a generated CSV of 1,000,000 and
+ * 3,000,000 rows, first load into an empty dimension and a second run with 5% changed rows: wall time, rows/s
+ * and the peak resident memory of the process (GNU time), which must stay flat as the input grows.
+ */
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { DuckDBInstance } from '@duckdb/node-api'
+import { BENCH_ROOT, measureProcess, TMP, writeResults } from './support.ts'
+
+const SIZES = (process.env.BENCH_E2E_ROWS ?? '1000000,3000000').split(',').map(Number)
+const CLI = join(BENCH_ROOT, '..', 'bin', 'dimsync.mjs')
+
+async function writeCsv(path: string, rows: number, changedEvery: number): Promise<void> {
+  const instance = await DuckDBInstance.create(':memory:')
+  const connection = await instance.connect()
+  try {
+    await connection.run(`COPY (
+      SELECT i AS customer_id, 'name_' || i AS name, 'email_' || i || '@example.com' AS email,
+        CASE WHEN ${changedEvery} > 0 AND i % ${changedEvery} = 0 THEN 'moved' ELSE 'region_' || (i % 7) END AS region,
+        'segment_' || (i % 13) AS segment, i % 1000 AS score, (i % 97) * 1.5 AS balance,
+        DATE '2020-01-01' + CAST(i % 1000 AS INTEGER) AS signup_date, i % 2 = 0 AS active, 'city_' || (i % 101) AS city
+      FROM range(1, ${rows + 1}) t(i)
+    ) TO '${path}' (HEADER, DELIMITER ',')`)
+  } finally {
+    connection.closeSync()
+    instance.closeSync()
+  }
+}
+
+export async function runEndToEndBenchmark(): Promise<Record<string, unknown>> {
+  const results: Record<string, unknown>[] = []
+  for (const rows of SIZES) {
+    const dir = join(TMP, `e2e-${rows}`)
+    rmSync(dir, { recursive: true, force: true })
+    mkdirSync(join(dir, 'data'), { recursive: true })
+    writeFileSync(
+      join(dir, 'dimsync.yaml'),
+      `version: 1\ntables:\n  - name: customers\n    source: { type: file, path: data/customers.csv }\n    key: customer_id\n    deletes: invalidate\n`,
+    )
+    const csv = join(dir, 'data', 'customers.csv')
+    console.log(`end-to-end: ${rows} rows…`)
+    await writeCsv(csv, rows, 0)
+    const env = { ...process.env, CI: '1' }
+    const first = measureProcess(process.execPath, [CLI, 'run', '--extracted-at', '2024-01-01T00:00:00Z'], { cwd: dir, env })
+    await writeCsv(csv, rows, 20)
+    const second = measureProcess(process.execPath, [CLI, 'run', '--extracted-at', '2024-02-01T00:00:00Z'], { cwd: dir, env })
+    const entry = {
+      rows,
+      firstLoad: { seconds: first.seconds, rowsPerSecond: rows / first.seconds, peakRssMb: first.peakRssMb },
+      changedRun: { seconds: second.seconds, rowsPerSecond: rows / second.seconds, peakRssMb: second.peakRssMb },
+      summary: second.stdout.trim(),
+    }
+    console.log(entry)
+    results.push(entry)
+    rmSync(dir, { recursive: true, force: true })
+  }
+  const peak = (r: Record<string, unknown>) =>
+    Math.max((r.firstLoad as { peakRssMb: number }).peakRssMb, (r.changedRun as { peakRssMb: number }).peakRssMb)
+  const result = {
+    runs: results,
+    targetPeakRssMb: 500,
+    peakRssGrowthLargestVsSmallest: results.length > 1 ? peak(results.at(-1)!) / peak(results[0]!) : 1,
+  }
+  writeResults('endToEnd', result)
+  return result
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  console.log(JSON.stringify(await runEndToEndBenchmark(), null, 2))
+}

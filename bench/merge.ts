@@ -1,0 +1,209 @@
+/**
+ * Merge benchmark (issue 2): a 1,000,000-key dimension and a full extract with 5% changed, 1% new and 0.5%
+ * deleted keys, on the same DuckDB in the same run:
+ *  - dimsync's merge (mergeBatch: load staged Parquet, checks, diff, close, insert, ledger, views) against the
+ *    hand-written two-statement SQL (load the same Parquet, UPDATE then INSERT in one transaction);
+ *  - the same batch against a dimension with 10 versions per key vs 1 (cost must not grow with history depth).
+ */
+import { copyFileSync, existsSync, mkdirSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { DuckDBInstance } from '@duckdb/node-api'
+import { LocalStagingStore } from '../lib/adapters/staging/local-staging-store.ts'
+import { DuckDbWarehouse } from '../lib/adapters/warehouse/duckdb-warehouse.ts'
+import type { TableSpec } from '../lib/core/table-spec.ts'
+import { duckDbDialect } from '../lib/sql/duckdb/duckdb-dialect.ts'
+import { renderRowHash } from '../lib/sql/row-hash.ts'
+import { mergeBatch } from '../lib/use-cases/merge-batch.ts'
+import { median, timed, TMP, writeResults } from './support.ts'
+
+const KEYS = Number(process.env.BENCH_KEYS ?? 1_000_000)
+const REPEATS = Number(process.env.BENCH_REPEATS ?? 3)
+const EXTRACTED_AT = '2024-01-01T00:00:00.000Z'
+const ATTRIBUTES = ['name', 'region', 'segment', 'score', 'city']
+
+export const benchTable: TableSpec = {
+  name: 'customers',
+  source: { type: 'file', path: 'unused.csv', format: 'csv', csv: { delimiter: ',', header: true } },
+  target: 'dim_customer',
+  key: ['customer_id'],
+  extract: { mode: 'full' },
+  validFrom: { kind: 'extracted_at' },
+  tracked: { kind: 'all_except', columns: [] },
+  exclude: [],
+  deletes: 'invalidate',
+  maxDeleteShare: 0.5,
+  openEnd: null,
+  columns: {
+    surrogateKey: 'dimsync_sk',
+    validFrom: 'valid_from',
+    validTo: 'valid_to',
+    isCurrent: 'is_current',
+    isDeleted: 'is_deleted',
+    rowHash: 'dimsync_row_hash',
+    batchId: 'dimsync_batch_id',
+  },
+}
+
+const currentAttributes = (id: string) =>
+  `'name_' || ${id} AS name, 'region_' || (${id} % 7) AS region, 'seg_' || (${id} % 13) AS segment, ` +
+  `CAST(${id} % 1000 AS DOUBLE) / 10 AS score, 'city_' || (${id} % 101) AS city`
+
+async function withDuckDb<T>(path: string, work: (run: (sql: string) => Promise<void>) => Promise<T>): Promise<T> {
+  const instance = await DuckDBInstance.create(path)
+  const connection = await instance.connect()
+  try {
+    await connection.run(`SET TimeZone = 'UTC'`)
+    return await work(async (sql) => void (await connection.run(sql)))
+  } finally {
+    connection.closeSync()
+    instance.closeSync()
+  }
+}
+
+/** A dimension in dimsync's layout with `depth` versions per key (the last one current), hashed as dimsync does. */
+async function buildDimension(path: string, depth: number): Promise<void> {
+  rmSync(path, { force: true })
+  const hash = renderRowHash(duckDbDialect, ATTRIBUTES)
+  await withDuckDb(path, async (run) => {
+    await run(`
+      CREATE TABLE main.dim_customer AS
+      SELECT ROW_NUMBER() OVER (ORDER BY customer_id, version) AS dimsync_sk, customer_id, name, region, segment, score, city,
+        valid_from, valid_to, is_current, FALSE AS is_deleted, ${hash} AS dimsync_row_hash, 'base' AS dimsync_batch_id
+      FROM (
+        SELECT k.customer_id, v.version, ${currentAttributes('k.customer_id').replace(
+          `'region_' || (k.customer_id % 7) AS region`,
+          `CASE WHEN v.version = ${depth - 1} THEN 'region_' || (k.customer_id % 7) ELSE 'old_' || v.version END AS region`,
+        )},
+          TIMESTAMPTZ '2020-01-01 00:00:00+00' + TO_DAYS(CAST(v.version AS INTEGER)) AS valid_from,
+          CASE WHEN v.version = ${depth - 1} THEN NULL ELSE TIMESTAMPTZ '2020-01-01 00:00:00+00' + TO_DAYS(CAST(v.version + 1 AS INTEGER)) END AS valid_to,
+          v.version = ${depth - 1} AS is_current
+        FROM range(1, ${KEYS + 1}) k(customer_id), range(0, ${depth}) v(version)
+      )`)
+    await run('CHECKPOINT')
+  })
+}
+
+/** The full extract: 0.5% of keys absent, 5% changed, 1% new. */
+async function stageBatch(staging: LocalStagingStore): Promise<{ batchId: string; partPath: string }> {
+  const batchId = 'bench-batch'
+  await staging.deleteBatch('customers', batchId).catch(() => undefined)
+  const writer = await staging.beginBatch('customers', batchId)
+  const part = join(writer.scratchDir, 'extract.parquet')
+  await withDuckDb(':memory:', async (run) => {
+    await run(`COPY (
+      SELECT customer_id, name, CASE WHEN customer_id % 20 = 0 THEN 'moved_' || customer_id ELSE region END AS region, segment, score, city
+      FROM (SELECT k.customer_id, ${currentAttributes('k.customer_id')} FROM range(1, ${KEYS + 1}) k(customer_id))
+      WHERE customer_id % 200 <> 7
+      UNION ALL
+      SELECT k.customer_id, ${currentAttributes('k.customer_id')} FROM range(${KEYS + 1}, ${KEYS + 1 + KEYS / 100}) k(customer_id)
+    ) TO '${part}' (FORMAT parquet, COMPRESSION zstd)`)
+  })
+  const rows = KEYS - KEYS / 200 + KEYS / 100
+  const staged = await writer.addPart(part, rows)
+  await writer.commit({
+    table: 'customers',
+    batchId,
+    extractedAt: EXTRACTED_AT,
+    mode: 'full',
+    rowCount: rows,
+    columns: [
+      { name: 'customer_id', type: 'BIGINT' },
+      ...ATTRIBUTES.map((name) => ({ name, type: name === 'score' ? 'DOUBLE' : 'VARCHAR' })),
+    ],
+    sourceDescription: 'generated',
+  })
+  return { batchId, partPath: join(staging.root, 'customers', batchId, staged.name) }
+}
+
+async function dimsyncMerge(db: string, staging: LocalStagingStore, batchId: string): Promise<number> {
+  const warehouse = await DuckDbWarehouse.open({ path: db })
+  try {
+    const { seconds, result } = await timed(() =>
+      mergeBatch({ warehouse, staging }, { table: benchTable, schema: 'main', batchId, now: new Date() }),
+    )
+    if (result.counts?.insertedVersions !== KEYS / 20 + KEYS / 100)
+      throw new Error(`unexpected merge result ${JSON.stringify(result.counts)}`)
+    return seconds
+  } finally {
+    await warehouse.close()
+  }
+}
+
+/** The baseline a data engineer would hand-write: UPDATE (close changed and deleted) then INSERT, one transaction. */
+async function handWrittenMerge(db: string, partPath: string): Promise<number> {
+  const hash = (alias: string) => renderRowHash(duckDbDialect, ATTRIBUTES, alias)
+  return withDuckDb(db, async (run) => {
+    const { seconds } = await timed(async () => {
+      await run(`CREATE TEMP TABLE stg AS SELECT * FROM read_parquet('${partPath}')`)
+      await run('BEGIN TRANSACTION')
+      await run(`UPDATE main.dim_customer AS d SET valid_to = TIMESTAMPTZ '${EXTRACTED_AT}', is_current = FALSE
+        WHERE d.is_current AND NOT EXISTS (
+          SELECT 1 FROM stg s WHERE s.customer_id = d.customer_id AND ${hash('s')} = d.dimsync_row_hash)`)
+      await run(`INSERT INTO main.dim_customer
+        SELECT (SELECT MAX(dimsync_sk) FROM main.dim_customer) + ROW_NUMBER() OVER (ORDER BY s.customer_id),
+          s.customer_id, s.name, s.region, s.segment, s.score, s.city, TIMESTAMPTZ '${EXTRACTED_AT}', NULL, TRUE, FALSE, ${hash('s')}, 'b'
+        FROM stg s WHERE NOT EXISTS (SELECT 1 FROM main.dim_customer d WHERE d.is_current AND d.customer_id = s.customer_id)`)
+      await run('COMMIT')
+    })
+    return seconds
+  })
+}
+
+/** Builds the two dimensions and stages the batch (also used by bench/profile-merge.ts). */
+export async function prepareMergeBenchmark() {
+  mkdirSync(TMP, { recursive: true })
+  const staging = new LocalStagingStore({ root: join(TMP, 'merge-staging') })
+  const base1 = join(TMP, 'base-depth1.duckdb')
+  const base10 = join(TMP, 'base-depth10.duckdb')
+  console.log(`merge: building dimensions of ${KEYS} keys (depth 1 and 10)…`)
+  await buildDimension(base1, 1)
+  await buildDimension(base10, 10)
+  const { batchId, partPath } = await stageBatch(staging)
+  return { staging, base1, base10, batchId, partPath }
+}
+
+export async function runMergeBenchmark(): Promise<Record<string, unknown>> {
+  const { staging, base1, base10, batchId, partPath } = await prepareMergeBenchmark()
+  const work = join(TMP, 'work.duckdb')
+  const fresh = (base: string) => {
+    rmSync(`${work}.wal`, { force: true })
+    copyFileSync(base, work)
+    return work
+  }
+  const dimsync1: number[] = []
+  const baseline1: number[] = []
+  const dimsync10: number[] = []
+  const baseline10: number[] = []
+  for (let i = 0; i < REPEATS; i++) {
+    baseline1.push(await handWrittenMerge(fresh(base1), partPath))
+    dimsync1.push(await dimsyncMerge(fresh(base1), staging, batchId))
+    dimsync10.push(await dimsyncMerge(fresh(base10), staging, batchId))
+    baseline10.push(await handWrittenMerge(fresh(base10), partPath))
+    console.log(
+      `merge: run ${i + 1}: dimsync ${dimsync1.at(-1)!.toFixed(3)} s, hand-written ${baseline1.at(-1)!.toFixed(3)} s, ` +
+        `dimsync depth 10 ${dimsync10.at(-1)!.toFixed(3)} s, hand-written depth 10 ${baseline10.at(-1)!.toFixed(3)} s`,
+    )
+  }
+  for (const f of [work, `${work}.wal`, base1, base10]) if (existsSync(f)) rmSync(f)
+  await staging.deleteBatch('customers', batchId)
+  const result = {
+    keys: KEYS,
+    batch: { changed: KEYS / 20, new: KEYS / 100, deleted: KEYS / 200 },
+    repeats: REPEATS,
+    dimsyncSeconds: median(dimsync1),
+    handWrittenSeconds: median(baseline1),
+    ratioToHandWritten: median(dimsync1) / median(baseline1),
+    targetRatioToHandWritten: 1.3,
+    dimsyncDepth10Seconds: median(dimsync10),
+    handWrittenDepth10Seconds: median(baseline10),
+    depthRatio: median(dimsync10) / median(dimsync1),
+    targetDepthRatio: 1.2,
+    peakRssMbOfBenchProcess: process.resourceUsage().maxRSS / 1024,
+  }
+  writeResults('merge', result)
+  return result
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  console.log(await runMergeBenchmark())
+}

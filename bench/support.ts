@@ -1,0 +1,52 @@
+import { spawnSync } from 'node:child_process'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+
+export const BENCH_ROOT = import.meta.dirname
+export const TMP = join(BENCH_ROOT, 'tmp')
+
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.floor(sorted.length / 2)]!
+}
+
+export async function timed<T>(work: () => Promise<T>): Promise<{ seconds: number; result: T }> {
+  const started = process.hrtime.bigint()
+  const result = await work()
+  return { seconds: Number(process.hrtime.bigint() - started) / 1e9, result }
+}
+
+/** Runs a command under GNU time and returns its wall time and peak resident memory (the whole process tree's largest). */
+export function measureProcess(
+  command: string,
+  args: readonly string[],
+  options: { cwd: string; env?: NodeJS.ProcessEnv },
+): { seconds: number; peakRssMb: number; stdout: string } {
+  const started = process.hrtime.bigint()
+  const r = spawnSync('/usr/bin/time', ['-f', '__PEAK_KB=%M', command, ...args], {
+    cwd: options.cwd,
+    env: options.env ?? process.env,
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+  })
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9
+  if (r.status !== 0) throw new Error(`${command} ${args.join(' ')} failed (${r.status}):\n${r.stderr}`)
+  const kb = Number(/__PEAK_KB=(\d+)/.exec(r.stderr)?.[1])
+  return { seconds, peakRssMb: kb / 1024, stdout: r.stdout }
+}
+
+/** Merges `section` into bench/results/latest.json (other benchmarks write their own sections). */
+export function writeResults(section: string, value: unknown): void {
+  const dir = join(BENCH_ROOT, 'results')
+  mkdirSync(dir, { recursive: true })
+  const file = join(dir, 'latest.json')
+  let all: Record<string, unknown> = {}
+  try {
+    all = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>
+  } catch {
+    all = {}
+  }
+  all[section] = value
+  all.machine = { cpus: (process.env.BENCH_CPUS ?? '') || undefined, node: process.version, at: new Date().toISOString() }
+  writeFileSync(file, JSON.stringify(all, null, 2) + '\n')
+}

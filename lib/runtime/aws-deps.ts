@@ -1,0 +1,195 @@
+import { makeDynamoDbClient, makeS3Client, makeSecretsManagerClient } from '../adapters/aws/aws-clients.ts'
+import { resolveSourceSecrets, secretsManagerGetter, type GetSecret } from '../adapters/aws/source-secrets.ts'
+import { S3StagingStore } from '../adapters/staging/s3-staging-store.ts'
+import { DynamoDbStateStore } from '../adapters/state/dynamodb-state-store.ts'
+import { DuckDbWarehouse } from '../adapters/warehouse/duckdb-warehouse.ts'
+import { readChoice, readInteger, readRequiredString, readString, readUrl, type Env } from '../config/env.ts'
+import { assertTableMatchesSource, loadProject } from '../config/index.ts'
+import { ConfigError, DimsyncError } from '../core/errors.ts'
+import type { ProjectSpec, TableSpec } from '../core/table-spec.ts'
+import type { Source } from '../ports/source.ts'
+import type { Warehouse } from '../ports/warehouse.ts'
+import { AWS_ENV } from './aws-env.ts'
+import { openSource } from './open-source.ts'
+
+export type WarehouseKind = 'duckdb' | 'bigquery'
+
+/** The Lambda functions' settings, read once per container from the environment contract (aws-env.ts). */
+export interface AwsSettings {
+  readonly configPath: string
+  readonly stagingBucket: string
+  readonly stagingPrefix: string
+  readonly stateTable: string
+  readonly warehouse: WarehouseKind
+  readonly duckdbPath?: string
+  readonly bigQuerySecretArn?: string
+  readonly leaseTtlMs: number
+  readonly runTtlDays: number
+  readonly abandonedBatchMs: number
+  readonly scratchDir?: string
+  readonly s3Endpoint?: string
+  readonly dynamoDbEndpoint?: string
+  readonly secretsManagerEndpoint?: string
+}
+
+/**
+ * Reads and checks the environment contract. Every problem is a `ConfigError` naming the variable and what was
+ * expected (`DIMSYNC_STAGING_BUCKET: is required (...)`).
+ */
+export function readAwsSettings(env: Env): AwsSettings {
+  const warehouse = readChoice(env, AWS_ENV.warehouse, ['duckdb', 'bigquery'] as const, 'bigquery')
+  return {
+    configPath: readString(env, AWS_ENV.configPath, 'dimsync.yaml'),
+    stagingBucket: readRequiredString(env, AWS_ENV.stagingBucket, 'the S3 bucket for staged batches'),
+    stagingPrefix: readString(env, AWS_ENV.stagingPrefix, ''),
+    stateTable: readRequiredString(
+      env,
+      AWS_ENV.stateTable,
+      'the DynamoDB table for watermarks, leases and runs',
+    ),
+    warehouse,
+    duckdbPath:
+      warehouse === 'duckdb'
+        ? readRequiredString(
+            env,
+            AWS_ENV.duckdbPath,
+            `the DuckDB file, needed when ${AWS_ENV.warehouse}=duckdb`,
+          )
+        : undefined,
+    bigQuerySecretArn: readString(env, AWS_ENV.bigQuerySecretArn),
+    leaseTtlMs: readInteger(env, AWS_ENV.leaseTtlSeconds, { defaultValue: 120, min: 1, max: 3600 }) * 1000,
+    runTtlDays: readInteger(env, AWS_ENV.runTtlDays, { defaultValue: 90, min: 1, max: 3650 }),
+    abandonedBatchMs:
+      readInteger(env, AWS_ENV.abandonedBatchMinutes, { defaultValue: 60, min: 1, max: 100_000 }) * 60_000,
+    scratchDir: readString(env, AWS_ENV.scratchDir),
+    s3Endpoint: readUrl(env, AWS_ENV.s3Endpoint),
+    dynamoDbEndpoint: readUrl(env, AWS_ENV.dynamoDbEndpoint),
+    secretsManagerEndpoint: readUrl(env, AWS_ENV.secretsManagerEndpoint),
+  }
+}
+
+/** What the extract and merge functions need; built once per container by `buildAwsDeps`. */
+export interface AwsDeps {
+  readonly project: ProjectSpec
+  readonly settings: AwsSettings
+  readonly staging: S3StagingStore
+  readonly state: DynamoDbStateStore
+  readonly clock: () => Date
+  /** The table named `name`, or a `ConfigError` listing the configured tables. */
+  table(name: string): TableSpec
+  /** Resolves `url_env` secret ARNs (once per container); call before the first `openSource`. */
+  prepareSources(): Promise<void>
+  openSource(table: TableSpec): Source
+  checkSourceColumns(table: TableSpec, columns: readonly string[]): void
+  /** The warehouse, opened on first use (the extract function never opens it). */
+  warehouse(): Promise<Warehouse>
+  close(): Promise<void>
+}
+
+export interface BuildAwsDepsOptions {
+  /** Secret reader (tests); default: Secrets Manager. */
+  readonly getSecret?: GetSecret
+  readonly clock?: () => Date
+}
+
+/**
+ * Composition root of the Lambda functions: reads the environment contract, loads dimsync.yaml, and builds the
+ * S3 staging store, the DynamoDB state store and (lazily) the warehouse. AWS clients use the SDK's default
+ * region and credential chain; endpoint overrides exist for LocalStack, MinIO and the test emulators.
+ */
+export async function buildAwsDeps(
+  env: Env = process.env,
+  options: BuildAwsDepsOptions = {},
+): Promise<AwsDeps> {
+  const settings = readAwsSettings(env)
+  const project = await loadProject(settings.configPath)
+  const clock = options.clock ?? (() => new Date())
+  const s3 = makeS3Client({ endpoint: settings.s3Endpoint })
+  const dynamo = makeDynamoDbClient({ endpoint: settings.dynamoDbEndpoint })
+  const staging = new S3StagingStore({
+    client: s3,
+    bucket: settings.stagingBucket,
+    prefix: settings.stagingPrefix,
+    scratchRoot: settings.scratchDir,
+  })
+  const state = new DynamoDbStateStore({
+    client: dynamo,
+    tableName: settings.stateTable,
+    runTtlDays: settings.runTtlDays,
+    clock,
+  })
+  let sourceEnv: Readonly<Record<string, string | undefined>> | undefined
+  let preparing: Promise<void> | undefined
+  let warehouse: Promise<Warehouse> | undefined
+  return {
+    project,
+    settings,
+    staging,
+    state,
+    clock,
+    table(name) {
+      const table = project.tables.find((t) => t.name === name)
+      if (!table) {
+        throw new ConfigError(project.configPath, [
+          `table ${JSON.stringify(name)} is not configured (tables: ${project.tables.map((t) => t.name).join(', ')})`,
+        ])
+      }
+      return table
+    },
+    prepareSources() {
+      preparing ??= (async () => {
+        const getSecret =
+          options.getSecret ??
+          secretsManagerGetter(makeSecretsManagerClient({ endpoint: settings.secretsManagerEndpoint }))
+        sourceEnv = await resolveSourceSecrets(project, env, getSecret)
+      })().catch((error: unknown) => {
+        preparing = undefined // a transient Secrets Manager failure must not poison the container
+        throw error
+      })
+      return preparing
+    },
+    openSource(table) {
+      if (sourceEnv === undefined) {
+        throw new DimsyncError(
+          `table ${table.name}: sources opened before prepareSources() resolved their secrets`,
+        )
+      }
+      return openSource(table, { baseDir: project.baseDir, env: sourceEnv })
+    },
+    checkSourceColumns(table, columns) {
+      assertTableMatchesSource(
+        project,
+        project.tables.findIndex((t) => t.name === table.name),
+        columns,
+      )
+    },
+    warehouse() {
+      warehouse ??= openWarehouse(settings).catch((error: unknown) => {
+        warehouse = undefined
+        throw error
+      })
+      return warehouse
+    },
+    async close() {
+      if (warehouse !== undefined) await (await warehouse.catch(() => undefined))?.close()
+      s3.destroy()
+      dynamo.destroy()
+    },
+  }
+}
+
+/**
+ * The warehouse factory. ───── WAREHOUSE SWITCH ─────: one case per `DIMSYNC_WAREHOUSE` value. The BigQuery
+ * issue adds its `case 'bigquery'` here (reading `settings.bigQuerySecretArn`).
+ */
+async function openWarehouse(settings: AwsSettings): Promise<Warehouse> {
+  switch (settings.warehouse) {
+    case 'duckdb':
+      return await DuckDbWarehouse.open({ path: settings.duckdbPath! })
+    case 'bigquery':
+      // ── BigQuery: added by the BigQuery issue. ──
+      throw new ConfigError('environment', [
+        `${AWS_ENV.warehouse}: bigquery is not available in this build yet (use duckdb with ${AWS_ENV.duckdbPath})`,
+      ])
+  }
+}
