@@ -42,13 +42,23 @@ export async function runEndToEndBenchmark(): Promise<Record<string, unknown>> {
     console.log(`end-to-end: ${rows} rows…`)
     await writeCsv(csv, rows, 0)
     const env = { ...process.env, CI: '1' }
-    const first = measureProcess(process.execPath, [CLI, 'run', '--extracted-at', '2024-01-01T00:00:00Z'], { cwd: dir, env })
+    const first = measureProcess(process.execPath, [CLI, 'run', '--extracted-at', '2024-01-01T00:00:00Z'], {
+      cwd: dir,
+      env,
+    })
     await writeCsv(csv, rows, 20)
-    const second = measureProcess(process.execPath, [CLI, 'run', '--extracted-at', '2024-02-01T00:00:00Z'], { cwd: dir, env })
+    const second = measureProcess(process.execPath, [CLI, 'run', '--extracted-at', '2024-02-01T00:00:00Z'], {
+      cwd: dir,
+      env,
+    })
     const entry = {
       rows,
       firstLoad: { seconds: first.seconds, rowsPerSecond: rows / first.seconds, peakRssMb: first.peakRssMb },
-      changedRun: { seconds: second.seconds, rowsPerSecond: rows / second.seconds, peakRssMb: second.peakRssMb },
+      changedRun: {
+        seconds: second.seconds,
+        rowsPerSecond: rows / second.seconds,
+        peakRssMb: second.peakRssMb,
+      },
       summary: second.stdout.trim(),
     }
     console.log(entry)
@@ -56,7 +66,10 @@ export async function runEndToEndBenchmark(): Promise<Record<string, unknown>> {
     rmSync(dir, { recursive: true, force: true })
   }
   const peak = (r: Record<string, unknown>) =>
-    Math.max((r.firstLoad as { peakRssMb: number }).peakRssMb, (r.changedRun as { peakRssMb: number }).peakRssMb)
+    Math.max(
+      (r.firstLoad as { peakRssMb: number }).peakRssMb,
+      (r.changedRun as { peakRssMb: number }).peakRssMb,
+    )
   const result = {
     runs: results,
     targetPeakRssMb: 500,

@@ -48,7 +48,10 @@ const currentAttributes = (id: string) =>
   `'name_' || ${id} AS name, 'region_' || (${id} % 7) AS region, 'seg_' || (${id} % 13) AS segment, ` +
   `CAST(${id} % 1000 AS DOUBLE) / 10 AS score, 'city_' || (${id} % 101) AS city`
 
-async function withDuckDb<T>(path: string, work: (run: (sql: string) => Promise<void>) => Promise<T>): Promise<T> {
+async function withDuckDb<T>(
+  path: string,
+  work: (run: (sql: string) => Promise<void>) => Promise<T>,
+): Promise<T> {
   const instance = await DuckDBInstance.create(path)
   const connection = await instance.connect()
   try {

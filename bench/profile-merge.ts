@@ -28,7 +28,10 @@ warehouse.transaction = (fn, options) =>
     options,
   )
 const t = performance.now()
-await mergeBatch({ warehouse, staging: staging as LocalStagingStore }, { table: benchTable, schema: 'main', batchId, now: new Date() })
+await mergeBatch(
+  { warehouse, staging: staging as LocalStagingStore },
+  { table: benchTable, schema: 'main', batchId, now: new Date() },
+)
 console.log(`total ${(performance.now() - t).toFixed(0)} ms`)
 for (const [label, ms] of times) console.log(`${ms.toFixed(0).padStart(6)} ms  ${label}`)
 await warehouse.close()

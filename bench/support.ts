@@ -47,6 +47,10 @@ export function writeResults(section: string, value: unknown): void {
     all = {}
   }
   all[section] = value
-  all.machine = { cpus: (process.env.BENCH_CPUS ?? '') || undefined, node: process.version, at: new Date().toISOString() }
+  all.machine = {
+    cpus: (process.env.BENCH_CPUS ?? '') || undefined,
+    node: process.version,
+    at: new Date().toISOString(),
+  }
   writeFileSync(file, JSON.stringify(all, null, 2) + '\n')
 }
