@@ -1,7 +1,7 @@
 // Per-statement timing of one dimsync merge on the benchmark data (a development aid: npx tsx bench/profile-merge.ts).
 import { copyFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { LocalStagingStore } from '../lib/adapters/staging/local-staging-store.ts'
+import type { LocalStagingStore } from '../lib/adapters/staging/local-staging-store.ts'
 import { DuckDbWarehouse } from '../lib/adapters/warehouse/duckdb-warehouse.ts'
 import { mergeBatch } from '../lib/use-cases/merge-batch.ts'
 import { benchTable, prepareMergeBenchmark } from './merge.ts'

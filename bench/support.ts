@@ -40,11 +40,11 @@ export function writeResults(section: string, value: unknown): void {
   const dir = join(BENCH_ROOT, 'results')
   mkdirSync(dir, { recursive: true })
   const file = join(dir, 'latest.json')
-  let all: Record<string, unknown> = {}
+  let all: Record<string, unknown>
   try {
     all = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>
   } catch {
-    all = {}
+    all = {} // first run, or a file damaged by an interrupted run
   }
   all[section] = value
   all.machine = {
