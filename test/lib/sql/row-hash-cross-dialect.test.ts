@@ -1,0 +1,153 @@
+import { createHash } from 'node:crypto'
+import { DuckDBInstance } from '@duckdb/node-api'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createBigQueryDialect } from '../../../lib/sql/bigquery/bigquery-dialect.ts'
+import { duckDbDialect } from '../../../lib/sql/duckdb/duckdb-dialect.ts'
+import { renderRowHash } from '../../../lib/sql/row-hash.ts'
+
+/**
+ * The row hash must give the same hex for the same row in DuckDB and BigQuery. DuckDB is executed for real; for
+ * BigQuery (no emulator exists) the test builds, in Node, the exact string the BigQuery expression builds
+ * according to BigQuery's documented semantics of each function it uses, and hashes it with MD5:
+ * CAST(INT64/BOOL/DATE AS STRING), FORMAT_TIMESTAMP/FORMAT_DATETIME/FORMAT_TIME with %H:%M:%E6S (6 fractional
+ * digits), FORMAT('%.Nf') of NUMERIC (exactly N decimals), FORMAT('%.17g') of FLOAT64 (C printf), TO_HEX (lowercase),
+ * LENGTH of STRING (characters = code points), CONCAT, TO_HEX(MD5(STRING)) (MD5 of the UTF-8 bytes).
+ */
+interface Column {
+  readonly name: string
+  readonly type: string
+  /** DuckDB literal of the value, or NULL. */
+  readonly sql: string
+  /** What the BigQuery canonical expression renders for the value (documented semantics), or null for NULL. */
+  readonly bigQueryText: string | null
+}
+
+const ROWS: Column[][] = [
+  [
+    { name: 'name', type: 'VARCHAR', sql: `'Ana'`, bigQueryText: 'Ana' },
+    { name: 'note', type: 'VARCHAR', sql: `'e\u0301 👨‍👩‍👧 ''q'' | ; :'`, bigQueryText: "e\u0301 👨‍👩‍👧 'q' | ; :" },
+    { name: 'visits', type: 'INTEGER', sql: '-42', bigQueryText: '-42' },
+    { name: 'big', type: 'BIGINT', sql: '9007199254740993', bigQueryText: '9007199254740993' },
+    { name: 'active', type: 'BOOLEAN', sql: 'true', bigQueryText: 'true' },
+    { name: 'signup', type: 'DATE', sql: `DATE '2024-03-10'`, bigQueryText: '2024-03-10' },
+    { name: 'opens', type: 'TIME', sql: `TIME '09:05:00.25'`, bigQueryText: '09:05:00.250000' },
+    {
+      name: 'seen',
+      type: 'TIMESTAMP WITH TIME ZONE',
+      sql: `TIMESTAMPTZ '2024-03-10 16:30:00.12+02'`,
+      bigQueryText: '2024-03-10 14:30:00.120000',
+    },
+    {
+      name: 'local_seen',
+      type: 'TIMESTAMP',
+      sql: `TIMESTAMP '2024-03-10 14:30:00'`,
+      bigQueryText: '2024-03-10 14:30:00.000000',
+    },
+    { name: 'balance', type: 'DECIMAL(12,2)', sql: '1.5::DECIMAL(12,2)', bigQueryText: '1.50' },
+    { name: 'debt', type: 'DECIMAL(12,2)', sql: '-0.5::DECIMAL(12,2)', bigQueryText: '-0.50' },
+    { name: 'score', type: 'DOUBLE', sql: '0.1::DOUBLE', bigQueryText: printf17g(0.1) },
+    { name: 'ratio', type: 'DOUBLE', sql: '100.0::DOUBLE', bigQueryText: printf17g(100) },
+    { name: 'huge', type: 'DOUBLE', sql: '1e20::DOUBLE', bigQueryText: printf17g(1e20) },
+    { name: 'tiny', type: 'DOUBLE', sql: '1.5e-7::DOUBLE', bigQueryText: printf17g(1.5e-7) },
+    { name: 'single', type: 'FLOAT', sql: '0.1::FLOAT', bigQueryText: printf17g(Math.fround(0.1)) },
+    { name: 'photo', type: 'BLOB', sql: `'\\x00\\xFFa'::BLOB`, bigQueryText: '00ff61' },
+    { name: 'gone', type: 'VARCHAR', sql: 'NULL', bigQueryText: null },
+  ],
+  [
+    { name: 'name', type: 'VARCHAR', sql: `''`, bigQueryText: '' },
+    { name: 'visits', type: 'INTEGER', sql: 'NULL', bigQueryText: null },
+    { name: 'score', type: 'DOUBLE', sql: `'-inf'::DOUBLE`, bigQueryText: '-inf' },
+    { name: 'zero', type: 'DOUBLE', sql: '-0.0::DOUBLE', bigQueryText: '-0' },
+    { name: 'nan', type: 'DOUBLE', sql: `'nan'::DOUBLE`, bigQueryText: 'nan' },
+    { name: 'old', type: 'DATE', sql: `DATE '0099-01-02'`, bigQueryText: '0099-01-02' },
+  ],
+]
+
+/** C's printf("%.17g") (what BigQuery FORMAT('%.17g') and DuckDB printf document), for finite doubles. */
+function printf17g(x: number): string {
+  if (Number.isNaN(x)) return 'nan'
+  if (!Number.isFinite(x)) return x < 0 ? '-inf' : 'inf'
+  if (x === 0) return Object.is(x, -0) ? '-0' : '0'
+  const [mantissa, expText] = x.toExponential(16).split('e') as [string, string]
+  const exp = Number(expText)
+  const strip = (s: string) => (s.includes('.') ? s.replace(/0+$/, '').replace(/\.$/, '') : s)
+  if (exp < -4 || exp >= 17) {
+    return `${strip(mantissa)}e${exp < 0 ? '-' : '+'}${String(Math.abs(exp)).padStart(2, '0')}`
+  }
+  return strip(x.toFixed(16 - exp))
+}
+
+/** The string the BigQuery row hash expression builds, per renderRowHash's rules, from documented semantics. */
+function bigQueryHash(columns: readonly Column[]): string {
+  const text = [...columns]
+    .sort((a, b) => (a.name < b.name ? -1 : 1))
+    .map((c) =>
+      c.bigQueryText === null
+        ? ''
+        : `${c.name.length}:${c.name}=${[...c.bigQueryText].length}:${c.bigQueryText};`,
+    )
+    .join('')
+  return createHash('md5').update(text, 'utf8').digest('hex')
+}
+
+let instance: DuckDBInstance
+
+beforeAll(async () => {
+  instance = await DuckDBInstance.create(':memory:')
+})
+afterAll(() => instance.closeSync())
+
+async function duckDbHash(columns: readonly Column[]): Promise<string> {
+  const connection = await instance.connect()
+  await connection.run(`SET TimeZone = 'UTC'`)
+  const select = columns.map((c) => `CAST(${c.sql} AS ${c.type}) AS "${c.name}"`).join(', ')
+  await connection.run(`CREATE OR REPLACE TEMP TABLE r AS SELECT ${select}`)
+  const hash = renderRowHash(duckDbDialect, columns, 'r')
+  const reader = await connection.runAndReadAll(`SELECT ${hash} AS h FROM r`)
+  connection.closeSync()
+  return String(reader.getRowObjectsJson()[0]!.h)
+}
+
+describe('row hash: same row, same hex in DuckDB and BigQuery', () => {
+  it('printf17g matches C semantics on known values', () => {
+    expect(printf17g(0.1)).toBe('0.10000000000000001')
+    expect(printf17g(100)).toBe('100')
+    expect(printf17g(1e20)).toBe('1e+20')
+    expect(printf17g(Number('123456789012345678'))).toBe('1.2345678901234568e+17')
+    expect(printf17g(1.5e-7)).toBe('1.4999999999999999e-07')
+  })
+
+  it.each(ROWS.map((row, i) => [i, row] as const))('row %i', async (_i, row) => {
+    expect(await duckDbHash(row)).toBe(bigQueryHash(row))
+  })
+
+  it('a changed value, a NULL vs empty string, and a value moved between columns give other hashes', async () => {
+    const base: Column[] = [
+      { name: 'a', type: 'VARCHAR', sql: `'x'`, bigQueryText: 'x' },
+      { name: 'b', type: 'VARCHAR', sql: 'NULL', bigQueryText: null },
+    ]
+    const moved: Column[] = [
+      { name: 'a', type: 'VARCHAR', sql: 'NULL', bigQueryText: null },
+      { name: 'b', type: 'VARCHAR', sql: `'x'`, bigQueryText: 'x' },
+    ]
+    const empty: Column[] = [base[0]!, { name: 'b', type: 'VARCHAR', sql: `''`, bigQueryText: '' }]
+    const hashes = await Promise.all([base, moved, empty].map(duckDbHash))
+    expect(new Set(hashes).size).toBe(3)
+    expect(hashes).toEqual([base, moved, empty].map(bigQueryHash))
+  })
+
+  it('the BigQuery expression uses the documented functions for each type', () => {
+    const bq = createBigQueryDialect({ project: 'p' })
+    const sql = renderRowHash(bq, ROWS[0]!, 'r')
+    expect(sql).toMatch(/^TO_HEX\(MD5\(CONCAT\(/)
+    expect(sql).toContain("FORMAT_TIMESTAMP('%H:%M:%E6S', r.`seen`, 'UTC')")
+    expect(sql).toContain("CAST(DATE(r.`seen`, 'UTC') AS STRING)")
+    expect(sql).toContain("FORMAT_DATETIME('%H:%M:%E6S', r.`local_seen`)")
+    expect(sql).toContain("FORMAT_TIME('%H:%M:%E6S', r.`opens`)")
+    expect(sql).toContain("FORMAT('%.2f', r.`balance`)")
+    expect(sql).toContain("FORMAT('%.17g', r.`score`)")
+    expect(sql).toContain('TO_HEX(r.`photo`)')
+    expect(sql).toContain('CAST(r.`visits` AS STRING)')
+    expect(sql).toContain("CONCAT('4:name=', CAST(LENGTH(r.`name`) AS STRING), ':', r.`name`, ';')")
+  })
+})
