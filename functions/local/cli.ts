@@ -4,6 +4,7 @@ import { DimsyncError } from '../../lib/core/errors.ts'
 import type { ProjectSpec, TableSpec } from '../../lib/core/table-spec.ts'
 import { buildLocalDeps, type LocalDeps } from '../../lib/runtime/local-deps.ts'
 import { backfill } from '../../lib/use-cases/backfill.ts'
+import { discardBatches } from '../../lib/use-cases/discard-batches.ts'
 import { readHistory } from '../../lib/use-cases/read-history.ts'
 import { runTable, type RunTableResult } from '../../lib/use-cases/run-table.ts'
 import { validateProject } from '../../lib/use-cases/validate-project.ts'
@@ -98,6 +99,24 @@ program
             process.stdout.write(`-- ${statement.label}\n${statement.sql};\n\n`)
         }
       }
+    })
+  })
+
+program
+  .command('discard')
+  .description(
+    'delete staged batches that were never merged (a refused extract), so the next run does not retry them',
+  )
+  .addOption(configOption())
+  .requiredOption('-t, --table <name>', 'table whose staged batches to discard')
+  .option('-b, --batch <id>', 'only this batch (default: every staged batch of the table)')
+  .action(async (opts: { config: string; table: string; batch?: string }) => {
+    await withProject(opts.config, async (project, deps, reporter) => {
+      const [table] = selectTables(project, opts.table)
+      const dropped = await discardBatches(deps.staging, table!.name, opts.batch)
+      reporter.summary(
+        `${table!.name}: discarded ${dropped.length} staged batch(es)${dropped.length ? `: ${dropped.join(', ')}` : ''}`,
+      )
     })
   })
 

@@ -1,5 +1,6 @@
 import { makeBatchId, makeRunId } from '../core/batch-id.ts'
 import type { BatchManifest } from '../core/batch.ts'
+import { BatchRejectedError } from '../core/errors.ts'
 import type { MergeCounts, RunRecord } from '../core/run-record.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import type { Source } from '../ports/source.ts'
@@ -92,7 +93,18 @@ export async function runTable(
     if (!options.dryRun) {
       for (const manifest of await deps.staging.listBatches(table.name)) {
         deps.onEvent?.({ step: 'resume', table: table.name, batchId: manifest.batchId })
-        resumed.push(await mergeAndAdvance(deps, table, manifest, () => lease, options))
+        try {
+          resumed.push(await mergeAndAdvance(deps, table, manifest, () => lease, options))
+        } catch (error) {
+          if (!(error instanceof BatchRejectedError)) throw error
+          // The same batch would be refused again on every run: say how to get past it.
+          throw new BatchRejectedError(
+            table.name,
+            manifest.batchId,
+            `${error.message}. This batch was staged by an earlier run; rerun with the option named above, or ` +
+              `drop it with: dimsync discard --table ${table.name} --batch ${manifest.batchId}`,
+          )
+        }
       }
     }
 
