@@ -1,0 +1,229 @@
+import { canonicalJson, compareWatermarks } from '../adapters/aws/watermark-order.ts'
+import type { BatchManifest, Watermark } from '../core/batch.ts'
+import { LeaseLostError } from '../core/errors.ts'
+import type { TableSpec } from '../core/table-spec.ts'
+import type { Source } from '../ports/source.ts'
+import type { StagingStore } from '../ports/staging-store.ts'
+import type { Lease, StateStore } from '../ports/state-store.ts'
+import type { Warehouse } from '../ports/warehouse.ts'
+import { mergeBatch, type MergeBatchResult } from './merge-batch.ts'
+
+/**
+ * The steps of `runTable` as separate, reusable functions, for runtimes that split a run across invocations
+ * (the extract and merge Lambdas): hold a lease, extract to staging, merge a staged batch and advance the
+ * watermark. Same order and rules as run-table.ts: the manifest is written only while the lease is held, the
+ * lease is checked inside the merge transaction before COMMIT, and the watermark moves only after the commit.
+ */
+
+export interface ExtractStepDeps {
+  readonly staging: StagingStore
+  readonly state: StateStore
+  readonly openSource: (table: TableSpec) => Source
+  readonly checkSourceColumns?: (table: TableSpec, columns: readonly string[]) => void
+}
+
+export interface MergeStepDeps {
+  readonly staging: StagingStore
+  readonly state: StateStore
+  readonly warehouse: Warehouse
+  readonly schema: string
+  readonly clock: () => Date
+}
+
+/**
+ * A lease held while a long step runs: renewed every third of its TTL in the background. A failed renewal
+ * (taken over after a pause) is remembered, and `assertHeld` then fails at once; otherwise `assertHeld` asks
+ * the store (fencing token and expiry), which is what a step calls just before it commits anything.
+ */
+export class HeldLease {
+  readonly #state: StateStore
+  readonly #clock: () => Date
+  readonly #ttlMs: number
+  readonly #timer: NodeJS.Timeout
+  #lease: Lease
+  #lost: Error | undefined
+  #released = false
+
+  private constructor(state: StateStore, lease: Lease, ttlMs: number, clock: () => Date) {
+    this.#state = state
+    this.#lease = lease
+    this.#ttlMs = ttlMs
+    this.#clock = clock
+    this.#timer = setInterval(() => void this.renew().catch(() => undefined), Math.max(50, ttlMs / 3))
+    // A pending renewal must not keep a CLI process (or a Lambda invocation) alive.
+    this.#timer.unref()
+  }
+
+  /** Takes the table's lease (`LockHeldError` when another run holds it) and starts renewing it. */
+  static async acquire(
+    state: StateStore,
+    table: string,
+    owner: string,
+    ttlMs: number,
+    clock: () => Date,
+  ): Promise<HeldLease> {
+    const lease = await state.acquireLease(table, owner, ttlMs, clock())
+    return new HeldLease(state, lease, ttlMs, clock)
+  }
+
+  /** The lease as last acquired or renewed (its token is the fencing token of this run). */
+  get current(): Lease {
+    return this.#lease
+  }
+
+  /** Renews now. A `LeaseLostError` is remembered (and rethrown): the run must not commit anything after it. */
+  async renew(): Promise<Lease> {
+    if (this.#released) return this.#lease
+    if (this.#lost) throw this.#lost
+    try {
+      this.#lease = await this.#state.renewLease(this.#lease, this.#ttlMs, this.#clock())
+      return this.#lease
+    } catch (error) {
+      if (error instanceof LeaseLostError) this.#lost = error
+      throw error
+    }
+  }
+
+  /** Throws `LeaseLostError` unless the lease is still ours and unexpired (fencing check before a commit). */
+  async assertHeld(): Promise<void> {
+    if (this.#lost) throw this.#lost
+    await this.#state.assertLeaseHeld(this.#lease, this.#clock())
+  }
+
+  /** Stops renewing and releases the lease (keeps the token counter). Safe twice; never throws. */
+  async release(): Promise<void> {
+    clearInterval(this.#timer)
+    if (this.#released) return
+    this.#released = true
+    await this.#state.releaseLease(this.#lease).catch(() => undefined)
+  }
+}
+
+export interface ExtractStepRequest {
+  readonly batchId: string
+  readonly extractedAt: Date
+  /** Called after the parts are staged and before the manifest is written (a lease check). */
+  readonly beforeCommit?: () => Promise<void>
+  readonly onProgress?: (rows: number) => void
+}
+
+export interface ExtractStepResult {
+  readonly manifest: BatchManifest
+  /** Total size of the staged parts. */
+  readonly bytes: number
+}
+
+/**
+ * Extracts `table` into a new staged batch and commits it (writes the manifest). Incremental tables read from
+ * the committed watermark. On any failure the batch is aborted (nothing committed) and the error rethrown.
+ */
+export async function extractStep(
+  deps: ExtractStepDeps,
+  table: TableSpec,
+  request: ExtractStepRequest,
+): Promise<ExtractStepResult> {
+  const { batchId, extractedAt } = request
+  const watermark =
+    table.extract.mode === 'incremental' ? await deps.state.getWatermark(table.name) : undefined
+  const writer = await deps.staging.beginBatch(table.name, batchId)
+  const source = deps.openSource(table)
+  try {
+    const result = await source.extract({
+      table,
+      batchId,
+      extractedAt,
+      watermark,
+      writer,
+      onProgress: request.onProgress,
+    })
+    deps.checkSourceColumns?.(
+      table,
+      result.columns.map((c) => c.name),
+    )
+    await request.beforeCommit?.()
+    const manifest = await writer.commit({
+      table: table.name,
+      batchId,
+      extractedAt: extractedAt.toISOString(),
+      mode: table.extract.mode,
+      rowCount: result.rows,
+      columns: result.columns,
+      watermarkCandidate: result.watermarkCandidate,
+      sourceDescription: result.sourceDescription,
+    })
+    return { manifest, bytes: manifest.parts.reduce((sum, part) => sum + part.bytes, 0) }
+  } catch (error) {
+    await writer.abort().catch(() => undefined)
+    throw error
+  } finally {
+    await source.close()
+  }
+}
+
+/**
+ * What happened to the watermark after a merge: `advanced` to the batch's candidate, `unchanged` (already
+ * there: a retried merge), `behind` (a newer batch already moved it further; never moved backwards), or
+ * `none` (a full extract carries no candidate).
+ */
+export type WatermarkOutcome = 'advanced' | 'unchanged' | 'behind' | 'none'
+
+export interface MergeStepRequest {
+  readonly batchId: string
+  readonly allowMassDelete?: boolean
+  /** Called inside the merge transaction just before COMMIT (the fencing check); throwing rolls back. */
+  readonly beforeCommit?: () => Promise<void>
+}
+
+export interface MergeStepResult {
+  readonly merge: MergeBatchResult
+  readonly manifest: BatchManifest
+  readonly watermark: WatermarkOutcome
+}
+
+/**
+ * Merges one committed staged batch (skipped when the warehouse ledger already has it), then advances the
+ * watermark to the batch's candidate. Because the ledger row commits with the merge, a crash between the
+ * merge and the watermark is repaired by running this again: the merge is skipped, the watermark advances.
+ * The staged batch is kept; the caller deletes it once everything is recorded.
+ */
+export async function mergeStep(
+  deps: MergeStepDeps,
+  table: TableSpec,
+  request: MergeStepRequest,
+): Promise<MergeStepResult> {
+  const manifest = await readManifest(deps.staging, table.name, request.batchId)
+  const merge = await mergeBatch(deps, {
+    table,
+    schema: deps.schema,
+    batchId: request.batchId,
+    now: deps.clock(),
+    allowMassDelete: request.allowMassDelete,
+    beforeCommit: request.beforeCommit,
+  })
+  const watermark = await advanceWatermark(deps.state, table.name, manifest.watermarkCandidate)
+  return { merge, manifest, watermark }
+}
+
+/** Moves the watermark forward to `candidate`; never backwards (a batch merged after a newer one). */
+export async function advanceWatermark(
+  state: StateStore,
+  table: string,
+  candidate: Watermark | undefined,
+): Promise<WatermarkOutcome> {
+  if (candidate === undefined) return 'none'
+  const current = await state.getWatermark(table)
+  if (current !== undefined && canonicalJson(current) === canonicalJson(candidate)) return 'unchanged'
+  if (current !== undefined && compareWatermarks(candidate, current) < 0) return 'behind'
+  await state.commitWatermark(table, candidate, current)
+  return 'advanced'
+}
+
+async function readManifest(staging: StagingStore, table: string, batchId: string): Promise<BatchManifest> {
+  // openBatch verifies every part; mergeBatch opens the batch again for the load, so only the manifest is
+  // taken here (listBatches reads manifests only).
+  const manifest = (await staging.listBatches(table)).find((m) => m.batchId === batchId)
+  if (manifest !== undefined) return manifest
+  const opened = await staging.openBatch(table, batchId) // throws the store's "not committed" StagingError
+  await opened.release()
+  return opened.manifest
+}
