@@ -191,3 +191,52 @@ describe.each<DeletePolicy>(['invalidate', 'new_record', 'ignore'])(
     })
   },
 )
+
+/** Snapshots: each key present with some state or absent, taken at increasing extraction times. */
+const snapshotsArb = fc.array(
+  fc.array(
+    fc.option(
+      fc.record({ region: fc.constantFrom('South', 'North', '', null), tier: fc.constantFrom('gold', null) }),
+    ),
+    {
+      minLength: 5,
+      maxLength: 5,
+    },
+  ),
+  { minLength: 1, maxLength: 6 },
+)
+
+describe.each<DeletePolicy>(['invalidate', 'new_record', 'ignore'])(
+  'snapshot merges, deletes=%s (real DuckDB)',
+  (policy) => {
+    it('full extracts in order give the model history, absence handled by the policy; re-merging changes nothing', async () => {
+      await fc.assert(
+        fc.asyncProperty(snapshotsArb, async (snapshots) => {
+          const columns = COLUMNS.filter((c) => c.name !== 'changed_at' && c.name !== 'deleted')
+          const h = await ScdHarness.create(tableSpec({ deletes: policy }), columns)
+          try {
+            const events: ModelEvent[] = []
+            for (const [i, snapshot] of snapshots.entries()) {
+              const t = i * 10
+              const rows = snapshot.flatMap((state, k) => (state ? [{ customer_id: k + 1, ...state }] : []))
+              snapshot.forEach((state, k) => {
+                if (state) events.push({ key: k + 1, t, attrs: state })
+                else if (policy !== 'ignore') events.push({ key: k + 1, t })
+              })
+              const batchId = await h.stage(rows, { extractedAt: iso(t) })
+              await h.merge(batchId, { allowMassDelete: true })
+              const rowsAfter = await h.history()
+              assertInvariants(rowsAfter)
+              expect(actual(rowsAfter)).toEqual(expectedHistory(events, policy))
+              expect((await h.merge(batchId)).status).toBe('already-applied')
+              expect(await h.history()).toEqual(rowsAfter)
+            }
+          } finally {
+            await h.dispose()
+          }
+        }),
+        { numRuns: Number(process.env.DIMSYNC_PROPERTY_RUNS ?? 25) },
+      )
+    })
+  },
+)
