@@ -98,16 +98,19 @@ export async function makeSandbox(s3: S3rverHandle, dynamo: DynaliteHandle): Pro
   }
 }
 
-/** Collects what is written to stdout while `work` runs (Powertools writes JSON log lines and EMF there). */
+/**
+ * Collects what is written to stdout and stderr while `work` runs (Powertools writes JSON log lines and EMF
+ * there; warnings and errors go to stderr). Both reach CloudWatch in Lambda.
+ */
 export async function captureStdout<T>(work: () => Promise<T>): Promise<{ result: T; lines: unknown[] }> {
   const chunks: string[] = []
-  const original = process.stdout.write.bind(process.stdout)
-  process.stdout.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
+  const originals = [process.stdout.write, process.stderr.write] as const
+  const collect = ((chunk: string | Uint8Array) => {
     chunks.push(typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString())
     return true
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  }) as any
-  void original
+  }) as typeof process.stdout.write
+  process.stdout.write = collect
+  process.stderr.write = collect
   try {
     const result = await work()
     return { result, lines: parseLines(chunks.join('')) }
@@ -115,13 +118,14 @@ export async function captureStdout<T>(work: () => Promise<T>): Promise<{ result
     ;(error as { lines?: unknown[] }).lines = parseLines(chunks.join(''))
     throw error
   } finally {
-    process.stdout.write = original
+    process.stdout.write = originals[0]
+    process.stderr.write = originals[1]
   }
 }
 
 function parseLines(text: string): unknown[] {
   return text
     .split('\n')
-    .filter((line) => line.startsWith('{'))
+    .filter((line) => line.startsWith('{') && line.endsWith('}'))
     .map((line) => JSON.parse(line) as unknown)
 }
