@@ -1,0 +1,165 @@
+/**
+ * One dimsync Lambda (extract or merge) bundled from functions/<kind>/handler.ts with esbuild, DuckDB's native
+ * binding for the target architecture and dimsync.yaml copied into the bundle, its own role (no managed
+ * policies) and its own log group. Permissions beyond logging are granted by the caller, per table.
+ */
+import { existsSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import path from 'node:path'
+import { Duration, type RemovalPolicy, Validations } from 'aws-cdk-lib'
+import type * as ec2 from 'aws-cdk-lib/aws-ec2'
+import * as iam from 'aws-cdk-lib/aws-iam'
+import * as lambda from 'aws-cdk-lib/aws-lambda'
+import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs'
+import * as logs from 'aws-cdk-lib/aws-logs'
+import { Construct } from 'constructs'
+import { AWS_ENV } from '../../lib/runtime/aws-env.ts'
+import { BUNDLED_CONFIG_FILE, LAMBDA_RUNTIME_NAME, LAMBDA_TASK_ROOT, METRICS_NAMESPACE } from '../defaults.ts'
+
+const PROJECT_ROOT = fileURLToPath(new URL('../..', import.meta.url))
+const STAGE_SCRIPT = fileURLToPath(new URL('../bundling/stage-native-modules.mjs', import.meta.url))
+
+export interface LoaderFunctionProps {
+  readonly kind: 'extract' | 'merge'
+  /** Handler file; default functions/<kind>/handler.ts (tests pass a fixture). */
+  readonly entry?: string
+  readonly configPath: string
+  readonly architecture: 'arm64' | 'x86_64'
+  readonly memoryMb: number
+  readonly timeoutSeconds: number
+  readonly environment: Readonly<Record<string, string>>
+  readonly logRetentionDays: number
+  readonly removalPolicy: RemovalPolicy
+  readonly vpc?: {
+    readonly vpc: ec2.IVpc
+    readonly subnets: ec2.ISubnet[]
+    readonly securityGroups: ec2.ISecurityGroup[]
+  }
+  /** Describes which tables the function serves (in the console). */
+  readonly description: string
+}
+
+/** functions/<kind>/handler.ts, or index.ts where the functions keep their entry point. */
+export function defaultEntry(kind: 'extract' | 'merge'): string {
+  const folder = path.join(PROJECT_ROOT, 'functions', kind)
+  const found = ['handler.ts', 'index.ts'].map((f) => path.join(folder, f)).find((f) => existsSync(f))
+  if (found === undefined)
+    throw new Error(
+      `the ${kind} function is missing: neither ${folder}/handler.ts nor ${folder}/index.ts exists`,
+    )
+  return found
+}
+
+function shellQuote(value: string): string {
+  return `"${value.replace(/(["\\$`])/g, '\\$1')}"`
+}
+
+export class LoaderFunction extends Construct {
+  readonly function: NodejsFunction
+  readonly role: iam.Role
+  readonly logGroup: logs.LogGroup
+
+  constructor(scope: Construct, id: string, props: LoaderFunctionProps) {
+    super(scope, id)
+    const entry = props.entry ?? defaultEntry(props.kind)
+    const nodeArch = props.architecture === 'arm64' ? 'arm64' : 'x64'
+
+    this.logGroup = new logs.LogGroup(this, 'Logs', {
+      retention: props.logRetentionDays as logs.RetentionDays,
+      removalPolicy: props.removalPolicy,
+    })
+    this.role = new iam.Role(this, 'Role', {
+      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+      description: `dimsync ${props.kind}: ${props.description}`,
+    })
+    // Written by hand instead of AWSLambdaBasicExecutionRole: that managed policy may write to any log group.
+    this.role.addToPolicy(
+      new iam.PolicyStatement({
+        actions: ['logs:CreateLogStream', 'logs:PutLogEvents'],
+        resources: [this.logGroup.logGroupArn],
+      }),
+    )
+
+    this.function = new NodejsFunction(this, 'Function', {
+      entry,
+      handler: 'handler',
+      runtime: new lambda.Runtime(LAMBDA_RUNTIME_NAME, lambda.RuntimeFamily.NODEJS, {
+        supportsInlineCode: true,
+      }),
+      architecture: props.architecture === 'arm64' ? lambda.Architecture.ARM_64 : lambda.Architecture.X86_64,
+      memorySize: props.memoryMb,
+      timeout: Duration.seconds(props.timeoutSeconds),
+      description: `dimsync ${props.kind}: ${props.description}`,
+      role: this.role,
+      logGroup: this.logGroup,
+      loggingFormat: lambda.LoggingFormat.JSON,
+      tracing: lambda.Tracing.ACTIVE,
+      projectRoot: PROJECT_ROOT,
+      depsLockFilePath: path.join(PROJECT_ROOT, 'package-lock.json'),
+      environment: {
+        ...props.environment,
+        [AWS_ENV.configPath]: `${LAMBDA_TASK_ROOT}/${BUNDLED_CONFIG_FILE}`,
+        POWERTOOLS_SERVICE_NAME: `dimsync-${props.kind}`,
+        POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
+        NODE_OPTIONS: '--enable-source-maps',
+      },
+      ...(props.vpc !== undefined
+        ? {
+            vpc: props.vpc.vpc,
+            vpcSubnets: { subnets: props.vpc.subnets },
+            securityGroups: props.vpc.securityGroups,
+          }
+        : {}),
+      bundling: {
+        format: OutputFormat.ESM,
+        target: 'node22',
+        minify: false,
+        sourceMap: true,
+        // ESM bundles of CommonJS dependencies (pg, mysql2) still call require().
+        banner:
+          "import { createRequire as __dimsyncCreateRequire } from 'node:module'; const require = __dimsyncCreateRequire(import.meta.url);",
+        // The SDK is bundled at the pinned version instead of the runtime's, which changes without notice.
+        bundleAwsSDK: true,
+        externalModules: ['@duckdb/node-api', '@duckdb/node-bindings', 'pg-native'],
+        commandHooks: {
+          beforeBundling: () => [],
+          beforeInstall: () => [],
+          afterBundling: (_inputDir: string, outputDir: string) => [
+            [
+              'node',
+              shellQuote(STAGE_SCRIPT),
+              '--project',
+              shellQuote(PROJECT_ROOT),
+              '--out',
+              shellQuote(outputDir),
+              '--arch',
+              nodeArch,
+              '--config',
+              shellQuote(props.configPath),
+            ].join(' '),
+          ],
+        },
+      },
+    })
+
+    Validations.of(this.function).acknowledge({
+      id: 'AwsSolutions-L1',
+      reason:
+        'The runtime is pinned to nodejs22.x on purpose: the code and its DuckDB binary are tested on Node 20/22, ' +
+        'and a runtime that moves with the CDK version would change production on an unrelated deploy.',
+    })
+    // X-Ray segments are accepted for the whole account only: the service has no resource-level permissions.
+    Validations.of(this.role).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason: 'xray:PutTraceSegments and xray:PutTelemetryRecords support no resource-level permissions.',
+    })
+    if (props.vpc !== undefined) {
+      Validations.of(this.role).acknowledge({
+        id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole]',
+        reason:
+          'Lambda needs ec2:CreateNetworkInterface and friends to place the function in the VPC; the AWS managed ' +
+          'policy is the documented way and the actions cannot be scoped to resources known at deploy time.',
+      })
+    }
+  }
+}

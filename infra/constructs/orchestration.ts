@@ -1,0 +1,289 @@
+/**
+ * The state machine every run goes through, scheduled or started by hand from the console with
+ * `{"table": "customers", "mode": "full"}`:
+ *
+ *   CheckInput → Start → Extract ⟲ (while the extract says complete: false) → Merge → RecordSuccess → Done
+ *                          └──────────── any error ────────────┘→ RecordFailure → Notify → Failed
+ *
+ * Written in JSONata so the table → functions lookup, the metric values and the messages are computed in the
+ * definition, without a helper Lambda. Transient errors are retried with backoff; validation errors never are.
+ */
+import type { RemovalPolicy } from 'aws-cdk-lib'
+import { Duration, Stack, Validations } from 'aws-cdk-lib'
+import * as iam from 'aws-cdk-lib/aws-iam'
+import type * as lambda from 'aws-cdk-lib/aws-lambda'
+import * as logs from 'aws-cdk-lib/aws-logs'
+import type * as sns from 'aws-cdk-lib/aws-sns'
+import * as sfn from 'aws-cdk-lib/aws-stepfunctions'
+import { Construct } from 'constructs'
+import {
+  LAMBDA_SERVICE_ERRORS,
+  MAX_EXTRACT_PASSES,
+  METRIC,
+  METRICS_NAMESPACE,
+  NON_RETRYABLE_ERRORS,
+  RETRYABLE_FUNCTION_ERRORS,
+} from '../defaults.ts'
+
+export interface OrchestratedTable {
+  readonly name: string
+  readonly extract: lambda.IFunction
+  readonly merge: lambda.IFunction
+}
+
+export interface OrchestrationProps {
+  readonly tables: readonly OrchestratedTable[]
+  readonly topic: sns.ITopic
+  readonly logRetentionDays: number
+  readonly removalPolicy: RemovalPolicy
+}
+
+/** Retriers shared by the extract and merge tasks; the order matters (the first matching retrier wins). */
+export const RETRIERS: readonly sfn.RetryProps[] = [
+  { errors: [...NON_RETRYABLE_ERRORS], maxAttempts: 0 },
+  {
+    errors: [...RETRYABLE_FUNCTION_ERRORS],
+    interval: Duration.seconds(30),
+    backoffRate: 2,
+    maxAttempts: 6,
+    maxDelay: Duration.minutes(5),
+    jitterStrategy: sfn.JitterType.FULL,
+  },
+  {
+    errors: [...LAMBDA_SERVICE_ERRORS],
+    interval: Duration.seconds(2),
+    backoffRate: 2,
+    maxAttempts: 6,
+    jitterStrategy: sfn.JitterType.FULL,
+  },
+]
+
+const metric = (name: string, value: string, unit: string) => ({
+  MetricName: name,
+  Dimensions: [{ Name: 'Table', Value: '{% $table %}' }],
+  Value: value,
+  Unit: unit,
+})
+const orZero = (expr: string) => `{% $exists(${expr}) ? ${expr} : 0 %}`
+
+export class Orchestration extends Construct {
+  readonly stateMachine: sfn.StateMachine
+  readonly logGroup: logs.LogGroup
+
+  constructor(scope: Construct, id: string, props: OrchestrationProps) {
+    super(scope, id)
+    const names = props.tables.map((t) => t.name)
+    const lookup = Stack.of(this).toJsonString(
+      Object.fromEntries(
+        props.tables.map((t) => [t.name, { extract: t.extract.functionArn, merge: t.merge.functionArn }]),
+      ),
+    )
+    const example = `{"table": "${names[0]}", "mode": "full"}`
+    // Inside a JSONata string literal (double-quoted), the example's quotes must be escaped.
+    const quotedExample = example.replace(/"/g, '\\"')
+
+    const unknownTable = sfn.Fail.jsonata(this, 'UnknownTable', {
+      error: 'UnknownTable',
+      cause: `{% "table " & $string($states.input.table) & " is not deployed by this stack (tables: ${names.join(', ')}); start an execution with ${quotedExample}" %}`,
+    })
+    const invalidMode = sfn.Fail.jsonata(this, 'InvalidInput', {
+      error: 'InvalidInput',
+      cause: `{% "mode must be \\"full\\" or \\"incremental\\" (got " & $string($states.input.mode) & "); e.g. ${quotedExample}" %}`,
+    })
+    const start = sfn.Pass.jsonata(this, 'Start', {
+      assign: {
+        table: '{% $states.input.table %}',
+        mode: '{% $exists($states.input.mode) ? $states.input.mode : null %}',
+        reason:
+          '{% $exists($states.input.reason) ? $string($states.input.reason) : "started by hand: " & $states.context.Execution.Name %}',
+        functions: `{% $lookup(${lookup}, $states.input.table) %}`,
+        passes: 0,
+        resume: null,
+        batchId: null,
+      },
+    })
+
+    const extract = new sfn.CustomState(this, 'Extract', {
+      stateJson: {
+        Type: 'Task',
+        QueryLanguage: 'JSONata',
+        Resource: 'arn:aws:states:::lambda:invoke',
+        Arguments: {
+          FunctionName: '{% $functions.extract %}',
+          Payload:
+            "{% $merge([{'table': $table, 'reason': $reason}, $mode ? {'mode': $mode} : {}, " +
+            "$resume != null ? {'batchId': $batchId, 'resume': $resume} : {}]) %}",
+        },
+        Assign: {
+          extract: '{% $states.result.Payload %}',
+          batchId: '{% $states.result.Payload.batchId %}',
+          passes: '{% $passes + 1 %}',
+        },
+        Output: '{% $states.result.Payload %}',
+      },
+    })
+    const continueExtract = sfn.Pass.jsonata(this, 'ContinueExtract', {
+      comment: 'The extract stopped before its time limit and returned where to resume; call it again.',
+      assign: { resume: '{% $extract.resume %}' },
+    })
+    const extractDidNotFinish = sfn.Pass.jsonata(this, 'ExtractDidNotFinish', {
+      assign: {
+        error: {
+          Error: 'ExtractDidNotFinish',
+          Cause: `{% "table " & $table & ": the extract was still incomplete after ${MAX_EXTRACT_PASSES} passes (batch " & $batchId & ")" %}`,
+        },
+        failedStep: 'Extract',
+      },
+    })
+
+    const merge = new sfn.CustomState(this, 'Merge', {
+      stateJson: {
+        Type: 'Task',
+        QueryLanguage: 'JSONata',
+        Resource: 'arn:aws:states:::lambda:invoke',
+        Arguments: {
+          FunctionName: '{% $functions.merge %}',
+          Payload: "{% {'table': $table, 'batchId': $batchId} %}",
+        },
+        Assign: { merge: '{% $states.result.Payload %}' },
+        Output: '{% $states.result.Payload %}',
+      },
+    })
+
+    const recordSuccess = new sfn.CustomState(this, 'RecordSuccess', {
+      stateJson: {
+        Type: 'Task',
+        QueryLanguage: 'JSONata',
+        Resource: 'arn:aws:states:::aws-sdk:cloudwatch:putMetricData',
+        Arguments: {
+          Namespace: METRICS_NAMESPACE,
+          MetricData: [
+            metric(METRIC.succeeded, '{% 1 %}', 'Count'),
+            metric(METRIC.rows, orZero('$extract.rows'), 'Count'),
+            metric(METRIC.versionsInserted, orZero('$merge.counts.insertedVersions'), 'Count'),
+            metric(METRIC.versionsClosed, orZero('$merge.counts.closedVersions'), 'Count'),
+            metric(
+              METRIC.duration,
+              '{% ($millis() - $toMillis($states.context.Execution.StartTime)) / 1000 %}',
+              'Seconds',
+            ),
+          ],
+        },
+      },
+    })
+    const done = sfn.Succeed.jsonata(this, 'Done', {
+      outputs: {
+        table: '{% $table %}',
+        batchId: '{% $batchId %}',
+        rows: orZero('$extract.rows'),
+        merge: '{% $merge %}',
+      },
+    })
+
+    const recordFailure = new sfn.CustomState(this, 'RecordFailure', {
+      stateJson: {
+        Type: 'Task',
+        QueryLanguage: 'JSONata',
+        Resource: 'arn:aws:states:::aws-sdk:cloudwatch:putMetricData',
+        Arguments: { Namespace: METRICS_NAMESPACE, MetricData: [metric(METRIC.failed, '{% 1 %}', 'Count')] },
+      },
+    })
+    const notify = new sfn.CustomState(this, 'Notify', {
+      stateJson: {
+        Type: 'Task',
+        QueryLanguage: 'JSONata',
+        Resource: 'arn:aws:states:::sns:publish',
+        Arguments: {
+          TopicArn: props.topic.topicArn,
+          Subject:
+            '{% $substring("dimsync: " & $table & " failed in " & $failedStep & " (" & $error.Error & ")", 0, 100) %}',
+          Message:
+            "{% $string({'table': $table, 'mode': $mode, 'reason': $reason, 'step': $failedStep, 'batchId': $batchId, " +
+            "'error': $error.Error, 'cause': $error.Cause, 'execution': $states.context.Execution.Id}, true) %}",
+        },
+      },
+    })
+    const failed = sfn.Fail.jsonata(this, 'Failed', {
+      error: '{% $error.Error %}',
+      cause: '{% $error.Cause %}',
+    })
+
+    for (const task of [extract, merge]) for (const retry of RETRIERS) task.addRetry(retry)
+    extract.addCatch(recordFailure, {
+      errors: ['States.ALL'],
+      assign: { error: '{% $states.errorOutput %}', failedStep: 'Extract' },
+    })
+    merge.addCatch(recordFailure, {
+      errors: ['States.ALL'],
+      assign: { error: '{% $states.errorOutput %}', failedStep: 'Merge' },
+    })
+    // Bookkeeping must not turn a committed load into a failed run, nor hide the failure being reported.
+    recordSuccess.addCatch(done, { errors: ['States.ALL'] })
+    recordFailure.addCatch(notify, { errors: ['States.ALL'] })
+    notify.addCatch(failed, { errors: ['States.ALL'] })
+
+    const extractComplete = sfn.Choice.jsonata(this, 'ExtractComplete')
+      .when(
+        sfn.Condition.jsonata(`{% $extract.complete = false and $passes < ${MAX_EXTRACT_PASSES} %}`),
+        continueExtract.next(extract),
+      )
+      .when(sfn.Condition.jsonata('{% $extract.complete = false %}'), extractDidNotFinish.next(recordFailure))
+      .otherwise(merge.next(recordSuccess.next(done)))
+    recordFailure.next(notify.next(failed))
+
+    const checkInput = sfn.Choice.jsonata(this, 'CheckInput')
+      .when(
+        sfn.Condition.jsonata(
+          `{% $type($states.input.table) = "string" ? $not($exists($lookup(${lookup}, $states.input.table))) : true %}`,
+        ),
+        unknownTable,
+      )
+      .when(
+        sfn.Condition.jsonata(
+          '{% $exists($states.input.mode) and $not($states.input.mode in ["full", "incremental"]) %}',
+        ),
+        invalidMode,
+      )
+      .otherwise(start.next(extract.next(extractComplete)))
+
+    this.logGroup = new logs.LogGroup(this, 'Logs', {
+      retention: props.logRetentionDays as logs.RetentionDays,
+      removalPolicy: props.removalPolicy,
+    })
+    this.stateMachine = new sfn.StateMachine(this, 'StateMachine', {
+      comment: `dimsync: extract then merge one table (${names.join(', ')}); start with ${example}`,
+      definitionBody: sfn.DefinitionBody.fromChainable(checkInput),
+      queryLanguage: sfn.QueryLanguage.JSONATA,
+      stateMachineType: sfn.StateMachineType.STANDARD,
+      timeout: Duration.hours(24),
+      tracingEnabled: true,
+      logs: { destination: this.logGroup, level: sfn.LogLevel.ALL, includeExecutionData: true },
+    })
+
+    const functionArns = props.tables.flatMap((t) => [t.extract.functionArn, t.merge.functionArn])
+    this.stateMachine.addToRolePolicy(
+      new iam.PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [...new Set(functionArns)] }),
+    )
+    this.stateMachine.addToRolePolicy(
+      new iam.PolicyStatement({
+        actions: ['cloudwatch:PutMetricData'],
+        resources: ['*'],
+        conditions: { StringEquals: { 'cloudwatch:namespace': METRICS_NAMESPACE } },
+      }),
+    )
+    props.topic.grantPublish(this.stateMachine)
+
+    Validations.of(this.stateMachine.role).acknowledge({
+      id: 'AwsSolutions-IAM5[Action::kms:GenerateDataKey*]',
+      reason:
+        'Publishing to the encrypted notifications topic needs GenerateDataKey on its KMS key; the grant is on that ' +
+        'one key, the wildcard only covers the GenerateDataKey variants CDK grants for SNS publishing.',
+    })
+    Validations.of(this.stateMachine.role).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason:
+        'cloudwatch:PutMetricData (limited by a cloudwatch:namespace condition), X-Ray and the CloudWatch Logs ' +
+        'delivery actions Step Functions needs for its log group support no resource-level permissions.',
+    })
+  }
+}

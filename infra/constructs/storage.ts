@@ -1,0 +1,59 @@
+/**
+ * The staging bucket (Parquet batches between extract and merge) and the DynamoDB state table (watermarks,
+ * leases, run records, applied batch ids). Both are private, encrypted and kept on stack deletion by default.
+ */
+import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib'
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb'
+import * as s3 from 'aws-cdk-lib/aws-s3'
+import { Construct } from 'constructs'
+import { STAGING_PREFIX, STATE_TABLE_KEYS } from '../defaults.ts'
+
+export interface StorageProps {
+  /** Staged objects older than this are deleted: batches abandoned by a failed run, and merged ones. */
+  readonly stagingExpiryDays: number
+  readonly removalPolicy: RemovalPolicy
+}
+
+export class Storage extends Construct {
+  readonly bucket: s3.Bucket
+  readonly stateTable: dynamodb.Table
+
+  constructor(scope: Construct, id: string, props: StorageProps) {
+    super(scope, id)
+    this.bucket = new s3.Bucket(this, 'Staging', {
+      encryption: s3.BucketEncryption.S3_MANAGED,
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      enforceSSL: true,
+      minimumTLSVersion: 1.2,
+      objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      removalPolicy: props.removalPolicy,
+      lifecycleRules: [
+        {
+          id: 'expire-staged-batches',
+          prefix: `${STAGING_PREFIX}/`,
+          // A merged batch is history already in the warehouse; an abandoned one (no manifest) is never merged.
+          expiration: Duration.days(props.stagingExpiryDays),
+        },
+        // An extract killed mid-upload leaves parts of a multipart upload that are billed but invisible.
+        { id: 'abort-incomplete-uploads', abortIncompleteMultipartUploadAfter: Duration.days(1) },
+      ],
+    })
+    Validations.of(this.bucket).acknowledge({
+      id: 'AwsSolutions-S1',
+      reason:
+        'Staged batches are transient copies of source rows, written and read only by the two dimsync roles; ' +
+        'access is audited with CloudTrail data events when needed, a second bucket of access logs adds cost, not control.',
+    })
+
+    this.stateTable = new dynamodb.Table(this, 'State', {
+      partitionKey: { name: STATE_TABLE_KEYS.partitionKey, type: dynamodb.AttributeType.STRING },
+      sortKey: { name: STATE_TABLE_KEYS.sortKey, type: dynamodb.AttributeType.STRING },
+      billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      timeToLiveAttribute: STATE_TABLE_KEYS.ttl,
+      encryption: dynamodb.TableEncryption.AWS_MANAGED,
+      deletionProtection: props.removalPolicy === RemovalPolicy.RETAIN,
+      removalPolicy: props.removalPolicy,
+    })
+  }
+}

@@ -1,0 +1,65 @@
+/**
+ * One EventBridge Scheduler schedule per scheduled table, all starting the same state machine with the same
+ * input a person would type in the console: `{"table": "...", "mode": "...", "reason": "schedule"}`.
+ */
+import { Duration, TimeZone } from 'aws-cdk-lib'
+import * as iam from 'aws-cdk-lib/aws-iam'
+import * as scheduler from 'aws-cdk-lib/aws-scheduler'
+import * as targets from 'aws-cdk-lib/aws-scheduler-targets'
+import type * as sfn from 'aws-cdk-lib/aws-stepfunctions'
+import { Construct } from 'constructs'
+import type { ScheduleSpec } from '../../lib/core/table-spec.ts'
+
+export interface ScheduledTable {
+  readonly name: string
+  readonly mode: 'full' | 'incremental'
+  readonly schedule: ScheduleSpec
+}
+
+export interface TableSchedulesProps {
+  readonly tables: readonly ScheduledTable[]
+  readonly stateMachine: sfn.IStateMachine
+}
+
+/** The execution input a schedule sends; the console accepts the same JSON. */
+export function scheduledInput(table: ScheduledTable): Record<string, string> {
+  return { table: table.name, mode: table.mode, reason: 'schedule' }
+}
+
+export class TableSchedules extends Construct {
+  readonly schedules: Record<string, scheduler.Schedule> = {}
+  readonly group: scheduler.ScheduleGroup
+
+  constructor(scope: Construct, id: string, props: TableSchedulesProps) {
+    super(scope, id)
+    this.group = new scheduler.ScheduleGroup(this, 'Group', {})
+    // One role for every schedule, allowed to start this state machine only.
+    const role = new iam.Role(this, 'Role', {
+      assumedBy: new iam.ServicePrincipal('scheduler.amazonaws.com'),
+      description: 'dimsync schedules: start the loader state machine',
+    })
+    for (const table of props.tables) {
+      const { schedule } = table
+      this.schedules[table.name] = new scheduler.Schedule(this, `Schedule-${table.name}`, {
+        scheduleGroup: this.group,
+        description: `dimsync: load table ${table.name} (${schedule.expression}, ${schedule.timezone})`,
+        schedule: scheduler.ScheduleExpression.expression(
+          schedule.expression,
+          TimeZone.of(schedule.timezone),
+        ),
+        enabled: schedule.enabled,
+        timeWindow:
+          schedule.flexibleWindowMinutes > 0
+            ? scheduler.TimeWindow.flexible(Duration.minutes(schedule.flexibleWindowMinutes))
+            : scheduler.TimeWindow.off(),
+        target: new targets.StepFunctionsStartExecution(props.stateMachine, {
+          role,
+          input: scheduler.ScheduleTargetInput.fromObject(scheduledInput(table)),
+          // A missed start is caught by the staleness alarm; retrying later than an hour would overlap the next run.
+          retryAttempts: 3,
+          maxEventAge: Duration.hours(1),
+        }),
+      })
+    }
+  }
+}

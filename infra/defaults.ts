@@ -1,0 +1,57 @@
+/**
+ * Deployment constants shared by the constructs of the CDK app: names the functions, operators and dashboards
+ * rely on. Changing one is a breaking change for a deployed stack (alarms, IAM conditions, console input).
+ */
+
+/** Pinned: `Runtime.NODEJS_LATEST` moves with the CDK version and would change the runtime on an unrelated deploy. */
+export const LAMBDA_RUNTIME_NAME = 'nodejs22.x'
+export const DEFAULT_STACK_NAME = 'Dimsync'
+
+/** Key prefix of staged batches: `<prefix>/<table>/<batch id>/part-NNNNN.parquet` (see the S3 staging store). */
+export const STAGING_PREFIX = 'staging'
+/** Where dimsync.yaml sits inside each function bundle (DIMSYNC_CONFIG_PATH). */
+export const BUNDLED_CONFIG_FILE = 'dimsync.yaml'
+export const LAMBDA_TASK_ROOT = '/var/task'
+
+/** DynamoDB state table key schema and TTL attribute (single-table design of the DynamoDB state store). */
+export const STATE_TABLE_KEYS = Object.freeze({ partitionKey: 'pk', sortKey: 'sk', ttl: 'expiresAt' })
+
+/** CloudWatch namespace of the per-table metrics the state machine publishes (and the functions' Powertools). */
+export const METRICS_NAMESPACE = 'Dimsync'
+export const METRIC = Object.freeze({
+  succeeded: 'LoadSucceeded',
+  failed: 'LoadFailed',
+  rows: 'RowsExtracted',
+  versionsInserted: 'VersionsInserted',
+  versionsClosed: 'VersionsClosed',
+  duration: 'LoadDurationSeconds',
+})
+
+/**
+ * Errors thrown by the functions that retrying cannot fix: bad config or event, a batch breaking its contract, the
+ * mass-delete guard. Listed first in every retrier with zero attempts so they are never retried.
+ */
+export const NON_RETRYABLE_ERRORS = [
+  'ConfigError',
+  'BatchRejectedError',
+  'MassDeleteRefusedError',
+  'LeaseLostError',
+] as const
+
+/**
+ * Errors worth retrying with backoff: another run holds the table (LockHeldError), a function error marked
+ * `retryable` (the handlers report it with errorType RetryableError), and Lambda service hiccups.
+ */
+export const RETRYABLE_FUNCTION_ERRORS = ['LockHeldError', 'RetryableError'] as const
+export const LAMBDA_SERVICE_ERRORS = [
+  'Lambda.ServiceException',
+  'Lambda.AWSLambdaException',
+  'Lambda.SdkClientException',
+  'Lambda.TooManyRequestsException',
+] as const
+
+/** Upper bound on extract passes of one run (a resumable extract continues in a loop, see the state machine). */
+export const MAX_EXTRACT_PASSES = 48
+
+/** CloudWatch evaluates an alarm over at most 7 days (1 day for periods under an hour). */
+export const MAX_ALARM_WINDOW_MINUTES = 7 * 24 * 60

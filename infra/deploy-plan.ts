@@ -1,0 +1,142 @@
+/**
+ * What the CDK app deploys for a dimsync.yaml, decided without constructing anything: function size classes and
+ * which tables use them, schedules, staleness windows, secrets. Pure, so the rules that only matter on AWS (no
+ * file sources, a secret for every database URL, a BigQuery warehouse) fail with the CLI's ConfigError format.
+ */
+import { ConfigError } from '../lib/core/errors.ts'
+import type { LambdaSizeSpec, ProjectSpec, ScheduleSpec } from '../lib/core/table-spec.ts'
+import { DEFAULT_STACK_NAME, MAX_ALARM_WINDOW_MINUTES } from './defaults.ts'
+
+/** One pair of functions (extract, merge) with one memory/timeout setting, shared by the tables of that size. */
+export interface FunctionClassPlan {
+  /** Construct id part: `Medium`, or `Custom1536mb300s`. */
+  readonly id: string
+  readonly memoryMb: number
+  readonly timeoutSeconds: number
+  readonly tables: readonly string[]
+}
+
+export interface TablePlan {
+  readonly name: string
+  readonly mode: 'full' | 'incremental'
+  readonly functionClass: string
+  readonly schedule?: ScheduleSpec
+  /** Twice the longest scheduled gap, when an alarm can cover it; absent: no staleness alarm. */
+  readonly stalenessWindowMinutes?: number
+  /** Why a scheduled table has no staleness alarm (shown as a synth warning). */
+  readonly stalenessSkipped?: string
+  /** url_env of a database source and the secret that holds its URL. */
+  readonly source?: { readonly urlEnv: string; readonly secret: string }
+}
+
+export interface DeploymentPlan {
+  readonly configPath: string
+  readonly stackName: string
+  readonly architecture: 'arm64' | 'x86_64'
+  readonly classes: readonly FunctionClassPlan[]
+  readonly tables: readonly TablePlan[]
+  readonly bigQuerySecret?: string
+  readonly vpc?: {
+    readonly vpcId: string
+    readonly subnetIds: readonly string[]
+    readonly securityGroupIds: readonly string[]
+  }
+  readonly alarmEmail?: string
+  readonly logRetentionDays: number
+  readonly stagingExpiryDays: number
+  readonly removalPolicy: 'retain' | 'destroy'
+}
+
+const DEFAULT_SIZE: LambdaSizeSpec = { sizeClass: 'medium', memoryMb: 2048, timeoutSeconds: 900 }
+
+function classId(size: LambdaSizeSpec): string {
+  if (size.sizeClass !== 'custom') return size.sizeClass[0]!.toUpperCase() + size.sizeClass.slice(1)
+  return `Custom${size.memoryMb}mb${size.timeoutSeconds}s`
+}
+
+/**
+ * Plans the deployment of a resolved project. Throws ConfigError (file, one line per problem, paths as in the
+ * YAML) for what cannot run on AWS.
+ */
+export function planDeployment(project: ProjectSpec): DeploymentPlan {
+  const issues: string[] = []
+  const aws = project.aws
+  const warehouseType = project.warehouse.type as string
+  if (warehouseType !== 'bigquery') {
+    issues.push(
+      `warehouse.type: "${warehouseType}" cannot be deployed to AWS: a function's disk lasts one invocation; ` +
+        'set warehouse: { type: bigquery, ... } (DuckDB is for dimsync run on one machine)',
+    )
+  } else if (aws?.bigQuerySecret === undefined) {
+    issues.push(
+      'aws.bigquery_secret: is required to deploy a BigQuery warehouse (the name or ARN of a Secrets Manager ' +
+        'secret holding the service-account JSON)',
+    )
+  }
+
+  const classes = new Map<string, { memoryMb: number; timeoutSeconds: number; tables: string[] }>()
+  const tables: TablePlan[] = project.tables.map((table, index) => {
+    const size = table.lambda ?? DEFAULT_SIZE
+    const id = classId(size)
+    const entry = classes.get(id) ?? {
+      memoryMb: size.memoryMb,
+      timeoutSeconds: size.timeoutSeconds,
+      tables: [],
+    }
+    entry.tables.push(table.name)
+    classes.set(id, entry)
+
+    let source: TablePlan['source']
+    if (table.source.type === 'file') {
+      issues.push(
+        `tables[${index}].source.type: file sources cannot run on AWS Lambda (the function cannot read your ` +
+          `files); use a postgres or mysql source, or load table ${table.name} with dimsync run`,
+      )
+    } else {
+      const secret = aws?.secrets[table.source.urlEnv]
+      if (secret === undefined) {
+        issues.push(
+          `tables[${index}].source.url_env: ${table.source.urlEnv} has no secret; add ` +
+            `aws: { secrets: { ${table.source.urlEnv}: <secret name or ARN> } } (the secret's value is the connection URL)`,
+        )
+      } else source = { urlEnv: table.source.urlEnv, secret }
+    }
+
+    const schedule = table.schedule
+    let stalenessWindowMinutes: number | undefined
+    let stalenessSkipped: string | undefined
+    if (schedule !== undefined && schedule.enabled) {
+      const window = 2 * schedule.maxIntervalMinutes
+      if (schedule.maxIntervalMinutes === 0) stalenessSkipped = `${schedule.expression} never runs again`
+      else if (window > MAX_ALARM_WINDOW_MINUTES)
+        stalenessSkipped =
+          `twice the interval of ${schedule.expression} is longer than 7 days, the longest window a ` +
+          'CloudWatch alarm evaluates'
+      else stalenessWindowMinutes = window
+    }
+    return {
+      name: table.name,
+      mode: table.extract.mode,
+      functionClass: id,
+      ...(schedule !== undefined ? { schedule } : {}),
+      ...(stalenessWindowMinutes !== undefined ? { stalenessWindowMinutes } : {}),
+      ...(stalenessSkipped !== undefined ? { stalenessSkipped } : {}),
+      ...(source !== undefined ? { source } : {}),
+    }
+  })
+  if (issues.length > 0) throw new ConfigError(project.configPath, issues)
+
+  return {
+    configPath: project.configPath,
+    stackName: aws?.stackName ?? DEFAULT_STACK_NAME,
+    architecture: aws?.architecture ?? 'x86_64',
+    classes: [...classes].map(([id, c]) => ({ id, ...c })),
+    tables,
+    ...(aws?.bigQuerySecret !== undefined ? { bigQuerySecret: aws.bigQuerySecret } : {}),
+    ...(aws?.vpc !== undefined ? { vpc: aws.vpc } : {}),
+    ...(aws?.alarmEmail !== undefined ? { alarmEmail: aws.alarmEmail } : {}),
+    logRetentionDays: aws?.logRetentionDays ?? 30,
+    stagingExpiryDays: aws?.stagingExpiryDays ?? 7,
+    removalPolicy: aws?.removalPolicy ?? 'retain',
+  }
+}

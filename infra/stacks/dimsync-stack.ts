@@ -1,0 +1,224 @@
+/**
+ * The whole loader for the tables of one dimsync.yaml: storage, one extract/merge function pair per size class,
+ * the state machine, the schedules, notifications, alarms and a dashboard. Every function may touch only the
+ * bucket prefixes, state table and secrets of the tables it serves.
+ */
+import { Annotations, CfnOutput, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib'
+import * as ec2 from 'aws-cdk-lib/aws-ec2'
+import * as iam from 'aws-cdk-lib/aws-iam'
+import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager'
+import type { Construct } from 'constructs'
+import { AWS_ENV } from '../../lib/runtime/aws-env.ts'
+import { LoaderFunction } from '../constructs/loader-function.ts'
+import { Monitoring, Notifications } from '../constructs/monitoring.ts'
+import { Orchestration, type OrchestratedTable } from '../constructs/orchestration.ts'
+import { Storage } from '../constructs/storage.ts'
+import { TableSchedules, type ScheduledTable } from '../constructs/table-schedules.ts'
+import { STAGING_PREFIX } from '../defaults.ts'
+import type { DeploymentPlan, FunctionClassPlan } from '../deploy-plan.ts'
+
+export interface DimsyncStackProps extends StackProps {
+  readonly plan: DeploymentPlan
+  /** Handler files; default functions/extract/handler.ts and functions/merge/handler.ts. */
+  readonly handlerEntries?: { readonly extract?: string; readonly merge?: string }
+}
+
+const FULL_SECRET_ARN = /^arn:[^:]+:secretsmanager:[^:]+:\d{12}:secret:.+-[A-Za-z0-9]{6}$/
+
+export class DimsyncStack extends Stack {
+  readonly storage: Storage
+  readonly functions: Record<string, { readonly extract: LoaderFunction; readonly merge: LoaderFunction }> =
+    {}
+  readonly orchestration: Orchestration
+  readonly schedules: TableSchedules
+  readonly monitoring: Monitoring
+  readonly #secrets = new Map<string, secretsmanager.ISecret>()
+
+  constructor(scope: Construct, id: string, props: DimsyncStackProps) {
+    super(scope, id, props)
+    const { plan } = props
+    const removalPolicy = plan.removalPolicy === 'destroy' ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN
+    this.storage = new Storage(this, 'Storage', { stagingExpiryDays: plan.stagingExpiryDays, removalPolicy })
+    const notifications = new Notifications(this, 'Notifications', {
+      ...(plan.alarmEmail !== undefined ? { alarmEmail: plan.alarmEmail } : {}),
+    })
+    const vpc = this.#vpc(plan)
+    const bigQuerySecret =
+      plan.bigQuerySecret !== undefined ? this.#secret('BigQuerySecret', plan.bigQuerySecret) : undefined
+
+    const common = {
+      [AWS_ENV.stagingBucket]: this.storage.bucket.bucketName,
+      [AWS_ENV.stagingPrefix]: STAGING_PREFIX,
+      [AWS_ENV.stateTable]: this.storage.stateTable.tableName,
+      [AWS_ENV.warehouse]: 'bigquery',
+    }
+    const orchestrated: OrchestratedTable[] = []
+    for (const fnClass of plan.classes) {
+      const tables = plan.tables.filter((t) => t.functionClass === fnClass.id)
+      const sources = tables.flatMap((t) => (t.source === undefined ? [] : [t.source]))
+      const sourceSecrets = sources.map((s) => ({ ...s, ref: this.#secret(`Secret-${s.urlEnv}`, s.secret) }))
+      const base = {
+        configPath: plan.configPath,
+        architecture: plan.architecture,
+        memoryMb: fnClass.memoryMb,
+        timeoutSeconds: fnClass.timeoutSeconds,
+        logRetentionDays: plan.logRetentionDays,
+        removalPolicy,
+        description: `tables ${fnClass.tables.join(', ')}`,
+        ...(vpc !== undefined ? { vpc } : {}),
+      }
+      const extract = new LoaderFunction(this, `Extract${fnClass.id}`, {
+        ...base,
+        kind: 'extract',
+        ...(props.handlerEntries?.extract !== undefined ? { entry: props.handlerEntries.extract } : {}),
+        environment: {
+          ...common,
+          ...Object.fromEntries(sourceSecrets.map((s) => [s.urlEnv, s.ref.secretArn])),
+        },
+      })
+      const merge = new LoaderFunction(this, `Merge${fnClass.id}`, {
+        ...base,
+        kind: 'merge',
+        ...(props.handlerEntries?.merge !== undefined ? { entry: props.handlerEntries.merge } : {}),
+        environment: {
+          ...common,
+          ...(bigQuerySecret !== undefined ? { [AWS_ENV.bigQuerySecretArn]: bigQuerySecret.secretArn } : {}),
+        },
+      })
+      this.#grantStaging(extract, fnClass, [
+        's3:PutObject',
+        's3:GetObject',
+        's3:DeleteObject',
+        's3:AbortMultipartUpload',
+      ])
+      this.#grantStaging(merge, fnClass, ['s3:GetObject', 's3:DeleteObject'])
+      for (const fn of [extract, merge]) {
+        fn.role.addToPolicy(
+          new iam.PolicyStatement({
+            actions: [
+              'dynamodb:GetItem',
+              'dynamodb:PutItem',
+              'dynamodb:UpdateItem',
+              'dynamodb:DeleteItem',
+              'dynamodb:Query',
+              'dynamodb:ConditionCheckItem',
+            ],
+            resources: [this.storage.stateTable.tableArn],
+          }),
+        )
+      }
+      for (const s of sourceSecrets) s.ref.grantRead(extract.role)
+      bigQuerySecret?.grantRead(merge.role)
+      this.#acknowledgeSecretWildcards(
+        extract,
+        sourceSecrets.map((s) => s.secret),
+      )
+      if (plan.bigQuerySecret !== undefined) this.#acknowledgeSecretWildcards(merge, [plan.bigQuerySecret])
+
+      this.functions[fnClass.id] = { extract, merge }
+      for (const t of tables)
+        orchestrated.push({ name: t.name, extract: extract.function, merge: merge.function })
+    }
+
+    const order = plan.tables.map((t) => t.name)
+    orchestrated.sort((a, b) => order.indexOf(a.name) - order.indexOf(b.name))
+    this.orchestration = new Orchestration(this, 'Orchestration', {
+      tables: orchestrated,
+      topic: notifications.topic,
+      logRetentionDays: plan.logRetentionDays,
+      removalPolicy,
+    })
+    this.schedules = new TableSchedules(this, 'Schedules', {
+      tables: plan.tables.filter((t): t is ScheduledTable & typeof t => t.schedule !== undefined),
+      stateMachine: this.orchestration.stateMachine,
+    })
+    this.monitoring = new Monitoring(this, 'Monitoring', {
+      tables: plan.tables,
+      topic: notifications.topic,
+      stateMachine: this.orchestration.stateMachine,
+    })
+    for (const t of plan.tables) {
+      if (t.stalenessSkipped !== undefined)
+        Annotations.of(this).addWarningV2(
+          'dimsync:noStalenessAlarm',
+          `table ${t.name} has no staleness alarm: ${t.stalenessSkipped}`,
+        )
+    }
+
+    new CfnOutput(this, 'StateMachineArn', { value: this.orchestration.stateMachine.stateMachineArn })
+    new CfnOutput(this, 'StagingBucketName', { value: this.storage.bucket.bucketName })
+    new CfnOutput(this, 'StateTableName', { value: this.storage.stateTable.tableName })
+    new CfnOutput(this, 'NotificationTopicArn', { value: notifications.topic.topicArn })
+  }
+
+  #secret(id: string, ref: string): secretsmanager.ISecret {
+    const known = this.#secrets.get(ref)
+    if (known !== undefined) return known
+    const secret = !ref.startsWith('arn:')
+      ? secretsmanager.Secret.fromSecretNameV2(this, id, ref)
+      : FULL_SECRET_ARN.test(ref)
+        ? secretsmanager.Secret.fromSecretCompleteArn(this, id, ref)
+        : secretsmanager.Secret.fromSecretPartialArn(this, id, ref)
+    this.#secrets.set(ref, secret)
+    return secret
+  }
+
+  /** Objects and listing under `staging/<table>/` of the class's tables only. */
+  #grantStaging(fn: LoaderFunction, fnClass: FunctionClassPlan, actions: string[]): void {
+    const bucket = this.storage.bucket
+    fn.role.addToPolicy(
+      new iam.PolicyStatement({
+        actions,
+        resources: fnClass.tables.map((t) => bucket.arnForObjects(`${STAGING_PREFIX}/${t}/*`)),
+      }),
+    )
+    fn.role.addToPolicy(
+      new iam.PolicyStatement({
+        actions: ['s3:ListBucket'],
+        resources: [bucket.bucketArn],
+        conditions: { StringLike: { 's3:prefix': fnClass.tables.map((t) => `${STAGING_PREFIX}/${t}/*`) } },
+      }),
+    )
+    const bucketId = this.resolve((bucket.node.defaultChild as unknown as { logicalId: string }).logicalId)
+    for (const t of fnClass.tables) {
+      Validations.of(fn.role).acknowledge({
+        id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/${STAGING_PREFIX}/${t}/*]`,
+        reason: `The function writes and reads the staged batches of table ${t}: every object under its own prefix, whose keys are batch ids.`,
+      })
+    }
+  }
+
+  /** A secret named without its ARN suffix is granted as `name-??????` (the suffix AWS appends). */
+  #acknowledgeSecretWildcards(fn: LoaderFunction, refs: readonly string[]): void {
+    for (const ref of new Set(refs)) {
+      if (ref.startsWith('arn:') && FULL_SECRET_ARN.test(ref)) continue
+      const arn = ref.startsWith('arn:')
+        ? `${ref}-??????`
+        : `arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:${ref}-??????`
+      Validations.of(fn.role).acknowledge({
+        id: `AwsSolutions-IAM5[Resource::${arn}]`,
+        reason: `Secret ${ref} is referenced by name; Secrets Manager appends a random 6-character suffix to its ARN, matched by ??????.`,
+      })
+    }
+  }
+
+  #vpc(plan: DeploymentPlan) {
+    if (plan.vpc === undefined) return undefined
+    const vpc = ec2.Vpc.fromVpcAttributes(this, 'Vpc', {
+      vpcId: plan.vpc.vpcId,
+      availabilityZones: ['dummy'],
+    })
+    const subnets = plan.vpc.subnetIds.map((id) => ec2.Subnet.fromSubnetId(this, `Subnet-${id}`, id))
+    const securityGroups =
+      plan.vpc.securityGroupIds.length > 0
+        ? plan.vpc.securityGroupIds.map((id) => ec2.SecurityGroup.fromSecurityGroupId(this, `Sg-${id}`, id))
+        : [
+            new ec2.SecurityGroup(this, 'FunctionsSecurityGroup', {
+              vpc,
+              description: 'dimsync functions: outbound only (databases, S3, DynamoDB, BigQuery)',
+              allowAllOutbound: true,
+            }),
+          ]
+    return { vpc, subnets, securityGroups }
+  }
+}

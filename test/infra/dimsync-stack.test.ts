@@ -1,0 +1,387 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { Match, Template } from 'aws-cdk-lib/assertions'
+import * as s3 from 'aws-cdk-lib/aws-s3'
+import { beforeAll, describe, expect, it } from 'vitest'
+import { parseProject } from '../../lib/config/index.ts'
+import { ConfigError } from '../../lib/core/errors.ts'
+import type { ProjectSpec } from '../../lib/core/table-spec.ts'
+import { buildApp } from '../../infra/build-app.ts'
+import { planDeployment } from '../../infra/deploy-plan.ts'
+
+const FIXTURE = path.join(import.meta.dirname, 'fixtures', 'handler.ts')
+const NO_BUNDLING = { 'aws:cdk:bundling-stacks': [] }
+
+export const AWS_YAML = `
+version: 1
+defaults:
+  schedule: { timezone: Europe/Paris }
+tables:
+  - name: customers
+    source: { type: postgres, url_env: SHOP_DB_URL, table: public.customers }
+    key: customer_id
+    schedule: { expression: rate(1 hour), flexible_window_minutes: 15 }
+  - name: orders
+    source: { type: mysql, url_env: ORDERS_DB_URL, table: orders }
+    key: order_id
+    extract: { mode: incremental, cursor: updated_at }
+    schedule: cron(0 3 * * ? *)
+    lambda: large
+  - name: products
+    source: { type: postgres, url_env: SHOP_DB_URL, table: public.products }
+    key: sku
+    schedule: { expression: rate(15 minutes), enabled: false }
+aws:
+  secrets:
+    SHOP_DB_URL: dimsync/shop-db
+    ORDERS_DB_URL: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:dimsync/orders-AbCdEf'
+  bigquery_secret: dimsync/bigquery
+  alarm_email: ops@example.com
+`
+
+/** The BigQuery warehouse section belongs to another change; until it lands, tests set the type directly. */
+function bigQueryProject(yaml: string, file = '/deploy/dimsync.yaml'): ProjectSpec {
+  const project = parseProject(yaml, file)
+  return { ...project, warehouse: { type: 'bigquery' } as unknown as ProjectSpec['warehouse'] }
+}
+
+function tempOutdir(): string {
+  return mkdtempSync(path.join(tmpdir(), 'dimsync-cdk-'))
+}
+
+type Statement = { Action: string | string[]; Resource: unknown; Condition?: unknown }
+
+function statementsOf(template: Template, rolePrefix: string): Statement[] {
+  const policies = template.findResources('AWS::IAM::Policy')
+  return Object.entries(policies)
+    .filter(([id]) => id.startsWith(rolePrefix))
+    .flatMap(
+      ([, policy]) =>
+        (policy as { Properties: { PolicyDocument: { Statement: Statement[] } } }).Properties.PolicyDocument
+          .Statement,
+    )
+}
+
+function definitionOf(template: Template): { States: Record<string, Record<string, unknown>> } {
+  const machines = Object.values(template.findResources('AWS::StepFunctions::StateMachine'))
+  expect(machines).toHaveLength(1)
+  const parts = (machines[0] as { Properties: { DefinitionString: { 'Fn::Join': [string, unknown[]] } } })
+    .Properties.DefinitionString['Fn::Join'][1]
+  // Tokens (function and topic ARNs) only occur inside JSON strings of the definition.
+  return JSON.parse(parts.map((p) => (typeof p === 'string' ? p : '<token>')).join(''))
+}
+
+describe('DimsyncStack (bundling skipped)', () => {
+  let template: Template
+  let report: { pluginReports: { pluginName: string; conclusion: string; violations: unknown[] }[] }
+
+  beforeAll(async () => {
+    const outdir = tempOutdir()
+    const { app, stack } = await buildApp({
+      project: bigQueryProject(AWS_YAML),
+      appProps: { outdir, context: NO_BUNDLING },
+      handlerEntries: { extract: FIXTURE, merge: FIXTURE },
+    })
+    // synth runs the cdk-nag plugin; it throws when a finding is not acknowledged.
+    app.synth()
+    template = Template.fromStack(stack)
+    report = JSON.parse(readFileSync(path.join(outdir, 'validation-report.json'), 'utf8'))
+  })
+
+  it('passes cdk-nag AwsSolutions with no unacknowledged finding', () => {
+    expect(report.pluginReports.flatMap((r) => r.violations)).toEqual([])
+  })
+
+  it('runs cdk-nag during synth: an unacknowledged finding fails it', async () => {
+    const { app, stack } = await buildApp({
+      project: bigQueryProject(AWS_YAML),
+      appProps: { outdir: tempOutdir(), context: NO_BUNDLING },
+      handlerEntries: { extract: FIXTURE, merge: FIXTURE },
+    })
+    new s3.Bucket(stack, 'UnloggedBucket', { enforceSSL: true })
+    expect(() => app.synth()).toThrow(/Dimsync\/UnloggedBucket\/Resource[\s\S]*AwsSolutions-S1\b/)
+  })
+
+  it('creates one schedule per scheduled table, with its expression, zone, window, state and input', () => {
+    template.resourceCountIs('AWS::Scheduler::Schedule', 3)
+    template.hasResourceProperties('AWS::Scheduler::Schedule', {
+      ScheduleExpression: 'rate(1 hour)',
+      ScheduleExpressionTimezone: 'Europe/Paris',
+      FlexibleTimeWindow: { Mode: 'FLEXIBLE', MaximumWindowInMinutes: 15 },
+      State: 'ENABLED',
+      Target: Match.objectLike({
+        Input: JSON.stringify({ table: 'customers', mode: 'full', reason: 'schedule' }),
+      }),
+    })
+    template.hasResourceProperties('AWS::Scheduler::Schedule', {
+      ScheduleExpression: 'cron(0 3 * * ? *)',
+      FlexibleTimeWindow: { Mode: 'OFF' },
+      Target: Match.objectLike({
+        Input: JSON.stringify({ table: 'orders', mode: 'incremental', reason: 'schedule' }),
+      }),
+    })
+    template.hasResourceProperties('AWS::Scheduler::Schedule', {
+      ScheduleExpression: 'rate(15 minutes)',
+      State: 'DISABLED',
+    })
+    expect(statementsOf(template, 'SchedulesRole')).toEqual([
+      {
+        Action: 'states:StartExecution',
+        Effect: 'Allow',
+        Resource: { Ref: expect.stringMatching(/^OrchestrationStateMachine/) },
+      },
+    ])
+  })
+
+  it('retries transient errors with backoff, never validation errors, and catches everything', () => {
+    const { States } = definitionOf(template)
+    for (const step of ['Extract', 'Merge']) {
+      const retry = States[step]!.Retry as {
+        ErrorEquals: string[]
+        MaxAttempts: number
+        BackoffRate?: number
+      }[]
+      expect(retry[0]).toEqual({
+        ErrorEquals: ['ConfigError', 'BatchRejectedError', 'MassDeleteRefusedError', 'LeaseLostError'],
+        MaxAttempts: 0,
+      })
+      expect(retry[1]).toMatchObject({ ErrorEquals: ['LockHeldError', 'RetryableError'], BackoffRate: 2 })
+      expect(retry[2]!.ErrorEquals).toContain('Lambda.TooManyRequestsException')
+      expect(retry.flatMap((r) => r.ErrorEquals)).not.toContain('States.ALL')
+      expect(States[step]!.Catch).toEqual([
+        {
+          ErrorEquals: ['States.ALL'],
+          Next: 'RecordFailure',
+          Assign: { error: '{% $states.errorOutput %}', failedStep: step },
+        },
+      ])
+    }
+    expect(States.RecordFailure!.Next).toBe('Notify')
+    expect(States.Notify!.Resource).toBe('arn:aws:states:::sns:publish')
+    expect(States.Failed).toMatchObject({ Type: 'Fail', Error: '{% $error.Error %}' })
+  })
+
+  it('loops the extract while it reports complete: false, and refuses unknown tables up front', () => {
+    const { States } = definitionOf(template)
+    expect(States.ContinueExtract!.Next).toBe('Extract')
+    const choice = States.ExtractComplete as {
+      Choices: { Condition: string; Next: string }[]
+      Default: string
+    }
+    expect(choice.Choices[0]).toEqual({
+      Condition: '{% $extract.complete = false and $passes < 48 %}',
+      Next: 'ContinueExtract',
+    })
+    expect(choice.Default).toBe('Merge')
+    const check = States.CheckInput as { Choices: { Next: string }[]; Default: string }
+    expect(check.Choices.map((c) => c.Next)).toEqual(['UnknownTable', 'InvalidInput'])
+    expect(States.UnknownTable!.Cause).toBe(
+      '{% "table " & $string($states.input.table) & " is not deployed by this stack (tables: customers, orders, products); ' +
+        'start an execution with {\\"table\\": \\"customers\\", \\"mode\\": \\"full\\"}" %}',
+    )
+  })
+
+  it('lets each function touch only its tables’ prefixes, the state table and its own secrets', () => {
+    const extract = statementsOf(template, 'ExtractMediumRole')
+    const objects = extract.find((s) => (s.Action as string[]).includes('s3:PutObject'))!
+    expect(JSON.stringify(objects.Resource)).toContain('/staging/customers/*')
+    expect(JSON.stringify(objects.Resource)).toContain('/staging/products/*')
+    expect(JSON.stringify(objects.Resource)).not.toContain('orders')
+    expect(extract.find((s) => s.Action === 's3:ListBucket')!.Condition).toEqual({
+      StringLike: { 's3:prefix': ['staging/customers/*', 'staging/products/*'] },
+    })
+    const secrets = extract.filter((s) => (s.Action as string[]).includes('secretsmanager:GetSecretValue'))
+    expect(JSON.stringify(secrets)).toContain('secret:dimsync/shop-db-??????')
+    expect(JSON.stringify(secrets)).not.toContain('bigquery')
+    expect(JSON.stringify(secrets)).not.toContain('orders')
+
+    const largeExtract = JSON.stringify(statementsOf(template, 'ExtractLargeRole'))
+    expect(largeExtract).toContain(
+      'arn:aws:secretsmanager:eu-west-1:123456789012:secret:dimsync/orders-AbCdEf',
+    )
+    expect(largeExtract).not.toContain('shop-db')
+
+    const merge = JSON.stringify(statementsOf(template, 'MergeMediumRole'))
+    expect(merge).toContain('secret:dimsync/bigquery-??????')
+    expect(merge).not.toContain('shop-db')
+    expect(merge).not.toContain('s3:PutObject')
+    for (const role of ['ExtractMediumRole', 'MergeMediumRole', 'ExtractLargeRole', 'MergeLargeRole']) {
+      const wildcard = statementsOf(template, role).filter((s) => s.Resource === '*')
+      expect(wildcard.map((s) => s.Action)).toEqual([['xray:PutTraceSegments', 'xray:PutTelemetryRecords']])
+    }
+    template.resourcePropertiesCountIs('AWS::IAM::Role', { ManagedPolicyArns: Match.anyValue() }, 0)
+  })
+
+  it('deploys pinned nodejs22.x functions sized per class, with the env contract', () => {
+    template.resourceCountIs('AWS::Lambda::Function', 4)
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Runtime: 'nodejs22.x',
+      Architectures: ['x86_64'],
+      MemorySize: 4096,
+      Timeout: 900,
+      Environment: {
+        Variables: Match.objectLike({
+          DIMSYNC_CONFIG_PATH: '/var/task/dimsync.yaml',
+          DIMSYNC_STAGING_PREFIX: 'staging',
+          DIMSYNC_WAREHOUSE: 'bigquery',
+          ORDERS_DB_URL: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:dimsync/orders-AbCdEf',
+        }),
+      },
+    })
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      MemorySize: 2048,
+      Environment: { Variables: Match.objectLike({ DIMSYNC_BIGQUERY_SECRET_ARN: Match.anyValue() }) },
+    })
+    template.allResourcesProperties('AWS::Logs::LogGroup', { RetentionInDays: 30 })
+  })
+
+  it('keeps staging private, encrypted, TLS-only, and expires abandoned batches', () => {
+    template.hasResourceProperties('AWS::S3::Bucket', {
+      BucketEncryption: {
+        ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }],
+      },
+      PublicAccessBlockConfiguration: {
+        BlockPublicAcls: true,
+        BlockPublicPolicy: true,
+        IgnorePublicAcls: true,
+        RestrictPublicBuckets: true,
+      },
+      LifecycleConfiguration: {
+        Rules: [
+          { Id: 'expire-staged-batches', Prefix: 'staging/', ExpirationInDays: 7, Status: 'Enabled' },
+          {
+            Id: 'abort-incomplete-uploads',
+            AbortIncompleteMultipartUpload: { DaysAfterInitiation: 1 },
+            Status: 'Enabled',
+          },
+        ],
+      },
+    })
+    template.hasResourceProperties('AWS::S3::BucketPolicy', {
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+        ]),
+      },
+    })
+    template.hasResource('AWS::S3::Bucket', { DeletionPolicy: 'Retain' })
+    template.hasResourceProperties('AWS::DynamoDB::Table', {
+      BillingMode: 'PAY_PER_REQUEST',
+      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+      TimeToLiveSpecification: { AttributeName: 'expiresAt', Enabled: true },
+      KeySchema: [
+        { AttributeName: 'pk', KeyType: 'HASH' },
+        { AttributeName: 'sk', KeyType: 'RANGE' },
+      ],
+    })
+  })
+
+  it('alarms on failed runs per table and on staleness at twice the interval of enabled schedules', () => {
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      MetricName: 'LoadFailed',
+      Namespace: 'Dimsync',
+      Dimensions: [{ Name: 'Table', Value: 'orders' }],
+      Threshold: 1,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+    })
+    // customers: rate(1 hour) → 2 hours in one period.
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      MetricName: 'LoadSucceeded',
+      Dimensions: [{ Name: 'Table', Value: 'customers' }],
+      Period: 7200,
+      EvaluationPeriods: 1,
+      ComparisonOperator: 'LessThanThreshold',
+      TreatMissingData: 'breaching',
+    })
+    // orders: daily cron → 48 hourly periods, all breaching.
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      MetricName: 'LoadSucceeded',
+      Dimensions: [{ Name: 'Table', Value: 'orders' }],
+      Period: 3600,
+      EvaluationPeriods: 48,
+      DatapointsToAlarm: 48,
+    })
+    // products is disabled: no staleness alarm; 3 failure + 2 staleness + 1 timed-out/aborted.
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 6)
+    template.allResourcesProperties('AWS::CloudWatch::Alarm', {
+      AlarmActions: [{ Ref: Match.stringLikeRegexp('^NotificationsTopic') }],
+    })
+    template.hasResourceProperties('AWS::SNS::Subscription', {
+      Protocol: 'email',
+      Endpoint: 'ops@example.com',
+    })
+    template.hasResourceProperties('AWS::SNS::Topic', { KmsMasterKeyId: Match.anyValue() })
+    template.resourceCountIs('AWS::CloudWatch::Dashboard', 1)
+  })
+})
+
+describe('deployment rules and bad configs', () => {
+  it('fails synth on an invalid dimsync.yaml with the CLI message (loadProject)', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'dimsync-bad-'))
+    const file = path.join(dir, 'dimsync.yaml')
+    writeFileSync(file, AWS_YAML.replace('rate(1 hour)', 'rate(1 hours)'))
+    const error = await buildApp({
+      configPath: file,
+      appProps: { outdir: tempOutdir(), context: NO_BUNDLING },
+    }).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(ConfigError)
+    expect((error as Error).message).toBe(
+      `${file}: tables[0].schedule.expression: must be rate(1 hour) (got "rate(1 hours)")`,
+    )
+  })
+
+  it('refuses what cannot run on AWS: a DuckDB warehouse, file sources, a url_env without a secret', () => {
+    const project = parseProject(
+      [
+        'version: 1',
+        'tables:',
+        '  - { name: seeds, source: { type: file, path: seeds.csv }, key: id }',
+        '  - { name: shops, source: { type: postgres, url_env: SHOPS_URL, table: shops }, key: id }',
+      ].join('\n'),
+      '/deploy/dimsync.yaml',
+    )
+    expect(() => planDeployment(project)).toThrow(ConfigError)
+    try {
+      planDeployment(project)
+    } catch (error) {
+      expect((error as ConfigError).issues).toEqual([
+        'warehouse.type: "duckdb" cannot be deployed to AWS: a function\'s disk lasts one invocation; set warehouse: { type: bigquery, ... } (DuckDB is for dimsync run on one machine)',
+        'tables[0].source.type: file sources cannot run on AWS Lambda (the function cannot read your files); use a postgres or mysql source, or load table seeds with dimsync run',
+        "tables[1].source.url_env: SHOPS_URL has no secret; add aws: { secrets: { SHOPS_URL: <secret name or ARN> } } (the secret's value is the connection URL)",
+      ])
+    }
+  })
+
+  it('skips the staleness alarm (with a reason) when twice the interval exceeds 7 days', () => {
+    const plan = planDeployment(bigQueryProject(AWS_YAML.replace('cron(0 3 * * ? *)', 'cron(0 3 ? * MON *)')))
+    const orders = plan.tables.find((t) => t.name === 'orders')!
+    expect(orders.stalenessWindowMinutes).toBeUndefined()
+    expect(orders.stalenessSkipped).toMatch(/longer than 7 days/)
+    expect(plan.tables.find((t) => t.name === 'customers')!.stalenessWindowMinutes).toBe(120)
+  })
+
+  it('places functions in the VPC subnets with their own outbound-only security group', async () => {
+    const yaml = AWS_YAML.replace(
+      '  alarm_email: ops@example.com',
+      '  vpc: { vpc_id: vpc-0123456789abcdef0, subnet_ids: [subnet-0123456789abcdef0, subnet-0fedcba9876543210] }',
+    )
+    const { app, stack } = await buildApp({
+      project: bigQueryProject(yaml),
+      appProps: { outdir: tempOutdir(), context: NO_BUNDLING },
+      handlerEntries: { extract: FIXTURE, merge: FIXTURE },
+    })
+    app.synth()
+    const template = Template.fromStack(stack)
+    template.allResourcesProperties('AWS::Lambda::Function', {
+      VpcConfig: {
+        SubnetIds: ['subnet-0123456789abcdef0', 'subnet-0fedcba9876543210'],
+        SecurityGroupIds: [{ 'Fn::GetAtt': [Match.stringLikeRegexp('^FunctionsSecurityGroup'), 'GroupId'] }],
+      },
+    })
+    template.hasResourceProperties('AWS::EC2::SecurityGroup', {
+      VpcId: 'vpc-0123456789abcdef0',
+      SecurityGroupEgress: [{ CidrIp: '0.0.0.0/0', IpProtocol: '-1' }],
+    })
+  })
+})
