@@ -1,0 +1,11 @@
+/** The slice of pg-copy-streams (no published types) that the PostgreSQL source uses. */
+declare module 'pg-copy-streams' {
+  import type { Readable } from 'node:stream'
+  import type { Submittable } from 'pg'
+
+  /** `COPY ... TO STDOUT` as a readable stream of the raw COPY data; `rowCount` is set once it ends. */
+  export interface CopyToStreamQuery extends Readable, Submittable {
+    rowCount: number
+  }
+  export function to(text: string): CopyToStreamQuery
+}
