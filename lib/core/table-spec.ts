@@ -24,8 +24,8 @@ export interface DatabaseSourceSpec {
   /** Either a (schema-qualified) table or a SELECT query. */
   readonly table?: string
   readonly query?: string
-  /** Number of key ranges read concurrently (one connection each, all in one snapshot). 1: no split. */
-  readonly chunks: number
+  /** Number of key ranges read concurrently (one connection each, all in one snapshot). Default 1: no split. */
+  readonly chunks?: number
   /** Longest time one statement of an extract may run on the source; undefined: no limit. */
   readonly statementTimeoutSeconds?: number
 }

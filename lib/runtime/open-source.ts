@@ -1,5 +1,6 @@
 import { FileSource } from '../adapters/source/file-source.ts'
-import { DimsyncError } from '../core/errors.ts'
+import { MysqlSource } from '../adapters/source/mysql-source.ts'
+import { PostgresSource } from '../adapters/source/postgres-source.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import type { Source } from '../ports/source.ts'
 
@@ -15,9 +16,9 @@ export function openSource(table: TableSpec, environment: SourceEnvironment): So
   switch (table.source.type) {
     case 'file':
       return new FileSource({ baseDir: environment.baseDir, memoryLimit: environment.env.DIMSYNC_SOURCE_MEMORY_LIMIT ?? '256MB' })
-    default:
-      throw new DimsyncError(
-        `table ${table.name}: source type ${table.source.type} is not available in this build yet (file sources only)`,
-      )
+    case 'postgres':
+      return new PostgresSource({ env: environment.env })
+    case 'mysql':
+      return new MysqlSource({ env: environment.env })
   }
 }
