@@ -323,7 +323,7 @@ function resolveSource(base: Path, source: TableDocument['source'], issues: Issu
     urlEnv: source.url_env,
     ...(hasTable ? { table: source.table } : {}),
     ...(hasQuery ? { query: source.query } : {}),
-    chunks: source.chunks ?? 1,
+    ...(source.chunks !== undefined ? { chunks: source.chunks } : {}),
     ...(source.statement_timeout_seconds !== undefined
       ? { statementTimeoutSeconds: source.statement_timeout_seconds }
       : {}),
