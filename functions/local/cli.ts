@@ -3,6 +3,7 @@ import { loadProject } from '../../lib/config/index.ts'
 import { DimsyncError } from '../../lib/core/errors.ts'
 import type { ProjectSpec, TableSpec } from '../../lib/core/table-spec.ts'
 import { buildLocalDeps, type LocalDeps } from '../../lib/runtime/local-deps.ts'
+import type { StoreOverrides } from '../../lib/runtime/aws-deps.ts'
 import { backfill } from '../../lib/use-cases/backfill.ts'
 import { discardBatches } from '../../lib/use-cases/discard-batches.ts'
 import { readHistory } from '../../lib/use-cases/read-history.ts'
@@ -18,8 +19,22 @@ const program = new Command('dimsync')
 
 const configOption = () => new Option('-c, --config <file>', 'config file').default('dimsync.yaml')
 
-program
-  .command('run')
+// ---- store overrides (AWS runtime): the same pipeline against S3 and DynamoDB, at any endpoint ----
+const storeOptions = () => [
+  new Option('--staging <location>', 'staging store: s3://bucket/prefix or a local folder (default: from the config)'),
+  new Option('--state <location>', 'state store: dynamodb://table or a local folder (default: from the config)'),
+  new Option('--endpoint-url <url>', 'S3 and DynamoDB endpoint (LocalStack, MinIO, ...); default: AWS'),
+  new Option('--s3-endpoint-url <url>', 'S3 endpoint only (overrides --endpoint-url)'),
+  new Option('--dynamodb-endpoint-url <url>', 'DynamoDB endpoint only (overrides --endpoint-url)'),
+  new Option('--region <region>', 'AWS region (default: AWS_REGION or the profile; us-east-1 with an endpoint)'),
+]
+const withStoreOptions = (command: Command): Command => {
+  for (const option of storeOptions()) command.addOption(option)
+  return command
+}
+// ---- end store overrides ----
+
+withStoreOptions(program.command('run'))
   .description('extract every table (or one) and merge it into its dimension')
   .addOption(configOption())
   .option('-t, --table <name>', 'only this table')
@@ -28,7 +43,7 @@ program
     '--allow-mass-delete',
     'apply a batch even if it deletes more than max_delete_share of current keys',
   )
-  .action(async (opts: { config: string; table?: string; extractedAt?: Date; allowMassDelete?: boolean }) => {
+  .action(async (opts: { config: string; table?: string; extractedAt?: Date; allowMassDelete?: boolean } & StoreOverrides) => {
     await withProject(opts.config, async (project, deps, reporter) => {
       for (const table of selectTables(project, opts.table)) {
         const result = await runTable(deps, table, {
@@ -37,11 +52,10 @@ program
         })
         reporter.summary(describeRun(table, result))
       }
-    })
+    }, opts)
   })
 
-program
-  .command('backfill')
+withStoreOptions(program.command('backfill'))
   .description('apply dated snapshot files in time order, each at the time read from its name')
   .addOption(configOption())
   .requiredOption('-t, --table <name>', 'table to backfill')
@@ -61,7 +75,7 @@ program
       files: string
       timeFromName: string
       allowMassDelete?: boolean
-    }) => {
+    } & StoreOverrides) => {
       await withProject(opts.config, async (project, deps, reporter) => {
         const [table] = selectTables(project, opts.table)
         const results = await backfill(deps, {
@@ -72,18 +86,17 @@ program
           allowMassDelete: opts.allowMassDelete,
         })
         for (const result of results) reporter.summary(describeRun(table!, result))
-      })
+      }, opts)
     },
   )
 
-program
-  .command('plan')
+withStoreOptions(program.command('plan'))
   .description('dry run: extract, compute the merge, report what would change, write nothing')
   .addOption(configOption())
   .option('-t, --table <name>', 'only this table')
   .option('--sql', 'print the SQL the merge would run')
   .option('--allow-mass-delete', 'plan as if the mass-delete guard were overridden')
-  .action(async (opts: { config: string; table?: string; sql?: boolean; allowMassDelete?: boolean }) => {
+  .action(async (opts: { config: string; table?: string; sql?: boolean; allowMassDelete?: boolean } & StoreOverrides) => {
     await withProject(opts.config, async (project, deps, reporter) => {
       for (const table of selectTables(project, opts.table)) {
         const result = await runTable(deps, table, { dryRun: true, allowMassDelete: opts.allowMassDelete })
@@ -99,25 +112,24 @@ program
             process.stdout.write(`-- ${statement.label}\n${statement.sql};\n\n`)
         }
       }
-    })
+    }, opts)
   })
 
-program
-  .command('discard')
+withStoreOptions(program.command('discard'))
   .description(
     'delete staged batches that were never merged (a refused extract), so the next run does not retry them',
   )
   .addOption(configOption())
   .requiredOption('-t, --table <name>', 'table whose staged batches to discard')
   .option('-b, --batch <id>', 'only this batch (default: every staged batch of the table)')
-  .action(async (opts: { config: string; table: string; batch?: string }) => {
+  .action(async (opts: { config: string; table: string; batch?: string } & StoreOverrides) => {
     await withProject(opts.config, async (project, deps, reporter) => {
       const [table] = selectTables(project, opts.table)
       const dropped = await discardBatches(deps.staging, table!.name, opts.batch)
       reporter.summary(
         `${table!.name}: discarded ${dropped.length} staged batch(es)${dropped.length ? `: ${dropped.join(', ')}` : ''}`,
       )
-    })
+    }, opts)
   })
 
 program
@@ -159,10 +171,11 @@ program
 async function withProject(
   configPath: string,
   work: (project: ProjectSpec, deps: LocalDeps, reporter: ReturnType<typeof createReporter>) => Promise<void>,
+  stores: StoreOverrides = {},
 ): Promise<void> {
   const project = await loadProject(configPath)
   const reporter = createReporter(process.stderr, process.stdout)
-  const deps = await buildLocalDeps(project, reporter.onEvent)
+  const deps = await buildLocalDeps(project, reporter.onEvent, stores)
   try {
     await work(project, deps, reporter)
   } finally {

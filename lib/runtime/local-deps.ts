@@ -5,24 +5,32 @@ import { assertTableMatchesSource } from '../config/index.ts'
 import type { ProjectSpec } from '../core/table-spec.ts'
 import { openSource } from './open-source.ts'
 import type { PipelineDeps, RunEvent } from '../use-cases/run-table.ts'
+import { openStoreOverrides, type StoreOverrides } from './aws-deps.ts'
 
 export interface LocalDeps extends PipelineDeps {
   readonly warehouse: DuckDbWarehouse
   close(): Promise<void>
 }
 
-/** Composition root of embedded mode: local folders for staging and state, DuckDB as the warehouse. */
+/**
+ * Composition root of embedded mode: local folders for staging and state, DuckDB as the warehouse. `stores`
+ * (CLI `--staging s3://... --state dynamodb://...`) swaps in S3 and DynamoDB: the same code path as the Lambdas.
+ */
 export async function buildLocalDeps(
   project: ProjectSpec,
   onEvent?: (event: RunEvent) => void,
+  stores: StoreOverrides = {},
 ): Promise<LocalDeps> {
+  // ---- store overrides (AWS runtime) ----
+  const overridden = openStoreOverrides(stores)
+  // ---- end store overrides ----
   const warehouse = await DuckDbWarehouse.open({
     path: project.warehouse.path,
     memoryLimit: process.env.DIMSYNC_DUCKDB_MEMORY_LIMIT ?? '256MB',
   })
   return {
-    staging: new LocalStagingStore({ root: project.staging.path }),
-    state: new LocalStateStore({ root: project.state.path }),
+    staging: overridden.staging ?? new LocalStagingStore({ root: project.staging.path }),
+    state: overridden.state ?? new LocalStateStore({ root: project.state.path }),
     warehouse,
     schema: project.warehouse.schema,
     openSource: (table) => openSource(table, { baseDir: project.baseDir, env: process.env }),
@@ -34,6 +42,9 @@ export async function buildLocalDeps(
         project.tables.findIndex((t) => t.name === table.name),
         columns,
       ),
-    close: () => warehouse.close(),
+    close: async () => {
+      await warehouse.close()
+      await overridden.close()
+    },
   }
 }
