@@ -21,12 +21,21 @@ const configOption = () => new Option('-c, --config <file>', 'config file').defa
 
 // ---- store overrides (AWS runtime): the same pipeline against S3 and DynamoDB, at any endpoint ----
 const storeOptions = () => [
-  new Option('--staging <location>', 'staging store: s3://bucket/prefix or a local folder (default: from the config)'),
-  new Option('--state <location>', 'state store: dynamodb://table or a local folder (default: from the config)'),
+  new Option(
+    '--staging <location>',
+    'staging store: s3://bucket/prefix or a local folder (default: from the config)',
+  ),
+  new Option(
+    '--state <location>',
+    'state store: dynamodb://table or a local folder (default: from the config)',
+  ),
   new Option('--endpoint-url <url>', 'S3 and DynamoDB endpoint (LocalStack, MinIO, ...); default: AWS'),
   new Option('--s3-endpoint-url <url>', 'S3 endpoint only (overrides --endpoint-url)'),
   new Option('--dynamodb-endpoint-url <url>', 'DynamoDB endpoint only (overrides --endpoint-url)'),
-  new Option('--region <region>', 'AWS region (default: AWS_REGION or the profile; us-east-1 with an endpoint)'),
+  new Option(
+    '--region <region>',
+    'AWS region (default: AWS_REGION or the profile; us-east-1 with an endpoint)',
+  ),
 ]
 const withStoreOptions = (command: Command): Command => {
   for (const option of storeOptions()) command.addOption(option)
@@ -43,17 +52,30 @@ withStoreOptions(program.command('run'))
     '--allow-mass-delete',
     'apply a batch even if it deletes more than max_delete_share of current keys',
   )
-  .action(async (opts: { config: string; table?: string; extractedAt?: Date; allowMassDelete?: boolean } & StoreOverrides) => {
-    await withProject(opts.config, async (project, deps, reporter) => {
-      for (const table of selectTables(project, opts.table)) {
-        const result = await runTable(deps, table, {
-          extractedAt: opts.extractedAt,
-          allowMassDelete: opts.allowMassDelete,
-        })
-        reporter.summary(describeRun(table, result))
-      }
-    }, opts)
-  })
+  .action(
+    async (
+      opts: {
+        config: string
+        table?: string
+        extractedAt?: Date
+        allowMassDelete?: boolean
+      } & StoreOverrides,
+    ) => {
+      await withProject(
+        opts.config,
+        async (project, deps, reporter) => {
+          for (const table of selectTables(project, opts.table)) {
+            const result = await runTable(deps, table, {
+              extractedAt: opts.extractedAt,
+              allowMassDelete: opts.allowMassDelete,
+            })
+            reporter.summary(describeRun(table, result))
+          }
+        },
+        opts,
+      )
+    },
+  )
 
 withStoreOptions(program.command('backfill'))
   .description('apply dated snapshot files in time order, each at the time read from its name')
@@ -69,24 +91,30 @@ withStoreOptions(program.command('backfill'))
     'apply snapshots even if one deletes more than max_delete_share of current keys',
   )
   .action(
-    async (opts: {
-      config: string
-      table: string
-      files: string
-      timeFromName: string
-      allowMassDelete?: boolean
-    } & StoreOverrides) => {
-      await withProject(opts.config, async (project, deps, reporter) => {
-        const [table] = selectTables(project, opts.table)
-        const results = await backfill(deps, {
-          table: table!,
-          files: opts.files,
-          timeFromName: opts.timeFromName,
-          baseDir: project.baseDir,
-          allowMassDelete: opts.allowMassDelete,
-        })
-        for (const result of results) reporter.summary(describeRun(table!, result))
-      }, opts)
+    async (
+      opts: {
+        config: string
+        table: string
+        files: string
+        timeFromName: string
+        allowMassDelete?: boolean
+      } & StoreOverrides,
+    ) => {
+      await withProject(
+        opts.config,
+        async (project, deps, reporter) => {
+          const [table] = selectTables(project, opts.table)
+          const results = await backfill(deps, {
+            table: table!,
+            files: opts.files,
+            timeFromName: opts.timeFromName,
+            baseDir: project.baseDir,
+            allowMassDelete: opts.allowMassDelete,
+          })
+          for (const result of results) reporter.summary(describeRun(table!, result))
+        },
+        opts,
+      )
     },
   )
 
@@ -96,24 +124,35 @@ withStoreOptions(program.command('plan'))
   .option('-t, --table <name>', 'only this table')
   .option('--sql', 'print the SQL the merge would run')
   .option('--allow-mass-delete', 'plan as if the mass-delete guard were overridden')
-  .action(async (opts: { config: string; table?: string; sql?: boolean; allowMassDelete?: boolean } & StoreOverrides) => {
-    await withProject(opts.config, async (project, deps, reporter) => {
-      for (const table of selectTables(project, opts.table)) {
-        const result = await runTable(deps, table, { dryRun: true, allowMassDelete: opts.allowMassDelete })
-        const keys = result.merge.keys
-        const counts = result.merge.counts
-        reporter.summary(
-          `${table.name}: ${result.rows} rows extracted; would add ${keys?.newKeys ?? 0} new keys, change ${keys?.changedKeys ?? 0}, ` +
-            `delete ${keys?.deletedKeys ?? 0}, leave ${counts?.unchangedEvents ?? 0} unchanged, recompute ${counts?.lateKeys ?? 0} late keys ` +
-            `(${counts?.insertedVersions ?? 0} versions inserted, ${counts?.closedVersions ?? 0} closed)`,
-        )
-        if (opts.sql) {
-          for (const statement of result.merge.statements)
-            process.stdout.write(`-- ${statement.label}\n${statement.sql};\n\n`)
-        }
-      }
-    }, opts)
-  })
+  .action(
+    async (
+      opts: { config: string; table?: string; sql?: boolean; allowMassDelete?: boolean } & StoreOverrides,
+    ) => {
+      await withProject(
+        opts.config,
+        async (project, deps, reporter) => {
+          for (const table of selectTables(project, opts.table)) {
+            const result = await runTable(deps, table, {
+              dryRun: true,
+              allowMassDelete: opts.allowMassDelete,
+            })
+            const keys = result.merge.keys
+            const counts = result.merge.counts
+            reporter.summary(
+              `${table.name}: ${result.rows} rows extracted; would add ${keys?.newKeys ?? 0} new keys, change ${keys?.changedKeys ?? 0}, ` +
+                `delete ${keys?.deletedKeys ?? 0}, leave ${counts?.unchangedEvents ?? 0} unchanged, recompute ${counts?.lateKeys ?? 0} late keys ` +
+                `(${counts?.insertedVersions ?? 0} versions inserted, ${counts?.closedVersions ?? 0} closed)`,
+            )
+            if (opts.sql) {
+              for (const statement of result.merge.statements)
+                process.stdout.write(`-- ${statement.label}\n${statement.sql};\n\n`)
+            }
+          }
+        },
+        opts,
+      )
+    },
+  )
 
 withStoreOptions(program.command('discard'))
   .description(
@@ -123,13 +162,17 @@ withStoreOptions(program.command('discard'))
   .requiredOption('-t, --table <name>', 'table whose staged batches to discard')
   .option('-b, --batch <id>', 'only this batch (default: every staged batch of the table)')
   .action(async (opts: { config: string; table: string; batch?: string } & StoreOverrides) => {
-    await withProject(opts.config, async (project, deps, reporter) => {
-      const [table] = selectTables(project, opts.table)
-      const dropped = await discardBatches(deps.staging, table!.name, opts.batch)
-      reporter.summary(
-        `${table!.name}: discarded ${dropped.length} staged batch(es)${dropped.length ? `: ${dropped.join(', ')}` : ''}`,
-      )
-    }, opts)
+    await withProject(
+      opts.config,
+      async (project, deps, reporter) => {
+        const [table] = selectTables(project, opts.table)
+        const dropped = await discardBatches(deps.staging, table!.name, opts.batch)
+        reporter.summary(
+          `${table!.name}: discarded ${dropped.length} staged batch(es)${dropped.length ? `: ${dropped.join(', ')}` : ''}`,
+        )
+      },
+      opts,
+    )
   })
 
 program
