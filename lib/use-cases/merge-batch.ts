@@ -7,6 +7,9 @@ import type { CompiledStatement } from '../sql/dialect.ts'
 import { dimensionObjects, renderBatchLedgerDdl, renderDimensionDdl } from '../sql/render-ddl.ts'
 import { renderMerge, TEMP } from '../sql/render-merge.ts'
 import { renderDuckDbViews } from '../sql/duckdb/duckdb-views.ts'
+import { renderBigQueryMergeScript, stagingTableName } from '../sql/bigquery/bigquery-script.ts'
+import { isScriptWarehouse, type ScriptWarehouse } from '../sql/bigquery/script-warehouse.ts'
+import type { OpenedBatch } from '../ports/staging-store.ts'
 
 export interface MergeBatchRequest {
   readonly table: TableSpec
@@ -33,6 +36,8 @@ export interface MergeBatchResult {
   readonly counts?: MergeCounts
   readonly keys?: KeyChanges
   readonly statements: readonly CompiledStatement[]
+  /** BigQuery: bytes the merge script processed, or (dry run) the bytes BigQuery estimates it would process. */
+  readonly bytesProcessed?: number
 }
 
 export interface MergeDeps {
@@ -56,6 +61,7 @@ export async function mergeBatch(deps: MergeDeps, request: MergeBatchRequest): P
   try {
     const applied = await isApplied(warehouse, ledger, objects.batches, table.target, batchId)
     if (applied) return { status: 'already-applied', batchId, statements: [] }
+    if (isScriptWarehouse(warehouse)) return await mergeAsScript(warehouse, request, batch)
 
     const staged = await warehouse.loadStaging(batch.partPaths)
     const existing = await warehouse.describeTable(objects.dimension)
@@ -100,6 +106,55 @@ export async function mergeBatch(deps: MergeDeps, request: MergeBatchRequest): P
   }
 }
 
+/**
+ * BigQuery: load the parts into the batch's staging table, then run DDL, the merge (one transaction with the
+ * ledger row) and the counts as one script job. A dry run loads the staging table (load jobs are free) and asks
+ * BigQuery for the bytes the script would process, without running it.
+ */
+async function mergeAsScript(
+  warehouse: ScriptWarehouse,
+  request: MergeBatchRequest,
+  batch: OpenedBatch,
+): Promise<MergeBatchResult> {
+  const { table, batchId } = request
+  const objects = dimensionObjects(table, request.schema)
+  const stage = { schema: request.schema, name: stagingTableName(table.target, batchId) }
+  const columns = batch.manifest.columns
+  await warehouse.loadBatch({ table, batchId, stage, partPaths: batch.partPaths, columns })
+  const existing = await warehouse.describeTable(objects.dimension)
+  const layout = planDimensionLayout(table, batchId, columns, existing)
+  const script = renderBigQueryMergeScript(warehouse.dialect, {
+    table,
+    layout,
+    objects,
+    stage,
+    batchId,
+    extractedAt: batch.manifest.extractedAt,
+    appliedAt: request.now.toISOString(),
+    mode: batch.manifest.mode,
+    allowMassDelete: request.allowMassDelete ?? false,
+  })
+  const statements = [...script.ddl, ...script.merge, ...script.after]
+  if (!request.dryRun) await request.beforeCommit?.()
+  const result = await warehouse.runMergeScript({ table, batchId, script, dryRun: request.dryRun ?? false })
+  const row = result.row
+  return {
+    status: request.dryRun ? 'dry-run' : 'merged',
+    batchId,
+    counts: row === undefined ? undefined : toCounts(row),
+    keys:
+      row === undefined
+        ? undefined
+        : toKeyChanges({
+            new_keys: row.new_keys ?? null,
+            changed_keys: row.changed_keys ?? null,
+            deleted_keys: row.deleted_key_changes ?? null,
+          }),
+    statements,
+    bytesProcessed: result.bytesProcessed,
+  }
+}
+
 async function isApplied(
   warehouse: Warehouse,
   ledger: CompiledStatement,
@@ -108,7 +163,9 @@ async function isApplied(
   batchId: string,
 ): Promise<boolean> {
   const d = warehouse.dialect
-  await warehouse.transaction((tx) => tx.execute(ledger), { commit: true })
+  // BigQuery refuses DDL on permanent tables inside a transaction: there the ledger DDL is a job of its own.
+  if (isScriptWarehouse(warehouse)) await warehouse.query(ledger.sql)
+  else await warehouse.transaction((tx) => tx.execute(ledger), { commit: true })
   const rows = await warehouse.query(
     `SELECT 1 AS applied FROM ${d.table(batches)} WHERE target = ${d.stringLiteral(target)} AND batch_id = ${d.stringLiteral(batchId)}`,
   )
