@@ -3,10 +3,10 @@
  * binding for the target architecture and dimsync.yaml copied into the bundle, its own role (no managed
  * policies) and its own log group. Permissions beyond logging are granted by the caller, per table.
  */
-import { existsSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import path from 'node:path'
-import { Duration, type RemovalPolicy, Validations } from 'aws-cdk-lib'
+import { Duration, type RemovalPolicy, Stack, Validations } from 'aws-cdk-lib'
 import type * as ec2 from 'aws-cdk-lib/aws-ec2'
 import * as iam from 'aws-cdk-lib/aws-iam'
 import * as lambda from 'aws-cdk-lib/aws-lambda'
@@ -50,6 +50,33 @@ export function defaultEntry(kind: 'extract' | 'merge'): string {
   return found
 }
 
+/**
+ * Where the DuckDB binding for a Lambda architecture is installed: the project's node_modules (this machine's
+ * platform) or `.lambda-native/node_modules` (another platform, installed with npm's --os/--cpu options).
+ * Returns a message saying how to install it when it is missing.
+ */
+export function nativeBindingProblem(
+  nodeArch: 'x64' | 'arm64',
+  projectRoot = PROJECT_ROOT,
+): string | undefined {
+  const name = `@duckdb/node-bindings-linux-${nodeArch}`
+  const roots = [
+    path.join(projectRoot, 'node_modules'),
+    path.join(projectRoot, '.lambda-native', 'node_modules'),
+  ]
+  if (roots.some((root) => existsSync(path.join(root, name, 'duckdb.node')))) return undefined
+  const bindings = path.join(projectRoot, 'node_modules', '@duckdb', 'node-bindings', 'package.json')
+  const version = existsSync(bindings)
+    ? (JSON.parse(readFileSync(bindings, 'utf8')) as { version: string }).version
+    : 'latest'
+  return (
+    `${name} is not installed, so a linux ${nodeArch} Lambda would have no DuckDB binary. Install it beside the ` +
+    `project (node_modules stays as it is), then synth again:\n` +
+    `  npm install --prefix .lambda-native --no-save --force --os=linux --cpu=${nodeArch} ${name}@${version}\n` +
+    `or deploy with aws: { architecture: ${nodeArch === 'arm64' ? 'x86_64' : 'arm64'} } in dimsync.yaml`
+  )
+}
+
 function shellQuote(value: string): string {
   return `"${value.replace(/(["\\$`])/g, '\\$1')}"`
 }
@@ -63,6 +90,10 @@ export class LoaderFunction extends Construct {
     super(scope, id)
     const entry = props.entry ?? defaultEntry(props.kind)
     const nodeArch = props.architecture === 'arm64' ? 'arm64' : 'x64'
+
+    // Checked here, not only in the bundling script, so the message is the error synth fails with.
+    const problem = Stack.of(this).bundlingRequired ? nativeBindingProblem(nodeArch) : undefined
+    if (problem !== undefined) throw new Error(problem)
 
     this.logGroup = new logs.LogGroup(this, 'Logs', {
       retention: props.logRetentionDays as logs.RetentionDays,
