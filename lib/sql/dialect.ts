@@ -31,8 +31,8 @@ export interface SqlDialect {
    * `columnType` undefined: the value is rendered by `castToString` (callers that do not know types).
    */
   canonicalText(expression: string, columnType?: string): string
-  /** Concatenation of STRING expressions (NULL if any is NULL). */
-  concat(parts: readonly string[]): string
+  /** Concatenation of STRING expressions (NULL if any is NULL); `multiline` puts each part on its own line. */
+  concat(parts: readonly string[], multiline?: boolean): string
   /** Hex MD5 of a STRING expression, same bytes → same text in every dialect. */
   md5Hex(expression: string): string
   /** Casts a source column to the instant type used for valid_from / valid_to. */

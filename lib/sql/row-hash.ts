@@ -34,5 +34,5 @@ export function renderRowHash(
     const piece = dialect.concat([tag, dialect.castToString(`LENGTH(${value})`), "':'", value, "';'"])
     return `CASE WHEN ${column} IS NULL THEN '' ELSE ${piece} END`
   })
-  return dialect.md5Hex(pieces.length === 1 ? pieces[0]! : dialect.concat(pieces.map((p) => `\n    ${p}`)))
+  return dialect.md5Hex(pieces.length === 1 ? pieces[0]! : dialect.concat(pieces, true))
 }

@@ -56,7 +56,8 @@ export function createBigQueryDialect(options: BigQueryDialectOptions): SqlDiale
       }
     },
     // One n-ary CONCAT instead of a chain of ||: the same value, and a flat expression tree for long rows.
-    concat: (parts: readonly string[]) => `CONCAT(${parts.join(', ')})`,
+    concat: (parts: readonly string[], multiline = false) =>
+      multiline ? `CONCAT(\n    ${parts.join(',\n    ')})` : `CONCAT(${parts.join(', ')})`,
     md5Hex: (expression: string) => `TO_HEX(MD5(${expression}))`,
     castToTimestamp: (expression: string) => `CAST(${expression} AS TIMESTAMP)`,
     // ERROR() aborts the statement, and with it the script and its transaction.

@@ -44,7 +44,7 @@ export const duckDbDialect: SqlDialect = Object.freeze({
         return cast(expression)
     }
   },
-  concat: (parts: readonly string[]) => parts.join(' || '),
+  concat: (parts: readonly string[], multiline = false) => parts.join(multiline ? '\n    || ' : ' || '),
   // md5() returns the lowercase hex text in DuckDB; BigQuery needs TO_HEX(MD5()).
   md5Hex: (expression: string) => `md5(${expression})`,
   castToTimestamp: (expression: string) => `CAST(${expression} AS TIMESTAMPTZ)`,

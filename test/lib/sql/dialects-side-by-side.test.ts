@@ -1,0 +1,106 @@
+import { describe, expect, it } from 'vitest'
+import { planDimensionLayout } from '../../../lib/core/dimension-layout.ts'
+import { createBigQueryDialect } from '../../../lib/sql/bigquery/bigquery-dialect.ts'
+import type { SqlDialect } from '../../../lib/sql/dialect.ts'
+import { duckDbDialect } from '../../../lib/sql/duckdb/duckdb-dialect.ts'
+import { dimensionObjects, renderDimensionDdl } from '../../../lib/sql/render-ddl.ts'
+import { renderMerge } from '../../../lib/sql/render-merge.ts'
+import { tableSpec } from '../../support/table-spec-builder.ts'
+
+/** One plan, rendered by both dialects; the expected SQL per dialect side by side (kysely's testSql style). */
+const table = tableSpec({ deletes: 'invalidate', openEnd: null })
+const staged = [
+  { name: 'customer_id', type: 'BIGINT' },
+  { name: 'name', type: 'VARCHAR' },
+  { name: 'balance', type: 'DECIMAL(12,2)' },
+]
+const layout = planDimensionLayout(table, 'b1', staged, undefined)
+
+function render(d: SqlDialect, schema: string) {
+  const objects = dimensionObjects(table, schema)
+  const stage = d.name === 'bigquery' ? { schema, name: '_dimsync_stage_dim_customer_b1' } : undefined
+  const merge = renderMerge(d, {
+    table,
+    layout,
+    dimension: objects.dimension,
+    batches: objects.batches,
+    batchId: 'b1',
+    extractedAt: '2024-03-10T14:30:00.000Z',
+    appliedAt: '2024-03-10T14:31:00.000Z',
+    mode: 'full',
+    allowMassDelete: false,
+    ...(stage ? { stage } : {}),
+  })
+  const ddl = renderDimensionDdl(d, table, layout, objects)
+  const by = (label: string) => [...ddl, ...merge].find((s) => s.label === label)!.sql
+  return { labels: merge.map((s) => s.label), by }
+}
+
+const duck = render(duckDbDialect, 'main')
+const bq = render(createBigQueryDialect({ project: 'acme-dw' }), 'history')
+
+describe('the same merge plan in DuckDB SQL and GoogleSQL', () => {
+  it('has the same steps in the same order', () => {
+    expect(bq.labels).toEqual(duck.labels)
+  })
+
+  it.each([
+    [
+      'close changed current versions',
+      {
+        duckdb:
+          'UPDATE "main"."dim_customer" AS d SET "valid_to" = c."__dimsync_t", "is_current" = FALSE\n' +
+          'FROM (SELECT * FROM "__dimsync_changes" WHERE "__dimsync_change_no" = 1 AND "__dimsync_had_current") c\n' +
+          'WHERE d."is_current" AND d."customer_id" = c."customer_id"',
+        bigquery:
+          'UPDATE `acme-dw`.`history`.`dim_customer` AS d SET `valid_to` = c.`__dimsync_t`, `is_current` = FALSE\n' +
+          'FROM (SELECT * FROM `__dimsync_changes` WHERE `__dimsync_change_no` = 1 AND `__dimsync_had_current`) c\n' +
+          'WHERE d.`is_current` AND d.`valid_to` IS NULL AND d.`customer_id` = c.`customer_id`',
+      },
+    ],
+    [
+      'create dimension',
+      {
+        duckdb:
+          'CREATE TABLE IF NOT EXISTS "main"."dim_customer" (\n' +
+          '  "dimsync_sk" BIGINT NOT NULL,\n  "customer_id" BIGINT NOT NULL,\n  "name" VARCHAR,\n  "balance" DECIMAL(12,2),\n' +
+          '  "valid_from" TIMESTAMPTZ NOT NULL,\n  "valid_to" TIMESTAMPTZ,\n  "is_current" BOOLEAN NOT NULL,\n' +
+          '  "is_deleted" BOOLEAN NOT NULL,\n  "dimsync_row_hash" VARCHAR NOT NULL,\n  "dimsync_batch_id" VARCHAR NOT NULL\n)',
+        bigquery: expect.stringMatching(
+          new RegExp(
+            '^CREATE TABLE IF NOT EXISTS `acme-dw`\\.`history`\\.`dim_customer` \\(\\n' +
+              "  `dimsync_sk` INT64 NOT NULL OPTIONS\\(description = 'dimsync: surrogate key[^']*\\\\ndimsync source type: BIGINT'\\),\\n" +
+              "  `customer_id` INT64 NOT NULL OPTIONS\\(description = 'dimsync source type: BIGINT'\\),\\n" +
+              "  `name` STRING OPTIONS\\(description = 'dimsync source type: VARCHAR'\\),\\n" +
+              "  `balance` NUMERIC\\(12, 2\\) OPTIONS\\(description = 'dimsync source type: DECIMAL\\(12,2\\)'\\),\\n" +
+              '[^]*\\n\\)\\nPARTITION BY TIMESTAMP_TRUNC\\(`valid_to`, MONTH\\)\\nCLUSTER BY `customer_id`\\n' +
+              "OPTIONS\\(description = 'dimsync: type 2 history of table customers, one row per version'\\)$",
+          ),
+        ),
+      },
+    ],
+    [
+      'check NULL keys',
+      {
+        duckdb:
+          `SELECT error('table customers: batch b1 has ' || CAST(COUNT(*) AS VARCHAR) || ' rows with a NULL key (customer_id); nothing was written')\n` +
+          `FROM "__dimsync_stage" s WHERE s."customer_id" IS NULL HAVING COUNT(*) > 0`,
+        bigquery:
+          `SELECT ERROR('table customers: batch b1 has ' || CAST(COUNT(*) AS STRING) || ' rows with a NULL key (customer_id); nothing was written')\n` +
+          'FROM `acme-dw`.`history`.`_dimsync_stage_dim_customer_b1` s WHERE s.`customer_id` IS NULL HAVING COUNT(*) > 0',
+      },
+    ],
+  ])('%s', (label, expected) => {
+    expect({ duckdb: duck.by(label), bigquery: bq.by(label) }).toEqual(expected)
+  })
+
+  it('hashes with md5() in DuckDB and TO_HEX(MD5(CONCAT(...))) in BigQuery, with the type-specific canonical text', () => {
+    const diff = (r: typeof duck) => r.by('diff snapshot against current versions')
+    expect(diff(duck)).toContain(
+      `md5(CASE WHEN s."balance" IS NULL THEN '' ELSE '7:balance=' || CAST(LENGTH(CAST(s."balance" AS VARCHAR)) AS VARCHAR)`,
+    )
+    expect(diff(bq)).toContain(
+      "TO_HEX(MD5(CONCAT(\n    CASE WHEN s.`balance` IS NULL THEN '' ELSE CONCAT('7:balance=', CAST(LENGTH(FORMAT('%.2f', s.`balance`)) AS STRING)",
+    )
+  })
+})
