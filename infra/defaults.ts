@@ -16,8 +16,10 @@ export const LAMBDA_TASK_ROOT = '/var/task'
 /** DynamoDB state table key schema and TTL attribute (single-table design of the DynamoDB state store). */
 export const STATE_TABLE_KEYS = Object.freeze({ partitionKey: 'pk', sortKey: 'sk', ttl: 'expiresAt' })
 
-/** CloudWatch namespace of the per-table metrics the state machine publishes (and the functions' Powertools). */
+/** CloudWatch namespace of the per-table metrics the state machine publishes (alarms and dashboard use them). */
 export const METRICS_NAMESPACE = 'Dimsync'
+/** The functions' own Powertools metrics (dimension `table`), kept apart from the run-level ones above. */
+export const FUNCTION_METRICS_NAMESPACE = 'Dimsync/Functions'
 export const METRIC = Object.freeze({
   succeeded: 'LoadSucceeded',
   failed: 'LoadFailed',

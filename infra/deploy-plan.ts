@@ -62,15 +62,18 @@ export function planDeployment(project: ProjectSpec): DeploymentPlan {
   const issues: string[] = []
   const aws = project.aws
   const warehouseType = project.warehouse.type as string
+  // The BigQuery section names its own secret (warehouse.credentials_secret); aws.bigquery_secret is the fallback.
+  const bigQuerySecret =
+    (project.warehouse as { readonly credentialsSecret?: string }).credentialsSecret ?? aws?.bigQuerySecret
   if (warehouseType !== 'bigquery') {
     issues.push(
       `warehouse.type: "${warehouseType}" cannot be deployed to AWS: a function's disk lasts one invocation; ` +
         'set warehouse: { type: bigquery, ... } (DuckDB is for dimsync run on one machine)',
     )
-  } else if (aws?.bigQuerySecret === undefined) {
+  } else if (bigQuerySecret === undefined) {
     issues.push(
-      'aws.bigquery_secret: is required to deploy a BigQuery warehouse (the name or ARN of a Secrets Manager ' +
-        'secret holding the service-account JSON)',
+      'warehouse.credentials_secret: is required to deploy a BigQuery warehouse (the name or ARN of a Secrets ' +
+        'Manager secret holding the service-account JSON)',
     )
   }
 
@@ -132,7 +135,7 @@ export function planDeployment(project: ProjectSpec): DeploymentPlan {
     architecture: aws?.architecture ?? 'x86_64',
     classes: [...classes].map(([id, c]) => ({ id, ...c })),
     tables,
-    ...(aws?.bigQuerySecret !== undefined ? { bigQuerySecret: aws.bigQuerySecret } : {}),
+    ...(bigQuerySecret !== undefined ? { bigQuerySecret } : {}),
     ...(aws?.vpc !== undefined ? { vpc: aws.vpc } : {}),
     ...(aws?.alarmEmail !== undefined ? { alarmEmail: aws.alarmEmail } : {}),
     logRetentionDays: aws?.logRetentionDays ?? 30,

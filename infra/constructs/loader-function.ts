@@ -6,7 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import path from 'node:path'
-import { Duration, type RemovalPolicy, Stack, Validations } from 'aws-cdk-lib'
+import { Duration, type RemovalPolicy, Size, Stack, Validations } from 'aws-cdk-lib'
 import type * as ec2 from 'aws-cdk-lib/aws-ec2'
 import * as iam from 'aws-cdk-lib/aws-iam'
 import * as lambda from 'aws-cdk-lib/aws-lambda'
@@ -14,7 +14,12 @@ import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs'
 import * as logs from 'aws-cdk-lib/aws-logs'
 import { Construct } from 'constructs'
 import { AWS_ENV } from '../../lib/runtime/aws-env.ts'
-import { BUNDLED_CONFIG_FILE, LAMBDA_RUNTIME_NAME, LAMBDA_TASK_ROOT, METRICS_NAMESPACE } from '../defaults.ts'
+import {
+  BUNDLED_CONFIG_FILE,
+  FUNCTION_METRICS_NAMESPACE,
+  LAMBDA_RUNTIME_NAME,
+  LAMBDA_TASK_ROOT,
+} from '../defaults.ts'
 
 const PROJECT_ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const STAGE_SCRIPT = fileURLToPath(new URL('../bundling/stage-native-modules.mjs', import.meta.url))
@@ -119,6 +124,8 @@ export class LoaderFunction extends Construct {
       }),
       architecture: props.architecture === 'arm64' ? lambda.Architecture.ARM_64 : lambda.Architecture.X86_64,
       memorySize: props.memoryMb,
+      // Room in /tmp for parts written before upload (extract) or downloaded to verify (merge).
+      ephemeralStorageSize: Size.mebibytes(props.kind === 'extract' ? 4096 : 2048),
       timeout: Duration.seconds(props.timeoutSeconds),
       description: `dimsync ${props.kind}: ${props.description}`,
       role: this.role,
@@ -131,7 +138,7 @@ export class LoaderFunction extends Construct {
         ...props.environment,
         [AWS_ENV.configPath]: `${LAMBDA_TASK_ROOT}/${BUNDLED_CONFIG_FILE}`,
         POWERTOOLS_SERVICE_NAME: `dimsync-${props.kind}`,
-        POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
+        POWERTOOLS_METRICS_NAMESPACE: FUNCTION_METRICS_NAMESPACE,
         NODE_OPTIONS: '--enable-source-maps',
       },
       ...(props.vpc !== undefined

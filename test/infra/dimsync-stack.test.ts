@@ -220,6 +220,7 @@ describe('DimsyncStack (bundling skipped)', () => {
       Architectures: ['x86_64'],
       MemorySize: 4096,
       Timeout: 900,
+      EphemeralStorage: { Size: 4096 },
       Environment: {
         Variables: Match.objectLike({
           DIMSYNC_CONFIG_PATH: '/var/task/dimsync.yaml',
