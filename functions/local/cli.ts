@@ -4,6 +4,8 @@ import { DimsyncError } from '../../lib/core/errors.ts'
 import type { ProjectSpec, TableSpec } from '../../lib/core/table-spec.ts'
 import { buildLocalDeps, type LocalDeps } from '../../lib/runtime/local-deps.ts'
 import type { StoreOverrides } from '../../lib/runtime/aws-deps.ts'
+import { renderOfflineBigQueryPlan } from '../../lib/sql/bigquery/offline-plan.ts'
+import { openSource } from '../../lib/runtime/open-source.ts'
 import { backfill } from '../../lib/use-cases/backfill.ts'
 import { discardBatches } from '../../lib/use-cases/discard-batches.ts'
 import { readHistory } from '../../lib/use-cases/read-history.ts'
@@ -124,10 +126,23 @@ withStoreOptions(program.command('plan'))
   .option('-t, --table <name>', 'only this table')
   .option('--sql', 'print the SQL the merge would run')
   .option('--allow-mass-delete', 'plan as if the mass-delete guard were overridden')
+  .addOption(
+    new Option(
+      '--dialect <dialect>',
+      'bigquery: print the BigQuery script offline (no extract, no credentials, no BigQuery call)',
+    ).choices(['duckdb', 'bigquery']),
+  )
   .action(
     async (
-      opts: { config: string; table?: string; sql?: boolean; allowMassDelete?: boolean } & StoreOverrides,
+      opts: {
+        config: string
+        table?: string
+        sql?: boolean
+        allowMassDelete?: boolean
+        dialect?: 'duckdb' | 'bigquery'
+      } & StoreOverrides,
     ) => {
+      if (opts.dialect === 'bigquery') return planBigQueryOffline(opts.config, opts.table)
       await withProject(
         opts.config,
         async (project, deps, reporter) => {
@@ -249,6 +264,34 @@ function describeRun(table: TableSpec, result: RunTableResult): string {
     `${c?.insertedVersions ?? 0} versions inserted, ${c?.closedVersions ?? 0} closed, ${c?.deletedKeys ?? 0} keys deleted, ` +
     `${c?.unchangedEvents ?? 0} unchanged, ${c?.lateKeys ?? 0} late keys${resumed}`
   )
+}
+
+// ---- BigQuery offline plan (BigQuery issue) ----
+
+/**
+ * `plan --dialect bigquery --sql`: the full BigQuery script of a first batch of each table, rendered from the
+ * config and the source's columns only: no extract, no staging, no credentials, no BigQuery call.
+ */
+async function planBigQueryOffline(configPath: string, tableName: string | undefined): Promise<void> {
+  const project = await loadProject(configPath)
+  const bigquery = project.warehouse.type === 'bigquery' ? project.warehouse : undefined
+  for (const table of selectTables(project, tableName)) {
+    const source = openSource(table, { baseDir: project.baseDir, env: process.env })
+    let columns
+    try {
+      columns = await source.describe(table)
+    } finally {
+      await source.close()
+    }
+    const script = renderOfflineBigQueryPlan({
+      table,
+      columns,
+      project: bigquery?.project ?? 'your-project',
+      dataset: bigquery?.dataset ?? 'your_dataset',
+      now: new Date().toISOString(),
+    })
+    process.stdout.write(script.text)
+  }
 }
 
 function parseInstant(value: string): Date {

@@ -353,10 +353,41 @@ export const tableSchema = strict({
 })
 
 export const warehouseSchema = strict({
-  type: oneOf(['duckdb']).optional(),
+  // 'bigquery' is listed so a misspelled type suggests it; a bigquery section is parsed by bigQueryWarehouseSchema.
+  type: oneOf(['duckdb', 'bigquery']).optional(),
   path: nonEmpty('a file path').optional().describe("DuckDB file, relative to the config file's folder."),
   schema: patterned(IDENTIFIER_PATTERN, `a schema name (${IDENTIFIER_TEXT})`).optional(),
 })
+
+// ---- BigQuery warehouse (BigQuery issue) ----
+
+/** Google Cloud project ids: 6-30 lowercase letters, digits and hyphens (optionally `domain.com:` scoped). */
+export const GCP_PROJECT_PATTERN = /^(?:[a-z][a-z0-9.-]*[a-z0-9]:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$/
+/** BigQuery dataset names: letters, digits and _, at most 1,024 characters. */
+export const DATASET_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,1023}$/
+
+export const bigQueryWarehouseSchema = strict({
+  type: z.literal('bigquery'),
+  project: patterned(GCP_PROJECT_PATTERN, 'a Google Cloud project id (my-project-123)').describe(
+    'Google Cloud project of the dataset; jobs run (and are billed) there.',
+  ),
+  dataset: patterned(DATASET_PATTERN, `a dataset name (${IDENTIFIER_TEXT})`).describe(
+    'BigQuery dataset that holds the dimensions, views and the batch ledger.',
+  ),
+  location: nonEmpty('a BigQuery location (EU, US, europe-west1)').describe(
+    'Location of the dataset; sent with every job.',
+  ),
+  credentials_secret: nonEmpty('a Secrets Manager secret ARN or name')
+    .optional()
+    .describe(
+      'Secrets Manager secret holding a service-account key JSON (Lambda). Default: Application Default Credentials.',
+    ),
+})
+
+/** Either warehouse; `type` picks the shape (DuckDB when absent). */
+export const anyWarehouseSchema = z.union([warehouseSchema, bigQueryWarehouseSchema])
+
+// ---- end BigQuery warehouse ----
 
 export const localStoreSchema = strict({
   type: oneOf(['local']).optional(),
@@ -366,7 +397,7 @@ export const localStoreSchema = strict({
 export const configDocumentSchema = strict(
   {
     version: z.literal(1, { error: expecting('1') }).describe('Config format version. Must be 1.'),
-    warehouse: warehouseSchema.nullable().optional(),
+    warehouse: anyWarehouseSchema.nullable().optional(),
     staging: localStoreSchema.nullable().optional(),
     state: localStoreSchema.nullable().optional(),
     defaults: defaultsSchema

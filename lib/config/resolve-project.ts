@@ -14,6 +14,7 @@ import type {
   TableSpec,
   TrackedSpec,
   ValidFromSpec,
+  WarehouseSpec,
 } from '../core/table-spec.ts'
 import { COLUMN_PRESETS, METADATA_COLUMN_KEYS, METADATA_COLUMN_OPTIONS } from './column-presets.ts'
 import {
@@ -22,6 +23,7 @@ import {
   localStoreSchema,
   tableSchema,
   warehouseSchema,
+  bigQueryWarehouseSchema,
   type TableDocument,
   type TableOptionsDocument,
 } from './config-schema.ts'
@@ -89,7 +91,10 @@ export function resolveProject(document: unknown, configPath: string): ProjectSp
   }
   const parsed = configDocumentSchema.safeParse(document, { error: fallbackErrorMap })
   if (!parsed.success)
-    for (const issue of fromZodIssues(parsed.error.issues)) issues.add(issue.path, issue.message)
+    for (const issue of fromZodIssues(parsed.error.issues)) {
+      // The warehouse section is reported by the shape its `type` picks (see below), not as a union mismatch.
+      if (issue.path[0] !== 'warehouse') issues.add(issue.path, issue.message)
+    }
   if (!isRecord(document)) throw new ConfigError(file, issues.render())
 
   // Each part is parsed again on its own so one broken table does not hide the rule checks of the others.
@@ -113,7 +118,16 @@ export function resolveProject(document: unknown, configPath: string): ProjectSp
     aws.success && aws.data != null
       ? resolveAws(aws.data, tables, (where, message) => issues.add(where, message))
       : undefined
-  const warehouse = warehouseSchema.nullable().optional().safeParse(document.warehouse)
+  // ---- BigQuery warehouse (BigQuery issue): `type` picks the shape whose messages are reported ----
+  const bigQuery = isRecord(document.warehouse) && document.warehouse.type === 'bigquery'
+  const warehouse = (bigQuery ? bigQueryWarehouseSchema : warehouseSchema)
+    .nullable()
+    .optional()
+    .safeParse(document.warehouse, { error: fallbackErrorMap })
+  if (!warehouse.success)
+    for (const issue of fromZodIssues(warehouse.error.issues))
+      issues.add(['warehouse', ...issue.path], issue.message)
+  // ---- end BigQuery warehouse ----
   const staging = localStoreSchema.nullable().optional().safeParse(document.staging)
   const state = localStoreSchema.nullable().optional().safeParse(document.state)
   const rendered = issues.render()
@@ -121,21 +135,36 @@ export function resolveProject(document: unknown, configPath: string): ProjectSp
     throw new ConfigError(file, rendered)
   }
 
-  const warehousePath = warehouse.data?.path ?? DEFAULT_WAREHOUSE.path
+  const warehousePath =
+    (warehouse.data as { path?: string } | null | undefined)?.path ?? DEFAULT_WAREHOUSE.path
   return deepFreeze<ProjectSpec>({
     configPath: file,
     baseDir,
-    warehouse: {
+    warehouse: resolveWarehouse(warehouse.data, () => ({
       type: 'duckdb',
       // DuckDB's in-memory database is a name, not a file; resolving it would create a file called ":memory:".
       path: warehousePath === ':memory:' ? warehousePath : path.resolve(baseDir, warehousePath),
-      schema: warehouse.data?.schema ?? DEFAULT_WAREHOUSE.schema,
-    },
+      schema: (warehouse.data as { schema?: string } | null | undefined)?.schema ?? DEFAULT_WAREHOUSE.schema,
+    })),
     staging: { type: 'local', path: path.resolve(baseDir, staging.data?.path ?? DEFAULT_STAGING.path) },
     state: { type: 'local', path: path.resolve(baseDir, state.data?.path ?? DEFAULT_STATE.path) },
     tables,
     ...(awsSpec !== undefined ? { aws: awsSpec } : {}),
   })
+}
+
+/** BigQuery warehouse (BigQuery issue): the dataset is also the `schema` every warehouse places dimensions in. */
+function resolveWarehouse(data: unknown, duckdb: () => WarehouseSpec): WarehouseSpec {
+  if (!isRecord(data) || data.type !== 'bigquery') return duckdb()
+  const w = data as { project: string; dataset: string; location: string; credentials_secret?: string }
+  return {
+    type: 'bigquery',
+    project: w.project,
+    dataset: w.dataset,
+    schema: w.dataset,
+    location: w.location,
+    ...(w.credentials_secret !== undefined ? { credentialsSecret: w.credentials_secret } : {}),
+  }
 }
 
 function targetOf(raw: unknown): unknown {

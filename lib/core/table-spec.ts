@@ -87,11 +87,32 @@ export interface TableSpec {
   readonly lambda?: LambdaSizeSpec
 }
 
-export interface WarehouseSpec {
+export type WarehouseSpec = DuckDbWarehouseSpec | BigQueryWarehouseSpec
+
+export interface DuckDbWarehouseSpec {
   readonly type: 'duckdb'
   /** DuckDB database file, relative to the config file's folder. */
   readonly path: string
   readonly schema: string
+}
+
+// ---- BigQuery warehouse (BigQuery issue) ----
+
+/** `warehouse: { type: bigquery, project, dataset, location, credentials_secret }`. */
+export interface BigQueryWarehouseSpec {
+  readonly type: 'bigquery'
+  /** Google Cloud project that holds the dataset (and runs the jobs). */
+  readonly project: string
+  readonly dataset: string
+  /** The dataset, under the name every warehouse uses for where dimensions live. */
+  readonly schema: string
+  /** Location of the dataset (`EU`, `US`, `europe-west1`), sent with every job. */
+  readonly location: string
+  /**
+   * ARN (or name) of a Secrets Manager secret whose value is a service-account key JSON (Lambda). Absent:
+   * Application Default Credentials (GOOGLE_APPLICATION_CREDENTIALS, gcloud login, workload identity).
+   */
+  readonly credentialsSecret?: string
 }
 
 export interface ProjectSpec {

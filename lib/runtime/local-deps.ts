@@ -2,6 +2,7 @@ import { LocalStagingStore } from '../adapters/staging/local-staging-store.ts'
 import { LocalStateStore } from '../adapters/state/local-state-store.ts'
 import { DuckDbWarehouse } from '../adapters/warehouse/duckdb-warehouse.ts'
 import { assertTableMatchesSource } from '../config/index.ts'
+import { DimsyncError } from '../core/errors.ts'
 import type { ProjectSpec } from '../core/table-spec.ts'
 import { openSource } from './open-source.ts'
 import type { PipelineDeps, RunEvent } from '../use-cases/run-table.ts'
@@ -24,6 +25,13 @@ export async function buildLocalDeps(
   // ---- store overrides (AWS runtime) ----
   const overridden = openStoreOverrides(stores)
   // ---- end store overrides ----
+  // ---- BigQuery warehouse (BigQuery issue): embedded mode runs on DuckDB only ----
+  if (project.warehouse.type !== 'duckdb')
+    throw new DimsyncError(
+      `${project.configPath}: warehouse type ${project.warehouse.type} is used by the AWS deployment; ` +
+        'embedded mode needs warehouse type duckdb (dimsync plan --dialect bigquery --sql renders the BigQuery SQL offline)',
+    )
+  // ---- end BigQuery warehouse ----
   const warehouse = await DuckDbWarehouse.open({
     path: project.warehouse.path,
     memoryLimit: process.env.DIMSYNC_DUCKDB_MEMORY_LIMIT ?? '256MB',

@@ -47,13 +47,25 @@ describe('document level', () => {
 
   it('checks the warehouse, staging and state sections', () => {
     const top =
-      'warehouse: { type: bigquery, schema: my-schema, pth: x }\nstaging: { type: s3 }\nstate: { path: "" }\n'
+      'warehouse: { type: duckdbb, schema: my-schema, pth: x }\nstaging: { type: s3 }\nstate: { path: "" }\n'
     expect(issuesOf(withTable('key: id', top))).toEqual([
-      'warehouse.type: must be one of duckdb (got "bigquery")',
+      'warehouse.type: must be one of duckdb, bigquery (got "duckdbb"); did you mean "duckdb"?',
       'warehouse.schema: must be a schema name (letters, digits and _, not starting with a digit) (got "my-schema")',
       'warehouse: unknown key "pth"; did you mean "path"?',
       'staging.type: must be one of local (got "s3")',
       'state.path: must be a folder path (got "")',
+    ])
+  })
+})
+
+describe('BigQuery warehouse section', () => {
+  it('names each missing or malformed BigQuery setting', () => {
+    const top = 'warehouse: { type: bigquery, project: Acme_DW, dataset: my-data, pth: x }\n'
+    expect(issuesOf(withTable('key: id', top))).toEqual([
+      'warehouse.project: must be a Google Cloud project id (my-project-123) (got "Acme_DW")',
+      'warehouse.dataset: must be a dataset name (letters, digits and _, not starting with a digit) (got "my-data")',
+      'warehouse.location: is required',
+      'warehouse: unknown key "pth"',
     ])
   })
 })

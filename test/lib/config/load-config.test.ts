@@ -35,7 +35,9 @@ describe('loadProject', () => {
     const project = await loadProject(file)
     expect(project.configPath).toBe(file)
     expect(project.baseDir).toBe(path.join(dir, 'conf'))
-    expect(project.warehouse.path).toBe(path.join(dir, 'conf', 'wh.duckdb'))
+    expect(project.warehouse.type === 'duckdb' && project.warehouse.path).toBe(
+      path.join(dir, 'conf', 'wh.duckdb'),
+    )
     expect(project.staging.path).toBe(path.join(dir, 'conf', '.dimsync', 'staging'))
     expect(project.tables.map((t) => t.name)).toEqual(['c'])
   })

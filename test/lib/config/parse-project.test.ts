@@ -87,10 +87,25 @@ describe('parseProject: a valid minimal config', () => {
     expect(project.state.path).toBe(`${process.cwd()}/conf/.dimsync/state`)
   })
 
+  it('reads a BigQuery warehouse: project, dataset (also the schema), location, credentials secret', () => {
+    const top =
+      'warehouse: { type: bigquery, project: acme-dw, dataset: history, location: EU, credentials_secret: dimsync/bq }\n'
+    expect(parseProject(withTable('key: id', top), CONFIG).warehouse).toEqual({
+      type: 'bigquery',
+      project: 'acme-dw',
+      dataset: 'history',
+      schema: 'history',
+      location: 'EU',
+      credentialsSecret: 'dimsync/bq',
+    })
+  })
+
   it('keeps the DuckDB in-memory database name as is', () => {
-    expect(
-      parseProject(withTable('key: id', "warehouse: { path: ':memory:' }\n"), CONFIG).warehouse.path,
-    ).toBe(':memory:')
+    const warehouse = parseProject(
+      withTable('key: id', "warehouse: { path: ':memory:' }\n"),
+      CONFIG,
+    ).warehouse
+    expect(warehouse.type === 'duckdb' && warehouse.path).toBe(':memory:')
   })
 
   it('accepts empty optional sections', () => {
