@@ -89,6 +89,8 @@ export class CsvPartConverter {
           `COPY (${this.#selectSql(csvPath, columns)}) TO ${sqlString(partPath)} ` +
             `(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880)`,
         )
+      } catch (error) {
+        throw new Error(describeConversionError(error, columns), { cause: error })
       } finally {
         await rm(csvPath, { force: true })
       }
@@ -277,4 +279,20 @@ export class CsvSpool {
   #throwIfFailed(): void {
     if (this.#failure !== undefined) throw this.#failure
   }
+}
+
+/**
+ * DuckDB names the CSV fields `c0`, `c1`, ...; a conversion error is re-worded with the source column's name and
+ * types, and without the CSV line number (a line of a spooled file means nothing to a user).
+ */
+export function describeConversionError(error: unknown, columns: readonly DbColumn[]): string {
+  const message = error instanceof Error ? error.message : String(error)
+  const field = /column "c(\d+)"/.exec(message)
+  const value = /Could not convert string "([^"]*)"/.exec(message)
+  const column = field ? columns[Number(field[1])] : undefined
+  if (column === undefined) return `converting rows to Parquet failed: ${message.split('\n')[0]}`
+  return (
+    `column ${column.name} (${column.serverType}) holds a value DuckDB cannot store as ${column.type}` +
+    (value ? `: "${value[1]}"` : `: ${message.split('\n')[0]}`)
+  )
 }

@@ -108,7 +108,7 @@ export async function extractDatabaseTable(
   const snapshot = await driver.openSnapshot(table, spec.chunks ?? 1)
   let converter: CsvPartConverter | undefined
   const spools: CsvSpool[] = []
-  let doing = 'reading the table definition'
+  let doing = 'reading the columns of'
   try {
     const main = snapshot.sessions[0]!
     const columns = await describeChecked(driver, table, main, relation)
@@ -119,7 +119,7 @@ export async function extractDatabaseTable(
     let cursor: DbColumn | undefined
     if (table.extract.mode === 'incremental') {
       cursor = byName.get(table.extract.cursor)!
-      doing = `checking cursor column ${table.extract.cursor} for NULLs`
+      doing = `checking cursor column ${table.extract.cursor} for NULLs in`
       const nulls = await countOf(main, `SELECT COUNT(*) FROM ${relation} WHERE ${q(cursor.name)} IS NULL`)
       if (nulls > 0) {
         throw new SourceError(
@@ -133,17 +133,17 @@ export async function extractDatabaseTable(
     }
     const where = whereClause([delta])
 
-    doing = 'counting rows in the snapshot'
+    doing = 'counting the rows of'
     const expected = await countOf(main, `SELECT COUNT(*) FROM ${relation}${where}`)
 
     if (table.extract.mode === 'full' || table.validFrom.kind === 'extracted_at') {
-      doing = 'checking that the key is unique'
+      doing = 'checking the key is unique in'
       await assertKeyUnique(driver, table, spec, main, relation, delta, key)
     }
 
     let watermarkCandidate: Watermark | undefined = request.watermark
     if (cursor !== undefined && expected > 0) {
-      doing = 'reading the new watermark'
+      doing = 'reading the new watermark of'
       const order = [q(cursor.name), ...key].map((c) => `${c} DESC`).join(', ')
       const keyColumns = table.key.map((k) => byName.get(k)!)
       const texts = [cursor, ...keyColumns].map((c, i) => `${driver.valueText(q(c.name), c)} AS w${i}`)
@@ -159,7 +159,7 @@ export async function extractDatabaseTable(
         request.watermark && !isAfter(candidate, request.watermark) ? request.watermark : candidate
     }
 
-    doing = 'splitting the key into chunks'
+    doing = 'splitting into key ranges'
     const wanted = Math.max(1, Math.min(snapshot.sessions.length, Math.floor(expected / MIN_CHUNK_ROWS)))
     let bounds: SqlValue[][] = []
     if (wanted > 1) {
@@ -178,7 +178,7 @@ export async function extractDatabaseTable(
     })
     let staged = 0
     const selectList = columns.map((c) => c.select).join(', ')
-    doing = `reading ${expected} rows`
+    doing = `reading ${expected} rows of`
     const results = await Promise.allSettled(
       predicates.map(async (predicate, i) => {
         const spool = new CsvSpool({
@@ -264,7 +264,7 @@ async function describeChecked(
     columns = await driver.describe(session, relation)
   } catch (error) {
     if (error instanceof SourceError) throw error
-    throw driver.translate(table, error, 'reading the table definition')
+    throw driver.translate(table, error, 'reading the columns of')
   }
   const where = `${sourceName(spec)} (${driver.endpoint})`
   const seen = new Set<string>()

@@ -132,6 +132,7 @@ class MysqlSession implements DbSession {
       const fail = (error: unknown) => {
         if (failed !== undefined) return
         failed = error
+        detach()
         reject(error)
       }
       const flush = () => {
@@ -147,6 +148,21 @@ class MysqlSession implements DbSession {
           },
         )
       }
+      // A killed session or a cut network shows up on the connection, not always on the query.
+      const onLost = (error?: unknown) =>
+        fail(
+          error ??
+            Object.assign(new Error('Connection lost: the server closed the connection'), {
+              code: 'PROTOCOL_CONNECTION_LOST',
+            }),
+        )
+      const onEnd = () => onLost()
+      const detach = () => {
+        connection.off('error', onLost)
+        connection.off('end', onEnd)
+      }
+      connection.once('error', onLost)
+      connection.once('end', onEnd)
       const query = connection.query({ sql: select, rowsAsArray: true })
       query.on('result', (row: unknown) => {
         if (failed !== undefined) return
@@ -165,7 +181,9 @@ class MysqlSession implements DbSession {
         if (failed !== undefined) return
         if (encoder.length > 0) flush()
         writing.then(() => {
-          if (failed === undefined) resolve(rows)
+          if (failed !== undefined) return
+          detach()
+          resolve(rows)
         }, fail)
       })
     })
@@ -231,7 +249,7 @@ class MysqlDriver implements DbDriver {
       return { sessions, id, close }
     } catch (error) {
       await close()
-      throw error instanceof SourceError ? error : this.translate(table, error, 'opening the snapshot')
+      throw error instanceof SourceError ? error : this.translate(table, error, 'opening a snapshot of')
     }
   }
 
@@ -360,7 +378,7 @@ class MysqlDriver implements DbDriver {
       )
     } catch (error) {
       connection.destroy()
-      throw this.translate(this.#table, error, 'connecting')
+      throw this.translate(this.#table, error, 'connecting to read')
     }
     const timeout = (this.#table.source as DatabaseSourceSpec).statementTimeoutSeconds ?? 0
     const mariadb = await this.#isMariaDb(session)

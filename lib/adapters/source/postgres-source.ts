@@ -197,7 +197,7 @@ class PostgresDriver implements DbDriver {
       return { sessions, id: current, close }
     } catch (error) {
       await close()
-      throw error instanceof SourceError ? error : this.translate(table, error, 'opening the snapshot')
+      throw error instanceof SourceError ? error : this.translate(table, error, 'opening a snapshot of')
     }
   }
 
@@ -300,7 +300,7 @@ class PostgresDriver implements DbDriver {
       await client.connect()
     } catch (error) {
       await client.end().catch(() => undefined)
-      throw this.translate(this.#table, error, 'connecting')
+      throw this.translate(this.#table, error, 'connecting to read')
     }
     const timeout = (this.#table.source as DatabaseSourceSpec).statementTimeoutSeconds
     const settings = [

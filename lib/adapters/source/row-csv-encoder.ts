@@ -4,7 +4,7 @@
  * string and encoding it afterwards costs more than the driver's own parsing.
  *
  * Encoding: NULL is an empty unquoted field; a string is always quoted (`"` doubled), so the empty string `""`
- * stays distinct from NULL; numbers and bigints as their decimal text; bytes as unquoted lowercase hex.
+ * stays distinct from NULL; numbers and bigints as their decimal text; bytes as quoted lowercase hex (so empty bytes stay distinct from NULL too).
  */
 
 const QUOTE = /"/g
@@ -41,7 +41,7 @@ export class RowCsvEncoder {
       } else if (typeof value === 'number' || typeof value === 'bigint') {
         line += String(value)
       } else if (Buffer.isBuffer(value)) {
-        line += value.toString('hex')
+        line += `"${value.toString('hex')}"`
       } else {
         throw new TypeError(`cannot encode a ${describe(value)} as CSV (column ${i + 1})`)
       }

@@ -20,8 +20,13 @@ async function reachable(name: string, url: string, probe: () => Promise<void>):
   } catch (error) {
     const why = error instanceof Error ? error.message : String(error)
     const safeUrl = url.replace(/:[^:@/]*@/, ':***@')
-    if (REQUIRED) throw new Error(`${name} at ${safeUrl} is required (DIMSYNC_REQUIRE_SERVICES=1) but unreachable: ${why}`)
-    console.warn(`skipping ${name} integration tests: ${safeUrl} is unreachable (${why}); set DIMSYNC_REQUIRE_SERVICES=1 to fail instead`)
+    if (REQUIRED)
+      throw new Error(
+        `${name} at ${safeUrl} is required (DIMSYNC_REQUIRE_SERVICES=1) but unreachable: ${why}`,
+      )
+    console.warn(
+      `skipping ${name} integration tests: ${safeUrl} is unreachable (${why}); set DIMSYNC_REQUIRE_SERVICES=1 to fail instead`,
+    )
     return false
   }
 }

@@ -71,7 +71,9 @@ export class ExtractHarness {
     try {
       await connection.run(`SET TimeZone='UTC'`)
       const files = `[${batch.partPaths.map((p) => `'${p}'`).join(', ')}]`
-      const described = (await connection.runAndReadAll(`DESCRIBE SELECT * FROM read_parquet(${files})`)).getRowObjectsJson()
+      const described = (
+        await connection.runAndReadAll(`DESCRIBE SELECT * FROM read_parquet(${files})`)
+      ).getRowObjectsJson()
       const types = Object.fromEntries(described.map((r) => [String(r.column_name), String(r.column_type)]))
       const order = options.orderBy ?? table.key.map((k) => `"${k}"`).join(', ')
       const rows = (
