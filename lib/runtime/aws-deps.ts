@@ -5,6 +5,7 @@ import { DynamoDbStateStore } from '../adapters/state/dynamodb-state-store.ts'
 import { LocalStagingStore } from '../adapters/staging/local-staging-store.ts'
 import { LocalStateStore } from '../adapters/state/local-state-store.ts'
 import { DuckDbWarehouse } from '../adapters/warehouse/duckdb-warehouse.ts'
+import { openBigQueryWarehouse } from '../adapters/warehouse/bigquery-credentials.ts'
 import { readChoice, readInteger, readRequiredString, readString, readUrl, type Env } from '../config/env.ts'
 import { assertTableMatchesSource, loadProject } from '../config/index.ts'
 import { ConfigError, DimsyncError } from '../core/errors.ts'
@@ -168,7 +169,12 @@ export async function buildAwsDeps(
       )
     },
     warehouse() {
-      warehouse ??= openWarehouse(settings).catch((error: unknown) => {
+      warehouse ??= openWarehouse(
+        settings,
+        project,
+        options.getSecret ??
+          secretsManagerGetter(makeSecretsManagerClient({ endpoint: settings.secretsManagerEndpoint })),
+      ).catch((error: unknown) => {
         warehouse = undefined
         throw error
       })
@@ -186,15 +192,23 @@ export async function buildAwsDeps(
  * The warehouse factory. ───── WAREHOUSE SWITCH ─────: one case per `DIMSYNC_WAREHOUSE` value. The BigQuery
  * issue adds its `case 'bigquery'` here (reading `settings.bigQuerySecretArn`).
  */
-async function openWarehouse(settings: AwsSettings): Promise<Warehouse> {
+async function openWarehouse(
+  settings: AwsSettings,
+  project: ProjectSpec,
+  getSecret: GetSecret,
+): Promise<Warehouse> {
   switch (settings.warehouse) {
     case 'duckdb':
       return await DuckDbWarehouse.open({ path: settings.duckdbPath! })
-    case 'bigquery':
-      // ── BigQuery: added by the BigQuery issue. ──
-      throw new ConfigError('environment', [
-        `${AWS_ENV.warehouse}: bigquery is not available in this build yet (use duckdb with ${AWS_ENV.duckdbPath})`,
-      ])
+    case 'bigquery': {
+      // ── BigQuery (BigQuery issue): project/dataset/location from dimsync.yaml; the service-account key from
+      // DIMSYNC_BIGQUERY_SECRET_ARN (or warehouse.credentials_secret), else Application Default Credentials. ──
+      if (project.warehouse.type !== 'bigquery')
+        throw new ConfigError(project.configPath, [
+          `warehouse: ${AWS_ENV.warehouse}=bigquery needs warehouse: { type: bigquery, project, dataset, location }`,
+        ])
+      return await openBigQueryWarehouse(project.warehouse, { secretArn: settings.bigQuerySecretArn, getSecret })
+    }
   }
 }
 
