@@ -65,6 +65,17 @@ export class LeaseLostError extends DimsyncError {
   }
 }
 
+/** A watermark commit lost a race or would move the watermark backwards; nothing was written. */
+export class WatermarkConflictError extends DimsyncError {
+  constructor(
+    readonly table: string,
+    message: string,
+  ) {
+    super(message)
+    this.name = 'WatermarkConflictError'
+  }
+}
+
 /** A source could not be read (missing file, malformed line, unreachable server). */
 export class SourceError extends DimsyncError {
   constructor(

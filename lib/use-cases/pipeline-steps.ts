@@ -1,4 +1,4 @@
-import { canonicalJson, compareWatermarks } from '../adapters/aws/watermark-order.ts'
+import { canonicalJson, compareWatermarks } from '../core/watermark.ts'
 import type { BatchManifest, Watermark } from '../core/batch.ts'
 import { LeaseLostError } from '../core/errors.ts'
 import type { TableSpec } from '../core/table-spec.ts'

@@ -1,13 +1,13 @@
 import { makeBatchId, makeRunId } from '../core/batch-id.ts'
-import type { BatchManifest } from '../core/batch.ts'
 import { BatchRejectedError } from '../core/errors.ts'
 import type { MergeCounts, RunRecord } from '../core/run-record.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import type { Source } from '../ports/source.ts'
 import type { StagingStore } from '../ports/staging-store.ts'
-import type { Lease, StateStore } from '../ports/state-store.ts'
+import type { StateStore } from '../ports/state-store.ts'
 import type { Warehouse } from '../ports/warehouse.ts'
 import { mergeBatch, type MergeBatchResult } from './merge-batch.ts'
+import { extractStep, HeldLease, mergeStep } from './pipeline-steps.ts'
 
 /** A step of a run, for logs and progress displays. */
 export type RunEvent =
@@ -66,6 +66,7 @@ const DEFAULT_LEASE_TTL_MS = 10 * 60_000
  * One run of one table: lock, merge batches an interrupted run left staged, extract a new batch, merge it in
  * one transaction (checking the lock is still ours just before COMMIT), then advance the watermark. The
  * watermark moves only after the merge committed; a crash anywhere leaves a state the next run completes.
+ * The steps are those of pipeline-steps.ts, which the Lambdas run one per invocation.
  */
 export async function runTable(
   deps: PipelineDeps,
@@ -74,46 +75,47 @@ export async function runTable(
 ): Promise<RunTableResult> {
   const startedAt = deps.clock()
   const runId = makeRunId(startedAt)
-  const ttl = options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS
-  let lease = await deps.state.acquireLease(table.name, runId, ttl, startedAt)
+  const lease = await HeldLease.acquire(
+    deps.state,
+    table.name,
+    runId,
+    options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS,
+    deps.clock,
+  )
   deps.onEvent?.({ step: 'lock', table: table.name, runId })
-  const renew = setInterval(() => {
-    deps.state.renewLease(lease, ttl, deps.clock()).then(
-      (renewed) => (lease = renewed),
-      () => undefined, // a lost lease is detected by assertLeaseHeld before COMMIT
-    )
-  }, ttl / 3)
-  renew.unref()
   const record = (patch: Partial<RunRecord> & Pick<RunRecord, 'status'>) =>
     deps.state.recordRun({ runId, table: table.name, startedAt: startedAt.toISOString(), ...patch })
-  await record({ status: 'running' })
   let batchId: string | undefined
   try {
+    await record({ status: 'running' })
     const resumed: MergeBatchResult[] = []
     if (!options.dryRun) {
       for (const manifest of await deps.staging.listBatches(table.name)) {
         deps.onEvent?.({ step: 'resume', table: table.name, batchId: manifest.batchId })
-        try {
-          resumed.push(await mergeAndAdvance(deps, table, manifest, () => lease, options))
-        } catch (error) {
-          if (!(error instanceof BatchRejectedError)) throw error
-          // The same batch would be refused again on every run: say how to get past it.
-          throw new BatchRejectedError(
-            table.name,
-            manifest.batchId,
-            `${error.message}. This batch was staged by an earlier run; rerun with the option named above, or ` +
-              `drop it with: dimsync discard --table ${table.name} --batch ${manifest.batchId}`,
-          )
-        }
+        resumed.push(await resumeStaged(deps, table, manifest.batchId, lease, options))
       }
     }
 
     const extractedAt = options.extractedAt ?? deps.clock()
     batchId = makeBatchId(extractedAt)
-    const manifest = await extract(deps, table, batchId, extractedAt)
+    const started = Date.now()
+    const elapsed = () => (Date.now() - started) / 1000
+    const { manifest } = await extractStep(deps, table, {
+      batchId,
+      extractedAt,
+      beforeCommit: () => lease.assertHeld(),
+      onProgress: (rows) => deps.onEvent?.({ step: 'progress', table: table.name, rows, seconds: elapsed() }),
+    })
+    deps.onEvent?.({
+      step: 'extract',
+      table: table.name,
+      batchId,
+      rows: manifest.rowCount,
+      seconds: elapsed(),
+    })
     const merge = options.dryRun
-      ? await dryRun(deps, table, manifest, options)
-      : await mergeAndAdvance(deps, table, manifest, () => lease, options)
+      ? await dryRun(deps, table, batchId, options)
+      : await mergeAndForget(deps, table, batchId, lease, options)
     await record({
       status: 'succeeded',
       finishedAt: deps.clock().toISOString(),
@@ -131,109 +133,72 @@ export async function runTable(
     }).catch(() => undefined)
     throw error
   } finally {
-    clearInterval(renew)
-    await deps.state.releaseLease(lease).catch(() => undefined)
+    await lease.release()
   }
 }
 
-async function extract(
+/** Merge, advance the watermark, then drop the staged batch: it is in the warehouse now. */
+async function mergeAndForget(
   deps: PipelineDeps,
   table: TableSpec,
   batchId: string,
-  extractedAt: Date,
-): Promise<BatchManifest> {
-  const started = Date.now()
-  const watermark =
-    table.extract.mode === 'incremental' ? await deps.state.getWatermark(table.name) : undefined
-  const writer = await deps.staging.beginBatch(table.name, batchId)
-  const source = deps.openSource(table)
-  try {
-    const result = await source.extract({
-      table,
-      batchId,
-      extractedAt,
-      watermark,
-      writer,
-      onProgress: (rows) =>
-        deps.onEvent?.({ step: 'progress', table: table.name, rows, seconds: (Date.now() - started) / 1000 }),
-    })
-    deps.checkSourceColumns?.(
-      table,
-      result.columns.map((c) => c.name),
-    )
-    const manifest = await writer.commit({
-      table: table.name,
-      batchId,
-      extractedAt: extractedAt.toISOString(),
-      mode: table.extract.mode,
-      rowCount: result.rows,
-      columns: result.columns,
-      watermarkCandidate: result.watermarkCandidate,
-      sourceDescription: result.sourceDescription,
-    })
-    deps.onEvent?.({
-      step: 'extract',
-      table: table.name,
-      batchId,
-      rows: result.rows,
-      seconds: (Date.now() - started) / 1000,
-    })
-    return manifest
-  } catch (error) {
-    await writer.abort().catch(() => undefined)
-    throw error
-  } finally {
-    await source.close()
-  }
-}
-
-async function mergeAndAdvance(
-  deps: PipelineDeps,
-  table: TableSpec,
-  manifest: BatchManifest,
-  currentLease: () => Lease,
+  lease: HeldLease,
   options: RunTableOptions,
 ): Promise<MergeBatchResult> {
   const started = Date.now()
-  const watermark = manifest.watermarkCandidate ? await deps.state.getWatermark(table.name) : undefined
-  const result = await mergeBatch(deps, {
-    table,
-    schema: deps.schema,
-    batchId: manifest.batchId,
-    now: deps.clock(),
+  const { merge } = await mergeStep(deps, table, {
+    batchId,
     allowMassDelete: options.allowMassDelete,
-    beforeCommit: () => deps.state.assertLeaseHeld(currentLease(), deps.clock()),
+    beforeCommit: () => lease.assertHeld(),
   })
-  // Applied (now or by a run that crashed before this point): only then may the watermark move.
-  if (manifest.watermarkCandidate)
-    await deps.state.commitWatermark(table.name, manifest.watermarkCandidate, watermark)
-  await deps.staging.deleteBatch(table.name, manifest.batchId)
+  await deps.staging.deleteBatch(table.name, batchId)
   deps.onEvent?.({
     step: 'merge',
     table: table.name,
-    batchId: manifest.batchId,
-    result,
+    batchId,
+    result: merge,
     seconds: (Date.now() - started) / 1000,
   })
-  return result
+  return merge
+}
+
+async function resumeStaged(
+  deps: PipelineDeps,
+  table: TableSpec,
+  batchId: string,
+  lease: HeldLease,
+  options: RunTableOptions,
+): Promise<MergeBatchResult> {
+  try {
+    return await mergeAndForget(deps, table, batchId, lease, options)
+  } catch (error) {
+    if (!(error instanceof BatchRejectedError)) throw error
+    // The same batch would be refused again on every run: say how to get past it.
+    throw new BatchRejectedError(
+      table.name,
+      batchId,
+      `${error.message}. This batch was staged by an earlier run; rerun with the option named above, or ` +
+        `drop it with: dimsync discard --table ${table.name} --batch ${batchId}`,
+    )
+  }
 }
 
 async function dryRun(
   deps: PipelineDeps,
   table: TableSpec,
-  manifest: BatchManifest,
+  batchId: string,
   options: RunTableOptions,
 ): Promise<MergeBatchResult> {
   try {
     return await mergeBatch(deps, {
       table,
       schema: deps.schema,
-      batchId: manifest.batchId,
+      batchId,
       now: deps.clock(),
       allowMassDelete: options.allowMassDelete,
       dryRun: true,
     })
   } finally {
-    await deps.staging.deleteBatch(table.name, manifest.batchId)
+    await deps.staging.deleteBatch(table.name, batchId)
   }
 }

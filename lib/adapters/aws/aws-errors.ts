@@ -6,17 +6,6 @@ import { DimsyncError } from '../../core/errors.ts'
  * message names the bucket, key or table and what to do.
  */
 
-/** A watermark commit lost a race or would move the watermark backwards; nothing was written. */
-export class WatermarkConflictError extends DimsyncError {
-  constructor(
-    readonly table: string,
-    message: string,
-  ) {
-    super(message)
-    this.name = 'WatermarkConflictError'
-  }
-}
-
 /** An AWS call failed for a reason other than a dimsync rule (permissions, missing bucket or table, network). */
 export class AwsServiceError extends DimsyncError {
   override readonly retryable: boolean

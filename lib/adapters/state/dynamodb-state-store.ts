@@ -9,13 +9,14 @@ import {
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb'
 
-import { isAwsError, WatermarkConflictError, wrapAwsError } from '../aws/aws-errors.ts'
+import { WatermarkConflictError } from '../../core/errors.ts'
+import { isAwsError, wrapAwsError } from '../aws/aws-errors.ts'
 import type { Watermark } from '../../core/batch.ts'
 import { DimsyncError, LeaseLostError, LockHeldError } from '../../core/errors.ts'
 import type { RunRecord } from '../../core/run-record.ts'
 import type { Lease, StateStore } from '../../ports/state-store.ts'
 import { assertSafeId, instantSortKey } from '../staging/local-files.ts'
-import { canonicalJson, compareWatermarks } from '../aws/watermark-order.ts'
+import { canonicalJson, compareWatermarks } from '../../core/watermark.ts'
 
 export interface DynamoDbStateStoreOptions {
   readonly client: DynamoDBClient

@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 
 import type { Watermark } from '../../core/batch.ts'
-import { DimsyncError, LeaseLostError, LockHeldError } from '../../core/errors.ts'
+import { DimsyncError, LeaseLostError, LockHeldError, WatermarkConflictError } from '../../core/errors.ts'
 import type { RunRecord } from '../../core/run-record.ts'
 import type { Lease, StateStore } from '../../ports/state-store.ts'
 import {
@@ -84,7 +84,8 @@ export class LocalStateStore implements StateStore {
       const path = join(dir, 'watermark.json')
       const found = (await readJsonIfExists(path)) as Watermark | undefined
       if (!jsonEqual(found, expected)) {
-        throw new DimsyncError(
+        throw new WatermarkConflictError(
+          table,
           `table ${table}: watermark changed since it was read ` +
             `(expected ${describeJson(expected)}, found ${describeJson(found)})`,
         )

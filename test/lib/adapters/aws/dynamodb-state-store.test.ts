@@ -1,7 +1,7 @@
 import { GetItemCommand } from '@aws-sdk/client-dynamodb'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
-import { WatermarkConflictError } from '../../../../lib/adapters/aws/aws-errors.ts'
+import { WatermarkConflictError } from '../../../../lib/core/errors.ts'
 import { DynamoDbStateStore } from '../../../../lib/adapters/state/dynamodb-state-store.ts'
 import { LockHeldError } from '../../../../lib/core/errors.ts'
 import { describeStateStoreContract } from '../../../contract/state-store.contract.ts'

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 
 import { resolveSourceSecrets, secretToUrl } from '../../../../lib/adapters/aws/source-secrets.ts'
-import { canonicalJson, compareWatermarks } from '../../../../lib/adapters/aws/watermark-order.ts'
+import { canonicalJson, compareWatermarks } from '../../../../lib/core/watermark.ts'
 import { ConfigError } from '../../../../lib/core/errors.ts'
 import type { ProjectSpec } from '../../../../lib/core/table-spec.ts'
 import { readAwsSettings } from '../../../../lib/runtime/aws-deps.ts'

@@ -1,5 +1,5 @@
-import type { Watermark } from '../../core/batch.ts'
-import { instantSortKey } from '../staging/local-files.ts'
+import type { Watermark } from './batch.ts'
+import { instantSortKey } from './instant.ts'
 
 /**
  * Pure helpers for watermarks stored as text: a canonical JSON form (so deep-equal watermarks compare equal as
