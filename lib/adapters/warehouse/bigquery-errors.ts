@@ -1,10 +1,5 @@
-import type {
-  DimsyncError} from '../../core/errors.ts';
-import {
-  BatchRejectedError,
-  MassDeleteRefusedError,
-  WarehouseError,
-} from '../../core/errors.ts'
+import type { DimsyncError } from '../../core/errors.ts'
+import { BatchRejectedError, MassDeleteRefusedError, WarehouseError } from '../../core/errors.ts'
 import type { CompiledStatement } from '../../sql/dialect.ts'
 import { STEP_FAILED } from '../../sql/bigquery/bigquery-script.ts'
 
