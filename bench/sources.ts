@@ -1,0 +1,275 @@
+/**
+ * `npx tsx bench/sources.ts`: extract of a 10-column table from PostgreSQL and from MariaDB/MySQL into staged
+ * Parquet parts, against the server's raw stream measured in the same run:
+ * - PostgreSQL: `COPY (SELECT ...) TO STDOUT` read with pg-copy-streams and thrown away;
+ * - MySQL: a plain unbuffered SELECT read by mysql2 (the same driver), rows thrown away.
+ * Each measurement runs in a fresh child process that reports its wall time and peak RSS
+ * (`process.resourceUsage().maxRSS`). Also: 1M vs 3M rows (peak RSS must not grow), 4 parallel chunks vs 1.
+ * Creates and drops its own schema/database. Writes bench/results/sources.json.
+ * BENCH_ROWS (default 1,000,000), BENCH_BIG_ROWS (3,000,000), BENCH_SERVERS=postgres,mysql.
+ */
+import { spawn } from 'node:child_process'
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+
+import mysql from 'mysql2'
+import mysqlPromise from 'mysql2/promise'
+import pg from 'pg'
+import { to as copyTo } from 'pg-copy-streams'
+
+import { MysqlSource } from '../lib/adapters/source/mysql-source.ts'
+import { PostgresSource } from '../lib/adapters/source/postgres-source.ts'
+import { LocalStagingStore } from '../lib/adapters/staging/local-staging-store.ts'
+import type { TableSpec } from '../lib/core/table-spec.ts'
+import type { Source } from '../lib/ports/source.ts'
+import { BENCH_ROOT, TMP } from './support.ts'
+
+const PG_URL = process.env.DIMSYNC_TEST_PG_URL ?? 'postgres://root@127.0.0.1:5432/test'
+const MYSQL_URL = process.env.DIMSYNC_TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test'
+const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000)
+const BIG_ROWS = Number(process.env.BENCH_BIG_ROWS ?? 3_000_000)
+const SERVERS = (process.env.BENCH_SERVERS ?? 'postgres,mysql').split(',')
+const SCHEMA = 'dimsync_bench_sources'
+
+type Server = 'postgres' | 'mysql'
+type Mode = 'raw' | 'extract'
+
+interface ChildReport {
+  readonly rows: number
+  readonly seconds: number
+  readonly maxRssMb: number
+}
+
+if (process.argv[2] === '--child') {
+  // Only the measurement's own output goes to stdout.
+  await child(
+    process.argv[3] as Server,
+    process.argv[4] as Mode,
+    process.argv[5]!,
+    Number(process.argv[6] ?? 1),
+  )
+} else {
+  await parent()
+}
+
+/** One measurement: prints a ChildReport as JSON on stdout. */
+async function child(server: Server, mode: Mode, table: string, chunks: number): Promise<void> {
+  const started = process.hrtime.bigint()
+  let rows: number
+  if (mode === 'raw') rows = server === 'postgres' ? await rawCopy(table) : await rawSelect(table)
+  else rows = await extract(server, table, chunks)
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9
+  const report: ChildReport = { rows, seconds, maxRssMb: process.resourceUsage().maxRSS / 1024 }
+  process.stdout.write(JSON.stringify(report))
+}
+
+async function rawCopy(table: string): Promise<number> {
+  const client = new pg.Client({ connectionString: PG_URL })
+  await client.connect()
+  const stream = client.query(copyTo(`COPY (SELECT * FROM ${table}) TO STDOUT WITH (FORMAT csv)`))
+  for await (const piece of stream as AsyncIterable<Buffer>) void piece
+  await client.end()
+  return stream.rowCount
+}
+
+async function rawSelect(table: string): Promise<number> {
+  const connection = mysql.createConnection({
+    uri: MYSQL_URL,
+    dateStrings: true,
+    supportBigNumbers: true,
+    bigNumberStrings: true,
+  })
+  let rows = 0
+  await new Promise<void>((resolve, reject) => {
+    connection
+      .query({ sql: `SELECT * FROM ${table}`, rowsAsArray: true })
+      .on('result', () => rows++)
+      .on('error', reject)
+      .on('end', () => resolve())
+  })
+  connection.end()
+  return rows
+}
+
+async function extract(server: Server, table: string, chunks: number): Promise<number> {
+  const root = await mkdtemp(join(TMP, 'sources-'))
+  try {
+    const staging = new LocalStagingStore({ root })
+    const env = { BENCH_URL: server === 'postgres' ? PG_URL : MYSQL_URL }
+    const tuning = {
+      ...(process.env.BENCH_DUCKDB_THREADS
+        ? { duckdbThreads: Number(process.env.BENCH_DUCKDB_THREADS) }
+        : {}),
+      ...(process.env.BENCH_SPOOL_MB ? { spoolBytes: Number(process.env.BENCH_SPOOL_MB) << 20 } : {}),
+      ...(process.env.BENCH_ROW_MB ? { maxRowBytes: Number(process.env.BENCH_ROW_MB) << 20 } : {}),
+    }
+    const source: Source =
+      server === 'postgres' ? new PostgresSource({ env, ...tuning }) : new MysqlSource({ env, ...tuning })
+    const spec: TableSpec = {
+      name: 'bench',
+      source: { type: server, urlEnv: 'BENCH_URL', table, chunks },
+      target: 'dim_bench',
+      key: ['id'],
+      extract: { mode: 'full' },
+      validFrom: { kind: 'extracted_at' },
+      tracked: { kind: 'all_except', columns: [] },
+      exclude: [],
+      deletes: 'ignore',
+      maxDeleteShare: 0.5,
+      openEnd: null,
+      columns: {
+        surrogateKey: 'sk',
+        validFrom: 'valid_from',
+        validTo: 'valid_to',
+        isCurrent: 'is_current',
+        isDeleted: 'is_deleted',
+        rowHash: 'row_hash',
+        batchId: 'batch_id',
+      },
+    }
+    const writer = await staging.beginBatch('bench', 'b1')
+    const result = await source.extract({
+      table: spec,
+      batchId: 'b1',
+      extractedAt: new Date(),
+      writer,
+      onProgress: () => undefined,
+    })
+    await writer.commit({
+      table: 'bench',
+      batchId: 'b1',
+      extractedAt: new Date().toISOString(),
+      mode: 'full',
+      rowCount: result.rows,
+      columns: result.columns,
+      sourceDescription: result.sourceDescription,
+    })
+    return result.rows
+  } finally {
+    await rm(root, { recursive: true, force: true })
+  }
+}
+
+function measure(server: Server, mode: Mode, table: string, chunks = 1): Promise<ChildReport> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(
+      process.execPath,
+      ['--import', 'tsx', join(BENCH_ROOT, 'sources.ts'), '--child', server, mode, table, String(chunks)],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    )
+    let out = ''
+    proc.stdout.on('data', (d: Buffer) => (out += d.toString()))
+    proc.on('error', reject)
+    proc.on('exit', (code) => {
+      if (code !== 0) reject(new Error(`${server} ${mode} ${table} exited with ${code}`))
+      else resolve(JSON.parse(out) as ChildReport)
+    })
+  })
+}
+
+/** Ten columns: bigint key, two strings, numeric, double, boolean, timestamptz/TIMESTAMP, timestamp, date, nullable text. */
+async function setupPostgres(): Promise<{ small: string; big: string; drop: () => Promise<void> }> {
+  const client = new pg.Client({ connectionString: PG_URL })
+  await client.connect()
+  await client.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`)
+  await client.query(`CREATE SCHEMA ${SCHEMA}`)
+  for (const [name, rows] of [
+    ['t_small', ROWS],
+    ['t_big', BIG_ROWS],
+  ] as const) {
+    await client.query(`CREATE TABLE ${SCHEMA}.${name} (
+      id bigint PRIMARY KEY, name text, email varchar(200), amount numeric(12,2), score double precision,
+      active boolean, created_at timestamptz, updated_at timestamp, birth date, note text)`)
+    await client.query(`INSERT INTO ${SCHEMA}.${name} SELECT g, 'name ' || g, 'user' || g || '@example.com',
+      (g % 100000) / 100.0, g * 1.5, g % 2 = 0, timestamptz '2020-01-01' + g * interval '1 second',
+      timestamp '2021-01-01' + g * interval '1.000123 second', date '1970-01-01' + (g % 20000),
+      CASE WHEN g % 3 = 0 THEN NULL ELSE 'note ' || md5(g::text) END FROM generate_series(1, ${rows}) g`)
+    await client.query(`VACUUM ANALYZE ${SCHEMA}.${name}`)
+  }
+  return {
+    small: `${SCHEMA}.t_small`,
+    big: `${SCHEMA}.t_big`,
+    drop: async () => {
+      await client.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`)
+      await client.end()
+    },
+  }
+}
+
+async function setupMysql(): Promise<{ small: string; big: string; drop: () => Promise<void> }> {
+  const connection = await mysqlPromise.createConnection({ uri: MYSQL_URL })
+  await connection.query(`DROP DATABASE IF EXISTS ${SCHEMA}`)
+  await connection.query(`CREATE DATABASE ${SCHEMA}`)
+  for (const [name, rows] of [
+    ['t_small', ROWS],
+    ['t_big', BIG_ROWS],
+  ] as const) {
+    await connection.query(`CREATE TABLE ${SCHEMA}.${name} (
+      id BIGINT PRIMARY KEY, name TEXT, email VARCHAR(200), amount DECIMAL(12,2), score DOUBLE, active BOOLEAN,
+      created_at TIMESTAMP(6) NULL, updated_at DATETIME(6), birth DATE, note TEXT)`)
+    // Rows in blocks of 100,000 from a digits cross join (works on MySQL 8 and MariaDB).
+    await connection.query(`CREATE TEMPORARY TABLE IF NOT EXISTS ${SCHEMA}.digits (d INT)`)
+    await connection.query(`TRUNCATE ${SCHEMA}.digits`)
+    await connection.query(`INSERT INTO ${SCHEMA}.digits VALUES (0),(1),(2),(3),(4),(5),(6),(7),(8),(9)`)
+    for (let base = 0; base < rows; base += 100_000) {
+      await connection.query(`INSERT INTO ${SCHEMA}.${name}
+        SELECT g, CONCAT('name ', g), CONCAT('user', g, '@example.com'), (g % 100000) / 100, g * 1.5, g % 2 = 0,
+          TIMESTAMP('2020-01-01') + INTERVAL g SECOND, TIMESTAMP('2021-01-01') + INTERVAL g * 1000123 MICROSECOND,
+          DATE('1970-01-01') + INTERVAL (g % 20000) DAY, IF(g % 3 = 0, NULL, CONCAT('note ', MD5(g)))
+        FROM (SELECT ${base} + 1 + a.d + 10 * b.d + 100 * c.d + 1000 * e.d + 10000 * f.d AS g
+              FROM ${SCHEMA}.digits a, ${SCHEMA}.digits b, ${SCHEMA}.digits c, ${SCHEMA}.digits e, ${SCHEMA}.digits f) s
+        WHERE g <= ${rows}`)
+    }
+    await connection.query(`ANALYZE TABLE ${SCHEMA}.${name}`)
+  }
+  return {
+    small: `${SCHEMA}.t_small`,
+    big: `${SCHEMA}.t_big`,
+    drop: async () => {
+      await connection.query(`DROP DATABASE IF EXISTS ${SCHEMA}`)
+      await connection.end()
+    },
+  }
+}
+
+async function parent(): Promise<void> {
+  await mkdir(TMP, { recursive: true })
+  const results: Record<string, unknown> = { rows: ROWS, bigRows: BIG_ROWS, columns: 10 }
+  for (const server of SERVERS as Server[]) {
+    console.log(`\n== ${server}: creating ${ROWS} and ${BIG_ROWS} rows`)
+    const tables = server === 'postgres' ? await setupPostgres() : await setupMysql()
+    try {
+      // Warm the server's cache so that the first measurement is not the only one reading from disk.
+      await measure(server, 'raw', tables.small)
+      const raw = await measure(server, 'raw', tables.small)
+      const one = await measure(server, 'extract', tables.small)
+      const four = await measure(server, 'extract', tables.small, 4)
+      const big = await measure(server, 'extract', tables.big)
+      const rate = (r: ChildReport) => Math.round(r.rows / r.seconds)
+      const summary = {
+        baseline:
+          server === 'postgres'
+            ? 'COPY (SELECT *) TO STDOUT, pg-copy-streams'
+            : 'unbuffered SELECT *, mysql2',
+        raw: { ...raw, rowsPerSecond: rate(raw) },
+        extract: { ...one, rowsPerSecond: rate(one) },
+        extractShareOfRaw: Number((rate(one) / rate(raw)).toFixed(3)),
+        chunks4: {
+          ...four,
+          rowsPerSecond: rate(four),
+          speedupVsOne: Number((one.seconds / four.seconds).toFixed(2)),
+        },
+        big: { ...big, rowsPerSecond: rate(big), rssGrowthMb: Math.round(big.maxRssMb - one.maxRssMb) },
+      }
+      results[server] = summary
+      console.log(JSON.stringify(summary, null, 2))
+    } finally {
+      await tables.drop()
+    }
+  }
+  results.machine = { node: process.version, at: new Date().toISOString() }
+  const dir = join(BENCH_ROOT, 'results')
+  await mkdir(dir, { recursive: true })
+  await writeFile(join(dir, 'sources.json'), JSON.stringify(results, null, 2) + '\n')
+  console.log(`\nwrote ${join(dir, 'sources.json')}`)
+}
