@@ -182,7 +182,9 @@ export class CsvSpool {
     this.#throwIfFailed()
     let rest = piece
     if (!aligned) {
-      const cut = this.#bytes + piece.length >= this.#options.spoolBytes ? this.#lastBoundary(piece) : -1
+      let cut = -1
+      if (this.#bytes + piece.length >= this.#options.spoolBytes) cut = this.#lastBoundary(piece)
+      else this.#advanceQuotes(piece)
       if (cut < 0) {
         await this.#append(piece)
         return
@@ -232,6 +234,13 @@ export class CsvSpool {
     }
     this.#inQuotes = inQuotes
     return last
+  }
+
+  /** Advances the quote state over `piece`: only the parity of its quotes matters (found with native search). */
+  #advanceQuotes(piece: Buffer): void {
+    let odd = false
+    for (let i = piece.indexOf(QUOTE); i !== -1; i = piece.indexOf(QUOTE, i + 1)) odd = !odd
+    if (odd) this.#inQuotes = !this.#inQuotes
   }
 
   async #append(bytes: Buffer): Promise<void> {

@@ -1,0 +1,79 @@
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+import { DuckDBInstance } from '@duckdb/node-api'
+import { afterEach, describe, expect, it } from 'vitest'
+
+import { CsvPartConverter, CsvSpool } from '../../../../lib/adapters/source/db-csv-parts.ts'
+import type { DbColumn } from '../../../../lib/adapters/source/db-types.ts'
+import { LocalStagingStore } from '../../../../lib/adapters/staging/local-staging-store.ts'
+
+const COLUMNS: DbColumn[] = [
+  { name: 'id', type: 'BIGINT', csvType: 'BIGINT', select: 'id', serverType: 'bigint' },
+  { name: 'note', type: 'VARCHAR', csvType: 'VARCHAR', select: 'note', serverType: 'text' },
+]
+
+let root: string | undefined
+afterEach(async () => {
+  if (root) await rm(root, { recursive: true, force: true })
+})
+
+async function stage(pieces: readonly Buffer[], spoolBytes: number) {
+  root = await mkdtemp(join(tmpdir(), 'dimsync-csv-parts-'))
+  const staging = new LocalStagingStore({ root })
+  const writer = await staging.beginBatch('t', 'b1')
+  const converter = await CsvPartConverter.open({ workDir: join(writer.scratchDir, 'work') })
+  const spool = new CsvSpool({ converter, columns: COLUMNS, writer, spoolBytes })
+  for (const piece of pieces) await spool.write(piece)
+  const rows = await spool.finish(true)
+  await converter.close()
+  const manifest = await writer.commit({
+    table: 't',
+    batchId: 'b1',
+    extractedAt: '2030-01-01T00:00:00Z',
+    mode: 'full',
+    rowCount: rows,
+    columns: COLUMNS.map(({ name, type }) => ({ name, type })),
+    sourceDescription: 'test',
+  })
+  const batch = await staging.openBatch('t', 'b1')
+  const db = await DuckDBInstance.create(':memory:')
+  const connection = await db.connect()
+  const files = batch.partPaths.map((p) => `'${p}'`).join(', ')
+  const read = (
+    await connection.runAndReadAll(`SELECT * FROM read_parquet([${files}]) ORDER BY id`)
+  ).getRowObjectsJson()
+  connection.closeSync()
+  db.closeSync()
+  return { rows, parts: manifest.parts.length, read }
+}
+
+describe('CsvSpool', () => {
+  it('cuts files only between records, even inside quoted newlines split across pieces', async () => {
+    const records = Array.from({ length: 300 }, (_, i) => `${i},"line one ${i}\nline ""two"", end"\n`).join(
+      '',
+    )
+    const bytes = Buffer.from(records)
+    // Pieces of 7 bytes: boundaries fall inside quotes, inside doubled quotes and between \n of values.
+    const pieces = Array.from({ length: Math.ceil(bytes.length / 7) }, (_, i) =>
+      bytes.subarray(i * 7, i * 7 + 7),
+    )
+    const { rows, parts, read } = await stage(pieces, 1024)
+    expect(rows).toBe(300)
+    expect(parts).toBeGreaterThan(5)
+    expect(read[299]).toEqual({ id: '299', note: 'line one 299\nline "two", end' })
+    expect(read.map((r) => Number(r.id))).toEqual(Array.from({ length: 300 }, (_, i) => i))
+  })
+
+  it('an empty stream still stages one empty part with the columns', async () => {
+    const { rows, parts, read } = await stage([], 1024)
+    expect([rows, parts, read]).toEqual([0, 1, []])
+  })
+
+  it('a value DuckDB cannot read names the source column, not the CSV field', async () => {
+    await expect(stage([Buffer.from('1,"a"\nnot-a-number,"b"\n')], 1 << 20)).rejects.toThrow(
+      'column id (bigint) holds a value DuckDB cannot store as BIGINT: "not-a-number"',
+    )
+  })
+})

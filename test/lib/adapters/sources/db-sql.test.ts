@@ -1,0 +1,110 @@
+import { describe, expect, it } from 'vitest'
+
+import {
+  chunkBoundsSql,
+  chunkPredicates,
+  deltaPredicate,
+  normalizeQuery,
+  quoteIdent,
+  relationSql,
+  tupleAfter,
+  whereClause,
+  type SqlValue,
+} from '../../../../lib/adapters/source/db-sql.ts'
+
+const lit = (v: SqlValue) => `'${String(v).replaceAll("'", "''")}'`
+
+describe('quoteIdent and relationSql', () => {
+  it('quotes every part and doubles the quote character', () => {
+    expect(quoteIdent('postgres', 'we"ird')).toBe('"we""ird"')
+    expect(quoteIdent('mysql', 'we`ird')).toBe('`we``ird`')
+    expect(relationSql('postgres', { type: 'postgres', urlEnv: 'U', table: 'sales.Customers' })).toBe(
+      '"sales"."Customers"',
+    )
+    expect(relationSql('mysql', { type: 'mysql', urlEnv: 'U', table: 'customers' })).toBe('`customers`')
+  })
+
+  it('wraps a query as a derived table and drops trailing semicolons', () => {
+    expect(relationSql('postgres', { type: 'postgres', urlEnv: 'U', query: 'SELECT 1 AS id;  \n' })).toBe(
+      '(SELECT 1 AS id) AS "dimsync_source"',
+    )
+    expect(normalizeQuery("SELECT ';' AS x ;;")).toBe("SELECT ';' AS x")
+  })
+})
+
+describe('tupleAfter', () => {
+  it('spells a lexicographic tuple comparison with the last operator given', () => {
+    expect(tupleAfter(['a'], [1], '>', lit)).toBe("(a > '1')")
+    expect(tupleAfter(['c', 'k1', 'k2'], ['t', 1, 'x'], '>', lit)).toBe(
+      "(c > 't' OR (c = 't' AND (k1 > '1' OR (k1 = '1' AND (k2 > 'x')))))",
+    )
+    expect(tupleAfter(['k'], ["o'hara"], '>=', lit)).toBe("(k >= 'o''hara')")
+  })
+
+  it('refuses a value count that differs from the columns', () => {
+    expect(() => tupleAfter(['a', 'b'], [1], '>', lit)).toThrow('2 columns but 1 values')
+  })
+})
+
+describe('deltaPredicate', () => {
+  const base = {
+    flavor: 'postgres' as const,
+    cursor: '"u"',
+    key: ['"id"'],
+    lookbackMinutes: 0,
+    cursorCastType: 'timestamp without time zone',
+    literal: lit,
+  }
+
+  it('reads everything on the first run', () => {
+    expect(deltaPredicate(base)).toBeUndefined()
+  })
+
+  it('reads rows after the (cursor, key) tuple, never skipping rows that share the cursor', () => {
+    expect(deltaPredicate({ ...base, watermark: { cursor: '2024-01-01T00:00:00', key: [7] } })).toBe(
+      `"u" >= '2024-01-01T00:00:00' AND ("u" > '2024-01-01T00:00:00' OR ("u" = '2024-01-01T00:00:00' AND ("id" > '7')))`,
+    )
+  })
+
+  it('with a look-back, re-reads every row within N minutes of the watermark cursor', () => {
+    const watermark = { cursor: '2024-01-01T00:00:00', key: [7] }
+    expect(deltaPredicate({ ...base, watermark, lookbackMinutes: 15 })).toBe(
+      `"u" >= CAST('2024-01-01T00:00:00' AS timestamp without time zone) - INTERVAL '15 minutes'`,
+    )
+    expect(
+      deltaPredicate({
+        ...base,
+        flavor: 'mysql',
+        cursor: '`u`',
+        cursorCastType: 'DATETIME(6)',
+        watermark,
+        lookbackMinutes: 15,
+      }),
+    ).toBe("`u` >= CAST('2024-01-01T00:00:00' AS DATETIME(6)) - INTERVAL 15 MINUTE")
+  })
+
+  it('refuses a watermark whose key has another width', () => {
+    expect(() => deltaPredicate({ ...base, watermark: { cursor: 1, key: [1, 2] } })).toThrow('2 key values')
+  })
+})
+
+describe('chunkPredicates', () => {
+  it('one chunk reads everything', () => {
+    expect(chunkPredicates(['id'], [], lit)).toEqual(['TRUE'])
+    expect(whereClause([undefined, 'TRUE'])).toBe('')
+  })
+
+  it('splits at the bounds; the first chunk also takes NULL comparisons, the last is open', () => {
+    expect(chunkPredicates(['id'], [[10], [20]], lit)).toEqual([
+      "NOT COALESCE((id >= '10'), FALSE)",
+      "(id >= '10') AND NOT (id >= '20')",
+      "(id >= '20')",
+    ])
+  })
+
+  it('bounds come from every step-th key of the snapshot in key order', () => {
+    expect(chunkBoundsSql('"t"', ['to_json("id") #>> \'{}\''], ['"id"'], '', 250)).toBe(
+      `SELECT k0 FROM (SELECT to_json("id") #>> '{}' AS k0, ROW_NUMBER() OVER (ORDER BY "id") AS dimsync_rn FROM "t") dimsync_keys WHERE dimsync_rn > 1 AND MOD(dimsync_rn - 1, 250) = 0 ORDER BY dimsync_rn`,
+    )
+  })
+})
