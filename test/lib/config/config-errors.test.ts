@@ -249,6 +249,18 @@ describe('sources', () => {
     ])
   })
 
+  it('checks the database source options chunks and statement_timeout_seconds', () => {
+    expect(
+      issuesOf(source('{ type: postgres, url_env: DB, table: t, chunks: 0, statement_timeout_seconds: 1.5 }')),
+    ).toEqual([
+      'tables[0].source.chunks: must be a whole number from 1 to 64 (got 0)',
+      'tables[0].source.statement_timeout_seconds: must be a whole number of seconds, 1 or more (got 1.5)',
+    ])
+    expect(issuesOf(source('{ type: mysql, url_env: DB, table: t, chunks: 65 }'))).toEqual([
+      'tables[0].source.chunks: must be a whole number from 1 to 64 (got 65)',
+    ])
+  })
+
   it('checks database sources', () => {
     expect(issuesOf(source('{ type: postgres, url_env: pg_url, table: "public.my-table" }'))).toEqual([
       'tables[0].source.url_env: must be the name of an environment variable (A-Z, 0-9, _) (got "pg_url")',

@@ -210,6 +210,22 @@ tables:
     })
   })
 
+  it('reads the database source options chunks and statement_timeout_seconds', () => {
+    const text = `version: 1
+tables:
+  - name: a
+    source: { type: postgres, url_env: PG_URL, table: public.customers, chunks: 4, statement_timeout_seconds: 600 }
+    key: id
+`
+    expect(parseProject(text, CONFIG).tables[0]!.source).toStrictEqual({
+      type: 'postgres',
+      urlEnv: 'PG_URL',
+      table: 'public.customers',
+      chunks: 4,
+      statementTimeoutSeconds: 600,
+    })
+  })
+
   it('reads csv options and an explicit format', () => {
     const text = `version: 1
 tables:
