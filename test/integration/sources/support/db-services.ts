@@ -23,6 +23,9 @@ async function reachable(name: string, url: string, probe: () => Promise<void>):
     if (REQUIRED)
       throw new Error(
         `${name} at ${safeUrl} is required (DIMSYNC_REQUIRE_SERVICES=1) but unreachable: ${why}`,
+        {
+          cause: error,
+        },
       )
     console.warn(
       `skipping ${name} integration tests: ${safeUrl} is unreachable (${why}); set DIMSYNC_REQUIRE_SERVICES=1 to fail instead`,
