@@ -39,6 +39,18 @@ describe.each(KITS)('$kit.label source against a real server', ({ kit, available
       await harness?.close()
     })
 
+    it('describe: the staged columns without reading rows', async () => {
+      expect(await kit.source(db.env).describe(spec({ softDeleteColumn: 'is_deleted' }))).toEqual([
+        { name: 'id', type: 'BIGINT' },
+        { name: 'name', type: 'VARCHAR' },
+        { name: 'updated_at', type: 'TIMESTAMP' },
+        { name: 'is_deleted', type: 'BOOLEAN' },
+      ])
+      await expect(kit.source(db.env).describe(spec({ key: ['nope'] }))).rejects.toThrow(
+        'table items: key column nope is not a column of',
+      )
+    })
+
     it('full extract: every row, counted in the same snapshot, described with the snapshot it read', async () => {
       const { rows, result } = await harness.extract(kit.source(db.env), spec())
       expect(rows.map((r) => [r.id, r.name])).toEqual([
