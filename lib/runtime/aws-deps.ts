@@ -207,7 +207,10 @@ async function openWarehouse(
         throw new ConfigError(project.configPath, [
           `warehouse: ${AWS_ENV.warehouse}=bigquery needs warehouse: { type: bigquery, project, dataset, location }`,
         ])
-      return await openBigQueryWarehouse(project.warehouse, { secretArn: settings.bigQuerySecretArn, getSecret })
+      return await openBigQueryWarehouse(project.warehouse, {
+        secretArn: settings.bigQuerySecretArn,
+        getSecret,
+      })
     }
   }
 }

@@ -15,7 +15,10 @@ export interface SourceEnvironment {
 export function openSource(table: TableSpec, environment: SourceEnvironment): Source {
   switch (table.source.type) {
     case 'file':
-      return new FileSource({ baseDir: environment.baseDir, memoryLimit: environment.env.DIMSYNC_SOURCE_MEMORY_LIMIT ?? '256MB' })
+      return new FileSource({
+        baseDir: environment.baseDir,
+        memoryLimit: environment.env.DIMSYNC_SOURCE_MEMORY_LIMIT ?? '256MB',
+      })
     case 'postgres':
       return new PostgresSource({ env: environment.env })
     case 'mysql':

@@ -251,7 +251,9 @@ describe('sources', () => {
 
   it('checks the database source options chunks and statement_timeout_seconds', () => {
     expect(
-      issuesOf(source('{ type: postgres, url_env: DB, table: t, chunks: 0, statement_timeout_seconds: 1.5 }')),
+      issuesOf(
+        source('{ type: postgres, url_env: DB, table: t, chunks: 0, statement_timeout_seconds: 1.5 }'),
+      ),
     ).toEqual([
       'tables[0].source.chunks: must be a whole number from 1 to 64 (got 0)',
       'tables[0].source.statement_timeout_seconds: must be a whole number of seconds, 1 or more (got 1.5)',
