@@ -1,17 +1,34 @@
 /**
  * `npm run bench`: every benchmark, each measured against a baseline in the same run; results merged into
- * bench/results/latest.json. BENCH_ONLY=merge,endToEnd runs a subset.
+ * bench/results/latest.json. BENCH_ONLY=merge,endToEnd,sources,s3Extract runs a subset.
  */
+import { spawnSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { runEndToEndBenchmark } from './end-to-end.ts'
 import { runMergeBenchmark } from './merge.ts'
+import { BENCH_ROOT, writeResults } from './support.ts'
+
+/** Benchmarks written as scripts of their own (they start servers and child processes) and the file they write. */
+function script(file: string, results: string) {
+  return async () => {
+    const run = spawnSync(process.execPath, ['--import', 'tsx', join(BENCH_ROOT, file)], { stdio: 'inherit' })
+    if (run.status !== 0) throw new Error(`bench/${file} failed (${run.status})`)
+    return JSON.parse(readFileSync(join(BENCH_ROOT, 'results', results), 'utf8')) as unknown
+  }
+}
 
 const only = process.env.BENCH_ONLY?.split(',')
 const benchmarks: Record<string, () => Promise<unknown>> = {
   merge: runMergeBenchmark,
   endToEnd: runEndToEndBenchmark,
+  sources: script('sources.ts', 'sources.json'),
+  s3Extract: script('s3-extract.ts', 's3-extract.json'),
 }
 for (const [name, run] of Object.entries(benchmarks)) {
   if (only && !only.includes(name)) continue
   console.log(`\n== ${name}`)
-  console.log(JSON.stringify(await run(), null, 2))
+  const result = await run()
+  if (name === 'sources' || name === 's3Extract') writeResults(name, result)
+  console.log(JSON.stringify(result, null, 2))
 }
