@@ -8,6 +8,7 @@ import type { Context } from 'aws-lambda'
 import { containerDeps } from './container.ts'
 import { parseExtractEvent, parseMergeEvent, type ExtractOutput } from './events.ts'
 import { createLogger, createMetrics } from './powertools.ts'
+import { retryableErrorsAsOneType } from './retryable-errors.ts'
 import { runExtract, runMerge, type FunctionDeps, type MergeOutput } from './steps.ts'
 
 export interface HandlerOptions {
@@ -31,6 +32,7 @@ export function createExtractHandler(options: HandlerOptions = {}) {
   })
     .use(injectLambdaContext(logger, { resetKeys: true }))
     .use(logMetrics(metrics, { captureColdStartMetric: true }))
+    .use(retryableErrorsAsOneType())
 }
 
 /** The merge function: `{ table, batchId }` → `{ table, batchId, status, watermark, counts? }`. */
@@ -44,4 +46,5 @@ export function createMergeHandler(options: HandlerOptions = {}) {
   })
     .use(injectLambdaContext(logger, { resetKeys: true }))
     .use(logMetrics(metrics, { captureColdStartMetric: true }))
+    .use(retryableErrorsAsOneType())
 }
