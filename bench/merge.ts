@@ -20,6 +20,8 @@ const KEYS = Number(process.env.BENCH_KEYS ?? 1_000_000)
 const REPEATS = Number(process.env.BENCH_REPEATS ?? 3)
 const EXTRACTED_AT = '2024-01-01T00:00:00.000Z'
 const ATTRIBUTES = ['name', 'region', 'segment', 'score', 'city']
+/** The tracked columns with their staged types: the row hash renders each type canonically. */
+const HASHED = ATTRIBUTES.map((name) => ({ name, type: name === 'score' ? 'DOUBLE' : 'VARCHAR' }))
 
 export const benchTable: TableSpec = {
   name: 'customers',
@@ -63,10 +65,19 @@ async function withDuckDb<T>(
   }
 }
 
-/** A dimension in dimsync's layout with `depth` versions per key (the last one current), hashed as dimsync does. */
-async function buildDimension(path: string, depth: number): Promise<void> {
+/**
+ * A dimension in dimsync's layout with `depth` versions per key (the last one current), hashed as dimsync does.
+ * `append`: rows in the order successive merges write them (oldest versions first, current ones last), as a real
+ * dimension grows. `key`: every key's versions side by side, current rows interleaved with closed ones: the worst
+ * case for skipping closed history.
+ */
+async function buildDimension(
+  path: string,
+  depth: number,
+  order: 'append' | 'key' = 'append',
+): Promise<void> {
   rmSync(path, { force: true })
-  const hash = renderRowHash(duckDbDialect, ATTRIBUTES)
+  const hash = renderRowHash(duckDbDialect, HASHED)
   await withDuckDb(path, async (run) => {
     await run(`
       CREATE TABLE main.dim_customer AS
@@ -81,7 +92,8 @@ async function buildDimension(path: string, depth: number): Promise<void> {
           CASE WHEN v.version = ${depth - 1} THEN NULL ELSE TIMESTAMPTZ '2020-01-01 00:00:00+00' + TO_DAYS(CAST(v.version + 1 AS INTEGER)) END AS valid_to,
           v.version = ${depth - 1} AS is_current
         FROM range(1, ${KEYS + 1}) k(customer_id), range(0, ${depth}) v(version)
-      )`)
+      )
+      ${order === 'append' ? 'ORDER BY version, customer_id' : 'ORDER BY customer_id, version'}`)
     await run('CHECKPOINT')
   })
 }
@@ -109,10 +121,7 @@ async function stageBatch(staging: LocalStagingStore): Promise<{ batchId: string
     extractedAt: EXTRACTED_AT,
     mode: 'full',
     rowCount: rows,
-    columns: [
-      { name: 'customer_id', type: 'BIGINT' },
-      ...ATTRIBUTES.map((name) => ({ name, type: name === 'score' ? 'DOUBLE' : 'VARCHAR' })),
-    ],
+    columns: [{ name: 'customer_id', type: 'BIGINT' }, ...HASHED],
     sourceDescription: 'generated',
   })
   return { batchId, partPath: join(staging.root, 'customers', batchId, staged.name) }
@@ -134,7 +143,7 @@ async function dimsyncMerge(db: string, staging: LocalStagingStore, batchId: str
 
 /** The baseline a data engineer would hand-write: UPDATE (close changed and deleted) then INSERT, one transaction. */
 async function handWrittenMerge(db: string, partPath: string): Promise<number> {
-  const hash = (alias: string) => renderRowHash(duckDbDialect, ATTRIBUTES, alias)
+  const hash = (alias: string) => renderRowHash(duckDbDialect, HASHED, alias)
   return withDuckDb(db, async (run) => {
     const { seconds } = await timed(async () => {
       await run(`CREATE TEMP TABLE stg AS SELECT * FROM read_parquet('${partPath}')`)
@@ -161,12 +170,14 @@ export async function prepareMergeBenchmark() {
   console.log(`merge: building dimensions of ${KEYS} keys (depth 1 and 10)…`)
   await buildDimension(base1, 1)
   await buildDimension(base10, 10)
+  const base10Interleaved = join(TMP, 'base-depth10-interleaved.duckdb')
+  await buildDimension(base10Interleaved, 10, 'key')
   const { batchId, partPath } = await stageBatch(staging)
-  return { staging, base1, base10, batchId, partPath }
+  return { staging, base1, base10, base10Interleaved, batchId, partPath }
 }
 
 export async function runMergeBenchmark(): Promise<Record<string, unknown>> {
-  const { staging, base1, base10, batchId, partPath } = await prepareMergeBenchmark()
+  const { staging, base1, base10, base10Interleaved, batchId, partPath } = await prepareMergeBenchmark()
   const work = join(TMP, 'work.duckdb')
   const fresh = (base: string) => {
     rmSync(`${work}.wal`, { force: true })
@@ -177,17 +188,21 @@ export async function runMergeBenchmark(): Promise<Record<string, unknown>> {
   const baseline1: number[] = []
   const dimsync10: number[] = []
   const baseline10: number[] = []
+  const dimsync10i: number[] = []
+  const baseline10i: number[] = []
   for (let i = 0; i < REPEATS; i++) {
     baseline1.push(await handWrittenMerge(fresh(base1), partPath))
     dimsync1.push(await dimsyncMerge(fresh(base1), staging, batchId))
     dimsync10.push(await dimsyncMerge(fresh(base10), staging, batchId))
     baseline10.push(await handWrittenMerge(fresh(base10), partPath))
+    dimsync10i.push(await dimsyncMerge(fresh(base10Interleaved), staging, batchId))
+    baseline10i.push(await handWrittenMerge(fresh(base10Interleaved), partPath))
     console.log(
       `merge: run ${i + 1}: dimsync ${dimsync1.at(-1)!.toFixed(3)} s, hand-written ${baseline1.at(-1)!.toFixed(3)} s, ` +
         `dimsync depth 10 ${dimsync10.at(-1)!.toFixed(3)} s, hand-written depth 10 ${baseline10.at(-1)!.toFixed(3)} s`,
     )
   }
-  for (const f of [work, `${work}.wal`, base1, base10]) if (existsSync(f)) rmSync(f)
+  for (const f of [work, `${work}.wal`, base1, base10, base10Interleaved]) if (existsSync(f)) rmSync(f)
   await staging.deleteBatch('customers', batchId)
   const result = {
     keys: KEYS,
@@ -201,6 +216,10 @@ export async function runMergeBenchmark(): Promise<Record<string, unknown>> {
     handWrittenDepth10Seconds: median(baseline10),
     depthRatio: median(dimsync10) / median(dimsync1),
     targetDepthRatio: 1.2,
+    dimsyncDepth10InterleavedSeconds: median(dimsync10i),
+    handWrittenDepth10InterleavedSeconds: median(baseline10i),
+    depthRatioInterleaved: median(dimsync10i) / median(dimsync1),
+    handWrittenDepthRatioInterleaved: median(baseline10i) / median(baseline1),
     peakRssMbOfBenchProcess: process.resourceUsage().maxRSS / 1024,
   }
   writeResults('merge', result)

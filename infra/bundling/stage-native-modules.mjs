@@ -1,5 +1,4 @@
 #!/usr/bin/env node
-/* global process, console */
 /**
  * Runs after esbuild inside NodejsFunction bundling (commandHooks.afterBundling): copies DuckDB's JavaScript
  * packages and the native binding built for the Lambda's architecture into the bundle's node_modules, and

@@ -34,7 +34,7 @@ export async function buildLocalDeps(
   // ---- end BigQuery warehouse ----
   const warehouse = await DuckDbWarehouse.open({
     path: project.warehouse.path,
-    memoryLimit: process.env.DIMSYNC_DUCKDB_MEMORY_LIMIT ?? '256MB',
+    memoryLimit: process.env.DIMSYNC_DUCKDB_MEMORY_LIMIT ?? '128MB',
   })
   return {
     staging: overridden.staging ?? new LocalStagingStore({ root: project.staging.path }),

@@ -17,7 +17,7 @@ export function openSource(table: TableSpec, environment: SourceEnvironment): So
     case 'file':
       return new FileSource({
         baseDir: environment.baseDir,
-        memoryLimit: environment.env.DIMSYNC_SOURCE_MEMORY_LIMIT ?? '256MB',
+        memoryLimit: environment.env.DIMSYNC_SOURCE_MEMORY_LIMIT ?? '128MB',
       })
     case 'postgres':
       return new PostgresSource({ env: environment.env })
