@@ -5,7 +5,10 @@ export default tseslint.config(
   { ignores: ['node_modules/', 'cdk.out/', '.dimsync/', 'bench/tmp/', 'dist/'] },
   js.configs.recommended,
   // Plain JavaScript files (bin/, infra bundling scripts) run on Node.
-  { files: ['**/*.mjs', '**/*.js'], languageOptions: { globals: { process: 'readonly', console: 'readonly' } } },
+  {
+    files: ['**/*.mjs', '**/*.js'],
+    languageOptions: { globals: { process: 'readonly', console: 'readonly' } },
+  },
   ...tseslint.configs.recommended,
   {
     rules: {
