@@ -42,7 +42,7 @@ export class TestBatches implements StagingStore {
     const c = await db.connect()
     try {
       await c.run(`SET TimeZone='UTC'`)
-      await c.run(`CREATE TABLE t (${columns.map((col) => `"${col.name}" ${col.type}`).join(', ')})`)
+      await c.run(`CREATE TABLE t (${columns.map((col) => `${quote(col.name)} ${col.type}`).join(', ')})`)
       for (let i = 0; i < rows.length; i += 500) {
         const chunk = rows.slice(i, i + 500)
         const values = chunk
@@ -50,7 +50,7 @@ export class TestBatches implements StagingStore {
           .join(',\n')
         await c.run(`INSERT INTO t VALUES ${values}`)
       }
-      await c.run(`COPY t TO '${path}' (FORMAT parquet)`)
+      await c.run(`COPY t TO ${literal(path)} (FORMAT parquet)`)
     } finally {
       c.closeSync()
       db.closeSync()
@@ -101,4 +101,8 @@ function literal(v: Value | undefined): string {
   if (typeof v === 'string') return `'${v.replaceAll("'", "''")}'`
   if (typeof v === 'boolean') return v ? 'TRUE' : 'FALSE'
   return String(v)
+}
+
+function quote(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`
 }
