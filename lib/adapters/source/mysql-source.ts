@@ -1,36 +1,24 @@
 import mysql from 'mysql2'
 import type { Connection, FieldPacket } from 'mysql2'
 
-import type { StagedColumn } from '../../core/batch.ts'
 import { SourceError } from '../../core/errors.ts'
 import type { DatabaseSourceSpec, TableSpec } from '../../core/table-spec.ts'
-import type { ExtractRequest, ExtractResult, Source } from '../../ports/source.ts'
+import { DatabaseSource, type DatabaseSourceOptions } from './database-source.ts'
 import type { CsvSpool } from './db-csv-parts.ts'
 import {
   errorCode,
   errorMessage,
   isConnectionLost,
   networkProblem,
-  readEndpoint,
   redact,
   type DbEndpoint,
 } from './db-connection.ts'
-import {
-  describeDatabaseTable,
-  extractDatabaseTable,
-  sourceName,
-  type DbDriver,
-  type DbExtractOptions,
-  type DbSession,
-  type DbSnapshot,
-} from './db-extract.ts'
+import { sourceName, type DbDriver, type DbSession, type DbSnapshot } from './db-extract.ts'
 import { relationSql, type SqlValue } from './db-sql.ts'
 import { mysqlColumn, type DbColumn } from './db-types.ts'
 import { RowCsvEncoder } from './row-csv-encoder.ts'
 
-export interface MysqlSourceOptions extends DbExtractOptions {
-  /** Where the connection URL is read from (`env[source.url_env]`). */
-  readonly env: Readonly<Record<string, string | undefined>>
+export interface MysqlSourceOptions extends DatabaseSourceOptions {
   /** Time allowed to open a connection (default 15 s). */
   readonly connectTimeoutMs?: number
 }
@@ -54,38 +42,13 @@ const CONNECTION_KILLED_CODES = new Set([1927, 1317, 2013, 2006])
  * - The session runs in UTC (`time_zone = '+00:00'`): TIMESTAMP columns are staged as TIMESTAMPTZ (UTC), DATETIME
  *   as TIMESTAMP as stored, microseconds kept (values are read as text, never as a JS Date).
  */
-export class MysqlSource implements Source {
-  readonly #options: MysqlSourceOptions
-
+export class MysqlSource extends DatabaseSource<MysqlSourceOptions> {
   constructor(options: MysqlSourceOptions) {
-    this.#options = options
+    super('mysql', options)
   }
 
-  /** The staged columns of `table` (names and DuckDB types) from a `LIMIT 0` query; checks the configured columns. */
-  async describe(table: TableSpec): Promise<readonly StagedColumn[]> {
-    return await describeDatabaseTable(this.#driver(table), table)
-  }
-
-  /**
-   * Extracts `request.table` into `request.writer` as Parquet parts; see the class comment for the guarantees.
-   * Every failure is a `SourceError` naming the table and the server (never the password); connection losses,
-   * timeouts and incomplete reads are `retryable`. The manifest is left to the caller.
-   */
-  async extract(request: ExtractRequest): Promise<ExtractResult> {
-    return await extractDatabaseTable(this.#driver(request.table), request, this.#options)
-  }
-
-  /** Nothing to free: connections live for one extract. */
-  async close(): Promise<void> {}
-
-  #driver(table: TableSpec): MysqlDriver {
-    if (table.source.type !== 'mysql') {
-      throw new SourceError(
-        table.name,
-        `table ${table.name}: MysqlSource cannot read a ${table.source.type} source`,
-      )
-    }
-    return new MysqlDriver(table, readEndpoint(table, this.#options.env), this.#options)
+  protected createDriver(table: TableSpec, server: DbEndpoint, options: MysqlSourceOptions): DbDriver {
+    return new MysqlDriver(table, server, options)
   }
 }
 

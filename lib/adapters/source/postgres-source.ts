@@ -1,35 +1,23 @@
 import pg from 'pg'
 import { to as copyTo } from 'pg-copy-streams'
 
-import type { StagedColumn } from '../../core/batch.ts'
 import { SourceError } from '../../core/errors.ts'
 import type { DatabaseSourceSpec, TableSpec } from '../../core/table-spec.ts'
-import type { ExtractRequest, ExtractResult, Source } from '../../ports/source.ts'
+import { DatabaseSource, type DatabaseSourceOptions } from './database-source.ts'
 import type { CsvSpool } from './db-csv-parts.ts'
 import {
   errorCode,
   errorMessage,
   isConnectionLost,
   networkProblem,
-  readEndpoint,
   redact,
   type DbEndpoint,
 } from './db-connection.ts'
-import {
-  describeDatabaseTable,
-  extractDatabaseTable,
-  sourceName,
-  type DbDriver,
-  type DbExtractOptions,
-  type DbSession,
-  type DbSnapshot,
-} from './db-extract.ts'
+import { sourceName, type DbDriver, type DbSession, type DbSnapshot } from './db-extract.ts'
 import { relationSql, type SqlValue } from './db-sql.ts'
 import { pgColumn, type DbColumn, type PgTypeInfo } from './db-types.ts'
 
-export interface PostgresSourceOptions extends DbExtractOptions {
-  /** Where the connection URL is read from (`env[source.url_env]`). */
-  readonly env: Readonly<Record<string, string | undefined>>
+export interface PostgresSourceOptions extends DatabaseSourceOptions {
   /** Time allowed to open a connection (default 15 s). */
   readonly connectTimeoutMs?: number
 }
@@ -68,38 +56,13 @@ const SESSION_SETTINGS = [
  * - Types are exact (see db-types.ts); timestamptz is staged as TIMESTAMPTZ in UTC, timestamp as TIMESTAMP as
  *   stored.
  */
-export class PostgresSource implements Source {
-  readonly #options: PostgresSourceOptions
-
+export class PostgresSource extends DatabaseSource<PostgresSourceOptions> {
   constructor(options: PostgresSourceOptions) {
-    this.#options = options
+    super('postgres', options)
   }
 
-  /** The staged columns of `table` (names and DuckDB types) from a `LIMIT 0` query; checks the configured columns. */
-  async describe(table: TableSpec): Promise<readonly StagedColumn[]> {
-    return await describeDatabaseTable(this.#driver(table), table)
-  }
-
-  /**
-   * Extracts `request.table` into `request.writer` as Parquet parts; see the class comment for the guarantees.
-   * Every failure is a `SourceError` naming the table and the server (never the password); connection losses,
-   * timeouts and incomplete reads are `retryable`. The manifest is left to the caller.
-   */
-  async extract(request: ExtractRequest): Promise<ExtractResult> {
-    return await extractDatabaseTable(this.#driver(request.table), request, this.#options)
-  }
-
-  /** Nothing to free: connections live for one extract. */
-  async close(): Promise<void> {}
-
-  #driver(table: TableSpec): PostgresDriver {
-    if (table.source.type !== 'postgres') {
-      throw new SourceError(
-        table.name,
-        `table ${table.name}: PostgresSource cannot read a ${table.source.type} source`,
-      )
-    }
-    return new PostgresDriver(table, readEndpoint(table, this.#options.env), this.#options)
+  protected createDriver(table: TableSpec, server: DbEndpoint, options: PostgresSourceOptions): DbDriver {
+    return new PostgresDriver(table, server, options)
   }
 }
 

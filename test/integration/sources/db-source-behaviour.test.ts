@@ -276,18 +276,22 @@ describe.each(KITS)('$kit.label source against a real server', ({ kit, available
         for (const offset of [10000, 20000, 40000, 80000]) {
           await db.sql(`INSERT INTO ${t} SELECT id + ${offset}, pad FROM ${t}`)
         }
-        const table = tableSpec({ name: 'big', key: ['id'], source: sourceSpec(kit, t) })
+        const relation =
+          kit.name === 'postgres' ? `"${t.split('.')[0]}"."big"` : `\`${t.split('.')[0]}\`.\`big\``
+        // The server pauses half-way through the rows, so the kill always lands while the extract is reading.
+        const pause = kit.name === 'postgres' ? 'pg_sleep(2)::text' : 'SLEEP(2)'
+        const query = `SELECT id, pad, CASE WHEN id = 80000 THEN ${pause} END AS pause FROM ${relation}`
+        const table = tableSpec({
+          name: 'big',
+          key: ['id'],
+          source: sourceSpec(kit, t, { table: undefined, query }),
+        })
         let killed = 0
         const error = await harness
           .extract(kit.source(db.env, { spoolBytes: 256 * 1024 }), table, {
             onProgress: () => {
               if (killed === 0) killed = -1
-              if (killed === -1)
-                void db
-                  .killSessionsRunning(
-                    `FROM ${kit.name === 'postgres' ? `"${t.split('.')[0]}"."big"` : `\`${t.split('.')[0]}\`.\`big\``}`,
-                  )
-                  .then((n) => (killed = n))
+              if (killed === -1) void db.killSessionsRunning(`FROM ${relation}`).then((n) => (killed = n))
             },
           })
           .then(
@@ -297,7 +301,7 @@ describe.each(KITS)('$kit.label source against a real server', ({ kit, available
         expect(killed).toBeGreaterThan(0)
         expect(error).toBeInstanceOf(SourceError)
         expect((error as SourceError).message).toContain(
-          'the connection was lost while reading 160000 rows of ',
+          'the connection was lost while reading 160000 rows of query',
         )
         expect((error as SourceError).message).toContain('the batch was discarded and nothing was merged')
         expect((error as SourceError).retryable).toBe(true)
