@@ -6,13 +6,13 @@ import { StagingError } from '../../core/errors.ts'
 import type { BatchWriter, OpenedBatch, StagingStore } from '../../ports/staging-store.ts'
 import {
   assertSafeId,
-  instantSortKey,
   isErrnoCode,
   readJsonIfExists,
   sha256File,
   syncDir,
   writeFileAtomic,
 } from './local-files.ts'
+import { checkManifest, compareManifests } from '../../core/batch-manifest.ts'
 
 export interface LocalStagingStoreOptions {
   /** Folder holding `<table>/<batchId>/...`; created on first use. Relative paths resolve against the cwd. */
@@ -21,7 +21,6 @@ export interface LocalStagingStoreOptions {
 
 const MANIFEST = '_manifest.json'
 const SCRATCH = '.scratch'
-const PART_NAME = /^part-\d{5,}\.parquet$/
 
 /**
  * Staging in a local folder (embedded mode): `<root>/<table>/<batchId>/part-NNNNN.parquet` plus
@@ -264,35 +263,6 @@ async function moveFile(from: string, to: string): Promise<void> {
     await copyFile(from, to)
     await unlink(from)
   }
-}
-
-function checkManifest(table: string, batchId: string, path: string, value: unknown): BatchManifest {
-  const bad = (what: string): StagingError =>
-    new StagingError(`table ${table}: batch ${batchId}: invalid manifest ${path}: ${what}`)
-  if (typeof value !== 'object' || value === null) throw bad('not a JSON object')
-  const manifest = value as BatchManifest
-  if (manifest.formatVersion !== 1) throw bad(`unsupported formatVersion ${String(manifest.formatVersion)}`)
-  if (manifest.table !== table || manifest.batchId !== batchId) {
-    throw bad(`it names table ${manifest.table}, batch ${manifest.batchId}`)
-  }
-  if (typeof manifest.extractedAt !== 'string' || instantSortKey(manifest.extractedAt) === undefined) {
-    throw bad(`extractedAt ${JSON.stringify(manifest.extractedAt)} is not an ISO instant`)
-  }
-  if (!Array.isArray(manifest.parts)) throw bad('parts is not a list')
-  for (const part of manifest.parts) {
-    // A part name is joined to the batch folder: anything but `part-NNNNN.parquet` could point elsewhere.
-    if (typeof part?.name !== 'string' || !PART_NAME.test(part.name)) {
-      throw bad(`part name ${JSON.stringify(part?.name)} is not part-NNNNN.parquet`)
-    }
-  }
-  return manifest
-}
-
-function compareManifests(a: BatchManifest, b: BatchManifest): number {
-  const ka = instantSortKey(a.extractedAt) ?? ''
-  const kb = instantSortKey(b.extractedAt) ?? ''
-  if (ka !== kb) return ka < kb ? -1 : 1
-  return a.batchId < b.batchId ? -1 : a.batchId > b.batchId ? 1 : 0
 }
 
 async function listSubfolders(dir: string): Promise<string[]> {

@@ -22,7 +22,8 @@ import { isAwsError, isNotFound, wrapAwsError } from '../aws/aws-errors.ts'
 import type { BatchManifest, StagedPart } from '../../core/batch.ts'
 import { StagingError } from '../../core/errors.ts'
 import type { BatchWriter, OpenedBatch, StagingStore } from '../../ports/staging-store.ts'
-import { assertSafeId, instantSortKey } from './local-files.ts'
+import { assertSafeId } from './local-files.ts'
+import { checkManifest, compareManifests } from '../../core/batch-manifest.ts'
 
 export interface S3StagingStoreOptions {
   readonly client: S3Client
@@ -45,7 +46,6 @@ export interface S3StagingStoreOptions {
 const MANIFEST = '_manifest.json'
 /** Written by beginBatch so that an extract that crashed before its first part is still found and removed. */
 const STARTED = '_started.json'
-const PART_NAME = /^part-\d{5,}\.parquet$/
 const MIN_PART_SIZE = 5 * 1024 * 1024
 const DOWNLOAD_CONCURRENCY = 4
 
@@ -537,33 +537,4 @@ class S3BatchWriter implements BatchWriter {
 
 function normalizePrefix(prefix: string): string {
   return prefix.replace(/^\/+|\/+$/g, '')
-}
-
-function checkManifest(table: string, batchId: string, where: string, value: unknown): BatchManifest {
-  const bad = (what: string): StagingError =>
-    new StagingError(`table ${table}: batch ${batchId}: invalid manifest ${where}: ${what}`)
-  if (typeof value !== 'object' || value === null) throw bad('not a JSON object')
-  const manifest = value as BatchManifest
-  if (manifest.formatVersion !== 1) throw bad(`unsupported formatVersion ${String(manifest.formatVersion)}`)
-  if (manifest.table !== table || manifest.batchId !== batchId) {
-    throw bad(`it names table ${manifest.table}, batch ${manifest.batchId}`)
-  }
-  if (typeof manifest.extractedAt !== 'string' || instantSortKey(manifest.extractedAt) === undefined) {
-    throw bad(`extractedAt ${JSON.stringify(manifest.extractedAt)} is not an ISO instant`)
-  }
-  if (!Array.isArray(manifest.parts)) throw bad('parts is not a list')
-  for (const part of manifest.parts) {
-    // A part name becomes a local file name when the batch is opened: nothing but part-NNNNN.parquet.
-    if (typeof part?.name !== 'string' || !PART_NAME.test(part.name)) {
-      throw bad(`part name ${JSON.stringify(part?.name)} is not part-NNNNN.parquet`)
-    }
-  }
-  return manifest
-}
-
-function compareManifests(a: BatchManifest, b: BatchManifest): number {
-  const ka = instantSortKey(a.extractedAt) ?? ''
-  const kb = instantSortKey(b.extractedAt) ?? ''
-  if (ka !== kb) return ka < kb ? -1 : 1
-  return a.batchId < b.batchId ? -1 : a.batchId > b.batchId ? 1 : 0
 }
