@@ -10,6 +10,7 @@ import { join } from 'node:path'
 import { DuckDBInstance } from '@duckdb/node-api'
 import { LocalStagingStore } from '../lib/adapters/staging/local-staging-store.ts'
 import { DuckDbWarehouse } from '../lib/adapters/warehouse/duckdb-warehouse.ts'
+import { COLUMN_PRESETS } from '../lib/config/index.ts'
 import type { TableSpec } from '../lib/core/table-spec.ts'
 import { duckDbDialect } from '../lib/sql/duckdb/duckdb-dialect.ts'
 import { renderRowHash } from '../lib/sql/row-hash.ts'
@@ -35,15 +36,7 @@ export const benchTable: TableSpec = {
   deletes: 'invalidate',
   maxDeleteShare: 0.5,
   openEnd: null,
-  columns: {
-    surrogateKey: 'dimsync_sk',
-    validFrom: 'valid_from',
-    validTo: 'valid_to',
-    isCurrent: 'is_current',
-    isDeleted: 'is_deleted',
-    rowHash: 'dimsync_row_hash',
-    batchId: 'dimsync_batch_id',
-  },
+  columns: COLUMN_PRESETS.dimsync,
 }
 
 const currentAttributes = (id: string) =>

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
+import { COLUMN_PRESETS } from '../../lib/config/index.ts'
 import type { TableSpec } from '../../lib/core/table-spec.ts'
 import { ScdHarness, type VersionRow } from '../support/scd-harness.ts'
 import { tableSpec } from '../support/table-spec-builder.ts'
@@ -334,15 +335,7 @@ describe('SCD2 scenarios on real DuckDB', () => {
 
   it('dbt column names are used when the preset is dbt', async () => {
     const h = await setup({
-      columns: {
-        surrogateKey: 'dbt_scd_id',
-        validFrom: 'dbt_valid_from',
-        validTo: 'dbt_valid_to',
-        isCurrent: 'dbt_is_current',
-        isDeleted: 'dbt_is_deleted',
-        rowHash: 'dbt_row_hash',
-        batchId: 'dbt_batch_id',
-      },
+      columns: COLUMN_PRESETS.dbt,
     })
     await h.load([ana('South')], { extractedAt: JAN })
     const rows = await h.query(

@@ -1,14 +1,7 @@
+import { COLUMN_PRESETS } from '../../lib/config/index.ts'
 import type { TableSpec } from '../../lib/core/table-spec.ts'
 
-export const DIMSYNC_COLUMNS = Object.freeze({
-  surrogateKey: 'dimsync_sk',
-  validFrom: 'valid_from',
-  validTo: 'valid_to',
-  isCurrent: 'is_current',
-  isDeleted: 'is_deleted',
-  rowHash: 'dimsync_row_hash',
-  batchId: 'dimsync_batch_id',
-})
+export const DIMSYNC_COLUMNS = COLUMN_PRESETS.dimsync
 
 /** A customers table spec with test defaults; override what a scenario is about. */
 export function tableSpec(overrides: Partial<TableSpec> = {}): TableSpec {
