@@ -12,6 +12,7 @@ import { readHistory } from '../../lib/use-cases/read-history.ts'
 import { runTable, type RunTableResult } from '../../lib/use-cases/run-table.ts'
 import { validateProject } from '../../lib/use-cases/validate-project.ts'
 import { formatHistory, type HistoryFormat } from './format-history.ts'
+import { describePlan } from './format-plan.ts'
 import { createReporter } from './reporter.ts'
 
 const program = new Command('dimsync')
@@ -151,13 +152,7 @@ withStoreOptions(program.command('plan'))
               dryRun: true,
               allowMassDelete: opts.allowMassDelete,
             })
-            const keys = result.merge.keys
-            const counts = result.merge.counts
-            reporter.summary(
-              `${table.name}: ${result.rows} rows extracted; would add ${keys?.newKeys ?? 0} new keys, change ${keys?.changedKeys ?? 0}, ` +
-                `delete ${keys?.deletedKeys ?? 0}, leave ${counts?.unchangedEvents ?? 0} unchanged, recompute ${counts?.lateKeys ?? 0} late keys ` +
-                `(${counts?.insertedVersions ?? 0} versions inserted, ${counts?.closedVersions ?? 0} closed)`,
-            )
+            reporter.summary(describePlan(table, result))
             if (opts.sql) {
               for (const statement of result.merge.statements)
                 process.stdout.write(`-- ${statement.label}\n${statement.sql};\n\n`)

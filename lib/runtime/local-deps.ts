@@ -1,46 +1,47 @@
+import { makeSecretsManagerClient } from '../adapters/aws/aws-clients.ts'
+import { secretsManagerGetter } from '../adapters/aws/source-secrets.ts'
 import { LocalStagingStore } from '../adapters/staging/local-staging-store.ts'
 import { LocalStateStore } from '../adapters/state/local-state-store.ts'
+import { openBigQueryWarehouse } from '../adapters/warehouse/bigquery-credentials.ts'
+import type { BigQueryWarehouseOptions } from '../adapters/warehouse/bigquery-warehouse.ts'
 import { DuckDbWarehouse } from '../adapters/warehouse/duckdb-warehouse.ts'
 import { assertTableMatchesSource } from '../config/index.ts'
-import { DimsyncError } from '../core/errors.ts'
 import type { ProjectSpec } from '../core/table-spec.ts'
 import { openSource } from './open-source.ts'
+import type { Warehouse } from '../ports/warehouse.ts'
 import type { PipelineDeps, RunEvent } from '../use-cases/run-table.ts'
 import { openStoreOverrides, type StoreOverrides } from './aws-deps.ts'
 
 export interface LocalDeps extends PipelineDeps {
-  readonly warehouse: DuckDbWarehouse
+  readonly warehouse: Warehouse
   close(): Promise<void>
 }
 
+export interface LocalDepsOptions {
+  /** BigQuery client settings (an API endpoint and auth client in tests; nothing in normal use). */
+  readonly bigQuery?: Partial<BigQueryWarehouseOptions>
+}
+
 /**
- * Composition root of embedded mode: local folders for staging and state, DuckDB as the warehouse. `stores`
- * (CLI `--staging s3://... --state dynamodb://...`) swaps in S3 and DynamoDB: the same code path as the Lambdas.
+ * Composition root of the CLI: local folders for staging and state, DuckDB as the warehouse by default. `stores`
+ * (CLI `--staging s3://... --state dynamodb://...`) swaps in S3 and DynamoDB: the same code path as the Lambdas;
+ * a `warehouse: { type: bigquery }` config loads into BigQuery with Application Default Credentials.
  */
 export async function buildLocalDeps(
   project: ProjectSpec,
   onEvent?: (event: RunEvent) => void,
   stores: StoreOverrides = {},
+  options: LocalDepsOptions = {},
 ): Promise<LocalDeps> {
   // ---- store overrides (AWS runtime) ----
   const overridden = openStoreOverrides(stores)
   // ---- end store overrides ----
-  // ---- BigQuery warehouse (BigQuery issue): embedded mode runs on DuckDB only ----
-  if (project.warehouse.type !== 'duckdb')
-    throw new DimsyncError(
-      `${project.configPath}: warehouse type ${project.warehouse.type} is used by the AWS deployment; ` +
-        'embedded mode needs warehouse type duckdb (dimsync plan --dialect bigquery --sql renders the BigQuery SQL offline)',
-    )
-  // ---- end BigQuery warehouse ----
-  const warehouse = await DuckDbWarehouse.open({
-    path: project.warehouse.path,
-    memoryLimit: process.env.DIMSYNC_DUCKDB_MEMORY_LIMIT ?? '128MB',
-  })
+  const warehouse = await openLocalWarehouse(project, options)
   return {
     staging: overridden.staging ?? new LocalStagingStore({ root: project.staging.path }),
     state: overridden.state ?? new LocalStateStore({ root: project.state.path }),
     warehouse,
-    schema: project.warehouse.schema,
+    schema: project.warehouse.type === 'bigquery' ? project.warehouse.dataset : project.warehouse.schema,
     openSource: (table) => openSource(table, { baseDir: project.baseDir, env: process.env }),
     clock: () => new Date(),
     onEvent,
@@ -55,4 +56,19 @@ export async function buildLocalDeps(
       await overridden.close()
     },
   }
+}
+
+async function openLocalWarehouse(project: ProjectSpec, options: LocalDepsOptions): Promise<Warehouse> {
+  if (project.warehouse.type === 'bigquery') {
+    // From a laptop the key comes from Application Default Credentials; a Secrets Manager secret is read with the
+    // AWS credential chain, as on Lambda.
+    return await openBigQueryWarehouse(project.warehouse, {
+      getSecret: secretsManagerGetter(makeSecretsManagerClient({})),
+      extra: options.bigQuery,
+    })
+  }
+  return await DuckDbWarehouse.open({
+    path: project.warehouse.path,
+    memoryLimit: process.env.DIMSYNC_DUCKDB_MEMORY_LIMIT ?? '128MB',
+  })
 }

@@ -1,0 +1,46 @@
+import { describe, expect, it } from 'vitest'
+import { describePlan, formatBytes } from '../../functions/local/format-plan.ts'
+import type { RunTableResult } from '../../lib/use-cases/run-table.ts'
+import { tableSpec } from '../support/table-spec-builder.ts'
+
+const base = { runId: 'r', table: 'customers', resumed: [], batchId: 'b', rows: 3 }
+
+describe('describePlan', () => {
+  it('reports key changes of a DuckDB dry run', () => {
+    const result: RunTableResult = {
+      ...base,
+      merge: {
+        status: 'dry-run',
+        batchId: 'b',
+        statements: [],
+        keys: { newKeys: 1, changedKeys: 1, deletedKeys: 0 },
+        counts: {
+          events: 3,
+          insertedVersions: 2,
+          closedVersions: 1,
+          deletedKeys: 0,
+          unchangedEvents: 1,
+          lateKeys: 0,
+        },
+      },
+    }
+    expect(describePlan(tableSpec(), result)).toBe(
+      'customers: 3 rows extracted; would add 1 new keys, change 1, delete 0, leave 1 unchanged, recompute 0 late keys (2 versions inserted, 1 closed)',
+    )
+  })
+
+  it('reports the bytes a BigQuery dry run estimates', () => {
+    const result: RunTableResult = {
+      ...base,
+      merge: { status: 'dry-run', batchId: 'b', statements: [], bytesProcessed: 123_456_789 },
+    }
+    expect(describePlan(tableSpec(), result)).toBe(
+      'customers: 3 rows extracted; BigQuery estimates the merge would process 117.7 MiB (123456789 bytes; a dry run: nothing was written, counts are known after a run)',
+    )
+  })
+
+  it('formats bytes', () => {
+    expect(formatBytes(512)).toBe('512 B')
+    expect(formatBytes(4 * 1024 ** 3)).toBe('4.0 GiB')
+  })
+})
