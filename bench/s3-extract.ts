@@ -20,7 +20,7 @@ import { loadProject } from '../lib/config/index.ts'
 import type { StagingStore } from '../lib/ports/staging-store.ts'
 import { extractStep } from '../lib/use-cases/pipeline-steps.ts'
 import { S3RVER_CREDENTIALS, startS3rver } from '../test/support/aws/s3rver.ts'
-import { BENCH_ROOT, median, TMP } from './support.ts'
+import { BENCH_ROOT, CHILD_ENV, median, TMP } from './support.ts'
 
 interface ChildReport {
   readonly target: 'local' | 's3'
@@ -103,7 +103,7 @@ function runChild(target: 'local' | 's3', dir: string, s3Spec: string | undefine
   return new Promise((resolve, reject) => {
     const args = ['--import', 'tsx', join(BENCH_ROOT, 's3-extract.ts'), '--child', target, dir]
     if (s3Spec) args.push(s3Spec)
-    const p = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] })
+    const p = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'], env: CHILD_ENV })
     let out = ''
     p.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()))
     p.on('error', reject)

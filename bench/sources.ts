@@ -22,7 +22,7 @@ import { PostgresSource } from '../lib/adapters/source/postgres-source.ts'
 import { LocalStagingStore } from '../lib/adapters/staging/local-staging-store.ts'
 import type { TableSpec } from '../lib/core/table-spec.ts'
 import type { Source } from '../lib/ports/source.ts'
-import { BENCH_ROOT, TMP } from './support.ts'
+import { BENCH_ROOT, CHILD_ENV, TMP } from './support.ts'
 
 const PG_URL = process.env.DIMSYNC_TEST_PG_URL ?? 'postgres://root@127.0.0.1:5432/test'
 const MYSQL_URL = process.env.DIMSYNC_TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test'
@@ -155,7 +155,7 @@ function measure(server: Server, mode: Mode, table: string, chunks = 1): Promise
     const proc = spawn(
       process.execPath,
       ['--import', 'tsx', join(BENCH_ROOT, 'sources.ts'), '--child', server, mode, table, String(chunks)],
-      { stdio: ['ignore', 'pipe', 'inherit'] },
+      { stdio: ['ignore', 'pipe', 'inherit'], env: CHILD_ENV },
     )
     let out = ''
     proc.stdout.on('data', (d: Buffer) => (out += d.toString()))

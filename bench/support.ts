@@ -54,3 +54,12 @@ export function writeResults(section: string, value: unknown): void {
   }
   writeFileSync(file, JSON.stringify(all, null, 2) + '\n')
 }
+
+/**
+ * The environment of measured child processes: the one bin/dimsync.mjs gives the CLI (glibc malloc arenas
+ * capped, see there), so a benchmark measures what a user runs.
+ */
+export const CHILD_ENV: NodeJS.ProcessEnv = {
+  ...process.env,
+  MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2',
+}

@@ -140,6 +140,9 @@ export class LoaderFunction extends Construct {
         POWERTOOLS_SERVICE_NAME: `dimsync-${props.kind}`,
         POWERTOOLS_METRICS_NAMESPACE: FUNCTION_METRICS_NAMESPACE,
         NODE_OPTIONS: '--enable-source-maps',
+        // DuckDB's threads each get a glibc malloc arena that keeps freed memory: capping them keeps the resident
+        // memory of a large extract or merge near DuckDB's own limit (as bin/dimsync.mjs does for the CLI).
+        MALLOC_ARENA_MAX: '2',
       },
       ...(props.vpc !== undefined
         ? {
