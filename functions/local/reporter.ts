@@ -37,7 +37,7 @@ export function createReporter(err: Stream, out: Stream) {
           if (!live) log(`${event.table} locked by ${event.runId}`)
           return
         case 'resume':
-          log(`${event.table} merging batch ${event.batchId} left staged by an interrupted run`)
+          log(`${event.table} merged batch ${event.batchId}, left staged by an interrupted run`)
           return
         case 'extract':
           if (live) clear()

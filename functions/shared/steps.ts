@@ -14,6 +14,7 @@ import type { Warehouse } from '../../lib/ports/warehouse.ts'
 import {
   extractStep,
   HeldLease,
+  mergeLeftStaged,
   mergeStep,
   type WatermarkOutcome,
 } from '../../lib/use-cases/pipeline-steps.ts'
@@ -155,19 +156,29 @@ export async function runMerge(deps: FunctionDeps, event: MergeEvent, t: Telemet
     const previous = (await deps.state.listRuns(table.name, 50)).find((run) => run.runId === runId)
     startedAt = previous?.startedAt
     const started = Date.now()
+    const stepDeps = {
+      staging: deps.staging,
+      state: deps.state,
+      warehouse: await deps.warehouse(),
+      schema: deps.project.warehouse.schema,
+      clock: deps.clock,
+    }
+    // History is applied in order: a batch an earlier run staged and failed to merge goes first.
+    await mergeLeftStaged(stepDeps, table, {
+      before: batchId,
+      beforeCommit: () => lease.assertHeld(),
+      onMerged: ({ merge, watermark }) =>
+        t.logger.info('merged a batch an earlier run left staged', {
+          step: 'resume',
+          resumedBatchId: merge.batchId,
+          status: merge.status,
+          counts: merge.counts,
+          watermark,
+        }),
+    })
     let outcome
     try {
-      outcome = await mergeStep(
-        {
-          staging: deps.staging,
-          state: deps.state,
-          warehouse: await deps.warehouse(),
-          schema: deps.project.warehouse.schema,
-          clock: deps.clock,
-        },
-        table,
-        { batchId, beforeCommit: () => lease.assertHeld() },
-      )
+      outcome = await mergeStep(stepDeps, table, { batchId, beforeCommit: () => lease.assertHeld() })
     } catch (error) {
       // Merged, recorded and deleted by an earlier invocation whose answer was lost: nothing left to do.
       if (error instanceof StagingError && previous?.status === 'succeeded') {

@@ -1,6 +1,7 @@
 import { canonicalJson, compareWatermarks } from '../core/watermark.ts'
 import type { BatchManifest, Watermark } from '../core/batch.ts'
-import { LeaseLostError } from '../core/errors.ts'
+import { compareManifests } from '../core/batch-manifest.ts'
+import { BatchRejectedError, LeaseLostError } from '../core/errors.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import type { Source } from '../ports/source.ts'
 import type { StagingStore } from '../ports/staging-store.ts'
@@ -226,4 +227,54 @@ async function readManifest(staging: StagingStore, table: string, batchId: strin
   const opened = await staging.openBatch(table, batchId) // throws the store's "not committed" StagingError
   await opened.release()
   return opened.manifest
+}
+
+export interface LeftStagedRequest {
+  /** Only batches that sort before this one (merge order); every staged batch when undefined. */
+  readonly before?: string
+  readonly allowMassDelete?: boolean
+  readonly beforeCommit?: () => Promise<void>
+  /** Called after each batch is merged, its watermark advanced and its staging removed. */
+  readonly onMerged?: (result: MergeStepResult) => void
+}
+
+/**
+ * Merges, oldest first, the batches an earlier run staged but never merged (its merge failed or it died), so
+ * that history is applied in order and nothing staged is lost; each is removed from staging once merged. A batch
+ * the warehouse refuses would be refused on every run: the error says how to get past it.
+ */
+export async function mergeLeftStaged(
+  deps: MergeStepDeps,
+  table: TableSpec,
+  request: LeftStagedRequest,
+): Promise<MergeStepResult[]> {
+  const staged = await deps.staging.listBatches(table.name)
+  const limit = request.before === undefined ? undefined : staged.find((m) => m.batchId === request.before)
+  const older = staged.filter(
+    (m) => m.batchId !== request.before && (limit === undefined || compareManifests(m, limit) < 0),
+  )
+  if (request.before !== undefined && limit === undefined) return []
+  const results: MergeStepResult[] = []
+  for (const manifest of older) {
+    let result: MergeStepResult
+    try {
+      result = await mergeStep(deps, table, {
+        batchId: manifest.batchId,
+        allowMassDelete: request.allowMassDelete,
+        beforeCommit: request.beforeCommit,
+      })
+    } catch (error) {
+      if (!(error instanceof BatchRejectedError)) throw error
+      throw new BatchRejectedError(
+        table.name,
+        manifest.batchId,
+        `${error.message}. This batch was staged by an earlier run; rerun with the option named above, or ` +
+          `drop it with: dimsync discard --table ${table.name} --batch ${manifest.batchId}`,
+      )
+    }
+    await deps.staging.deleteBatch(table.name, manifest.batchId)
+    request.onMerged?.(result)
+    results.push(result)
+  }
+  return results
 }

@@ -1,5 +1,4 @@
 import { makeBatchId, makeRunId } from '../core/batch-id.ts'
-import { BatchRejectedError } from '../core/errors.ts'
 import type { MergeCounts, RunRecord } from '../core/run-record.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import type { Source } from '../ports/source.ts'
@@ -7,7 +6,7 @@ import type { StagingStore } from '../ports/staging-store.ts'
 import type { StateStore } from '../ports/state-store.ts'
 import type { Warehouse } from '../ports/warehouse.ts'
 import { mergeBatch, type MergeBatchResult } from './merge-batch.ts'
-import { extractStep, HeldLease, mergeStep } from './pipeline-steps.ts'
+import { extractStep, HeldLease, mergeLeftStaged, mergeStep } from './pipeline-steps.ts'
 
 /** A step of a run, for logs and progress displays. */
 export type RunEvent =
@@ -90,10 +89,14 @@ export async function runTable(
     await record({ status: 'running' })
     const resumed: MergeBatchResult[] = []
     if (!options.dryRun) {
-      for (const manifest of await deps.staging.listBatches(table.name)) {
-        deps.onEvent?.({ step: 'resume', table: table.name, batchId: manifest.batchId })
-        resumed.push(await resumeStaged(deps, table, manifest.batchId, lease, options))
-      }
+      await mergeLeftStaged(deps, table, {
+        allowMassDelete: options.allowMassDelete,
+        beforeCommit: () => lease.assertHeld(),
+        onMerged: ({ merge }) => {
+          deps.onEvent?.({ step: 'resume', table: table.name, batchId: merge.batchId })
+          resumed.push(merge)
+        },
+      })
     }
 
     const extractedAt = options.extractedAt ?? deps.clock()
@@ -160,27 +163,6 @@ async function mergeAndForget(
     seconds: (Date.now() - started) / 1000,
   })
   return merge
-}
-
-async function resumeStaged(
-  deps: PipelineDeps,
-  table: TableSpec,
-  batchId: string,
-  lease: HeldLease,
-  options: RunTableOptions,
-): Promise<MergeBatchResult> {
-  try {
-    return await mergeAndForget(deps, table, batchId, lease, options)
-  } catch (error) {
-    if (!(error instanceof BatchRejectedError)) throw error
-    // The same batch would be refused again on every run: say how to get past it.
-    throw new BatchRejectedError(
-      table.name,
-      batchId,
-      `${error.message}. This batch was staged by an earlier run; rerun with the option named above, or ` +
-        `drop it with: dimsync discard --table ${table.name} --batch ${batchId}`,
-    )
-  }
 }
 
 async function dryRun(

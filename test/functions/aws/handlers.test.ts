@@ -246,6 +246,35 @@ describe('extract and merge functions (s3rver + dynalite + DuckDB)', () => {
     ])
   })
 
+  it('a batch whose merge never ran is merged first, in order, by the merge of the next batch', async () => {
+    const { box, deps } = await sandboxWithDeps()
+    const extract = () =>
+      captureStdout(() =>
+        createExtractHandler({ deps: async () => deps })({ table: 'customers' }, fakeContext()),
+      )
+    const left = (await extract()).result // its merge failed or never ran
+    await box.writeCustomers(['1,Ada,west', '2,Bob,south', '3,Cy,east'])
+    const next = (await extract()).result
+    const merged = await captureStdout(() =>
+      createMergeHandler({ deps: async () => deps })(next, fakeContext()),
+    )
+    expect(merged.result).toMatchObject({
+      status: 'merged',
+      counts: { insertedVersions: 1, closedVersions: 1 },
+    })
+    const resumed = merged.lines.find((l) => (l as { step?: string }).step === 'resume')
+    expect(resumed).toMatchObject({ resumedBatchId: left.batchId, status: 'merged' })
+    expect((await s3.client.send(new ListObjectsV2Command({ Bucket: box.bucket }))).Contents ?? []).toEqual(
+      [],
+    )
+    expect(await dimension(deps, box)).toEqual([
+      { customer_id: '1', name: 'Ada', region: 'north', current: false },
+      { customer_id: '1', name: 'Ada', region: 'west', current: true },
+      { customer_id: '2', name: 'Bob', region: 'south', current: true },
+      { customer_id: '3', name: 'Cy', region: 'east', current: true },
+    ])
+  })
+
   it('an expired lease taken over by a new owner: the old owner fails its fencing check and rolls back', async () => {
     const { box, deps } = await sandboxWithDeps()
     const staged = (
