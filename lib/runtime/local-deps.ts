@@ -41,7 +41,7 @@ export async function buildLocalDeps(
     staging: overridden.staging ?? new LocalStagingStore({ root: project.staging.path }),
     state: overridden.state ?? new LocalStateStore({ root: project.state.path }),
     warehouse,
-    schema: project.warehouse.type === 'bigquery' ? project.warehouse.dataset : project.warehouse.schema,
+    schema: project.warehouse.schema,
     openSource: (table) => openSource(table, { baseDir: project.baseDir, env: process.env }),
     clock: () => new Date(),
     onEvent,
