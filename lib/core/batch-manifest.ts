@@ -1,4 +1,4 @@
-import type { BatchManifest } from './batch.ts'
+import type { BatchManifest, StagedPart } from './batch.ts'
 import { StagingError } from './errors.ts'
 import { instantSortKey } from './instant.ts'
 
@@ -36,4 +36,34 @@ export function compareManifests(a: BatchManifest, b: BatchManifest): number {
   const kb = instantSortKey(b.extractedAt) ?? ''
   if (ka !== kb) return ka < kb ? -1 : 1
   return a.batchId < b.batchId ? -1 : a.batchId > b.batchId ? 1 : 0
+}
+
+/**
+ * The manifest a batch writer commits: the caller's fields, format version 1 and the parts in the order they were
+ * added. Refuses (StagingError) a manifest for another table or batch, a part still being added (undefined), and
+ * a `rowCount` that differs from the sum of the parts' rows.
+ */
+export function completeManifest(
+  table: string,
+  batchId: string,
+  manifest: Omit<BatchManifest, 'parts' | 'formatVersion'>,
+  added: readonly (StagedPart | undefined)[],
+): BatchManifest {
+  const where = `table ${table}: batch ${batchId}`
+  if (manifest.table !== table || manifest.batchId !== batchId) {
+    throw new StagingError(`${where}: manifest is for table ${manifest.table}, batch ${manifest.batchId}`)
+  }
+  const parts: StagedPart[] = []
+  for (const part of added) {
+    if (part === undefined)
+      throw new StagingError(`${where}: commit called while a part is still being added`)
+    parts.push(part)
+  }
+  const partRows = parts.reduce((sum, part) => sum + part.rows, 0)
+  if (manifest.rowCount !== partRows) {
+    throw new StagingError(
+      `${where}: manifest rowCount ${manifest.rowCount} differs from the parts' ${partRows} rows`,
+    )
+  }
+  return { formatVersion: 1, ...manifest, parts }
 }

@@ -12,7 +12,7 @@ import {
   syncDir,
   writeFileAtomic,
 } from './local-files.ts'
-import { checkManifest, compareManifests } from '../../core/batch-manifest.ts'
+import { checkManifest, compareManifests, completeManifest } from '../../core/batch-manifest.ts'
 
 export interface LocalStagingStoreOptions {
   /** Folder holding `<table>/<batchId>/...`; created on first use. Relative paths resolve against the cwd. */
@@ -211,23 +211,7 @@ class LocalBatchWriter implements BatchWriter {
    */
   async commit(manifest: Omit<BatchManifest, 'parts' | 'formatVersion'>): Promise<BatchManifest> {
     this.#assertOpen('commit')
-    const where = `table ${this.table}: batch ${this.batchId}`
-    if (manifest.table !== this.table || manifest.batchId !== this.batchId) {
-      throw new StagingError(`${where}: manifest is for table ${manifest.table}, batch ${manifest.batchId}`)
-    }
-    const parts: StagedPart[] = []
-    for (const part of this.#parts) {
-      if (part === undefined)
-        throw new StagingError(`${where}: commit called while a part is still being added`)
-      parts.push(part)
-    }
-    const partRows = parts.reduce((sum, part) => sum + part.rows, 0)
-    if (manifest.rowCount !== partRows) {
-      throw new StagingError(
-        `${where}: manifest rowCount ${manifest.rowCount} differs from the parts' ${partRows} rows`,
-      )
-    }
-    const full: BatchManifest = { formatVersion: 1, ...manifest, parts }
+    const full = completeManifest(this.table, this.batchId, manifest, this.#parts)
     await syncDir(this.#dir)
     await writeFileAtomic(join(this.#dir, MANIFEST), `${JSON.stringify(full, null, 2)}\n`)
     this.#state = 'committed'

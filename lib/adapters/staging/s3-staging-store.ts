@@ -23,7 +23,7 @@ import type { BatchManifest, StagedPart } from '../../core/batch.ts'
 import { StagingError } from '../../core/errors.ts'
 import type { BatchWriter, OpenedBatch, StagingStore } from '../../ports/staging-store.ts'
 import { assertSafeId } from './local-files.ts'
-import { checkManifest, compareManifests } from '../../core/batch-manifest.ts'
+import { checkManifest, compareManifests, completeManifest } from '../../core/batch-manifest.ts'
 
 export interface S3StagingStoreOptions {
   readonly client: S3Client
@@ -488,27 +488,13 @@ class S3BatchWriter implements BatchWriter {
    */
   async commit(manifest: Omit<BatchManifest, 'parts' | 'formatVersion'>): Promise<BatchManifest> {
     this.#assertOpen('commit')
-    const where = `table ${this.table}: batch ${this.batchId}`
-    if (manifest.table !== this.table || manifest.batchId !== this.batchId) {
-      throw new StagingError(`${where}: manifest is for table ${manifest.table}, batch ${manifest.batchId}`)
-    }
-    const parts: StagedPart[] = []
-    for (const part of this.#parts) {
-      if (part === undefined)
-        throw new StagingError(`${where}: commit called while a part is still being added`)
-      parts.push(part)
-    }
-    const partRows = parts.reduce((sum, part) => sum + part.rows, 0)
-    if (manifest.rowCount !== partRows) {
-      throw new StagingError(
-        `${where}: manifest rowCount ${manifest.rowCount} differs from the parts' ${partRows} rows`,
-      )
-    }
-    const full: BatchManifest = { formatVersion: 1, ...manifest, parts }
+    const full = completeManifest(this.table, this.batchId, manifest, this.#parts)
     await this.#store.putManifest(`${this.#dir}/${MANIFEST}`, full)
     this.#state = 'committed'
     // Committed from here on: leftovers are harmless, so cleaning them cannot fail the commit.
-    await this.#store.deleteKey(`${this.#dir}/${STARTED}`, where).catch(() => undefined)
+    await this.#store
+      .deleteKey(`${this.#dir}/${STARTED}`, `table ${this.table}: batch ${this.batchId}`)
+      .catch(() => undefined)
     await rm(this.scratchDir, { recursive: true, force: true }).catch(() => undefined)
     return full
   }
