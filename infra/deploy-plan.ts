@@ -132,7 +132,7 @@ export function planDeployment(project: ProjectSpec): DeploymentPlan {
   return {
     configPath: project.configPath,
     stackName: aws?.stackName ?? DEFAULT_STACK_NAME,
-    architecture: aws?.architecture ?? 'x86_64',
+    architecture: aws?.architecture ?? 'arm64',
     classes: [...classes].map(([id, c]) => ({ id, ...c })),
     tables,
     ...(bigQuerySecret !== undefined ? { bigQuerySecret } : {}),

@@ -3,6 +3,7 @@
  * binding for the target architecture and dimsync.yaml copied into the bundle, its own role (no managed
  * policies) and its own log group. Permissions beyond logging are granted by the caller, per table.
  */
+import { spawnSync } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import path from 'node:path'
@@ -82,6 +83,39 @@ export function nativeBindingProblem(
   )
 }
 
+/**
+ * npm installs only this machine's DuckDB binding; the Lambda's (arm64 by default) is fetched once from the npm
+ * registry into `.lambda-native`, beside node_modules, so the project's own install is never touched. Returns the
+ * install instructions when the binding is still missing (no registry access, say).
+ */
+export function ensureNativeBinding(
+  nodeArch: 'x64' | 'arm64',
+  projectRoot = PROJECT_ROOT,
+): string | undefined {
+  if (nativeBindingProblem(nodeArch, projectRoot) === undefined) return undefined
+  const bindings = path.join(projectRoot, 'node_modules', '@duckdb', 'node-bindings', 'package.json')
+  if (existsSync(bindings)) {
+    const { version } = JSON.parse(readFileSync(bindings, 'utf8')) as { version: string }
+    spawnSync(
+      'npm',
+      [
+        'install',
+        '--prefix',
+        path.join(projectRoot, '.lambda-native'),
+        '--no-save',
+        '--force',
+        '--no-audit',
+        '--no-fund',
+        '--os=linux',
+        `--cpu=${nodeArch}`,
+        `@duckdb/node-bindings-linux-${nodeArch}@${version}`,
+      ],
+      { stdio: ['ignore', 'ignore', 'inherit'] },
+    )
+  }
+  return nativeBindingProblem(nodeArch, projectRoot)
+}
+
 function shellQuote(value: string): string {
   return `"${value.replace(/(["\\$`])/g, '\\$1')}"`
 }
@@ -97,7 +131,7 @@ export class LoaderFunction extends Construct {
     const nodeArch = props.architecture === 'arm64' ? 'arm64' : 'x64'
 
     // Checked here, not only in the bundling script, so the message is the error synth fails with.
-    const problem = Stack.of(this).bundlingRequired ? nativeBindingProblem(nodeArch) : undefined
+    const problem = Stack.of(this).bundlingRequired ? ensureNativeBinding(nodeArch) : undefined
     if (problem !== undefined) throw new Error(problem)
 
     this.logGroup = new logs.LogGroup(this, 'Logs', {

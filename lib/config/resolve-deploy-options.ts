@@ -134,7 +134,7 @@ export function resolveAws(aws: AwsDocument, tables: readonly TableSpec[], add: 
   }
   return {
     ...(aws.stack_name !== undefined ? { stackName: aws.stack_name } : {}),
-    architecture: aws.architecture ?? 'x86_64',
+    architecture: aws.architecture ?? 'arm64',
     secrets: { ...(aws.secrets ?? {}) },
     ...(aws.bigquery_secret !== undefined ? { bigQuerySecret: aws.bigquery_secret } : {}),
     ...(aws.vpc !== undefined

@@ -217,7 +217,7 @@ describe('DimsyncStack (bundling skipped)', () => {
     template.resourceCountIs('AWS::Lambda::Function', 4)
     template.hasResourceProperties('AWS::Lambda::Function', {
       Runtime: 'nodejs22.x',
-      Architectures: ['x86_64'],
+      Architectures: ['arm64'],
       MemorySize: 4096,
       Timeout: 900,
       EphemeralStorage: { Size: 4096 },

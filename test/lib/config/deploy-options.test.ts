@@ -140,7 +140,7 @@ describe('dimsync.yaml deployment options', () => {
       ].join('\n'),
     )
     expect(parseProject(text, CONFIG).aws).toEqual({
-      architecture: 'x86_64',
+      architecture: 'arm64',
       secrets: { SHOP_DB_URL: 'dimsync/shop-db' },
       bigQuerySecret: 'dimsync/bigquery',
       vpc: { vpcId: 'vpc-0123456789abcdef0', subnetIds: ['subnet-0123456789abcdef0'], securityGroupIds: [] },
