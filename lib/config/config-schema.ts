@@ -250,7 +250,7 @@ export const awsSchema = strict({
     .describe('Default Dimsync.'),
   architecture: oneOf(['arm64', 'x86_64'])
     .optional()
-    .describe('Lambda architecture. Default x86_64 (see README: the DuckDB binary for arm64).'),
+    .describe('Lambda architecture. Default arm64 (synth fetches the arm64 DuckDB binding; see README).'),
   secrets: z
     .record(patterned(ENV_NAME_PATTERN, 'the name of an environment variable (A-Z, 0-9, _)'), secretRef, {
       error: expecting('a mapping of url_env names to secret names or ARNs'),
