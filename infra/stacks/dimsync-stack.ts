@@ -8,7 +8,7 @@ import * as ec2 from 'aws-cdk-lib/aws-ec2'
 import * as iam from 'aws-cdk-lib/aws-iam'
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager'
 import type { Construct } from 'constructs'
-import { AWS_ENV } from '../../lib/runtime/aws-env.ts'
+import { AWS_ENV, STATE_PARTITIONS } from '../../lib/runtime/aws-env.ts'
 import { LoaderFunction } from '../constructs/loader-function.ts'
 import { Monitoring, Notifications } from '../constructs/monitoring.ts'
 import { Orchestration, type OrchestratedTable } from '../constructs/orchestration.ts'
@@ -104,6 +104,15 @@ export class DimsyncStack extends Stack {
               'dynamodb:ConditionCheckItem',
             ],
             resources: [this.storage.stateTable.tableArn],
+            // Only the items of this function's own tables (watermark, lease, run records).
+            conditions: {
+              'ForAllValues:StringEquals': {
+                'dynamodb:LeadingKeys': fnClass.tables.flatMap((t) => [
+                  STATE_PARTITIONS.table(t),
+                  STATE_PARTITIONS.runs(t),
+                ]),
+              },
+            },
           }),
         )
       }

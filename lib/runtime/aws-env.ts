@@ -46,3 +46,5 @@ export const AWS_ENV = Object.freeze({
  * value is the URL; the function resolves ARNs once per container, before the first extract.
  */
 export const SECRET_ARN_PREFIX = 'arn:aws:secretsmanager:'
+
+export { STATE_PARTITIONS } from '../core/state-partitions.ts'

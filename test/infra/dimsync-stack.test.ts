@@ -211,6 +211,20 @@ describe('DimsyncStack (bundling skipped)', () => {
       expect(wildcard.map((s) => s.Action)).toEqual([['xray:PutTraceSegments', 'xray:PutTelemetryRecords']])
     }
     template.resourcePropertiesCountIs('AWS::IAM::Role', { ManagedPolicyArns: Match.anyValue() }, 0)
+
+    // State items: only the partitions of the function's own tables.
+    const state = (role: string) =>
+      statementsOf(template, role).find((s) => (s.Action as string[]).includes('dynamodb:UpdateItem'))!
+    for (const role of ['ExtractMediumRole', 'MergeMediumRole']) {
+      expect(state(role).Condition).toEqual({
+        'ForAllValues:StringEquals': {
+          'dynamodb:LeadingKeys': ['TABLE#customers', 'RUNS#customers', 'TABLE#products', 'RUNS#products'],
+        },
+      })
+    }
+    expect(state('MergeLargeRole').Condition).toEqual({
+      'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': ['TABLE#orders', 'RUNS#orders'] },
+    })
   })
 
   it('deploys pinned nodejs22.x functions sized per class, with the env contract', () => {

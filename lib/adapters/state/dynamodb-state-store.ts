@@ -9,6 +9,7 @@ import {
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb'
 
+import { STATE_PARTITIONS } from '../../core/state-partitions.ts'
 import { WatermarkConflictError } from '../../core/errors.ts'
 import { isAwsError, wrapAwsError } from '../aws/aws-errors.ts'
 import type { Watermark } from '../../core/batch.ts'
@@ -401,12 +402,12 @@ export async function createStateTable(client: DynamoDBClient, tableName: string
 
 function tableKey(table: string): string {
   assertSafeId('table', table)
-  return `TABLE#${table}`
+  return STATE_PARTITIONS.table(table)
 }
 
 function runsKey(table: string): string {
   assertSafeId('table', table)
-  return `RUNS#${table}`
+  return STATE_PARTITIONS.runs(table)
 }
 
 function key(pk: string, sk: string): Record<string, AttributeValue> {
