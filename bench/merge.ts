@@ -10,8 +10,8 @@ import { join } from 'node:path'
 import { DuckDBInstance } from '@duckdb/node-api'
 import { LocalStagingStore } from '../lib/adapters/staging/local-staging-store.ts'
 import { DuckDbWarehouse } from '../lib/adapters/warehouse/duckdb-warehouse.ts'
-import { COLUMN_PRESETS } from '../lib/config/index.ts'
 import type { TableSpec } from '../lib/core/table-spec.ts'
+import { tableSpec } from '../test/support/table-spec-builder.ts'
 import { duckDbDialect } from '../lib/sql/duckdb/duckdb-dialect.ts'
 import { renderRowHash } from '../lib/sql/row-hash.ts'
 import { mergeBatch } from '../lib/use-cases/merge-batch.ts'
@@ -24,20 +24,7 @@ const ATTRIBUTES = ['name', 'region', 'segment', 'score', 'city']
 /** The tracked columns with their staged types: the row hash renders each type canonically. */
 const HASHED = ATTRIBUTES.map((name) => ({ name, type: name === 'score' ? 'DOUBLE' : 'VARCHAR' }))
 
-export const benchTable: TableSpec = {
-  name: 'customers',
-  source: { type: 'file', path: 'unused.csv', format: 'csv', csv: { delimiter: ',', header: true } },
-  target: 'dim_customer',
-  key: ['customer_id'],
-  extract: { mode: 'full' },
-  validFrom: { kind: 'extracted_at' },
-  tracked: { kind: 'all_except', columns: [] },
-  exclude: [],
-  deletes: 'invalidate',
-  maxDeleteShare: 0.5,
-  openEnd: null,
-  columns: COLUMN_PRESETS.dimsync,
-}
+export const benchTable: TableSpec = tableSpec({ deletes: 'invalidate' })
 
 const currentAttributes = (id: string) =>
   `'name_' || ${id} AS name, 'region_' || (${id} % 7) AS region, 'seg_' || (${id} % 13) AS segment, ` +

@@ -23,6 +23,7 @@ import { LocalStagingStore } from '../lib/adapters/staging/local-staging-store.t
 import type { TableSpec } from '../lib/core/table-spec.ts'
 import type { Source } from '../lib/ports/source.ts'
 import { BENCH_ROOT, CHILD_ENV, TMP } from './support.ts'
+import { tableSpec } from '../test/support/table-spec-builder.ts'
 
 const PG_URL = process.env.DIMSYNC_TEST_PG_URL ?? 'postgres://root@127.0.0.1:5432/test'
 const MYSQL_URL = process.env.DIMSYNC_TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test'
@@ -105,28 +106,12 @@ async function extract(server: Server, table: string, chunks: number): Promise<n
     }
     const source: Source =
       server === 'postgres' ? new PostgresSource({ env, ...tuning }) : new MysqlSource({ env, ...tuning })
-    const spec: TableSpec = {
+    const spec: TableSpec = tableSpec({
       name: 'bench',
       source: { type: server, urlEnv: 'BENCH_URL', table, chunks },
       target: 'dim_bench',
       key: ['id'],
-      extract: { mode: 'full' },
-      validFrom: { kind: 'extracted_at' },
-      tracked: { kind: 'all_except', columns: [] },
-      exclude: [],
-      deletes: 'ignore',
-      maxDeleteShare: 0.5,
-      openEnd: null,
-      columns: {
-        surrogateKey: 'sk',
-        validFrom: 'valid_from',
-        validTo: 'valid_to',
-        isCurrent: 'is_current',
-        isDeleted: 'is_deleted',
-        rowHash: 'row_hash',
-        batchId: 'batch_id',
-      },
-    }
+    })
     const writer = await staging.beginBatch('bench', 'b1')
     const result = await source.extract({
       table: spec,

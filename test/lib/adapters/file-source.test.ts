@@ -12,6 +12,7 @@ import { LocalStagingStore } from '../../../lib/adapters/staging/local-staging-s
 import { SourceError } from '../../../lib/core/errors.ts'
 import type { FileSourceSpec, TableSpec } from '../../../lib/core/table-spec.ts'
 import type { ExtractResult } from '../../../lib/ports/source.ts'
+import { tableSpec } from '../../support/table-spec-builder.ts'
 
 let duck: DuckDBInstance
 let db: DuckDBConnection
@@ -26,33 +27,15 @@ afterAll(() => {
   duck.closeSync()
 })
 
-function tableSpec(
+function fileTable(
   source: Partial<FileSourceSpec> & { path: string },
   extra: Partial<TableSpec> = {},
 ): TableSpec {
-  return {
-    name: 'customers',
+  return tableSpec({
     source: { type: 'file', format: 'csv', csv: { delimiter: ',', header: true }, ...source },
-    target: 'dim_customer',
     key: ['id'],
-    extract: { mode: 'full' },
-    validFrom: { kind: 'extracted_at' },
-    tracked: { kind: 'all_except', columns: [] },
-    exclude: [],
-    deletes: 'ignore',
-    maxDeleteShare: 0.5,
-    openEnd: null,
-    columns: {
-      surrogateKey: 'sk',
-      validFrom: 'valid_from',
-      validTo: 'valid_to',
-      isCurrent: 'is_current',
-      isDeleted: 'is_deleted',
-      rowHash: 'row_hash',
-      batchId: 'batch_id',
-    },
     ...extra,
-  }
+  })
 }
 
 describe('FileSource', () => {
@@ -133,7 +116,7 @@ describe('FileSource', () => {
           '',
         ].join('\n'),
       )
-      const result = await extract(tableSpec({ path: 'data/customers.csv' }))
+      const result = await extract(fileTable({ path: 'data/customers.csv' }))
       expect(result.rows).toBe(4)
       expect(result.columns).toEqual([
         { name: 'id', type: 'BIGINT' },
@@ -159,7 +142,7 @@ describe('FileSource', () => {
       for (let i = 0; i < 30_000; i++) lines.push(`${i},${i}`)
       lines.push('30000,X-1')
       await writeFile(join(baseDir, 'data', 'codes.csv'), `${lines.join('\n')}\n`)
-      const result = await extract(tableSpec({ path: 'data/codes.csv' }))
+      const result = await extract(fileTable({ path: 'data/codes.csv' }))
       expect(result.columns).toContainEqual({ name: 'code', type: 'VARCHAR' })
       expect(result.rows).toBe(30_001)
     })
@@ -167,7 +150,7 @@ describe('FileSource', () => {
     it('honours the delimiter and header options (no header: column0, column1, ...)', async () => {
       await writeFile(join(baseDir, 'data', 'plain.csv'), '1;a\n2;b\n')
       const result = await extract(
-        tableSpec({ path: 'data/plain.csv', csv: { delimiter: ';', header: false } }),
+        fileTable({ path: 'data/plain.csv', csv: { delimiter: ';', header: false } }),
       )
       expect(result.columns.map((c) => c.name)).toEqual(['column0', 'column1'])
       expect(await rows(result.partPaths, '*', 'column0')).toEqual([
@@ -181,7 +164,7 @@ describe('FileSource', () => {
       await writeFile(join(baseDir, 'data', 'part-2.csv'), 'id,amount\n3,30.5\n')
       // Same columns in another order are matched by name.
       await writeFile(join(baseDir, 'data', 'part-3.csv'), 'amount,id\n40,4\n50,5\n')
-      const result = await extract(tableSpec({ path: 'data/part-*.csv' }))
+      const result = await extract(fileTable({ path: 'data/part-*.csv' }))
       expect(result.rows).toBe(5)
       expect(result.columns).toEqual([
         { name: 'id', type: 'BIGINT' },
@@ -202,7 +185,7 @@ describe('FileSource', () => {
     it('refuses a glob whose files have different columns, naming both files and the column', async () => {
       await writeFile(join(baseDir, 'data', 'a.csv'), 'id,name\n1,x\n')
       await writeFile(join(baseDir, 'data', 'b.csv'), 'id,nom\n2,y\n')
-      const error = await extractError(tableSpec({ path: 'data/*.csv' }))
+      const error = await extractError(fileTable({ path: 'data/*.csv' }))
       expect(error.message).toBe(
         'customers: data/b.csv has column "nom" which data/a.csv does not have; all files must have the same columns',
       )
@@ -213,7 +196,7 @@ describe('FileSource', () => {
         join(baseDir, 'data', 'customers.csv'),
         'id,name,amount\n1,a,1.5\n2,b,2\n3,c,3,4\n4,d,5\n',
       )
-      const error = await extractError(tableSpec({ path: 'data/customers.csv' }))
+      const error = await extractError(fileTable({ path: 'data/customers.csv' }))
       expect(error.message).toBe('customers: data/customers.csv line 4: expected 3 columns, found 4')
       expect(error.table).toBe('customers')
     })
@@ -223,32 +206,32 @@ describe('FileSource', () => {
       for (let i = 0; i < 50_000; i++) lines.push(`${i},n${i}`)
       lines.push('50000')
       await writeFile(join(baseDir, 'data', 'big.csv'), `${lines.join('\n')}\n`)
-      const error = await extractError(tableSpec({ path: 'data/big.csv' }))
+      const error = await extractError(fileTable({ path: 'data/big.csv' }))
       expect(error.message).toBe('customers: data/big.csv line 50002: expected 2 columns, found 1')
     })
 
     it('names the file and line of an unterminated quote', async () => {
       await writeFile(join(baseDir, 'data', 'q.csv'), 'id,name\n1,a\n2,"b\n')
-      const error = await extractError(tableSpec({ path: 'data/q.csv' }))
+      const error = await extractError(fileTable({ path: 'data/q.csv' }))
       expect(error.message).toBe('customers: data/q.csv line 3: unterminated quoted value')
     })
 
     it('names the right file when the bad line is in the second file of a glob', async () => {
       await writeFile(join(baseDir, 'data', 'a.csv'), 'id,name\n1,x\n')
       await writeFile(join(baseDir, 'data', 'b.csv'), 'id,name\n2,y\n3,z,extra\n')
-      const error = await extractError(tableSpec({ path: 'data/*.csv' }))
+      const error = await extractError(fileTable({ path: 'data/*.csv' }))
       expect(error.message).toBe('customers: data/b.csv line 3: expected 2 columns, found 3')
     })
 
     it('refuses an empty file', async () => {
       await writeFile(join(baseDir, 'data', 'empty.csv'), '')
-      const error = await extractError(tableSpec({ path: 'data/empty.csv' }))
+      const error = await extractError(fileTable({ path: 'data/empty.csv' }))
       expect(error.message).toBe('customers: data/empty.csv is empty (0 bytes)')
     })
 
     it('reads a header-only file as zero rows with VARCHAR columns', async () => {
       await writeFile(join(baseDir, 'data', 'header.csv'), 'id,name\n')
-      const result = await extract(tableSpec({ path: 'data/header.csv' }))
+      const result = await extract(fileTable({ path: 'data/header.csv' }))
       expect(result.rows).toBe(0)
       expect(result.columns).toEqual([
         { name: 'id', type: 'VARCHAR' },
@@ -260,14 +243,14 @@ describe('FileSource', () => {
 
   describe('missing input', () => {
     it('a missing file names the path and the folder', async () => {
-      const error = await extractError(tableSpec({ path: 'data/nope.csv' }))
+      const error = await extractError(fileTable({ path: 'data/nope.csv' }))
       expect(error.message).toBe(`customers: no file matches data/nope.csv in ${baseDir}`)
     })
 
     it('a glob without matches names the pattern and the folder', async () => {
-      const error = await extractError(tableSpec({ path: 'data/*.csv' }))
+      const error = await extractError(fileTable({ path: 'data/*.csv' }))
       expect(error.message).toBe(`customers: no file matches data/*.csv in ${join(baseDir, 'data')}`)
-      const missingFolder = await extractError(tableSpec({ path: 'exports/*.csv' }))
+      const missingFolder = await extractError(fileTable({ path: 'exports/*.csv' }))
       expect(missingFolder.message).toBe(
         `customers: no file matches exports/*.csv in ${join(baseDir, 'exports')} (the folder does not exist)`,
       )
@@ -276,7 +259,7 @@ describe('FileSource', () => {
     it('refuses incremental extracts', async () => {
       await writeFile(join(baseDir, 'data', 'c.csv'), 'id\n1\n')
       const error = await extractError(
-        tableSpec(
+        fileTable(
           { path: 'data/c.csv' },
           { extract: { mode: 'incremental', cursor: 'id', lookbackMinutes: 0 } },
         ),
@@ -299,7 +282,7 @@ describe('FileSource', () => {
            (3, '', TIMESTAMP '1969-12-31 23:59:59.999999', NULL, 0)
          ) t(id, name, updated_at, seen_at, amount)`,
       )
-      const result = await extract(tableSpec({ path: 'data/customers.parquet', format: 'parquet' }))
+      const result = await extract(fileTable({ path: 'data/customers.parquet', format: 'parquet' }))
       expect(result.rows).toBe(3)
       expect(result.columns).toEqual([
         { name: 'id', type: 'BIGINT' },
@@ -331,7 +314,7 @@ describe('FileSource', () => {
       await writeParquet('p1.parquet', `SELECT range AS id, 'a' AS name FROM range(0, 10)`)
       await writeParquet('p2.parquet', `SELECT 'b' AS name, range AS id FROM range(10, 25)`)
       await writeParquet('p3.parquet', `SELECT range AS id, 'c' AS name FROM range(25, 26)`)
-      const result = await extract(tableSpec({ path: 'data/p*.parquet', format: 'parquet' }))
+      const result = await extract(fileTable({ path: 'data/p*.parquet', format: 'parquet' }))
       expect(result.rows).toBe(26)
       expect(result.columns.map((c) => c.name)).toEqual(['id', 'name'])
       expect(
@@ -342,12 +325,12 @@ describe('FileSource', () => {
     it('refuses files of a glob whose columns or types differ', async () => {
       await writeParquet('p1.parquet', `SELECT 1::BIGINT AS id, 'a' AS name`)
       await writeParquet('p2.parquet', `SELECT 2::BIGINT AS id, 'b' AS nom`)
-      const error = await extractError(tableSpec({ path: 'data/p*.parquet', format: 'parquet' }))
+      const error = await extractError(fileTable({ path: 'data/p*.parquet', format: 'parquet' }))
       expect(error.message).toBe(
         'customers: data/p2.parquet has column "nom" which data/p1.parquet does not have; all files must have the same columns',
       )
       await writeParquet('p2.parquet', `SELECT '2' AS id, 'b' AS name`)
-      const typeError = await extractError(tableSpec({ path: 'data/p*.parquet', format: 'parquet' }))
+      const typeError = await extractError(fileTable({ path: 'data/p*.parquet', format: 'parquet' }))
       expect(typeError.message).toBe(
         'customers: column "id" is VARCHAR in data/p2.parquet but BIGINT in data/p1.parquet',
       )
@@ -355,17 +338,17 @@ describe('FileSource', () => {
 
     it('refuses a file that is not Parquet, and an empty one', async () => {
       await writeFile(join(baseDir, 'data', 'bad.parquet'), 'not parquet at all')
-      const error = await extractError(tableSpec({ path: 'data/bad.parquet', format: 'parquet' }))
+      const error = await extractError(fileTable({ path: 'data/bad.parquet', format: 'parquet' }))
       expect(error.message).toMatch(/^customers: data\/bad\.parquet is not a readable Parquet file: /)
       await writeFile(join(baseDir, 'data', 'empty.parquet'), '')
-      const empty = await extractError(tableSpec({ path: 'data/empty.parquet', format: 'parquet' }))
+      const empty = await extractError(fileTable({ path: 'data/empty.parquet', format: 'parquet' }))
       expect(empty.message).toBe('customers: data/empty.parquet is empty (0 bytes)')
     })
   })
 
   it('describe returns the columns an extract stages, without staging anything', async () => {
     await writeFile(join(baseDir, 'data', 'a.csv'), 'id,ts,name\n1,2024-01-01 00:00:00.000001,x\n')
-    const spec = tableSpec({ path: 'data/a.csv' })
+    const spec = fileTable({ path: 'data/a.csv' })
     const source = new FileSource({ baseDir })
     const described = await source.describe(spec)
     expect(described).toEqual([
@@ -374,7 +357,7 @@ describe('FileSource', () => {
       { name: 'name', type: 'VARCHAR' },
     ])
     expect((await extract(spec)).columns).toEqual(described)
-    await expect(source.describe(tableSpec({ path: 'data/none.csv' }))).rejects.toThrow(/no file matches/)
+    await expect(source.describe(fileTable({ path: 'data/none.csv' }))).rejects.toThrow(/no file matches/)
   })
 
   it('stages a 200k-row CSV as several parts that round-trip to the same rows', async () => {
@@ -385,7 +368,7 @@ describe('FileSource', () => {
              FROM range(200000)) TO ${sqlString(csv)} (FORMAT csv, HEADER)`,
     )
     const progress: number[] = []
-    const result = await extract(tableSpec({ path: 'data/big.csv' }), {
+    const result = await extract(fileTable({ path: 'data/big.csv' }), {
       partFileSizeBytes: 64 * 1024,
       onProgress: (n) => progress.push(n),
     })
