@@ -593,9 +593,19 @@ class MergeRenderer {
         this.#p.captures === undefined
           ? ''
           : ` AND NOT EXISTS (SELECT 1 FROM ${this.#d.table(this.#p.captures)} c WHERE ${this.#keyEq('c', 'e')} AND c.captured_at > e.${this.#q(W.t)})`
+      // A key whose newest capture is not in this batch keeps the values it had (all its versions share them):
+      // this also repairs a version the late path just inserted with the late event's older values.
+      const cols = (alias: string) => [...this.#keys, ...type1].map((c) => this.#col(alias, c)).join(', ')
       latest =
-        `SELECT * FROM ${this.#tmp(TEMP.events)} e WHERE NOT e.${this.#q(W.del)}${newer}\n` +
-        `  QUALIFY ROW_NUMBER() OVER (PARTITION BY ${this.#keyList('e')} ORDER BY e.${this.#q(W.t)} DESC) = 1`
+        `SELECT * FROM (\n` +
+        `    SELECT ${cols('e')}, 1 AS ${this.#q(W.priority)} FROM (\n` +
+        `      SELECT * FROM ${this.#tmp(TEMP.events)} e WHERE NOT e.${this.#q(W.del)}${newer}\n` +
+        `      QUALIFY ROW_NUMBER() OVER (PARTITION BY ${this.#keyList('e')} ORDER BY e.${this.#q(W.t)} DESC) = 1\n    ) e\n` +
+        `    UNION ALL\n` +
+        `    SELECT ${cols('x')}, 2 FROM ${this.#dim} x WHERE x.${this.#q(this.#names.batchId)} <> ${this.#str(this.#p.batchId)}\n` +
+        `      AND EXISTS (SELECT 1 FROM ${this.#tmp(TEMP.events)} e WHERE ${this.#keyEq('e', 'x')})\n` +
+        `  ) l WHERE TRUE\n` +
+        `  QUALIFY ROW_NUMBER() OVER (PARTITION BY ${this.#keyList('l')} ORDER BY l.${this.#q(W.priority)}) = 1`
     }
     this.#emit(
       'overwrite type 1 columns',

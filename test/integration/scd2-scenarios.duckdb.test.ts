@@ -347,6 +347,113 @@ describe('SCD2 scenarios on real DuckDB', () => {
   })
 })
 
+describe('paths the main scenarios do not cross', () => {
+  const SOFT = [...CUSTOMER, { name: 'deleted', type: 'BOOLEAN' }]
+  const changeTime = {
+    extract: { mode: 'incremental' as const, cursor: 'updated_at', lookbackMinutes: 0 },
+    validFrom: { kind: 'column' as const, column: 'updated_at' },
+  }
+
+  it.each(['invalidate', 'new_record', 'ignore'] as const)(
+    'a snapshot row flagged by the soft-delete column, then unflagged (deletes=%s)',
+    async (deletes) => {
+      const h = await setup({ deletes, softDeleteColumn: 'deleted' }, SOFT)
+      await h.load(
+        [
+          { ...ana('South'), deleted: false },
+          { ...bruno, deleted: false },
+        ],
+        { extractedAt: JAN },
+      )
+      await h.load(
+        [
+          { ...ana('South'), deleted: true },
+          { ...bruno, deleted: false },
+        ],
+        { extractedAt: MAR },
+      )
+      await h.load(
+        [
+          { ...ana('South'), deleted: false },
+          { ...bruno, deleted: false },
+        ],
+        { extractedAt: MAY },
+      )
+      const anaRows = timeline((await h.history()).filter((r) => r.customer_id === 101))
+      const expected = {
+        invalidate: [
+          [1, 101, 'South', '2024-01-01 09:00', '2024-03-10 14:30', false, false],
+          [3, 101, 'South', '2024-05-01 00:00', null, true, false],
+        ],
+        new_record: [
+          [1, 101, 'South', '2024-01-01 09:00', '2024-03-10 14:30', false, false],
+          [3, 101, 'South', '2024-03-10 14:30', '2024-05-01 00:00', false, true],
+          [4, 101, 'South', '2024-05-01 00:00', null, true, false],
+        ],
+        ignore: [[1, 101, 'South', '2024-01-01 09:00', null, true, false]],
+      }[deletes]
+      expect(anaRows).toEqual(expected)
+    },
+  )
+
+  it('type 1 columns of a change-time table take the newest capture, not a late one', async () => {
+    const columns = [
+      ...CUSTOMER,
+      { name: 'email', type: 'VARCHAR' },
+      { name: 'updated_at', type: 'TIMESTAMP' },
+    ]
+    const h = await setup({ ...changeTime, tracked: { kind: 'list', columns: ['region'] } }, columns)
+    await h.load([{ ...ana('South'), email: 'a@jan', updated_at: '2024-01-01 00:00:00' }], {
+      extractedAt: JAN,
+    })
+    await h.load([{ ...ana('West'), email: 'a@mar', updated_at: '2024-03-01 00:00:00' }], {
+      extractedAt: MAR,
+    })
+    await h.load([{ ...ana('North'), email: 'a@feb', updated_at: '2024-02-01 00:00:00' }], {
+      extractedAt: MAY,
+    })
+    expect((await h.history()).map((r) => [r.region, r.email])).toEqual([
+      ['South', 'a@mar'],
+      ['North', 'a@mar'],
+      ['West', 'a@mar'],
+    ])
+  })
+
+  it("a late event of a composite key splits only that key's window", async () => {
+    const columns = [
+      { name: 'tenant', type: 'VARCHAR' },
+      { name: 'customer_id', type: 'BIGINT' },
+      { name: 'region', type: 'VARCHAR' },
+      { name: 'updated_at', type: 'TIMESTAMP' },
+    ]
+    const h = await setup({ ...changeTime, key: ['tenant', 'customer_id'] }, columns)
+    const row = (tenant: string, region: string, at: string) => ({
+      tenant,
+      customer_id: 1,
+      region,
+      updated_at: at,
+    })
+    await h.load([row('a', 'South', '2024-01-01 00:00:00'), row('b', 'South', '2024-01-01 00:00:00')], {
+      extractedAt: JAN,
+    })
+    await h.load([row('a', 'West', '2024-03-01 00:00:00'), row('b', 'West', '2024-03-01 00:00:00')], {
+      extractedAt: MAR,
+    })
+    const late = await h.load([row('a', 'North', '2024-02-01 00:00:00')], { extractedAt: MAY })
+    expect(late.counts).toMatchObject({ lateKeys: 1, insertedVersions: 1 })
+    const rows = await h.query(
+      `SELECT tenant, region, strftime(valid_from, '%m') AS f, strftime(valid_to, '%m') AS t FROM dim_customer ORDER BY tenant, valid_from`,
+    )
+    expect(rows).toEqual([
+      { tenant: 'a', region: 'South', f: '01', t: '02' },
+      { tenant: 'a', region: 'North', f: '02', t: '03' },
+      { tenant: 'a', region: 'West', f: '03', t: null },
+      { tenant: 'b', region: 'South', f: '01', t: '03' },
+      { tenant: 'b', region: 'West', f: '03', t: null },
+    ])
+  })
+})
+
 describe('bad batches are refused with a clear error and nothing is written', () => {
   it('duplicate keys in a full extract: names up to 10 keys and the total', async () => {
     const h = await setup()

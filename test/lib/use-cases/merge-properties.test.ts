@@ -118,79 +118,92 @@ function assertInvariants(rows: VersionRow[]): void {
   }
 }
 
-describe.each<DeletePolicy>(['invalidate', 'new_record', 'ignore'])(
-  'merge properties, deletes=%s (real DuckDB)',
-  (policy) => {
-    it('any split and order of batches gives the model history; invariants hold after every merge', async () => {
-      let lateMerges = 0
-      await fc.assert(
-        fc.asyncProperty(scenarioArb, async ({ events, batches }) => {
-          const table = tableSpec({
-            extract: { mode: 'incremental', cursor: 'changed_at', lookbackMinutes: 0 },
-            validFrom: { kind: 'column', column: 'changed_at' },
-            softDeleteColumn: 'deleted',
-            deletes: policy,
-          })
-          const h = await ScdHarness.create(table, COLUMNS)
-          try {
-            const seenSk = new Map<number, string>()
-            let applied: typeof events = []
-            const stagedIds = new Map<typeof events, string>()
-            for (const [i, batch] of batches.entries()) {
-              let batchId = stagedIds.get(batch)
-              if (batchId === undefined) {
-                batchId = await h.stage(
-                  batch.map((e) => ({
-                    customer_id: e.key,
-                    region: e.region,
-                    tier: e.tier,
-                    changed_at: iso(e.t),
-                    deleted: e.deleted,
-                  })),
-                  { extractedAt: iso(100 + i) },
-                )
-                stagedIds.set(batch, batchId)
-                applied = [...applied, ...batch]
-              }
-              const result = await h.merge(batchId)
-              if ((result.counts?.lateKeys ?? 0) > 0) lateMerges++
-              const rows = await h.history()
-              assertInvariants(rows)
-              // Invariant 5: an existing version keeps its surrogate key (and what it describes) forever. A deletion
-              // version describes the key's absence; the attributes it carries follow the version before it.
-              for (const r of rows) {
-                const identity = r.is_deleted
-                  ? `${r.customer_id}|deleted`
-                  : `${r.customer_id}|${r.region}|${r.tier}`
-                const before = seenSk.get(Number(r.dimsync_sk))
-                if (before !== undefined) expect(identity).toBe(before)
-                seenSk.set(Number(r.dimsync_sk), identity)
-              }
-              expect(seenSk.size, 'no version disappears').toBe(rows.length)
-              if (result.status === 'already-applied') expect(i).toBe(batches.length - 1)
-              expect(actual(rows)).toEqual(expectedHistory(toModel(applied), policy))
-            }
-            // Invariant 8: the as-of view at t returns the last state captured at or before t.
-            for (const t of [0, 7, 20, 33, 41]) {
-              const rows = await h.query(`SELECT * FROM dim_customer_as_of('${iso(t)}') ORDER BY customer_id`)
-              const expected = expectedAsOf(toModel(events), policy, t)
-              expect(rows.map((r) => [Number(r.customer_id), r.region, r.tier])).toEqual(
-                [...expected.values()]
-                  .sort((a, b) => a.key - b.key)
-                  .map((e) => [e.key, e.attrs!.region, e.attrs!.tier]),
+const SENTINEL = '9999-12-31T23:59:59Z'
+
+/** Open versions as the model writes them (valid_to null), whichever open end the table is configured with. */
+function withOpenEndAsNull(rows: VersionRow[]): VersionRow[] {
+  return rows.map((r) => (String(r.valid_to).startsWith('9999-12-31') ? { ...r, valid_to: null } : r))
+}
+
+describe.each<[DeletePolicy, string | null]>([
+  ['invalidate', null],
+  ['new_record', null],
+  ['ignore', null],
+  ['new_record', SENTINEL],
+])('merge properties, deletes=%s, open end %s (real DuckDB)', (policy, openEnd) => {
+  it('any split and order of batches gives the model history; invariants hold after every merge', async () => {
+    let lateMerges = 0
+    await fc.assert(
+      fc.asyncProperty(scenarioArb, async ({ events, batches }) => {
+        const table = tableSpec({
+          extract: { mode: 'incremental', cursor: 'changed_at', lookbackMinutes: 0 },
+          validFrom: { kind: 'column', column: 'changed_at' },
+          softDeleteColumn: 'deleted',
+          deletes: policy,
+          openEnd,
+        })
+        const h = await ScdHarness.create(table, COLUMNS)
+        try {
+          const seenSk = new Map<number, string>()
+          let applied: typeof events = []
+          const stagedIds = new Map<typeof events, string>()
+          for (const [i, batch] of batches.entries()) {
+            let batchId = stagedIds.get(batch)
+            if (batchId === undefined) {
+              batchId = await h.stage(
+                batch.map((e) => ({
+                  customer_id: e.key,
+                  region: e.region,
+                  tier: e.tier,
+                  changed_at: iso(e.t),
+                  deleted: e.deleted,
+                })),
+                { extractedAt: iso(100 + i) },
               )
+              stagedIds.set(batch, batchId)
+              applied = [...applied, ...batch]
             }
-          } finally {
-            await h.dispose()
+            const result = await h.merge(batchId)
+            if ((result.counts?.lateKeys ?? 0) > 0) lateMerges++
+            const stored = await h.history()
+            // With a sentinel open end, no version is left with a NULL valid_to.
+            if (openEnd !== null) expect(stored.filter((r) => r.valid_to === null)).toEqual([])
+            const rows = withOpenEndAsNull(stored)
+            assertInvariants(rows)
+            // Invariant 5: an existing version keeps its surrogate key (and what it describes) forever. A deletion
+            // version describes the key's absence; the attributes it carries follow the version before it.
+            for (const r of rows) {
+              const identity = r.is_deleted
+                ? `${r.customer_id}|deleted`
+                : `${r.customer_id}|${r.region}|${r.tier}`
+              const before = seenSk.get(Number(r.dimsync_sk))
+              if (before !== undefined) expect(identity).toBe(before)
+              seenSk.set(Number(r.dimsync_sk), identity)
+            }
+            expect(seenSk.size, 'no version disappears').toBe(rows.length)
+            if (result.status === 'already-applied') expect(i).toBe(batches.length - 1)
+            expect(actual(rows)).toEqual(expectedHistory(toModel(applied), policy))
           }
-        }),
-        { numRuns: Number(process.env.DIMSYNC_PROPERTY_RUNS ?? 25) },
-      )
-      // The late path (windows recomputed from the capture log) must actually have been exercised.
-      expect(lateMerges).toBeGreaterThan(0)
-    })
-  },
-)
+          // Invariant 8: the as-of view at t returns the last state captured at or before t.
+          for (const t of [0, 7, 20, 33, 41]) {
+            const rows = await h.query(`SELECT * FROM dim_customer_as_of('${iso(t)}') ORDER BY customer_id`)
+            const expected = expectedAsOf(toModel(events), policy, t)
+            expect(rows.map((r) => [Number(r.customer_id), r.region, r.tier])).toEqual(
+              [...expected.values()]
+                .sort((a, b) => a.key - b.key)
+                .map((e) => [e.key, e.attrs!.region, e.attrs!.tier]),
+            )
+          }
+        } finally {
+          await h.dispose()
+        }
+      }),
+      { numRuns: Number(process.env.DIMSYNC_PROPERTY_RUNS ?? 25) },
+    )
+    // The late path (windows recomputed from the capture log) must actually have been exercised.
+    expect(lateMerges).toBeGreaterThan(0)
+  })
+})
 
 /** Snapshots: each key present with some state or absent, taken at increasing extraction times. */
 const snapshotsArb = fc.array(
