@@ -250,10 +250,9 @@ export async function mergeLeftStaged(
 ): Promise<MergeStepResult[]> {
   const staged = await deps.staging.listBatches(table.name)
   const limit = request.before === undefined ? undefined : staged.find((m) => m.batchId === request.before)
-  const older = staged.filter(
-    (m) => m.batchId !== request.before && (limit === undefined || compareManifests(m, limit) < 0),
-  )
+  // The batch to merge next is gone (merged by an earlier attempt): nothing is older than it any more.
   if (request.before !== undefined && limit === undefined) return []
+  const older = limit === undefined ? staged : staged.filter((m) => compareManifests(m, limit) < 0)
   const results: MergeStepResult[] = []
   for (const manifest of older) {
     let result: MergeStepResult

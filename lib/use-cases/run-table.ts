@@ -82,8 +82,11 @@ export async function runTable(
     deps.clock,
   )
   deps.onEvent?.({ step: 'lock', table: table.name, runId })
-  const record = (patch: Partial<RunRecord> & Pick<RunRecord, 'status'>) =>
-    deps.state.recordRun({ runId, table: table.name, startedAt: startedAt.toISOString(), ...patch })
+  // A dry run changes nothing, so it leaves no run record for operators to mistake for a load.
+  const record = async (patch: Partial<RunRecord> & Pick<RunRecord, 'status'>) => {
+    if (!options.dryRun)
+      await deps.state.recordRun({ runId, table: table.name, startedAt: startedAt.toISOString(), ...patch })
+  }
   let batchId: string | undefined
   try {
     await record({ status: 'running' })

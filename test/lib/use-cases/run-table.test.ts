@@ -140,7 +140,9 @@ describe('runTable with the embedded adapters (local files, DuckDB)', () => {
     writeCsv(['1,South', '2,North'])
     await runTable(deps, project.tables[0]!, { extractedAt: JAN })
     writeCsv(['1,West', '2,North', '3,East'])
+    const runsBefore = await deps.state.listRuns('customers', 10)
     const plan = await runTable(deps, project.tables[0]!, { extractedAt: FEB, dryRun: true })
+    expect(await deps.state.listRuns('customers', 10)).toEqual(runsBefore)
     expect(plan.merge.status).toBe('dry-run')
     expect(plan.merge.keys).toEqual({ newKeys: 1, changedKeys: 1, deletedKeys: 0 })
     expect(await history()).toEqual([
