@@ -1,5 +1,20 @@
 import type { BatchManifest, StagedPart } from '../core/batch.ts'
 
+/**
+ * What an extract that ran out of time saved before it stopped (`_progress.json` in the batch folder): the parts
+ * staged so far and the extract's own JSON state (where the source continues, the extraction time, the
+ * watermark it started from). The batch stays uncommitted until a later pass commits it.
+ */
+export interface BatchCheckpoint {
+  /** 1 after the first pass was suspended, 2 after the second, ... */
+  readonly pass: number
+  readonly savedAt: string
+  /** Every part staged by the passes so far, in order. */
+  readonly parts: readonly StagedPart[]
+  /** A JSON value owned by the extract (opaque to the store). */
+  readonly state: unknown
+}
+
 /** Writes the parts of one batch. Nothing is visible to readers until `commit` writes the manifest. */
 export interface BatchWriter {
   readonly table: string
@@ -10,8 +25,18 @@ export interface BatchWriter {
   addPart(localPath: string, rows: number): Promise<StagedPart>
   /** Writes the manifest (the commit marker) and returns it. */
   commit(manifest: Omit<BatchManifest, 'parts' | 'formatVersion'>): Promise<BatchManifest>
-  /** Removes everything written so far. Safe to call after a failure, and twice. */
-  abort(): Promise<void>
+  /**
+   * Saves a checkpoint (every part added so far, and `state`) and closes this writer without removing any part;
+   * the local scratch folder is removed. The batch stays uncommitted; `StagingStore.resumeBatch` continues it.
+   * Refused while a part is still uploading.
+   */
+  suspend(state: unknown): Promise<BatchCheckpoint>
+  /**
+   * Removes everything written so far. Safe to call after a failure, and twice. With `keepCheckpoint`, a batch
+   * that has a checkpoint keeps it and its parts (only parts added after it are removed), so the pass can be
+   * retried with `resumeBatch`; a batch without a checkpoint is removed entirely either way.
+   */
+  abort(options?: { readonly keepCheckpoint?: boolean }): Promise<void>
 }
 
 /** A committed batch opened for reading: part files available as local paths, checksums verified. */
@@ -27,6 +52,13 @@ export interface OpenedBatch {
  */
 export interface StagingStore {
   beginBatch(table: string, batchId: string): Promise<BatchWriter>
+  /**
+   * Reopens an uncommitted batch that a writer suspended: the writer's next part is numbered after the saved
+   * ones, and its commit lists saved and new parts. Parts not in the checkpoint (left by a pass that failed)
+   * are deleted first. `StagingError` naming the table and batch when the batch is committed, or has no
+   * checkpoint (never suspended, or removed).
+   */
+  resumeBatch(table: string, batchId: string): Promise<{ writer: BatchWriter; checkpoint: BatchCheckpoint }>
   /** Committed batches of a table, oldest extraction first. */
   listBatches(table: string): Promise<readonly BatchManifest[]>
   /** Throws `StagingError` when the manifest is missing, a part is missing or a checksum differs. */
