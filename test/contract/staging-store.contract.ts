@@ -1,13 +1,14 @@
 import { randomBytes } from 'node:crypto'
 import { existsSync } from 'node:fs'
-import { readFile, writeFile } from 'node:fs/promises'
+import { readFile, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
 import type { BatchManifest } from '../../lib/core/batch.ts'
 import { StagingError } from '../../lib/core/errors.ts'
-import type { BatchWriter, StagingStore } from '../../lib/ports/staging-store.ts'
+import type { BatchCheckpoint, BatchWriter, StagingStore } from '../../lib/ports/staging-store.ts'
 
 /**
  * What a staging store test needs besides the store: a way to damage a committed part behind the store's back
@@ -22,6 +23,8 @@ export interface StagingStoreFixture {
     partName: string,
     how: 'corrupt' | 'delete',
   ) => Promise<void>
+  /** Names of the files (objects) directly in a batch's folder, sorted; the local scratch folder not included. */
+  readonly batchFiles: (table: string, batchId: string) => Promise<string[]>
   readonly cleanup: () => Promise<void>
 }
 
@@ -57,6 +60,43 @@ export function describeStagingStoreContract(
       const writer = await store.beginBatch(TABLE, batchId)
       for (const part of parts) await addBytes(writer, part, 1)
       return await writer.commit(manifestFor(batchId, extractedAt, parts.length))
+    }
+
+    /** Begins `batchId`, adds one part per text (rows = text length) and suspends it with `state`. */
+    async function suspended(batchId: string, texts: string[], state: unknown = { next: texts.length }) {
+      const writer = await store.beginBatch(TABLE, batchId)
+      for (const text of texts) await addBytes(writer, Buffer.from(text), text.length)
+      const checkpoint = await writer.suspend(state)
+      return { writer, checkpoint }
+    }
+
+    /** The checkpoint a resume reads; the resumed writer is closed again, keeping the checkpoint. */
+    async function peek(batchId: string): Promise<BatchCheckpoint> {
+      const { writer, checkpoint } = await store.resumeBatch(TABLE, batchId)
+      await writer.abort({ keepCheckpoint: true })
+      return checkpoint
+    }
+
+    async function partFiles(batchId: string): Promise<string[]> {
+      return (await fixture.batchFiles(TABLE, batchId)).filter((name) => name.startsWith('part-'))
+    }
+
+    async function readParts(batchId: string): Promise<string[]> {
+      const opened = await store.openBatch(TABLE, batchId)
+      try {
+        return await Promise.all(opened.partPaths.map((path) => readFile(path, 'utf8')))
+      } finally {
+        await opened.release()
+      }
+    }
+
+    async function failure(promise: Promise<unknown>): Promise<Error> {
+      const error = await promise.then(
+        () => undefined,
+        (e: unknown) => e,
+      )
+      expect(error).toBeInstanceOf(StagingError)
+      return error as Error
     }
 
     it('addPart consumes the local file and names parts in order with size and sha256', async () => {
@@ -199,6 +239,243 @@ export function describeStagingStoreContract(
       expect((await store.listBatches(TABLE)).map((m) => m.batchId)).toEqual(['done'])
       await expect(store.openBatch(TABLE, 'done')).resolves.toBeDefined()
       await writer.abort()
+    })
+
+    describe('multi-pass batches (suspend and resume)', () => {
+      it('suspend, resume, add parts, commit: the manifest lists every part in order and openBatch verifies them', async () => {
+        const { writer, checkpoint } = await suspended('b1', ['one', 'two'], { cursor: 42, key: ['k'] })
+        expect(checkpoint).toMatchObject({ pass: 1, state: { cursor: 42, key: ['k'] } })
+        expect(checkpoint.parts.map((p) => [p.name, p.rows, p.bytes])).toEqual([
+          ['part-00000.parquet', 3, 3],
+          ['part-00001.parquet', 3, 3],
+        ])
+        expect(Number.isNaN(Date.parse(checkpoint.savedAt))).toBe(false)
+        expect(existsSync(writer.scratchDir)).toBe(false)
+        expect(await fixture.batchFiles(TABLE, 'b1')).toContain('_progress.json')
+
+        const resumed = await store.resumeBatch(TABLE, 'b1')
+        expect(resumed.checkpoint).toEqual(checkpoint)
+        expect(resumed.writer.table).toBe(TABLE)
+        expect(resumed.writer.batchId).toBe('b1')
+        expect(existsSync(resumed.writer.scratchDir)).toBe(true)
+        const third = await addBytes(resumed.writer, Buffer.from('three!'), 6)
+        expect(third.name).toBe('part-00002.parquet')
+        const fourth = await addBytes(resumed.writer, Buffer.from('four'), 4)
+        expect(fourth.name).toBe('part-00003.parquet')
+        // rowCount is checked against saved and new parts together.
+        await expect(
+          resumed.writer.commit(manifestFor('b1', '2024-01-01T00:00:00.000Z', 4, 10)),
+        ).rejects.toThrow(/rowCount 10 differs from the parts' 16 rows/)
+        const manifest = await resumed.writer.commit(manifestFor('b1', '2024-01-01T00:00:00.000Z', 4, 16))
+
+        expect(manifest.parts).toEqual([...checkpoint.parts, third, fourth])
+        expect(await store.listBatches(TABLE)).toEqual([manifest])
+        expect(await readParts('b1')).toEqual(['one', 'two', 'three!', 'four'])
+        // The checkpoint is gone with the commit.
+        expect(await fixture.batchFiles(TABLE, 'b1')).not.toContain('_progress.json')
+        expect(existsSync(resumed.writer.scratchDir)).toBe(false)
+      })
+
+      it('a suspended batch is invisible to listBatches and openBatch', async () => {
+        await stage('done', '2024-01-01T00:00:00.000Z')
+        await suspended('paused', ['x'])
+        expect((await store.listBatches(TABLE)).map((m) => m.batchId)).toEqual(['done'])
+        const error = await failure(store.openBatch(TABLE, 'paused'))
+        expect(error.message).toMatch(/paused/)
+      })
+
+      it('resumeBatch refuses a committed, an unknown and a never-suspended batch, naming table and batch', async () => {
+        await stage('done', '2024-01-01T00:00:00.000Z')
+        expect((await failure(store.resumeBatch(TABLE, 'done'))).message).toMatch(
+          /^table customers: batch done is already committed/,
+        )
+        expect((await failure(store.resumeBatch(TABLE, 'nope'))).message).toBe(
+          'table customers: batch nope has no saved progress (it was never suspended, or was removed as ' +
+            'abandoned or after a failure); start a new extract',
+        )
+        const running = await store.beginBatch(TABLE, 'running')
+        await addBytes(running, Buffer.from('x'), 1)
+        expect((await failure(store.resumeBatch(TABLE, 'running'))).message).toMatch(
+          /^table customers: batch running has no saved progress/,
+        )
+        // The refusal touched nothing: the running extract still commits.
+        await running.commit(manifestFor('running', '2024-01-02T00:00:00.000Z', 1))
+        expect(await readParts('running')).toEqual(['x'])
+        await expect(store.resumeBatch(TABLE, '../x')).rejects.toBeInstanceOf(StagingError)
+      })
+
+      it('a failed pass aborted with keepCheckpoint leaves the checkpoint: resume again, the failed part is gone', async () => {
+        const { checkpoint } = await suspended('b1', ['saved'])
+        const failed = await store.resumeBatch(TABLE, 'b1')
+        expect((await addBytes(failed.writer, Buffer.from('failed pass'), 1)).name).toBe('part-00001.parquet')
+        await failed.writer.abort({ keepCheckpoint: true })
+        await failed.writer.abort({ keepCheckpoint: true })
+        expect(await partFiles('b1')).toEqual(['part-00000.parquet'])
+        expect(existsSync(failed.writer.scratchDir)).toBe(false)
+
+        const retry = await store.resumeBatch(TABLE, 'b1')
+        expect(retry.checkpoint).toEqual(checkpoint)
+        expect((await addBytes(retry.writer, Buffer.from('retry'), 1)).name).toBe('part-00001.parquet')
+        await retry.writer.commit(manifestFor('b1', '2024-01-01T00:00:00.000Z', 2, 6))
+        expect(await readParts('b1')).toEqual(['saved', 'retry'])
+      })
+
+      it('resumeBatch deletes the parts a crashed pass left behind', async () => {
+        const { checkpoint } = await suspended('b1', ['saved'])
+        const crashed = await store.resumeBatch(TABLE, 'b1')
+        await addBytes(crashed.writer, Buffer.from('lost 1'), 1)
+        await addBytes(crashed.writer, Buffer.from('lost 2'), 1)
+        expect(await partFiles('b1')).toEqual([
+          'part-00000.parquet',
+          'part-00001.parquet',
+          'part-00002.parquet',
+        ])
+
+        // No abort: the pass died. The next one resumes from the checkpoint.
+        const next = await store.resumeBatch(TABLE, 'b1')
+        expect(next.checkpoint).toEqual(checkpoint)
+        expect(await partFiles('b1')).toEqual(['part-00000.parquet'])
+        expect(await fixture.batchFiles(TABLE, 'b1')).toContain('_progress.json')
+        expect((await addBytes(next.writer, Buffer.from('next'), 1)).name).toBe('part-00001.parquet')
+        const manifest = await next.writer.commit(manifestFor('b1', '2024-01-01T00:00:00.000Z', 2, 6))
+        expect(manifest.parts.map((p) => p.name)).toEqual(['part-00000.parquet', 'part-00001.parquet'])
+        expect(await readParts('b1')).toEqual(['saved', 'next'])
+        await rm(crashed.writer.scratchDir, { recursive: true, force: true })
+      })
+
+      it('each suspend saves the next pass number and every part so far; the state round-trips as JSON', async () => {
+        const first = await suspended('b1', ['a'], { offset: 1, at: new Date('2024-03-04T05:06:07.000Z') })
+        // What suspend returns is what a resume reads back: the state as JSON.
+        expect(first.checkpoint.state).toEqual({ offset: 1, at: '2024-03-04T05:06:07.000Z' })
+        expect(first.checkpoint.pass).toBe(1)
+
+        const second = await store.resumeBatch(TABLE, 'b1')
+        expect(second.checkpoint).toEqual(first.checkpoint)
+        await addBytes(second.writer, Buffer.from('bb'), 2)
+        const state2 = { offset: 3, nested: { list: [1, 'two', null, true] }, empty: {} }
+        const saved2 = await second.writer.suspend(state2)
+        expect(saved2.pass).toBe(2)
+        expect(saved2.parts.map((p) => p.name)).toEqual(['part-00000.parquet', 'part-00001.parquet'])
+        expect(saved2.parts[0]).toEqual(first.checkpoint.parts[0])
+        expect(Date.parse(saved2.savedAt)).toBeGreaterThanOrEqual(Date.parse(first.checkpoint.savedAt))
+
+        const third = await store.resumeBatch(TABLE, 'b1')
+        expect(third.checkpoint).toEqual(saved2)
+        expect(third.checkpoint.state).toEqual(state2)
+        const saved3 = await third.writer.suspend('just a string')
+        expect(saved3).toMatchObject({ pass: 3, state: 'just a string', parts: saved2.parts })
+        expect(await peek('b1')).toEqual(saved3)
+      })
+
+      it('suspend refuses a state that is not JSON and leaves the writer open', async () => {
+        const writer = await store.beginBatch(TABLE, 'b1')
+        await addBytes(writer, Buffer.from('x'), 1)
+        for (const bad of [10n, undefined, () => 1]) {
+          expect((await failure(writer.suspend(bad))).message).toMatch(
+            /table customers: batch b1: .*not JSON/,
+          )
+        }
+        await expect(store.resumeBatch(TABLE, 'b1')).rejects.toThrow(/has no saved progress/)
+        expect((await writer.suspend(null)).state).toBeNull()
+      })
+
+      it('suspend is refused while a part is being added; after suspend, addPart, commit and suspend are refused', async () => {
+        const writer = await store.beginBatch(TABLE, 'b1')
+        const path = join(writer.scratchDir, 'slow.parquet')
+        await writeFile(path, 'slow')
+        const adding = writer.addPart(path, 1)
+        const refused = await failure(writer.suspend({}))
+        expect(refused.message).toMatch(
+          /^table customers: batch b1: suspend called while part part-00000\.parquet/,
+        )
+        await adding
+        await writer.suspend({})
+
+        const late = join(tmpdir(), `dimsync-late-${randomBytes(4).toString('hex')}.parquet`)
+        await writeFile(late, 'late')
+        try {
+          expect((await failure(writer.addPart(late, 1))).message).toMatch(
+            /table customers: batch b1: addPart after the batch was suspended/,
+          )
+          expect(existsSync(late)).toBe(true)
+        } finally {
+          await rm(late, { force: true })
+        }
+        expect(
+          (await failure(writer.commit(manifestFor('b1', '2024-01-01T00:00:00.000Z', 1)))).message,
+        ).toMatch(/batch b1: commit after the batch was suspended/)
+        expect((await failure(writer.suspend({}))).message).toMatch(
+          /batch b1: suspend after the batch was suspended/,
+        )
+        expect(await store.listBatches(TABLE)).toEqual([])
+        expect((await peek('b1')).pass).toBe(1)
+      })
+
+      it('abort after suspend: with keepCheckpoint everything stays, without it the batch is removed', async () => {
+        const { writer, checkpoint } = await suspended('b1', ['a', 'b'])
+        await writer.abort({ keepCheckpoint: true })
+        expect(await partFiles('b1')).toEqual(['part-00000.parquet', 'part-00001.parquet'])
+        expect(await peek('b1')).toEqual(checkpoint)
+
+        const other = await suspended('b2', ['a'])
+        await other.writer.abort()
+        expect(await fixture.batchFiles(TABLE, 'b2')).toEqual([])
+        await expect(store.resumeBatch(TABLE, 'b2')).rejects.toThrow(/batch b2 has no saved progress/)
+      })
+
+      it('a plain abort after resume removes the whole batch', async () => {
+        await suspended('b1', ['a'])
+        const resumed = await store.resumeBatch(TABLE, 'b1')
+        await addBytes(resumed.writer, Buffer.from('b'), 1)
+        await resumed.writer.abort()
+        expect(await fixture.batchFiles(TABLE, 'b1')).toEqual([])
+        expect(existsSync(resumed.writer.scratchDir)).toBe(false)
+        await expect(store.resumeBatch(TABLE, 'b1')).rejects.toThrow(/batch b1 has no saved progress/)
+        expect(await store.removeAbandoned(TABLE, new Date(Date.now() + 3_600_000))).toEqual([])
+        // The id is free again.
+        await stage('b1', '2024-01-01T00:00:00.000Z')
+        expect(await readParts('b1')).toEqual(['p0'])
+      })
+
+      it('abort with keepCheckpoint on a batch that never suspended removes it entirely', async () => {
+        const writer = await store.beginBatch(TABLE, 'b1')
+        await addBytes(writer, Buffer.from('x'), 1)
+        await writer.abort({ keepCheckpoint: true })
+        expect(await fixture.batchFiles(TABLE, 'b1')).toEqual([])
+        await expect(store.resumeBatch(TABLE, 'b1')).rejects.toThrow(/no saved progress/)
+      })
+
+      it('a plain abort of a suspended writer leaves the batch alone once a later pass committed it', async () => {
+        const { writer } = await suspended('b1', ['a'])
+        const resumed = await store.resumeBatch(TABLE, 'b1')
+        await resumed.writer.commit(manifestFor('b1', '2024-01-01T00:00:00.000Z', 1))
+        await writer.abort()
+        expect(await readParts('b1')).toEqual(['a'])
+      })
+
+      it('beginBatch with the id of a suspended batch starts it anew', async () => {
+        await suspended('b1', ['old'])
+        const writer = await store.beginBatch(TABLE, 'b1')
+        expect(await partFiles('b1')).toEqual([])
+        await expect(store.resumeBatch(TABLE, 'b1')).rejects.toThrow(/no saved progress/)
+        await addBytes(writer, Buffer.from('new'), 1)
+        await writer.commit(manifestFor('b1', '2024-01-01T00:00:00.000Z', 1))
+        expect(await readParts('b1')).toEqual(['new'])
+      })
+
+      it('removeAbandoned keeps a recently suspended batch and removes one not continued since the given time', async () => {
+        await suspended('paused', ['a'])
+        const resumed = await store.resumeBatch(TABLE, 'paused')
+        await addBytes(resumed.writer, Buffer.from('b'), 1)
+        const checkpoint = await resumed.writer.suspend({ pass: 2 })
+
+        expect(await store.removeAbandoned(TABLE, new Date(Date.now() - 3_600_000))).toEqual([])
+        expect(await peek('paused')).toEqual(checkpoint)
+
+        expect(await store.removeAbandoned(TABLE, new Date(Date.now() + 3_600_000))).toEqual(['paused'])
+        expect(await fixture.batchFiles(TABLE, 'paused')).toEqual([])
+        await expect(store.resumeBatch(TABLE, 'paused')).rejects.toThrow(/batch paused has no saved progress/)
+      })
     })
 
     it('refuses ids that could escape the store', async () => {

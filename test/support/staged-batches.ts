@@ -4,8 +4,14 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { DuckDBInstance } from '@duckdb/node-api'
 import type { BatchManifest, StagedColumn } from '../../lib/core/batch.ts'
+import { noCheckpointError } from '../../lib/core/batch-checkpoint.ts'
 import { StagingError } from '../../lib/core/errors.ts'
-import type { BatchWriter, OpenedBatch, StagingStore } from '../../lib/ports/staging-store.ts'
+import type {
+  BatchCheckpoint,
+  BatchWriter,
+  OpenedBatch,
+  StagingStore,
+} from '../../lib/ports/staging-store.ts'
 
 export type Value = string | number | boolean | null | bigint
 
@@ -76,6 +82,16 @@ export class TestBatches implements StagingStore {
 
   async beginBatch(): Promise<BatchWriter> {
     throw new Error('TestBatches stages batches with stage()')
+  }
+  /** Nothing is ever suspended here: a committed batch or no saved progress, as the port says. */
+  async resumeBatch(
+    table: string,
+    batchId: string,
+  ): Promise<{ writer: BatchWriter; checkpoint: BatchCheckpoint }> {
+    if (this.#manifests.has(`${table}/${batchId}`)) {
+      throw new StagingError(`table ${table}: batch ${batchId} is already committed`)
+    }
+    throw noCheckpointError(table, batchId)
   }
   async listBatches(table: string): Promise<readonly BatchManifest[]> {
     return [...this.#manifests.values()].filter((m) => m.table === table)

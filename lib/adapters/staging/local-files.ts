@@ -74,11 +74,16 @@ export async function sha256File(path: string): Promise<string> {
 
 /** Reads and parses a JSON file; `undefined` when it does not exist. */
 export async function readJsonIfExists(path: string): Promise<unknown> {
-  let text: string
+  const text = await readTextIfExists(path)
+  return text === undefined ? undefined : (JSON.parse(text) as unknown)
+}
+
+/** Reads a UTF-8 file; `undefined` when it does not exist. */
+export async function readTextIfExists(path: string): Promise<string | undefined> {
   try {
     const handle = await open(path, 'r')
     try {
-      text = await handle.readFile('utf8')
+      return await handle.readFile('utf8')
     } finally {
       await handle.close()
     }
@@ -86,7 +91,6 @@ export async function readJsonIfExists(path: string): Promise<unknown> {
     if (isErrnoCode(error, 'ENOENT')) return undefined
     throw error
   }
-  return JSON.parse(text) as unknown
 }
 
 export function isErrnoCode(error: unknown, code: string): boolean {

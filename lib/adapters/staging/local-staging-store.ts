@@ -2,17 +2,26 @@ import { copyFile, mkdir, open, readdir, rename, rm, stat, unlink } from 'node:f
 import { isAbsolute, join, resolve } from 'node:path'
 
 import type { BatchManifest, StagedPart } from '../../core/batch.ts'
+import {
+  checkpointText,
+  nextCheckpoint,
+  noCheckpointError,
+  parseCheckpoint,
+  partFileName,
+  type Checkpoint,
+} from '../../core/batch-checkpoint.ts'
 import { StagingError } from '../../core/errors.ts'
-import type { BatchWriter, OpenedBatch, StagingStore } from '../../ports/staging-store.ts'
+import type { BatchCheckpoint, BatchWriter, OpenedBatch, StagingStore } from '../../ports/staging-store.ts'
 import {
   assertSafeId,
   isErrnoCode,
   readJsonIfExists,
+  readTextIfExists,
   sha256File,
   syncDir,
   writeFileAtomic,
 } from './local-files.ts'
-import { checkManifest, compareManifests, completeManifest } from '../../core/batch-manifest.ts'
+import { checkManifest, compareManifests, completeManifest, PART_NAME } from '../../core/batch-manifest.ts'
 
 export interface LocalStagingStoreOptions {
   /** Folder holding `<table>/<batchId>/...`; created on first use. Relative paths resolve against the cwd. */
@@ -20,11 +29,14 @@ export interface LocalStagingStoreOptions {
 }
 
 const MANIFEST = '_manifest.json'
+/** The checkpoint of a suspended batch (`BatchWriter.suspend`); removed by the commit of a later pass. */
+const PROGRESS = '_progress.json'
 const SCRATCH = '.scratch'
 
 /**
  * Staging in a local folder (embedded mode): `<root>/<table>/<batchId>/part-NNNNN.parquet` plus
  * `_manifest.json`, which is written last and atomically, so a batch is either committed whole or invisible.
+ * A suspended batch holds `_progress.json` (its checkpoint) instead of a manifest until a later pass commits it.
  */
 export class LocalStagingStore implements StagingStore {
   readonly #root: string
@@ -51,6 +63,54 @@ export class LocalStagingStore implements StagingStore {
     await rm(dir, { recursive: true, force: true })
     await mkdir(join(dir, SCRATCH), { recursive: true })
     return new LocalBatchWriter(table, batchId, dir)
+  }
+
+  /**
+   * Reopens a suspended batch: refuses a committed batch and one without `_progress.json` (`StagingError`),
+   * checks the checkpoint, deletes the part files it does not list (left by a pass that failed or crashed),
+   * checks that every listed part is there with its recorded size (checksums are verified by `openBatch`) and
+   * gives the writer a fresh scratch folder. The writer numbers its parts after the saved ones.
+   */
+  async resumeBatch(
+    table: string,
+    batchId: string,
+  ): Promise<{ writer: BatchWriter; checkpoint: BatchCheckpoint }> {
+    const dir = this.#batchDir(table, batchId)
+    const where = `table ${table}: batch ${batchId}`
+    if (await exists(join(dir, MANIFEST))) {
+      throw new StagingError(`${where} is already committed in ${dir}; a committed batch cannot be resumed`)
+    }
+    const path = join(dir, PROGRESS)
+    let text: string | undefined
+    try {
+      text = await readTextIfExists(path)
+    } catch (error) {
+      throw new StagingError(`${where}: unreadable checkpoint ${path}`, { cause: error })
+    }
+    if (text === undefined) throw noCheckpointError(table, batchId)
+    const checkpoint = parseCheckpoint(table, batchId, path, text)
+    const saved = new Set(checkpoint.parts.map((part) => part.name))
+    for (const name of await readdir(dir)) {
+      if (PART_NAME.test(name) && !saved.has(name)) await rm(join(dir, name), { force: true })
+    }
+    for (const part of checkpoint.parts) {
+      const partPath = join(dir, part.name)
+      let bytes: number
+      try {
+        bytes = (await stat(partPath)).size
+      } catch (error) {
+        if (!isErrnoCode(error, 'ENOENT')) throw error
+        throw new StagingError(`${where}: part ${part.name} of the checkpoint is missing (${partPath})`)
+      }
+      if (bytes !== part.bytes) {
+        throw new StagingError(
+          `${where}: part ${part.name} has ${bytes} bytes, the checkpoint says ${part.bytes}`,
+        )
+      }
+    }
+    await rm(join(dir, SCRATCH), { recursive: true, force: true })
+    await mkdir(join(dir, SCRATCH))
+    return { writer: new LocalBatchWriter(table, batchId, dir, checkpoint), checkpoint }
   }
 
   /** Committed batches of `table` (those with a manifest), oldest `extractedAt` first, ties by batch id. */
@@ -115,7 +175,8 @@ export class LocalStagingStore implements StagingStore {
   /**
    * Deletes batch folders of `table` that have no manifest and in which nothing changed since `olderThan`
    * (the newest modification time of the folder, its files and its scratch folder counts, so an extract that
-   * is still writing a long part is not taken for abandoned). Returns the removed batch ids.
+   * is still writing a long part is not taken for abandoned, nor a suspended batch whose `_progress.json` is
+   * recent; a suspended batch that no pass continued since `olderThan` is abandoned). Returns the removed ids.
    */
   async removeAbandoned(table: string, olderThan: Date): Promise<readonly string[]> {
     const tableDir = this.#tableDir(table)
@@ -163,14 +224,20 @@ class LocalBatchWriter implements BatchWriter {
   readonly batchId: string
   readonly scratchDir: string
   readonly #dir: string
-  readonly #parts: (StagedPart | undefined)[] = []
-  #state: 'open' | 'committed' | 'aborted' = 'open'
+  /** Saved parts of earlier passes first (from the checkpoint), then the parts this writer adds. */
+  readonly #parts: (StagedPart | undefined)[]
+  readonly #pending = new Set<Promise<unknown>>()
+  /** The checkpoint this writer resumed from, or the one it saved when it suspended. */
+  #checkpoint: Checkpoint | undefined
+  #state: 'open' | 'suspended' | 'committed' | 'aborted' = 'open'
 
-  constructor(table: string, batchId: string, dir: string) {
+  constructor(table: string, batchId: string, dir: string, checkpoint?: Checkpoint) {
     this.table = table
     this.batchId = batchId
     this.#dir = dir
     this.scratchDir = join(dir, SCRATCH)
+    this.#checkpoint = checkpoint
+    this.#parts = [...(checkpoint?.parts ?? [])]
   }
 
   /**
@@ -187,27 +254,36 @@ class LocalBatchWriter implements BatchWriter {
     // Reserve the slot before any await so that concurrent calls get distinct, ordered names.
     const index = this.#parts.length
     this.#parts.push(undefined)
-    const name = `part-${String(index).padStart(5, '0')}.parquet`
+    const name = partFileName(index)
     const target = join(this.#dir, name)
-    await moveFile(isAbsolute(localPath) ? localPath : resolve(localPath), target)
-    // Flush the part before it can be referenced by a manifest: a crash must not leave a committed batch
-    // with a part whose bytes never reached the disk.
-    const handle = await open(target, 'r')
+    const work = (async () => {
+      await moveFile(isAbsolute(localPath) ? localPath : resolve(localPath), target)
+      // Flush the part before it can be referenced by a manifest: a crash must not leave a committed batch
+      // with a part whose bytes never reached the disk.
+      const handle = await open(target, 'r')
+      try {
+        await handle.sync()
+      } finally {
+        await handle.close()
+      }
+      const [sha256, info] = await Promise.all([sha256File(target), stat(target)])
+      const part: StagedPart = { name, rows, bytes: info.size, sha256 }
+      this.#parts[index] = part
+      return part
+    })()
+    this.#pending.add(work)
     try {
-      await handle.sync()
+      return await work
     } finally {
-      await handle.close()
+      this.#pending.delete(work)
     }
-    const [sha256, info] = await Promise.all([sha256File(target), stat(target)])
-    const part: StagedPart = { name, rows, bytes: info.size, sha256 }
-    this.#parts[index] = part
-    return part
   }
 
   /**
-   * Writes `_manifest.json` (format version 1, the parts in the order they were added), which commits the
-   * batch, then removes the scratch folder. Refuses a manifest for another table or batch, one whose
-   * `rowCount` differs from the sum of the parts' rows, and a commit while an `addPart` is still running.
+   * Writes `_manifest.json` (format version 1, the parts in the order they were added, after the saved parts of
+   * earlier passes), which commits the batch, then removes the checkpoint and the scratch folder. Refuses a
+   * manifest for another table or batch, one whose `rowCount` differs from the sum of the parts' rows, and a
+   * commit while an `addPart` is still running.
    */
   async commit(manifest: Omit<BatchManifest, 'parts' | 'formatVersion'>): Promise<BatchManifest> {
     this.#assertOpen('commit')
@@ -215,25 +291,71 @@ class LocalBatchWriter implements BatchWriter {
     await syncDir(this.#dir)
     await writeFileAtomic(join(this.#dir, MANIFEST), `${JSON.stringify(full, null, 2)}\n`)
     this.#state = 'committed'
-    // The batch is committed from here on; a leftover scratch folder is harmless, so its removal cannot fail it.
+    // The batch is committed from here on; a leftover checkpoint or scratch folder is harmless (readers go by
+    // the manifest), so their removal cannot fail it.
+    await rm(join(this.#dir, PROGRESS), { force: true }).catch(() => {})
     await rm(this.scratchDir, { recursive: true, force: true }).catch(() => {})
     return full
   }
 
   /**
-   * Removes the batch folder and everything in it. Safe after a failure and when called twice; a no-op after a
-   * successful commit (use `StagingStore.deleteBatch` to remove a committed batch).
+   * Writes `_progress.json` atomically (pass, time, every part so far, `state` as JSON), then removes the
+   * scratch folder; the parts stay. The writer is closed: `StagingStore.resumeBatch` continues the batch.
+   * Refused while an `addPart` is running.
    */
-  async abort(): Promise<void> {
+  async suspend(state: unknown): Promise<BatchCheckpoint> {
+    this.#assertOpen('suspend')
+    const checkpoint = nextCheckpoint(
+      this.table,
+      this.batchId,
+      this.#checkpoint,
+      this.#parts,
+      state,
+      new Date(),
+    )
+    // Closed before the first await, so an addPart or commit started meanwhile is refused.
+    this.#state = 'suspended'
+    try {
+      await syncDir(this.#dir)
+      await writeFileAtomic(join(this.#dir, PROGRESS), checkpointText(this.table, this.batchId, checkpoint))
+    } catch (error) {
+      if (this.#state === 'suspended') this.#state = 'open'
+      throw error
+    }
+    this.#checkpoint = checkpoint
+    await rm(this.scratchDir, { recursive: true, force: true }).catch(() => {})
+    return checkpoint
+  }
+
+  /**
+   * Removes the batch folder and everything in it, after waiting for running `addPart` calls. With
+   * `keepCheckpoint`, a writer that resumed or suspended removes only its scratch folder and the parts added
+   * after its checkpoint. Safe after a failure and when called twice; a no-op after a successful commit (use
+   * `StagingStore.deleteBatch` to remove a committed batch), and after a suspend when a later pass has
+   * committed the batch meanwhile.
+   */
+  async abort(options?: { readonly keepCheckpoint?: boolean }): Promise<void> {
     if (this.#state === 'committed') return
+    const wasSuspended = this.#state === 'suspended'
     this.#state = 'aborted'
+    await Promise.allSettled([...this.#pending])
+    const checkpoint = this.#checkpoint
+    if (options?.keepCheckpoint === true && checkpoint !== undefined) {
+      await rm(this.scratchDir, { recursive: true, force: true })
+      for (let index = checkpoint.parts.length; index < this.#parts.length; index++) {
+        await rm(join(this.#dir, partFileName(index)), { force: true })
+      }
+      return
+    }
+    if (wasSuspended && (await exists(join(this.#dir, MANIFEST)))) return
     await rm(this.#dir, { recursive: true, force: true })
   }
 
   #assertOpen(operation: string): void {
     if (this.#state !== 'open') {
+      const hint = this.#state === 'suspended' ? ' (continue it with resumeBatch)' : ''
       throw new StagingError(
-        `table ${this.table}: batch ${this.batchId}: ${operation} after the batch was ${this.#state}`,
+        `table ${this.table}: batch ${this.batchId}: ${operation} after the batch was ${this.#state}${hint}`,
       )
     }
   }

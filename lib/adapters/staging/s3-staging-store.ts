@@ -20,10 +20,18 @@ import { Upload } from '@aws-sdk/lib-storage'
 
 import { isAwsError, isNotFound, wrapAwsError } from '../aws/aws-errors.ts'
 import type { BatchManifest, StagedPart } from '../../core/batch.ts'
+import {
+  checkpointText,
+  nextCheckpoint,
+  noCheckpointError,
+  parseCheckpoint,
+  partFileName,
+  type Checkpoint,
+} from '../../core/batch-checkpoint.ts'
 import { StagingError } from '../../core/errors.ts'
-import type { BatchWriter, OpenedBatch, StagingStore } from '../../ports/staging-store.ts'
+import type { BatchCheckpoint, BatchWriter, OpenedBatch, StagingStore } from '../../ports/staging-store.ts'
 import { assertSafeId } from './local-files.ts'
-import { checkManifest, compareManifests, completeManifest } from '../../core/batch-manifest.ts'
+import { checkManifest, compareManifests, completeManifest, PART_NAME } from '../../core/batch-manifest.ts'
 
 export interface S3StagingStoreOptions {
   readonly client: S3Client
@@ -46,6 +54,8 @@ export interface S3StagingStoreOptions {
 const MANIFEST = '_manifest.json'
 /** Written by beginBatch so that an extract that crashed before its first part is still found and removed. */
 const STARTED = '_started.json'
+/** The checkpoint of a suspended batch (`BatchWriter.suspend`); removed by the commit of a later pass. */
+const PROGRESS = '_progress.json'
 const MIN_PART_SIZE = 5 * 1024 * 1024
 const DOWNLOAD_CONCURRENCY = 4
 
@@ -54,7 +64,8 @@ const DOWNLOAD_CONCURRENCY = 4
  * last: a batch without a manifest does not exist for readers. Parts are streamed from the local scratch file
  * with multipart uploads (memory bounded by `partSize × queueSize`), their SHA-256 computed on the way and
  * recorded in the manifest; reading a batch downloads the parts to a local folder and verifies size and
- * checksum before handing out the paths.
+ * checksum before handing out the paths. A suspended batch holds `_progress.json` (its checkpoint) instead of a
+ * manifest until a later pass commits it.
  *
  * Abandoned batches (no manifest) are removed by `removeAbandoned`; deployments also set a bucket lifecycle
  * rule that aborts incomplete multipart uploads and expires old staging objects.
@@ -98,6 +109,53 @@ export class S3StagingStore implements StagingStore {
     await this.#put(`${dir}/${STARTED}`, JSON.stringify({ table, batchId, startedAt }), 'application/json')
     const scratchDir = await mkdtemp(join(this.#scratchRoot, `dimsync-${table}-${batchId}-`))
     return new S3BatchWriter(this, table, batchId, dir, scratchDir)
+  }
+
+  /**
+   * Reopens a suspended batch: refuses a committed batch and one without `_progress.json` (`StagingError`),
+   * checks the checkpoint, deletes the part objects it does not list (left by a pass that failed or crashed),
+   * checks from the listing that every listed part is there with its recorded size (checksums are verified by
+   * `openBatch`) and creates a fresh local scratch folder. The writer numbers its parts after the saved ones.
+   */
+  async resumeBatch(
+    table: string,
+    batchId: string,
+  ): Promise<{ writer: BatchWriter; checkpoint: BatchCheckpoint }> {
+    const dir = this.#batchKey(table, batchId)
+    const where = `table ${table}: batch ${batchId}`
+    if (await this.#exists(`${dir}/${MANIFEST}`)) {
+      throw new StagingError(
+        `${where} is already committed in ${this.#url(dir)}/; a committed batch cannot be resumed`,
+      )
+    }
+    const key = `${dir}/${PROGRESS}`
+    const text = await this.#getText(key, `${where}: reading`)
+    if (text === undefined) throw noCheckpointError(table, batchId)
+    const checkpoint = parseCheckpoint(table, batchId, this.#url(key), text)
+    const objects = new Map<string, number>()
+    for (const object of await this.#list(`${dir}/`, where)) {
+      objects.set(object.key.slice(dir.length + 1), object.size)
+    }
+    const saved = new Set(checkpoint.parts.map((part) => part.name))
+    for (const name of objects.keys()) {
+      if (PART_NAME.test(name) && !saved.has(name)) await this.#delete(`${dir}/${name}`, where)
+    }
+    for (const part of checkpoint.parts) {
+      const size = objects.get(part.name)
+      if (size === undefined) {
+        throw new StagingError(
+          `${where}: part ${part.name} of the checkpoint is missing (${this.#url(`${dir}/${part.name}`)})`,
+        )
+      }
+      if (size !== part.bytes) {
+        throw new StagingError(
+          `${where}: part ${part.name} has ${size} bytes, the checkpoint says ${part.bytes} ` +
+            `(${this.#url(`${dir}/${part.name}`)})`,
+        )
+      }
+    }
+    const scratchDir = await mkdtemp(join(this.#scratchRoot, `dimsync-${table}-${batchId}-`))
+    return { writer: new S3BatchWriter(this, table, batchId, dir, scratchDir, checkpoint), checkpoint }
   }
 
   /** Committed batches of `table` (those with a manifest), oldest `extractedAt` first, ties by batch id. */
@@ -160,8 +218,8 @@ export class S3StagingStore implements StagingStore {
 
   /**
    * Deletes uncommitted batches of `table` (no manifest) whose newest object was written before `olderThan`
-   * (the `_started.json` marker and every uploaded part count, so an extract still uploading is left alone).
-   * Returns the removed batch ids, sorted.
+   * (the `_started.json` marker, every uploaded part and the `_progress.json` of a suspended batch count, so an
+   * extract still uploading, or suspended since `olderThan`, is left alone). Returns the removed ids, sorted.
    */
   async removeAbandoned(table: string, olderThan: Date): Promise<readonly string[]> {
     const tableKey = this.#tableKey(table)
@@ -194,6 +252,8 @@ export class S3StagingStore implements StagingStore {
     localPath: string,
     signal: AbortSignal,
   ): Promise<{ bytes: number; sha256: string }> {
+    // A batch aborted before this upload started: an already aborted signal never fires its listener.
+    if (signal.aborted) throw new StagingError(`${this.#url(key)}: upload aborted`)
     const hash = createHash('sha256')
     let bytes = 0
     const tap = new Transform({
@@ -252,6 +312,15 @@ export class S3StagingStore implements StagingStore {
       }
       throw wrapAwsError('s3', `${this.#url(key)}: writing the manifest`, error)
     }
+  }
+
+  /** Writes the checkpoint of a suspended batch (a plain PutObject: a later suspend replaces it). */
+  async putCheckpoint(key: string, text: string): Promise<void> {
+    await this.#put(key, text, 'application/json')
+  }
+
+  async exists(key: string): Promise<boolean> {
+    return await this.#exists(key)
   }
 
   async deleteKey(key: string, what: string): Promise<void> {
@@ -321,6 +390,17 @@ export class S3StagingStore implements StagingStore {
     return checkManifest(table, batchId, this.#url(key), parsed)
   }
 
+  /** The object's text; `undefined` when it does not exist. */
+  async #getText(key: string, what: string): Promise<string | undefined> {
+    try {
+      const response = await this.#client.send(new GetObjectCommand({ Bucket: this.#bucket, Key: key }))
+      return await response.Body!.transformToString('utf8')
+    } catch (error) {
+      if (isNotFound(error)) return undefined
+      throw wrapAwsError('s3', `${what} ${this.#url(key)}`, error)
+    }
+  }
+
   async #exists(key: string): Promise<boolean> {
     try {
       await this.#client.send(new HeadObjectCommand({ Bucket: this.#bucket, Key: key }))
@@ -350,8 +430,8 @@ export class S3StagingStore implements StagingStore {
     }
   }
 
-  async #list(prefix: string, what: string): Promise<{ key: string; lastModified: number }[]> {
-    const objects: { key: string; lastModified: number }[] = []
+  async #list(prefix: string, what: string): Promise<{ key: string; lastModified: number; size: number }[]> {
+    const objects: { key: string; lastModified: number; size: number }[] = []
     let token: string | undefined
     do {
       let page
@@ -364,7 +444,11 @@ export class S3StagingStore implements StagingStore {
       }
       for (const object of page.Contents ?? []) {
         if (object.Key !== undefined) {
-          objects.push({ key: object.Key, lastModified: object.LastModified?.getTime() ?? 0 })
+          objects.push({
+            key: object.Key,
+            lastModified: object.LastModified?.getTime() ?? 0,
+            size: object.Size ?? 0,
+          })
         }
       }
       token = page.IsTruncated ? page.NextContinuationToken : undefined
@@ -424,17 +508,29 @@ class S3BatchWriter implements BatchWriter {
   readonly scratchDir: string
   readonly #store: S3StagingStore
   readonly #dir: string
-  readonly #parts: (StagedPart | undefined)[] = []
+  /** Saved parts of earlier passes first (from the checkpoint), then the parts this writer adds. */
+  readonly #parts: (StagedPart | undefined)[]
   readonly #aborter = new AbortController()
   readonly #pending = new Set<Promise<unknown>>()
-  #state: 'open' | 'committed' | 'aborted' = 'open'
+  /** The checkpoint this writer resumed from, or the one it saved when it suspended. */
+  #checkpoint: Checkpoint | undefined
+  #state: 'open' | 'suspended' | 'committed' | 'aborted' = 'open'
 
-  constructor(store: S3StagingStore, table: string, batchId: string, dir: string, scratchDir: string) {
+  constructor(
+    store: S3StagingStore,
+    table: string,
+    batchId: string,
+    dir: string,
+    scratchDir: string,
+    checkpoint?: Checkpoint,
+  ) {
     this.#store = store
     this.table = table
     this.batchId = batchId
     this.#dir = dir
     this.scratchDir = scratchDir
+    this.#checkpoint = checkpoint
+    this.#parts = [...(checkpoint?.parts ?? [])]
   }
 
   /**
@@ -451,7 +547,7 @@ class S3BatchWriter implements BatchWriter {
     // Reserve the slot before any await so that concurrent calls get distinct, ordered names.
     const index = this.#parts.length
     this.#parts.push(undefined)
-    const name = `part-${String(index).padStart(5, '0')}.parquet`
+    const name = partFileName(index)
     const work = (async () => {
       try {
         await stat(localPath)
@@ -482,9 +578,10 @@ class S3BatchWriter implements BatchWriter {
   }
 
   /**
-   * Writes `_manifest.json` (format version 1, parts in the order they were added), which commits the batch,
-   * then removes the start marker and the local scratch folder. Refuses a manifest for another table or batch,
-   * one whose `rowCount` differs from the parts' rows, and a commit while a part is still uploading.
+   * Writes `_manifest.json` (format version 1, parts in the order they were added, after the saved parts of
+   * earlier passes), which commits the batch, then removes the start marker, the checkpoint and the local
+   * scratch folder. Refuses a manifest for another table or batch, one whose `rowCount` differs from the parts'
+   * rows, and a commit while a part is still uploading.
    */
   async commit(manifest: Omit<BatchManifest, 'parts' | 'formatVersion'>): Promise<BatchManifest> {
     this.#assertOpen('commit')
@@ -492,30 +589,74 @@ class S3BatchWriter implements BatchWriter {
     await this.#store.putManifest(`${this.#dir}/${MANIFEST}`, full)
     this.#state = 'committed'
     // Committed from here on: leftovers are harmless, so cleaning them cannot fail the commit.
-    await this.#store
-      .deleteKey(`${this.#dir}/${STARTED}`, `table ${this.table}: batch ${this.batchId}`)
-      .catch(() => undefined)
+    const where = `table ${this.table}: batch ${this.batchId}`
+    await this.#store.deleteKey(`${this.#dir}/${STARTED}`, where).catch(() => undefined)
+    await this.#store.deleteKey(`${this.#dir}/${PROGRESS}`, where).catch(() => undefined)
     await rm(this.scratchDir, { recursive: true, force: true }).catch(() => undefined)
     return full
   }
 
   /**
-   * Cancels running uploads and removes every object of the batch and the local scratch folder. Safe after a
-   * failure and twice; a no-op after a successful commit (use `StagingStore.deleteBatch` for that).
+   * Writes `_progress.json` (pass, time, every part so far, `state` as JSON) with one PutObject, then removes
+   * the local scratch folder; the parts stay. The writer is closed: `StagingStore.resumeBatch` continues the
+   * batch. Refused while a part is still uploading.
    */
-  async abort(): Promise<void> {
+  async suspend(state: unknown): Promise<BatchCheckpoint> {
+    this.#assertOpen('suspend')
+    const checkpoint = nextCheckpoint(
+      this.table,
+      this.batchId,
+      this.#checkpoint,
+      this.#parts,
+      state,
+      new Date(),
+    )
+    // Closed before the first await, so an addPart or commit started meanwhile is refused.
+    this.#state = 'suspended'
+    try {
+      await this.#store.putCheckpoint(
+        `${this.#dir}/${PROGRESS}`,
+        checkpointText(this.table, this.batchId, checkpoint),
+      )
+    } catch (error) {
+      if (this.#state === 'suspended') this.#state = 'open'
+      throw error
+    }
+    this.#checkpoint = checkpoint
+    await rm(this.scratchDir, { recursive: true, force: true }).catch(() => undefined)
+    return checkpoint
+  }
+
+  /**
+   * Cancels running uploads and removes every object of the batch and the local scratch folder. With
+   * `keepCheckpoint`, a writer that resumed or suspended removes only its scratch folder and the parts added
+   * after its checkpoint. Safe after a failure and twice; a no-op after a successful commit (use
+   * `StagingStore.deleteBatch` for that), and after a suspend when a later pass has committed the batch meanwhile.
+   */
+  async abort(options?: { readonly keepCheckpoint?: boolean }): Promise<void> {
     if (this.#state === 'committed') return
+    const wasSuspended = this.#state === 'suspended'
     this.#state = 'aborted'
     this.#aborter.abort()
     await Promise.allSettled([...this.#pending])
     await rm(this.scratchDir, { recursive: true, force: true })
-    await this.#store.deleteFolder(`${this.#dir}/`, `table ${this.table}: batch ${this.batchId}`)
+    const where = `table ${this.table}: batch ${this.batchId}`
+    const checkpoint = this.#checkpoint
+    if (options?.keepCheckpoint === true && checkpoint !== undefined) {
+      for (let index = checkpoint.parts.length; index < this.#parts.length; index++) {
+        await this.#store.deleteKey(`${this.#dir}/${partFileName(index)}`, where)
+      }
+      return
+    }
+    if (wasSuspended && (await this.#store.exists(`${this.#dir}/${MANIFEST}`))) return
+    await this.#store.deleteFolder(`${this.#dir}/`, where)
   }
 
   #assertOpen(operation: string): void {
     if (this.#state !== 'open') {
+      const hint = this.#state === 'suspended' ? ' (continue it with resumeBatch)' : ''
       throw new StagingError(
-        `table ${this.table}: batch ${this.batchId}: ${operation} after the batch was ${this.#state}`,
+        `table ${this.table}: batch ${this.batchId}: ${operation} after the batch was ${this.#state}${hint}`,
       )
     }
   }

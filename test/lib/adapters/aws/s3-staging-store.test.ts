@@ -41,6 +41,11 @@ describeStagingStoreContract('s3 (s3rver)', async () => {
       bytes[0] = bytes[0]! ^ 0xff
       await s3.client.send(new PutObjectCommand({ Bucket: bucket, Key, Body: bytes }))
     },
+    batchFiles: async (table, batchId) => {
+      const folder = `${prefix}/${table}/${batchId}/`
+      const page = await s3.client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: folder }))
+      return (page.Contents ?? []).map((o) => o.Key!.slice(folder.length)).sort()
+    },
     cleanup: async () => {},
   }
 })
@@ -137,6 +142,118 @@ describe('S3StagingStore (s3 specifics, s3rver)', () => {
     expect(error).toBeInstanceOf(StagingError)
     expect((error as Error).message).toMatch(
       /batch b1: unreadable manifest s3:\/\/.*customers\/b1\/_manifest\.json/,
+    )
+  })
+
+  it('suspend writes _progress.json beside the parts; the commit of a later pass removes it and the start marker', async () => {
+    const bucket = await s3.createBucket()
+    const store = new S3StagingStore({ client: s3.client, bucket, prefix: 'lake' })
+    const writer = await store.beginBatch('customers', 'b1')
+    await writeFile(join(writer.scratchDir, 'a'), 'abc')
+    const part = await writer.addPart(join(writer.scratchDir, 'a'), 3)
+    const checkpoint = await writer.suspend({ next: 'k42' })
+    await expect(readdir(writer.scratchDir)).rejects.toThrow(/ENOENT/)
+    expect(await keys(bucket)).toEqual([
+      'lake/customers/b1/_progress.json',
+      'lake/customers/b1/_started.json',
+      'lake/customers/b1/part-00000.parquet',
+    ])
+    const stored = await s3.client.send(
+      new GetObjectCommand({ Bucket: bucket, Key: 'lake/customers/b1/_progress.json' }),
+    )
+    expect(JSON.parse(await stored.Body!.transformToString())).toEqual({
+      formatVersion: 1,
+      table: 'customers',
+      batchId: 'b1',
+      pass: 1,
+      savedAt: checkpoint.savedAt,
+      parts: [part],
+      state: { next: 'k42' },
+    })
+
+    const resumed = await store.resumeBatch('customers', 'b1')
+    expect(resumed.writer.scratchDir.startsWith(tmpdir())).toBe(true)
+    await writeFile(join(resumed.writer.scratchDir, 'b'), 'defg')
+    await resumed.writer.addPart(join(resumed.writer.scratchDir, 'b'), 4)
+    await resumed.writer.commit(manifest('b1', 7))
+    expect(await keys(bucket)).toEqual([
+      'lake/customers/b1/_manifest.json',
+      'lake/customers/b1/part-00000.parquet',
+      'lake/customers/b1/part-00001.parquet',
+    ])
+    await expect(readdir(resumed.writer.scratchDir)).rejects.toThrow(/ENOENT/)
+  })
+
+  it('abort with keepCheckpoint cancels a running upload and removes only the parts of the failed pass', async () => {
+    const bucket = await s3.createBucket()
+    const store = new S3StagingStore({ client: s3.client, bucket, partSize: 5 * 1024 * 1024, queueSize: 1 })
+    const writer = await store.beginBatch('customers', 'b1')
+    await writeFile(join(writer.scratchDir, 'a'), 'abc')
+    await writer.addPart(join(writer.scratchDir, 'a'), 1)
+    const checkpoint = await writer.suspend({})
+
+    const { writer: pass2 } = await store.resumeBatch('customers', 'b1')
+    await writeFile(join(pass2.scratchDir, 'b'), 'small')
+    await pass2.addPart(join(pass2.scratchDir, 'b'), 1)
+    await writeFile(join(pass2.scratchDir, 'big'), Buffer.alloc(11 * 1024 * 1024, 7))
+    const uploading = pass2.addPart(join(pass2.scratchDir, 'big'), 1)
+    await expect(pass2.suspend({})).rejects.toThrow(
+      /suspend called while part part-00002\.parquet is still being added/,
+    )
+    await pass2.abort({ keepCheckpoint: true })
+    await uploading.catch(() => undefined)
+    expect(await keys(bucket)).toEqual([
+      'customers/b1/_progress.json',
+      'customers/b1/_started.json',
+      'customers/b1/part-00000.parquet',
+    ])
+    await expect(readdir(pass2.scratchDir)).rejects.toThrow(/ENOENT/)
+    const again = await store.resumeBatch('customers', 'b1')
+    expect(again.checkpoint).toEqual(checkpoint)
+    await again.writer.abort()
+    expect(await keys(bucket)).toEqual([])
+  })
+
+  it('resumeBatch refuses a damaged checkpoint and a saved part of another size, naming the object', async () => {
+    const bucket = await s3.createBucket()
+    const store = new S3StagingStore({ client: s3.client, bucket })
+    const writer = await store.beginBatch('customers', 'b1')
+    await writeFile(join(writer.scratchDir, 'a'), 'abc')
+    await writer.addPart(join(writer.scratchDir, 'a'), 1)
+    await writer.suspend({})
+    const progress = await s3.client.send(
+      new GetObjectCommand({ Bucket: bucket, Key: 'customers/b1/_progress.json' }),
+    )
+    const text = await progress.Body!.transformToString()
+
+    await s3.client.send(
+      new PutObjectCommand({ Bucket: bucket, Key: 'customers/b1/part-00000.parquet', Body: 'abcd' }),
+    )
+    await expect(store.resumeBatch('customers', 'b1')).rejects.toThrow(
+      /^table customers: batch b1: part part-00000\.parquet has 4 bytes, the checkpoint says 3 \(s3:\/\/.*\/customers\/b1\/part-00000\.parquet\)$/,
+    )
+    await s3.client.send(new DeleteObjectCommand({ Bucket: bucket, Key: 'customers/b1/part-00000.parquet' }))
+    await expect(store.resumeBatch('customers', 'b1')).rejects.toThrow(
+      /^table customers: batch b1: part part-00000\.parquet of the checkpoint is missing \(s3:\/\//,
+    )
+
+    await s3.client.send(
+      new PutObjectCommand({ Bucket: bucket, Key: 'customers/b1/_progress.json', Body: text.slice(0, 20) }),
+    )
+    const error = await store.resumeBatch('customers', 'b1').catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(StagingError)
+    expect((error as Error).message).toMatch(
+      /^table customers: batch b1: unreadable checkpoint s3:\/\/.*\/customers\/b1\/_progress\.json$/,
+    )
+    await s3.client.send(
+      new PutObjectCommand({
+        Bucket: bucket,
+        Key: 'customers/b1/_progress.json',
+        Body: text.replace('"batchId": "b1"', '"batchId": "b9"'),
+      }),
+    )
+    await expect(store.resumeBatch('customers', 'b1')).rejects.toThrow(
+      /invalid checkpoint s3:\/\/.*_progress\.json: it names table customers, batch b9/,
     )
   })
 
