@@ -4,7 +4,8 @@
  * - PostgreSQL: `COPY (SELECT ...) TO STDOUT` read with pg-copy-streams and thrown away;
  * - MySQL: a plain unbuffered SELECT read by mysql2 (the same driver), rows thrown away.
  * Each measurement runs in a fresh child process that reports its wall time and peak RSS
- * (`process.resourceUsage().maxRSS`). Also: 1M vs 3M rows (peak RSS must not grow), 4 parallel chunks vs 1.
+ * (`process.resourceUsage().maxRSS`). Also: 1M vs 3M rows (peak RSS must not grow), 4 parallel chunks vs 1, and
+ * the same extract in 10 passes (the AWS function near its time limit: a snapshot and a count per key range).
  * Creates and drops its own schema/database. Writes bench/results/sources.json.
  * BENCH_ROWS (default 1,000,000), BENCH_BIG_ROWS (3,000,000), BENCH_SERVERS=postgres,mysql.
  */
@@ -20,6 +21,8 @@ import { to as copyTo } from 'pg-copy-streams'
 import { MysqlSource } from '../lib/adapters/source/mysql-source.ts'
 import { PostgresSource } from '../lib/adapters/source/postgres-source.ts'
 import { LocalStagingStore } from '../lib/adapters/staging/local-staging-store.ts'
+import { LocalStateStore } from '../lib/adapters/state/local-state-store.ts'
+import { extractPass } from '../lib/use-cases/pipeline-steps.ts'
 import type { TableSpec } from '../lib/core/table-spec.ts'
 import type { Source } from '../lib/ports/source.ts'
 import { BENCH_ROOT, CHILD_ENV, TMP } from './support.ts'
@@ -31,9 +34,12 @@ const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000)
 const BIG_ROWS = Number(process.env.BENCH_BIG_ROWS ?? 3_000_000)
 const SERVERS = (process.env.BENCH_SERVERS ?? 'postgres,mysql').split(',')
 const SCHEMA = 'dimsync_bench_sources'
+/** Passes of the multi-pass extract measured on the small table. */
+const PASSES = 10
 
 type Server = 'postgres' | 'mysql'
-type Mode = 'raw' | 'extract'
+/** `passes`: the extract of the AWS function stopped after every round of key ranges (10 passes). */
+type Mode = 'raw' | 'extract' | 'passes'
 
 interface ChildReport {
   readonly rows: number
@@ -58,6 +64,7 @@ async function child(server: Server, mode: Mode, table: string, chunks: number):
   const started = process.hrtime.bigint()
   let rows: number
   if (mode === 'raw') rows = server === 'postgres' ? await rawCopy(table) : await rawSelect(table)
+  else if (mode === 'passes') rows = await extractInPasses(server, table)
   else rows = await extract(server, table, chunks)
   const seconds = Number(process.hrtime.bigint() - started) / 1e9
   const report: ChildReport = { rows, seconds, maxRssMb: process.resourceUsage().maxRSS / 1024 }
@@ -92,26 +99,50 @@ async function rawSelect(table: string): Promise<number> {
   return rows
 }
 
+function benchSource(server: Server): Source {
+  const env = { BENCH_URL: server === 'postgres' ? PG_URL : MYSQL_URL }
+  const tuning = {
+    ...(process.env.BENCH_DUCKDB_THREADS ? { duckdbThreads: Number(process.env.BENCH_DUCKDB_THREADS) } : {}),
+    ...(process.env.BENCH_SPOOL_MB ? { spoolBytes: Number(process.env.BENCH_SPOOL_MB) << 20 } : {}),
+    ...(process.env.BENCH_ROW_MB ? { maxRowBytes: Number(process.env.BENCH_ROW_MB) << 20 } : {}),
+  }
+  return server === 'postgres' ? new PostgresSource({ env, ...tuning }) : new MysqlSource({ env, ...tuning })
+}
+
+function benchSpec(server: Server, table: string, extra: { chunks?: number; sliceRows?: number }): TableSpec {
+  return tableSpec({
+    name: 'bench',
+    source: { type: server, urlEnv: 'BENCH_URL', table, ...extra },
+    target: 'dim_bench',
+    key: ['id'],
+  })
+}
+
+/** The extract function's passes in one process (a warm container): each pass stops after one round of ranges. */
+async function extractInPasses(server: Server, table: string): Promise<number> {
+  const root = await mkdtemp(join(TMP, 'sources-'))
+  try {
+    const deps = {
+      staging: new LocalStagingStore({ root: join(root, 'staging') }),
+      state: new LocalStateStore({ root: join(root, 'state') }),
+      openSource: () => benchSource(server),
+    }
+    const spec = benchSpec(server, table, { sliceRows: Math.ceil(ROWS / PASSES) })
+    const request = { batchId: 'b1', extractedAt: new Date(), timeLeftMs: () => 0 }
+    let pass = await extractPass(deps, spec, request)
+    while (!pass.complete) pass = await extractPass(deps, spec, { ...request, resume: true })
+    return pass.manifest.rowCount
+  } finally {
+    await rm(root, { recursive: true, force: true })
+  }
+}
+
 async function extract(server: Server, table: string, chunks: number): Promise<number> {
   const root = await mkdtemp(join(TMP, 'sources-'))
   try {
     const staging = new LocalStagingStore({ root })
-    const env = { BENCH_URL: server === 'postgres' ? PG_URL : MYSQL_URL }
-    const tuning = {
-      ...(process.env.BENCH_DUCKDB_THREADS
-        ? { duckdbThreads: Number(process.env.BENCH_DUCKDB_THREADS) }
-        : {}),
-      ...(process.env.BENCH_SPOOL_MB ? { spoolBytes: Number(process.env.BENCH_SPOOL_MB) << 20 } : {}),
-      ...(process.env.BENCH_ROW_MB ? { maxRowBytes: Number(process.env.BENCH_ROW_MB) << 20 } : {}),
-    }
-    const source: Source =
-      server === 'postgres' ? new PostgresSource({ env, ...tuning }) : new MysqlSource({ env, ...tuning })
-    const spec: TableSpec = tableSpec({
-      name: 'bench',
-      source: { type: server, urlEnv: 'BENCH_URL', table, chunks },
-      target: 'dim_bench',
-      key: ['id'],
-    })
+    const source = benchSource(server)
+    const spec = benchSpec(server, table, { chunks })
     const writer = await staging.beginBatch('bench', 'b1')
     const result = await source.extract({
       table: spec,
@@ -229,6 +260,7 @@ async function parent(): Promise<void> {
       const raw = await measure(server, 'raw', tables.small)
       const one = await measure(server, 'extract', tables.small)
       const four = await measure(server, 'extract', tables.small, 4)
+      const passes = await measure(server, 'passes', tables.small)
       const big = await measure(server, 'extract', tables.big)
       const rate = (r: ChildReport) => Math.round(r.rows / r.seconds)
       const summary = {
@@ -245,6 +277,12 @@ async function parent(): Promise<void> {
           speedupVsOne: Number((one.seconds / four.seconds).toFixed(2)),
         },
         big: { ...big, rowsPerSecond: rate(big), rssGrowthMb: Math.round(big.maxRssMb - one.maxRssMb) },
+        passes: {
+          passes: PASSES,
+          ...passes,
+          rowsPerSecond: rate(passes),
+          slowdownVsOnePass: Number((passes.seconds / one.seconds).toFixed(2)),
+        },
       }
       results[server] = summary
       console.log(JSON.stringify(summary, null, 2))

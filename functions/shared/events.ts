@@ -14,14 +14,29 @@ export interface ExtractEvent {
   readonly mode?: 'full' | 'incremental'
   /** Why this run was started (ad-hoc reloads); logged with every line of the run. */
   readonly reason?: string
+  /**
+   * Continue a batch an earlier pass stopped before its time limit: the `batchId` and `resume` of that pass's
+   * output (the state machine passes them back).
+   */
+  readonly batchId?: string
+  readonly resume?: ExtractResume
+}
+
+/** Where a multi-pass extract continues: the pass that stopped (the parts and the source state are in staging). */
+export interface ExtractResume {
+  readonly pass: number
 }
 
 /** Output of the extract function. */
 export interface ExtractOutput {
   readonly table: string
   readonly batchId: string
+  /** Rows and bytes staged so far (every pass of the batch). */
   readonly rows: number
   readonly bytes: number
+  /** False when the pass stopped before its time limit: call the extract again with `batchId` and `resume`. */
+  readonly complete: boolean
+  readonly resume?: ExtractResume
 }
 
 /** Input of the merge function (the extract's output fits). */
@@ -40,6 +55,7 @@ export function parseExtractEvent(event: unknown): ExtractEvent {
     event,
     '{ "table": "customers", "mode"?: "full" | "incremental", "reason"?: "..." }',
   )
+  const resume = parseResume(what, object)
   const table = requiredName(
     what,
     object,
@@ -59,7 +75,37 @@ export function parseExtractEvent(event: unknown): ExtractEvent {
     table,
     ...(typeof mode === 'string' ? { mode } : {}),
     ...(typeof reason === 'string' && reason.trim() !== '' ? { reason: reason.trim() } : {}),
+    ...resume,
   }
+}
+
+/** `resume` and `batchId` come together (a pass's output), or neither does (a new extract). */
+function parseResume(
+  what: string,
+  object: Record<string, unknown>,
+): { batchId: string; resume: ExtractResume } | Record<string, never> {
+  const resume = object.resume
+  if (resume === undefined || resume === null) return {}
+  const pass = (resume as { pass?: unknown }).pass
+  if (
+    typeof resume !== 'object' ||
+    Array.isArray(resume) ||
+    typeof pass !== 'number' ||
+    !Number.isSafeInteger(pass) ||
+    pass < 1
+  ) {
+    throw new ConfigError(what, [
+      `resume: expected { "pass": <a whole number from 1> } as returned by the extract, got ${show(resume)}`,
+    ])
+  }
+  const batchId = requiredName(
+    what,
+    object,
+    'batchId',
+    BATCH_ID,
+    'the batch id returned with "resume" by the extract, e.g. "20240310T143000.000Z-3f9a1c"',
+  )
+  return { batchId, resume: { pass } }
 }
 
 export function parseMergeEvent(event: unknown): MergeEvent {

@@ -19,7 +19,13 @@ export interface HandlerOptions {
 }
 
 /**
- * The extract function: `{ table, mode?, reason? }` → `{ table, batchId, rows, bytes }`. Powertools logger
+ * Time an extract pass leaves itself before the Lambda's limit: the last parts are converted and uploaded and
+ * the checkpoint written after the source stops reading.
+ */
+export const EXTRACT_RESERVE_MS = 60_000
+
+/**
+ * The extract function: `{ table, mode?, reason?, batchId?, resume? }` → `{ table, batchId, rows, bytes, complete, resume? }`. Powertools logger
  * (Lambda context on every line, keys reset between invocations) and metrics (EMF, cold start) via middy.
  */
 export function createExtractHandler(options: HandlerOptions = {}) {
@@ -28,7 +34,13 @@ export function createExtractHandler(options: HandlerOptions = {}) {
   const deps = options.deps ?? containerDeps
   return middy(async (event: unknown, context: Context): Promise<ExtractOutput> => {
     const input = parseExtractEvent(event)
-    return await runExtract(await deps(), input, { logger, metrics, invocationId: context.awsRequestId })
+    const timeLeftMs = () => context.getRemainingTimeInMillis() - EXTRACT_RESERVE_MS
+    return await runExtract(
+      await deps(),
+      input,
+      { logger, metrics, invocationId: context.awsRequestId },
+      timeLeftMs,
+    )
   })
     .use(injectLambdaContext(logger, { resetKeys: true }))
     .use(logMetrics(metrics, { captureColdStartMetric: true }))

@@ -12,7 +12,7 @@ import type { StagingStore } from '../../lib/ports/staging-store.ts'
 import type { StateStore } from '../../lib/ports/state-store.ts'
 import type { Warehouse } from '../../lib/ports/warehouse.ts'
 import {
-  extractStep,
+  extractPass,
   HeldLease,
   mergeLeftStaged,
   mergeStep,
@@ -50,54 +50,104 @@ export function runIdOf(batchId: string): string {
 /**
  * The extract function's work: take the table's lease, remove abandoned uncommitted batches, extract into a
  * new staged batch, write its manifest only if the lease is still ours, record the run as running (awaiting
- * its merge), release the lease. Returns `{ table, batchId, rows, bytes }` for the merge.
+ * its merge), release the lease. Returns `{ table, batchId, rows, bytes, complete: true }` for the merge.
+ *
+ * An extract that would outlast the invocation (`timeLeftMs`) stops between two key ranges, saves its parts and
+ * where to continue in staging, keeps the lease for its next pass and returns `complete: false` with `resume`;
+ * the state machine calls it again with `{ table, batchId, resume }` until it is complete. A pass whose batch
+ * was already committed (the answer to the last pass was lost and the call retried) returns that batch.
  */
 export async function runExtract(
   deps: FunctionDeps,
   event: ExtractEvent,
   t: Telemetry,
+  timeLeftMs?: () => number,
 ): Promise<ExtractOutput> {
   const configured = deps.table(event.table)
   const table = withMode(configured, event.mode)
-  const startedAt = deps.clock()
-  const batchId = makeBatchId(startedAt)
+  const resuming = event.resume !== undefined && event.batchId !== undefined
+  const now = deps.clock()
+  const batchId = resuming ? event.batchId! : makeBatchId(now)
+  const startedAt = resuming ? new Date(startedAtOf(batchId) ?? now.toISOString()) : now
   const runId = runIdOf(batchId)
-  t.logger.appendKeys({ table: table.name, batchId, runId, mode: table.extract.mode, reason: event.reason })
+  t.logger.appendKeys({
+    table: table.name,
+    batchId,
+    runId,
+    mode: table.extract.mode,
+    reason: event.reason,
+    ...(resuming ? { resumeAfterPass: event.resume!.pass } : {}),
+  })
   t.metrics.addDimension('table', table.name)
 
+  // The run id is new for every first pass, so one owner per extract; its later passes take the lease over.
   const lease = await HeldLease.acquire(
     deps.state,
     table.name,
-    ownerOf(runId, 'extract', t),
+    `${runId}/extract`,
     deps.settings.leaseTtlMs,
     deps.clock,
   )
   const record = (patch: Partial<RunRecord> & Pick<RunRecord, 'status'>) =>
     deps.state.recordRun({ runId, table: table.name, startedAt: startedAt.toISOString(), batchId, ...patch })
+  let handedOver = false
   try {
     t.logger.info('lease acquired', {
       step: 'lock',
       token: lease.current.token,
       expiresAt: lease.current.expiresAt,
     })
+    if (resuming) {
+      const committed = (await deps.staging.listBatches(table.name)).find((m) => m.batchId === batchId)
+      if (committed !== undefined) {
+        t.logger.info('batch already committed by an earlier call of this pass', { step: 'extract' })
+        const bytes = committed.parts.reduce((sum, part) => sum + part.bytes, 0)
+        return { table: table.name, batchId, rows: committed.rowCount, bytes, complete: true }
+      }
+    }
     const removed = await deps.staging.removeAbandoned(
       table.name,
-      new Date(startedAt.getTime() - deps.settings.abandonedBatchMs),
+      new Date(now.getTime() - deps.settings.abandonedBatchMs),
     )
     if (removed.length > 0) t.logger.warn('removed abandoned staged batches', { step: 'cleanup', removed })
     await record({ status: 'running' })
     await deps.prepareSources()
     const started = Date.now()
-    const { manifest, bytes } = await extractStep(deps, table, {
+    const pass = await extractPass(deps, table, {
       batchId,
       extractedAt: startedAt,
+      resume: resuming,
+      ...(timeLeftMs ? { timeLeftMs } : {}),
       beforeCommit: () => lease.assertHeld(),
+      beforeSuspend: () => lease.assertHeld(),
     })
     const ms = Date.now() - started
+    t.metrics.addMetric('ExtractDuration', MetricUnit.Milliseconds, ms)
+    if (!pass.complete) {
+      await lease.handOver()
+      handedOver = true
+      await record({ status: 'running', rowsExtracted: pass.rows })
+      t.logger.info('extract paused before the time limit; the next pass continues it', {
+        step: 'extract',
+        pass: pass.checkpoint.pass,
+        rows: pass.rows,
+        bytes: pass.bytes,
+        parts: pass.checkpoint.parts.length,
+        durationMs: ms,
+      })
+      return {
+        table: table.name,
+        batchId,
+        rows: pass.rows,
+        bytes: pass.bytes,
+        complete: false,
+        resume: { pass: pass.checkpoint.pass },
+      }
+    }
+    const { manifest, bytes } = pass
     await record({ status: 'running', rowsExtracted: manifest.rowCount })
     t.metrics.addMetric('RowsExtracted', MetricUnit.Count, manifest.rowCount)
     t.metrics.addMetric('BytesStaged', MetricUnit.Bytes, bytes)
-    t.metrics.addMetric('ExtractDuration', MetricUnit.Milliseconds, ms)
     t.logger.info('batch staged', {
       step: 'extract',
       rows: manifest.rowCount,
@@ -105,7 +155,7 @@ export async function runExtract(
       parts: manifest.parts.length,
       durationMs: ms,
     })
-    return { table: table.name, batchId, rows: manifest.rowCount, bytes }
+    return { table: table.name, batchId, rows: manifest.rowCount, bytes, complete: true }
   } catch (error) {
     await record({ status: 'failed', finishedAt: deps.clock().toISOString(), error: messageOf(error) }).catch(
       () => undefined,
@@ -114,7 +164,7 @@ export async function runExtract(
     t.logger.error('extract failed', { step: 'extract', error: error as Error })
     throw error
   } finally {
-    await lease.release()
+    if (!handedOver) await lease.release()
   }
 }
 

@@ -93,6 +93,15 @@ export const databaseSourceSchema = strict({
     .max(64, { error: expecting('a whole number from 1 to 64') })
     .optional()
     .describe('Read the extract as this many key ranges over parallel connections, one snapshot. Default 1.'),
+  slice_rows: z
+    .number({ error: expecting('a whole number of rows, 1 or more') })
+    .int({ error: expecting('a whole number of rows, 1 or more') })
+    .min(1, { error: expecting('a whole number of rows, 1 or more') })
+    .optional()
+    .describe(
+      'AWS extract function only: rows per key range of an extract that may continue in another invocation ' +
+        'when it nears the time limit (each pass reads whole ranges). Default 1000000.',
+    ),
   statement_timeout_seconds: z
     .number({ error: expecting('a whole number of seconds, 1 or more') })
     .int({ error: expecting('a whole number of seconds, 1 or more') })

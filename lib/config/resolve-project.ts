@@ -353,6 +353,7 @@ function resolveSource(base: Path, source: TableDocument['source'], issues: Issu
     ...(hasTable ? { table: source.table } : {}),
     ...(hasQuery ? { query: source.query } : {}),
     ...(source.chunks !== undefined ? { chunks: source.chunks } : {}),
+    ...(source.slice_rows !== undefined ? { sliceRows: source.slice_rows } : {}),
     ...(source.statement_timeout_seconds !== undefined
       ? { statementTimeoutSeconds: source.statement_timeout_seconds }
       : {}),

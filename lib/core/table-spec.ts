@@ -26,6 +26,11 @@ export interface DatabaseSourceSpec {
   readonly query?: string
   /** Number of key ranges read concurrently (one connection each, all in one snapshot). Default 1: no split. */
   readonly chunks?: number
+  /**
+   * Rows per key range when an extract may stop before a time limit and continue in a later pass (the AWS
+   * extract function). Default 1,000,000.
+   */
+  readonly sliceRows?: number
   /** Longest time one statement of an extract may run on the source; undefined: no limit. */
   readonly statementTimeoutSeconds?: number
 }

@@ -12,13 +12,27 @@ export interface ExtractRequest {
   readonly writer: BatchWriter
   /** Called now and then with the rows written so far (progress display). */
   readonly onProgress?: (rows: number) => void
+  /**
+   * Milliseconds this pass may still run (a Lambda's remaining time less a reserve). When given, a source that
+   * can continue later may stop between two parts of its work and return `resume`; without it the extract
+   * always runs to the end.
+   */
+  readonly timeLeftMs?: () => number
+  /** The `resume` of the previous pass of this batch: where this pass continues. */
+  readonly resume?: unknown
 }
 
 export interface ExtractResult {
+  /** Rows staged by this pass (a resumed extract: this pass only). */
   readonly rows: number
   readonly columns: readonly StagedColumn[]
   readonly watermarkCandidate?: Watermark
   readonly sourceDescription: string
+  /**
+   * Present when the source stopped early because `timeLeftMs` ran low: a JSON value to pass back as
+   * `ExtractRequest.resume` in the next pass. Absent when the extract is complete.
+   */
+  readonly resume?: unknown
 }
 
 /**

@@ -67,10 +67,20 @@ export interface DbExtractOptions {
   readonly maxRowBytes?: number
   /** DuckDB memory limit while converting (default '192MB'). */
   readonly duckdbMemoryLimit?: string
+  /**
+   * Rows per key range of an extract that may stop early (`ExtractRequest.timeLeftMs`), default 1,000,000: a
+   * pass stops between two rounds of ranges, so a range must be readable in a fraction of the time limit.
+   */
+  readonly sliceRows?: number
 }
 
 /** A chunk holds at least this many rows; smaller tables are read in fewer chunks. */
 const MIN_CHUNK_ROWS = 1000
+/** Rows per key range when a pass may have to stop early (`timeLeftMs`). */
+const DEFAULT_SLICE_ROWS = 1_000_000
+/** A pass starts another round only if the time left is this many times its slowest round so far. */
+const ROUND_MARGIN = 2
+const RESUME_VERSION = 1
 
 /** The staged columns of `table` without reading rows (one `LIMIT 0` query). */
 export async function describeDatabaseTable(
@@ -96,6 +106,14 @@ export async function describeDatabaseTable(
  * Extracts one table (see the source classes for the contract). Rows are counted in the extract's own snapshot;
  * a difference between that count, the rows the server sent and the rows staged fails the extract, so a
  * truncated read is never merged (and never deletes keys by absence).
+ *
+ * With `request.timeLeftMs` (a Lambda), a table larger than `sliceRows` is read as consecutive key ranges, and
+ * the pass stops between two rounds of ranges when the time left would not fit another round; it returns a
+ * `resume` (the ranges, the next one, the watermark candidate) and the next pass continues in a new snapshot.
+ * Every range is then counted and read in one snapshot, so each key is read exactly once and as it was at one
+ * instant of the extract: a key missing from the batch was absent when its range was read, which keeps deletes
+ * by absence sound. The watermark candidate is taken before the first range is read, so a row changed while
+ * later passes ran is read again by the next extract.
  */
 export async function extractDatabaseTable(
   driver: DbDriver,
@@ -107,6 +125,7 @@ export async function extractDatabaseTable(
   const flavor = driver.flavor
   const q = (name: string) => quoteIdent(flavor, name)
   const relation = relationSql(flavor, spec)
+  const resumed = request.resume === undefined ? undefined : parseResume(table, request.resume)
   const snapshot = await driver.openSnapshot(table, spec.chunks ?? 1)
   let converter: CsvPartConverter | undefined
   const spools: CsvSpool[] = []
@@ -114,14 +133,185 @@ export async function extractDatabaseTable(
   try {
     const main = snapshot.sessions[0]!
     const columns = await describeChecked(driver, table, main, relation)
+    const staged = columns.map(({ name, type }) => ({ name, type }))
+    if (resumed) assertSameColumns(table, spec, driver, resumed.columns, staged)
     const byName = new Map(columns.map((c) => [c.name, c]))
     const key = table.key.map(q)
+    const cursor = table.extract.mode === 'incremental' ? byName.get(table.extract.cursor) : undefined
+    const delta = cursor === undefined ? undefined : buildDelta(driver, table, cursor, key, request.watermark)
+    const where = whereClause([delta])
 
-    let delta: string | undefined
-    let cursor: DbColumn | undefined
-    if (table.extract.mode === 'incremental') {
-      cursor = byName.get(table.extract.cursor)!
-      doing = `checking cursor column ${table.extract.cursor} for NULLs in`
+    let plan: ExtractPlan
+    if (resumed) {
+      plan = resumed
+    } else {
+      plan = await planExtract({ driver, table, spec, main, relation, byName, key, cursor, delta, request })
+      doing = 'splitting into key ranges'
+      const sessions = snapshot.sessions.length
+      const wanted = Math.max(1, Math.min(sessions, Math.floor(plan.expected / MIN_CHUNK_ROWS)))
+      const sliceRows = Math.max(1, spec.sliceRows ?? options.sliceRows ?? DEFAULT_SLICE_ROWS)
+      const ranges =
+        request.timeLeftMs !== undefined ? Math.max(wanted, Math.ceil(plan.expected / sliceRows)) : wanted
+      if (ranges > 1) {
+        const keyText = table.key.map((k) => driver.valueText(q(k), byName.get(k)!))
+        const step = Math.ceil(plan.expected / ranges)
+        plan.bounds = (await main.rows(chunkBoundsSql(relation, keyText, key, where, step))).map((row) =>
+          row.map((value) => boundValue(value)),
+        )
+      }
+    }
+    const predicates = chunkPredicates(key, plan.bounds, driver.literal)
+    // Several rounds may run in different snapshots: each range is then counted on its own.
+    const countEachRange = predicates.length > snapshot.sessions.length
+
+    converter = await CsvPartConverter.open({
+      workDir: join(writer.scratchDir, `db-source-${randomBytes(6).toString('hex')}`),
+      threads: options.duckdbThreads,
+      maxRecordBytes: options.maxRowBytes,
+      memoryLimit: options.duckdbMemoryLimit,
+    })
+    let stagedRows = 0
+    const selectList = columns.map((c) => c.select).join(', ')
+    let next = plan.next
+    let slowestRoundMs = 0
+    while (next < predicates.length) {
+      const round = predicates.slice(next, next + snapshot.sessions.length)
+      const first = next
+      const roundStarted = Date.now()
+      doing = countEachRange
+        ? `reading key ranges ${first + 1}-${first + round.length} of ${predicates.length} of`
+        : `reading ${plan.expected} rows of`
+      const results = await Promise.allSettled(
+        round.map(async (predicate, i) => {
+          const session = snapshot.sessions[i]!
+          const rangeWhere = whereClause([delta, predicate])
+          const counted = countEachRange
+            ? await countOf(session, `SELECT COUNT(*) FROM ${relation}${rangeWhere}`)
+            : undefined
+          const spool = new CsvSpool({
+            converter: converter!,
+            columns,
+            writer,
+            spoolBytes: options.spoolBytes,
+            onPart: (rows) => {
+              stagedRows += rows
+              request.onProgress?.(plan.staged + stagedRows)
+            },
+          })
+          spools.push(spool)
+          const sent = await session.streamCsv(`SELECT ${selectList} FROM ${relation}${rangeWhere}`, spool)
+          const rows = await spool.finish(first + i === 0)
+          return { sent, rows, counted }
+        }),
+      )
+      const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')
+      if (failed) throw failed.reason
+      const done = results.map(
+        (r) => (r as PromiseFulfilledResult<{ sent: number; rows: number; counted?: number }>).value,
+      )
+      const sent = done.reduce((sum, r) => sum + r.sent, 0)
+      const rows = done.reduce((sum, r) => sum + r.rows, 0)
+      const expected = countEachRange ? done.reduce((sum, r) => sum + r.counted!, 0) : plan.expected
+      if (
+        sent !== expected ||
+        rows !== expected ||
+        done.some((r) => r.counted !== undefined && r.rows !== r.counted)
+      ) {
+        const what = countEachRange
+          ? `key ranges ${first + 1}-${first + round.length} hold`
+          : 'the snapshot holds'
+        throw new SourceError(
+          table.name,
+          `table ${table.name}: incomplete extract of ${sourceName(spec)} (${driver.endpoint}): ${what} ` +
+            `${expected} rows, the server sent ${sent}, ${rows} were staged; the batch was discarded and nothing ` +
+            `was merged`,
+          { retryable: true },
+        )
+      }
+      next += round.length
+      slowestRoundMs = Math.max(slowestRoundMs, Date.now() - roundStarted)
+      // Stop while another round surely fits: a round cut by the time limit would be lost with its snapshot.
+      const timeLeft = request.timeLeftMs?.()
+      if (next < predicates.length && timeLeft !== undefined && timeLeft < slowestRoundMs * ROUND_MARGIN)
+        break
+    }
+
+    const snapshots = [...plan.snapshots, snapshot.id]
+    const complete = next >= predicates.length
+    const description = describeExtract(
+      driver,
+      table,
+      spec,
+      request,
+      snapshots,
+      predicates.length,
+      countEachRange,
+    )
+    return {
+      rows: stagedRows,
+      columns: staged,
+      ...(plan.watermarkCandidate !== undefined ? { watermarkCandidate: plan.watermarkCandidate } : {}),
+      sourceDescription: description,
+      ...(complete
+        ? {}
+        : {
+            resume: encodeResume({
+              ...plan,
+              next,
+              snapshots,
+              staged: plan.staged + stagedRows,
+              columns: staged,
+            }),
+          }),
+    }
+  } catch (error) {
+    if (error instanceof SourceError) throw error
+    throw driver.translate(table, error, doing)
+  } finally {
+    await snapshot.close()
+    await Promise.allSettled(spools.map((spool) => spool.discard()))
+    await converter?.close().catch(() => undefined)
+  }
+}
+
+/** What the first pass decides for the whole extract, and how far the passes got. */
+interface ExtractPlan {
+  /** Rows counted in the first pass's snapshot. */
+  readonly expected: number
+  readonly watermarkCandidate?: Watermark
+  /** First keys of key ranges 2..n (none: one range). */
+  bounds: SqlValue[][]
+  /** Index of the next range to read. */
+  readonly next: number
+  /** Snapshot ids of the passes so far. */
+  readonly snapshots: readonly string[]
+  /** Rows staged by the passes so far. */
+  readonly staged: number
+  readonly columns: readonly StagedColumn[]
+}
+
+interface PlanInput {
+  readonly driver: DbDriver
+  readonly table: TableSpec
+  readonly spec: DatabaseSourceSpec
+  readonly main: DbSession
+  readonly relation: string
+  readonly byName: ReadonlyMap<string, DbColumn>
+  readonly key: readonly string[]
+  readonly cursor: DbColumn | undefined
+  readonly delta: string | undefined
+  readonly request: ExtractRequest
+}
+
+/** The first pass's checks and counts, all in its snapshot: NULL cursors, row count, key uniqueness, watermark. */
+async function planExtract(input: PlanInput): Promise<ExtractPlan> {
+  const { driver, table, spec, main, relation, byName, key, cursor, delta, request } = input
+  const q = (name: string) => quoteIdent(driver.flavor, name)
+  const where = whereClause([delta])
+  let doing = 'reading the columns of'
+  try {
+    if (cursor !== undefined) {
+      doing = `checking cursor column ${cursor.name} for NULLs in`
       const nulls = await countOf(main, `SELECT COUNT(*) FROM ${relation} WHERE ${q(cursor.name)} IS NULL`)
       if (nulls > 0) {
         throw new SourceError(
@@ -131,9 +321,7 @@ export async function extractDatabaseTable(
             `source with COALESCE(${cursor.name}, <a time>)`,
         )
       }
-      delta = buildDelta(driver, table, cursor, key, request.watermark)
     }
-    const where = whereClause([delta])
 
     doing = 'counting the rows of'
     const expected = await countOf(main, `SELECT COUNT(*) FROM ${relation}${where}`)
@@ -160,83 +348,138 @@ export async function extractDatabaseTable(
       watermarkCandidate =
         request.watermark && !isAfter(candidate, request.watermark) ? request.watermark : candidate
     }
-
-    doing = 'splitting into key ranges'
-    const wanted = Math.max(1, Math.min(snapshot.sessions.length, Math.floor(expected / MIN_CHUNK_ROWS)))
-    let bounds: SqlValue[][] = []
-    if (wanted > 1) {
-      const keyText = table.key.map((k) => driver.valueText(q(k), byName.get(k)!))
-      const step = Math.ceil(expected / wanted)
-      bounds = (await main.rows(chunkBoundsSql(relation, keyText, key, where, step))).map((row) =>
-        row.map((value) => boundValue(value)),
-      )
-    }
-    const predicates = chunkPredicates(key, bounds, driver.literal)
-
-    converter = await CsvPartConverter.open({
-      workDir: join(writer.scratchDir, `db-source-${randomBytes(6).toString('hex')}`),
-      threads: options.duckdbThreads,
-      maxRecordBytes: options.maxRowBytes,
-      memoryLimit: options.duckdbMemoryLimit,
-    })
-    let staged = 0
-    const selectList = columns.map((c) => c.select).join(', ')
-    doing = `reading ${expected} rows of`
-    const results = await Promise.allSettled(
-      predicates.map(async (predicate, i) => {
-        const spool = new CsvSpool({
-          converter: converter!,
-          columns,
-          writer,
-          spoolBytes: options.spoolBytes,
-          onPart: (rows) => {
-            staged += rows
-            request.onProgress?.(staged)
-          },
-        })
-        spools.push(spool)
-        const sent = await snapshot.sessions[i]!.streamCsv(
-          `SELECT ${selectList} FROM ${relation}${whereClause([delta, predicate])}`,
-          spool,
-        )
-        const rows = await spool.finish(i === 0)
-        return { sent, rows }
-      }),
-    )
-    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')
-    if (failed) throw failed.reason
-    const done = results.map((r) => (r as PromiseFulfilledResult<{ sent: number; rows: number }>).value)
-    const sent = done.reduce((sum, r) => sum + r.sent, 0)
-    const rows = done.reduce((sum, r) => sum + r.rows, 0)
-    if (sent !== expected || rows !== expected) {
-      throw new SourceError(
-        table.name,
-        `table ${table.name}: incomplete extract of ${sourceName(spec)} (${driver.endpoint}): the snapshot holds ` +
-          `${expected} rows, the server sent ${sent}, ${rows} were staged; the batch was discarded and nothing ` +
-          `was merged`,
-        { retryable: true },
-      )
-    }
-    const chunkText = predicates.length > 1 ? `, ${predicates.length} chunks` : ''
-    const deltaText = request.watermark
-      ? `, rows after (${[request.watermark.cursor, ...request.watermark.key].join(', ')})` +
-        (table.extract.mode === 'incremental' && table.extract.lookbackMinutes > 0
-          ? ` with a ${table.extract.lookbackMinutes}-minute look-back`
-          : '')
-      : ''
     return {
-      rows,
-      columns: columns.map(({ name, type }) => ({ name, type })),
+      expected,
       ...(watermarkCandidate !== undefined ? { watermarkCandidate } : {}),
-      sourceDescription: `${driver.endpoint} ${sourceName(spec)}, snapshot ${snapshot.id}${chunkText}${deltaText}`,
+      bounds: [],
+      next: 0,
+      snapshots: [],
+      staged: 0,
+      columns: [],
     }
   } catch (error) {
     if (error instanceof SourceError) throw error
     throw driver.translate(table, error, doing)
-  } finally {
-    await snapshot.close()
-    await Promise.allSettled(spools.map((spool) => spool.discard()))
-    await converter?.close().catch(() => undefined)
+  }
+}
+
+function describeExtract(
+  driver: DbDriver,
+  table: TableSpec,
+  spec: DatabaseSourceSpec,
+  request: ExtractRequest,
+  snapshots: readonly string[],
+  ranges: number,
+  countEachRange: boolean,
+): string {
+  const where =
+    snapshots.length > 1
+      ? `${snapshots.length} passes, snapshots ${snapshots.join('; ')}`
+      : `snapshot ${snapshots[0] ?? ''}`
+  const split = ranges > 1 ? (countEachRange ? `, ${ranges} key ranges` : `, ${ranges} chunks`) : ''
+  const deltaText = request.watermark
+    ? `, rows after (${[request.watermark.cursor, ...request.watermark.key].join(', ')})` +
+      (table.extract.mode === 'incremental' && table.extract.lookbackMinutes > 0
+        ? ` with a ${table.extract.lookbackMinutes}-minute look-back`
+        : '')
+    : ''
+  return `${driver.endpoint} ${sourceName(spec)}, ${where}${split}${deltaText}`
+}
+
+/** A pass reads the columns the first pass staged, or fails: one batch has one schema. */
+function assertSameColumns(
+  table: TableSpec,
+  spec: DatabaseSourceSpec,
+  driver: DbDriver,
+  before: readonly StagedColumn[],
+  now: readonly StagedColumn[],
+): void {
+  const text = (columns: readonly StagedColumn[]) => columns.map((c) => `${c.name} ${c.type}`).join(', ')
+  if (text(before) === text(now)) return
+  throw new SourceError(
+    table.name,
+    `table ${table.name}: the columns of ${sourceName(spec)} (${driver.endpoint}) changed between two passes of ` +
+      `one extract (before: ${text(before)}; now: ${text(now)}); this batch cannot be completed: start a new ` +
+      `extract`,
+  )
+}
+
+/** Keeps a value of a key bound in JSON: binary keys as `{ "hex": ... }`. */
+type EncodedValue = string | number | { readonly hex: string }
+
+function encodeResume(plan: ExtractPlan): unknown {
+  return {
+    version: RESUME_VERSION,
+    expected: plan.expected,
+    ...(plan.watermarkCandidate !== undefined ? { watermarkCandidate: plan.watermarkCandidate } : {}),
+    bounds: plan.bounds.map((bound) =>
+      bound.map((v): EncodedValue =>
+        typeof v === 'string' || typeof v === 'number' ? v : { hex: Buffer.from(v).toString('hex') },
+      ),
+    ),
+    next: plan.next,
+    snapshots: plan.snapshots,
+    staged: plan.staged,
+    columns: plan.columns,
+  }
+}
+
+/** The `resume` of an earlier pass, checked: a damaged one names the table and is never half-used. */
+function parseResume(table: TableSpec, value: unknown): ExtractPlan {
+  const fail = (what: string) =>
+    new SourceError(
+      table.name,
+      `table ${table.name}: the saved progress of this extract is damaged (${what}); start a new extract`,
+    )
+  if (typeof value !== 'object' || value === null) throw fail('not an object')
+  const r = value as Record<string, unknown>
+  if (r.version !== RESUME_VERSION) throw fail(`version ${JSON.stringify(r.version)}`)
+  const count = (name: string) => {
+    const n = r[name]
+    if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) throw fail(`${name} is not a count`)
+    return n
+  }
+  if (!Array.isArray(r.bounds)) throw fail('no key ranges')
+  const bounds = r.bounds.map((bound: unknown) => {
+    if (!Array.isArray(bound) || bound.length !== table.key.length) throw fail('a key range bound')
+    return bound.map((v: unknown): SqlValue => {
+      if (typeof v === 'string' || typeof v === 'number') return v
+      if (typeof v === 'object' && v !== null && typeof (v as { hex?: unknown }).hex === 'string') {
+        return Buffer.from((v as { hex: string }).hex, 'hex')
+      }
+      throw fail('a key range bound value')
+    })
+  })
+  const next = count('next')
+  if (next > bounds.length) throw fail('next range beyond the last')
+  if (!Array.isArray(r.snapshots) || !r.snapshots.every((s) => typeof s === 'string')) throw fail('snapshots')
+  if (
+    !Array.isArray(r.columns) ||
+    !r.columns.every(
+      (c: unknown) =>
+        typeof c === 'object' &&
+        c !== null &&
+        typeof (c as StagedColumn).name === 'string' &&
+        typeof (c as StagedColumn).type === 'string',
+    )
+  ) {
+    throw fail('columns')
+  }
+  const candidate = r.watermarkCandidate as Watermark | undefined
+  if (
+    candidate !== undefined &&
+    (typeof candidate !== 'object' || candidate === null || !Array.isArray(candidate.key))
+  ) {
+    throw fail('watermark candidate')
+  }
+  return {
+    expected: count('expected'),
+    ...(candidate !== undefined ? { watermarkCandidate: candidate } : {}),
+    bounds,
+    next,
+    snapshots: r.snapshots as string[],
+    staged: count('staged'),
+    columns: (r.columns as StagedColumn[]).map(({ name, type }) => ({ name, type })),
   }
 }
 
