@@ -114,6 +114,7 @@ describe('extract and merge functions (s3rver + dynalite + DuckDB)', () => {
       batchId: expect.stringMatching(/^\d{8}T/),
       rows: 3,
       bytes: expect.any(Number),
+      complete: true,
     })
     expect(out.bytes).toBeGreaterThan(0)
     const keys = await s3.client.send(new ListObjectsV2Command({ Bucket: box.bucket }))
