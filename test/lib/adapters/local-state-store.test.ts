@@ -25,38 +25,41 @@ interface ChildOutcome {
   readonly message?: string
 }
 
-function runChild(
-  root: string,
-  table: string,
-  owner: string,
-  startAt: number,
-  exitAt: number,
-): Promise<ChildOutcome> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        join(here, 'fixtures', 'acquire-lease.ts'),
-        root,
-        table,
-        owner,
-        String(startAt),
-        String(exitAt),
-      ],
-      { cwd: projectDir, stdio: ['ignore', 'pipe', 'pipe'] },
-    )
-    let out = ''
-    let err = ''
-    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()))
-    child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()))
+interface RacingChild {
+  /** The child's outcome, printed once it tried to take the lease (the child then stays alive). */
+  readonly outcome: Promise<ChildOutcome>
+  /** Lets the child exit (without releasing) and resolves when it has. */
+  exit(): Promise<void>
+}
+
+function startChild(root: string, table: string, owner: string, startAt: number): RacingChild {
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', join(here, 'fixtures', 'acquire-lease.ts'), root, table, owner, String(startAt)],
+    { cwd: projectDir, stdio: ['pipe', 'pipe', 'pipe'] },
+  )
+  let out = ''
+  let err = ''
+  const closed = new Promise<number | null>((resolve, reject) => {
     child.on('error', reject)
-    child.on('close', (code) => {
-      if (code !== 0) reject(new Error(`child ${owner} exited with ${code}: ${err}`))
-      else resolve(JSON.parse(out.trim()) as ChildOutcome)
-    })
+    child.on('close', resolve)
   })
+  const outcome = new Promise<ChildOutcome>((resolve, reject) => {
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString()
+      if (out.includes('\n')) resolve(JSON.parse(out.trim()) as ChildOutcome)
+    })
+    child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()))
+    void closed.then((code) => reject(new Error(`child ${owner} exited with ${code} before trying: ${err}`)))
+  })
+  return {
+    outcome,
+    async exit() {
+      child.stdin.end()
+      const code = await closed
+      if (code !== 0) throw new Error(`child ${owner} exited with ${code}: ${err}`)
+    },
+  }
 }
 
 describe('LocalStateStore (local specifics)', () => {
@@ -75,10 +78,13 @@ describe('LocalStateStore (local specifics)', () => {
       await rm(join(root, table), { recursive: true, force: true })
       // Start both at the same instant, after tsx has loaded in each, so they really race.
       const startAt = Date.now() + 2000
-      const outcomes = await Promise.all([
-        runChild(root, table, `run-a${round}`, startAt, startAt + 1000),
-        runChild(root, table, `run-b${round}`, startAt, startAt + 1000),
-      ])
+      const children = [
+        startChild(root, table, `run-a${round}`, startAt),
+        startChild(root, table, `run-b${round}`, startAt),
+      ]
+      // Both stay alive until both have tried, however slowly either of them started: the loser meets a live holder.
+      const outcomes = await Promise.all(children.map((c) => c.outcome))
+      await Promise.all(children.map((c) => c.exit()))
       const winners = outcomes.filter((o) => o.ok)
       const losers = outcomes.filter((o) => !o.ok)
       expect(winners).toHaveLength(1)
