@@ -286,12 +286,17 @@ describe.each(KITS)('$kit.label source against a real server', ({ kit, available
           key: ['id'],
           source: sourceSpec(kit, t, { table: undefined, query }),
         })
+        // One kill at a time, until one found the session; a later call finding none must not hide that one did.
         let killed = 0
+        let killing: Promise<void> | undefined
         const error = await harness
           .extract(kit.source(db.env, { spoolBytes: 256 * 1024 }), table, {
             onProgress: () => {
-              if (killed === 0) killed = -1
-              if (killed === -1) void db.killSessionsRunning(`FROM ${relation}`).then((n) => (killed = n))
+              if (killed > 0 || killing) return
+              killing = db.killSessionsRunning(`FROM ${relation}`).then((n) => {
+                killed = Math.max(killed, n)
+                killing = undefined
+              })
             },
           })
           .then(
