@@ -1,0 +1,460 @@
+import { mkdtempSync } from 'node:fs'
+import { writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import path, { join } from 'node:path'
+
+import { ListObjectsV2Command } from '@aws-sdk/client-s3'
+import { DuckDBInstance } from '@duckdb/node-api'
+import type { Context } from 'aws-lambda'
+import type { CfnElement } from 'aws-cdk-lib'
+import { Template } from 'aws-cdk-lib/assertions'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+
+import { createExtractHandler, createMergeHandler } from '../../functions/shared/handlers.ts'
+import { buildApp } from '../../infra/build-app.ts'
+import { parseProject } from '../../lib/config/index.ts'
+import type { ProjectSpec } from '../../lib/core/table-spec.ts'
+import { buildAwsDeps, type AwsDeps } from '../../lib/runtime/aws-deps.ts'
+import { PG_URL, PgScratch, postgresReachable } from '../integration/sources/support/db-services.ts'
+import { startDynalite, type DynaliteHandle } from '../support/aws/dynalite.ts'
+import {
+  captureStdout,
+  fakeContext,
+  makeSandbox,
+  useEmulatorCredentials,
+  type FunctionSandbox,
+} from '../support/aws/lambda.ts'
+import { startS3rver, type S3rverHandle } from '../support/aws/s3rver.ts'
+import {
+  JsonataStateMachine,
+  PUT_METRIC_DATA,
+  SNS_PUBLISH,
+  UnsupportedDefinitionError,
+  definitionFromTemplate,
+  lambdaArnOf,
+  type ExecutionResult,
+  type LambdaInvoker,
+  type StateMachineDefinition,
+} from '../support/step-functions/jsonata-state-machine.ts'
+
+const available = await postgresReachable()
+
+const FIXTURE = path.join(import.meta.dirname, 'fixtures', 'handler.ts')
+const NO_BUNDLING = { 'aws:cdk:bundling-stacks': [] }
+
+/** What the stack deploys: the state machine only knows the table names and which functions serve them. */
+const DEPLOYED_YAML = `
+version: 1
+tables:
+  - name: items
+    source: { type: postgres, url_env: DB_URL, table: public.items }
+    key: id
+  - name: small
+    source: { type: postgres, url_env: DB_URL, table: public.small }
+    key: id
+  - name: broken
+    source: { type: postgres, url_env: DB_URL, table: public.items }
+    key: id
+aws:
+  secrets:
+    DB_URL: dimsync/source-db
+  bigquery_secret: dimsync/bigquery
+`
+
+/** The BigQuery warehouse section belongs to another change; until it lands, tests set the type directly. */
+function bigQueryProject(yaml: string): ProjectSpec {
+  const project = parseProject(yaml, '/deploy/dimsync.yaml')
+  return { ...project, warehouse: { type: 'bigquery' } as unknown as ProjectSpec['warehouse'] }
+}
+
+type Role = 'extract' | 'merge'
+
+/**
+ * Synthesizes the stack as test/infra/dimsync-stack.test.ts does (bundling skipped, cdk-nag on) and reads the
+ * state machine's definition, the function ARN tokens replaced by `lambdaArnOf(<logical id>)`.
+ */
+async function synthesize(): Promise<{ definition: StateMachineDefinition; roles: Map<string, Role> }> {
+  const { app, stack } = await buildApp({
+    project: bigQueryProject(DEPLOYED_YAML),
+    appProps: { outdir: mkdtempSync(path.join(tmpdir(), 'dimsync-cdk-')), context: NO_BUNDLING },
+    handlerEntries: { extract: FIXTURE, merge: FIXTURE },
+  })
+  app.synth()
+  const template = Template.fromStack(stack).toJSON() as Parameters<typeof definitionFromTemplate>[0]
+  const roles = new Map<string, Role>()
+  for (const pair of Object.values(stack.functions)) {
+    for (const role of ['extract', 'merge'] as const) {
+      const id = stack.getLogicalId(pair[role].function.node.defaultChild as CfnElement)
+      roles.set(lambdaArnOf(id), role)
+    }
+  }
+  return { definition: definitionFromTemplate(template), roles }
+}
+
+const metricsOf = (result: ExecutionResult, state: string) =>
+  result.calls
+    .filter((c) => c.state === state && c.resource === PUT_METRIC_DATA)
+    .flatMap((c) => (c.arguments as { MetricData: { MetricName: string; Value: number }[] }).MetricData)
+
+describe('state machine definition run by a JSONata interpreter (simulated Step Functions) against the real functions', () => {
+  let machine: JsonataStateMachine
+  let roles: Map<string, Role>
+
+  beforeAll(async () => {
+    const synthesized = await synthesize()
+    roles = synthesized.roles
+    machine = await JsonataStateMachine.load(synthesized.definition)
+  })
+
+  const notInvoked: LambdaInvoker = async (name) => {
+    throw new Error(`no function may be invoked, got ${name}`)
+  }
+
+  it('refuses an unknown table before invoking anything, naming the deployed tables', async () => {
+    const result = await machine.run({ input: { table: 'nope' }, invoke: notInvoked })
+    expect(result).toMatchObject({
+      status: 'FAILED',
+      error: 'UnknownTable',
+      cause:
+        'table nope is not deployed by this stack (tables: items, small, broken); ' +
+        'start an execution with {"table": "items", "mode": "full"}',
+      visited: ['CheckInput', 'UnknownTable'],
+      invocations: [],
+      calls: [],
+    })
+    const badMode = await machine.run({ input: { table: 'items', mode: 'delta' }, invoke: notInvoked })
+    expect(badMode).toMatchObject({
+      status: 'FAILED',
+      error: 'InvalidInput',
+      visited: ['CheckInput', 'InvalidInput'],
+    })
+    expect(badMode.cause).toContain('(got delta)')
+  })
+
+  it('an extract still incomplete after 48 passes is reported as ExtractDidNotFinish (stub extract, no merge)', async () => {
+    let pass = 0
+    const result = await machine.run({
+      input: { table: 'small' },
+      invoke: async (name, payload) => {
+        expect(roles.get(name)).toBe('extract')
+        pass++
+        const batchId = '20240101T000000.000Z-abcdef'
+        if (pass > 1) expect(payload).toMatchObject({ batchId, resume: { pass: pass - 1 } })
+        return { table: 'small', batchId, rows: pass, bytes: pass, complete: false, resume: { pass } }
+      },
+    })
+    expect(result).toMatchObject({
+      status: 'FAILED',
+      error: 'ExtractDidNotFinish',
+      cause:
+        'table small: the extract was still incomplete after 48 passes (batch 20240101T000000.000Z-abcdef)',
+    })
+    expect(result.invocations).toHaveLength(48)
+    expect(result.visited.slice(-5)).toEqual([
+      'ExtractComplete',
+      'ExtractDidNotFinish',
+      'RecordFailure',
+      'Notify',
+      'Failed',
+    ])
+    const published = result.calls.filter((c) => c.resource === SNS_PUBLISH)
+    expect(JSON.parse((published[0]!.arguments as { Message: string }).Message)).toMatchObject({
+      step: 'Extract',
+      error: 'ExtractDidNotFinish',
+      batchId: '20240101T000000.000Z-abcdef',
+    })
+  })
+
+  it('the interpreter refuses what it does not simulate instead of skipping it', async () => {
+    const base = machine.definition
+    const variant = (patch: (d: { States: Record<string, Record<string, unknown>> }) => void) => {
+      const copy = structuredClone(base) as { States: Record<string, Record<string, unknown>> }
+      patch(copy)
+      return JsonataStateMachine.load(copy as unknown as StateMachineDefinition)
+    }
+    await expect(variant((d) => (d.States.Done = { Type: 'Map', End: true }))).rejects.toThrow(
+      UnsupportedDefinitionError,
+    )
+    await expect(variant((d) => (d.States.Extract!.TimeoutSeconds = 60))).rejects.toThrow(
+      /state Extract: field TimeoutSeconds/,
+    )
+    await expect(variant((d) => (d.States.Merge!.Assign = { merge: '{% $uuid() %}' }))).rejects.toThrow(
+      /function \$uuid is not simulated/,
+    )
+    await expect(
+      variant(
+        (d) =>
+          (d.States.Merge!.Arguments = { FunctionName: '{% $functions.merge %}', Payload: '{% $batchID %}' }),
+      ),
+    ).rejects.toThrow(/variable \$batchID is never assigned/)
+    await expect(variant((d) => (d.States.Done!.Output = '{% $states.result %}'))).rejects.toThrow(
+      /\$states.result is not available/,
+    )
+    await expect(
+      variant(
+        (d) =>
+          ((d.States.Extract!.Retry as { ErrorEquals: string[] }[])[0]!.ErrorEquals = ['States.TaskFailed']),
+      ),
+    ).rejects.toThrow(/States.TaskFailed is not simulated/)
+    // The one name clash in the definition: a variable called like a JSONata function the Extract payload calls.
+    expect(machine.warnings).toEqual(['variable $merge shadows the JSONata function $merge() once assigned'])
+  })
+
+  describe.skipIf(!available)('with the functions on s3rver, dynalite, PostgreSQL and DuckDB', () => {
+    let s3: S3rverHandle
+    let dynamo: DynaliteHandle
+    let pg: PgScratch
+    const opened: AwsDeps[] = []
+
+    beforeAll(async () => {
+      useEmulatorCredentials()
+      ;[s3, dynamo, pg] = await Promise.all([startS3rver(), startDynalite(), PgScratch.create()])
+      await pg.sql(`CREATE TABLE ${pg.schema}.items (id BIGINT PRIMARY KEY, name TEXT NOT NULL)`)
+      await pg.sql(`INSERT INTO ${pg.schema}.items SELECT g, 'n' || g FROM generate_series(1, 450) AS g`)
+      await pg.sql(`CREATE TABLE ${pg.schema}.small (id BIGINT PRIMARY KEY, name TEXT NOT NULL)`)
+      await pg.sql(`INSERT INTO ${pg.schema}.small SELECT g, 's' || g FROM generate_series(1, 30) AS g`)
+    })
+    afterEach(async () => {
+      for (const deps of opened.splice(0)) await deps.close()
+    })
+    afterAll(async () => {
+      await Promise.all([s3?.stop(), dynamo?.stop(), pg?.drop()])
+    })
+
+    /** The functions' own dimsync.yaml (DuckDB warehouse, as in the function tests), same table names. */
+    async function sandbox(): Promise<{ box: FunctionSandbox; deps: AwsDeps }> {
+      const box = await makeSandbox(s3, dynamo)
+      await writeFile(
+        join(box.dir, 'dimsync.yaml'),
+        [
+          'version: 1',
+          'warehouse: { type: duckdb, path: unused.duckdb }',
+          'tables:',
+          '  - name: items',
+          `    source: { type: postgres, url_env: DB_URL, table: ${pg.schema}.items, slice_rows: 100 }`,
+          '    target: dim_items',
+          '    key: id',
+          '    tracked: [name]',
+          '    deletes: invalidate',
+          '  - name: small',
+          `    source: { type: postgres, url_env: DB_URL, table: ${pg.schema}.small }`,
+          '    target: dim_small',
+          '    key: id',
+          '    tracked: [name]',
+          // A column the source does not have: the extract refuses the table (ConfigError, never retried).
+          '  - name: broken',
+          `    source: { type: postgres, url_env: DB_URL, table: ${pg.schema}.items }`,
+          '    target: dim_broken',
+          '    key: id',
+          '    tracked: [name, colour]',
+          '',
+        ].join('\n'),
+      )
+      const deps = await buildAwsDeps({ ...box.env, DB_URL: PG_URL })
+      opened.push(deps)
+      return { box, deps }
+    }
+
+    /**
+     * A Lambda context 30 s from its deadline, less than the extract's reserve: every extract pass reads one
+     * round of key ranges (100 rows) and answers complete: false, as a pass near the 15-minute limit would.
+     */
+    const nearTheLimit = (): Context => {
+      const deadline = Date.now() + 30_000
+      return { ...fakeContext(), getRemainingTimeInMillis: () => deadline - Date.now() }
+    }
+
+    /** Routes the state machine's FunctionName to the real handler (logs captured, not printed). */
+    function invoker(deps: AwsDeps, extractContext: () => Context = fakeContext): LambdaInvoker {
+      const extract = createExtractHandler({ deps: async () => deps })
+      const merge = createMergeHandler({ deps: async () => deps })
+      return async (functionName, payload) => {
+        const role = roles.get(functionName)
+        if (role === undefined) throw new Error(`no function ${functionName} in the stack`)
+        const run =
+          role === 'extract' ? () => extract(payload, extractContext()) : () => merge(payload, fakeContext())
+        return (await captureStdout<unknown>(run)).result
+      }
+    }
+
+    async function currentRows(box: FunctionSandbox, deps: AwsDeps, table: string) {
+      await (await deps.warehouse()).close()
+      opened.splice(opened.indexOf(deps), 1)
+      const db = await DuckDBInstance.create(box.duckdbPath)
+      const c = await db.connect()
+      try {
+        const result = await c.runAndReadAll(
+          `SELECT COUNT(*)::INTEGER AS versions, COUNT(DISTINCT id)::INTEGER AS keys, MIN(id)::INTEGER AS lo,
+                  MAX(id)::INTEGER AS hi FROM ${table} WHERE valid_to IS NULL`,
+        )
+        return result.getRowObjectsJson()
+      } finally {
+        c.closeSync()
+        db.closeSync()
+      }
+    }
+
+    it('a console reload longer than one invocation loops Extract with batchId and resume, then merges all 450 rows', async () => {
+      const { box, deps } = await sandbox()
+      const result = await machine.run({
+        input: { table: 'items', mode: 'full' },
+        executionName: 'reload-items',
+        invoke: invoker(deps, nearTheLimit),
+      })
+
+      expect([result.status, result.error, result.cause]).toEqual(['SUCCEEDED', undefined, undefined])
+      const loop = ['Extract', 'ExtractComplete', 'ContinueExtract']
+      expect(result.visited).toEqual([
+        'CheckInput',
+        'Start',
+        ...loop,
+        ...loop,
+        ...loop,
+        ...loop,
+        'Extract',
+        'ExtractComplete',
+        'Merge',
+        'RecordSuccess',
+        'Done',
+      ])
+      const extracts = result.invocations.filter((i) => i.state === 'Extract')
+      const batchId = (extracts[0]!.result as { batchId: string }).batchId
+      expect(batchId).toMatch(/^\d{8}T\d{6}\.\d{3}Z-/)
+      const reason = 'started by hand: reload-items'
+      expect(extracts.map((i) => i.payload)).toEqual([
+        { table: 'items', reason, mode: 'full' },
+        ...[1, 2, 3, 4].map((pass) => ({ table: 'items', reason, mode: 'full', batchId, resume: { pass } })),
+      ])
+      expect(extracts.map((i) => i.result)).toEqual([
+        ...[1, 2, 3, 4].map((pass) =>
+          expect.objectContaining({ batchId, rows: pass * 90, complete: false, resume: { pass } }),
+        ),
+        expect.objectContaining({ batchId, rows: 450, complete: true }),
+      ])
+      expect(extracts.every((i) => i.attempt === 1 && i.error === undefined)).toBe(true)
+      expect(result.invocations.filter((i) => i.state === 'Merge').map((i) => i.payload)).toEqual([
+        { table: 'items', batchId },
+      ])
+
+      expect(result.output).toEqual({
+        table: 'items',
+        batchId,
+        rows: 450,
+        merge: expect.objectContaining({
+          status: 'merged',
+          counts: expect.objectContaining({ insertedVersions: 450 }),
+        }),
+      })
+      expect(metricsOf(result, 'RecordSuccess')).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ MetricName: 'LoadSucceeded', Value: 1 }),
+          expect.objectContaining({ MetricName: 'RowsExtracted', Value: 450 }),
+          expect.objectContaining({ MetricName: 'VersionsInserted', Value: 450 }),
+          expect.objectContaining({ MetricName: 'VersionsClosed', Value: 0 }),
+        ]),
+      )
+      expect(result.calls.filter((c) => c.resource === SNS_PUBLISH)).toEqual([])
+      expect(await currentRows(box, deps, 'dim_items')).toEqual([
+        { versions: 450, keys: 450, lo: 1, hi: 450 },
+      ])
+      expect((await s3.client.send(new ListObjectsV2Command({ Bucket: box.bucket }))).Contents ?? []).toEqual(
+        [],
+      )
+    })
+
+    it('a table read in one pass goes straight from Extract to Merge', async () => {
+      const { box, deps } = await sandbox()
+      const result = await machine.run({
+        input: { table: 'small', reason: 'schedule' },
+        invoke: invoker(deps),
+      })
+
+      expect(result).toMatchObject({ status: 'SUCCEEDED', output: { table: 'small', rows: 30 } })
+      expect(result.visited).toEqual([
+        'CheckInput',
+        'Start',
+        'Extract',
+        'ExtractComplete',
+        'Merge',
+        'RecordSuccess',
+        'Done',
+      ])
+      const [extract, merge] = result.invocations
+      expect(extract).toMatchObject({ state: 'Extract', payload: { table: 'small', reason: 'schedule' } })
+      expect(extract!.result).toMatchObject({ complete: true, rows: 30 })
+      const { batchId } = extract!.result as { batchId: string }
+      expect(merge).toMatchObject({ state: 'Merge', payload: { table: 'small', batchId } })
+      expect(result.invocations).toHaveLength(2)
+      expect(metricsOf(result, 'RecordSuccess')).toContainEqual(
+        expect.objectContaining({ MetricName: 'RowsExtracted', Value: 30 }),
+      )
+      expect(await currentRows(box, deps, 'dim_small')).toEqual([{ versions: 30, keys: 30, lo: 1, hi: 30 }])
+    })
+
+    it('a failing metrics call after the merge does not fail the load (RecordSuccess catches into Done)', async () => {
+      const { deps } = await sandbox()
+      const result = await machine.run({
+        input: { table: 'small' },
+        invoke: invoker(deps),
+        callService: (call) => {
+          if (call.resource === PUT_METRIC_DATA)
+            throw Object.assign(new Error('Rate exceeded'), { name: 'CloudWatch.ThrottlingException' })
+          return {}
+        },
+      })
+      expect(result).toMatchObject({ status: 'SUCCEEDED', output: { table: 'small', rows: 30 } })
+      expect(result.visited.slice(-3)).toEqual(['Merge', 'RecordSuccess', 'Done'])
+    })
+
+    it('a refused extract is not retried: RecordFailure, Notify (table, step Extract), then FAILED with its error', async () => {
+      const { deps } = await sandbox()
+      const result = await machine.run({ input: { table: 'broken' }, invoke: invoker(deps) })
+
+      expect(result.status).toBe('FAILED')
+      expect(result.error).toBe('ConfigError')
+      expect(result.cause).toMatch(/colour/)
+      expect(result.visited).toEqual(['CheckInput', 'Start', 'Extract', 'RecordFailure', 'Notify', 'Failed'])
+      expect(result.invocations.map((i) => [i.state, i.attempt, i.error?.Error])).toEqual([
+        ['Extract', 1, 'ConfigError'],
+      ])
+      expect(metricsOf(result, 'RecordFailure')).toEqual([
+        expect.objectContaining({ MetricName: 'LoadFailed', Value: 1 }),
+      ])
+      const published = result.calls.filter((c) => c.resource === SNS_PUBLISH)
+      expect(published).toHaveLength(1)
+      const { Subject, Message } = published[0]!.arguments as { Subject: string; Message: string }
+      expect(Subject).toBe('dimsync: broken failed in Extract (ConfigError)')
+      expect(JSON.parse(Message)).toMatchObject({
+        table: 'broken',
+        step: 'Extract',
+        error: 'ConfigError',
+        cause: result.cause,
+        batchId: null,
+      })
+    })
+
+    it('a locked table is retried (1 call + 6 retries of LockHeldError), then reported and FAILED', async () => {
+      const { deps } = await sandbox()
+      // An earlier pass that stopped before its time limit keeps the table's lease for its next pass.
+      const held = await captureStdout(() =>
+        createExtractHandler({ deps: async () => deps })({ table: 'items' }, nearTheLimit()),
+      )
+      expect(held.result.complete).toBe(false)
+
+      const result = await machine.run({ input: { table: 'items' }, invoke: invoker(deps) })
+
+      expect(result).toMatchObject({ status: 'FAILED', error: 'LockHeldError' })
+      expect(result.cause).toMatch(/table items is locked by run run-/)
+      expect(result.visited).toEqual(['CheckInput', 'Start', 'Extract', 'RecordFailure', 'Notify', 'Failed'])
+      expect(result.invocations.map((i) => [i.attempt, i.error?.Error])).toEqual(
+        [1, 2, 3, 4, 5, 6, 7].map((attempt) => [attempt, 'LockHeldError']),
+      )
+      const published = result.calls.filter((c) => c.resource === SNS_PUBLISH)
+      expect(JSON.parse((published[0]!.arguments as { Message: string }).Message)).toMatchObject({
+        table: 'items',
+        step: 'Extract',
+        error: 'LockHeldError',
+      })
+    })
+  })
+})
