@@ -145,7 +145,8 @@ export class Orchestration extends Construct {
           FunctionName: '{% $functions.merge %}',
           Payload: "{% {'table': $table, 'batchId': $batchId} %}",
         },
-        Assign: { merge: '{% $states.result.Payload %}' },
+        // Not `merge`: a variable of that name would shadow JSONata's $merge(), which the Extract payload calls.
+        Assign: { merged: '{% $states.result.Payload %}' },
         Output: '{% $states.result.Payload %}',
       },
     })
@@ -160,8 +161,8 @@ export class Orchestration extends Construct {
           MetricData: [
             metric(METRIC.succeeded, '{% 1 %}', 'Count'),
             metric(METRIC.rows, orZero('$extract.rows'), 'Count'),
-            metric(METRIC.versionsInserted, orZero('$merge.counts.insertedVersions'), 'Count'),
-            metric(METRIC.versionsClosed, orZero('$merge.counts.closedVersions'), 'Count'),
+            metric(METRIC.versionsInserted, orZero('$merged.counts.insertedVersions'), 'Count'),
+            metric(METRIC.versionsClosed, orZero('$merged.counts.closedVersions'), 'Count'),
             metric(
               METRIC.duration,
               '{% ($millis() - $toMillis($states.context.Execution.StartTime)) / 1000 %}',
@@ -176,7 +177,7 @@ export class Orchestration extends Construct {
         table: '{% $table %}',
         batchId: '{% $batchId %}',
         rows: orZero('$extract.rows'),
-        merge: '{% $merge %}',
+        merge: '{% $merged %}',
       },
     })
 
@@ -196,7 +197,8 @@ export class Orchestration extends Construct {
         Arguments: {
           TopicArn: props.topic.topicArn,
           Subject:
-            '{% $substring("dimsync: " & $table & " failed in " & $failedStep & " (" & $error.Error & ")", 0, 100) %}',
+            // SNS refuses a subject of 100 characters or more (and the failure would then go unreported).
+            '{% $substring("dimsync: " & $table & " failed in " & $failedStep & " (" & $error.Error & ")", 0, 99) %}',
           Message:
             "{% $string({'table': $table, 'mode': $mode, 'reason': $reason, 'step': $failedStep, 'batchId': $batchId, " +
             "'error': $error.Error, 'cause': $error.Cause, 'execution': $states.context.Execution.Id}, true) %}",
@@ -240,7 +242,7 @@ export class Orchestration extends Construct {
       )
       .when(
         sfn.Condition.jsonata(
-          '{% $exists($states.input.mode) and $not($states.input.mode in ["full", "incremental"]) %}',
+          '{% $exists($states.input.mode) and $type($states.input.mode) != "null" and $not($states.input.mode in ["full", "incremental"]) %}',
         ),
         invalidMode,
       )
