@@ -38,8 +38,11 @@ const SCHEMA = 'dimsync_bench_sources'
 const PASSES = 10
 
 type Server = 'postgres' | 'mysql'
-/** `passes`: the extract of the AWS function stopped after every round of key ranges (10 passes). */
-type Mode = 'raw' | 'extract' | 'passes'
+/**
+ * `ranges`: the extract of the AWS function with time to spare (10 key ranges, each counted, one pass);
+ * `passes`: the same stopped after every range (10 passes, each with its own snapshot).
+ */
+type Mode = 'raw' | 'extract' | 'ranges' | 'passes'
 
 interface ChildReport {
   readonly rows: number
@@ -64,7 +67,8 @@ async function child(server: Server, mode: Mode, table: string, chunks: number):
   const started = process.hrtime.bigint()
   let rows: number
   if (mode === 'raw') rows = server === 'postgres' ? await rawCopy(table) : await rawSelect(table)
-  else if (mode === 'passes') rows = await extractInPasses(server, table)
+  else if (mode === 'passes' || mode === 'ranges')
+    rows = await extractInPasses(server, table, mode === 'passes')
   else rows = await extract(server, table, chunks)
   const seconds = Number(process.hrtime.bigint() - started) / 1e9
   const report: ChildReport = { rows, seconds, maxRssMb: process.resourceUsage().maxRSS / 1024 }
@@ -118,8 +122,11 @@ function benchSpec(server: Server, table: string, extra: { chunks?: number; slic
   })
 }
 
-/** The extract function's passes in one process (a warm container): each pass stops after one round of ranges. */
-async function extractInPasses(server: Server, table: string): Promise<number> {
+/**
+ * The extract function's passes in one process (a warm container); with `stopEachRound` each pass stops after
+ * one round of ranges, else the time budget never runs out.
+ */
+async function extractInPasses(server: Server, table: string, stopEachRound: boolean): Promise<number> {
   const root = await mkdtemp(join(TMP, 'sources-'))
   try {
     const deps = {
@@ -128,7 +135,11 @@ async function extractInPasses(server: Server, table: string): Promise<number> {
       openSource: () => benchSource(server),
     }
     const spec = benchSpec(server, table, { sliceRows: Math.ceil(ROWS / PASSES) })
-    const request = { batchId: 'b1', extractedAt: new Date(), timeLeftMs: () => 0 }
+    const request = {
+      batchId: 'b1',
+      extractedAt: new Date(),
+      timeLeftMs: () => (stopEachRound ? 0 : Number.MAX_SAFE_INTEGER),
+    }
     let pass = await extractPass(deps, spec, request)
     while (!pass.complete) pass = await extractPass(deps, spec, { ...request, resume: true })
     return pass.manifest.rowCount
@@ -260,6 +271,7 @@ async function parent(): Promise<void> {
       const raw = await measure(server, 'raw', tables.small)
       const one = await measure(server, 'extract', tables.small)
       const four = await measure(server, 'extract', tables.small, 4)
+      const ranges = await measure(server, 'ranges', tables.small)
       const passes = await measure(server, 'passes', tables.small)
       const big = await measure(server, 'extract', tables.big)
       const rate = (r: ChildReport) => Math.round(r.rows / r.seconds)
@@ -277,6 +289,12 @@ async function parent(): Promise<void> {
           speedupVsOne: Number((one.seconds / four.seconds).toFixed(2)),
         },
         big: { ...big, rowsPerSecond: rate(big), rssGrowthMb: Math.round(big.maxRssMb - one.maxRssMb) },
+        ranges: {
+          ranges: PASSES,
+          ...ranges,
+          rowsPerSecond: rate(ranges),
+          slowdownVsOneRange: Number((ranges.seconds / one.seconds).toFixed(2)),
+        },
         passes: {
           passes: PASSES,
           ...passes,

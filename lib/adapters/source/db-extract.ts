@@ -161,6 +161,13 @@ export async function extractDatabaseTable(
       }
     }
     const predicates = chunkPredicates(key, plan.bounds, driver.literal)
+    const incomplete = (what: string) =>
+      new SourceError(
+        table.name,
+        `table ${table.name}: incomplete extract of ${sourceName(spec)} (${driver.endpoint}): ${what}; the batch ` +
+          `was discarded and nothing was merged`,
+        { retryable: true },
+      )
     // Several rounds may run in different snapshots: each range is then counted on its own.
     const countEachRange = predicates.length > snapshot.sessions.length
 
@@ -172,7 +179,24 @@ export async function extractDatabaseTable(
     })
     let stagedRows = 0
     const selectList = columns.map((c) => c.select).join(', ')
+    // One spool per connection for the whole pass: the next range is read while the last one's parts are still
+    // being converted, so key ranges cost no pipeline stall. Staged rows are therefore proven per pass.
+    const sessionSpools = snapshot.sessions.map(() => {
+      const spool = new CsvSpool({
+        converter: converter!,
+        columns,
+        writer,
+        spoolBytes: options.spoolBytes,
+        onPart: (rows) => {
+          stagedRows += rows
+          request.onProgress?.(plan.staged + stagedRows)
+        },
+      })
+      spools.push(spool)
+      return spool
+    })
     let next = plan.next
+    let sent = 0
     let slowestRoundMs = 0
     while (next < predicates.length) {
       const round = predicates.slice(next, next + snapshot.sessions.length)
@@ -187,46 +211,24 @@ export async function extractDatabaseTable(
           const rangeWhere = whereClause([delta, predicate])
           const counted = countEachRange
             ? await countOf(session, `SELECT COUNT(*) FROM ${relation}${rangeWhere}`)
-            : undefined
-          const spool = new CsvSpool({
-            converter: converter!,
-            columns,
-            writer,
-            spoolBytes: options.spoolBytes,
-            onPart: (rows) => {
-              stagedRows += rows
-              request.onProgress?.(plan.staged + stagedRows)
-            },
-          })
-          spools.push(spool)
-          const sent = await session.streamCsv(`SELECT ${selectList} FROM ${relation}${rangeWhere}`, spool)
-          const rows = await spool.finish(first + i === 0)
-          return { sent, rows, counted }
+            : plan.expected
+          const rangeSent = await session.streamCsv(
+            `SELECT ${selectList} FROM ${relation}${rangeWhere}`,
+            sessionSpools[i]!,
+          )
+          if (countEachRange && rangeSent !== counted) {
+            throw incomplete(
+              `key range ${first + i + 1} of ${predicates.length} holds ${counted} rows, the server sent ${rangeSent}`,
+            )
+          }
+          return rangeSent
         }),
       )
       const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')
       if (failed) throw failed.reason
-      const done = results.map(
-        (r) => (r as PromiseFulfilledResult<{ sent: number; rows: number; counted?: number }>).value,
-      )
-      const sent = done.reduce((sum, r) => sum + r.sent, 0)
-      const rows = done.reduce((sum, r) => sum + r.rows, 0)
-      const expected = countEachRange ? done.reduce((sum, r) => sum + r.counted!, 0) : plan.expected
-      if (
-        sent !== expected ||
-        rows !== expected ||
-        done.some((r) => r.counted !== undefined && r.rows !== r.counted)
-      ) {
-        const what = countEachRange
-          ? `key ranges ${first + 1}-${first + round.length} hold`
-          : 'the snapshot holds'
-        throw new SourceError(
-          table.name,
-          `table ${table.name}: incomplete extract of ${sourceName(spec)} (${driver.endpoint}): ${what} ` +
-            `${expected} rows, the server sent ${sent}, ${rows} were staged; the batch was discarded and nothing ` +
-            `was merged`,
-          { retryable: true },
-        )
+      sent += results.reduce((sum, r) => sum + (r as PromiseFulfilledResult<number>).value, 0)
+      if (!countEachRange && sent !== plan.expected) {
+        throw incomplete(`the snapshot holds ${plan.expected} rows, the server sent ${sent}`)
       }
       next += round.length
       slowestRoundMs = Math.max(slowestRoundMs, Date.now() - roundStarted)
@@ -234,6 +236,14 @@ export async function extractDatabaseTable(
       const timeLeft = request.timeLeftMs?.()
       if (next < predicates.length && timeLeft !== undefined && timeLeft < slowestRoundMs * ROUND_MARGIN)
         break
+    }
+    doing = `staging the rows read from`
+    const finished = await Promise.all(
+      sessionSpools.map((spool, i) => spool.finish(plan.next === 0 && i === 0)),
+    )
+    const stagedThisPass = finished.reduce((sum, rows) => sum + rows, 0)
+    if (stagedThisPass !== sent) {
+      throw incomplete(`the server sent ${sent} rows, ${stagedThisPass} were staged`)
     }
 
     const snapshots = [...plan.snapshots, snapshot.id]
