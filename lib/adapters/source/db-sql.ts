@@ -106,9 +106,32 @@ export function deltaPredicate(input: DeltaInput): string | undefined {
 }
 
 /**
+ * `(a, b) < (v1, v2)` in lexicographic order, written out so that both servers use an index on the leading
+ * column: `a < v1 OR (a = v1 AND b < v2)`. The complement of `tupleAfter(..., '>=')` for keys without NULLs.
+ */
+export function tupleBefore(
+  columns: readonly string[],
+  values: readonly SqlValue[],
+  literal: LiteralFn,
+): string {
+  if (columns.length === 0 || columns.length !== values.length) {
+    throw new Error(`tupleBefore: ${columns.length} columns but ${values.length} values`)
+  }
+  const last = columns.length - 1
+  let sql = `${columns[last]} < ${literal(values[last]!)}`
+  for (let i = last - 1; i >= 0; i--) {
+    const v = literal(values[i]!)
+    sql = `${columns[i]} < ${v} OR (${columns[i]} = ${v} AND (${sql}))`
+  }
+  return `(${sql})`
+}
+
+/**
  * Predicates of the chunks of a key-range split. `bounds` are the first keys of chunks 2..n, ascending in the
- * server's order. Chunk 1 also takes rows whose key comparison is NULL (a NULL key part), so every row lands in
- * exactly one chunk and the completeness check covers the split; NULL keys are refused later with their count.
+ * server's order. Every row lands in exactly one chunk, so the completeness check covers the split: a key
+ * without NULLs by its order against the bounds, a key with a NULL part in chunk 1 (NULL keys are refused
+ * later with their count). Each predicate is a range on the key's leading column, so the server reads only its
+ * chunk through the key's index instead of scanning the table.
  */
 export function chunkPredicates(
   key: readonly string[],
@@ -116,12 +139,14 @@ export function chunkPredicates(
   literal: LiteralFn,
 ): string[] {
   if (bounds.length === 0) return ['TRUE']
-  const atOrAfter = bounds.map((bound) => tupleAfter(key, bound, '>=', literal))
+  const anyNull = key.map((k) => `${k} IS NULL`).join(' OR ')
+  const noNull = key.map((k) => `${k} IS NOT NULL`).join(' AND ')
   return [
-    `NOT COALESCE(${atOrAfter[0]}, FALSE)`,
-    ...atOrAfter.map((lower, i) =>
-      i + 1 < atOrAfter.length ? `${lower} AND NOT ${atOrAfter[i + 1]}` : lower,
-    ),
+    `${tupleBefore(key, bounds[0]!, literal)} OR ${anyNull}`,
+    ...bounds.map((lower, i) => {
+      const from = `${noNull} AND ${tupleAfter(key, lower, '>=', literal)}`
+      return i + 1 < bounds.length ? `${from} AND ${tupleBefore(key, bounds[i + 1]!, literal)}` : from
+    }),
   ]
 }
 

@@ -1,3 +1,5 @@
+import { DuckDBInstance } from '@duckdb/node-api'
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 
 import {
@@ -94,12 +96,48 @@ describe('chunkPredicates', () => {
     expect(whereClause([undefined, 'TRUE'])).toBe('')
   })
 
-  it('splits at the bounds; the first chunk also takes NULL comparisons, the last is open', () => {
+  it('splits at the bounds as key ranges an index can serve; the first chunk also takes NULL keys', () => {
     expect(chunkPredicates(['id'], [[10], [20]], lit)).toEqual([
-      "NOT COALESCE((id >= '10'), FALSE)",
-      "(id >= '10') AND NOT (id >= '20')",
-      "(id >= '20')",
+      "(id < '10') OR id IS NULL",
+      "id IS NOT NULL AND (id >= '10') AND (id < '20')",
+      "id IS NOT NULL AND (id >= '20')",
     ])
+    expect(chunkPredicates(['a', 'b'], [[1, 'x']], lit)).toEqual([
+      "(a < '1' OR (a = '1' AND (b < 'x'))) OR a IS NULL OR b IS NULL",
+      "a IS NOT NULL AND b IS NOT NULL AND (a > '1' OR (a = '1' AND (b >= 'x')))",
+    ])
+  })
+
+  it('every row, NULL key parts included, lands in exactly one chunk (any bounds; evaluated by DuckDB)', async () => {
+    const instance = await DuckDBInstance.create(':memory:')
+    const connection = await instance.connect()
+    try {
+      const part = fc.option(fc.integer({ min: 0, max: 4 }), { nil: null })
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(fc.tuple(part, part), { minLength: 1, maxLength: 30 }),
+          fc.uniqueArray(fc.tuple(fc.integer({ min: 0, max: 4 }), fc.integer({ min: 0, max: 4 })), {
+            minLength: 1,
+            maxLength: 5,
+            selector: ([a, b]) => `${a},${b}`,
+          }),
+          async (rows, unsorted) => {
+            const bounds = [...unsorted].sort(([a1, b1], [a2, b2]) => a1 - a2 || b1 - b2)
+            const predicates = chunkPredicates(['a', 'b'], bounds, (v) => String(v))
+            const values = rows.map(([a, b]) => `(${a ?? 'NULL'}, ${b ?? 'NULL'})`).join(', ')
+            const hits = predicates.map((p) => `CASE WHEN ${p} THEN 1 ELSE 0 END`).join(' + ')
+            const result = await connection.runAndReadAll(
+              `SELECT CAST(${hits} AS INTEGER) AS hits FROM (VALUES ${values}) AS t(a, b)`,
+            )
+            expect(result.getRowObjectsJson().map((r) => r.hits)).toEqual(rows.map(() => 1))
+          },
+        ),
+        { numRuns: 200 },
+      )
+    } finally {
+      connection.closeSync()
+      instance.closeSync()
+    }
   })
 
   it('bounds come from every step-th key of the snapshot in key order', () => {
