@@ -20,6 +20,7 @@ import {
   whereClause,
   type LiteralFn,
   type SqlFlavor,
+  tupleAfter,
   type SqlValue,
 } from './db-sql.ts'
 import { INTEGER_TYPES, TEMPORAL_TYPES, type DbColumn } from './db-types.ts'
@@ -168,8 +169,14 @@ export async function extractDatabaseTable(
           `was discarded and nothing was merged`,
         { retryable: true },
       )
-    // Several rounds may run in different snapshots: each range is then counted on its own.
-    const countEachRange = predicates.length > snapshot.sessions.length
+    // More ranges than connections: read in rounds, and a pass may stop between two of them.
+    const inRounds = predicates.length > snapshot.sessions.length
+    // The rows of ranges `from`..last in this snapshot (NULL keys are in range 1, so from 1 on they are excluded).
+    const rowsFrom = async (from: number): Promise<number> => {
+      if (from === 0) return plan.expected
+      const tail = `${table.key.map((k) => `${q(k)} IS NOT NULL`).join(' AND ')} AND ${tupleAfter(key, plan.bounds[from - 1]!, '>=', driver.literal)}`
+      return await countOf(main, `SELECT COUNT(*) FROM ${relation}${whereClause([delta, tail])}`)
+    }
 
     converter = await CsvPartConverter.open({
       workDir: join(writer.scratchDir, `db-source-${randomBytes(6).toString('hex')}`),
@@ -196,46 +203,42 @@ export async function extractDatabaseTable(
       return spool
     })
     let next = plan.next
+    // The completeness proof of a pass: the rows of its ranges, counted in its snapshot before and after it.
+    doing = 'counting the rows left to read of'
+    const passStart = await rowsFrom(next)
     let sent = 0
     let slowestRoundMs = 0
     while (next < predicates.length) {
       const round = predicates.slice(next, next + snapshot.sessions.length)
       const first = next
       const roundStarted = Date.now()
-      doing = countEachRange
+      doing = inRounds
         ? `reading key ranges ${first + 1}-${first + round.length} of ${predicates.length} of`
         : `reading ${plan.expected} rows of`
       const results = await Promise.allSettled(
         round.map(async (predicate, i) => {
-          const session = snapshot.sessions[i]!
           const rangeWhere = whereClause([delta, predicate])
-          const counted = countEachRange
-            ? await countOf(session, `SELECT COUNT(*) FROM ${relation}${rangeWhere}`)
-            : plan.expected
-          const rangeSent = await session.streamCsv(
+          return await snapshot.sessions[i]!.streamCsv(
             `SELECT ${selectList} FROM ${relation}${rangeWhere}`,
             sessionSpools[i]!,
           )
-          if (countEachRange && rangeSent !== counted) {
-            throw incomplete(
-              `key range ${first + i + 1} of ${predicates.length} holds ${counted} rows, the server sent ${rangeSent}`,
-            )
-          }
-          return rangeSent
         }),
       )
       const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')
       if (failed) throw failed.reason
       sent += results.reduce((sum, r) => sum + (r as PromiseFulfilledResult<number>).value, 0)
-      if (!countEachRange && sent !== plan.expected) {
-        throw incomplete(`the snapshot holds ${plan.expected} rows, the server sent ${sent}`)
-      }
       next += round.length
       slowestRoundMs = Math.max(slowestRoundMs, Date.now() - roundStarted)
       // Stop while another round surely fits: a round cut by the time limit would be lost with its snapshot.
       const timeLeft = request.timeLeftMs?.()
       if (next < predicates.length && timeLeft !== undefined && timeLeft < slowestRoundMs * ROUND_MARGIN)
         break
+    }
+    doing = 'counting the rows left to read of'
+    const holds = passStart - (next < predicates.length ? await rowsFrom(next) : 0)
+    if (sent !== holds) {
+      const which = inRounds ? `key ranges ${plan.next + 1}-${next} hold` : 'the snapshot holds'
+      throw incomplete(`${which} ${holds} rows, the server sent ${sent}`)
     }
     doing = `staging the rows read from`
     const finished = await Promise.all(
@@ -248,15 +251,7 @@ export async function extractDatabaseTable(
 
     const snapshots = [...plan.snapshots, snapshot.id]
     const complete = next >= predicates.length
-    const description = describeExtract(
-      driver,
-      table,
-      spec,
-      request,
-      snapshots,
-      predicates.length,
-      countEachRange,
-    )
+    const description = describeExtract(driver, table, spec, request, snapshots, predicates.length, inRounds)
     return {
       rows: stagedRows,
       columns: staged,
@@ -380,13 +375,13 @@ function describeExtract(
   request: ExtractRequest,
   snapshots: readonly string[],
   ranges: number,
-  countEachRange: boolean,
+  inRounds: boolean,
 ): string {
   const where =
     snapshots.length > 1
       ? `${snapshots.length} passes, snapshots ${snapshots.join('; ')}`
       : `snapshot ${snapshots[0] ?? ''}`
-  const split = ranges > 1 ? (countEachRange ? `, ${ranges} key ranges` : `, ${ranges} chunks`) : ''
+  const split = ranges > 1 ? (inRounds ? `, ${ranges} key ranges` : `, ${ranges} chunks`) : ''
   const deltaText = request.watermark
     ? `, rows after (${[request.watermark.cursor, ...request.watermark.key].join(', ')})` +
       (table.extract.mode === 'incremental' && table.extract.lookbackMinutes > 0
