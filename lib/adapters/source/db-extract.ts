@@ -229,9 +229,10 @@ export async function extractDatabaseTable(
       sent += results.reduce((sum, r) => sum + (r as PromiseFulfilledResult<number>).value, 0)
       next += round.length
       slowestRoundMs = Math.max(slowestRoundMs, Date.now() - roundStarted)
-      // Stop while another round surely fits: a round cut by the time limit would be lost with its snapshot.
+      // Go on only while another round surely fits (a round cut by the time limit would be lost with its
+      // snapshot); a round too quick for the clock to see still stops when no time is left.
       const timeLeft = request.timeLeftMs?.()
-      if (next < predicates.length && timeLeft !== undefined && timeLeft < slowestRoundMs * ROUND_MARGIN)
+      if (next < predicates.length && timeLeft !== undefined && timeLeft <= slowestRoundMs * ROUND_MARGIN)
         break
     }
     doing = 'counting the rows left to read of'
