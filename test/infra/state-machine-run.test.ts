@@ -1,10 +1,8 @@
 import { mkdtempSync } from 'node:fs'
-import { writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import path, { join } from 'node:path'
+import path from 'node:path'
 
 import { ListObjectsV2Command } from '@aws-sdk/client-s3'
-import { DuckDBInstance } from '@duckdb/node-api'
 import type { Context } from 'aws-lambda'
 import type { CfnElement } from 'aws-cdk-lib'
 import { Template } from 'aws-cdk-lib/assertions'
@@ -15,17 +13,10 @@ import { createExtractHandler, createMergeHandler } from '../../functions/shared
 import { buildApp } from '../../infra/build-app.ts'
 import { parseProject } from '../../lib/config/index.ts'
 import type { ProjectSpec } from '../../lib/core/table-spec.ts'
-import { buildAwsDeps, type AwsDeps } from '../../lib/runtime/aws-deps.ts'
-import { PG_URL, PgScratch, postgresReachable } from '../integration/sources/support/db-services.ts'
-import { startDynalite, type DynaliteHandle } from '../support/aws/dynalite.ts'
-import {
-  captureStdout,
-  fakeContext,
-  makeSandbox,
-  useEmulatorCredentials,
-  type FunctionSandbox,
-} from '../support/aws/lambda.ts'
-import { startS3rver, type S3rverHandle } from '../support/aws/s3rver.ts'
+import type { AwsDeps } from '../../lib/runtime/aws-deps.ts'
+import { postgresReachable } from '../integration/sources/support/db-services.ts'
+import { PostgresFunctionEnv } from '../support/aws/postgres-functions.ts'
+import { captureStdout, fakeContext, nearTheDeadline } from '../support/aws/lambda.ts'
 import {
   JsonataStateMachine,
   PUT_METRIC_DATA,
@@ -228,68 +219,42 @@ describe('state machine definition run by a JSONata interpreter (simulated Step 
   })
 
   describe.skipIf(!available)('with the functions on s3rver, dynalite, PostgreSQL and DuckDB', () => {
-    let s3: S3rverHandle
-    let dynamo: DynaliteHandle
-    let pg: PgScratch
-    const opened: AwsDeps[] = []
+    let env: PostgresFunctionEnv
 
     beforeAll(async () => {
-      useEmulatorCredentials()
-      ;[s3, dynamo, pg] = await Promise.all([startS3rver(), startDynalite(), PgScratch.create()])
-      await pg.sql(`CREATE TABLE ${pg.schema}.items (id BIGINT PRIMARY KEY, name TEXT NOT NULL)`)
-      await pg.sql(`INSERT INTO ${pg.schema}.items SELECT g, 'n' || g FROM generate_series(1, 450) AS g`)
-      await pg.sql(`CREATE TABLE ${pg.schema}.small (id BIGINT PRIMARY KEY, name TEXT NOT NULL)`)
-      await pg.sql(`INSERT INTO ${pg.schema}.small SELECT g, 's' || g FROM generate_series(1, 30) AS g`)
+      env = await PostgresFunctionEnv.start([
+        { name: 'items', rows: 450, prefix: 'n' },
+        { name: 'small', rows: 30, prefix: 's' },
+      ])
     })
     afterEach(async () => {
-      for (const deps of opened.splice(0)) await deps.close()
+      await env?.closeSandboxes()
     })
     afterAll(async () => {
-      await Promise.all([s3?.stop(), dynamo?.stop(), pg?.drop()])
+      await env?.stop()
     })
 
     /** The functions' own dimsync.yaml (DuckDB warehouse, as in the function tests), same table names. */
-    async function sandbox(): Promise<{ box: FunctionSandbox; deps: AwsDeps }> {
-      const box = await makeSandbox(s3, dynamo)
-      await writeFile(
-        join(box.dir, 'dimsync.yaml'),
-        [
-          'version: 1',
-          'warehouse: { type: duckdb, path: unused.duckdb }',
-          'tables:',
-          '  - name: items',
-          `    source: { type: postgres, url_env: DB_URL, table: ${pg.schema}.items, slice_rows: 100 }`,
-          '    target: dim_items',
-          '    key: id',
-          '    tracked: [name]',
-          '    deletes: invalidate',
-          '  - name: small',
-          `    source: { type: postgres, url_env: DB_URL, table: ${pg.schema}.small }`,
-          '    target: dim_small',
-          '    key: id',
-          '    tracked: [name]',
-          // A column the source does not have: the extract refuses the table (ConfigError, never retried).
-          '  - name: broken',
-          `    source: { type: postgres, url_env: DB_URL, table: ${pg.schema}.items }`,
-          '    target: dim_broken',
-          '    key: id',
-          '    tracked: [name, colour]',
-          '',
-        ].join('\n'),
-      )
-      const deps = await buildAwsDeps({ ...box.env, DB_URL: PG_URL })
-      opened.push(deps)
-      return { box, deps }
-    }
-
-    /**
-     * A Lambda context 30 s from its deadline, less than the extract's reserve: every extract pass reads one
-     * round of key ranges (100 rows) and answers complete: false, as a pass near the 15-minute limit would.
-     */
-    const nearTheLimit = (): Context => {
-      const deadline = Date.now() + 30_000
-      return { ...fakeContext(), getRemainingTimeInMillis: () => deadline - Date.now() }
-    }
+    const sandbox = () =>
+      env.sandbox([
+        '  - name: items',
+        `    source: { type: postgres, url_env: DB_URL, table: ${env.table('items')}, slice_rows: 100 }`,
+        '    target: dim_items',
+        '    key: id',
+        '    tracked: [name]',
+        '    deletes: invalidate',
+        '  - name: small',
+        `    source: { type: postgres, url_env: DB_URL, table: ${env.table('small')} }`,
+        '    target: dim_small',
+        '    key: id',
+        '    tracked: [name]',
+        // A column the source does not have: the extract refuses the table (ConfigError, never retried).
+        '  - name: broken',
+        `    source: { type: postgres, url_env: DB_URL, table: ${env.table('items')} }`,
+        '    target: dim_broken',
+        '    key: id',
+        '    tracked: [name, colour]',
+      ])
 
     /** Routes the state machine's FunctionName to the real handler (logs captured, not printed). */
     function invoker(deps: AwsDeps, extractContext: () => Context = fakeContext): LambdaInvoker {
@@ -304,29 +269,12 @@ describe('state machine definition run by a JSONata interpreter (simulated Step 
       }
     }
 
-    async function currentRows(box: FunctionSandbox, deps: AwsDeps, table: string) {
-      await (await deps.warehouse()).close()
-      opened.splice(opened.indexOf(deps), 1)
-      const db = await DuckDBInstance.create(box.duckdbPath)
-      const c = await db.connect()
-      try {
-        const result = await c.runAndReadAll(
-          `SELECT COUNT(*)::INTEGER AS versions, COUNT(DISTINCT id)::INTEGER AS keys, MIN(id)::INTEGER AS lo,
-                  MAX(id)::INTEGER AS hi FROM ${table} WHERE valid_to IS NULL`,
-        )
-        return result.getRowObjectsJson()
-      } finally {
-        c.closeSync()
-        db.closeSync()
-      }
-    }
-
     it('a console reload longer than one invocation loops Extract with batchId and resume, then merges all 450 rows', async () => {
       const { box, deps } = await sandbox()
       const result = await machine.run({
         input: { table: 'items', mode: 'full' },
         executionName: 'reload-items',
-        invoke: invoker(deps, nearTheLimit),
+        invoke: invoker(deps, nearTheDeadline),
       })
 
       expect([result.status, result.error, result.cause]).toEqual(['SUCCEEDED', undefined, undefined])
@@ -381,12 +329,12 @@ describe('state machine definition run by a JSONata interpreter (simulated Step 
         ]),
       )
       expect(result.calls.filter((c) => c.resource === SNS_PUBLISH)).toEqual([])
-      expect(await currentRows(box, deps, 'dim_items')).toEqual([
-        { versions: 450, keys: 450, lo: 1, hi: 450 },
+      expect(await env.currentVersions(box, deps, 'dim_items', 'n')).toEqual([
+        { versions: 450, keys: 450, lo: 1, hi: 450, wrong: 0 },
       ])
-      expect((await s3.client.send(new ListObjectsV2Command({ Bucket: box.bucket }))).Contents ?? []).toEqual(
-        [],
-      )
+      expect(
+        (await env.s3.client.send(new ListObjectsV2Command({ Bucket: box.bucket }))).Contents ?? [],
+      ).toEqual([])
     })
 
     it('a table read in one pass goes straight from Extract to Merge', async () => {
@@ -415,7 +363,9 @@ describe('state machine definition run by a JSONata interpreter (simulated Step 
       expect(metricsOf(result, 'RecordSuccess')).toContainEqual(
         expect.objectContaining({ MetricName: 'RowsExtracted', Value: 30 }),
       )
-      expect(await currentRows(box, deps, 'dim_small')).toEqual([{ versions: 30, keys: 30, lo: 1, hi: 30 }])
+      expect(await env.currentVersions(box, deps, 'dim_small', 's')).toEqual([
+        { versions: 30, keys: 30, lo: 1, hi: 30, wrong: 0 },
+      ])
     })
 
     it('a failing metrics call after the merge does not fail the load (RecordSuccess catches into Done)', async () => {
@@ -464,7 +414,7 @@ describe('state machine definition run by a JSONata interpreter (simulated Step 
       const { deps } = await sandbox()
       // An earlier pass that stopped before its time limit keeps the table's lease for its next pass.
       const held = await captureStdout(() =>
-        createExtractHandler({ deps: async () => deps })({ table: 'items' }, nearTheLimit()),
+        createExtractHandler({ deps: async () => deps })({ table: 'items' }, nearTheDeadline()),
       )
       expect(held.result.complete).toBe(false)
 

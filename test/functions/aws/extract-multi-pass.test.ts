@@ -1,111 +1,63 @@
-import { writeFile } from 'node:fs/promises'
-import { join } from 'node:path'
-
 import { ListObjectsV2Command } from '@aws-sdk/client-s3'
-import { DuckDBInstance } from '@duckdb/node-api'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 
 import type { LockHeldError } from '../../../lib/core/errors.ts'
-import { buildAwsDeps, type AwsDeps } from '../../../lib/runtime/aws-deps.ts'
 import { createExtractHandler, createMergeHandler } from '../../../functions/shared/handlers.ts'
 import type { ExtractOutput } from '../../../functions/shared/events.ts'
-import { startDynalite, type DynaliteHandle } from '../../support/aws/dynalite.ts'
-import {
-  captureStdout,
-  fakeContext,
-  makeSandbox,
-  useEmulatorCredentials,
-  type FunctionSandbox,
-} from '../../support/aws/lambda.ts'
-import { startS3rver, type S3rverHandle } from '../../support/aws/s3rver.ts'
-import { PG_URL, PgScratch, postgresReachable } from '../../integration/sources/support/db-services.ts'
+import { captureStdout, fakeContext, nearTheDeadline } from '../../support/aws/lambda.ts'
+import { PostgresFunctionEnv } from '../../support/aws/postgres-functions.ts'
+import { postgresReachable } from '../../integration/sources/support/db-services.ts'
 
 const available = await postgresReachable()
 
 /**
  * The extract function on a table larger than one invocation can read: S3 on s3rver, state on dynalite, the
  * source on the real PostgreSQL, the warehouse on DuckDB. The Lambda context says the time is almost up, so
- * every pass reads one key range (100 rows) and hands over to the next, as the state machine's loop would.
+ * every pass reads one key range (90 rows) and hands over to the next, as the state machine's loop would.
  */
 describe.skipIf(!available)('extract function: an extract continued over several invocations', () => {
-  let s3: S3rverHandle
-  let dynamo: DynaliteHandle
-  let pg: PgScratch
-  const opened: AwsDeps[] = []
+  let env: PostgresFunctionEnv
+  let ITEMS: string[]
 
   beforeAll(async () => {
-    useEmulatorCredentials()
-    ;[s3, dynamo, pg] = await Promise.all([startS3rver(), startDynalite(), PgScratch.create()])
-    await pg.sql(`CREATE TABLE ${pg.schema}.items (id BIGINT PRIMARY KEY, name TEXT NOT NULL)`)
-    await pg.sql(`INSERT INTO ${pg.schema}.items SELECT g, 'n' || g FROM generate_series(1, 450) AS g`)
+    env = await PostgresFunctionEnv.start([{ name: 'items', rows: 450, prefix: 'n' }])
+    ITEMS = [
+      '  - name: items',
+      `    source: { type: postgres, url_env: DB_URL, table: ${env.table('items')}, slice_rows: 100 }`,
+      '    target: dim_items',
+      '    key: id',
+      '    tracked: [name]',
+      '    deletes: invalidate',
+    ]
   })
   afterEach(async () => {
-    for (const deps of opened.splice(0)) await deps.close()
+    await env?.closeSandboxes()
   })
   afterAll(async () => {
-    await Promise.all([s3?.stop(), dynamo?.stop(), pg?.drop()])
+    await env?.stop()
   })
 
-  async function sandbox(): Promise<{ box: FunctionSandbox; deps: AwsDeps }> {
-    const box = await makeSandbox(s3, dynamo)
-    await writeFile(
-      join(box.dir, 'dimsync.yaml'),
-      [
-        'version: 1',
-        'warehouse: { type: duckdb, path: unused.duckdb }',
-        'tables:',
-        '  - name: items',
-        `    source: { type: postgres, url_env: DB_URL, table: ${pg.schema}.items, slice_rows: 100 }`,
-        '    target: dim_items',
-        '    key: id',
-        '    tracked: [name]',
-        '    deletes: invalidate',
-        '',
-      ].join('\n'),
-    )
-    const deps = await buildAwsDeps({ ...box.env, DB_URL: PG_URL })
-    opened.push(deps)
-    return { box, deps }
-  }
-
-  /**
-   * A Lambda context 30 s from its deadline, less than the extract's reserve: a pass reads one round of key
-   * ranges, then stops (middy itself gives up at the deadline, so it must lie ahead).
-   */
-  const nearTheLimit = () => {
-    const deadline = Date.now() + 30_000
-    return { ...fakeContext(), getRemainingTimeInMillis: () => deadline - Date.now() }
-  }
-
-  async function countRows(box: FunctionSandbox, deps: AwsDeps): Promise<Record<string, unknown>[]> {
-    await (await deps.warehouse()).close()
-    opened.splice(opened.indexOf(deps), 1)
-    const db = await DuckDBInstance.create(box.duckdbPath)
-    const c = await db.connect()
-    try {
-      const result = await c.runAndReadAll(
-        `SELECT COUNT(*)::INTEGER AS versions, COUNT(DISTINCT id)::INTEGER AS keys, MIN(id)::INTEGER AS lo,
-                MAX(id)::INTEGER AS hi, COUNT(*) FILTER (WHERE name <> 'n' || id)::INTEGER AS wrong
-         FROM dim_items WHERE valid_to IS NULL`,
-      )
-      return result.getRowObjectsJson() as Record<string, unknown>[]
-    } finally {
-      c.closeSync()
-      db.closeSync()
+  /** Calls the extract with each answer's batchId and resume until it is complete; returns every answer. */
+  async function extractToTheEnd(
+    extract: ReturnType<typeof createExtractHandler>,
+    first: ExtractOutput,
+  ): Promise<ExtractOutput[]> {
+    const outputs = [first]
+    let output = first
+    while (!output.complete) {
+      const { table, batchId, resume } = output
+      output = (await captureStdout(() => extract({ table, batchId, resume }, nearTheDeadline()))).result
+      outputs.push(output)
     }
+    return outputs
   }
 
   it('passes return complete: false with resume until the last one; the merge then loads every row once', async () => {
-    const { box, deps } = await sandbox()
+    const { box, deps } = await env.sandbox(ITEMS)
     const extract = createExtractHandler({ deps: async () => deps })
-    const outputs: ExtractOutput[] = []
-    let output = (await captureStdout(() => extract({ table: 'items' }, nearTheLimit()))).result
-    outputs.push(output)
-    while (!output.complete) {
-      const { table, batchId, resume } = output
-      output = (await captureStdout(() => extract({ table, batchId, resume }, nearTheLimit()))).result
-      outputs.push(output)
-    }
+    const first = (await captureStdout(() => extract({ table: 'items' }, nearTheDeadline()))).result
+    const outputs = await extractToTheEnd(extract, first)
+    const output = outputs.at(-1)!
     expect(outputs.map((o) => [o.complete, o.resume?.pass, o.rows])).toEqual([
       [false, 1, 90],
       [false, 2, 180],
@@ -119,16 +71,18 @@ describe.skipIf(!available)('extract function: an extract continued over several
       createMergeHandler({ deps: async () => deps })(output, fakeContext()),
     )
     expect(merged.result).toMatchObject({ status: 'merged', counts: { insertedVersions: 450 } })
-    expect(await countRows(box, deps)).toEqual([{ versions: 450, keys: 450, lo: 1, hi: 450, wrong: 0 }])
-    expect((await s3.client.send(new ListObjectsV2Command({ Bucket: box.bucket }))).Contents ?? []).toEqual(
-      [],
-    )
+    expect(await env.currentVersions(box, deps, 'dim_items', 'n')).toEqual([
+      { versions: 450, keys: 450, lo: 1, hi: 450, wrong: 0 },
+    ])
+    expect(
+      (await env.s3.client.send(new ListObjectsV2Command({ Bucket: box.bucket }))).Contents ?? [],
+    ).toEqual([])
   })
 
   it('between two passes the table stays locked: another extract of it waits (LockHeldError)', async () => {
-    const { deps } = await sandbox()
+    const { deps } = await env.sandbox(ITEMS)
     const extract = createExtractHandler({ deps: async () => deps })
-    const first = (await captureStdout(() => extract({ table: 'items' }, nearTheLimit()))).result
+    const first = (await captureStdout(() => extract({ table: 'items' }, nearTheDeadline()))).result
     expect(first.complete).toBe(false)
     const other = await captureStdout(() => extract({ table: 'items' }, fakeContext())).catch(
       (e: unknown) => e,
@@ -145,9 +99,9 @@ describe.skipIf(!available)('extract function: an extract continued over several
   })
 
   it('a retried last pass whose answer was lost returns the committed batch instead of failing', async () => {
-    const { deps } = await sandbox()
+    const { deps } = await env.sandbox(ITEMS)
     const extract = createExtractHandler({ deps: async () => deps })
-    const first = (await captureStdout(() => extract({ table: 'items' }, nearTheLimit()))).result
+    const first = (await captureStdout(() => extract({ table: 'items' }, nearTheDeadline()))).result
     const event = { table: 'items', batchId: first.batchId, resume: first.resume }
     const last = (await captureStdout(() => extract(event, fakeContext()))).result
     const retried = (await captureStdout(() => extract(event, fakeContext()))).result
@@ -156,7 +110,7 @@ describe.skipIf(!available)('extract function: an extract continued over several
   })
 
   it('a resume event without its batch id, or for a batch that has no saved progress, is refused clearly', async () => {
-    const { deps } = await sandbox()
+    const { deps } = await env.sandbox(ITEMS)
     const extract = createExtractHandler({ deps: async () => deps })
     await expect(
       captureStdout(() => extract({ table: 'items', resume: { pass: 1 } }, fakeContext())),
@@ -172,5 +126,48 @@ describe.skipIf(!available)('extract function: an extract continued over several
         ),
       ),
     ).rejects.toThrow(/table items: batch 20240101T000000\.000Z-abcdef has no saved progress/)
+  })
+
+  it('a pass called again after its answer was lost continues from the saved checkpoint: no row is staged twice', async () => {
+    const { box, deps } = await env.sandbox(ITEMS)
+    const extract = createExtractHandler({ deps: async () => deps })
+    const first = (await captureStdout(() => extract({ table: 'items' }, nearTheDeadline()))).result
+    const event = { table: 'items', batchId: first.batchId, resume: first.resume }
+    const second = (await captureStdout(() => extract(event, nearTheDeadline()))).result
+    expect(second).toMatchObject({ complete: false, resume: { pass: 2 }, rows: 180 })
+    // The state machine never saw `second` and calls the same pass again: it goes on after pass 2.
+    const again = (await captureStdout(() => extract(event, nearTheDeadline()))).result
+    expect(again).toMatchObject({ batchId: first.batchId, complete: false, resume: { pass: 3 }, rows: 270 })
+    const last = (await extractToTheEnd(extract, again)).at(-1)!
+    expect(last).toMatchObject({ complete: true, rows: 450 })
+    await captureStdout(() => createMergeHandler({ deps: async () => deps })(last, fakeContext()))
+    expect(await env.currentVersions(box, deps, 'dim_items', 'n')).toEqual([
+      { versions: 450, keys: 450, lo: 1, hi: 450, wrong: 0 },
+    ])
+  })
+
+  it('an extract abandoned between passes (execution stopped) changes nothing; the next run reads everything and removes it', async () => {
+    const { box, deps } = await env.sandbox(ITEMS)
+    const first = (
+      await captureStdout(() =>
+        createExtractHandler({ deps: async () => deps })({ table: 'items' }, nearTheDeadline()),
+      )
+    ).result
+    expect(first.complete).toBe(false)
+    // Two hours later: the lease it kept has expired, its suspended batch is older than the abandoned age.
+    const later = await env.depsFor(box, { clock: () => new Date(Date.now() + 2 * 3_600_000) })
+    expect(await later.staging.listBatches('items')).toEqual([])
+    const next = await captureStdout(() =>
+      createExtractHandler({ deps: async () => later })({ table: 'items' }, fakeContext()),
+    )
+    expect(next.result).toMatchObject({ complete: true, rows: 450 })
+    expect(next.result.batchId).not.toBe(first.batchId)
+    expect(next.lines.find((l) => (l as { step?: string }).step === 'cleanup')).toMatchObject({
+      removed: [first.batchId],
+    })
+    await captureStdout(() => createMergeHandler({ deps: async () => later })(next.result, fakeContext()))
+    expect(await env.currentVersions(box, later, 'dim_items', 'n')).toEqual([
+      { versions: 450, keys: 450, lo: 1, hi: 450, wrong: 0 },
+    ])
   })
 })

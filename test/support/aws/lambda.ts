@@ -30,6 +30,16 @@ export function fakeContext(functionName = 'dimsync-test'): Context {
 }
 
 /**
+ * A Lambda context 30 s from its deadline, less than the extract's reserve: an extract pass reads one round of
+ * key ranges and stops, as a pass near the 15-minute limit would (middy itself gives up at the deadline, so the
+ * deadline must lie ahead).
+ */
+export function nearTheDeadline(functionName = 'dimsync-test'): Context {
+  const deadline = Date.now() + 30_000
+  return { ...fakeContext(functionName), getRemainingTimeInMillis: () => deadline - Date.now() }
+}
+
+/**
  * Makes the SDK's default credential chain pick the only credentials s3rver accepts (dynalite accepts any),
  * as the Lambda runtime's environment would provide real ones.
  */
