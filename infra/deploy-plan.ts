@@ -4,7 +4,7 @@
  * file sources, a secret for every database URL, a BigQuery warehouse) fail with the CLI's ConfigError format.
  */
 import { ConfigError } from '../lib/core/errors.ts'
-import type { LambdaSizeSpec, ProjectSpec, ScheduleSpec } from '../lib/core/table-spec.ts'
+import type { AwsDeploymentSpec, LambdaSizeSpec, ProjectSpec, ScheduleSpec } from '../lib/core/table-spec.ts'
 import { DEFAULT_STACK_NAME, MAX_ALARM_WINDOW_MINUTES } from './defaults.ts'
 
 /** One pair of functions (extract, merge) with one memory/timeout setting, shared by the tables of that size. */
@@ -36,11 +36,7 @@ export interface DeploymentPlan {
   readonly classes: readonly FunctionClassPlan[]
   readonly tables: readonly TablePlan[]
   readonly bigQuerySecret?: string
-  readonly vpc?: {
-    readonly vpcId: string
-    readonly subnetIds: readonly string[]
-    readonly securityGroupIds: readonly string[]
-  }
+  readonly vpc?: AwsDeploymentSpec['vpc']
   readonly alarmEmail?: string
   readonly logRetentionDays: number
   readonly stagingExpiryDays: number
