@@ -98,6 +98,22 @@ function gate(): { wait: () => Promise<void>; open: () => void; reached: Promise
   }
 }
 
+/**
+ * Stages a batch, then starts its merge with a state store that stops it inside the transaction, just before
+ * COMMIT (its fencing check), until `paused.open()`. `merge` settles with the result or the error.
+ */
+async function mergePausedBeforeCommit(deps: AwsDeps) {
+  const staged = (
+    await captureStdout(() =>
+      createExtractHandler({ deps: async () => deps })({ table: 'customers' }, fakeContext()),
+    )
+  ).result
+  const paused = gate()
+  const slowDeps: FunctionDeps = { ...deps, state: hookedState(deps.state, { assertLeaseHeld: paused.wait }) }
+  const merge = captureStdout(() => createMergeHandler({ deps: async () => slowDeps })(staged, fakeContext()))
+  return { staged, paused, merge }
+}
+
 describe('extract and merge functions (s3rver + dynalite + DuckDB)', () => {
   it('the exported handlers stage a batch, merge it, record the run, log each step and emit metrics', async () => {
     const box = await makeSandbox(s3, dynamo)
@@ -211,19 +227,7 @@ describe('extract and merge functions (s3rver + dynalite + DuckDB)', () => {
 
   it('two merges of the same table at once: exactly one commits, the other meets the lock, no duplicate versions', async () => {
     const { box, deps } = await sandboxWithDeps()
-    const staged = (
-      await captureStdout(() =>
-        createExtractHandler({ deps: async () => deps })({ table: 'customers' }, fakeContext()),
-      )
-    ).result
-    const paused = gate()
-    const slowDeps: FunctionDeps = {
-      ...deps,
-      state: hookedState(deps.state, { assertLeaseHeld: paused.wait }),
-    }
-    const first = captureStdout(() =>
-      createMergeHandler({ deps: async () => slowDeps })(staged, fakeContext()),
-    )
+    const { staged, paused, merge: first } = await mergePausedBeforeCommit(deps)
     await paused.reached // the first merge is inside its transaction, just before COMMIT
     const second = await captureStdout(() =>
       createMergeHandler({ deps: async () => deps })(staged, fakeContext()),
@@ -278,19 +282,8 @@ describe('extract and merge functions (s3rver + dynalite + DuckDB)', () => {
 
   it('an expired lease taken over by a new owner: the old owner fails its fencing check and rolls back', async () => {
     const { box, deps } = await sandboxWithDeps()
-    const staged = (
-      await captureStdout(() =>
-        createExtractHandler({ deps: async () => deps })({ table: 'customers' }, fakeContext()),
-      )
-    ).result
-    const paused = gate()
-    const slowDeps: FunctionDeps = {
-      ...deps,
-      state: hookedState(deps.state, { assertLeaseHeld: paused.wait }),
-    }
-    const old = captureStdout(() =>
-      createMergeHandler({ deps: async () => slowDeps })(staged, fakeContext()),
-    ).catch((e: unknown) => e)
+    const { staged, paused, merge } = await mergePausedBeforeCommit(deps)
+    const old = merge.catch((e: unknown) => e)
     await paused.reached
     // The old owner stalls past its TTL; a new run takes the expired lease over with a higher token.
     const later = new Date(Date.now() + deps.settings.leaseTtlMs + 1000)
