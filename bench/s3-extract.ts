@@ -18,7 +18,7 @@ import { S3StagingStore } from '../lib/adapters/staging/s3-staging-store.ts'
 import { LocalStateStore } from '../lib/adapters/state/local-state-store.ts'
 import { loadProject } from '../lib/config/index.ts'
 import type { StagingStore } from '../lib/ports/staging-store.ts'
-import { extractStep } from '../lib/use-cases/pipeline-steps.ts'
+import { extractStep } from '../lib/use-cases/extract-pass.ts'
 import { S3RVER_CREDENTIALS, startS3rver } from '../test/support/aws/s3rver.ts'
 import { BENCH_ROOT, CHILD_ENV, median, TMP } from './support.ts'
 

@@ -1,3 +1,5 @@
+import { randomBytes } from 'node:crypto'
+
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware'
 import type { Logger } from '@aws-lambda-powertools/logger'
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware'
@@ -5,17 +7,34 @@ import type { Metrics } from '@aws-lambda-powertools/metrics'
 import middy from '@middy/core'
 import type { Context } from 'aws-lambda'
 
+import { instantOfBatchId, makeBatchId, runIdOfBatch } from '../../lib/core/batch-id.ts'
+import { ConfigError } from '../../lib/core/errors.ts'
+import type { TableSpec } from '../../lib/core/table-spec.ts'
+import { extractTable } from '../../lib/use-cases/extract-table.ts'
+import type { MergeBatchResult } from '../../lib/use-cases/merge-batch.ts'
+import type { WatermarkOutcome } from '../../lib/use-cases/merge-step.ts'
+import { mergeTable } from '../../lib/use-cases/merge-table.ts'
 import { containerDeps } from './container.ts'
-import { parseExtractEvent, parseMergeEvent, type ExtractOutput } from './events.ts'
+import { parseExtractEvent, parseMergeEvent, type ExtractEvent, type ExtractOutput } from './events.ts'
+import { pipelineDepsOf, type FunctionDeps } from './function-deps.ts'
 import { createLogger, createMetrics } from './powertools.ts'
 import { retryableErrorsAsOneType } from './retryable-errors.ts'
-import { runExtract, runMerge, type FunctionDeps, type MergeOutput } from './steps.ts'
+import { powertoolsListener } from './telemetry.ts'
 
 export interface HandlerOptions {
   /** The container's adapters; default: built once from the environment (lib/runtime/aws-deps.ts). */
   readonly deps?: () => Promise<FunctionDeps>
   readonly logger?: Logger
   readonly metrics?: Metrics
+}
+
+/** Output of the merge function. */
+export interface MergeOutput {
+  readonly table: string
+  readonly batchId: string
+  readonly status: MergeBatchResult['status']
+  readonly watermark: WatermarkOutcome
+  readonly counts?: MergeBatchResult['counts']
 }
 
 /**
@@ -25,38 +44,94 @@ export interface HandlerOptions {
 export const EXTRACT_RESERVE_MS = 60_000
 
 /**
- * The extract function: `{ table, mode?, reason?, batchId?, resume? }` → `{ table, batchId, rows, bytes, complete, resume? }`. Powertools logger
+ * The extract function (lib/use-cases/extract-table.ts): `{ table, mode?, reason?, batchId?, resume? }` →
+ * `{ table, batchId, rows, bytes, complete, resume? }`. A new extract gets a new batch and run
+ * (`run-<batchId>`); a pass with `resume` continues the batch its earlier pass suspended. Powertools logger
  * (Lambda context on every line, keys reset between invocations) and metrics (EMF, cold start) via middy.
  */
 export function createExtractHandler(options: HandlerOptions = {}) {
   const logger = options.logger ?? createLogger('extract')
   const metrics = options.metrics ?? createMetrics()
-  const deps = options.deps ?? containerDeps
+  const containerOf = options.deps ?? containerDeps
   return middy(async (event: unknown, context: Context): Promise<ExtractOutput> => {
     const input = parseExtractEvent(event)
-    const timeLeftMs = () => context.getRemainingTimeInMillis() - EXTRACT_RESERVE_MS
-    return await runExtract(
-      await deps(),
-      input,
-      { logger, metrics, invocationId: context.awsRequestId },
-      timeLeftMs,
+    const deps = await containerOf()
+    const table = withMode(deps.table(input.table), input.mode)
+    const now = deps.clock()
+    const resume = input.resume !== undefined && input.batchId !== undefined
+    const batchId = resume ? input.batchId! : makeBatchId(now)
+    const runId = runIdOfBatch(batchId)
+    logger.appendKeys({
+      table: table.name,
+      batchId,
+      runId,
+      mode: table.extract.mode,
+      reason: input.reason,
+      ...(resume ? { resumeAfterPass: input.resume!.pass } : {}),
+    })
+    metrics.addDimension('table', table.name)
+    const result = await extractTable(
+      pipelineDepsOf(deps, powertoolsListener('extract', logger, metrics)),
+      table,
+      {
+        // One owner per extract (the run id is new for every first pass): its later passes take the lease over.
+        run: { runId, owner: `${runId}/extract`, leaseTtlMs: deps.settings.leaseTtlMs },
+        batchId,
+        extractedAt: resume ? new Date(instantOfBatchId(batchId) ?? now.toISOString()) : now,
+        resume,
+        timeLeftMs: () => context.getRemainingTimeInMillis() - EXTRACT_RESERVE_MS,
+        abandonedAfterMs: deps.settings.abandonedBatchMs,
+      },
     )
+    const { rows, bytes } = result
+    return result.complete
+      ? { table: table.name, batchId, rows, bytes, complete: true }
+      : { table: table.name, batchId, rows, bytes, complete: false, resume: { pass: result.pass } }
   })
     .use(injectLambdaContext(logger, { resetKeys: true }))
     .use(logMetrics(metrics, { captureColdStartMetric: true }))
     .use(retryableErrorsAsOneType())
 }
 
-/** The merge function: `{ table, batchId }` → `{ table, batchId, status, watermark, counts? }`. */
+/**
+ * The merge function (lib/use-cases/merge-table.ts): `{ table, batchId }` →
+ * `{ table, batchId, status, watermark, counts? }`. A retried invocation whose batch was already merged and
+ * removed answers `already-applied`.
+ */
 export function createMergeHandler(options: HandlerOptions = {}) {
   const logger = options.logger ?? createLogger('merge')
   const metrics = options.metrics ?? createMetrics()
-  const deps = options.deps ?? containerDeps
+  const containerOf = options.deps ?? containerDeps
   return middy(async (event: unknown, context: Context): Promise<MergeOutput> => {
-    const input = parseMergeEvent(event)
-    return await runMerge(await deps(), input, { logger, metrics, invocationId: context.awsRequestId })
+    const { table: name, batchId } = parseMergeEvent(event)
+    const deps = await containerOf()
+    const table = deps.table(name)
+    const runId = runIdOfBatch(batchId)
+    logger.appendKeys({ table: table.name, batchId, runId })
+    metrics.addDimension('table', table.name)
+    const { merge, watermark } = await mergeTable(
+      pipelineDepsOf(deps, powertoolsListener('merge', logger, metrics)),
+      table,
+      { run: { runId, owner: mergeOwner(runId, context), leaseTtlMs: deps.settings.leaseTtlMs }, batchId },
+    )
+    const { status, counts } = merge
+    return { table: table.name, batchId, status, watermark, ...(counts ? { counts } : {}) }
   })
     .use(injectLambdaContext(logger, { resetKeys: true }))
     .use(logMetrics(metrics, { captureColdStartMetric: true }))
     .use(retryableErrorsAsOneType())
+}
+
+/** The table with its extract mode overridden by the event (a full reload of an incremental table). */
+function withMode(table: TableSpec, mode: ExtractEvent['mode']): TableSpec {
+  if (mode === undefined || mode === table.extract.mode) return table
+  if (mode === 'full') return { ...table, extract: { mode: 'full' } }
+  throw new ConfigError('extract event', [
+    `mode: table ${table.name} is configured for full extracts; "incremental" needs extract.cursor in dimsync.yaml`,
+  ])
+}
+
+/** The merge's lease owner: run, step and invocation, so two invocations of one merge never share a lease. */
+function mergeOwner(runId: string, context: Context): string {
+  return `${runId}/merge/${context.awsRequestId || randomBytes(4).toString('hex')}`
 }

@@ -9,7 +9,8 @@ import { assertTableMatchesSource } from '../config/index.ts'
 import type { ProjectSpec } from '../core/table-spec.ts'
 import { openSource } from './open-source.ts'
 import type { Warehouse } from '../ports/warehouse.ts'
-import type { PipelineDeps, RunEvent } from '../use-cases/run-table.ts'
+import type { RunEvent } from '../use-cases/run-event.ts'
+import type { PipelineDeps } from '../use-cases/run-table.ts'
 import { openStoreOverrides, type StoreOverrides } from './aws-deps.ts'
 
 export interface LocalDeps extends PipelineDeps {
@@ -41,6 +42,7 @@ export async function buildLocalDeps(
     staging: overridden.staging ?? new LocalStagingStore({ root: project.staging.path }),
     state: overridden.state ?? new LocalStateStore({ root: project.state.path }),
     warehouse,
+    openWarehouse: async () => warehouse,
     schema: project.warehouse.schema,
     openSource: (table) => openSource(table, { baseDir: project.baseDir, env: process.env }),
     clock: () => new Date(),

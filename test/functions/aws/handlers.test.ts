@@ -11,7 +11,7 @@ import { ConfigError, LeaseLostError, LockHeldError, StagingError } from '../../
 import { buildAwsDeps, type AwsDeps } from '../../../lib/runtime/aws-deps.ts'
 import type { StateStore } from '../../../lib/ports/state-store.ts'
 import { createExtractHandler, createMergeHandler } from '../../../functions/shared/handlers.ts'
-import type { FunctionDeps } from '../../../functions/shared/steps.ts'
+import type { FunctionDeps } from '../../../functions/shared/function-deps.ts'
 import { startDynalite, type DynaliteHandle } from '../../support/aws/dynalite.ts'
 import {
   captureStdout,

@@ -11,7 +11,7 @@ import type { BatchManifest } from '../../../lib/core/batch.ts'
 import { SourceError } from '../../../lib/core/errors.ts'
 import type { TableSpec } from '../../../lib/core/table-spec.ts'
 import type { Source } from '../../../lib/ports/source.ts'
-import { extractPass, type ExtractPassRequest } from '../../../lib/use-cases/pipeline-steps.ts'
+import { extractPass, type ExtractPassRequest } from '../../../lib/use-cases/extract-pass.ts'
 import { tableSpec } from '../../support/table-spec-builder.ts'
 import { KITS, sourceSpec, type DbKit, type DbScratch } from './support/db-kits.ts'
 

@@ -9,12 +9,17 @@ import { BatchRejectedError, LockHeldError, SourceError } from '../../../lib/cor
 import type { ProjectSpec } from '../../../lib/core/table-spec.ts'
 import { buildLocalDeps, type LocalDeps } from '../../../lib/runtime/local-deps.ts'
 import { discardBatches } from '../../../lib/use-cases/discard-batches.ts'
+import { makeBatchId, runIdOfBatch } from '../../../lib/core/batch-id.ts'
+import { extractTable } from '../../../lib/use-cases/extract-table.ts'
+import { mergeTable } from '../../../lib/use-cases/merge-table.ts'
 import { readHistory } from '../../../lib/use-cases/read-history.ts'
+import type { RunEvent } from '../../../lib/use-cases/run-event.ts'
 import { runTable } from '../../../lib/use-cases/run-table.ts'
 
 let dir: string
 let project: ProjectSpec
 let deps: LocalDeps
+let events: RunEvent[]
 const JAN = new Date('2024-01-01T00:00:00Z')
 const FEB = new Date('2024-02-01T00:00:00Z')
 const MAR = new Date('2024-03-01T00:00:00Z')
@@ -22,6 +27,12 @@ const MAR = new Date('2024-03-01T00:00:00Z')
 function writeCsv(rows: string[]): void {
   writeFileSync(join(dir, 'customers.csv'), ['customer_id,region', ...rows].join('\n') + '\n')
 }
+/** The steps reported, without the progress ticks (their number depends on the source's chunking). */
+const steps = () =>
+  events
+    .filter((e) => e.step !== 'progress')
+    .map((e) => (e.step === 'record' ? `record ${e.status}` : e.step))
+
 const history = async () =>
   (await readHistory(deps.warehouse, { table: project.tables[0]!, schema: 'main' })).map((r) => [
     r.customer_id,
@@ -41,7 +52,8 @@ tables:
 `
   writeFileSync(configPath, yaml)
   project = parseProject(yaml, configPath)
-  deps = await buildLocalDeps(project)
+  events = []
+  deps = await buildLocalDeps(project, (event) => events.push(event))
 })
 afterEach(async () => {
   await deps.close()
@@ -150,5 +162,84 @@ describe('runTable with the embedded adapters (local files, DuckDB)', () => {
       [2, 'North', true],
     ])
     expect(await deps.staging.listBatches('customers')).toEqual([])
+  })
+})
+
+describe('the extract and merge steps as runs of their own (what the Lambdas run), on the embedded adapters', () => {
+  it('extract then merge record one run: the merge continues the record the extract wrote', async () => {
+    writeCsv(['1,South', '2,North'])
+    const batchId = makeBatchId(JAN)
+    const runId = runIdOfBatch(batchId)
+    const run = { runId, leaseTtlMs: 60_000 }
+    const extracted = await extractTable(deps, project.tables[0]!, { run, batchId, extractedAt: JAN })
+    expect(extracted).toMatchObject({ complete: true, batchId, rows: 2 })
+    expect(await deps.state.listRuns('customers', 5)).toEqual([
+      expect.objectContaining({ runId, status: 'running', startedAt: JAN.toISOString(), rowsExtracted: 2 }),
+    ])
+    expect(steps()).toEqual(['lock', 'record running', 'record running', 'extract'])
+
+    events.length = 0
+    const merged = await mergeTable(deps, project.tables[0]!, { run, batchId })
+    expect(merged).toMatchObject({ batchId, watermark: 'none', merge: { status: 'merged' } })
+    expect(steps()).toEqual(['lock', 'merge', 'watermark', 'record succeeded'])
+    const runs = await deps.state.listRuns('customers', 5)
+    expect(runs).toEqual([
+      expect.objectContaining({
+        runId,
+        status: 'succeeded',
+        startedAt: JAN.toISOString(),
+        batchId,
+        rowsExtracted: 2,
+        counts: expect.objectContaining({ insertedVersions: 2 }),
+      }),
+    ])
+    expect(await deps.staging.listBatches('customers')).toEqual([])
+
+    // Called again after its answer was lost: the batch is gone, the record says merged, nothing is redone.
+    events.length = 0
+    const again = await mergeTable(deps, project.tables[0]!, { run, batchId })
+    expect(again).toMatchObject({ merge: { status: 'already-applied' }, watermark: 'unchanged' })
+    expect(steps()).toEqual(['lock', 'already-merged'])
+    expect(await deps.state.listRuns('customers', 5)).toEqual(runs)
+  })
+
+  it('a merge of a batch that was never staged fails, and says so in the run record', async () => {
+    writeCsv(['1,South', '2,North'])
+    const batchId = makeBatchId(JAN)
+    const run = { runId: runIdOfBatch(batchId), leaseTtlMs: 60_000 }
+    const error = await mergeTable(deps, project.tables[0]!, { run, batchId }).catch((e: unknown) => e)
+    expect((error as Error).message).toMatch(new RegExp(`batch ${batchId} is not committed`))
+    expect(steps()).toEqual(['lock', 'record failed', 'failed'])
+    expect((await deps.state.listRuns('customers', 1))[0]).toMatchObject({
+      status: 'failed',
+      startedAt: JAN.toISOString(),
+      batchId,
+    })
+  })
+
+  it('dimsync run reports the same steps, under one lease and one run record', async () => {
+    writeCsv(['1,South', '2,North'])
+    const result = await runTable(deps, project.tables[0]!, { extractedAt: JAN })
+    expect(steps()).toEqual([
+      'lock',
+      'record running',
+      'record running',
+      'record running',
+      'extract',
+      'merge',
+      'watermark',
+      'record succeeded',
+    ])
+    expect(events.filter((e) => e.step === 'lock')).toEqual([
+      expect.objectContaining({ runId: result.runId, owner: result.runId }),
+    ])
+    expect(await deps.state.listRuns('customers', 5)).toEqual([
+      expect.objectContaining({
+        runId: result.runId,
+        status: 'succeeded',
+        batchId: result.batchId,
+        rowsExtracted: 2,
+      }),
+    ])
   })
 })

@@ -1,0 +1,134 @@
+import { canonicalJson, compareWatermarks } from '../core/watermark.ts'
+import type { BatchManifest, Watermark } from '../core/batch.ts'
+import { compareManifests } from '../core/batch-manifest.ts'
+import { BatchRejectedError } from '../core/errors.ts'
+import type { TableSpec } from '../core/table-spec.ts'
+import type { StagingStore } from '../ports/staging-store.ts'
+import type { StateStore } from '../ports/state-store.ts'
+import type { Warehouse } from '../ports/warehouse.ts'
+import { mergeBatch, type MergeBatchResult } from './merge-batch.ts'
+
+export interface MergeStepDeps {
+  readonly staging: StagingStore
+  readonly state: StateStore
+  readonly warehouse: Warehouse
+  readonly schema: string
+  readonly clock: () => Date
+}
+
+/**
+ * What happened to the watermark after a merge: `advanced` to the batch's candidate, `unchanged` (already
+ * there: a retried merge), `behind` (a newer batch already moved it further; never moved backwards), or
+ * `none` (a full extract carries no candidate).
+ */
+export type WatermarkOutcome = 'advanced' | 'unchanged' | 'behind' | 'none'
+
+export interface MergeStepRequest {
+  readonly batchId: string
+  readonly allowMassDelete?: boolean
+  /** Called inside the merge transaction just before COMMIT (the fencing check); throwing rolls back. */
+  readonly beforeCommit?: () => Promise<void>
+}
+
+export interface MergeStepResult {
+  readonly merge: MergeBatchResult
+  readonly manifest: BatchManifest
+  readonly watermark: WatermarkOutcome
+}
+
+/**
+ * Merges one committed staged batch (skipped when the warehouse ledger already has it), then advances the
+ * watermark to the batch's candidate. Because the ledger row commits with the merge, a crash between the
+ * merge and the watermark is repaired by running this again: the merge is skipped, the watermark advances.
+ * The staged batch is kept; the caller deletes it once everything is recorded.
+ */
+export async function mergeStep(
+  deps: MergeStepDeps,
+  table: TableSpec,
+  request: MergeStepRequest,
+): Promise<MergeStepResult> {
+  const manifest = await readManifest(deps.staging, table.name, request.batchId)
+  const merge = await mergeBatch(deps, {
+    table,
+    schema: deps.schema,
+    batchId: request.batchId,
+    now: deps.clock(),
+    allowMassDelete: request.allowMassDelete,
+    beforeCommit: request.beforeCommit,
+  })
+  const watermark = await advanceWatermark(deps.state, table.name, manifest.watermarkCandidate)
+  return { merge, manifest, watermark }
+}
+
+/** Moves the watermark forward to `candidate`; never backwards (a batch merged after a newer one). */
+export async function advanceWatermark(
+  state: StateStore,
+  table: string,
+  candidate: Watermark | undefined,
+): Promise<WatermarkOutcome> {
+  if (candidate === undefined) return 'none'
+  const current = await state.getWatermark(table)
+  if (current !== undefined && canonicalJson(current) === canonicalJson(candidate)) return 'unchanged'
+  if (current !== undefined && compareWatermarks(candidate, current) < 0) return 'behind'
+  await state.commitWatermark(table, candidate, current)
+  return 'advanced'
+}
+
+async function readManifest(staging: StagingStore, table: string, batchId: string): Promise<BatchManifest> {
+  // openBatch verifies every part; mergeBatch opens the batch again for the load, so only the manifest is
+  // taken here (listBatches reads manifests only).
+  const manifest = (await staging.listBatches(table)).find((m) => m.batchId === batchId)
+  if (manifest !== undefined) return manifest
+  const opened = await staging.openBatch(table, batchId) // throws the store's "not committed" StagingError
+  await opened.release()
+  return opened.manifest
+}
+
+export interface LeftStagedRequest {
+  /** Only batches that sort before this one (merge order); every staged batch when undefined. */
+  readonly before?: string
+  readonly allowMassDelete?: boolean
+  readonly beforeCommit?: () => Promise<void>
+  /** Called after each batch is merged, its watermark advanced and its staging removed. */
+  readonly onMerged?: (result: MergeStepResult) => void
+}
+
+/**
+ * Merges, oldest first, the batches an earlier run staged but never merged (its merge failed or it died), so
+ * that history is applied in order and nothing staged is lost; each is removed from staging once merged. A batch
+ * the warehouse refuses would be refused on every run: the error says how to get past it.
+ */
+export async function mergeLeftStaged(
+  deps: MergeStepDeps,
+  table: TableSpec,
+  request: LeftStagedRequest,
+): Promise<MergeStepResult[]> {
+  const staged = await deps.staging.listBatches(table.name)
+  const limit = request.before === undefined ? undefined : staged.find((m) => m.batchId === request.before)
+  // The batch to merge next is gone (merged by an earlier attempt): nothing is older than it any more.
+  if (request.before !== undefined && limit === undefined) return []
+  const older = limit === undefined ? staged : staged.filter((m) => compareManifests(m, limit) < 0)
+  const results: MergeStepResult[] = []
+  for (const manifest of older) {
+    let result: MergeStepResult
+    try {
+      result = await mergeStep(deps, table, {
+        batchId: manifest.batchId,
+        allowMassDelete: request.allowMassDelete,
+        beforeCommit: request.beforeCommit,
+      })
+    } catch (error) {
+      if (!(error instanceof BatchRejectedError)) throw error
+      throw new BatchRejectedError(
+        table.name,
+        manifest.batchId,
+        `${error.message}. This batch was staged by an earlier run; rerun with the option named above, or ` +
+          `drop it with: dimsync discard --table ${table.name} --batch ${manifest.batchId}`,
+      )
+    }
+    await deps.staging.deleteBatch(table.name, manifest.batchId)
+    request.onMerged?.(result)
+    results.push(result)
+  }
+  return results
+}

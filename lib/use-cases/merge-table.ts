@@ -1,0 +1,164 @@
+import type { BatchManifest } from '../core/batch.ts'
+import { instantOfBatchId } from '../core/batch-id.ts'
+import { StagingError } from '../core/errors.ts'
+import type { TableSpec } from '../core/table-spec.ts'
+import type { StagingStore } from '../ports/staging-store.ts'
+import type { Warehouse } from '../ports/warehouse.ts'
+import type { MergeBatchResult } from './merge-batch.ts'
+import {
+  mergeLeftStaged,
+  mergeStep,
+  type MergeStepDeps,
+  type MergeStepResult,
+  type WatermarkOutcome,
+} from './merge-step.ts'
+import { inTableRun, type RunOfStep, type TableRun, type TableRunDeps } from './table-run.ts'
+
+export interface MergeTableDeps extends TableRunDeps {
+  readonly staging: StagingStore
+  readonly schema: string
+  /** The warehouse, opened on the first call (only once the table's lease is held); the same one afterwards. */
+  openWarehouse(): Promise<Warehouse>
+}
+
+export interface MergeRequest {
+  readonly batchId: string
+  readonly allowMassDelete?: boolean
+  /**
+   * The run's record already says succeeded: a batch missing from staging was merged, recorded and removed by
+   * an earlier call whose answer was lost, so there is nothing left to do.
+   */
+  readonly recordedAsMerged?: boolean
+}
+
+export interface MergeResult {
+  readonly batchId: string
+  readonly merge: MergeBatchResult
+  readonly watermark: WatermarkOutcome
+  /** The merged batch's manifest (undefined when an earlier call had merged and removed it). */
+  readonly manifest?: BatchManifest
+}
+
+export interface MergeTableRequest extends Omit<MergeRequest, 'recordedAsMerged'> {
+  readonly run: RunOfStep
+}
+
+/** How many of a table's latest run records the merge looks through for the one its extract wrote. */
+const RECENT_RUNS = 50
+
+/**
+ * The merge step as a run of its own (the merge function): take the table's lease, continue the run record the
+ * extract wrote, merge the staged batch (and first any batch an earlier run left staged), advance the
+ * watermark, record the run as succeeded, remove the staged batch, release the lease.
+ */
+export async function mergeTable(
+  deps: MergeTableDeps,
+  table: TableSpec,
+  request: MergeTableRequest,
+): Promise<MergeResult> {
+  return await inTableRun(
+    deps,
+    {
+      ...request.run,
+      table: table.name,
+      batchId: request.batchId,
+      startedAt: instantOfBatchId(request.batchId),
+    },
+    async (run) => {
+      const earlier = (await deps.state.listRuns(table.name, RECENT_RUNS)).find((r) => r.runId === run.runId)
+      if (earlier !== undefined) run.adopt(earlier)
+      const { batchId, allowMassDelete } = request
+      return await mergeInRun(deps, run, table, {
+        batchId,
+        allowMassDelete,
+        recordedAsMerged: earlier?.status === 'succeeded',
+      })
+    },
+  )
+}
+
+/**
+ * Merges staged batch `request.batchId` within a run that holds the table's lease: batches an earlier run left
+ * staged go first (history is applied in order), the lease's fencing token is checked inside the transaction
+ * just before COMMIT, a batch already in the warehouse ledger is skipped; then the watermark advances, the run
+ * is recorded as succeeded and the staged batch removed.
+ */
+export async function mergeInRun(
+  deps: MergeTableDeps,
+  run: TableRun,
+  table: TableSpec,
+  request: MergeRequest,
+): Promise<MergeResult> {
+  const { batchId } = request
+  const report = deps.onEvent ?? (() => undefined)
+  await mergeLeftStagedInRun(deps, run, table, { ...request, before: batchId })
+  const stepDeps = await mergeStepDeps(deps)
+  const started = Date.now()
+  let step: MergeStepResult
+  try {
+    step = await mergeStep(stepDeps, table, {
+      batchId,
+      allowMassDelete: request.allowMassDelete,
+      beforeCommit: () => run.lease.assertHeld(),
+    })
+  } catch (error) {
+    if (error instanceof StagingError && request.recordedAsMerged) {
+      report({ step: 'already-merged', table: table.name, batchId })
+      return {
+        batchId,
+        merge: { status: 'already-applied', batchId, statements: [] },
+        watermark: 'unchanged',
+      }
+    }
+    throw error
+  }
+  const { merge, manifest, watermark } = step
+  report({ step: 'merge', table: table.name, batchId, result: merge, seconds: (Date.now() - started) / 1000 })
+  report({
+    step: 'watermark',
+    table: table.name,
+    batchId,
+    outcome: watermark,
+    ...(manifest.watermarkCandidate !== undefined ? { candidate: manifest.watermarkCandidate } : {}),
+  })
+  run.assumeStartedAt(manifest.extractedAt)
+  await run.record({
+    status: 'succeeded',
+    finishedAt: deps.clock().toISOString(),
+    batchId,
+    rowsExtracted: manifest.rowCount,
+    ...(merge.counts ? { counts: merge.counts } : {}),
+    error: undefined,
+  })
+  await deps.staging.deleteBatch(table.name, batchId)
+  return { batchId, merge, watermark, manifest }
+}
+
+/**
+ * Merges, oldest first, the batches an earlier run staged but never merged (all, or those before
+ * `request.before`), each checked against the lease before COMMIT and reported as a `resume` event.
+ */
+export async function mergeLeftStagedInRun(
+  deps: MergeTableDeps,
+  run: TableRun,
+  table: TableSpec,
+  request: { readonly before?: string; readonly allowMassDelete?: boolean },
+): Promise<readonly MergeStepResult[]> {
+  return await mergeLeftStaged(await mergeStepDeps(deps), table, {
+    ...request,
+    beforeCommit: () => run.lease.assertHeld(),
+    onMerged: ({ merge, watermark }) =>
+      deps.onEvent?.({ step: 'resume', table: table.name, batchId: merge.batchId, result: merge, watermark }),
+  })
+}
+
+/** The merge's adapters, with the warehouse opened (the caller holds the table's lease). */
+export async function mergeStepDeps(deps: MergeTableDeps): Promise<MergeStepDeps> {
+  return {
+    staging: deps.staging,
+    state: deps.state,
+    warehouse: await deps.openWarehouse(),
+    schema: deps.schema,
+    clock: deps.clock,
+  }
+}

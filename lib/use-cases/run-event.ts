@@ -1,0 +1,84 @@
+import type { Watermark } from '../core/batch.ts'
+import type { RunStatus } from '../core/run-record.ts'
+import type { MergeBatchResult } from './merge-batch.ts'
+import type { WatermarkOutcome } from './merge-step.ts'
+
+/**
+ * What a run is doing, step by step: the CLI turns these into a progress line and log lines, the Lambdas into
+ * Powertools log lines and metrics. Every step of extract-table.ts, merge-table.ts and run-table.ts reports
+ * through this one type, so both runtimes see the same steps.
+ */
+export type RunEvent =
+  | {
+      readonly step: 'lock'
+      readonly table: string
+      readonly runId: string
+      /** The lease owner (the run, or the run's step and invocation on Lambda). */
+      readonly owner: string
+      /** Fencing token of the lease. */
+      readonly token: number
+      readonly expiresAt: string
+    }
+  /** Uncommitted batches older than the abandon limit were removed (extracts that died). */
+  | { readonly step: 'cleanup'; readonly table: string; readonly removed: readonly string[] }
+  /** A batch an earlier run staged but never merged was merged first (history is applied in order). */
+  | {
+      readonly step: 'resume'
+      readonly table: string
+      readonly batchId: string
+      readonly result: MergeBatchResult
+      readonly watermark: WatermarkOutcome
+    }
+  | { readonly step: 'progress'; readonly table: string; readonly rows: number; readonly seconds: number }
+  /** The batch is staged and committed. */
+  | {
+      readonly step: 'extract'
+      readonly table: string
+      readonly batchId: string
+      readonly rows: number
+      readonly bytes: number
+      readonly parts: number
+      readonly seconds: number
+    }
+  /** The pass stopped before its time limit; the batch is suspended with a checkpoint for the next pass. */
+  | {
+      readonly step: 'extract-paused'
+      readonly table: string
+      readonly batchId: string
+      /** Passes done so far. */
+      readonly pass: number
+      readonly rows: number
+      readonly bytes: number
+      readonly parts: number
+      readonly seconds: number
+    }
+  /** A pass was called again after its batch was committed (its answer was lost): nothing to extract. */
+  | {
+      readonly step: 'already-staged'
+      readonly table: string
+      readonly batchId: string
+      readonly rows: number
+    }
+  | {
+      readonly step: 'merge'
+      readonly table: string
+      readonly batchId: string
+      readonly result: MergeBatchResult
+      readonly seconds: number
+    }
+  /** The batch was merged, recorded and removed by an earlier call whose answer was lost: nothing to merge. */
+  | { readonly step: 'already-merged'; readonly table: string; readonly batchId: string }
+  | {
+      readonly step: 'watermark'
+      readonly table: string
+      readonly batchId: string
+      readonly outcome: WatermarkOutcome
+      readonly candidate?: Watermark
+    }
+  /** The run record was written with this status. */
+  | { readonly step: 'record'; readonly table: string; readonly runId: string; readonly status: RunStatus }
+  /** The run failed after it took the lease (recorded as failed); the error is rethrown to the caller. */
+  | { readonly step: 'failed'; readonly table: string; readonly runId: string; readonly error: unknown }
+
+/** Where a use case reports its events (nothing listens when undefined). */
+export type RunEventListener = (event: RunEvent) => void
