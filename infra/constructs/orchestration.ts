@@ -73,6 +73,8 @@ export class Orchestration extends Construct {
   constructor(scope: Construct, id: string, props: OrchestrationProps) {
     super(scope, id)
     const names = props.tables.map((t) => t.name)
+    // `arn:aws:states:::...` exists only in the aws partition; aws-cn and aws-us-gov have their own.
+    const integration = (action: string) => `arn:${Stack.of(this).partition}:states:::${action}`
     const lookup = Stack.of(this).toJsonString(
       Object.fromEntries(
         props.tables.map((t) => [t.name, { extract: t.extract.functionArn, merge: t.merge.functionArn }]),
@@ -107,7 +109,7 @@ export class Orchestration extends Construct {
       stateJson: {
         Type: 'Task',
         QueryLanguage: 'JSONata',
-        Resource: 'arn:aws:states:::lambda:invoke',
+        Resource: integration('lambda:invoke'),
         Arguments: {
           FunctionName: '{% $functions.extract %}',
           Payload:
@@ -140,7 +142,7 @@ export class Orchestration extends Construct {
       stateJson: {
         Type: 'Task',
         QueryLanguage: 'JSONata',
-        Resource: 'arn:aws:states:::lambda:invoke',
+        Resource: integration('lambda:invoke'),
         Arguments: {
           FunctionName: '{% $functions.merge %}',
           Payload: "{% {'table': $table, 'batchId': $batchId} %}",
@@ -155,7 +157,7 @@ export class Orchestration extends Construct {
       stateJson: {
         Type: 'Task',
         QueryLanguage: 'JSONata',
-        Resource: 'arn:aws:states:::aws-sdk:cloudwatch:putMetricData',
+        Resource: integration('aws-sdk:cloudwatch:putMetricData'),
         Arguments: {
           Namespace: METRICS_NAMESPACE,
           MetricData: [
@@ -185,7 +187,7 @@ export class Orchestration extends Construct {
       stateJson: {
         Type: 'Task',
         QueryLanguage: 'JSONata',
-        Resource: 'arn:aws:states:::aws-sdk:cloudwatch:putMetricData',
+        Resource: integration('aws-sdk:cloudwatch:putMetricData'),
         Arguments: { Namespace: METRICS_NAMESPACE, MetricData: [metric(METRIC.failed, '{% 1 %}', 'Count')] },
       },
     })
@@ -193,7 +195,7 @@ export class Orchestration extends Construct {
       stateJson: {
         Type: 'Task',
         QueryLanguage: 'JSONata',
-        Resource: 'arn:aws:states:::sns:publish',
+        Resource: integration('sns:publish'),
         Arguments: {
           TopicArn: props.topic.topicArn,
           Subject:

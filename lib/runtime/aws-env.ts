@@ -41,10 +41,4 @@ export const AWS_ENV = Object.freeze({
   logLevel: 'POWERTOOLS_LOG_LEVEL',
 } as const)
 
-/**
- * A source's `url_env` variable holds either a connection URL or the ARN of a Secrets Manager secret whose
- * value is the URL; the function resolves ARNs once per container, before the first extract.
- */
-export const SECRET_ARN_PREFIX = 'arn:aws:secretsmanager:'
-
 export { STATE_PARTITIONS } from '../core/state-partitions.ts'

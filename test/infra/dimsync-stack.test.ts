@@ -9,6 +9,7 @@ import { ConfigError } from '../../lib/core/errors.ts'
 import type { ProjectSpec } from '../../lib/core/table-spec.ts'
 import { buildApp } from '../../infra/build-app.ts'
 import { planDeployment } from '../../infra/deploy-plan.ts'
+import { definitionFromTemplate } from '../support/step-functions/jsonata-state-machine.ts'
 
 const FIXTURE = path.join(import.meta.dirname, 'fixtures', 'handler.ts')
 const NO_BUNDLING = { 'aws:cdk:bundling-stacks': [] }
@@ -64,12 +65,7 @@ function statementsOf(template: Template, rolePrefix: string): Statement[] {
 }
 
 function definitionOf(template: Template): { States: Record<string, Record<string, unknown>> } {
-  const machines = Object.values(template.findResources('AWS::StepFunctions::StateMachine'))
-  expect(machines).toHaveLength(1)
-  const parts = (machines[0] as { Properties: { DefinitionString: { 'Fn::Join': [string, unknown[]] } } })
-    .Properties.DefinitionString['Fn::Join'][1]
-  // Tokens (function and topic ARNs) only occur inside JSON strings of the definition.
-  return JSON.parse(parts.map((p) => (typeof p === 'string' ? p : '<token>')).join(''))
+  return definitionFromTemplate(template.toJSON() as Parameters<typeof definitionFromTemplate>[0])
 }
 
 describe('DimsyncStack (bundling skipped)', () => {

@@ -2,8 +2,18 @@ import { GetSecretValueCommand, type SecretsManagerClient } from '@aws-sdk/clien
 
 import { ConfigError } from '../../core/errors.ts'
 import type { ProjectSpec } from '../../core/table-spec.ts'
-import { SECRET_ARN_PREFIX } from '../../runtime/aws-env.ts'
 import { wrapAwsError } from './aws-errors.ts'
+
+/**
+ * `arn:<partition>:secretsmanager:`: the partition is `aws`, `aws-cn`, `aws-us-gov`, `aws-iso*` or `aws-eusc`,
+ * so a value is told from a connection URL in every partition, not only the commercial one.
+ */
+const SECRET_ARN = /^arn:aws(-[a-z]+)*:secretsmanager:/
+
+/** Whether a `url_env` value is the ARN of a Secrets Manager secret (else it is the connection URL itself). */
+export function isSecretArn(value: string): boolean {
+  return SECRET_ARN.test(value)
+}
 
 /** Fetches the SecretString of a secret by ARN. */
 export type GetSecret = (arn: string) => Promise<string>
@@ -41,7 +51,7 @@ export async function resolveSourceSecrets(
     if (table.source.type === 'file') continue
     const variable = table.source.urlEnv
     const value = env[variable]?.trim()
-    if (value === undefined || !value.startsWith(SECRET_ARN_PREFIX)) continue
+    if (value === undefined || !isSecretArn(value)) continue
     let secret = cache.get(value)
     if (secret === undefined) {
       secret = getSecret(value)
