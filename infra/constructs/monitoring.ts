@@ -3,7 +3,7 @@
  * on failed runs and one on staleness (no successful load in twice the schedule interval), an alarm on
  * executions that ended outside the failure path (timed out, aborted), and a small dashboard.
  */
-import { Duration, Stack } from 'aws-cdk-lib'
+import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib'
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch'
 import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions'
 import * as iam from 'aws-cdk-lib/aws-iam'
@@ -21,6 +21,7 @@ export interface MonitoredTable {
 
 export interface NotificationsProps {
   readonly alarmEmail?: string
+  readonly removalPolicy: RemovalPolicy
 }
 
 /** The SNS topic alarms and the state machine publish to; encrypted with a key CloudWatch may use. */
@@ -33,6 +34,9 @@ export class Notifications extends Construct {
     this.key = new kms.Key(this, 'Key', {
       enableKeyRotation: true,
       description: 'dimsync notifications topic',
+      removalPolicy: props.removalPolicy,
+      // The shortest window KMS allows: the key only protects notifications in transit through the topic.
+      ...(props.removalPolicy === RemovalPolicy.DESTROY ? { pendingWindow: Duration.days(7) } : {}),
     })
     // CloudWatch alarms publish to an encrypted topic only if the key lets the service encrypt with it.
     this.key.addToResourcePolicy(

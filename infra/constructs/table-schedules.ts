@@ -2,7 +2,8 @@
  * One EventBridge Scheduler schedule per scheduled table, all starting the same state machine with the same
  * input a person would type in the console: `{"table": "...", "mode": "...", "reason": "schedule"}`.
  */
-import { Duration, TimeZone } from 'aws-cdk-lib'
+import { createHash } from 'node:crypto'
+import { Duration, RemovalPolicy, Stack, TimeZone } from 'aws-cdk-lib'
 import * as iam from 'aws-cdk-lib/aws-iam'
 import * as scheduler from 'aws-cdk-lib/aws-scheduler'
 import * as targets from 'aws-cdk-lib/aws-scheduler-targets'
@@ -21,6 +22,20 @@ export interface TableSchedulesProps {
   readonly stateMachine: sfn.IStateMachine
 }
 
+const MAX_GROUP_NAME = 64
+const GROUP_SUFFIX = '-schedules'
+
+/**
+ * `<stack name>-schedules`; a stack name too long for the 64 characters a group name may have is cut and made
+ * unique again with a hash of the whole name.
+ */
+export function scheduleGroupName(stackName: string): string {
+  const name = `${stackName}${GROUP_SUFFIX}`
+  if (name.length <= MAX_GROUP_NAME) return name
+  const hash = createHash('sha256').update(stackName).digest('hex').slice(0, 8)
+  return `${stackName.slice(0, MAX_GROUP_NAME - GROUP_SUFFIX.length - hash.length - 1)}-${hash}${GROUP_SUFFIX}`
+}
+
 /** The execution input a schedule sends; the console accepts the same JSON. */
 export function scheduledInput(table: ScheduledTable): Record<string, string> {
   return { table: table.name, mode: table.mode, reason: 'schedule' }
@@ -32,7 +47,12 @@ export class TableSchedules extends Construct {
 
   constructor(scope: Construct, id: string, props: TableSchedulesProps) {
     super(scope, id)
-    this.group = new scheduler.ScheduleGroup(this, 'Group', {})
+    // Always deleted with the stack, whatever aws.removal_policy says: it holds no data (CloudFormation deletes
+    // its schedules anyway), and a group left behind would make the next deploy under this stack name fail.
+    this.group = new scheduler.ScheduleGroup(this, 'Group', {
+      scheduleGroupName: scheduleGroupName(Stack.of(this).stackName),
+      removalPolicy: RemovalPolicy.DESTROY,
+    })
     // One role for every schedule, allowed to start this state machine only.
     const role = new iam.Role(this, 'Role', {
       assumedBy: new iam.ServicePrincipal('scheduler.amazonaws.com'),

@@ -40,6 +40,7 @@ export class DimsyncStack extends Stack {
     const removalPolicy = plan.removalPolicy === 'destroy' ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN
     this.storage = new Storage(this, 'Storage', { stagingExpiryDays: plan.stagingExpiryDays, removalPolicy })
     const notifications = new Notifications(this, 'Notifications', {
+      removalPolicy,
       ...(plan.alarmEmail !== undefined ? { alarmEmail: plan.alarmEmail } : {}),
     })
     const vpc = this.#vpc(plan)
