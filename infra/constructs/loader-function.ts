@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import path from 'node:path'
-import { Duration, type RemovalPolicy, Size, Stack, Validations } from 'aws-cdk-lib'
+import { ArnFormat, Duration, type RemovalPolicy, Size, Stack, Validations } from 'aws-cdk-lib'
 import type * as ec2 from 'aws-cdk-lib/aws-ec2'
 import * as iam from 'aws-cdk-lib/aws-iam'
 import * as lambda from 'aws-cdk-lib/aws-lambda'
@@ -15,6 +15,7 @@ import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs'
 import * as logs from 'aws-cdk-lib/aws-logs'
 import { Construct } from 'constructs'
 import { AWS_ENV } from '../../lib/runtime/aws-env.ts'
+import { acknowledgeWildcardResources } from '../nag-acknowledgements.ts'
 import {
   BUNDLED_CONFIG_FILE,
   FUNCTION_METRICS_NAMESPACE,
@@ -228,13 +229,57 @@ export class LoaderFunction extends Construct {
       id: 'AwsSolutions-IAM5[Resource::*]',
       reason: 'xray:PutTraceSegments and xray:PutTelemetryRecords support no resource-level permissions.',
     })
-    if (props.vpc !== undefined) {
-      Validations.of(this.role).acknowledge({
-        id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole]',
-        reason:
-          'Lambda needs ec2:CreateNetworkInterface and friends to place the function in the VPC; the AWS managed ' +
-          'policy is the documented way and the actions cannot be scoped to resources known at deploy time.',
+    if (props.vpc !== undefined) this.#allowNetworkInterfaces(props.vpc)
+  }
+
+  /**
+   * What Lambda needs to place the function in the VPC: it creates, describes and deletes the function's network
+   * interfaces with the function's own role, and checks these permissions when the function is created. Written
+   * here instead of AWSLambdaVPCAccessExecutionRole (which allows them on every subnet), in a policy of its own
+   * so the wildcards it needs are acknowledged on exactly these statements.
+   */
+  #allowNetworkInterfaces(vpc: NonNullable<LoaderFunctionProps['vpc']>): void {
+    const stack = Stack.of(this)
+    const arn = (resource: string, name: string, account?: string) =>
+      stack.formatArn({
+        service: 'ec2',
+        resource,
+        resourceName: name,
+        arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
+        ...(account !== undefined ? { account } : {}),
       })
-    }
+    const interfaces = arn('network-interface', '*')
+    // Shared subnets (AWS RAM) and their security groups carry the owner account's id in their ARN.
+    const subnets = vpc.subnets.map((s) => arn('subnet', s.subnetId, '*'))
+    const groups = vpc.securityGroups.map((g) => arn('security-group', g.securityGroupId, '*'))
+    const policy = new iam.Policy(this, 'NetworkInterfaces', {
+      roles: [this.role],
+      statements: [
+        new iam.PolicyStatement({
+          // Describe actions support no resource-level permissions.
+          actions: ['ec2:DescribeNetworkInterfaces', 'ec2:DescribeSubnets'],
+          resources: ['*'],
+        }),
+        new iam.PolicyStatement({
+          actions: ['ec2:CreateNetworkInterface'],
+          resources: [interfaces, ...subnets, ...groups],
+        }),
+        new iam.PolicyStatement({
+          actions: [
+            'ec2:DeleteNetworkInterface',
+            'ec2:AssignPrivateIpAddresses',
+            'ec2:UnassignPrivateIpAddresses',
+          ],
+          resources: [interfaces],
+        }),
+      ],
+    })
+    // Lambda refuses to create a VPC function whose role cannot create network interfaces yet.
+    this.function.node.addDependency(policy)
+    const reason =
+      'Lambda creates the network interfaces of the function with its role: their ids are not known at deploy ' +
+      'time (network-interface/*), describe actions accept no resource (*), and shared subnets and security ' +
+      'groups belong to another account (*).'
+    acknowledgeWildcardResources(policy, ['*', interfaces, ...subnets, ...groups], reason)
   }
 }

@@ -229,6 +229,22 @@ export class DimsyncStack extends Stack {
               allowAllOutbound: true,
             }),
           ]
+    const routeTableIds = plan.vpc.gatewayEndpointRouteTableIds
+    if (routeTableIds !== undefined) {
+      // Gateway endpoints are free and keep staging and state traffic inside the VPC; their default policy
+      // (full access) is kept because other workloads of these route tables use the same endpoints.
+      for (const [id, service] of [
+        ['S3Endpoint', ec2.GatewayVpcEndpointAwsService.S3],
+        ['DynamoDbEndpoint', ec2.GatewayVpcEndpointAwsService.DYNAMODB],
+      ] as const) {
+        new ec2.CfnVPCEndpoint(this, id, {
+          vpcId: plan.vpc.vpcId,
+          serviceName: service.name,
+          vpcEndpointType: 'Gateway',
+          routeTableIds: [...routeTableIds],
+        })
+      }
+    }
     return { vpc, subnets, securityGroups }
   }
 }

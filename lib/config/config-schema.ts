@@ -280,6 +280,18 @@ export const awsSchema = strict({
     )
       .optional()
       .describe('Default: a new security group with outbound access only.'),
+    gateway_endpoints: strict({
+      route_table_ids: list(
+        patterned(/^rtb-[0-9a-f]{8,17}$/, 'a route table id (rtb-...)'),
+        'a list of route table ids',
+        1,
+      ),
+    })
+      .optional()
+      .describe(
+        'Add S3 and DynamoDB gateway endpoints to the route tables of the subnets (free; staging and state ' +
+          'traffic then bypasses the NAT). Leave out when the VPC already has them.',
+      ),
   })
     .optional()
     .describe('Run the functions in these (private) subnets, to reach databases that are not public.'),

@@ -110,6 +110,7 @@ export interface AwsDocument {
         readonly vpc_id: string
         readonly subnet_ids: readonly string[]
         readonly security_group_ids?: readonly string[] | undefined
+        readonly gateway_endpoints?: { readonly route_table_ids: readonly string[] } | undefined
       }
     | undefined
   readonly alarm_email?: string | undefined
@@ -143,6 +144,9 @@ export function resolveAws(aws: AwsDocument, tables: readonly TableSpec[], add: 
             vpcId: aws.vpc.vpc_id,
             subnetIds: [...aws.vpc.subnet_ids],
             securityGroupIds: [...(aws.vpc.security_group_ids ?? [])],
+            ...(aws.vpc.gateway_endpoints !== undefined
+              ? { gatewayEndpointRouteTableIds: [...aws.vpc.gateway_endpoints.route_table_ids] }
+              : {}),
           },
         }
       : {}),

@@ -168,6 +168,8 @@ export interface AwsDeploymentSpec {
     readonly vpcId: string
     readonly subnetIds: readonly string[]
     readonly securityGroupIds: readonly string[]
+    /** Route tables that get S3 and DynamoDB gateway endpoints from the stack; absent: none are added. */
+    readonly gatewayEndpointRouteTableIds?: readonly string[]
   }
   readonly alarmEmail?: string
   readonly logRetentionDays: number

@@ -56,16 +56,13 @@ export type Statement = {
   Principal?: unknown
 }
 
-/** The statements of every IAM policy whose logical id starts with `prefix` (a role's policies). */
-export function statementsOf(template: Template, prefix: string): Statement[] {
-  const policies = template.findResources('AWS::IAM::Policy')
-  return Object.entries(policies)
-    .filter(([id]) => id.startsWith(prefix))
-    .flatMap(
-      ([, policy]) =>
-        (policy as { Properties: { PolicyDocument: { Statement: Statement[] } } }).Properties.PolicyDocument
-          .Statement,
-    )
+/** The statements of every IAM policy attached to the role whose logical id starts with `rolePrefix`. */
+export function statementsOf(template: Template, rolePrefix: string): Statement[] {
+  type Policy = { Properties: { Roles: { Ref?: string }[]; PolicyDocument: { Statement: Statement[] } } }
+  const policies = Object.values(template.findResources('AWS::IAM::Policy')) as Policy[]
+  return policies
+    .filter((p) => p.Properties.Roles.some((r) => r.Ref?.startsWith(rolePrefix)))
+    .flatMap((p) => p.Properties.PolicyDocument.Statement)
 }
 
 /** Actions of a statement as a list. */
