@@ -1,19 +1,11 @@
 import { describe, expect, it } from 'vitest'
-import { statementsOf, synthStack } from './support/synth-stack.ts'
+import { deploymentYaml, statementsOf, synthStack } from './support/synth-stack.ts'
 
 /** A deployment in AWS China: every secret named by its aws-cn ARN (one complete, one without its suffix). */
-const CHINA_YAML = `
-version: 1
-tables:
-  - name: customers
-    source: { type: postgres, url_env: SHOP_DB_URL, table: public.customers }
-    key: customer_id
-    schedule: rate(1 hour)
-aws:
-  secrets:
-    SHOP_DB_URL: 'arn:aws-cn:secretsmanager:cn-north-1:123456789012:secret:dimsync/shop-db-AbCdEf'
-  bigquery_secret: 'arn:aws-cn:secretsmanager:cn-north-1:123456789012:secret:dimsync/bigquery'
-`
+const CHINA_YAML = deploymentYaml({
+  secrets: { SHOP_DB_URL: 'arn:aws-cn:secretsmanager:cn-north-1:123456789012:secret:dimsync/shop-db-AbCdEf' },
+  bigQuerySecret: 'arn:aws-cn:secretsmanager:cn-north-1:123456789012:secret:dimsync/bigquery',
+})
 
 /** Every string literal of a template (keys excluded), wherever it sits. */
 function literals(value: unknown): string[] {

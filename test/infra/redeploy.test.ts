@@ -1,19 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { scheduleGroupName } from '../../infra/constructs/table-schedules.ts'
-import { synthStack } from './support/synth-stack.ts'
+import { deploymentYaml, synthStack } from './support/synth-stack.ts'
 
-const yaml = (aws: string) => `
-version: 1
-tables:
-  - name: customers
-    source: { type: postgres, url_env: SHOP_DB_URL, table: public.customers }
-    key: customer_id
-    schedule: rate(1 hour)
-aws:
-  secrets: { SHOP_DB_URL: dimsync/shop-db }
-  bigquery_secret: dimsync/bigquery
-${aws}
-`
+const yaml = (aws: string) => deploymentYaml({ aws })
 
 type Resource = { Type: string; Properties?: Record<string, unknown>; DeletionPolicy?: string }
 

@@ -3,29 +3,23 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import {
   actionsOf,
   bigQueryProject,
+  deploymentYaml,
   statementsOf,
   synthStack,
   type SynthesizedStack,
 } from './support/synth-stack.ts'
 
-const yaml = (vpc: string) => `
-version: 1
-tables:
-  - name: customers
-    source: { type: postgres, url_env: SHOP_DB_URL, table: public.customers }
-    key: customer_id
-    schedule: rate(1 hour)
-  - name: orders
-    source: { type: mysql, url_env: ORDERS_DB_URL, table: orders }
-    key: order_id
-    lambda: large
-aws:
-  secrets:
-    SHOP_DB_URL: dimsync/shop-db
-    ORDERS_DB_URL: dimsync/orders-db
-  bigquery_secret: dimsync/bigquery
-  vpc: ${vpc}
-`
+const yaml = (vpc: string) =>
+  deploymentYaml({
+    tables: [
+      '  - name: orders',
+      '    source: { type: mysql, url_env: ORDERS_DB_URL, table: orders }',
+      '    key: order_id',
+      '    lambda: large',
+    ].join('\n'),
+    secrets: { SHOP_DB_URL: 'dimsync/shop-db', ORDERS_DB_URL: 'dimsync/orders-db' },
+    ...(vpc !== '' ? { aws: `  vpc: ${vpc}` } : {}),
+  })
 
 const SUBNETS = '[subnet-0123456789abcdef0, subnet-0fedcba9876543210]'
 const ENI_ACTIONS = [
@@ -121,7 +115,7 @@ describe('functions placed in a VPC', () => {
       /:security-group\/",\{"Fn::GetAtt":\["FunctionsSecurityGroup[0-9A-F]+","GroupId"\]\}/,
     )
 
-    const outside = await synthStack(yaml('null').replace('  vpc: null\n', ''))
+    const outside = await synthStack(yaml(''))
     expect(JSON.stringify(outside.template.toJSON())).not.toContain('ec2:')
   })
 

@@ -19,6 +19,36 @@ export function bigQueryProject(yaml: string, file = '/deploy/dimsync.yaml'): Pr
   return { ...project, warehouse: { type: 'bigquery' } as unknown as ProjectSpec['warehouse'] }
 }
 
+export interface DeploymentYamlOptions {
+  /** More entries of `tables:` (YAML lines indented by 2). */
+  readonly tables?: string
+  /** url_env → secret; default SHOP_DB_URL: dimsync/shop-db. */
+  readonly secrets?: Readonly<Record<string, string>>
+  readonly bigQuerySecret?: string
+  /** More lines of the `aws:` section (indented by 2). */
+  readonly aws?: string
+}
+
+/** A dimsync.yaml deploying table customers (PostgreSQL, hourly), and what the options add. */
+export function deploymentYaml(options: DeploymentYamlOptions = {}): string {
+  const secrets = options.secrets ?? { SHOP_DB_URL: 'dimsync/shop-db' }
+  return [
+    'version: 1',
+    'tables:',
+    '  - name: customers',
+    '    source: { type: postgres, url_env: SHOP_DB_URL, table: public.customers }',
+    '    key: customer_id',
+    '    schedule: rate(1 hour)',
+    ...(options.tables !== undefined ? [options.tables] : []),
+    'aws:',
+    '  secrets:',
+    ...Object.entries(secrets).map(([name, secret]) => `    ${name}: '${secret}'`),
+    `  bigquery_secret: '${options.bigQuerySecret ?? 'dimsync/bigquery'}'`,
+    ...(options.aws !== undefined ? [options.aws] : []),
+    '',
+  ].join('\n')
+}
+
 export interface SynthesizedStack extends BuiltApp {
   readonly template: Template
   /** cdk-nag findings left after acknowledgements (empty: the synth would have thrown otherwise). */
