@@ -1,13 +1,16 @@
 #!/usr/bin/env node
 // The CLI is TypeScript run through tsx, so the installed package and `npm run dimsync` execute the same source.
-import { spawnSync } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
+
+/** Signals a scheduler or a terminal uses to stop a job (cron, systemd and Kubernetes send SIGTERM). */
+const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP']
 
 // DuckDB's worker threads each get a glibc malloc arena, and freed memory stays in them: capping the arenas keeps
 // a large run's resident memory within the documented bound (measured on a 3M-row load: 506 MB → 419 MB peak).
 // glibc reads the variable at startup only, hence the child process.
 if (process.platform === 'linux' && process.env.MALLOC_ARENA_MAX === undefined) {
-  const child = spawnSync(
+  const child = spawn(
     process.execPath,
     [...process.execArgv, fileURLToPath(import.meta.url), ...process.argv.slice(2)],
     {
@@ -15,10 +18,21 @@ if (process.platform === 'linux' && process.env.MALLOC_ARENA_MAX === undefined) 
       env: { ...process.env, MALLOC_ARENA_MAX: '2' },
     },
   )
-  if (child.signal) process.kill(process.pid, child.signal)
-  process.exit(child.status ?? 1)
+  // The launcher stays alive until the worker ends, so whoever stops the launcher stops the run.
+  const forward = (signal) => child.kill(signal)
+  for (const signal of FORWARDED) process.on(signal, forward)
+  child.once('error', (error) => {
+    process.stderr.write(`dimsync: cannot start the worker process: ${error.message}\n`)
+    process.exit(1)
+  })
+  child.once('exit', (code, signal) => {
+    for (const name of FORWARDED) process.off(name, forward)
+    // Ending by the same signal tells the caller (a shell: exit status 128 + n) the run was stopped, not failed.
+    if (signal) process.kill(process.pid, signal)
+    else process.exit(code ?? 1)
+  })
+} else {
+  const { register } = await import('tsx/esm/api')
+  register()
+  await import('../functions/local/cli.ts')
 }
-
-const { register } = await import('tsx/esm/api')
-register()
-await import('../functions/local/cli.ts')

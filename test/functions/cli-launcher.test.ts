@@ -1,0 +1,118 @@
+import { spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+
+import pg from 'pg'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+
+import { PG_URL, postgresReachable } from '../integration/sources/support/db-services.ts'
+
+const ROOT = join(import.meta.dirname, '..', '..')
+const CLI = join(ROOT, 'bin', 'dimsync.mjs')
+const available = process.platform === 'linux' && (await postgresReachable())
+
+let work: string
+beforeEach(() => {
+  work = mkdtempSync(join(tmpdir(), 'dimsync-launcher-'))
+})
+afterEach(() => rmSync(work, { recursive: true, force: true }))
+
+function childrenOf(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map(Number)
+  } catch {
+    return []
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+async function until<T>(
+  what: string,
+  probe: () => T | undefined | Promise<T | undefined>,
+  ms = 30_000,
+): Promise<T> {
+  const deadline = Date.now() + ms
+  for (;;) {
+    const value = await probe()
+    if (value !== undefined) return value
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await sleep(50)
+  }
+}
+
+describe.skipIf(!available)('bin/dimsync.mjs (the launcher that sets MALLOC_ARENA_MAX)', () => {
+  it.each(['SIGTERM', 'SIGINT', 'SIGHUP'] as const)(
+    '%s to the launcher stops the worker, and the launcher ends the way the worker did',
+    async (signal) => {
+      // A source query that sleeps keeps the run inside its extract until it is stopped.
+      const marker = `dimsync_launcher_${randomBytes(4).toString('hex')}`
+      writeFileSync(
+        join(work, 'dimsync.yaml'),
+        [
+          'version: 1',
+          'tables:',
+          '  - name: slow',
+          `    source: { type: postgres, url_env: DB_URL, query: 'SELECT 1 AS id, pg_sleep(60) IS NULL AS ${marker}' }`,
+          '    key: id',
+          '',
+        ].join('\n'),
+      )
+      const env: Record<string, string | undefined> = { ...process.env, DB_URL: PG_URL, CI: '1' }
+      delete env.MALLOC_ARENA_MAX
+      const launcher = spawn(process.execPath, [CLI, 'run'], { cwd: work, env, stdio: 'ignore' })
+      const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+        launcher.once('exit', (code, sig) => resolve({ code, signal: sig })),
+      )
+      const client = new pg.Client({ connectionString: PG_URL })
+      await client.connect()
+      try {
+        const sleeping = () =>
+          client
+            .query(
+              `SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE $1 AND pid <> pg_backend_pid()`,
+              [`%AS ${marker}%`],
+            )
+            .then((r) => (r.rows[0].n > 0 ? true : undefined))
+        await until('the extract to start', sleeping)
+        const [worker] = childrenOf(launcher.pid!)
+        expect(worker).toBeDefined()
+
+        launcher.kill(signal)
+        const outcome = await exited
+        // The launcher re-raises the worker's signal, so its parent sees the stop as it would without a launcher.
+        expect(outcome).toEqual({ code: null, signal })
+        await until('the worker to end', () => (isAlive(worker!) ? undefined : true), 10_000)
+      } finally {
+        if (launcher.exitCode === null && launcher.signalCode === null) launcher.kill('SIGKILL')
+        await client.end()
+      }
+    },
+  )
+
+  it('exits with the worker status', async () => {
+    const env: Record<string, string | undefined> = { ...process.env, CI: '1' }
+    delete env.MALLOC_ARENA_MAX
+    const launcher = spawn(process.execPath, [CLI, 'validate', '--config', 'missing.yaml'], {
+      cwd: work,
+      env,
+      stdio: 'ignore',
+    })
+    const code = await new Promise((resolve) => launcher.once('exit', (c) => resolve(c)))
+    expect(code).toBe(1)
+  })
+})
