@@ -1,6 +1,10 @@
-import { Command, InvalidArgumentError, Option } from 'commander'
+import { readFileSync } from 'node:fs'
+
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander'
 import { loadProject } from '../../lib/config/index.ts'
+import { readInteger } from '../../lib/config/env.ts'
 import { DimsyncError } from '../../lib/core/errors.ts'
+import { extractionTimeProblem, parseIsoInstant } from '../../lib/core/instant.ts'
 import type { ProjectSpec, TableSpec } from '../../lib/core/table-spec.ts'
 import { buildLocalDeps, type LocalDeps } from '../../lib/runtime/local-deps.ts'
 import type { StoreOverrides } from '../../lib/runtime/aws-deps.ts'
@@ -13,16 +17,29 @@ import { runTable, type RunTableResult } from '../../lib/use-cases/run-table.ts'
 import { validateProject } from '../../lib/use-cases/validate-project.ts'
 import { formatHistory, type HistoryFormat } from './format-history.ts'
 import { describePlan } from './format-plan.ts'
+import { oneLineArgumentError } from './argument-errors.ts'
 import { createReporter } from './reporter.ts'
+import { runTables } from './run-tables.ts'
 
+const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+  version: string
+}
+
+/** How far in the future an extraction time may be before it is refused (machines' clocks differ a little). */
+const CLOCK_SKEW_VARIABLE = 'DIMSYNC_CLOCK_SKEW_SECONDS'
+const DEFAULT_CLOCK_SKEW_SECONDS = 300
+const MAX_CLOCK_SKEW_SECONDS = 1000 * 366 * 86_400
+
+// Argument errors are thrown (exitOverride) and printed as one line by the handler at the end of this file.
 const program = new Command('dimsync')
   .description('Keeps the history of operational tables as slowly changing dimensions (type 2).')
-  .showHelpAfterError('(run with --help for usage)')
-  .configureOutput({ outputError: (text, write) => write(text) })
+  .version(version)
+  .exitOverride()
+  .configureOutput({ outputError: () => undefined })
 
 const configOption = () => new Option('-c, --config <file>', 'config file').default('dimsync.yaml')
 
-// ---- store overrides (AWS runtime): the same pipeline against S3 and DynamoDB, at any endpoint ----
+// The AWS runtime's stores from a laptop: the same pipeline against S3 and DynamoDB, at any endpoint.
 const storeOptions = () => [
   new Option(
     '--staging <location>',
@@ -44,13 +61,16 @@ const withStoreOptions = (command: Command): Command => {
   for (const option of storeOptions()) command.addOption(option)
   return command
 }
-// ---- end store overrides ----
 
 withStoreOptions(program.command('run'))
   .description('extract every table (or one) and merge it into its dimension')
   .addOption(configOption())
   .option('-t, --table <name>', 'only this table')
-  .option('--extracted-at <iso>', 'business time of this snapshot (default: now)', parseInstant)
+  .option(
+    '--extracted-at <iso>',
+    `business time of this snapshot, ISO 8601 (a date-time without zone is UTC; at most ${CLOCK_SKEW_VARIABLE}, default ${DEFAULT_CLOCK_SKEW_SECONDS}, in the future; default: now)`,
+    instantOption('--extracted-at'),
+  )
   .option(
     '--allow-mass-delete',
     'apply a batch even if it deletes more than max_delete_share of current keys',
@@ -64,16 +84,29 @@ withStoreOptions(program.command('run'))
         allowMassDelete?: boolean
       } & StoreOverrides,
     ) => {
+      const maxFutureMs = readClockSkewSeconds() * 1000
       await withProject(
         opts.config,
         async (project, deps, reporter) => {
-          for (const table of selectTables(project, opts.table)) {
-            const result = await runTable(deps, table, {
-              extractedAt: opts.extractedAt,
-              allowMassDelete: opts.allowMassDelete,
-            })
-            reporter.summary(describeRun(table, result))
-          }
+          await runTables(selectTables(project, opts.table), {
+            run: async (table) => {
+              if (opts.extractedAt !== undefined) {
+                const problem = extractionTimeProblem(opts.extractedAt, {
+                  now: deps.clock(),
+                  maxFutureMs,
+                  openEnd: table.openEnd,
+                })
+                if (problem !== undefined)
+                  throw new DimsyncError(`table ${table.name}: --extracted-at ${problem}`)
+              }
+              const result = await runTable(deps, table, {
+                extractedAt: opts.extractedAt,
+                allowMassDelete: opts.allowMassDelete,
+              })
+              reporter.summary(describeRun(table, result))
+            },
+            onFailure: (line, error) => reportError(line, error),
+          })
         },
         opts,
       )
@@ -191,19 +224,23 @@ program
   .argument('<table>', 'table name from the config')
   .addOption(configOption())
   .option('-k, --key <value>', 'one key: 101, or col=value,col=value for composite keys')
-  .option('--as-of <iso>', 'only the versions valid at this time')
+  .option(
+    '--as-of <iso>',
+    'only the versions valid at this time, ISO 8601 (a date-time without zone is UTC)',
+    instantOption('--as-of'),
+  )
   .addOption(
     new Option('-f, --format <format>', 'output format').choices(['table', 'csv', 'json']).default('table'),
   )
   .action(
-    async (name: string, opts: { config: string; key?: string; asOf?: string; format: HistoryFormat }) => {
+    async (name: string, opts: { config: string; key?: string; asOf?: Date; format: HistoryFormat }) => {
       await withProject(opts.config, async (project, deps) => {
         const [table] = selectTables(project, name)
         const rows = await readHistory(deps.warehouse, {
           table: table!,
           schema: project.warehouse.schema,
           key: opts.key,
-          asOf: opts.asOf,
+          asOf: opts.asOf?.toISOString(),
         })
         process.stdout.write(formatHistory(table!, rows, opts.format))
       })
@@ -261,8 +298,6 @@ function describeRun(table: TableSpec, result: RunTableResult): string {
   )
 }
 
-// ---- BigQuery offline plan (BigQuery issue) ----
-
 /**
  * `plan --dialect bigquery --sql`: the full BigQuery script of a first batch of each table, rendered from the
  * config and the source's columns only: no extract, no staging, no credentials, no BigQuery call.
@@ -289,17 +324,42 @@ async function planBigQueryOffline(configPath: string, tableName: string | undef
   }
 }
 
-function parseInstant(value: string): Date {
-  const at = Date.parse(value)
-  if (Number.isNaN(at)) throw new InvalidArgumentError(`"${value}" is not an ISO date or date-time`)
-  return new Date(at)
+/** Parses an option's ISO 8601 instant; a date-time without a zone is read as UTC, and the run says so. */
+function instantOption(flag: string): (value: string) => Date {
+  return (value) => {
+    const parsed = parseIsoInstant(value)
+    if (!parsed.ok) throw new InvalidArgumentError(parsed.problem)
+    if (!parsed.zoned)
+      process.stderr.write(
+        `${flag} ${value} has no time zone: read as UTC, ${parsed.instant.toISOString()}\n`,
+      )
+    return parsed.instant
+  }
+}
+
+function readClockSkewSeconds(): number {
+  return readInteger(process.env, CLOCK_SKEW_VARIABLE, {
+    defaultValue: DEFAULT_CLOCK_SKEW_SECONDS,
+    min: 0,
+    max: MAX_CLOCK_SKEW_SECONDS,
+  })
+}
+
+function reportError(message: string, error: unknown): void {
+  process.stderr.write(`dimsync: ${message}\n`)
+  if (process.env.DIMSYNC_DEBUG && error instanceof Error) process.stderr.write(`${error.stack}\n`)
 }
 
 try {
   await program.parseAsync(process.argv)
 } catch (error) {
-  const message = error instanceof Error ? error.message : String(error)
-  process.stderr.write(`dimsync: ${message}\n`)
-  if (process.env.DIMSYNC_DEBUG && error instanceof Error) process.stderr.write(`${error.stack}\n`)
-  process.exitCode = 1
+  if (error instanceof CommanderError) {
+    // --help and --version end here too (exit code 0); their text is already printed.
+    const line = oneLineArgumentError(error, program, process.argv.slice(2))
+    if (line !== undefined) reportError(line, undefined)
+    process.exitCode = error.exitCode
+  } else {
+    reportError(error instanceof Error ? error.message : String(error), error)
+    process.exitCode = 1
+  }
 }

@@ -17,14 +17,20 @@ beforeEach(() => {
 })
 afterEach(() => rmSync(work, { recursive: true, force: true }))
 
-function dimsync(...args: string[]) {
+function dimsyncWith(env: Record<string, string>, ...args: string[]) {
   const r = spawnSync(process.execPath, [CLI, ...args], {
     cwd: work,
     encoding: 'utf8',
-    env: { ...process.env, CI: '1' },
+    env: { ...process.env, CI: '1', ...env },
   })
   return { code: r.status, out: r.stdout, err: r.stderr }
 }
+const dimsync = (...args: string[]) => dimsyncWith({}, ...args)
+/** A config of its own in the work folder: `tables` is the YAML list of tables. */
+function writeConfig(tables: string): void {
+  writeFileSync(join(work, 'dimsync.yaml'), `version: 1\ntables:\n${tables}`)
+}
+const ONE_SNAPSHOT = 'data/customers_2024-01-01T0900.csv'
 const BACKFILL = ['--files', 'data/customers_*.csv', '--time-from-name', 'customers_%Y-%m-%dT%H%M.csv']
 
 describe('dimsync CLI (real process, quickstart data)', () => {
@@ -110,5 +116,108 @@ describe('dimsync CLI (real process, quickstart data)', () => {
     const help = dimsync('--help')
     for (const command of ['run', 'backfill', 'plan', 'history', 'validate'])
       expect(help.out).toContain(command)
+  })
+
+  it('--extracted-at and --as-of take ISO 8601 only, with calendar dates; nothing is loaded otherwise', () => {
+    writeConfig(
+      `  - name: customers\n    source: { type: file, path: ${ONE_SNAPSHOT} }\n    key: customer_id\n`,
+    )
+    for (const [value, why] of [
+      ['2024-02-30', '"2024-02-30" is not a date: 2024-02 has no day 30'],
+      ['1', '"1" is not an ISO 8601 date or date-time'],
+      ['March 7', '"March 7" is not an ISO 8601 date or date-time'],
+    ]) {
+      const refused = dimsync('run', '--extracted-at', value!)
+      expect(refused.code).toBe(1)
+      expect(refused.err).toMatch(
+        new RegExp(`^dimsync: --extracted-at: ${why!.replace(/[()]/g, '\\$&')}[^\n]*\n$`),
+      )
+    }
+    const asOf = dimsync('history', 'customers', '--as-of', '2024-02-30')
+    expect(asOf.err).toBe(
+      'dimsync: --as-of: "2024-02-30" is not a date: 2024-02 has no day 30 (see dimsync history --help)\n',
+    )
+    expect(dimsync('history', 'customers').err).toMatch(/dimension dim_customers does not exist yet/)
+  })
+
+  it('a date-time without a zone is UTC, and the run says so', () => {
+    writeConfig(
+      `  - name: customers\n    source: { type: file, path: ${ONE_SNAPSHOT} }\n    key: customer_id\n`,
+    )
+    const run = dimsync('run', '--extracted-at', '2024-01-01T09:00')
+    expect(run.code).toBe(0)
+    expect(run.err).toContain(
+      '--extracted-at 2024-01-01T09:00 has no time zone: read as UTC, 2024-01-01T09:00:00.000Z',
+    )
+    expect(dimsync('history', 'customers', '--format', 'csv').out).toContain(',2024-01-01 09:00:00+00,')
+  })
+
+  it('an extraction time in the future (beyond DIMSYNC_CLOCK_SKEW_SECONDS) or at the open_end sentinel is refused', () => {
+    writeConfig(
+      `  - name: customers\n    source: { type: file, path: ${ONE_SNAPSHOT} }\n    key: customer_id\n` +
+        `    open_end: '2200-01-01T00:00:00Z'\n`,
+    )
+    const future = dimsync('run', '--extracted-at', '2099-01-01')
+    expect(future.code).toBe(1)
+    expect(future.err).toMatch(
+      /^dimsync: table customers: --extracted-at 2099-01-01T00:00:00.000Z is in the future \(now is \S+, 300 s of clock skew allowed\)[^\n]*\n$/,
+    )
+    const sentinel = dimsyncWith(
+      { DIMSYNC_CLOCK_SKEW_SECONDS: String(500 * 365 * 86400) },
+      'run',
+      '--extracted-at',
+      '2200-01-01T00:00:00Z',
+    )
+    expect(sentinel.err).toBe(
+      'dimsync: table customers: --extracted-at 2200-01-01T00:00:00.000Z is not before the open_end sentinel ' +
+        '2200-01-01T00:00:00.000Z: its versions would look open forever\n',
+    )
+    expect(dimsync('history', 'customers').err).toMatch(/does not exist yet/)
+    const skew = dimsyncWith({ DIMSYNC_CLOCK_SKEW_SECONDS: 'soon' }, 'run')
+    expect(skew.err).toBe(
+      'dimsync: environment: DIMSYNC_CLOCK_SKEW_SECONDS: expected an integer from 0 to 31622400000, got "soon"\n',
+    )
+  })
+
+  it('argument errors are one line', () => {
+    expect(dimsync('run', '--bogus').err).toBe("dimsync: unknown option '--bogus' (see dimsync run --help)\n")
+    expect(dimsync('frob').err).toBe("dimsync: unknown command 'frob' (see dimsync --help)\n")
+    expect(dimsync('history').err).toBe(
+      "dimsync: missing required argument 'table' (see dimsync history --help)\n",
+    )
+    expect(dimsync('plan', '--dialect', 'x').err).toBe(
+      "dimsync: --dialect: 'x' is not one of duckdb, bigquery (see dimsync plan --help)\n",
+    )
+    expect(dimsync('--version').code).toBe(0)
+    expect(dimsync('run', '--help').code).toBe(0)
+  })
+
+  it('run without --table goes on with the other tables when one fails, then exits 1 with one line per failed table', () => {
+    writeConfig(
+      [
+        '  - name: broken',
+        '    source: { type: file, path: data/nothing_*.csv }',
+        '    key: customer_id',
+        '  - name: customers',
+        `    source: { type: file, path: ${ONE_SNAPSHOT} }`,
+        '    key: customer_id',
+        '  - name: wrong_key',
+        `    source: { type: file, path: ${ONE_SNAPSHOT} }`,
+        '    key: region',
+        '',
+      ].join('\n'),
+    )
+    const run = dimsync('run')
+    expect(run.code).toBe(1)
+    expect(run.out).toMatch(/^customers → dim_customers: batch \S+, 3 rows; 3 versions inserted/)
+    // Off a terminal, stderr also carries the steps' log lines (timestamped).
+    const lines = run.err
+      .trimEnd()
+      .split('\n')
+      .filter((line) => !/^\d{4}-/.test(line))
+    expect(lines).toHaveLength(3)
+    expect(lines[0]).toMatch(/^dimsync: broken: no file matches data\/nothing_\*\.csv in /)
+    expect(lines[1]).toMatch(/^dimsync: table wrong_key: batch \S+ has 1 duplicate keys .*region=South/)
+    expect(lines[2]).toBe('dimsync: 2 of 3 tables failed: broken, wrong_key')
   })
 })
