@@ -220,4 +220,18 @@ describe('dimsync CLI (real process, quickstart data)', () => {
     expect(lines[1]).toMatch(/^dimsync: table wrong_key: batch \S+ has 1 duplicate keys .*region=South/)
     expect(lines[2]).toBe('dimsync: 2 of 3 tables failed: broken, wrong_key')
   })
+
+  it('a warehouse.path that is not a DuckDB database is refused, and nothing is reported as loaded', () => {
+    writeFileSync(
+      join(work, 'dimsync.yaml'),
+      `version: 1\nwarehouse: { type: duckdb, path: ${ONE_SNAPSHOT} }\ntables:\n` +
+        `  - name: customers\n    source: { type: file, path: ${ONE_SNAPSHOT} }\n    key: customer_id\n`,
+    )
+    const run = dimsync('run')
+    expect(run.code).toBe(1)
+    expect(run.out).toBe('')
+    expect(run.err).toMatch(
+      /^dimsync: warehouse\.path \S+customers_2024-01-01T0900\.csv is not a DuckDB database \(it starts with "customer_id,name"\); [^\n]*\n$/,
+    )
+  })
 })

@@ -1,10 +1,15 @@
-import { mkdir } from 'node:fs/promises'
+import { mkdir, open, stat } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import type { DuckDBConnection } from '@duckdb/node-api'
 import { DuckDBInstance } from '@duckdb/node-api'
 import type { StagedColumn } from '../../core/batch.ts'
 import type { DimensionColumn } from '../../core/dimension-layout.ts'
-import { BatchRejectedError, MassDeleteRefusedError, WarehouseError } from '../../core/errors.ts'
+import {
+  BatchRejectedError,
+  DimsyncError,
+  MassDeleteRefusedError,
+  WarehouseError,
+} from '../../core/errors.ts'
 import type { CompiledStatement, TableRef } from '../../sql/dialect.ts'
 import { duckDbDialect } from '../../sql/duckdb/duckdb-dialect.ts'
 import { TEMP } from '../../sql/render-merge.ts'
@@ -18,6 +23,10 @@ export interface DuckDbWarehouseOptions {
 }
 
 const INTEGER_TYPES = new Set(['BIGINT', 'HUGEINT', 'UBIGINT', 'UHUGEINT'])
+
+/** A DuckDB database file has this magic after its 8-byte checksum. */
+const DUCKDB_MAGIC = 'DUCK'
+const MAGIC_OFFSET = 8
 
 /** Messages raised by dimsync's own checks start like this (see renderMerge). */
 const CHECK_MESSAGE = /(table (\S+): batch (\S+)[^]*)$/
@@ -34,7 +43,10 @@ export class DuckDbWarehouse implements Warehouse {
   }
 
   static async open(options: DuckDbWarehouseOptions): Promise<DuckDbWarehouse> {
-    if (options.path !== ':memory:') await mkdir(dirname(options.path), { recursive: true })
+    if (options.path !== ':memory:') {
+      await assertDuckDbFileOrNew(options.path)
+      await mkdir(dirname(options.path), { recursive: true })
+    }
     const settings: Record<string, string> = {}
     if (options.memoryLimit) settings.memory_limit = options.memoryLimit
     if (options.threads) settings.threads = String(options.threads)
@@ -108,6 +120,34 @@ export class DuckDbWarehouse implements Warehouse {
       throw translateError(statement, cause)
     }
   }
+}
+
+/**
+ * Given a CSV or Parquet file, DuckDB opens an in-memory database over it: a run would report versions inserted
+ * and keep none. Only a DuckDB database file or a path that does not exist yet is a warehouse.
+ */
+async function assertDuckDbFileOrNew(path: string): Promise<void> {
+  const info = await stat(path).catch(() => undefined)
+  if (info === undefined) return
+  const refuse = (what: string) =>
+    new DimsyncError(
+      `warehouse.path ${path} ${what}; point warehouse.path at a DuckDB database file, or at a path that does not exist yet`,
+    )
+  if (info.isDirectory()) throw refuse('is a folder, not a DuckDB database file')
+  const file = await open(path, 'r')
+  const head = Buffer.alloc(16)
+  try {
+    await file.read(head, 0, head.length, 0)
+  } finally {
+    await file.close()
+  }
+  if (head.toString('latin1', MAGIC_OFFSET, MAGIC_OFFSET + DUCKDB_MAGIC.length) === DUCKDB_MAGIC) return
+  if (info.size === 0) throw refuse('is not a DuckDB database (it is empty)')
+  const start = head
+    .subarray(0, Math.min(info.size, 16))
+    .toString('latin1')
+    .replace(/[^\x20-\x7e]/g, '.')
+  throw refuse(`is not a DuckDB database (it starts with "${start}")`)
 }
 
 function translateError(statement: CompiledStatement, cause: unknown): Error {
