@@ -14,7 +14,7 @@ import { backfill } from '../../lib/use-cases/backfill.ts'
 import { discardBatches } from '../../lib/use-cases/discard-batches.ts'
 import { readHistory } from '../../lib/use-cases/read-history.ts'
 import { runTable, type RunTableResult } from '../../lib/use-cases/run-table.ts'
-import { validateProject } from '../../lib/use-cases/validate-project.ts'
+import { assertNoObjectNameConflicts, validateProject } from '../../lib/use-cases/validate-project.ts'
 import { formatHistory, type HistoryFormat } from './format-history.ts'
 import { describePlan } from './format-plan.ts'
 import { oneLineArgumentError } from './argument-errors.ts'
@@ -252,18 +252,25 @@ program
   .description('check the config and that every source has the configured columns')
   .addOption(configOption())
   .action(async (opts: { config: string }) => {
-    await withProject(opts.config, async (project, deps, reporter) => {
-      const tables = await validateProject(project, deps.openSource)
-      for (const line of tables) reporter.summary(line)
-    })
+    await withProject(
+      opts.config,
+      async (project, deps, reporter) => {
+        const tables = await validateProject(project, deps.openSource)
+        for (const line of tables) reporter.summary(line)
+      },
+      {},
+      loadProject,
+    )
   })
 
 async function withProject(
   configPath: string,
   work: (project: ProjectSpec, deps: LocalDeps, reporter: ReturnType<typeof createReporter>) => Promise<void>,
   stores: StoreOverrides = {},
+  // validate reports name conflicts together with every other problem of the config.
+  load: (configPath: string) => Promise<ProjectSpec> = loadConsistentProject,
 ): Promise<void> {
-  const project = await loadProject(configPath)
+  const project = await load(configPath)
   const reporter = createReporter(process.stderr, process.stdout)
   const deps = await buildLocalDeps(project, reporter.onEvent, stores)
   try {
@@ -272,6 +279,13 @@ async function withProject(
     reporter.done()
     await deps.close()
   }
+}
+
+/** The config, refused before anything is opened when a target would collide with another table's objects. */
+async function loadConsistentProject(configPath: string): Promise<ProjectSpec> {
+  const project = await loadProject(configPath)
+  assertNoObjectNameConflicts(project)
+  return project
 }
 
 function selectTables(project: ProjectSpec, name: string | undefined): readonly TableSpec[] {
@@ -303,7 +317,7 @@ function describeRun(table: TableSpec, result: RunTableResult): string {
  * config and the source's columns only: no extract, no staging, no credentials, no BigQuery call.
  */
 async function planBigQueryOffline(configPath: string, tableName: string | undefined): Promise<void> {
-  const project = await loadProject(configPath)
+  const project = await loadConsistentProject(configPath)
   const bigquery = project.warehouse.type === 'bigquery' ? project.warehouse : undefined
   for (const table of selectTables(project, tableName)) {
     const source = openSource(table, { baseDir: project.baseDir, env: process.env })

@@ -2,6 +2,10 @@ import { checkTableAgainstSource } from '../config/index.ts'
 import { ConfigError } from '../core/errors.ts'
 import type { ProjectSpec, TableSpec } from '../core/table-spec.ts'
 import type { Source } from '../ports/source.ts'
+import { dimensionObjects } from '../sql/render-ddl.ts'
+
+/** Name prefixes of dimsync's own objects (staging tables, the merge's temporary tables, the ledger). */
+const RESERVED_PREFIXES = ['__dimsync_', '_dimsync_']
 
 /**
  * Checks every table's source against its config (key, tracked, cursor ... columns exist) without staging
@@ -11,7 +15,7 @@ export async function validateProject(
   project: ProjectSpec,
   openSource: (table: TableSpec) => Source,
 ): Promise<string[]> {
-  const issues: string[] = []
+  const issues: string[] = [...objectNameConflicts(project)]
   const lines: string[] = []
   for (const [index, table] of project.tables.entries()) {
     const source = openSource(table)
@@ -35,4 +39,51 @@ export async function validateProject(
   }
   if (issues.length > 0) throw new ConfigError(project.configPath, issues)
   return lines
+}
+
+/** Throws one ConfigError when a table's target is an object dimsync keeps for another table or for itself. */
+export function assertNoObjectNameConflicts(project: ProjectSpec): void {
+  const issues = objectNameConflicts(project)
+  if (issues.length > 0) throw new ConfigError(project.configPath, issues)
+}
+
+/**
+ * Targets that name an object dimsync creates beside another table's dimension (its current view, its as-of
+ * function, its capture log), the batch ledger, or a reserved prefix: the run would fail halfway with the
+ * warehouse's own error, or overwrite the other object. Compared case-insensitively (DuckDB's names are).
+ */
+export function objectNameConflicts(project: ProjectSpec): string[] {
+  if (project.tables.length === 0) return []
+  const owners = new Map<string, string>()
+  for (const table of project.tables) {
+    const objects = dimensionObjects(table, project.warehouse.schema)
+    const helpers: [string | undefined, string][] = [
+      [objects.currentView.name, 'the current-versions view'],
+      [objects.asOfFunction.name, 'the as-of table function'],
+      [objects.captures?.name, 'the capture log'],
+    ]
+    for (const [name, what] of helpers) {
+      if (name !== undefined)
+        owners.set(name.toLowerCase(), `${what} of table ${table.name} (target ${table.target})`)
+    }
+  }
+  const ledger = dimensionObjects(project.tables[0]!, project.warehouse.schema).batches.name
+  const issues: string[] = []
+  for (const [index, table] of project.tables.entries()) {
+    const target = table.target.toLowerCase()
+    const owner =
+      target === ledger.toLowerCase()
+        ? 'the batch ledger dimsync keeps beside the dimensions'
+        : owners.get(target)
+    const prefix = RESERVED_PREFIXES.find((p) => target.startsWith(p))
+    const problem =
+      owner !== undefined
+        ? `is ${owner}`
+        : prefix !== undefined
+          ? `starts with ${prefix}, which dimsync keeps for its own objects`
+          : undefined
+    if (problem !== undefined)
+      issues.push(`tables[${index}].target: "${table.target}" ${problem}; choose another target`)
+  }
+  return issues
 }

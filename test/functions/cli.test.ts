@@ -234,4 +234,30 @@ describe('dimsync CLI (real process, quickstart data)', () => {
       /^dimsync: warehouse\.path \S+customers_2024-01-01T0900\.csv is not a DuckDB database \(it starts with "customer_id,name"\); [^\n]*\n$/,
     )
   })
+
+  it("validate and run refuse a target that is another table's view, before anything is loaded", () => {
+    writeConfig(
+      [
+        '  - name: customers',
+        `    source: { type: file, path: ${ONE_SNAPSHOT} }`,
+        '    key: customer_id',
+        '    target: dim_cust',
+        '  - name: current',
+        `    source: { type: file, path: ${ONE_SNAPSHOT} }`,
+        '    key: customer_id',
+        '    target: dim_cust_current',
+        '',
+      ].join('\n'),
+    )
+    const line =
+      'tables[1].target: "dim_cust_current" is the current-versions view of table customers (target dim_cust); choose another target'
+    for (const command of ['validate', 'run']) {
+      const refused = dimsync(command)
+      expect(refused.code).toBe(1)
+      expect(refused.err).toMatch(/^dimsync: \S+dimsync\.yaml: /)
+      expect(refused.err).toContain(line)
+      expect(refused.err.trimEnd().split('\n')).toHaveLength(1)
+    }
+    expect(dimsync('history', 'customers').err).toContain(line)
+  })
 })

@@ -1,0 +1,47 @@
+import { describe, expect, it } from 'vitest'
+
+import { parseProject } from '../../../lib/config/index.ts'
+import { ConfigError } from '../../../lib/core/errors.ts'
+import { assertNoObjectNameConflicts, objectNameConflicts } from '../../../lib/use-cases/validate-project.ts'
+
+const project = (tables: string) => parseProject(`version: 1\ntables:\n${tables}`, '/project/dimsync.yaml')
+const table = (name: string, target: string, extra = '') =>
+  `  - name: ${name}\n    source: { type: file, path: ${name}.csv }\n    key: id\n    target: ${target}\n${extra}`
+
+describe('objectNameConflicts', () => {
+  it("refuses a target that is another table's view, table function or capture log, naming both tables", () => {
+    const spec = project(
+      table('customers', 'dim_cust', '    valid_from: { column: changed_at }\n') +
+        table('current', 'dim_cust_current') +
+        table('as_of', 'DIM_CUST_AS_OF') +
+        table('captures', 'dim_cust_dimsync_captures'),
+    )
+    expect(objectNameConflicts(spec)).toEqual([
+      'tables[1].target: "dim_cust_current" is the current-versions view of table customers (target dim_cust); choose another target',
+      'tables[2].target: "DIM_CUST_AS_OF" is the as-of table function of table customers (target dim_cust); choose another target',
+      'tables[3].target: "dim_cust_dimsync_captures" is the capture log of table customers (target dim_cust); choose another target',
+    ])
+    expect(() => assertNoObjectNameConflicts(spec)).toThrow(ConfigError)
+  })
+
+  it("refuses dimsync's own names: the batch ledger and the reserved prefixes", () => {
+    const spec = project(
+      table('ledger', '_dimsync_batches') +
+        table('stage', '_dimsync_stage_x') +
+        table('temp', '__dimsync_stage'),
+    )
+    expect(objectNameConflicts(spec)).toEqual([
+      'tables[0].target: "_dimsync_batches" is the batch ledger dimsync keeps beside the dimensions; choose another target',
+      'tables[1].target: "_dimsync_stage_x" starts with _dimsync_, which dimsync keeps for its own objects; choose another target',
+      'tables[2].target: "__dimsync_stage" starts with __dimsync_, which dimsync keeps for its own objects; choose another target',
+    ])
+  })
+
+  it('accepts targets that only look alike', () => {
+    const spec = project(
+      table('a', 'dim_cust') + table('b', 'dim_cust_currently') + table('c', 'dim_cust_dimsync_captures'),
+    )
+    // dim_cust keeps its valid_from from extraction times: it has no capture log.
+    expect(objectNameConflicts(spec)).toEqual([])
+  })
+})
