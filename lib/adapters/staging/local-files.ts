@@ -1,7 +1,7 @@
 export { instantSortKey } from '../../core/instant.ts'
 import { createHash, randomBytes } from 'node:crypto'
 import { createReadStream } from 'node:fs'
-import { open, rename, rm } from 'node:fs/promises'
+import { link, open, rename, rm } from 'node:fs/promises'
 import { basename, dirname, join } from 'node:path'
 import { pipeline } from 'node:stream/promises'
 
@@ -34,6 +34,36 @@ function defaultIdError(message: string): Error {
  * go to a temporary sibling, are flushed to disk, and the temporary file is renamed over the target.
  */
 export async function writeFileAtomic(path: string, data: string): Promise<void> {
+  const tmp = await writeTemporarySibling(path, data)
+  try {
+    await rename(tmp, path)
+  } catch (error) {
+    await rm(tmp, { force: true })
+    throw error
+  }
+  await syncDir(dirname(path))
+}
+
+/**
+ * Like `writeFileAtomic`, but only when `path` does not exist yet: the whole file is linked into place, which
+ * never replaces an existing file, so of two writers exactly one succeeds. False when `path` existed.
+ */
+export async function writeFileIfAbsent(path: string, data: string): Promise<boolean> {
+  const tmp = await writeTemporarySibling(path, data)
+  try {
+    await link(tmp, path)
+  } catch (error) {
+    if (isErrnoCode(error, 'EEXIST')) return false
+    throw error
+  } finally {
+    await rm(tmp, { force: true })
+  }
+  await syncDir(dirname(path))
+  return true
+}
+
+/** Writes `data` to a new hidden file next to `path` and flushes it; returns its path. */
+async function writeTemporarySibling(path: string, data: string): Promise<string> {
   const tmp = join(dirname(path), `.${basename(path)}.tmp-${randomBytes(6).toString('hex')}`)
   const handle = await open(tmp, 'wx')
   try {
@@ -42,13 +72,7 @@ export async function writeFileAtomic(path: string, data: string): Promise<void>
   } finally {
     await handle.close()
   }
-  try {
-    await rename(tmp, path)
-  } catch (error) {
-    await rm(tmp, { force: true })
-    throw error
-  }
-  await syncDir(dirname(path))
+  return tmp
 }
 
 /** Flushes a folder's entries (a rename is only durable once its folder is synced). Best effort. */

@@ -89,9 +89,23 @@ describe('LocalStagingStore (local specifics)', () => {
     await first.addPart(join(first.scratchDir, 'a'), 1)
     // A crashed attempt: begin again with the same id starts from an empty folder.
     const retry = await store.beginBatch('customers', 'b1')
-    expect(await readdir(join(root, 'customers', 'b1'))).toEqual(['.scratch'])
+    expect((await readdir(join(root, 'customers', 'b1'))).sort()).toEqual(['.scratch', '_started.json'])
     await retry.commit(manifest('b1', 0))
     await expect(store.beginBatch('customers', 'b1')).rejects.toThrow(/already committed/)
+  })
+
+  it('of two writers of one batch id, the second to commit is refused and the first commit stays whole', async () => {
+    const late = await store.beginBatch('customers', 'b1')
+    await writeFile(join(late.scratchDir, 'a'), 'abc')
+    await late.addPart(join(late.scratchDir, 'a'), 3)
+    // A retry started meanwhile (the first writer looked dead) begins the same id anew and commits first.
+    const retry = await store.beginBatch('customers', 'b1')
+    await retry.commit(manifest('b1', 0))
+    await expect(late.commit(manifest('b1', 3))).rejects.toThrow(
+      /^table customers: batch b1 was committed by another writer meanwhile/,
+    )
+    const opened = await store.openBatch('customers', 'b1')
+    expect(opened.manifest).toMatchObject({ rowCount: 0, parts: [] })
   })
 
   it('abort after a successful commit leaves the batch in place', async () => {
@@ -101,16 +115,14 @@ describe('LocalStagingStore (local specifics)', () => {
     expect(await store.listBatches('customers')).toHaveLength(1)
   })
 
-  it('removeAbandoned goes by the newest file in the folder, not only the folder itself', async () => {
+  it('removeAbandoned counts the files the source is still writing in the scratch folder', async () => {
     const writer = await store.beginBatch('customers', 'slow')
     const scratchFile = join(writer.scratchDir, 'growing.parquet')
     await writeFile(scratchFile, 'x')
     const old = new Date(Date.now() - 7_200_000)
-    await utimes(join(root, 'customers', 'slow'), old, old)
+    await utimes(join(root, 'customers', 'slow', '_started.json'), old, old)
     expect(await store.removeAbandoned('customers', new Date(Date.now() - 3_600_000))).toEqual([])
     await utimes(scratchFile, old, old)
-    await utimes(writer.scratchDir, old, old)
-    await utimes(join(root, 'customers', 'slow'), old, old)
     expect(await store.removeAbandoned('customers', new Date(Date.now() - 3_600_000))).toEqual(['slow'])
   })
 
@@ -121,7 +133,7 @@ describe('LocalStagingStore (local specifics)', () => {
     await writeFile(join(writer.scratchDir, 'unfinished'), 'zzz')
     const checkpoint = await writer.suspend({ cursor: '2024-01-01T00:00:00Z' })
     const dir = join(root, 'customers', 'b1')
-    expect((await readdir(dir)).sort()).toEqual(['_progress.json', 'part-00000.parquet'])
+    expect((await readdir(dir)).sort()).toEqual(['_progress.json', '_started.json', 'part-00000.parquet'])
     expect(JSON.parse(await readFile(join(dir, '_progress.json'), 'utf8'))).toEqual({
       formatVersion: 1,
       table: 'customers',
@@ -156,7 +168,7 @@ describe('LocalStagingStore (local specifics)', () => {
     const dir = join(root, 'customers', 'paused')
     const old = new Date(Date.now() - 7_200_000)
     await utimes(join(dir, 'part-00000.parquet'), old, old)
-    await utimes(dir, old, old)
+    await utimes(join(dir, '_started.json'), old, old)
     const threshold = new Date(Date.now() - 3_600_000)
     expect(await store.removeAbandoned('customers', threshold)).toEqual([])
     await utimes(join(dir, '_progress.json'), old, old)
