@@ -36,8 +36,11 @@ export interface DeploymentPlan {
   readonly classes: readonly FunctionClassPlan[]
   readonly tables: readonly TablePlan[]
   readonly bigQuerySecret?: string
+  /** Customer-managed KMS keys of the secrets (kms:Decrypt through Secrets Manager). */
+  readonly secretsKmsKeys: readonly string[]
   readonly vpc?: AwsDeploymentSpec['vpc']
   readonly alarmEmail?: string
+  readonly executionLogs: AwsDeploymentSpec['executionLogs']
   readonly logRetentionDays: number
   readonly stagingExpiryDays: number
   readonly removalPolicy: 'retain' | 'destroy'
@@ -132,8 +135,10 @@ export function planDeployment(project: ProjectSpec): DeploymentPlan {
     classes: [...classes].map(([id, c]) => ({ id, ...c })),
     tables,
     ...(bigQuerySecret !== undefined ? { bigQuerySecret } : {}),
+    secretsKmsKeys: aws?.secretsKmsKeys ?? [],
     ...(aws?.vpc !== undefined ? { vpc: aws.vpc } : {}),
     ...(aws?.alarmEmail !== undefined ? { alarmEmail: aws.alarmEmail } : {}),
+    executionLogs: aws?.executionLogs ?? { level: 'error', includeData: false },
     logRetentionDays: aws?.logRetentionDays ?? 30,
     stagingExpiryDays: aws?.stagingExpiryDays ?? 7,
     removalPolicy: aws?.removalPolicy ?? 'retain',

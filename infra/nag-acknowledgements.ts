@@ -3,6 +3,7 @@
  * the statement: a wildcard added later to another policy of the same role is still reported.
  */
 import { Stack, Validations } from 'aws-cdk-lib'
+import * as iam from 'aws-cdk-lib/aws-iam'
 import type { IConstruct } from 'constructs'
 
 /**
@@ -34,4 +35,30 @@ export function acknowledgeWildcardResources(
     if (!name.includes('*')) continue
     Validations.of(scope).acknowledge({ id: `AwsSolutions-IAM5[Resource::${name}]`, reason })
   }
+}
+
+export interface ScopedPolicyProps {
+  readonly role: iam.IRole
+  readonly statements: readonly iam.PolicyStatement[]
+  /** Why the wildcards of these statements are needed; acknowledged on this policy only. */
+  readonly reason: string
+  /** Wildcard actions of these statements (`kms:GenerateDataKey*`) acknowledged with the same reason. */
+  readonly wildcardActions?: readonly string[]
+}
+
+/**
+ * A policy of its own for statements that need a wildcard, attached to `role`, with the IAM5 findings of exactly
+ * its resources acknowledged on it: the role's other policies stay checked, so a wildcard added to them later
+ * still fails cdk-nag.
+ */
+export function scopedPolicy(scope: IConstruct, id: string, props: ScopedPolicyProps): iam.Policy {
+  const policy = new iam.Policy(scope, id, { roles: [props.role], statements: [...props.statements] })
+  acknowledgeWildcardResources(
+    policy,
+    props.statements.flatMap((s) => s.resources),
+    props.reason,
+  )
+  for (const action of props.wildcardActions ?? [])
+    Validations.of(policy).acknowledge({ id: `AwsSolutions-IAM5[Action::${action}]`, reason: props.reason })
+  return policy
 }

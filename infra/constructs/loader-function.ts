@@ -15,7 +15,7 @@ import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs'
 import * as logs from 'aws-cdk-lib/aws-logs'
 import { Construct } from 'constructs'
 import { AWS_ENV } from '../../lib/runtime/aws-env.ts'
-import { acknowledgeWildcardResources } from '../nag-acknowledgements.ts'
+import { scopedPolicy, type ScopedPolicyProps } from '../nag-acknowledgements.ts'
 import {
   BUNDLED_CONFIG_FILE,
   FUNCTION_METRICS_NAMESPACE,
@@ -166,7 +166,6 @@ export class LoaderFunction extends Construct {
       role: this.role,
       logGroup: this.logGroup,
       loggingFormat: lambda.LoggingFormat.JSON,
-      tracing: lambda.Tracing.ACTIVE,
       projectRoot: PROJECT_ROOT,
       depsLockFilePath: path.join(PROJECT_ROOT, 'package-lock.json'),
       environment: {
@@ -224,9 +223,16 @@ export class LoaderFunction extends Construct {
         'The runtime is pinned to nodejs22.x on purpose: the code and its DuckDB binary are tested on Node 20/22, ' +
         'and a runtime that moves with the CDK version would change production on an unrelated deploy.',
     })
-    // X-Ray segments are accepted for the whole account only: the service has no resource-level permissions.
-    Validations.of(this.role).acknowledge({
-      id: 'AwsSolutions-IAM5[Resource::*]',
+    // Active tracing set on the resource instead of through the L2 prop, which would put the X-Ray wildcard
+    // statement into the role's default policy, beside the statements cdk-nag must keep checking.
+    ;(this.function.node.defaultChild as lambda.CfnFunction).tracingConfig = { mode: 'Active' }
+    this.addPolicy('Tracing', {
+      statements: [
+        new iam.PolicyStatement({
+          actions: ['xray:PutTraceSegments', 'xray:PutTelemetryRecords'],
+          resources: ['*'],
+        }),
+      ],
       reason: 'xray:PutTraceSegments and xray:PutTelemetryRecords support no resource-level permissions.',
     })
     if (props.vpc !== undefined) this.#allowNetworkInterfaces(props.vpc)
@@ -252,8 +258,12 @@ export class LoaderFunction extends Construct {
     // Shared subnets (AWS RAM) and their security groups carry the owner account's id in their ARN.
     const subnets = vpc.subnets.map((s) => arn('subnet', s.subnetId, '*'))
     const groups = vpc.securityGroups.map((g) => arn('security-group', g.securityGroupId, '*'))
-    const policy = new iam.Policy(this, 'NetworkInterfaces', {
-      roles: [this.role],
+    const reason =
+      'Lambda creates the network interfaces of the function with its role: their ids are not known at deploy ' +
+      'time (network-interface/*), describe actions accept no resource (*), and shared subnets and security ' +
+      'groups belong to another account (*).'
+    const policy = this.addPolicy('NetworkInterfaces', {
+      reason,
       statements: [
         new iam.PolicyStatement({
           // Describe actions support no resource-level permissions.
@@ -276,10 +286,13 @@ export class LoaderFunction extends Construct {
     })
     // Lambda refuses to create a VPC function whose role cannot create network interfaces yet.
     this.function.node.addDependency(policy)
-    const reason =
-      'Lambda creates the network interfaces of the function with its role: their ids are not known at deploy ' +
-      'time (network-interface/*), describe actions accept no resource (*), and shared subnets and security ' +
-      'groups belong to another account (*).'
-    acknowledgeWildcardResources(policy, ['*', interfaces, ...subnets, ...groups], reason)
+  }
+
+  /**
+   * Grants `statements` to the function's role in a policy of its own (`id`), the wildcards of its resources
+   * acknowledged on that policy only (see scopedPolicy).
+   */
+  addPolicy(id: string, props: Omit<ScopedPolicyProps, 'role'>): iam.Policy {
+    return scopedPolicy(this, id, { ...props, role: this.role })
   }
 }

@@ -11,6 +11,7 @@
 import type { RemovalPolicy } from 'aws-cdk-lib'
 import { Duration, Stack, Validations } from 'aws-cdk-lib'
 import * as iam from 'aws-cdk-lib/aws-iam'
+import type * as kms from 'aws-cdk-lib/aws-kms'
 import type * as lambda from 'aws-cdk-lib/aws-lambda'
 import * as logs from 'aws-cdk-lib/aws-logs'
 import type * as sns from 'aws-cdk-lib/aws-sns'
@@ -24,6 +25,8 @@ import {
   NON_RETRYABLE_ERRORS,
   RETRYABLE_FUNCTION_ERRORS,
 } from '../defaults.ts'
+import type { DeploymentPlan } from '../deploy-plan.ts'
+import { scopedPolicy } from '../nag-acknowledgements.ts'
 
 export interface OrchestratedTable {
   readonly name: string
@@ -34,6 +37,9 @@ export interface OrchestratedTable {
 export interface OrchestrationProps {
   readonly tables: readonly OrchestratedTable[]
   readonly topic: sns.ITopic
+  /** The topic's KMS key: publishing needs kms:GenerateDataKey and kms:Decrypt on it. */
+  readonly topicKey: kms.IKey
+  readonly executionLogs: DeploymentPlan['executionLogs']
   readonly logRetentionDays: number
   readonly removalPolicy: RemovalPolicy
 }
@@ -250,44 +256,109 @@ export class Orchestration extends Construct {
       )
       .otherwise(start.next(extract.next(extractComplete)))
 
-    this.logGroup = new logs.LogGroup(this, 'Logs', {
-      retention: props.logRetentionDays as logs.RetentionDays,
-      removalPolicy: props.removalPolicy,
-    })
     this.stateMachine = new sfn.StateMachine(this, 'StateMachine', {
       comment: `dimsync: extract then merge one table (${names.join(', ')}); start with ${example}`,
       definitionBody: sfn.DefinitionBody.fromChainable(checkInput),
       queryLanguage: sfn.QueryLanguage.JSONATA,
       stateMachineType: sfn.StateMachineType.STANDARD,
       timeout: Duration.hours(24),
-      tracingEnabled: true,
-      logs: { destination: this.logGroup, level: sfn.LogLevel.ALL, includeExecutionData: true },
     })
+    this.logGroup = new logs.LogGroup(this, 'Logs', {
+      retention: props.logRetentionDays as logs.RetentionDays,
+      removalPolicy: props.removalPolicy,
+    })
+    this.#observe(props.executionLogs)
+    this.#allow(props)
+  }
 
+  /**
+   * X-Ray tracing and execution logs, set on the resource instead of through the L2 props: those would add their
+   * wildcard statements to the role's default policy, where an acknowledgement would also hide any later one.
+   * Logs are ERROR-level without execution data unless the config raises them: inputs, outputs and error
+   * causes can hold key values and SQL.
+   */
+  #observe(executionLogs: OrchestrationProps['executionLogs']): void {
+    const resource = this.stateMachine.node.defaultChild as sfn.CfnStateMachine
+    resource.tracingConfiguration = { enabled: true }
+    const statements = [
+      new iam.PolicyStatement({
+        actions: [
+          'xray:PutTraceSegments',
+          'xray:PutTelemetryRecords',
+          'xray:GetSamplingRules',
+          'xray:GetSamplingTargets',
+        ],
+        resources: ['*'],
+      }),
+    ]
+    if (executionLogs.level !== 'off') {
+      resource.loggingConfiguration = {
+        destinations: [{ cloudWatchLogsLogGroup: { logGroupArn: this.logGroup.logGroupArn } }],
+        level: executionLogs.level.toUpperCase(),
+        includeExecutionData: executionLogs.includeData,
+      }
+      statements.push(
+        new iam.PolicyStatement({
+          actions: [
+            'logs:CreateLogDelivery',
+            'logs:GetLogDelivery',
+            'logs:UpdateLogDelivery',
+            'logs:DeleteLogDelivery',
+            'logs:ListLogDeliveries',
+            'logs:PutResourcePolicy',
+            'logs:DescribeResourcePolicies',
+            'logs:DescribeLogGroups',
+          ],
+          resources: ['*'],
+        }),
+      )
+    }
+    const policy = scopedPolicy(this, 'Observability', {
+      role: this.stateMachine.role,
+      statements,
+      reason:
+        'X-Ray and the CloudWatch Logs delivery actions Step Functions needs for its log group support no ' +
+        'resource-level permissions.',
+    })
+    // Step Functions refuses to create a logging state machine whose role cannot deliver logs yet.
+    resource.node.addDependency(policy)
+    if (executionLogs.level !== 'all')
+      Validations.of(this.stateMachine).acknowledge({
+        id: 'AwsSolutions-SF1',
+        reason:
+          'Execution logs are ERROR-level by default: every state of a successful run would otherwise be logged, ' +
+          'with inputs and outputs that can hold key values; aws.execution_logs raises the level.',
+      })
+  }
+
+  /** Invoking the functions, publishing the run metrics, and notifying through the encrypted topic. */
+  #allow(props: OrchestrationProps): void {
     const functionArns = props.tables.flatMap((t) => [t.extract.functionArn, t.merge.functionArn])
     this.stateMachine.addToRolePolicy(
       new iam.PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [...new Set(functionArns)] }),
     )
     this.stateMachine.addToRolePolicy(
+      new iam.PolicyStatement({ actions: ['sns:Publish'], resources: [props.topic.topicArn] }),
+    )
+    // What SNS asks of a publisher to an encrypted topic, named exactly (no kms:GenerateDataKey* wildcard).
+    this.stateMachine.addToRolePolicy(
       new iam.PolicyStatement({
-        actions: ['cloudwatch:PutMetricData'],
-        resources: ['*'],
-        conditions: { StringEquals: { 'cloudwatch:namespace': METRICS_NAMESPACE } },
+        actions: ['kms:Decrypt', 'kms:GenerateDataKey'],
+        resources: [props.topicKey.keyArn],
       }),
     )
-    props.topic.grantPublish(this.stateMachine)
-
-    Validations.of(this.stateMachine.role).acknowledge({
-      id: 'AwsSolutions-IAM5[Action::kms:GenerateDataKey*]',
+    scopedPolicy(this, 'Metrics', {
+      role: this.stateMachine.role,
+      statements: [
+        new iam.PolicyStatement({
+          actions: ['cloudwatch:PutMetricData'],
+          resources: ['*'],
+          conditions: { StringEquals: { 'cloudwatch:namespace': METRICS_NAMESPACE } },
+        }),
+      ],
       reason:
-        'Publishing to the encrypted notifications topic needs GenerateDataKey on its KMS key; the grant is on that ' +
-        'one key, the wildcard only covers the GenerateDataKey variants CDK grants for SNS publishing.',
-    })
-    Validations.of(this.stateMachine.role).acknowledge({
-      id: 'AwsSolutions-IAM5[Resource::*]',
-      reason:
-        'cloudwatch:PutMetricData (limited by a cloudwatch:namespace condition), X-Ray and the CloudWatch Logs ' +
-        'delivery actions Step Functions needs for its log group support no resource-level permissions.',
+        'cloudwatch:PutMetricData supports no resource-level permission; a cloudwatch:namespace condition limits ' +
+        'it to the run metrics.',
     })
   }
 }

@@ -3,7 +3,7 @@
  * input a person would type in the console: `{"table": "...", "mode": "...", "reason": "schedule"}`.
  */
 import { createHash } from 'node:crypto'
-import { Duration, RemovalPolicy, Stack, TimeZone } from 'aws-cdk-lib'
+import { ArnFormat, Duration, RemovalPolicy, Stack, TimeZone } from 'aws-cdk-lib'
 import * as iam from 'aws-cdk-lib/aws-iam'
 import * as scheduler from 'aws-cdk-lib/aws-scheduler'
 import * as targets from 'aws-cdk-lib/aws-scheduler-targets'
@@ -53,9 +53,22 @@ export class TableSchedules extends Construct {
       scheduleGroupName: scheduleGroupName(Stack.of(this).stackName),
       removalPolicy: RemovalPolicy.DESTROY,
     })
-    // One role for every schedule, allowed to start this state machine only.
+    const stack = Stack.of(this)
+    const groupArn = stack.formatArn({
+      service: 'scheduler',
+      resource: 'schedule-group',
+      resourceName: this.group.scheduleGroupName,
+      arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
+    })
+    // One role for every schedule, allowed to start this state machine only, and assumable only by the Scheduler
+    // acting for a schedule of this group (no confused deputy: another account's schedule cannot use it).
     const role = new iam.Role(this, 'Role', {
-      assumedBy: new iam.ServicePrincipal('scheduler.amazonaws.com'),
+      assumedBy: new iam.ServicePrincipal('scheduler.amazonaws.com', {
+        conditions: {
+          StringEquals: { 'aws:SourceAccount': stack.account },
+          ArnEquals: { 'aws:SourceArn': groupArn },
+        },
+      }),
       description: 'dimsync schedules: start the loader state machine',
     })
     for (const table of props.tables) {

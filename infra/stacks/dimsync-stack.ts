@@ -3,7 +3,7 @@
  * the state machine, the schedules, notifications, alarms and a dashboard. Every function may touch only the
  * bucket prefixes, state table and secrets of the tables it serves.
  */
-import { Annotations, CfnOutput, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib'
+import { Annotations, CfnOutput, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib'
 import * as ec2 from 'aws-cdk-lib/aws-ec2'
 import * as iam from 'aws-cdk-lib/aws-iam'
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager'
@@ -117,13 +117,12 @@ export class DimsyncStack extends Stack {
           }),
         )
       }
-      for (const s of sourceSecrets) s.ref.grantRead(extract.role)
-      bigQuerySecret?.grantRead(merge.role)
-      this.#acknowledgeSecretWildcards(
+      this.#grantSecrets(
         extract,
-        sourceSecrets.map((s) => s.secret),
+        sourceSecrets.map((s) => s.ref),
+        plan.secretsKmsKeys,
       )
-      if (plan.bigQuerySecret !== undefined) this.#acknowledgeSecretWildcards(merge, [plan.bigQuerySecret])
+      if (bigQuerySecret !== undefined) this.#grantSecrets(merge, [bigQuerySecret], plan.secretsKmsKeys)
 
       this.functions[fnClass.id] = { extract, merge }
       for (const t of tables)
@@ -135,6 +134,8 @@ export class DimsyncStack extends Stack {
     this.orchestration = new Orchestration(this, 'Orchestration', {
       tables: orchestrated,
       topic: notifications.topic,
+      topicKey: notifications.key,
+      executionLogs: plan.executionLogs,
       logRetentionDays: plan.logRetentionDays,
       removalPolicy,
     })
@@ -176,40 +177,57 @@ export class DimsyncStack extends Stack {
   /** Objects and listing under `staging/<table>/` of the class's tables only. */
   #grantStaging(fn: LoaderFunction, fnClass: FunctionClassPlan, actions: string[]): void {
     const bucket = this.storage.bucket
-    fn.role.addToPolicy(
-      new iam.PolicyStatement({
-        actions,
-        resources: fnClass.tables.map((t) => bucket.arnForObjects(`${STAGING_PREFIX}/${t}/*`)),
-      }),
-    )
-    fn.role.addToPolicy(
-      new iam.PolicyStatement({
-        actions: ['s3:ListBucket'],
-        resources: [bucket.bucketArn],
-        conditions: { StringLike: { 's3:prefix': fnClass.tables.map((t) => `${STAGING_PREFIX}/${t}/*`) } },
-      }),
-    )
-    const bucketId = this.resolve((bucket.node.defaultChild as unknown as { logicalId: string }).logicalId)
-    for (const t of fnClass.tables) {
-      Validations.of(fn.role).acknowledge({
-        id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/${STAGING_PREFIX}/${t}/*]`,
-        reason: `The function writes and reads the staged batches of table ${t}: every object under its own prefix, whose keys are batch ids.`,
-      })
-    }
+    fn.addPolicy('Staging', {
+      statements: [
+        new iam.PolicyStatement({
+          actions,
+          resources: fnClass.tables.map((t) => bucket.arnForObjects(`${STAGING_PREFIX}/${t}/*`)),
+        }),
+        new iam.PolicyStatement({
+          actions: ['s3:ListBucket'],
+          resources: [bucket.bucketArn],
+          conditions: { StringLike: { 's3:prefix': fnClass.tables.map((t) => `${STAGING_PREFIX}/${t}/*`) } },
+        }),
+      ],
+      reason:
+        `The function writes and reads the staged batches of tables ${fnClass.tables.join(', ')}: every object ` +
+        'under their own prefixes, whose keys are batch ids.',
+    })
   }
 
-  /** A secret named without its ARN suffix is granted as `name-??????` (the suffix AWS appends). */
-  #acknowledgeSecretWildcards(fn: LoaderFunction, refs: readonly string[]): void {
-    for (const ref of new Set(refs)) {
-      if (ref.startsWith('arn:') && FULL_SECRET_ARN.test(ref)) continue
-      const arn = ref.startsWith('arn:')
-        ? `${ref}-??????`
-        : `arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:${ref}-??????`
-      Validations.of(fn.role).acknowledge({
-        id: `AwsSolutions-IAM5[Resource::${arn}]`,
-        reason: `Secret ${ref} is referenced by name; Secrets Manager appends a random 6-character suffix to its ARN, matched by ??????.`,
-      })
-    }
+  /**
+   * Reading the secrets, and decrypting them with the customer-managed keys the config names (through Secrets
+   * Manager only). A secret named without its ARN suffix is granted as `name-??????` (the suffix AWS appends).
+   */
+  #grantSecrets(
+    fn: LoaderFunction,
+    secrets: readonly secretsmanager.ISecret[],
+    kmsKeys: readonly string[],
+  ): void {
+    if (secrets.length === 0) return
+    const arns = [...new Set(secrets.map((s) => s.secretFullArn ?? `${s.secretArn}-??????`))]
+    fn.addPolicy('Secrets', {
+      statements: [
+        new iam.PolicyStatement({
+          actions: ['secretsmanager:GetSecretValue', 'secretsmanager:DescribeSecret'],
+          resources: arns,
+        }),
+        ...(kmsKeys.length > 0
+          ? [
+              new iam.PolicyStatement({
+                actions: ['kms:Decrypt'],
+                resources: [...kmsKeys],
+                conditions: {
+                  StringEquals: { 'kms:ViaService': `secretsmanager.${this.region}.amazonaws.com` },
+                },
+              }),
+            ]
+          : []),
+      ],
+      reason:
+        'A secret referenced by name is matched with ?????? for the random 6-character suffix Secrets Manager ' +
+        'appends to its ARN.',
+    })
   }
 
   #vpc(plan: DeploymentPlan) {

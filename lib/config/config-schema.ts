@@ -267,6 +267,19 @@ export const awsSchema = strict({
     .optional()
     .describe("A source's url_env → Secrets Manager secret (name or ARN) whose value is the connection URL."),
   bigquery_secret: secretRef.optional().describe('Secret holding the BigQuery service-account JSON.'),
+  secrets_kms_keys: list(
+    patterned(
+      /^arn:aws(-[a-z]+)*:kms:[a-z0-9-]+:\d{12}:key\/[A-Za-z0-9-]+$/,
+      'a KMS key ARN (arn:aws:kms:<region>:<account>:key/<key id>)',
+    ),
+    'a list of KMS key ARNs',
+    1,
+  )
+    .optional()
+    .describe(
+      'Customer-managed KMS keys the secrets are encrypted with: the functions may decrypt with them ' +
+        '(through Secrets Manager only). Not needed for the default aws/secretsmanager key.',
+    ),
   vpc: strict({
     vpc_id: patterned(/^vpc-[0-9a-f]{8,17}$/, 'a VPC id (vpc-...)'),
     subnet_ids: list(
@@ -295,6 +308,21 @@ export const awsSchema = strict({
   })
     .optional()
     .describe('Run the functions in these (private) subnets, to reach databases that are not public.'),
+  execution_logs: strict({
+    level: oneOf(['off', 'fatal', 'error', 'all'])
+      .optional()
+      .describe('What the state machine logs: error (the default) logs failed states only.'),
+    include_data: z
+      .boolean({ error: expecting('true or false') })
+      .optional()
+      .describe(
+        "Log each state's input, output and error cause. Default false: they can hold key values and SQL.",
+      ),
+  })
+    .optional()
+    .describe(
+      'State machine execution logs (CloudWatch Logs). Default { level: error, include_data: false }.',
+    ),
   alarm_email: patterned(/^[^@\s]+@[^@\s]+\.[^@\s]+$/, 'an email address').optional(),
   log_retention_days: z
     .union(LOG_RETENTION_DAYS.map((d) => z.literal(d)) as unknown as [z.ZodLiteral<1>, z.ZodLiteral<3>], {

@@ -105,12 +105,19 @@ export interface AwsDocument {
   readonly architecture?: 'arm64' | 'x86_64' | undefined
   readonly secrets?: Readonly<Record<string, string>> | undefined
   readonly bigquery_secret?: string | undefined
+  readonly secrets_kms_keys?: readonly string[] | undefined
   readonly vpc?:
     | {
         readonly vpc_id: string
         readonly subnet_ids: readonly string[]
         readonly security_group_ids?: readonly string[] | undefined
         readonly gateway_endpoints?: { readonly route_table_ids: readonly string[] } | undefined
+      }
+    | undefined
+  readonly execution_logs?:
+    | {
+        readonly level?: 'off' | 'fatal' | 'error' | 'all' | undefined
+        readonly include_data?: boolean | undefined
       }
     | undefined
   readonly alarm_email?: string | undefined
@@ -138,6 +145,7 @@ export function resolveAws(aws: AwsDocument, tables: readonly TableSpec[], add: 
     architecture: aws.architecture ?? 'arm64',
     secrets: { ...(aws.secrets ?? {}) },
     ...(aws.bigquery_secret !== undefined ? { bigQuerySecret: aws.bigquery_secret } : {}),
+    secretsKmsKeys: [...(aws.secrets_kms_keys ?? [])],
     ...(aws.vpc !== undefined
       ? {
           vpc: {
@@ -150,6 +158,10 @@ export function resolveAws(aws: AwsDocument, tables: readonly TableSpec[], add: 
           },
         }
       : {}),
+    executionLogs: {
+      level: aws.execution_logs?.level ?? 'error',
+      includeData: aws.execution_logs?.include_data ?? false,
+    },
     ...(aws.alarm_email !== undefined ? { alarmEmail: aws.alarm_email } : {}),
     logRetentionDays: aws.log_retention_days ?? 30,
     stagingExpiryDays: aws.staging_expiry_days ?? 7,

@@ -164,6 +164,8 @@ export interface AwsDeploymentSpec {
   readonly secrets: Readonly<Record<string, string>>
   /** Secret name or ARN holding the BigQuery service-account JSON. */
   readonly bigQuerySecret?: string
+  /** Customer-managed KMS key ARNs of the secrets (kms:Decrypt through Secrets Manager); empty: none. */
+  readonly secretsKmsKeys: readonly string[]
   readonly vpc?: {
     readonly vpcId: string
     readonly subnetIds: readonly string[]
@@ -172,6 +174,8 @@ export interface AwsDeploymentSpec {
     readonly gatewayEndpointRouteTableIds?: readonly string[]
   }
   readonly alarmEmail?: string
+  /** State machine logging; include_data logs inputs, outputs and causes (key values, SQL). */
+  readonly executionLogs: { readonly level: 'off' | 'fatal' | 'error' | 'all'; readonly includeData: boolean }
   readonly logRetentionDays: number
   /** Staged objects older than this are deleted by a bucket lifecycle rule (abandoned batches). */
   readonly stagingExpiryDays: number

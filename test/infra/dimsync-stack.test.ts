@@ -6,15 +6,14 @@ import * as s3 from 'aws-cdk-lib/aws-s3'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { parseProject } from '../../lib/config/index.ts'
 import { ConfigError } from '../../lib/core/errors.ts'
-import type { ProjectSpec } from '../../lib/core/table-spec.ts'
 import { buildApp } from '../../infra/build-app.ts'
 import { planDeployment } from '../../infra/deploy-plan.ts'
 import { definitionFromTemplate } from '../support/step-functions/jsonata-state-machine.ts'
+import { bigQueryProject, FIXTURE_HANDLER, NO_BUNDLING, statementsOf } from './support/synth-stack.ts'
 
-const FIXTURE = path.join(import.meta.dirname, 'fixtures', 'handler.ts')
-const NO_BUNDLING = { 'aws:cdk:bundling-stacks': [] }
+const FIXTURE = FIXTURE_HANDLER
 
-export const AWS_YAML = `
+const AWS_YAML = `
 version: 1
 defaults:
   schedule: { timezone: Europe/Paris }
@@ -41,27 +40,8 @@ aws:
   alarm_email: ops@example.com
 `
 
-/** The BigQuery warehouse section belongs to another change; until it lands, tests set the type directly. */
-function bigQueryProject(yaml: string, file = '/deploy/dimsync.yaml'): ProjectSpec {
-  const project = parseProject(yaml, file)
-  return { ...project, warehouse: { type: 'bigquery' } as unknown as ProjectSpec['warehouse'] }
-}
-
 function tempOutdir(): string {
   return mkdtempSync(path.join(tmpdir(), 'dimsync-cdk-'))
-}
-
-type Statement = { Action: string | string[]; Resource: unknown; Condition?: unknown }
-
-function statementsOf(template: Template, rolePrefix: string): Statement[] {
-  const policies = template.findResources('AWS::IAM::Policy')
-  return Object.entries(policies)
-    .filter(([id]) => id.startsWith(rolePrefix))
-    .flatMap(
-      ([, policy]) =>
-        (policy as { Properties: { PolicyDocument: { Statement: Statement[] } } }).Properties.PolicyDocument
-          .Statement,
-    )
 }
 
 function definitionOf(template: Template): { States: Record<string, Record<string, unknown>> } {
