@@ -236,7 +236,7 @@ program
     async (name: string, opts: { config: string; key?: string; asOf?: Date; format: HistoryFormat }) => {
       await withProject(opts.config, async (project, deps) => {
         const [table] = selectTables(project, name)
-        const rows = await readHistory(deps.warehouse, {
+        const rows = await readHistory(await deps.openWarehouseForReading(), {
           table: table!,
           schema: project.warehouse.schema,
           key: opts.key,

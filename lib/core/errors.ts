@@ -109,3 +109,18 @@ export class WarehouseError extends DimsyncError {
     this.name = 'WarehouseError'
   }
 }
+
+/**
+ * The embedded warehouse file stayed open in another process for longer than the run may wait (DuckDB allows one
+ * writing process per file); names the holder when it is known. Nothing was written.
+ */
+export class WarehouseBusyError extends DimsyncError {
+  override readonly retryable = true
+  constructor(
+    readonly path: string,
+    message: string,
+  ) {
+    super(message)
+    this.name = 'WarehouseBusyError'
+  }
+}

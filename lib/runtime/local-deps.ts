@@ -1,12 +1,17 @@
+import { existsSync } from 'node:fs'
+
 import { makeSecretsManagerClient } from '../adapters/aws/aws-clients.ts'
 import { secretsManagerGetter } from '../adapters/aws/source-secrets.ts'
 import { LocalStagingStore } from '../adapters/staging/local-staging-store.ts'
 import { LocalStateStore } from '../adapters/state/local-state-store.ts'
 import { openBigQueryWarehouse } from '../adapters/warehouse/bigquery-credentials.ts'
 import type { BigQueryWarehouseOptions } from '../adapters/warehouse/bigquery-warehouse.ts'
+import { openWaitingForLock, type FileLockHolder } from '../adapters/warehouse/duckdb-file-lock.ts'
 import { DuckDbWarehouse } from '../adapters/warehouse/duckdb-warehouse.ts'
+import { readInteger } from '../config/env.ts'
 import { assertTableMatchesSource } from '../config/index.ts'
 import type { ProjectSpec } from '../core/table-spec.ts'
+import type { StateStore } from '../ports/state-store.ts'
 import { openSource } from './open-source.ts'
 import type { Warehouse } from '../ports/warehouse.ts'
 import type { RunEvent } from '../use-cases/run-event.ts'
@@ -14,9 +19,17 @@ import type { PipelineDeps } from '../use-cases/run-table.ts'
 import { openStoreOverrides, type StoreOverrides } from './aws-deps.ts'
 
 export interface LocalDeps extends PipelineDeps {
-  readonly warehouse: Warehouse
+  /**
+   * The warehouse for reading (history): a DuckDB file is opened read-only, so readers share it; while a run
+   * writes it, this waits. A DuckDB file that does not exist yet is not created (it holds no dimension).
+   */
+  openWarehouseForReading(): Promise<Warehouse>
   close(): Promise<void>
 }
+
+/** How long a command waits for a DuckDB warehouse file another process has open (seconds). */
+export const WAREHOUSE_WAIT_VARIABLE = 'DIMSYNC_WAREHOUSE_WAIT_SECONDS'
+const DEFAULT_WAREHOUSE_WAIT_SECONDS = 60
 
 export interface LocalDepsOptions {
   /** BigQuery client settings (an API endpoint and auth client in tests; nothing in normal use). */
@@ -37,12 +50,47 @@ export async function buildLocalDeps(
   // ---- store overrides (AWS runtime) ----
   const overridden = openStoreOverrides(stores)
   // ---- end store overrides ----
-  const warehouse = await openLocalWarehouse(project, options)
+  const localState =
+    overridden.state === undefined ? new LocalStateStore({ root: project.state.path }) : undefined
+  const state: StateStore = overridden.state ?? localState!
+  const waitMs =
+    readInteger(process.env, WAREHOUSE_WAIT_VARIABLE, {
+      defaultValue: DEFAULT_WAREHOUSE_WAIT_SECONDS,
+      min: 0,
+      max: 86_400,
+    }) * 1000
+  const opener: WarehouseOpener = { project, options, waitMs, localState }
+  // The warehouse is opened only when a step needs it (after the table's lease is taken) and closed when the
+  // table's run ends: a DuckDB file has one writing process at a time, and a run of another table waits for it.
+  let writing: Promise<Warehouse> | undefined
+  let reading: Promise<Warehouse> | undefined
+  const closing = async (opened: Promise<Warehouse> | undefined) => {
+    const warehouse = await opened?.catch(() => undefined)
+    await warehouse?.close()
+  }
   return {
     staging: overridden.staging ?? new LocalStagingStore({ root: project.staging.path }),
-    state: overridden.state ?? new LocalStateStore({ root: project.state.path }),
-    warehouse,
-    openWarehouse: async () => warehouse,
+    state,
+    openWarehouse: () => {
+      writing ??= openLocalWarehouse(opener, 'write').catch((error: unknown) => {
+        writing = undefined
+        throw error
+      })
+      return writing
+    },
+    releaseWarehouse: async () => {
+      if (project.warehouse.type === 'bigquery') return
+      const opened = writing
+      writing = undefined
+      await closing(opened)
+    },
+    openWarehouseForReading: () => {
+      reading ??= openLocalWarehouse(opener, 'read').catch((error: unknown) => {
+        reading = undefined
+        throw error
+      })
+      return reading
+    },
     schema: project.warehouse.schema,
     openSource: (table) => openSource(table, { baseDir: project.baseDir, env: process.env }),
     clock: () => new Date(),
@@ -54,13 +102,24 @@ export async function buildLocalDeps(
         columns,
       ),
     close: async () => {
-      await warehouse.close()
+      await closing(writing)
+      await closing(reading)
+      writing = reading = undefined
       await overridden.close()
     },
   }
 }
 
-async function openLocalWarehouse(project: ProjectSpec, options: LocalDepsOptions): Promise<Warehouse> {
+interface WarehouseOpener {
+  readonly project: ProjectSpec
+  readonly options: LocalDepsOptions
+  readonly waitMs: number
+  /** The local state store, whose leases name the run of a process holding the DuckDB file. */
+  readonly localState?: LocalStateStore
+}
+
+async function openLocalWarehouse(opener: WarehouseOpener, access: 'read' | 'write'): Promise<Warehouse> {
+  const { project, options } = opener
   if (project.warehouse.type === 'bigquery') {
     // From a laptop the key comes from Application Default Credentials; a Secrets Manager secret is read with the
     // AWS credential chain, as on Lambda.
@@ -69,8 +128,29 @@ async function openLocalWarehouse(project: ProjectSpec, options: LocalDepsOption
       extra: options.bigQuery,
     })
   }
-  return await DuckDbWarehouse.open({
-    path: project.warehouse.path,
-    memoryLimit: process.env.DIMSYNC_DUCKDB_MEMORY_LIMIT ?? '128MB',
-  })
+  const { path } = project.warehouse
+  const memoryLimit = process.env.DIMSYNC_DUCKDB_MEMORY_LIMIT ?? '128MB'
+  if (access === 'read' && path !== ':memory:' && !existsSync(path))
+    return await DuckDbWarehouse.open({ path: ':memory:', memoryLimit })
+  return await openWaitingForLock(
+    () => DuckDbWarehouse.open({ path, memoryLimit, readOnly: access === 'read' }),
+    {
+      path,
+      waitMs: opener.waitMs,
+      waitSetting: WAREHOUSE_WAIT_VARIABLE,
+      describeHolder: (holder) => describeHolder(opener.localState, holder),
+    },
+  )
+}
+
+/** `run run-… of table customers (process 123, since …)` when the holder is a run with a local lease. */
+async function describeHolder(
+  state: LocalStateStore | undefined,
+  holder: FileLockHolder,
+): Promise<string | undefined> {
+  const leases = (await state?.leasesOfProcess(holder.pid, new Date())) ?? []
+  if (leases.length === 0) return undefined
+  return leases
+    .map((l) => `run ${l.owner} of table ${l.table} (process ${holder.pid}, since ${l.acquiredAt})`)
+    .join(' and ')
 }

@@ -19,6 +19,12 @@ export interface MergeTableDeps extends TableRunDeps {
   readonly schema: string
   /** The warehouse, opened on the first call (only once the table's lease is held); the same one afterwards. */
   openWarehouse(): Promise<Warehouse>
+  /**
+   * Called when a run of a table ends, before its lease is released: closes a warehouse that one process at a
+   * time may have open (a DuckDB file), so that the run of another table can open it. The next
+   * `openWarehouse` opens it again.
+   */
+  releaseWarehouse?(): Promise<void>
 }
 
 export interface MergeRequest {
@@ -144,6 +150,8 @@ export async function mergeLeftStagedInRun(
   table: TableSpec,
   request: { readonly before?: string; readonly allowMassDelete?: boolean },
 ): Promise<readonly MergeStepResult[]> {
+  // Most runs find nothing left staged: the warehouse is then not opened for it.
+  if ((await deps.staging.listBatches(table.name)).length === 0) return []
   return await mergeLeftStaged(await mergeStepDeps(deps), table, {
     ...request,
     beforeCommit: () => run.lease.assertHeld(),

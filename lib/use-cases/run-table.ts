@@ -54,17 +54,21 @@ export async function runTable(
     recorded: !dryRun,
   }
   return await inTableRun(deps, request, async (run) => {
-    await run.record({ status: 'running' })
-    const resumed = dryRun
-      ? []
-      : await mergeLeftStagedInRun(deps, run, table, { allowMassDelete: options.allowMassDelete })
-    const extractedAt = options.extractedAt ?? deps.clock()
-    const batchId = makeBatchId(extractedAt)
-    const { rows } = await extractInRun(deps, run, table, { batchId, extractedAt })
-    const merge = dryRun
-      ? await dryRunMerge(deps, table, batchId, options)
-      : (await mergeInRun(deps, run, table, { batchId, allowMassDelete: options.allowMassDelete })).merge
-    return { runId, table: table.name, resumed: resumed.map((r) => r.merge), batchId, rows, merge }
+    try {
+      await run.record({ status: 'running' })
+      const resumed = dryRun
+        ? []
+        : await mergeLeftStagedInRun(deps, run, table, { allowMassDelete: options.allowMassDelete })
+      const extractedAt = options.extractedAt ?? deps.clock()
+      const batchId = makeBatchId(extractedAt)
+      const { rows } = await extractInRun(deps, run, table, { batchId, extractedAt })
+      const merge = dryRun
+        ? await dryRunMerge(deps, table, batchId, options)
+        : (await mergeInRun(deps, run, table, { batchId, allowMassDelete: options.allowMassDelete })).merge
+      return { runId, table: table.name, resumed: resumed.map((r) => r.merge), batchId, rows, merge }
+    } finally {
+      await deps.releaseWarehouse?.()
+    }
   })
 }
 

@@ -206,6 +206,29 @@ export class LocalStateStore implements StateStore {
     return runs
   }
 
+  /**
+   * The unexpired leases held by process `pid` of this host, over every table: which runs a process is doing, to
+   * name it when it holds something else another process waits for (the warehouse file).
+   */
+  async leasesOfProcess(pid: number, now: Date): Promise<readonly Lease[]> {
+    let tables: string[]
+    try {
+      tables = await readdir(this.#root)
+    } catch (error) {
+      if (isErrnoCode(error, 'ENOENT')) return []
+      throw error
+    }
+    const leases: Lease[] = []
+    for (const table of tables.filter((name) => !name.startsWith('.')).sort()) {
+      const stored = await readLease(table, join(this.#root, table, 'lease.json')).catch(() => undefined)
+      if (stored?.owner === undefined || stored.pid !== pid || stored.hostname !== this.#hostname) continue
+      if (isExpired(stored, now)) continue
+      const { owner, token, acquiredAt, expiresAt } = stored
+      leases.push({ table, owner, token, acquiredAt: acquiredAt ?? '', expiresAt: expiresAt ?? '' })
+    }
+    return leases
+  }
+
   async #writeLease(path: string, lease: Lease): Promise<void> {
     const stored: StoredLease = { ...lease, pid: this.#pid, hostname: this.#hostname }
     await writeFileAtomic(path, `${JSON.stringify(stored)}\n`)

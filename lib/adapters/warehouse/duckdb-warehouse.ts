@@ -20,6 +20,8 @@ export interface DuckDbWarehouseOptions {
   readonly path: string
   readonly memoryLimit?: string
   readonly threads?: number
+  /** Open for reading only: several readers may share the file, and none while a process writes it. */
+  readonly readOnly?: boolean
 }
 
 const INTEGER_TYPES = new Set(['BIGINT', 'HUGEINT', 'UBIGINT', 'UHUGEINT'])
@@ -45,9 +47,10 @@ export class DuckDbWarehouse implements Warehouse {
   static async open(options: DuckDbWarehouseOptions): Promise<DuckDbWarehouse> {
     if (options.path !== ':memory:') {
       await assertDuckDbFileOrNew(options.path)
-      await mkdir(dirname(options.path), { recursive: true })
+      if (!options.readOnly) await mkdir(dirname(options.path), { recursive: true })
     }
     const settings: Record<string, string> = {}
+    if (options.readOnly) settings.access_mode = 'READ_ONLY'
     if (options.memoryLimit) settings.memory_limit = options.memoryLimit
     if (options.threads) settings.threads = String(options.threads)
     const instance = await DuckDBInstance.create(options.path, settings)

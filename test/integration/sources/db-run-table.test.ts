@@ -32,7 +32,8 @@ describe.each(KITS)('dimsync run against a real $kit.label table', ({ kit, avail
     const table = (name: string): TableSpec => project.tables.find((t) => t.name === name)!
     const run = (name: string, at: Date) => runTable(deps, table(name), { extractedAt: at })
     async function history(target: string): Promise<Version[]> {
-      const rows = await deps.warehouse.query(
+      const warehouse = await deps.openWarehouse()
+      const rows = await warehouse.query(
         `SELECT id, name, region, CAST(valid_from AS VARCHAR) AS f, CAST(valid_to AS VARCHAR) AS t, is_current, is_deleted
          FROM main.${target} ORDER BY id, valid_from`,
       )

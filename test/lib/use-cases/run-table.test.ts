@@ -34,7 +34,7 @@ const steps = () =>
     .map((e) => (e.step === 'record' ? `record ${e.status}` : e.step))
 
 const history = async () =>
-  (await readHistory(deps.warehouse, { table: project.tables[0]!, schema: 'main' })).map((r) => [
+  (await readHistory(await deps.openWarehouse(), { table: project.tables[0]!, schema: 'main' })).map((r) => [
     r.customer_id,
     r.region,
     r.is_current,
