@@ -7,7 +7,7 @@ import { LocalStateStore } from '../adapters/state/local-state-store.ts'
 import { openBigQueryWarehouse } from '../adapters/warehouse/bigquery-credentials.ts'
 import type { BigQueryWarehouseOptions } from '../adapters/warehouse/bigquery-warehouse.ts'
 import { openWaitingForLock, type FileLockHolder } from '../adapters/warehouse/duckdb-file-lock.ts'
-import { DuckDbWarehouse } from '../adapters/warehouse/duckdb-warehouse.ts'
+import { assertDuckDbFileOrNew, DuckDbWarehouse } from '../adapters/warehouse/duckdb-warehouse.ts'
 import { readInteger } from '../config/env.ts'
 import { assertTableMatchesSource } from '../config/index.ts'
 import type { ProjectSpec } from '../core/table-spec.ts'
@@ -47,6 +47,9 @@ export async function buildLocalDeps(
   stores: StoreOverrides = {},
   options: LocalDepsOptions = {},
 ): Promise<LocalDeps> {
+  // A wrong warehouse path is refused before anything runs, although the file is opened only for a merge.
+  if (project.warehouse.type === 'duckdb' && project.warehouse.path !== ':memory:')
+    await assertDuckDbFileOrNew(project.warehouse.path)
   // ---- store overrides (AWS runtime) ----
   const overridden = openStoreOverrides(stores)
   // ---- end store overrides ----

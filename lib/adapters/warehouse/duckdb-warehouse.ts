@@ -129,7 +129,7 @@ export class DuckDbWarehouse implements Warehouse {
  * Given a CSV or Parquet file, DuckDB opens an in-memory database over it: a run would report versions inserted
  * and keep none. Only a DuckDB database file or a path that does not exist yet is a warehouse.
  */
-async function assertDuckDbFileOrNew(path: string): Promise<void> {
+export async function assertDuckDbFileOrNew(path: string): Promise<void> {
   const info = await stat(path).catch(() => undefined)
   if (info === undefined) return
   const refuse = (what: string) =>
