@@ -5,16 +5,42 @@ interface Stream {
   readonly isTTY?: boolean
 }
 
+/** How often the line of a long step is redrawn with its elapsed time (and after how long it first shows). */
+const TICK_MS = 1000
+
 /**
- * Progress for people and logs for machines: on a terminal one updating line with rows and rows/s; elsewhere
- * one log line per step (lock, extract, merge). Results go to stdout, progress and logs to stderr.
+ * Progress for people and logs for machines: on a terminal one updating line (rows and rows/s while extracting;
+ * a step that takes longer than a second, such as the merge, with its elapsed seconds); elsewhere one log line
+ * per step (lock, extract, merging, merge). Results go to stdout, progress and logs to stderr.
  */
 export function createReporter(err: Stream, out: Stream) {
   const live = Boolean(err.isTTY)
   let progressShown = false
+  /** The step under way that has no progress of its own to show (a merge), and when it started. */
+  let activity: { readonly text: string; readonly since: number } | undefined
+  let ticker: NodeJS.Timeout | undefined
   const clear = () => {
     if (progressShown) err.write('\r\x1b[2K')
     progressShown = false
+  }
+  const tick = () => {
+    if (activity === undefined) return
+    const elapsed = Date.now() - activity.since
+    if (elapsed < TICK_MS) return
+    err.write(`\r\x1b[2K${activity.text}, ${Math.floor(elapsed / 1000)} s`)
+    progressShown = true
+  }
+  const begin = (text: string) => {
+    activity = { text, since: Date.now() }
+    if (ticker === undefined) {
+      ticker = setInterval(tick, TICK_MS)
+      // The display must never keep the process alive.
+      ticker.unref()
+    }
+  }
+  const end = () => {
+    activity = undefined
+    clear()
   }
   const log = (text: string) => {
     clear()
@@ -37,6 +63,7 @@ export function createReporter(err: Stream, out: Stream) {
           if (!live) log(`${event.table} locked by ${event.runId}`)
           return
         case 'resume':
+          if (live) end()
           log(`${event.table} merged batch ${event.batchId}, left staged by an interrupted run`)
           return
         case 'extract':
@@ -46,8 +73,18 @@ export function createReporter(err: Stream, out: Stream) {
               `${event.table} extracted batch ${event.batchId}: ${event.rows} rows in ${event.seconds.toFixed(1)} s (${rate(event.rows, event.seconds)} rows/s)`,
             )
           return
+        case 'merging': {
+          const what = `merging batch ${event.batchId} (${event.rows.toLocaleString('en-US')} rows)`
+          if (live) begin(`${event.table}: ${what}`)
+          else log(`${event.table} ${what}`)
+          return
+        }
+        case 'failed':
+          if (live) end()
+          return
         case 'merge':
-          if (!live)
+          if (live) end()
+          else
             log(
               `${event.table} merged batch ${event.batchId} (${event.result.status}) in ${event.seconds.toFixed(1)} s`,
             )
@@ -59,7 +96,9 @@ export function createReporter(err: Stream, out: Stream) {
       out.write(`${line}\n`)
     },
     done(): void {
-      clear()
+      clearInterval(ticker)
+      ticker = undefined
+      end()
     },
   }
 }

@@ -65,6 +65,9 @@ export function powertoolsListener(
         })
         metrics.addMetric('BatchesAlreadyApplied', MetricUnit.Count, 1)
         return
+      case 'merging':
+        logger.info('merging batch', { step: 'merge', mergingBatchId: event.batchId, rows: event.rows })
+        return
       case 'merge': {
         const { status, counts, keys } = event.result
         logger.info(status === 'merged' ? 'batch merged' : 'batch already applied', {

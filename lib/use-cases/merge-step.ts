@@ -28,6 +28,8 @@ export interface MergeStepRequest {
   readonly allowMassDelete?: boolean
   /** Called inside the merge transaction just before COMMIT (the fencing check); throwing rolls back. */
   readonly beforeCommit?: () => Promise<void>
+  /** Called once the batch's manifest is read, as its merge starts. */
+  readonly onStart?: (manifest: BatchManifest) => void
 }
 
 export interface MergeStepResult {
@@ -48,6 +50,7 @@ export async function mergeStep(
   request: MergeStepRequest,
 ): Promise<MergeStepResult> {
   const manifest = await readManifest(deps.staging, table.name, request.batchId)
+  request.onStart?.(manifest)
   const merge = await mergeBatch(deps, {
     table,
     schema: deps.schema,
@@ -89,6 +92,8 @@ export interface LeftStagedRequest {
   readonly before?: string
   readonly allowMassDelete?: boolean
   readonly beforeCommit?: () => Promise<void>
+  /** Called as the merge of each batch starts. */
+  readonly onStart?: (manifest: BatchManifest) => void
   /** Called after each batch is merged, its watermark advanced and its staging removed. */
   readonly onMerged?: (result: MergeStepResult) => void
 }
@@ -116,6 +121,7 @@ export async function mergeLeftStaged(
         batchId: manifest.batchId,
         allowMassDelete: request.allowMassDelete,
         beforeCommit: request.beforeCommit,
+        onStart: request.onStart,
       })
     } catch (error) {
       if (!(error instanceof BatchRejectedError)) throw error

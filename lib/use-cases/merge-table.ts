@@ -106,6 +106,7 @@ export async function mergeInRun(
       batchId,
       allowMassDelete: request.allowMassDelete,
       beforeCommit: () => run.lease.assertHeld(),
+      onStart: reportMerging(deps, table),
     })
   } catch (error) {
     if (error instanceof StagingError && request.recordedAsMerged) {
@@ -155,9 +156,15 @@ export async function mergeLeftStagedInRun(
   return await mergeLeftStaged(await mergeStepDeps(deps), table, {
     ...request,
     beforeCommit: () => run.lease.assertHeld(),
+    onStart: reportMerging(deps, table),
     onMerged: ({ merge, watermark }) =>
       deps.onEvent?.({ step: 'resume', table: table.name, batchId: merge.batchId, result: merge, watermark }),
   })
+}
+
+function reportMerging(deps: MergeTableDeps, table: TableSpec): (manifest: BatchManifest) => void {
+  return (manifest) =>
+    deps.onEvent?.({ step: 'merging', table: table.name, batchId: manifest.batchId, rows: manifest.rowCount })
 }
 
 /** The merge's adapters, with the warehouse opened (the caller holds the table's lease). */

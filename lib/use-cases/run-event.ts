@@ -59,6 +59,8 @@ export type RunEvent =
       readonly batchId: string
       readonly rows: number
     }
+  /** The merge of a staged batch starts (a long one shows as such on a terminal). */
+  | { readonly step: 'merging'; readonly table: string; readonly batchId: string; readonly rows: number }
   | {
       readonly step: 'merge'
       readonly table: string

@@ -181,7 +181,7 @@ describe('the extract and merge steps as runs of their own (what the Lambdas run
     events.length = 0
     const merged = await mergeTable(deps, project.tables[0]!, { run, batchId })
     expect(merged).toMatchObject({ batchId, watermark: 'none', merge: { status: 'merged' } })
-    expect(steps()).toEqual(['lock', 'merge', 'watermark', 'record succeeded'])
+    expect(steps()).toEqual(['lock', 'merging', 'merge', 'watermark', 'record succeeded'])
     const runs = await deps.state.listRuns('customers', 5)
     expect(runs).toEqual([
       expect.objectContaining({
@@ -226,6 +226,7 @@ describe('the extract and merge steps as runs of their own (what the Lambdas run
       'record running',
       'record running',
       'extract',
+      'merging',
       'merge',
       'watermark',
       'record succeeded',

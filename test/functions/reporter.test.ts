@@ -1,0 +1,63 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+
+import { createReporter } from '../../functions/local/reporter.ts'
+import type { RunEvent } from '../../lib/use-cases/run-event.ts'
+
+/** A stream that records what was written; `isTTY` as a terminal would have it. */
+function stream(isTTY: boolean) {
+  const chunks: string[] = []
+  return { chunks, isTTY, write: (text: string) => chunks.push(text), text: () => chunks.join('') }
+}
+
+/** The line a terminal shows now: what follows the last carriage return. */
+const lastLine = (text: string) => text.slice(text.lastIndexOf('\r')).replace('\r\x1b[2K', '')
+
+const merging: RunEvent = { step: 'merging', table: 'customers', batchId: 'b1', rows: 1_000_000 }
+
+beforeEach(() => vi.useFakeTimers({ now: new Date('2026-01-01T00:00:00Z') }))
+afterEach(() => vi.useRealTimers())
+
+describe('the CLI reporter', () => {
+  it('on a terminal, a merge longer than a second shows what it is doing and for how long', () => {
+    const err = stream(true)
+    const reporter = createReporter(err, stream(false))
+    reporter.onEvent(merging)
+    vi.advanceTimersByTime(900)
+    expect(err.text()).toBe('')
+    vi.advanceTimersByTime(2200)
+    expect(lastLine(err.text())).toBe('customers: merging batch b1 (1,000,000 rows), 3 s')
+    reporter.onEvent({
+      step: 'merge',
+      table: 'customers',
+      batchId: 'b1',
+      result: { status: 'merged', batchId: 'b1', statements: [] },
+      seconds: 3.1,
+    })
+    expect(err.text().endsWith('\r\x1b[2K')).toBe(true)
+    const written = err.chunks.length
+    vi.advanceTimersByTime(5000)
+    expect(err.chunks.length).toBe(written)
+    reporter.done()
+  })
+
+  it('a failed run clears the line it was showing', () => {
+    const err = stream(true)
+    const reporter = createReporter(err, stream(false))
+    reporter.onEvent(merging)
+    vi.advanceTimersByTime(1500)
+    reporter.onEvent({ step: 'failed', table: 'customers', runId: 'r', error: new Error('x') })
+    expect(err.text().endsWith('\r\x1b[2K')).toBe(true)
+    vi.advanceTimersByTime(3000)
+    expect(err.text().endsWith('\r\x1b[2K')).toBe(true)
+    reporter.done()
+  })
+
+  it('elsewhere, the start of a merge is one log line', () => {
+    const err = stream(false)
+    const reporter = createReporter(err, stream(false))
+    reporter.onEvent(merging)
+    vi.advanceTimersByTime(3000)
+    expect(err.text()).toBe('2026-01-01T00:00:00.000Z customers merging batch b1 (1,000,000 rows)\n')
+    reporter.done()
+  })
+})
