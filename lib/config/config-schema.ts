@@ -5,7 +5,12 @@
  * ("Invalid input") do not tell a user what to write instead.
  */
 import { z } from 'zod'
-import { PRESET_NAMES } from './column-presets.ts'
+import {
+  METADATA_COLUMN_KEYS,
+  METADATA_COLUMNS,
+  PRESET_NAMES,
+  type MetadataColumnOption,
+} from '../core/metadata-columns.ts'
 import { mustBe, oneOfText, unknownKeysMessage } from './messages.ts'
 
 /** Later quoted in SQL, but odd names are refused here so the failure points at the YAML, not at a query. */
@@ -157,29 +162,28 @@ export const trackedSchema = z.union(
   { error: expecting('a list of column names or a mapping { all_except: [<column>, ...] }') },
 )
 
+/** One renaming option per metadata column (`valid_to: ended_at`), described from the column's contract. */
+const metadataColumnRenames = Object.fromEntries(
+  METADATA_COLUMN_KEYS.map((key) => {
+    const { option, meaning, names } = METADATA_COLUMNS[key]
+    return [
+      option,
+      column.describe(`Name of the metadata column: ${meaning} (default ${names.dimsync}).`).optional(),
+    ]
+  }),
+) as Record<MetadataColumnOption, z.ZodOptional<typeof column>>
+
 export const columnsOverrideSchema = strict({
-  preset: oneOf(PRESET_NAMES as unknown as readonly ['dimsync', 'dbt', 'fivetran', 'databricks']).optional(),
-  surrogate_key: column.optional(),
-  valid_from: column.optional(),
-  valid_to: column.optional(),
-  is_current: column.optional(),
-  is_deleted: column.optional(),
-  row_hash: column.optional(),
-  batch_id: column.optional(),
+  preset: oneOf(PRESET_NAMES).optional(),
+  ...metadataColumnRenames,
 })
 
-export const columnsSchema = z.union(
-  [
-    oneOf(PRESET_NAMES as unknown as readonly ['dimsync', 'dbt', 'fivetran', 'databricks']),
-    columnsOverrideSchema,
-  ],
-  {
-    error: expecting(
-      `a preset (${PRESET_NAMES.join(', ')}) or a mapping like { preset: dbt, valid_to: my_valid_to }`,
-      PRESET_NAMES,
-    ),
-  },
-)
+export const columnsSchema = z.union([oneOf(PRESET_NAMES), columnsOverrideSchema], {
+  error: expecting(
+    `a preset (${PRESET_NAMES.join(', ')}) or a mapping like { preset: dbt, valid_to: my_valid_to }`,
+    PRESET_NAMES,
+  ),
+})
 
 // ---- AWS deployment options: per-table schedule and function size, top-level `aws` (read by infra/) ----
 

@@ -9,7 +9,7 @@ export {
   DEFAULT_MAX_DELETE_SHARE,
 } from './resolve-project.ts'
 export { checkTableAgainstSource, assertTableMatchesSource } from './source-columns-check.ts'
-export { COLUMN_PRESETS, PRESET_NAMES, METADATA_COLUMN_OPTIONS } from './column-presets.ts'
+export { COLUMN_PRESETS, PRESET_NAMES, METADATA_COLUMN_OPTIONS } from '../core/metadata-columns.ts'
 export { suggest } from './did-you-mean.ts'
 export { configJsonSchema, renderConfigJsonSchema } from './json-schema.ts'
 export type { ConfigDocument } from './config-schema.ts'

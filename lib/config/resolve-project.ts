@@ -5,10 +5,16 @@
  */
 import path from 'node:path'
 import { ConfigError } from '../core/errors.ts'
+import {
+  COLUMN_PRESETS,
+  METADATA_COLUMN_KEYS,
+  METADATA_COLUMN_OPTIONS,
+  type ColumnPreset,
+  type MetadataColumn,
+  type MetadataColumnNames,
+} from '../core/metadata-columns.ts'
 import type {
-  ColumnPreset,
   ExtractSpec,
-  MetadataColumnNames,
   ProjectSpec,
   SourceSpec,
   TableSpec,
@@ -16,7 +22,6 @@ import type {
   ValidFromSpec,
   WarehouseSpec,
 } from '../core/table-spec.ts'
-import { COLUMN_PRESETS, METADATA_COLUMN_KEYS, METADATA_COLUMN_OPTIONS } from './column-presets.ts'
 import {
   configDocumentSchema,
   defaultsSchema,
@@ -290,9 +295,9 @@ function checkMetadataDistinct(
   issues: IssueList,
 ): void {
   // Point at the option the user wrote: with { valid_to: is_current } the culprit is valid_to, not is_current.
-  const written = (key: keyof MetadataColumnNames) =>
+  const written = (key: MetadataColumn) =>
     typeof value === 'object' && value[METADATA_COLUMN_OPTIONS[key] as keyof typeof value] !== undefined
-  const seen = new Map<string, keyof MetadataColumnNames>()
+  const seen = new Map<string, MetadataColumn>()
   for (const key of METADATA_COLUMN_KEYS) {
     const name = names[key]
     const first = seen.get(name.toLowerCase())

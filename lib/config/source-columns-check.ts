@@ -3,8 +3,12 @@
  * typo in the key found here costs a message, found in the merge it costs a failed (or wrong) load.
  */
 import { ConfigError } from '../core/errors.ts'
-import type { MetadataColumnNames, ProjectSpec } from '../core/table-spec.ts'
-import { METADATA_COLUMN_KEYS, METADATA_COLUMN_OPTIONS } from './column-presets.ts'
+import {
+  METADATA_COLUMN_KEYS,
+  METADATA_COLUMN_OPTIONS,
+  type MetadataColumn,
+} from '../core/metadata-columns.ts'
+import type { ProjectSpec } from '../core/table-spec.ts'
 import { didYouMean } from './did-you-mean.ts'
 
 /** Every problem of table `tableIndex` against `sourceColumns`, as `<path>: <what is wrong>` lines. */
@@ -41,7 +45,7 @@ export function checkTableAgainstSource(
 
   // Stored source columns share the dimension with the metadata columns; warehouses compare names without case.
   const excluded = new Set(table.exclude)
-  const metadata = new Map<string, keyof MetadataColumnNames>(
+  const metadata = new Map<string, MetadataColumn>(
     METADATA_COLUMN_KEYS.map((key) => [table.columns[key].toLowerCase(), key]),
   )
   for (const name of sourceColumns) {

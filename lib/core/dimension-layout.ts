@@ -1,6 +1,7 @@
 import type { StagedColumn } from './batch.ts'
 import { BatchRejectedError } from './errors.ts'
-import type { MetadataColumnNames, TableSpec } from './table-spec.ts'
+import { metadataColumnList } from './metadata-columns.ts'
+import type { TableSpec } from './table-spec.ts'
 
 /** A stored column of a dimension: name and warehouse-neutral type text (DuckDB logical type names). */
 export interface DimensionColumn {
@@ -28,18 +29,6 @@ export interface DimensionLayout {
 
 /** Prefix reserved for dimsync's working columns inside staging tables. */
 export const RESERVED_PREFIX = '__dimsync_'
-
-export function metadataColumnList(names: MetadataColumnNames): readonly DimensionColumn[] {
-  return [
-    { name: names.surrogateKey, type: 'BIGINT' },
-    { name: names.validFrom, type: 'TIMESTAMPTZ' },
-    { name: names.validTo, type: 'TIMESTAMPTZ' },
-    { name: names.isCurrent, type: 'BOOLEAN' },
-    { name: names.isDeleted, type: 'BOOLEAN' },
-    { name: names.rowHash, type: 'VARCHAR' },
-    { name: names.batchId, type: 'VARCHAR' },
-  ]
-}
 
 /**
  * Derives the layout of `table` from the staged columns of a batch and the columns the dimension already has

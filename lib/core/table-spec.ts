@@ -3,6 +3,8 @@
  * consumed by the planner, the adapters and the CLI. Pure data: no I/O, frozen after parsing.
  */
 
+import type { MetadataColumnNames } from './metadata-columns.ts'
+
 export type DeletePolicy = 'ignore' | 'invalidate' | 'new_record'
 
 /** Where a table's rows come from. Database sources are added beside `file` without touching the planner. */
@@ -49,19 +51,6 @@ export type ValidFromSpec =
 export type TrackedSpec =
   | { readonly kind: 'list'; readonly columns: readonly string[] }
   | { readonly kind: 'all_except'; readonly columns: readonly string[] }
-
-/** Names of the metadata columns dimsync writes into a dimension. */
-export interface MetadataColumnNames {
-  readonly surrogateKey: string
-  readonly validFrom: string
-  readonly validTo: string
-  readonly isCurrent: string
-  readonly isDeleted: string
-  readonly rowHash: string
-  readonly batchId: string
-}
-
-export type ColumnPreset = 'dimsync' | 'dbt' | 'fivetran' | 'databricks'
 
 /** `null`: open versions have `valid_to IS NULL`; otherwise a far-future sentinel instant (ISO, UTC). */
 export type OpenEnd = null | string

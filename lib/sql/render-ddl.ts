@@ -1,6 +1,6 @@
 import type { DimensionColumn, DimensionLayout } from '../core/dimension-layout.ts'
-import { metadataColumnList } from '../core/dimension-layout.ts'
-import type { MetadataColumnNames, TableSpec } from '../core/table-spec.ts'
+import { METADATA_COLUMNS, metadataColumnList, metadataColumnNamed } from '../core/metadata-columns.ts'
+import type { TableSpec } from '../core/table-spec.ts'
 import type { CompiledStatement, SqlDialect, TableRef } from './dialect.ts'
 import { assertSafeTypeText } from './safe-type.ts'
 
@@ -65,20 +65,14 @@ export function renderDimensionDdl(
     const metadata = metadataColumnList(n)
     const first = metadata[0]!
     const rest = metadata.slice(1)
-    const notNullMetadata = new Set([
-      n.surrogateKey,
-      n.validFrom,
-      n.isCurrent,
-      n.isDeleted,
-      n.rowHash,
-      n.batchId,
-    ])
-    const meta = (c: DimensionColumn, notNull: boolean) =>
-      column(c, notNull, `${METADATA_NOTES[metadataRole(n, c.name)]}\n${SOURCE_TYPE_NOTE}${c.type}`)
+    const meta = (c: DimensionColumn) => {
+      const contract = METADATA_COLUMNS[metadataColumnNamed(n, c.name)!]
+      return column(c, contract.notNull, `dimsync: ${contract.meaning}\n${SOURCE_TYPE_NOTE}${c.type}`)
+    }
     const columns = [
-      meta(first, true),
+      meta(first),
       ...layout.stored.map((c) => column(c, keyNames.has(c.name))),
-      ...rest.map((c) => meta(c, notNullMetadata.has(c.name))),
+      ...rest.map((c) => meta(c)),
     ]
     out.push({
       label: 'create dimension',
@@ -115,18 +109,3 @@ export function renderDimensionDdl(
 
 /** Description line recording a column's staged type (read back by the BigQuery adapter). */
 export const SOURCE_TYPE_NOTE = 'dimsync source type: '
-
-const METADATA_NOTES = Object.freeze({
-  surrogateKey: 'dimsync: surrogate key of the version, never reused',
-  validFrom: 'dimsync: start of the version (inclusive, UTC)',
-  validTo: 'dimsync: end of the version (exclusive, UTC); open versions hold the open end',
-  isCurrent: 'dimsync: true for the open version of the key',
-  isDeleted: 'dimsync: true when the version records a deletion of the key',
-  rowHash: 'dimsync: MD5 of the tracked columns (canonical text)',
-  batchId: 'dimsync: batch that wrote the version',
-})
-
-function metadataRole(names: MetadataColumnNames, column: string): keyof MetadataColumnNames {
-  const role = (Object.keys(names) as (keyof MetadataColumnNames)[]).find((k) => names[k] === column)
-  return role ?? 'batchId'
-}

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { ProjectSpec } from '../../../lib/core/table-spec.ts'
-import { COLUMN_PRESETS } from '../../../lib/config/column-presets.ts'
+import { COLUMN_PRESETS } from '../../../lib/core/metadata-columns.ts'
 import { parseProject } from '../../../lib/config/parse-project.ts'
 import { resolveProject } from '../../../lib/config/resolve-project.ts'
 

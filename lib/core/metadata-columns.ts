@@ -1,0 +1,148 @@
+/**
+ * The metadata columns dimsync writes into every dimension, described once: their name in each preset, the
+ * option that renames them in dimsync.yaml, their type, whether they may be NULL and what they mean. Config
+ * (presets, overrides, the JSON schema), the dimension layout and the DDL (types, NOT NULL, descriptions) all
+ * read this table.
+ *
+ * Presets exist so that a dimension migrated from dbt snapshots, Fivetran history mode or Databricks keeps the
+ * names its downstream queries already use (DESIGN.md section 6); the columns those tools do not have are named
+ * with the same prefix so the table still reads as one family.
+ */
+
+export const PRESET_NAMES = Object.freeze(['dimsync', 'dbt', 'fivetran', 'databricks'] as const)
+
+export type ColumnPreset = (typeof PRESET_NAMES)[number]
+
+interface MetadataColumnContract {
+  /** The dimsync.yaml option that renames the column (`columns: { valid_to: ended_at }`). */
+  readonly option: string
+  /** Warehouse-neutral type (DuckDB logical type name). */
+  readonly type: string
+  readonly notNull: boolean
+  /** What the column holds, for column descriptions and the JSON schema. */
+  readonly meaning: string
+  readonly names: Readonly<Record<ColumnPreset, string>>
+}
+
+/** In dimension order (the surrogate key first; the source columns come right after it). */
+export const METADATA_COLUMNS = Object.freeze({
+  surrogateKey: {
+    option: 'surrogate_key',
+    type: 'BIGINT',
+    notNull: true,
+    meaning: 'surrogate key of the version, never reused',
+    names: { dimsync: 'dimsync_sk', dbt: 'dbt_scd_id', fivetran: '_fivetran_id', databricks: '__dimsync_sk' },
+  },
+  validFrom: {
+    option: 'valid_from',
+    type: 'TIMESTAMPTZ',
+    notNull: true,
+    meaning: 'start of the version (inclusive, UTC)',
+    names: {
+      dimsync: 'valid_from',
+      dbt: 'dbt_valid_from',
+      fivetran: '_fivetran_start',
+      databricks: '__START_AT',
+    },
+  },
+  validTo: {
+    option: 'valid_to',
+    type: 'TIMESTAMPTZ',
+    notNull: false,
+    meaning: 'end of the version (exclusive, UTC); open versions hold the open end',
+    names: { dimsync: 'valid_to', dbt: 'dbt_valid_to', fivetran: '_fivetran_end', databricks: '__END_AT' },
+  },
+  isCurrent: {
+    option: 'is_current',
+    type: 'BOOLEAN',
+    notNull: true,
+    meaning: 'true for the open version of the key',
+    names: {
+      dimsync: 'is_current',
+      dbt: 'dbt_is_current',
+      fivetran: '_fivetran_active',
+      databricks: '__IS_CURRENT',
+    },
+  },
+  isDeleted: {
+    option: 'is_deleted',
+    type: 'BOOLEAN',
+    notNull: true,
+    meaning: 'true when the version records a deletion of the key',
+    names: {
+      dimsync: 'is_deleted',
+      dbt: 'dbt_is_deleted',
+      fivetran: '_fivetran_deleted',
+      databricks: '__IS_DELETED',
+    },
+  },
+  rowHash: {
+    option: 'row_hash',
+    type: 'VARCHAR',
+    notNull: true,
+    meaning: 'MD5 of the tracked columns (canonical text)',
+    names: {
+      dimsync: 'dimsync_row_hash',
+      dbt: 'dbt_row_hash',
+      fivetran: '_fivetran_row_hash',
+      databricks: '__ROW_HASH',
+    },
+  },
+  batchId: {
+    option: 'batch_id',
+    type: 'VARCHAR',
+    notNull: true,
+    meaning: 'batch that wrote the version',
+    names: {
+      dimsync: 'dimsync_batch_id',
+      dbt: 'dbt_batch_id',
+      fivetran: '_fivetran_batch_id',
+      databricks: '__BATCH_ID',
+    },
+  },
+} as const satisfies Record<string, MetadataColumnContract>)
+
+export type MetadataColumn = keyof typeof METADATA_COLUMNS
+
+/** The dimsync.yaml option names (`surrogate_key`, `valid_from`, ...). */
+export type MetadataColumnOption = (typeof METADATA_COLUMNS)[MetadataColumn]['option']
+
+/** Names of the metadata columns of one dimension (a preset's, possibly renamed one by one). */
+export type MetadataColumnNames = { readonly [K in MetadataColumn]: string }
+
+/** The metadata columns, in dimension order (which is also the order messages list them in). */
+export const METADATA_COLUMN_KEYS: readonly MetadataColumn[] = Object.freeze(
+  Object.keys(METADATA_COLUMNS) as MetadataColumn[],
+)
+
+/** Metadata column names per preset. */
+export const COLUMN_PRESETS: Readonly<Record<ColumnPreset, MetadataColumnNames>> = Object.freeze(
+  Object.fromEntries(
+    PRESET_NAMES.map((preset) => [
+      preset,
+      Object.freeze(
+        Object.fromEntries(METADATA_COLUMN_KEYS.map((k) => [k, METADATA_COLUMNS[k].names[preset]])),
+      ),
+    ]),
+  ) as Record<ColumnPreset, MetadataColumnNames>,
+)
+
+/** The dimsync.yaml option of each metadata column. */
+export const METADATA_COLUMN_OPTIONS: Readonly<Record<MetadataColumn, MetadataColumnOption>> = Object.freeze(
+  Object.fromEntries(METADATA_COLUMN_KEYS.map((k) => [k, METADATA_COLUMNS[k].option])) as Record<
+    MetadataColumn,
+    MetadataColumnOption
+  >,
+)
+
+/** The metadata columns of a dimension with these names: name and type, in dimension order. */
+export function metadataColumnList(
+  names: MetadataColumnNames,
+): readonly { readonly name: string; readonly type: string }[] {
+  return METADATA_COLUMN_KEYS.map((k) => ({ name: names[k], type: METADATA_COLUMNS[k].type }))
+}
+
+/** Which metadata column `column` is in a dimension with these names, if any. */
+export function metadataColumnNamed(names: MetadataColumnNames, column: string): MetadataColumn | undefined {
+  return METADATA_COLUMN_KEYS.find((k) => names[k] === column)
+}
