@@ -41,4 +41,4 @@ export const AWS_ENV = Object.freeze({
   logLevel: 'POWERTOOLS_LOG_LEVEL',
 } as const)
 
-export { STATE_PARTITIONS } from '../core/state-partitions.ts'
+export { STATE_PARTITIONS, STATE_TABLE_KEYS } from '../core/state-table.ts'

@@ -9,7 +9,7 @@ import {
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb'
 
-import { STATE_PARTITIONS } from '../../core/state-partitions.ts'
+import { STATE_PARTITIONS, STATE_TABLE_KEYS } from '../../core/state-table.ts'
 import { WatermarkConflictError } from '../../core/errors.ts'
 import { isAwsError, wrapAwsError } from '../aws/aws-errors.ts'
 import type { Watermark } from '../../core/batch.ts'
@@ -30,7 +30,7 @@ export interface DynamoDbStateStoreOptions {
 
 /**
  * The single-table layout (partition key `pk`, sort key `sk`, both strings; TTL attribute `expiresAt`, epoch
- * seconds). Exported so that the CDK stack and tests create the same table.
+ * seconds: `STATE_TABLE_KEYS`, shared with the CDK stack).
  *
  * | pk                | sk                               | item                                                      |
  * |-------------------|----------------------------------|-----------------------------------------------------------|
@@ -44,19 +44,13 @@ export interface DynamoDbStateStoreOptions {
  * the fencing token on every acquisition and whose release REMOVEs the owner but keeps the item, so the token
  * never restarts. Watermark and lease items never expire; run records do (TTL).
  */
-export const STATE_TABLE_SCHEMA = Object.freeze({
-  partitionKey: 'pk',
-  sortKey: 'sk',
-  ttlAttribute: 'expiresAt',
-})
-
 const WATERMARK_SK = 'WATERMARK'
 const LEASE_SK = 'LEASE'
 const RUN_PREFIX = 'RUN#'
 const RUNID_PREFIX = 'RUNID#'
 
 /**
- * Per-table watermarks, fenced leases and run records in one DynamoDB table (layout: `STATE_TABLE_SCHEMA`).
+ * Per-table watermarks, fenced leases and run records in one DynamoDB table (layout: `STATE_TABLE_KEYS`).
  * Safe across processes and machines: every decision is a single conditional write evaluated by DynamoDB.
  */
 export class DynamoDbStateStore implements StateStore {
@@ -283,14 +277,18 @@ export class DynamoDbStateStore implements StateStore {
             runId: { S: run.runId },
             status: { S: run.status },
             run: { S: JSON.stringify(run) },
-            expiresAt,
+            [STATE_TABLE_KEYS.ttl]: expiresAt,
           },
         }),
       )
       await this.#client.send(
         new PutItemCommand({
           TableName: this.#tableName,
-          Item: { ...key(pk, `${RUNID_PREFIX}${run.runId}`), runSk: { S: sk }, expiresAt },
+          Item: {
+            ...key(pk, `${RUNID_PREFIX}${run.runId}`),
+            runSk: { S: sk },
+            [STATE_TABLE_KEYS.ttl]: expiresAt,
+          },
         }),
       )
       if (previous !== undefined && previous !== sk) {
@@ -313,7 +311,11 @@ export class DynamoDbStateStore implements StateStore {
         page = await this.#client.send(
           new QueryCommand({
             TableName: this.#tableName,
-            KeyConditionExpression: 'pk = :pk AND begins_with(sk, :run)',
+            KeyConditionExpression: '#pk = :pk AND begins_with(#sk, :run)',
+            ExpressionAttributeNames: {
+              '#pk': STATE_TABLE_KEYS.partitionKey,
+              '#sk': STATE_TABLE_KEYS.sortKey,
+            },
             ExpressionAttributeValues: { ':pk': { S: runsKey(table) }, ':run': { S: RUN_PREFIX } },
             ScanIndexForward: false,
             ConsistentRead: true,
@@ -377,7 +379,7 @@ interface StoredLease {
 
 /**
  * Creates a state table with the dimsync layout (on-demand billing). For tests, local setups and LocalStack;
- * deployments create it with the CDK stack (which also enables TTL on `expiresAt`).
+ * deployments create it with the CDK stack (which also enables TTL on `STATE_TABLE_KEYS.ttl`).
  */
 export async function createStateTable(client: DynamoDBClient, tableName: string): Promise<void> {
   try {
@@ -385,12 +387,12 @@ export async function createStateTable(client: DynamoDBClient, tableName: string
       new CreateTableCommand({
         TableName: tableName,
         AttributeDefinitions: [
-          { AttributeName: STATE_TABLE_SCHEMA.partitionKey, AttributeType: 'S' },
-          { AttributeName: STATE_TABLE_SCHEMA.sortKey, AttributeType: 'S' },
+          { AttributeName: STATE_TABLE_KEYS.partitionKey, AttributeType: 'S' },
+          { AttributeName: STATE_TABLE_KEYS.sortKey, AttributeType: 'S' },
         ],
         KeySchema: [
-          { AttributeName: STATE_TABLE_SCHEMA.partitionKey, KeyType: 'HASH' },
-          { AttributeName: STATE_TABLE_SCHEMA.sortKey, KeyType: 'RANGE' },
+          { AttributeName: STATE_TABLE_KEYS.partitionKey, KeyType: 'HASH' },
+          { AttributeName: STATE_TABLE_KEYS.sortKey, KeyType: 'RANGE' },
         ],
         BillingMode: 'PAY_PER_REQUEST',
       }),
@@ -411,7 +413,7 @@ function runsKey(table: string): string {
 }
 
 function key(pk: string, sk: string): Record<string, AttributeValue> {
-  return { pk: { S: pk }, sk: { S: sk } }
+  return { [STATE_TABLE_KEYS.partitionKey]: { S: pk }, [STATE_TABLE_KEYS.sortKey]: { S: sk } }
 }
 
 function lostError(lease: Lease, stored: StoredLease | undefined): LeaseLostError {
