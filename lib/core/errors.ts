@@ -3,11 +3,17 @@
  * and says whether retrying the same step can help (`retryable`), so schedulers retry only transient failures.
  */
 export class DimsyncError extends Error {
-  readonly retryable: boolean = false
-  constructor(message: string, options?: ErrorOptions) {
+  readonly retryable: boolean
+  constructor(message: string, options?: DimsyncErrorOptions) {
     super(message, options)
     this.name = 'DimsyncError'
+    this.retryable = options?.retryable ?? false
   }
+}
+
+export interface DimsyncErrorOptions extends ErrorOptions {
+  /** Retrying the same step can help (a dropped connection, throttling); default false. */
+  readonly retryable?: boolean
 }
 
 /** dimsync.yaml (or an event) is invalid. `issues` holds one line per problem: `<path>: <what is wrong>`. */
@@ -41,15 +47,14 @@ export class MassDeleteRefusedError extends BatchRejectedError {
   }
 }
 
-/** Another run holds the table's lock. */
+/** Another run holds the table's lock (retryable: the run ends, or its lease expires). */
 export class LockHeldError extends DimsyncError {
-  override readonly retryable = true
   constructor(
     readonly table: string,
     readonly holder: string,
     readonly since: string,
   ) {
-    super(`table ${table} is locked by run ${holder} since ${since}`)
+    super(`table ${table} is locked by run ${holder} since ${since}`, { retryable: true })
     this.name = 'LockHeldError'
   }
 }
@@ -81,17 +86,16 @@ export class SourceError extends DimsyncError {
   constructor(
     readonly table: string,
     message: string,
-    options?: ErrorOptions & { retryable?: boolean },
+    options?: DimsyncErrorOptions,
   ) {
     super(message, options)
     this.name = 'SourceError'
-    if (options?.retryable) Object.defineProperty(this, 'retryable', { value: true })
   }
 }
 
 /** A staged batch is missing or damaged (no manifest, missing part, bad checksum). */
 export class StagingError extends DimsyncError {
-  constructor(message: string, options?: ErrorOptions) {
+  constructor(message: string, options?: DimsyncErrorOptions) {
     super(message, options)
     this.name = 'StagingError'
   }
@@ -102,7 +106,7 @@ export class WarehouseError extends DimsyncError {
   constructor(
     readonly label: string,
     readonly sql: string,
-    options?: ErrorOptions,
+    options?: DimsyncErrorOptions,
   ) {
     const cause = options?.cause instanceof Error ? options.cause.message : String(options?.cause ?? '')
     super(`warehouse statement "${label}" failed: ${cause}`, options)

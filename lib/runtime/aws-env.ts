@@ -42,3 +42,4 @@ export const AWS_ENV = Object.freeze({
 } as const)
 
 export { STATE_PARTITIONS, STATE_TABLE_KEYS } from '../core/state-table.ts'
+export { RETRY_ERROR_NAMES } from '../core/retry-policy.ts'

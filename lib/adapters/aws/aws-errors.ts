@@ -1,4 +1,4 @@
-import { DimsyncError } from '../../core/errors.ts'
+import { DimsyncError, type DimsyncErrorOptions } from '../../core/errors.ts'
 
 /**
  * The boundary between AWS SDK errors and dimsync errors: SDK exceptions are recognised by name (not by class,
@@ -8,16 +8,14 @@ import { DimsyncError } from '../../core/errors.ts'
 
 /** An AWS call failed for a reason other than a dimsync rule (permissions, missing bucket or table, network). */
 export class AwsServiceError extends DimsyncError {
-  override readonly retryable: boolean
   constructor(
     readonly service: 's3' | 'dynamodb' | 'secretsmanager',
     readonly errorName: string,
     message: string,
-    options: ErrorOptions & { retryable: boolean },
+    options: DimsyncErrorOptions & { readonly retryable: boolean },
   ) {
     super(message, options)
     this.name = 'AwsServiceError'
-    this.retryable = options.retryable
   }
 }
 
