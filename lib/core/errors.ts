@@ -119,12 +119,11 @@ export class WarehouseError extends DimsyncError {
  * writing process per file); names the holder when it is known. Nothing was written.
  */
 export class WarehouseBusyError extends DimsyncError {
-  override readonly retryable = true
   constructor(
     readonly path: string,
     message: string,
   ) {
-    super(message)
+    super(message, { retryable: true })
     this.name = 'WarehouseBusyError'
   }
 }

@@ -9,6 +9,7 @@ import {
   MassDeleteRefusedError,
   SourceError,
   StagingError,
+  WarehouseBusyError,
   WarehouseError,
   WatermarkConflictError,
 } from '../../../lib/core/errors.ts'
@@ -26,6 +27,7 @@ const thrown = [
   new SourceError('customers', 'm'),
   new StagingError('m'),
   new WarehouseError('merge', 'SELECT 1'),
+  new WarehouseBusyError('/data/dw.duckdb', 'm'),
   new AwsServiceError('s3', 'SlowDown', 'm', { retryable: true }),
 ]
 
@@ -43,7 +45,10 @@ describe('retry policy (the errorTypes the state machine retries, derived from t
 
   it('a function reports a retryable error as RetryableError, unless it has a retrier of its own', () => {
     const reported = thrown.map((error) => [error.name, reportedErrorName(error)])
-    expect(reported.filter(([name, as]) => name !== as)).toEqual([['AwsServiceError', 'RetryableError']])
+    expect(reported.filter(([name, as]) => name !== as)).toEqual([
+      ['WarehouseBusyError', 'RetryableError'],
+      ['AwsServiceError', 'RetryableError'],
+    ])
     expect(reportedErrorName(new SourceError('customers', 'connection dropped', { retryable: true }))).toBe(
       'RetryableError',
     )
