@@ -42,7 +42,6 @@ export interface DeploymentPlan {
   readonly alarmEmail?: string
   readonly executionLogs: AwsDeploymentSpec['executionLogs']
   readonly logRetentionDays: number
-  readonly stagingExpiryDays: number
   readonly removalPolicy: 'retain' | 'destroy'
 }
 
@@ -140,7 +139,6 @@ export function planDeployment(project: ProjectSpec): DeploymentPlan {
     ...(aws?.alarmEmail !== undefined ? { alarmEmail: aws.alarmEmail } : {}),
     executionLogs: aws?.executionLogs ?? { level: 'error', includeData: false },
     logRetentionDays: aws?.logRetentionDays ?? 30,
-    stagingExpiryDays: aws?.stagingExpiryDays ?? 7,
     removalPolicy: aws?.removalPolicy ?? 'retain',
   }
 }

@@ -6,11 +6,9 @@ import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib'
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb'
 import * as s3 from 'aws-cdk-lib/aws-s3'
 import { Construct } from 'constructs'
-import { STAGING_PREFIX, STATE_TABLE_KEYS } from '../defaults.ts'
+import { STATE_TABLE_KEYS } from '../defaults.ts'
 
 export interface StorageProps {
-  /** Staged objects older than this are deleted: batches abandoned by a failed run, and merged ones. */
-  readonly stagingExpiryDays: number
   readonly removalPolicy: RemovalPolicy
 }
 
@@ -27,13 +25,10 @@ export class Storage extends Construct {
       minimumTLSVersion: 1.2,
       objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
       removalPolicy: props.removalPolicy,
+      // No rule deletes staged batches by age: dimsync deletes a batch once merged or discarded, and the next
+      // extract of its table removes an abandoned one (no manifest); what is left is a batch waiting for a rerun
+      // or `dimsync discard`, which an expiry would break (parts gone, manifest left, or the reverse).
       lifecycleRules: [
-        {
-          id: 'expire-staged-batches',
-          prefix: `${STAGING_PREFIX}/`,
-          // A merged batch is history already in the warehouse; an abandoned one (no manifest) is never merged.
-          expiration: Duration.days(props.stagingExpiryDays),
-        },
         // An extract killed mid-upload leaves parts of a multipart upload that are billed but invisible.
         { id: 'abort-incomplete-uploads', abortIncompleteMultipartUploadAfter: Duration.days(1) },
       ],

@@ -38,7 +38,7 @@ export class DimsyncStack extends Stack {
     super(scope, id, props)
     const { plan } = props
     const removalPolicy = plan.removalPolicy === 'destroy' ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN
-    this.storage = new Storage(this, 'Storage', { stagingExpiryDays: plan.stagingExpiryDays, removalPolicy })
+    this.storage = new Storage(this, 'Storage', { removalPolicy })
     const notifications = new Notifications(this, 'Notifications', {
       removalPolicy,
       ...(plan.alarmEmail !== undefined ? { alarmEmail: plan.alarmEmail } : {}),

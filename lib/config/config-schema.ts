@@ -334,9 +334,11 @@ export const awsSchema = strict({
     })
     .optional()
     .describe('Default 30.'),
-  staging_expiry_days: wholeNumber('days', 1, 3650)
+  // Still a known key, so the error says why it went instead of "unknown key".
+  staging_expiry_days: z
+    .unknown()
     .optional()
-    .describe('Staged batches older than this are deleted (abandoned batches). Default 7.'),
+    .describe('Removed: staged batches are deleted when merged or discarded, never by age.'),
   removal_policy: oneOf(['retain', 'destroy'])
     .optional()
     .describe('What deleting the stack does to the bucket and state table. Default retain.'),

@@ -122,7 +122,7 @@ export interface AwsDocument {
     | undefined
   readonly alarm_email?: string | undefined
   readonly log_retention_days?: number | undefined
-  readonly staging_expiry_days?: number | undefined
+  readonly staging_expiry_days?: unknown
   readonly removal_policy?: 'retain' | 'destroy' | undefined
 }
 
@@ -140,6 +140,12 @@ export function resolveAws(aws: AwsDocument, tables: readonly TableSpec[], add: 
           (used.length > 0 ? ` (url_env names in use: ${[...new Set(used)].join(', ')})` : ''),
       )
   }
+  if (aws.staging_expiry_days !== undefined)
+    add(
+      ['aws', 'staging_expiry_days'],
+      'is no longer supported: merged and discarded batches are deleted by dimsync, and a batch that waits for ' +
+        'a rerun or for dimsync discard must not expire under it; remove the line',
+    )
   return {
     ...(aws.stack_name !== undefined ? { stackName: aws.stack_name } : {}),
     architecture: aws.architecture ?? 'arm64',
@@ -164,7 +170,6 @@ export function resolveAws(aws: AwsDocument, tables: readonly TableSpec[], add: 
     },
     ...(aws.alarm_email !== undefined ? { alarmEmail: aws.alarm_email } : {}),
     logRetentionDays: aws.log_retention_days ?? 30,
-    stagingExpiryDays: aws.staging_expiry_days ?? 7,
     removalPolicy: aws.removal_policy ?? 'retain',
   }
 }

@@ -166,8 +166,6 @@ export interface AwsDeploymentSpec {
   /** State machine logging; include_data logs inputs, outputs and causes (key values, SQL). */
   readonly executionLogs: { readonly level: 'off' | 'fatal' | 'error' | 'all'; readonly includeData: boolean }
   readonly logRetentionDays: number
-  /** Staged objects older than this are deleted by a bucket lifecycle rule (abandoned batches). */
-  readonly stagingExpiryDays: number
   /** `retain` keeps the bucket and state table when the stack is deleted. */
   readonly removalPolicy: 'retain' | 'destroy'
 }

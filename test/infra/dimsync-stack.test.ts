@@ -227,7 +227,7 @@ describe('DimsyncStack (bundling skipped)', () => {
     template.allResourcesProperties('AWS::Logs::LogGroup', { RetentionInDays: 30 })
   })
 
-  it('keeps staging private, encrypted, TLS-only, and expires abandoned batches', () => {
+  it('keeps staging private, encrypted, TLS-only, and never expires a batch (one may wait for an operator)', () => {
     template.hasResourceProperties('AWS::S3::Bucket', {
       BucketEncryption: {
         ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }],
@@ -239,8 +239,9 @@ describe('DimsyncStack (bundling skipped)', () => {
         RestrictPublicBuckets: true,
       },
       LifecycleConfiguration: {
+        // Merged and discarded batches are deleted by dimsync; a refused or unmerged batch waits until a rerun
+        // or `dimsync discard`, so no rule deletes staged objects by age (only unfinished multipart uploads).
         Rules: [
-          { Id: 'expire-staged-batches', Prefix: 'staging/', ExpirationInDays: 7, Status: 'Enabled' },
           {
             Id: 'abort-incomplete-uploads',
             AbortIncompleteMultipartUpload: { DaysAfterInitiation: 1 },

@@ -148,7 +148,6 @@ describe('dimsync.yaml deployment options', () => {
       executionLogs: { level: 'error', includeData: false },
       alarmEmail: 'ops@example.com',
       logRetentionDays: 30,
-      stagingExpiryDays: 7,
       removalPolicy: 'retain',
     })
     expect(parseProject(config(''), CONFIG).aws).toBeUndefined()
@@ -161,6 +160,13 @@ describe('dimsync.yaml deployment options', () => {
     ])
     expect(issuesOf(config('', 'aws:\n  secrets: { SHOP_DB_ULR: dimsync/shop-db }'))).toEqual([
       'aws.secrets.SHOP_DB_ULR: no table\'s source has url_env: SHOP_DB_ULR; did you mean "SHOP_DB_URL"? (url_env names in use: SHOP_DB_URL)',
+    ])
+  })
+
+  it('refuses staging_expiry_days, saying why staged batches no longer expire', () => {
+    expect(issuesOf(config('', 'aws:\n  staging_expiry_days: 7'))).toEqual([
+      'aws.staging_expiry_days: is no longer supported: merged and discarded batches are deleted by dimsync, and a ' +
+        'batch that waits for a rerun or for dimsync discard must not expire under it; remove the line',
     ])
   })
 
