@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import path from 'node:path'
-import { ArnFormat, Duration, type RemovalPolicy, Size, Stack, Validations } from 'aws-cdk-lib'
+import { ArnFormat, Duration, RemovalPolicy, Size, Stack, Validations } from 'aws-cdk-lib'
 import type * as ec2 from 'aws-cdk-lib/aws-ec2'
 import * as iam from 'aws-cdk-lib/aws-iam'
 import * as lambda from 'aws-cdk-lib/aws-lambda'
@@ -123,6 +123,12 @@ function shellQuote(value: string): string {
 
 export class LoaderFunction extends Construct {
   readonly function: NodejsFunction
+  /**
+   * The version published by this deploy: the state machine invokes it, so an execution runs one code version
+   * from its first pass to its merge even when a deploy happens meanwhile (running executions keep the
+   * definition they started with). Kept on later deploys for those executions.
+   */
+  readonly version: lambda.Version
   readonly role: iam.Role
   readonly logGroup: logs.LogGroup
 
@@ -165,6 +171,7 @@ export class LoaderFunction extends Construct {
       description: `dimsync ${props.kind}: ${props.description}`,
       role: this.role,
       logGroup: this.logGroup,
+      currentVersionOptions: { removalPolicy: RemovalPolicy.RETAIN },
       loggingFormat: lambda.LoggingFormat.JSON,
       projectRoot: PROJECT_ROOT,
       depsLockFilePath: path.join(PROJECT_ROOT, 'package-lock.json'),
@@ -217,6 +224,7 @@ export class LoaderFunction extends Construct {
       },
     })
 
+    this.version = this.function.currentVersion
     Validations.of(this.function).acknowledge({
       id: 'AwsSolutions-L1',
       reason:

@@ -30,8 +30,9 @@ import { scopedPolicy } from '../nag-acknowledgements.ts'
 
 export interface OrchestratedTable {
   readonly name: string
-  readonly extract: lambda.IFunction
-  readonly merge: lambda.IFunction
+  /** Published versions, not functions: one code version per execution (see LoaderFunction.version). */
+  readonly extract: lambda.IVersion
+  readonly merge: lambda.IVersion
 }
 
 export interface OrchestrationProps {
@@ -333,10 +334,21 @@ export class Orchestration extends Construct {
 
   /** Invoking the functions, publishing the run metrics, and notifying through the encrypted topic. */
   #allow(props: OrchestrationProps): void {
-    const functionArns = props.tables.flatMap((t) => [t.extract.functionArn, t.merge.functionArn])
-    this.stateMachine.addToRolePolicy(
-      new iam.PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [...new Set(functionArns)] }),
-    )
+    // Any version of the stack's functions: an execution started before a deploy goes on invoking the version
+    // it started with, after the policy has been updated for the new one.
+    const versions = props.tables.flatMap((t) => [
+      `${t.extract.lambda.functionArn}:*`,
+      `${t.merge.lambda.functionArn}:*`,
+    ])
+    scopedPolicy(this, 'Invoke', {
+      role: this.stateMachine.role,
+      statements: [
+        new iam.PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [...new Set(versions)] }),
+      ],
+      reason:
+        'Executions invoke the function versions of the deploy they started under; one started before a deploy ' +
+        'invokes an older version, whose number the new policy cannot know.',
+    })
     this.stateMachine.addToRolePolicy(
       new iam.PolicyStatement({ actions: ['sns:Publish'], resources: [props.topic.topicArn] }),
     )

@@ -126,7 +126,7 @@ export class DimsyncStack extends Stack {
 
       this.functions[fnClass.id] = { extract, merge }
       for (const t of tables)
-        orchestrated.push({ name: t.name, extract: extract.function, merge: merge.function })
+        orchestrated.push({ name: t.name, extract: extract.version, merge: merge.version })
     }
 
     const order = plan.tables.map((t) => t.name)

@@ -24,6 +24,7 @@ import {
   UnsupportedDefinitionError,
   definitionFromTemplate,
   lambdaArnOf,
+  lambdaVersionArnOf,
   type ExecutionResult,
   type Json,
   type LambdaInvoker,
@@ -64,9 +65,13 @@ type Role = 'extract' | 'merge'
 
 /**
  * Synthesizes the stack as test/infra/dimsync-stack.test.ts does (bundling skipped, cdk-nag on) and reads the
- * state machine's definition, the function ARN tokens replaced by `lambdaArnOf(<logical id>)`.
+ * state machine's definition, the version ARN tokens replaced by `lambdaVersionArnOf(<function id>, <version id>)`.
  */
-async function synthesize(): Promise<{ definition: StateMachineDefinition; roles: Map<string, Role> }> {
+async function synthesize(): Promise<{
+  definition: StateMachineDefinition
+  roles: Map<string, Role>
+  published: Published[]
+}> {
   const { app, stack } = await buildApp({
     project: bigQueryProject(DEPLOYED_YAML),
     appProps: { outdir: mkdtempSync(path.join(tmpdir(), 'dimsync-cdk-')), context: NO_BUNDLING },
@@ -75,13 +80,27 @@ async function synthesize(): Promise<{ definition: StateMachineDefinition; roles
   app.synth()
   const template = Template.fromStack(stack).toJSON() as Parameters<typeof definitionFromTemplate>[0]
   const roles = new Map<string, Role>()
+  const published: Published[] = []
   for (const pair of Object.values(stack.functions)) {
     for (const role of ['extract', 'merge'] as const) {
       const id = stack.getLogicalId(pair[role].function.node.defaultChild as CfnElement)
-      roles.set(lambdaArnOf(id), role)
+      // The version's logical id gets its code hash only in the template.
+      const versionId = Object.entries(template.Resources).find(
+        ([, r]) =>
+          r.Type === 'AWS::Lambda::Version' && (r.Properties?.FunctionName as { Ref?: string }).Ref === id,
+      )![0]
+      roles.set(lambdaVersionArnOf(id, versionId), role)
+      published.push({ role, functionArn: lambdaArnOf(id), versionArn: lambdaVersionArnOf(id, versionId) })
     }
   }
-  return { definition: definitionFromTemplate(template), roles }
+  return { definition: definitionFromTemplate(template), roles, published }
+}
+
+/** A function of the stack and the version this deploy published of it. */
+interface Published {
+  readonly role: Role
+  readonly functionArn: string
+  readonly versionArn: string
 }
 
 const metricsOf = (result: ExecutionResult, state: string) =>
@@ -93,10 +112,12 @@ describe('state machine definition run by a JSONata interpreter (simulated Step 
   let machine: JsonataStateMachine
   let roles: Map<string, Role>
   let definition: StateMachineDefinition
+  let published: Published[]
 
   beforeAll(async () => {
     const synthesized = await synthesize()
     roles = synthesized.roles
+    published = synthesized.published
     definition = synthesized.definition
     machine = await JsonataStateMachine.load(definition)
   })
@@ -137,6 +158,43 @@ describe('state machine definition run by a JSONata interpreter (simulated Step 
     const result = await machine.run({ input: { table: 'items', mode: null }, invoke: stub })
     expect(result.status).toBe('SUCCEEDED')
     expect(payloads[0]).toEqual({ table: 'items', reason: expect.stringMatching(/^started by hand/) })
+  })
+
+  it('invokes the versions published by its deploy for every pass and the merge, never the unqualified functions', async () => {
+    let pass = 0
+    const result = await machine.run({
+      input: { table: 'items' },
+      invoke: async (name) => {
+        if (roles.get(name) === 'merge') return { table: 'items', batchId: 'b1', status: 'merged' }
+        pass++
+        return {
+          table: 'items',
+          batchId: 'b1',
+          rows: pass,
+          bytes: pass,
+          complete: pass === 3,
+          resume: { pass },
+        }
+      },
+    })
+    expect(result.status).toBe('SUCCEEDED')
+    const names = result.invocations.map((i) => [i.state, i.functionName])
+    const extractVersion = names[0]![1]!
+    const mergeVersion = names.at(-1)![1]!
+    expect(names).toEqual([
+      ['Extract', extractVersion],
+      ['Extract', extractVersion],
+      ['Extract', extractVersion],
+      ['Merge', mergeVersion],
+    ])
+    // Running executions keep the definition they started with: a deploy during this one changes nothing.
+    const versions = published.map((p) => p.versionArn)
+    expect(versions).toContain(extractVersion)
+    expect(versions).toContain(mergeVersion)
+    expect(published.find((p) => p.versionArn === extractVersion)!.role).toBe('extract')
+    expect(JSON.stringify(definition)).not.toMatch(
+      new RegExp(`(${published.map((p) => p.functionArn).join('|')})(?!:)`),
+    )
   })
 
   it('keeps the failure notification subject under the 100 characters SNS accepts, for the longest table name', async () => {

@@ -671,7 +671,8 @@ export class JsonataStateMachine {
 
 /**
  * The Step Functions definition of a synthesized stack (a CloudFormation template as JSON), its CloudFormation
- * tokens replaced by recognizable values: a Lambda function's ARN by `lambdaArnOf(logicalId)`, a topic's by
+ * tokens replaced by recognizable values: a Lambda function's ARN by `lambdaArnOf(logicalId)` (a version's by
+ * `lambdaVersionArnOf(functionId, versionId)`), a topic's by
  * `topicArnOf(logicalId)`, the pseudo parameters by us-east-1 / 123456789012. Any other token is refused.
  */
 export function definitionFromTemplate(template: {
@@ -699,6 +700,11 @@ export function definitionFromTemplate(template: {
     if (id !== undefined && attribute === 'Arn' && template.Resources[id]?.Type === 'AWS::Lambda::Function') {
       return lambdaArnOf(id)
     }
+    const versioned = t.Ref !== undefined ? template.Resources[t.Ref] : undefined
+    if (versioned?.Type === 'AWS::Lambda::Version') {
+      const fn = (versioned.Properties?.FunctionName as { Ref?: string } | undefined)?.Ref
+      if (fn !== undefined) return lambdaVersionArnOf(fn, t.Ref!)
+    }
     if (t.Ref !== undefined && pseudo[t.Ref] !== undefined) return pseudo[t.Ref]!
     if (t.Ref !== undefined && template.Resources[t.Ref]?.Type === 'AWS::SNS::Topic') return topicArnOf(t.Ref)
     throw new UnsupportedDefinitionError(`CloudFormation token ${JSON.stringify(token)} in the definition`)
@@ -715,6 +721,11 @@ export function definitionFromTemplate(template: {
 
 export function lambdaArnOf(logicalId: string): string {
   return `arn:aws:lambda:us-east-1:123456789012:function:${logicalId}`
+}
+
+/** A published version of a function; the version's logical id stands in for its number. */
+export function lambdaVersionArnOf(functionLogicalId: string, versionLogicalId: string): string {
+  return `${lambdaArnOf(functionLogicalId)}:${versionLogicalId}`
 }
 
 export function topicArnOf(logicalId: string): string {
