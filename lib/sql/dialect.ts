@@ -1,21 +1,27 @@
-/**
- * What differs between the warehouses dimsync renders SQL for. The merge, DDL and view renderers are shared and
- * call these hooks; a dialect overrides only quoting, literals, types, hashing and raising errors (kysely's
- * compiler-with-hooks design). Identifiers from config are validated upstream and always quoted here.
- */
-export interface TableRef {
-  /** Dataset / schema; omitted for temporary tables. */
-  readonly schema?: string
-  readonly name: string
-}
+import type { CompiledStatement } from '../core/compiled-sql.ts'
+import type { TableRef } from '../core/table-ref.ts'
+import type { DialectCapabilities } from './capabilities.ts'
+
+export type { CompiledScript, CompiledStatement } from '../core/compiled-sql.ts'
+export type { TableRef } from '../core/table-ref.ts'
 
 export type LogicalType = 'string' | 'int64' | 'bool' | 'timestamp'
 
 /** The tables whose physical layout a dialect may tune (partitioning, clustering). */
 export type TableRole = 'dimension' | 'captures' | 'ledger'
 
+/**
+ * Everything that differs between the warehouses dimsync renders SQL for: lib/sql is the only place they
+ * differ. The merge, DDL, view, ledger and history renderers are shared and call these hooks; a dialect extends
+ * `SqlDialectBase` (standard SQL defaults) and overrides quoting, literals, types, hashing, raising errors and
+ * creating functions where its warehouse differs (kysely's compiler-with-hooks design). What a warehouse can or
+ * cannot do is a named flag in `capabilities`, never a test of `name`. Identifiers from config are validated
+ * upstream and always quoted here.
+ */
 export interface SqlDialect {
-  readonly name: 'duckdb' | 'bigquery'
+  /** The warehouse's name, for messages only: renderers read `capabilities`, never the name. */
+  readonly name: string
+  readonly capabilities: DialectCapabilities
   quoteIdentifier(name: string): string
   table(ref: TableRef): string
   stringLiteral(value: string): string
@@ -41,7 +47,7 @@ export interface SqlDialect {
   raiseError(messageExpression: string): string
   /** `CREATE TEMP TABLE name AS select` in this dialect. */
   createTempTableAs(name: string, select: string): string
-  /** `CREATE OR REPLACE TEMP TABLE` is used for staging tables that may survive a failed script. */
+  /** `DROP TABLE IF EXISTS`: staging tables that a failed run may have left behind. */
   dropTableIfExists(ref: TableRef): string
   /**
    * The column type written in DDL for a staged column type (DuckDB type names). Throws naming the table and
@@ -54,11 +60,37 @@ export interface SqlDialect {
   columnDescription(text: string): string
   /** Text appended after a CREATE TABLE's column list (partitioning, clustering, options); '' when none. */
   tableOptions(role: TableRole, options: TableOptionsRequest): string
+  /** `CREATE OR REPLACE VIEW` of `select`, described as `description` where the warehouse keeps descriptions. */
+  createView(ref: TableRef, select: string, description: string): string
   /**
-   * True when the dimension is partitioned on valid_to, so that filters on current versions also filter on
-   * valid_to (`valid_to IS NULL` or `= open end`) and read only the partition of open versions.
+   * `CREATE OR REPLACE` a table-valued function (a DuckDB table macro, a BigQuery table function) returning
+   * `body(args)`, where `args[i]` is the expression that reads parameter `i` inside the body.
    */
-  readonly filterCurrentOnValidTo: boolean
+  createTableFunction(
+    ref: TableRef,
+    parameters: readonly TableFunctionParameter[],
+    body: (args: readonly string[]) => string,
+  ): string
+  /**
+   * The text of a merge as one multi-statement script, for warehouses that run a merge as one job (see
+   * ScriptWarehouse): `ddl`, then `merge` inside one transaction that rolls back and re-raises on any error,
+   * then `after`. Dialects without scripting throw.
+   */
+  scriptText(script: ScriptParts): string
+}
+
+export interface TableFunctionParameter {
+  readonly name: string
+  readonly type: LogicalType
+}
+
+/** The parts of a merge script, before the dialect renders them as one text. */
+export interface ScriptParts {
+  /** One line saying what the script does (rendered as a comment). */
+  readonly title: string
+  readonly ddl: readonly CompiledStatement[]
+  readonly merge: readonly CompiledStatement[]
+  readonly after: readonly CompiledStatement[]
 }
 
 export interface TableOptionsRequest {
@@ -68,10 +100,4 @@ export interface TableOptionsRequest {
   readonly key: readonly { readonly name: string; readonly type: string }[]
   /** Human description of the table. */
   readonly description?: string
-}
-
-/** One statement of a rendered script, labelled so a failure can say which step failed. */
-export interface CompiledStatement {
-  readonly label: string
-  readonly sql: string
 }

@@ -1,7 +1,10 @@
 import type { DimensionLayout } from '../core/dimension-layout.ts'
 import type { TableSpec } from '../core/table-spec.ts'
+import type { CheckKind } from '../core/check-failure.ts'
 import type { CompiledStatement, SqlDialect, TableRef } from './dialect.ts'
+import { raiseCheck } from './raise-check.ts'
 import { DELETED_STATE, renderRowHash } from './row-hash.ts'
+import { currentVersion, liveCurrentVersion } from './version-predicates.ts'
 
 /** Names of the temporary tables a merge script creates; the warehouse adapter reads the counts from them. */
 export const TEMP = Object.freeze({
@@ -17,7 +20,7 @@ export const TEMP = Object.freeze({
 })
 
 /** Working columns added to staged rows (the reserved prefix keeps them apart from source columns). */
-const W = Object.freeze({
+export const WORK = Object.freeze({
   t: '__dimsync_t',
   del: '__dimsync_del',
   rowHash: '__dimsync_row_hash',
@@ -36,6 +39,7 @@ const W = Object.freeze({
   existingSk: '__dimsync_existing_sk',
   priority: '__dimsync_priority',
 })
+const W = WORK
 
 /** Everything the merge of one batch depends on. Pure data: rendering does no I/O and reads no clock. */
 export interface MergePlan {
@@ -173,17 +177,17 @@ class MergeRenderer {
   get #stage(): string {
     return this.#d.table(this.#p.stage ?? { name: TEMP.stage })
   }
-  /**
-   * `alias` is a current version. Where the dialect partitions the dimension on valid_to, the (equivalent, by
-   * invariant 2) filter on the open end is added so that only the partition of open versions is read.
-   */
+  /** `alias` is the key's current version (see version-predicates.ts). */
   #current(alias: string): string {
-    const n = this.#names
-    const flag = `${alias}.${this.#q(n.isCurrent)}`
-    if (!this.#d.filterCurrentOnValidTo) return flag
-    const validTo = `${alias}.${this.#q(n.validTo)}`
-    const open = this.#p.table.openEnd === null ? `${validTo} IS NULL` : `${validTo} = ${this.#openEnd()}`
-    return `${flag} AND ${open}`
+    return currentVersion(this.#d, this.#p.table, alias)
+  }
+  /** `alias` is the key's current version and does not record a deletion. */
+  #liveCurrent(alias: string): string {
+    return liveCurrentVersion(this.#d, this.#p.table, alias)
+  }
+  /** A check that refuses the batch with `message` (a STRING expression); see raise-check.ts. */
+  #raise(kind: CheckKind, message: string): string {
+    return raiseCheck(this.#d, { kind, table: this.#p.table.name, batchId: this.#p.batchId }, message)
   }
   get #eventTime(): string {
     const column = this.#p.layout.validFromColumn
@@ -200,7 +204,8 @@ class MergeRenderer {
     const nullKey = this.#keys.map((k) => `${this.#col('s', k)} IS NULL`).join(' OR ')
     this.#emit(
       'check NULL keys',
-      `SELECT ${this.#d.raiseError(
+      `SELECT ${this.#raise(
+        'null-key',
         `${this.#str(`${this.#prefix()} has `)} || ${count('COUNT(*)')} || ` +
           this.#str(` rows with a NULL key (${this.#keys.join(', ')}); nothing was written`),
       )}\nFROM ${stage} s WHERE ${nullKey} HAVING COUNT(*) > 0`,
@@ -209,7 +214,8 @@ class MergeRenderer {
     if (validFrom !== undefined) {
       this.#emit(
         'check NULL valid_from',
-        `SELECT ${this.#d.raiseError(
+        `SELECT ${this.#raise(
+          'null-valid-from',
           `${this.#str(`${this.#prefix()} has `)} || ${count('COUNT(*)')} || ` +
             this.#str(` rows with a NULL valid_from column (${validFrom.name}); nothing was written`),
         )}\nFROM ${stage} s WHERE ${this.#col('s', validFrom.name)} IS NULL HAVING COUNT(*) > 0`,
@@ -223,7 +229,8 @@ class MergeRenderer {
       'check duplicate keys',
       `WITH dup AS (\n  SELECT ${this.#keyText('s')} AS k, COUNT(*) AS n FROM ${stage} s GROUP BY ${grain} HAVING COUNT(*) > 1\n),\n` +
         `sample AS (SELECT k FROM dup ORDER BY k LIMIT 10)\n` +
-        `SELECT ${this.#d.raiseError(
+        `SELECT ${this.#raise(
+          'duplicate-key',
           `${this.#str(`${this.#prefix()} has `)} || ${count('(SELECT COUNT(*) FROM dup)')} || ` +
             `${this.#str(` duplicate ${what} (a full extract must hold one row per key), for example: `)} || ` +
             `(SELECT STRING_AGG(k, '; ' ORDER BY k) FROM sample) || ${this.#str('; nothing was written')}`,
@@ -236,7 +243,8 @@ class MergeRenderer {
     const b = this.#d.table(this.#p.batches)
     this.#emit(
       'check extraction order',
-      `SELECT ${this.#d.raiseError(
+      `SELECT ${this.#raise(
+        'extraction-order',
         `${this.#str(`${this.#prefix()} was extracted at ${this.#p.extractedAt}, not after batch `)} || b.batch_id || ` +
           `${this.#str(' (extracted at ')} || ${this.#d.castToString('b.extracted_at')} || ` +
           this.#str(
@@ -267,7 +275,7 @@ class MergeRenderer {
   /** Full extracts: a current key absent from the extract was deleted at the extraction time. */
   #addAbsenceDeletes(): void {
     const n = this.#names
-    const absent = `${this.#current('d')} AND NOT d.${this.#q(n.isDeleted)} AND NOT EXISTS (SELECT 1 FROM ${this.#stage} s WHERE ${this.#keyEq('s', 'd')})`
+    const absent = `${this.#liveCurrent('d')} AND NOT EXISTS (SELECT 1 FROM ${this.#stage} s WHERE ${this.#keyEq('s', 'd')})`
     if (!this.#p.allowMassDelete)
       this.#guardMassDelete(`(SELECT COUNT(*) FROM ${this.#dim} d WHERE ${absent})`)
     const columns = this.#stored.map((c) => this.#q(c)).join(', ')
@@ -281,18 +289,18 @@ class MergeRenderer {
 
   /** Refuses the batch when the keys deleted by absence exceed the allowed share of live current keys. */
   #guardMassDelete(goneExpression: string): void {
-    const n = this.#names
     const share = this.#p.table.maxDeleteShare
     this.#emit(
       'guard mass delete',
-      `SELECT ${this.#d.raiseError(
+      `SELECT ${this.#raise(
+        'mass-delete',
         `${this.#str(`${this.#prefix()} would delete `)} || ${this.#d.castToString('x.gone')} || ${this.#str(' of ')} || ` +
           `${this.#d.castToString('x.live')} || ` +
           this.#str(
             ` current keys (more than the allowed share ${share}); nothing was written. ` +
               'If the source really lost these rows, rerun with --allow-mass-delete',
           ),
-      )}\nFROM (\n  SELECT (SELECT COUNT(*) FROM ${this.#dim} d WHERE ${this.#current('d')} AND NOT d.${this.#q(n.isDeleted)}) AS live,\n` +
+      )}\nFROM (\n  SELECT (SELECT COUNT(*) FROM ${this.#dim} d WHERE ${this.#liveCurrent('d')}) AS live,\n` +
         `  ${goneExpression} AS gone\n) x\nWHERE x.live > 0 AND x.gone > ${share} * x.live`,
     )
   }
@@ -373,7 +381,8 @@ class MergeRenderer {
     const ev = this.#tmp(TEMP.events)
     this.#emit(
       'check conflicting captures',
-      `SELECT ${this.#d.raiseError(
+      `SELECT ${this.#raise(
+        'conflicting-capture',
         `${this.#str(`${this.#prefix()}: key `)} || ${this.#keyText('e')} || ${this.#str(' already has a different state captured at ')} || ` +
           `${this.#d.castToString(`e.${this.#q(W.t)}`)} || ${this.#str(' (batch ')} || c.batch_id || ` +
           this.#str(

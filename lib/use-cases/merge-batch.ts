@@ -4,10 +4,11 @@ import type { TableSpec } from '../core/table-spec.ts'
 import type { StagingStore } from '../ports/staging-store.ts'
 import type { Row, Warehouse } from '../ports/warehouse.ts'
 import type { CompiledStatement } from '../sql/dialect.ts'
+import { renderAppliedBatchQuery, renderBatchReport } from '../sql/render-batch-queries.ts'
 import { dimensionObjects, renderBatchLedgerDdl, renderDimensionDdl } from '../sql/render-ddl.ts'
-import { renderMerge, TEMP } from '../sql/render-merge.ts'
-import { renderDuckDbViews } from '../sql/duckdb/duckdb-views.ts'
-import { renderBigQueryMergeScript, stagingTableName } from '../sql/bigquery/bigquery-script.ts'
+import { renderMerge } from '../sql/render-merge.ts'
+import { renderMergeScript, stagingTableName } from '../sql/render-merge-script.ts'
+import { renderViews } from '../sql/render-views.ts'
 import { isScriptWarehouse, type ScriptWarehouse } from '../sql/bigquery/script-warehouse.ts'
 import type { OpenedBatch } from '../ports/staging-store.ts'
 
@@ -66,40 +67,40 @@ export async function mergeBatch(deps: MergeDeps, request: MergeBatchRequest): P
     const staged = await warehouse.loadStaging(batch.partPaths)
     const existing = await warehouse.describeTable(objects.dimension)
     const layout = planDimensionLayout(table, batchId, staged, existing)
-    const statements = [
-      ...renderDimensionDdl(d, table, layout, objects),
-      ...renderMerge(d, {
-        table,
-        layout,
-        dimension: objects.dimension,
-        captures: objects.captures,
-        batches: objects.batches,
-        batchId,
-        extractedAt: batch.manifest.extractedAt,
-        appliedAt: request.now.toISOString(),
-        mode: batch.manifest.mode,
-        allowMassDelete: request.allowMassDelete ?? false,
-      }),
-      ...(d.name === 'duckdb' ? renderDuckDbViews(table, objects) : []),
-    ]
-    const { counts, keys } = await warehouse.transaction(
+    const ddl = renderDimensionDdl(d, table, layout, objects)
+    const merge = renderMerge(d, {
+      table,
+      layout,
+      dimension: objects.dimension,
+      captures: objects.captures,
+      batches: objects.batches,
+      batchId,
+      extractedAt: batch.manifest.extractedAt,
+      appliedAt: request.now.toISOString(),
+      mode: batch.manifest.mode,
+      allowMassDelete: request.allowMassDelete ?? false,
+    })
+    const views = renderViews(d, table, objects)
+    // DDL that cannot roll back with the merge runs before it, on its own (every DDL statement is idempotent).
+    const [before, inside] = d.capabilities.transactionalDdl
+      ? [[], [...ddl, ...merge, ...views]]
+      : [[...ddl, ...views], merge]
+    for (const statement of before) await runDdl(warehouse, statement)
+    const report = await warehouse.transaction(
       async (tx) => {
-        for (const statement of statements) await tx.execute(statement)
-        const rows = await tx.query(
-          `SELECT * FROM ${d.table(objects.batches)} WHERE target = ${d.stringLiteral(table.target)} AND batch_id = ${d.stringLiteral(batchId)}`,
-        )
-        const keyRows = await tx.query(KEY_CHANGES_SQL(d.table({ name: TEMP.changes })))
+        for (const statement of inside) await tx.execute(statement)
+        const [row] = await tx.query(renderBatchReport(d, objects.batches, table.target, batchId))
         if (!request.dryRun) await request.beforeCommit?.()
-        return { counts: toCounts(rows[0]), keys: toKeyChanges(keyRows[0]) }
+        return row
       },
       { commit: !request.dryRun },
     )
     return {
       status: request.dryRun ? 'dry-run' : 'merged',
       batchId,
-      counts,
-      keys,
-      statements: [ledger, ...statements],
+      counts: toCounts(report),
+      keys: toKeyChanges(report),
+      statements: [ledger, ...before, ...inside],
     }
   } finally {
     await batch.release()
@@ -123,7 +124,7 @@ async function mergeAsScript(
   await warehouse.loadBatch({ table, batchId, stage, partPaths: batch.partPaths, columns })
   const existing = await warehouse.describeTable(objects.dimension)
   const layout = planDimensionLayout(table, batchId, columns, existing)
-  const script = renderBigQueryMergeScript(warehouse.dialect, {
+  const script = renderMergeScript(warehouse.dialect, {
     table,
     layout,
     objects,
@@ -142,14 +143,7 @@ async function mergeAsScript(
     status: request.dryRun ? 'dry-run' : 'merged',
     batchId,
     counts: row === undefined ? undefined : toCounts(row),
-    keys:
-      row === undefined
-        ? undefined
-        : toKeyChanges({
-            new_keys: row.new_keys ?? null,
-            changed_keys: row.changed_keys ?? null,
-            deleted_keys: row.deleted_key_changes ?? null,
-          }),
+    keys: row === undefined ? undefined : toKeyChanges(row),
     statements,
     bytesProcessed: result.bytesProcessed,
   }
@@ -163,13 +157,16 @@ async function isApplied(
   batchId: string,
 ): Promise<boolean> {
   const d = warehouse.dialect
-  // BigQuery refuses DDL on permanent tables inside a transaction: there the ledger DDL is a job of its own.
-  if (isScriptWarehouse(warehouse)) await warehouse.query(ledger.sql)
-  else await warehouse.transaction((tx) => tx.execute(ledger), { commit: true })
-  const rows = await warehouse.query(
-    `SELECT 1 AS applied FROM ${d.table(batches)} WHERE target = ${d.stringLiteral(target)} AND batch_id = ${d.stringLiteral(batchId)}`,
-  )
+  await runDdl(warehouse, ledger)
+  const rows = await warehouse.query(renderAppliedBatchQuery(d, batches, target, batchId))
   return rows.length > 0
+}
+
+/** A DDL statement on its own: in a transaction where DDL may run in one, else as a plain statement. */
+async function runDdl(warehouse: Warehouse, statement: CompiledStatement): Promise<void> {
+  if (warehouse.dialect.capabilities.transactionalDdl)
+    await warehouse.transaction((tx) => tx.execute(statement), { commit: true })
+  else await warehouse.query(statement.sql)
 }
 
 function toCounts(row: Row | undefined): MergeCounts {
@@ -184,13 +181,12 @@ function toCounts(row: Row | undefined): MergeCounts {
   }
 }
 
-const KEY_CHANGES_SQL = (changes: string) =>
-  `SELECT SUM(CASE WHEN __dimsync_change_no = 1 AND NOT __dimsync_had_current AND NOT __dimsync_del THEN 1 ELSE 0 END) AS new_keys,
-  SUM(CASE WHEN __dimsync_change_no = 1 AND __dimsync_had_current AND NOT __dimsync_del THEN 1 ELSE 0 END) AS changed_keys,
-  SUM(CASE WHEN __dimsync_del THEN 1 ELSE 0 END) AS deleted_keys
-FROM ${changes}`
-
+/** The key changes of a batch report (renderBatchReport). */
 function toKeyChanges(row: Row | undefined): KeyChanges {
   const n = (v: unknown) => Number(v ?? 0)
-  return { newKeys: n(row?.new_keys), changedKeys: n(row?.changed_keys), deletedKeys: n(row?.deleted_keys) }
+  return {
+    newKeys: n(row?.new_keys),
+    changedKeys: n(row?.changed_keys),
+    deletedKeys: n(row?.deleted_key_changes),
+  }
 }

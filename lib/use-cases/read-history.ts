@@ -2,6 +2,7 @@ import { DimsyncError } from '../core/errors.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import type { Row, Warehouse } from '../ports/warehouse.ts'
 import { dimensionObjects } from '../sql/render-ddl.ts'
+import { renderHistoryQuery } from '../sql/render-history.ts'
 
 export interface HistoryRequest {
   readonly table: TableSpec
@@ -21,25 +22,15 @@ export async function readHistory(warehouse: Warehouse, request: HistoryRequest)
     throw new DimsyncError(
       `table ${table.name}: dimension ${table.target} does not exist yet; run dimsync run first`,
     )
-  const n = table.columns
-  const where: string[] = []
-  if (request.key !== undefined) {
-    for (const [column, value] of parseKey(table, request.key))
-      where.push(`${d.castToString(d.quoteIdentifier(column))} = ${d.stringLiteral(value)}`)
-  }
-  if (request.asOf !== undefined) {
-    const at = Date.parse(request.asOf)
-    if (Number.isNaN(at)) throw new DimsyncError(`--as-of: "${request.asOf}" is not an ISO date or date-time`)
-    const ts = d.timestampLiteral(new Date(at).toISOString())
-    const open = table.openEnd === null ? `${d.quoteIdentifier(n.validTo)} IS NULL OR ` : ''
-    where.push(`${d.quoteIdentifier(n.validFrom)} <= ${ts}`)
-    where.push(`(${open}${d.quoteIdentifier(n.validTo)} > ${ts})`)
-    where.push(`NOT ${d.quoteIdentifier(n.isDeleted)}`)
-  }
-  const order = [...table.key, n.validFrom].map((c) => d.quoteIdentifier(c)).join(', ')
-  return warehouse.query(
-    `SELECT * FROM ${d.table(objects.dimension)}${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY ${order}`,
-  )
+  const key = request.key === undefined ? undefined : parseKey(table, request.key)
+  const asOf = request.asOf === undefined ? undefined : parseAsOf(request.asOf)
+  return warehouse.query(renderHistoryQuery(d, table, objects.dimension, { key, asOf }))
+}
+
+function parseAsOf(text: string): string {
+  const at = Date.parse(text)
+  if (Number.isNaN(at)) throw new DimsyncError(`--as-of: "${text}" is not an ISO date or date-time`)
+  return new Date(at).toISOString()
 }
 
 function parseKey(table: TableSpec, text: string): [string, string][] {

@@ -1,5 +1,6 @@
 import type { DimsyncError } from '../../core/errors.ts'
-import { BatchRejectedError, MassDeleteRefusedError, WarehouseError } from '../../core/errors.ts'
+import { rejectedBatchError } from '../../core/check-failure.ts'
+import { WarehouseError } from '../../core/errors.ts'
 import type { CompiledStatement } from '../../sql/dialect.ts'
 import { STEP_FAILED } from '../../sql/bigquery/bigquery-script.ts'
 
@@ -9,9 +10,6 @@ export interface JobError {
   readonly message?: string
   readonly location?: string
 }
-
-/** Messages raised by dimsync's own checks (see render-merge.ts). */
-const CHECK_MESSAGE = /(table (\S+): batch (\S+)[^]*?nothing was written[^]*)$/
 
 /**
  * Maps a failed job to a dimsync error. A merge script re-raises its failure as `dimsync step "<label>": <msg>`;
@@ -37,13 +35,8 @@ export function jobFailure(
       message = rest.slice(colon + 2)
     }
   }
-  const check = CHECK_MESSAGE.exec(message)
-  if (check) {
-    const text = check[1]!.replace(/\s*;?\s*\(while evaluating[^)]*\)\s*$/, '').trim()
-    return text.includes(' would delete ')
-      ? new MassDeleteRefusedError(check[2]!, check[3]!, text)
-      : new BatchRejectedError(check[2]!, check[3]!, text)
-  }
+  const rejected = rejectedBatchError(message)
+  if (rejected !== undefined) return rejected
   const statement = statements.find((s) => s.label === label)
   const failure = new WarehouseError(label, statement?.sql ?? '', {
     cause: new Error(`BigQuery job ${jobId} failed${error.reason ? ` (${error.reason})` : ''}: ${message}`),

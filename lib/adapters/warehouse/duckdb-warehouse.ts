@@ -4,12 +4,8 @@ import type { DuckDBConnection } from '@duckdb/node-api'
 import { DuckDBInstance } from '@duckdb/node-api'
 import type { StagedColumn } from '../../core/batch.ts'
 import type { DimensionColumn } from '../../core/dimension-layout.ts'
-import {
-  BatchRejectedError,
-  DimsyncError,
-  MassDeleteRefusedError,
-  WarehouseError,
-} from '../../core/errors.ts'
+import { rejectedBatchError } from '../../core/check-failure.ts'
+import { DimsyncError, WarehouseError } from '../../core/errors.ts'
 import type { CompiledStatement, TableRef } from '../../sql/dialect.ts'
 import { duckDbDialect } from '../../sql/duckdb/duckdb-dialect.ts'
 import { TEMP } from '../../sql/render-merge.ts'
@@ -29,9 +25,6 @@ const INTEGER_TYPES = new Set(['BIGINT', 'HUGEINT', 'UBIGINT', 'UHUGEINT'])
 /** A DuckDB database file has this magic after its 8-byte checksum. */
 const DUCKDB_MAGIC = 'DUCK'
 const MAGIC_OFFSET = 8
-
-/** Messages raised by dimsync's own checks start like this (see renderMerge). */
-const CHECK_MESSAGE = /(table (\S+): batch (\S+)[^]*)$/
 
 /** The embedded warehouse: a DuckDB database file. One connection; statements run one after another. */
 export class DuckDbWarehouse implements Warehouse {
@@ -154,13 +147,8 @@ export async function assertDuckDbFileOrNew(path: string): Promise<void> {
 }
 
 function translateError(statement: CompiledStatement, cause: unknown): Error {
-  const message = cause instanceof Error ? cause.message : String(cause)
-  const check = CHECK_MESSAGE.exec(message)
-  if (check && message.includes('nothing was written')) {
-    const text = check[1]!.trim()
-    return text.includes(' would delete ')
-      ? new MassDeleteRefusedError(check[2]!, check[3]!, text)
-      : new BatchRejectedError(check[2]!, check[3]!, text)
-  }
-  return new WarehouseError(statement.label, statement.sql, { cause })
+  return (
+    rejectedBatchError(cause instanceof Error ? cause.message : String(cause)) ??
+    new WarehouseError(statement.label, statement.sql, { cause })
+  )
 }

@@ -1,5 +1,16 @@
-import type { LogicalType, SqlDialect, TableOptionsRequest, TableRef, TableRole } from '../dialect.ts'
+import type { TableRef } from '../../core/table-ref.ts'
+import { DEFAULT_CAPABILITIES, type DialectCapabilities } from '../capabilities.ts'
 import { typeFamily } from '../canonical-types.ts'
+import { SqlDialectBase } from '../dialect-base.ts'
+import type {
+  LogicalType,
+  ScriptParts,
+  SqlDialect,
+  TableFunctionParameter,
+  TableOptionsRequest,
+  TableRole,
+} from '../dialect.ts'
+import { renderBigQueryScriptText } from './bigquery-script.ts'
 import { BIGQUERY_LOGICAL_TYPES, bigQueryColumnType } from './bigquery-types.ts'
 
 /** Types BigQuery accepts as clustering columns (FLOAT64, BYTES, TIME are not among them). */
@@ -18,61 +29,120 @@ export interface BigQueryDialectOptions {
  * `:` and dataset names are never parsed as paths), string literals with backslash escapes, instants as
  * TIMESTAMP (UTC). https://cloud.google.com/bigquery/docs/reference/standard-sql/lexical
  */
-export function createBigQueryDialect(options: BigQueryDialectOptions): SqlDialect {
-  const quote = (name: string) => '`' + name.replaceAll('\\', '\\\\').replaceAll('`', '\\`') + '`'
-  const str = (value: string) => "'" + escapeString(value) + "'"
-  const dialect: SqlDialect = {
-    name: 'bigquery',
-    quoteIdentifier: quote,
-    table: (ref: TableRef) =>
-      ref.schema === undefined
-        ? quote(ref.name)
-        : `${quote(options.project)}.${quote(ref.schema)}.${quote(ref.name)}`,
-    stringLiteral: str,
-    timestampLiteral: (iso: string) => `TIMESTAMP ${str(timestampText(iso))}`,
-    type: (logical: LogicalType) => BIGQUERY_LOGICAL_TYPES[logical],
-    castToString: (expression: string) => `CAST(${expression} AS STRING)`,
-    canonicalText(expression: string, columnType?: string): string {
-      if (columnType === undefined) return `CAST(${expression} AS STRING)`
-      const family = typeFamily(columnType)
-      // CAST(DATE AS STRING) is always YYYY-MM-DD (4-digit year, zero padded), like DuckDB's strftime %Y.
-      switch (family.kind) {
-        case 'string':
-          return expression
-        case 'instant':
-          return `CAST(DATE(${expression}, 'UTC') AS STRING) || ' ' || FORMAT_TIMESTAMP('%H:%M:%E6S', ${expression}, 'UTC')`
-        case 'datetime':
-          return `CAST(DATE(${expression}) AS STRING) || ' ' || FORMAT_DATETIME('%H:%M:%E6S', ${expression})`
-        case 'time':
-          return `FORMAT_TIME('%H:%M:%E6S', ${expression})`
-        case 'decimal':
-          return `FORMAT('%.${family.scale}f', ${expression})`
-        case 'float':
-          return `FORMAT('%.17g', ${expression})`
-        case 'bytes':
-          return `TO_HEX(${expression})`
-        default:
-          return `CAST(${expression} AS STRING)`
-      }
-    },
-    // One n-ary CONCAT instead of a chain of ||: the same value, and a flat expression tree for long rows.
-    concat: (parts: readonly string[], multiline = false) =>
-      multiline ? `CONCAT(\n    ${parts.join(',\n    ')})` : `CONCAT(${parts.join(', ')})`,
-    md5Hex: (expression: string) => `TO_HEX(MD5(${expression}))`,
-    castToTimestamp: (expression: string) => `CAST(${expression} AS TIMESTAMP)`,
-    // ERROR() aborts the statement, and with it the script and its transaction.
-    raiseError: (messageExpression: string) => `ERROR(${messageExpression})`,
-    createTempTableAs: (name: string, select: string) =>
-      `CREATE OR REPLACE TEMP TABLE ${quote(name)} AS\n${select}`,
-    dropTableIfExists: (ref: TableRef) => `DROP TABLE IF EXISTS ${dialect.table(ref)}`,
-    columnType: bigQueryColumnType,
-    primaryKey: (quotedColumns: readonly string[]) =>
-      `PRIMARY KEY (${quotedColumns.join(', ')}) NOT ENFORCED`,
-    tableOptions: (role: TableRole, request: TableOptionsRequest) => tableOptions(role, request, str),
-    columnDescription: (text: string) => ` OPTIONS(description = ${str(text)})`,
-    filterCurrentOnValidTo: true,
+class BigQueryDialect extends SqlDialectBase {
+  readonly name = 'bigquery'
+  // DDL on permanent tables is refused inside a transaction; the dimension is partitioned on valid_to.
+  override readonly capabilities: DialectCapabilities = Object.freeze({
+    ...DEFAULT_CAPABILITIES,
+    transactionalDdl: false,
+    partitionedOnValidTo: true,
+  })
+  readonly #project: string
+
+  constructor(options: BigQueryDialectOptions) {
+    super()
+    this.#project = options.project
   }
-  return Object.freeze(dialect)
+
+  override quoteIdentifier(name: string): string {
+    return '`' + name.replaceAll('\\', '\\\\').replaceAll('`', '\\`') + '`'
+  }
+
+  override table(ref: TableRef): string {
+    const name = this.quoteIdentifier(ref.name)
+    return ref.schema === undefined
+      ? name
+      : `${this.quoteIdentifier(this.#project)}.${this.quoteIdentifier(ref.schema)}.${name}`
+  }
+
+  override stringLiteral(value: string): string {
+    return "'" + escapeString(value) + "'"
+  }
+
+  override timestampLiteral(iso: string): string {
+    return `TIMESTAMP ${this.stringLiteral(timestampText(iso))}`
+  }
+
+  type(logical: LogicalType): string {
+    return BIGQUERY_LOGICAL_TYPES[logical]
+  }
+
+  canonicalText(expression: string, columnType?: string): string {
+    if (columnType === undefined) return this.castToString(expression)
+    const family = typeFamily(columnType)
+    // CAST(DATE AS STRING) is always YYYY-MM-DD (4-digit year, zero padded), like DuckDB's strftime %Y.
+    switch (family.kind) {
+      case 'string':
+        return expression
+      case 'instant':
+        return `CAST(DATE(${expression}, 'UTC') AS STRING) || ' ' || FORMAT_TIMESTAMP('%H:%M:%E6S', ${expression}, 'UTC')`
+      case 'datetime':
+        return `CAST(DATE(${expression}) AS STRING) || ' ' || FORMAT_DATETIME('%H:%M:%E6S', ${expression})`
+      case 'time':
+        return `FORMAT_TIME('%H:%M:%E6S', ${expression})`
+      case 'decimal':
+        return `FORMAT('%.${family.scale}f', ${expression})`
+      case 'float':
+        return `FORMAT('%.17g', ${expression})`
+      case 'bytes':
+        return `TO_HEX(${expression})`
+      default:
+        return this.castToString(expression)
+    }
+  }
+
+  // One n-ary CONCAT instead of a chain of ||: the same value, and a flat expression tree for long rows.
+  override concat(parts: readonly string[], multiline = false): string {
+    return multiline ? `CONCAT(\n    ${parts.join(',\n    ')})` : `CONCAT(${parts.join(', ')})`
+  }
+
+  // MD5 returns BYTES in BigQuery; TO_HEX gives the same lowercase hex text as md5() elsewhere.
+  override md5Hex(expression: string): string {
+    return `TO_HEX(MD5(${expression}))`
+  }
+
+  // ERROR() aborts the statement, and with it the script and its transaction.
+  raiseError(messageExpression: string): string {
+    return `ERROR(${messageExpression})`
+  }
+
+  columnType(stagedType: string, where: { readonly table: string; readonly column: string }): string {
+    return bigQueryColumnType(stagedType, where)
+  }
+
+  override primaryKey(quotedColumns: readonly string[]): string {
+    return `PRIMARY KEY (${quotedColumns.join(', ')}) NOT ENFORCED`
+  }
+
+  override tableOptions(role: TableRole, request: TableOptionsRequest): string {
+    return tableOptions(role, request, (value) => this.stringLiteral(value))
+  }
+
+  override columnDescription(text: string): string {
+    return ` OPTIONS(description = ${this.stringLiteral(text)})`
+  }
+
+  override createView(ref: TableRef, select: string, description: string): string {
+    return `CREATE OR REPLACE VIEW ${this.table(ref)}\nOPTIONS(description = ${this.stringLiteral(description)}) AS\n${select}`
+  }
+
+  /** A table function (https://cloud.google.com/bigquery/docs/table-functions); parameters are typed. */
+  createTableFunction(
+    ref: TableRef,
+    parameters: readonly TableFunctionParameter[],
+    body: (args: readonly string[]) => string,
+  ): string {
+    const declared = parameters.map((p) => `${p.name} ${this.type(p.type)}`)
+    return `CREATE OR REPLACE TABLE FUNCTION ${this.table(ref)}(${declared.join(', ')}) AS\n${body(parameters.map((p) => p.name))}`
+  }
+
+  override scriptText(script: ScriptParts): string {
+    return renderBigQueryScriptText(this, script)
+  }
+}
+
+export function createBigQueryDialect(options: BigQueryDialectOptions): SqlDialect {
+  return Object.freeze(new BigQueryDialect(options))
 }
 
 /**

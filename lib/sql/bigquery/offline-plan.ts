@@ -1,9 +1,10 @@
 import type { StagedColumn } from '../../core/batch.ts'
 import { planDimensionLayout } from '../../core/dimension-layout.ts'
 import type { TableSpec } from '../../core/table-spec.ts'
+import type { CompiledScript } from '../../core/compiled-sql.ts'
 import { dimensionObjects } from '../render-ddl.ts'
+import { renderMergeScript, stagingTableName } from '../render-merge-script.ts'
 import { createBigQueryDialect } from './bigquery-dialect.ts'
-import { renderBigQueryMergeScript, stagingTableName, type BigQueryMergeScript } from './bigquery-script.ts'
 
 export interface OfflinePlanRequest {
   readonly table: TableSpec
@@ -24,11 +25,11 @@ export const OFFLINE_BATCH_ID = 'planned-offline'
  * The dimension is assumed not to exist yet (the script's DDL creates it; on later runs the same DDL is
  * `IF NOT EXISTS`).
  */
-export function renderOfflineBigQueryPlan(request: OfflinePlanRequest): BigQueryMergeScript {
+export function renderOfflineBigQueryPlan(request: OfflinePlanRequest): CompiledScript {
   const { table } = request
   const d = createBigQueryDialect({ project: request.project })
   const layout = planDimensionLayout(table, OFFLINE_BATCH_ID, request.columns, undefined)
-  return renderBigQueryMergeScript(d, {
+  return renderMergeScript(d, {
     table,
     layout,
     objects: dimensionObjects(table, request.dataset),

@@ -2,7 +2,7 @@ import type { StagedColumn } from '../../core/batch.ts'
 import type { TableSpec } from '../../core/table-spec.ts'
 import type { Row, Warehouse } from '../../ports/warehouse.ts'
 import type { TableRef } from '../dialect.ts'
-import type { BigQueryMergeScript } from './bigquery-script.ts'
+import type { CompiledScript } from '../../core/compiled-sql.ts'
 
 /**
  * A warehouse that runs a whole merge as one script job (BigQuery), instead of statement by statement in a
@@ -36,7 +36,7 @@ export interface LoadBatchRequest {
 export interface MergeScriptRequest {
   readonly table: TableSpec
   readonly batchId: string
-  readonly script: BigQueryMergeScript
+  readonly script: CompiledScript
   readonly dryRun: boolean
 }
 

@@ -1,5 +1,8 @@
-import type { LogicalType, SqlDialect, TableRef } from '../dialect.ts'
+import type { TableRef } from '../../core/table-ref.ts'
+import { DEFAULT_CAPABILITIES, type DialectCapabilities } from '../capabilities.ts'
 import { typeFamily } from '../canonical-types.ts'
+import { SqlDialectBase } from '../dialect-base.ts'
+import type { LogicalType, TableFunctionParameter } from '../dialect.ts'
 import { assertSafeTypeText } from '../safe-type.ts'
 
 const TYPES = Object.freeze({
@@ -10,24 +13,24 @@ const TYPES = Object.freeze({
   timestamp: 'TIMESTAMPTZ',
 } as const) satisfies Record<LogicalType, string>
 
-const cast = (expression: string) => `CAST(${expression} AS VARCHAR)`
+/**
+ * DuckDB SQL: standard quoting and literals (https://duckdb.org/docs/sql/dialect/keywords_and_identifiers;
+ * no backslash escapes in plain literals), `||` concatenation and `md5()` hex from the base.
+ */
+class DuckDbDialect extends SqlDialectBase {
+  readonly name = 'duckdb'
+  override readonly capabilities: DialectCapabilities = Object.freeze({
+    ...DEFAULT_CAPABILITIES,
+    transactionalDdl: true,
+  })
 
-/** DuckDB SQL. Identifiers in double quotes with `"` doubled (https://duckdb.org/docs/sql/dialect/keywords_and_identifiers). */
-export const duckDbDialect: SqlDialect = Object.freeze({
-  name: 'duckdb' as const,
-  quoteIdentifier: (name: string) => `"${name.replaceAll('"', '""')}"`,
-  table(ref: TableRef): string {
-    const name = duckDbDialect.quoteIdentifier(ref.name)
-    return ref.schema === undefined ? name : `${duckDbDialect.quoteIdentifier(ref.schema)}.${name}`
-  },
-  // Standard SQL string literal: quote doubled. DuckDB has no backslash escapes in plain literals.
-  stringLiteral: (value: string) => `'${value.replaceAll("'", "''")}'`,
-  timestampLiteral: (iso: string) => `TIMESTAMPTZ '${iso.replaceAll("'", "''")}'`,
-  type: (logical: LogicalType) => TYPES[logical],
-  castToString: cast,
+  type(logical: LogicalType): string {
+    return TYPES[logical]
+  }
+
   /** Canonical text per type family (see canonical-types.ts); the session zone is UTC (DuckDbWarehouse). */
   canonicalText(expression: string, columnType?: string): string {
-    if (columnType === undefined) return cast(expression)
+    if (columnType === undefined) return this.castToString(expression)
     const family = typeFamily(columnType)
     switch (family.kind) {
       case 'instant':
@@ -41,24 +44,33 @@ export const duckDbDialect: SqlDialect = Object.freeze({
         return `lower(hex(${expression}))`
       // string, integer, bool, date: DuckDB's cast is the canonical text; decimal keeps its scale in DuckDB.
       default:
-        return cast(expression)
+        return this.castToString(expression)
     }
-  },
-  concat: (parts: readonly string[], multiline = false) => parts.join(multiline ? '\n    || ' : ' || '),
-  // md5() returns the lowercase hex text in DuckDB; BigQuery needs TO_HEX(MD5()).
-  md5Hex: (expression: string) => `md5(${expression})`,
-  castToTimestamp: (expression: string) => `CAST(${expression} AS TIMESTAMPTZ)`,
-  raiseError: (messageExpression: string) => `error(${messageExpression})`,
-  createTempTableAs: (name: string, select: string) =>
-    `CREATE OR REPLACE TEMP TABLE ${duckDbDialect.quoteIdentifier(name)} AS\n${select}`,
-  dropTableIfExists: (ref: TableRef) => `DROP TABLE IF EXISTS ${duckDbDialect.table(ref)}`,
+  }
+
+  raiseError(messageExpression: string): string {
+    return `error(${messageExpression})`
+  }
+
   // Staged types are DuckDB's own names: stored as they are, once checked to be plain type text.
   columnType(stagedType: string, where: { readonly table: string; readonly column: string }): string {
     assertSafeTypeText(where.table, where.column, stagedType)
     return stagedType
-  },
-  primaryKey: (quotedColumns: readonly string[]) => `PRIMARY KEY (${quotedColumns.join(', ')})`,
-  tableOptions: () => '',
-  columnDescription: () => '',
-  filterCurrentOnValidTo: false,
-})
+  }
+
+  /**
+   * A table macro (https://duckdb.org/docs/sql/statements/create_macro#table-macros). Macro parameters are
+   * untyped, so the body reads each one through a cast to its type.
+   */
+  createTableFunction(
+    ref: TableRef,
+    parameters: readonly TableFunctionParameter[],
+    body: (args: readonly string[]) => string,
+  ): string {
+    const names = parameters.map((p) => this.quoteIdentifier(p.name))
+    const args = parameters.map((p, i) => `CAST(${names[i]} AS ${this.type(p.type)})`)
+    return `CREATE OR REPLACE MACRO ${this.table(ref)}(${names.join(', ')}) AS TABLE\n${body(args)}`
+  }
+}
+
+export const duckDbDialect = Object.freeze(new DuckDbDialect())

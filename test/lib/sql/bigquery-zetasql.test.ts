@@ -4,7 +4,7 @@ import type { StagedColumn } from '../../../lib/core/batch.ts'
 import { planDimensionLayout } from '../../../lib/core/dimension-layout.ts'
 import type { DeletePolicy, TableSpec } from '../../../lib/core/table-spec.ts'
 import { createBigQueryDialect } from '../../../lib/sql/bigquery/bigquery-dialect.ts'
-import { renderBigQueryMergeScript, stagingTableName } from '../../../lib/sql/bigquery/bigquery-script.ts'
+import { renderMergeScript, stagingTableName } from '../../../lib/sql/render-merge-script.ts'
 import { bigQueryColumnType } from '../../../lib/sql/bigquery/bigquery-types.ts'
 import type { CompiledStatement } from '../../../lib/sql/dialect.ts'
 import { dimensionObjects } from '../../../lib/sql/render-ddl.ts'
@@ -106,12 +106,12 @@ async function analyzeCase(c: Case): Promise<{ verdicts: StatementVerdict[]; syn
   if (c.existing !== undefined) {
     // The earlier run: its DDL creates the dimension the way it was then.
     const before = planDimensionLayout(c.table, BATCH, c.existing, undefined)
-    const earlier = renderBigQueryMergeScript(d, request(c.table, before, objects, stage))
+    const earlier = renderMergeScript(d, request(c.table, before, objects, stage))
     await run(earlier.ddl)
   }
   const existing = c.existing === undefined ? undefined : layoutColumns(c.table, c.existing)
   const layout = planDimensionLayout(c.table, BATCH, STAGED, existing)
-  const script = renderBigQueryMergeScript(d, request(c.table, layout, objects, stage))
+  const script = renderMergeScript(d, request(c.table, layout, objects, stage))
   await run(script.ddl)
   await run(script.merge)
   await run(script.after)
@@ -190,7 +190,7 @@ describe('the same check rejects what BigQuery would reject', () => {
       ],
       undefined,
     )
-    const script = renderBigQueryMergeScript(d, request(c.table, layout, objects, stage))
+    const script = renderMergeScript(d, request(c.table, layout, objects, stage))
     for (const s of script.ddl) expect((await analyzer.analyze(s.label, s.sql)).ok).toBe(true)
     return script
   }

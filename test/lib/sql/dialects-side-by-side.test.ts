@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { planDimensionLayout } from '../../../lib/core/dimension-layout.ts'
 import { createBigQueryDialect } from '../../../lib/sql/bigquery/bigquery-dialect.ts'
-import type { SqlDialect } from '../../../lib/sql/dialect.ts'
+import type { SqlDialect, TableRef } from '../../../lib/sql/dialect.ts'
 import { duckDbDialect } from '../../../lib/sql/duckdb/duckdb-dialect.ts'
 import { dimensionObjects, renderDimensionDdl } from '../../../lib/sql/render-ddl.ts'
 import { renderMerge } from '../../../lib/sql/render-merge.ts'
@@ -16,9 +16,8 @@ const staged = [
 ]
 const layout = planDimensionLayout(table, 'b1', staged, undefined)
 
-function render(d: SqlDialect, schema: string) {
+function render(d: SqlDialect, schema: string, stage?: TableRef) {
   const objects = dimensionObjects(table, schema)
-  const stage = d.name === 'bigquery' ? { schema, name: '_dimsync_stage_dim_customer_b1' } : undefined
   const merge = renderMerge(d, {
     table,
     layout,
@@ -37,7 +36,10 @@ function render(d: SqlDialect, schema: string) {
 }
 
 const duck = render(duckDbDialect, 'main')
-const bq = render(createBigQueryDialect({ project: 'acme-dw' }), 'history')
+const bq = render(createBigQueryDialect({ project: 'acme-dw' }), 'history', {
+  schema: 'history',
+  name: '_dimsync_stage_dim_customer_b1',
+})
 
 describe('the same merge plan in DuckDB SQL and GoogleSQL', () => {
   it('has the same steps in the same order', () => {
@@ -83,10 +85,10 @@ describe('the same merge plan in DuckDB SQL and GoogleSQL', () => {
       'check NULL keys',
       {
         duckdb:
-          `SELECT error('table customers: batch b1 has ' || CAST(COUNT(*) AS VARCHAR) || ' rows with a NULL key (customer_id); nothing was written')\n` +
+          `SELECT error('[dimsync-check kind=null-key table=customers batch=b1] ' || 'table customers: batch b1 has ' || CAST(COUNT(*) AS VARCHAR) || ' rows with a NULL key (customer_id); nothing was written' || ' [/dimsync-check]')\n` +
           `FROM "__dimsync_stage" s WHERE s."customer_id" IS NULL HAVING COUNT(*) > 0`,
         bigquery:
-          `SELECT ERROR('table customers: batch b1 has ' || CAST(COUNT(*) AS STRING) || ' rows with a NULL key (customer_id); nothing was written')\n` +
+          `SELECT ERROR('[dimsync-check kind=null-key table=customers batch=b1] ' || 'table customers: batch b1 has ' || CAST(COUNT(*) AS STRING) || ' rows with a NULL key (customer_id); nothing was written' || ' [/dimsync-check]')\n` +
           'FROM `acme-dw`.`history`.`_dimsync_stage_dim_customer_b1` s WHERE s.`customer_id` IS NULL HAVING COUNT(*) > 0',
       },
     ],

@@ -2,8 +2,9 @@ import { PassThroughClient } from 'google-auth-library'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { BigQueryWarehouse } from '../../../../lib/adapters/warehouse/bigquery-warehouse.ts'
 import { jobId } from '../../../../lib/adapters/warehouse/bigquery-job-ids.ts'
+import { checkFailureMarkers } from '../../../../lib/core/check-failure.ts'
 import { BatchRejectedError, WarehouseError } from '../../../../lib/core/errors.ts'
-import { stagingTableName } from '../../../../lib/sql/bigquery/bigquery-script.ts'
+import { stagingTableName } from '../../../../lib/sql/render-merge-script.ts'
 import { mergeBatch } from '../../../../lib/use-cases/merge-batch.ts'
 import { TestBatches } from '../../../support/staged-batches.ts'
 import { tableSpec } from '../../../support/table-spec-builder.ts'
@@ -212,11 +213,13 @@ describe('BigQueryWarehouse against a local FAKE BigQuery endpoint', () => {
     await stageBatch(batchId)
     const origInsert = fake.jobs.set.bind(fake.jobs)
     fake.jobs.set = (key, value) => {
-      if (key.startsWith('dimsync_merge_'))
+      if (key.startsWith('dimsync_merge_')) {
+        const { open, close } = checkFailureMarkers({ kind: 'null-key', table: 'customers', batchId })
         value.error = {
           reason: 'invalidQuery',
-          message: `dimsync step check NULL keys: table customers: batch ${batchId} has 3 rows with a NULL key (customer_id); nothing was written`,
+          message: `dimsync step check NULL keys: ${open}table customers: batch ${batchId} has 3 rows with a NULL key (customer_id); nothing was written${close} at [12:3]`,
         }
+      }
       return origInsert(key, value)
     }
     const error = await mergeBatch(

@@ -1,0 +1,20 @@
+/** One statement of a rendered script, labelled so a failure can say which step failed. */
+export interface CompiledStatement {
+  readonly label: string
+  readonly sql: string
+}
+
+/**
+ * The merge of one batch rendered as one multi-statement script (for warehouses that run a merge as a single
+ * job), with its parts for review, tests and error reports.
+ */
+export interface CompiledScript {
+  /** Runs before the transaction: warehouses without transactional DDL refuse it inside one. */
+  readonly ddl: readonly CompiledStatement[]
+  /** The merge proper, inside one transaction, ending with the ledger row. */
+  readonly merge: readonly CompiledStatement[]
+  /** After COMMIT: clean-up, then one row with the batch's counts (the script's result). */
+  readonly after: readonly CompiledStatement[]
+  /** The whole script, as sent in one job. */
+  readonly text: string
+}

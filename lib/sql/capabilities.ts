@@ -1,0 +1,24 @@
+/**
+ * What a warehouse can do, as named flags that the shared renderers and use-cases read instead of asking which
+ * warehouse it is. Every flag has a default in `DEFAULT_CAPABILITIES` (the conservative answer), so a new flag
+ * never breaks an existing dialect: a dialect states only where it differs (kysely's DialectAdapterBase).
+ */
+export interface DialectCapabilities {
+  /**
+   * DDL on permanent tables may run inside a transaction, and rolls back with it (DuckDB, PostgreSQL). When
+   * false (BigQuery refuses it; MySQL commits implicitly), DDL runs before the merge's transaction. Every DDL
+   * statement dimsync renders is idempotent (`IF NOT EXISTS`, `OR REPLACE`), so running it early is safe.
+   */
+  readonly transactionalDdl: boolean
+  /**
+   * The dimension is partitioned on valid_to (see `tableOptions`). Filters on current versions then also filter
+   * on valid_to (`IS NULL`, or `=` the open end; equivalent by invariant 2) so that only the partition of open
+   * versions is read.
+   */
+  readonly partitionedOnValidTo: boolean
+}
+
+export const DEFAULT_CAPABILITIES: DialectCapabilities = Object.freeze({
+  transactionalDdl: false,
+  partitionedOnValidTo: false,
+})

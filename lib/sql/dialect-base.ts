@@ -1,0 +1,95 @@
+import type { TableRef } from '../core/table-ref.ts'
+import { DEFAULT_CAPABILITIES, type DialectCapabilities } from './capabilities.ts'
+import type {
+  LogicalType,
+  ScriptParts,
+  SqlDialect,
+  TableFunctionParameter,
+  TableOptionsRequest,
+  TableRole,
+} from './dialect.ts'
+
+/**
+ * Standard SQL, as the defaults every dialect starts from: a dialect overrides only what its warehouse does
+ * differently, and a hook added later gets a default here instead of breaking existing dialects (kysely's
+ * DialectAdapterBase). What has no standard form (types, canonical text, raising an error, table functions) is
+ * abstract. Call hooks on the dialect (`d.table(ref)`); they are methods and read `this`.
+ */
+export abstract class SqlDialectBase implements SqlDialect {
+  abstract readonly name: string
+  readonly capabilities: DialectCapabilities = DEFAULT_CAPABILITIES
+
+  abstract type(logical: LogicalType): string
+  abstract canonicalText(expression: string, columnType?: string): string
+  abstract raiseError(messageExpression: string): string
+  abstract columnType(stagedType: string, where: { readonly table: string; readonly column: string }): string
+  abstract createTableFunction(
+    ref: TableRef,
+    parameters: readonly TableFunctionParameter[],
+    body: (args: readonly string[]) => string,
+  ): string
+
+  /** Double quotes, `"` doubled (SQL:2016 delimited identifiers). */
+  quoteIdentifier(name: string): string {
+    return `"${name.replaceAll('"', '""')}"`
+  }
+
+  table(ref: TableRef): string {
+    const name = this.quoteIdentifier(ref.name)
+    return ref.schema === undefined ? name : `${this.quoteIdentifier(ref.schema)}.${name}`
+  }
+
+  /** Single quotes, `'` doubled; no backslash escapes. */
+  stringLiteral(value: string): string {
+    return `'${value.replaceAll("'", "''")}'`
+  }
+
+  timestampLiteral(iso: string): string {
+    return `${this.type('timestamp')} ${this.stringLiteral(iso)}`
+  }
+
+  castToString(expression: string): string {
+    return `CAST(${expression} AS ${this.type('string')})`
+  }
+
+  concat(parts: readonly string[], multiline = false): string {
+    return parts.join(multiline ? '\n    || ' : ' || ')
+  }
+
+  /** `md5()` returning lowercase hex text (DuckDB, PostgreSQL, Snowflake, MySQL). */
+  md5Hex(expression: string): string {
+    return `md5(${expression})`
+  }
+
+  castToTimestamp(expression: string): string {
+    return `CAST(${expression} AS ${this.type('timestamp')})`
+  }
+
+  createTempTableAs(name: string, select: string): string {
+    return `CREATE OR REPLACE TEMP TABLE ${this.quoteIdentifier(name)} AS\n${select}`
+  }
+
+  dropTableIfExists(ref: TableRef): string {
+    return `DROP TABLE IF EXISTS ${this.table(ref)}`
+  }
+
+  primaryKey(quotedColumns: readonly string[]): string {
+    return `PRIMARY KEY (${quotedColumns.join(', ')})`
+  }
+
+  columnDescription(_text: string): string {
+    return ''
+  }
+
+  tableOptions(_role: TableRole, _options: TableOptionsRequest): string {
+    return ''
+  }
+
+  createView(ref: TableRef, select: string, _description: string): string {
+    return `CREATE OR REPLACE VIEW ${this.table(ref)} AS\n${select}`
+  }
+
+  scriptText(_script: ScriptParts): string {
+    throw new Error(`the ${this.name} dialect does not render merges as one script`)
+  }
+}

@@ -1,0 +1,42 @@
+import type { TableRef } from '../core/table-ref.ts'
+import type { SqlDialect } from './dialect.ts'
+import { TEMP, WORK } from './render-merge.ts'
+
+/**
+ * Reads of the batch ledger (`_dimsync_batches`, one row per merged batch; see renderBatchLedgerDdl): whether a
+ * batch is applied, and what a merge did.
+ */
+
+/** One row (`applied = 1`) when the batch is recorded as applied to `target`, none otherwise. */
+export function renderAppliedBatchQuery(
+  d: SqlDialect,
+  batches: TableRef,
+  target: string,
+  batchId: string,
+): string {
+  return `SELECT 1 AS applied FROM ${d.table(batches)} WHERE ${isBatch(d, target, batchId)}`
+}
+
+/**
+ * One row, read in the merge's session right after its last statement: the batch's ledger row (events,
+ * inserted_versions, closed_versions, deleted_keys, unchanged_events, late_keys) plus what the fast path did to
+ * keys (new_keys, changed_keys, deleted_key_changes), from the merge's temporary change table.
+ */
+export function renderBatchReport(d: SqlDialect, batches: TableRef, target: string, batchId: string): string {
+  const w = (column: string) => d.quoteIdentifier(column)
+  const first = `${w(WORK.changeNo)} = 1`
+  return (
+    `SELECT b.events, b.inserted_versions, b.closed_versions, b.deleted_keys, b.unchanged_events, b.late_keys,\n` +
+    `  k.new_keys, k.changed_keys, k.deleted_keys AS deleted_key_changes\n` +
+    `FROM ${d.table(batches)} b CROSS JOIN (\n` +
+    `  SELECT SUM(CASE WHEN ${first} AND NOT ${w(WORK.hadCurrent)} AND NOT ${w(WORK.del)} THEN 1 ELSE 0 END) AS new_keys,\n` +
+    `    SUM(CASE WHEN ${first} AND ${w(WORK.hadCurrent)} AND NOT ${w(WORK.del)} THEN 1 ELSE 0 END) AS changed_keys,\n` +
+    `    SUM(CASE WHEN ${w(WORK.del)} THEN 1 ELSE 0 END) AS deleted_keys\n` +
+    `  FROM ${d.table({ name: TEMP.changes })}\n) k\n` +
+    `WHERE ${isBatch(d, target, batchId, 'b.')}`
+  )
+}
+
+function isBatch(d: SqlDialect, target: string, batchId: string, qualifier = ''): string {
+  return `${qualifier}target = ${d.stringLiteral(target)} AND ${qualifier}batch_id = ${d.stringLiteral(batchId)}`
+}
