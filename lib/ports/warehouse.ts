@@ -1,6 +1,8 @@
 import type { StagedColumn } from '../core/batch.ts'
+import type { CompiledScript, CompiledStatement } from '../core/compiled-sql.ts'
 import type { DimensionColumn } from '../core/dimension-layout.ts'
-import type { CompiledStatement, SqlDialect, TableRef } from '../sql/dialect.ts'
+import type { TableRef } from '../core/table-ref.ts'
+import type { TableSpec } from '../core/table-spec.ts'
 
 export type Row = Record<string, string | number | boolean | null>
 
@@ -13,10 +15,11 @@ export interface WarehouseTransaction {
 
 /**
  * The warehouse that keeps the dimensions (embedded DuckDB, or BigQuery). Statements are rendered by the
- * shared renderers in `lib/sql` with this warehouse's `dialect`.
+ * shared renderers in `lib/sql` with this warehouse's `dialect` (a `SqlDialect`); the port carries it without
+ * knowing it, since ports do not render SQL (use-cases take a `Warehouse<SqlDialect>`).
  */
-export interface Warehouse {
-  readonly dialect: SqlDialect
+export interface Warehouse<Dialect = unknown> {
+  readonly dialect: Dialect
   /** Columns of a table, or undefined when it does not exist. */
   describeTable(ref: TableRef): Promise<DimensionColumn[] | undefined>
   /** Loads staged Parquet parts into the temporary table `__dimsync_stage`; returns its columns. */
@@ -29,4 +32,53 @@ export interface Warehouse {
   transaction<T>(work: (tx: WarehouseTransaction) => Promise<T>, options: { commit: boolean }): Promise<T>
   query(sql: string): Promise<Row[]>
   close(): Promise<void>
+}
+
+/**
+ * A warehouse that runs a whole merge as one script job (BigQuery), instead of statement by statement in a
+ * client-side transaction. It loads a batch into its own per-batch staging table (load jobs cannot write a
+ * script's temporary table). `mergeBatch` uses this path when the warehouse has it.
+ */
+export interface ScriptWarehouse<Dialect = unknown> extends Warehouse<Dialect> {
+  readonly mergeMode: 'script'
+  /**
+   * Loads the batch's Parquet parts into `stage` (created with an expiration if missing), one load job per part
+   * with a job id derived from table, batch and part: a retry skips the parts already loaded.
+   */
+  loadBatch(request: LoadBatchRequest): Promise<void>
+  /**
+   * Runs the script as one query job (job id derived from table and batch; an existing job is awaited, not
+   * repeated). Dry run: validates it and returns the bytes BigQuery estimates it would process.
+   * Throws BatchRejectedError / MassDeleteRefusedError for dimsync's checks, WarehouseError otherwise.
+   */
+  runMergeScript(request: MergeScriptRequest): Promise<MergeScriptResult>
+}
+
+export interface LoadBatchRequest {
+  readonly table: TableSpec
+  readonly batchId: string
+  readonly stage: TableRef
+  readonly partPaths: readonly string[]
+  /** Staged columns (manifest), in file order. */
+  readonly columns: readonly StagedColumn[]
+}
+
+export interface MergeScriptRequest {
+  readonly table: TableSpec
+  readonly batchId: string
+  readonly script: CompiledScript
+  readonly dryRun: boolean
+}
+
+export interface MergeScriptResult {
+  /** The script's last statement (counts), absent on a dry run. */
+  readonly row?: Row
+  /** Bytes BigQuery processed (run) or estimates it would process (dry run). */
+  readonly bytesProcessed?: number
+}
+
+export function isScriptWarehouse<Dialect>(
+  warehouse: Warehouse<Dialect>,
+): warehouse is ScriptWarehouse<Dialect> {
+  return (warehouse as Partial<ScriptWarehouse>).mergeMode === 'script'
 }

@@ -14,6 +14,7 @@ import type { Source } from '../ports/source.ts'
 import type { StagingStore } from '../ports/staging-store.ts'
 import type { StateStore } from '../ports/state-store.ts'
 import type { Warehouse } from '../ports/warehouse.ts'
+import type { SqlDialect } from '../sql/dialect.ts'
 import { AWS_ENV } from './aws-env.ts'
 import { openSource } from './open-source.ts'
 
@@ -87,7 +88,7 @@ export interface AwsDeps {
   openSource(table: TableSpec): Source
   checkSourceColumns(table: TableSpec, columns: readonly string[]): void
   /** The warehouse, opened on first use (the extract function never opens it). */
-  warehouse(): Promise<Warehouse>
+  warehouse(): Promise<Warehouse<SqlDialect>>
   close(): Promise<void>
 }
 
@@ -125,7 +126,7 @@ export async function buildAwsDeps(
   })
   let sourceEnv: Readonly<Record<string, string | undefined>> | undefined
   let preparing: Promise<void> | undefined
-  let warehouse: Promise<Warehouse> | undefined
+  let warehouse: Promise<Warehouse<SqlDialect>> | undefined
   return {
     project,
     settings,
@@ -196,7 +197,7 @@ async function openWarehouse(
   settings: AwsSettings,
   project: ProjectSpec,
   getSecret: GetSecret,
-): Promise<Warehouse> {
+): Promise<Warehouse<SqlDialect>> {
   switch (settings.warehouse) {
     case 'duckdb':
       return await DuckDbWarehouse.open({ path: settings.duckdbPath! })

@@ -14,6 +14,7 @@ import type { ProjectSpec } from '../core/table-spec.ts'
 import type { StateStore } from '../ports/state-store.ts'
 import { openSource } from './open-source.ts'
 import type { Warehouse } from '../ports/warehouse.ts'
+import type { SqlDialect } from '../sql/dialect.ts'
 import type { RunEvent } from '../use-cases/run-event.ts'
 import type { PipelineDeps } from '../use-cases/run-table.ts'
 import { openStoreOverrides, type StoreOverrides } from './aws-deps.ts'
@@ -23,7 +24,7 @@ export interface LocalDeps extends PipelineDeps {
    * The warehouse for reading (history): a DuckDB file is opened read-only, so readers share it; while a run
    * writes it, this waits. A DuckDB file that does not exist yet is not created (it holds no dimension).
    */
-  openWarehouseForReading(): Promise<Warehouse>
+  openWarehouseForReading(): Promise<Warehouse<SqlDialect>>
   close(): Promise<void>
 }
 
@@ -65,9 +66,9 @@ export async function buildLocalDeps(
   const opener: WarehouseOpener = { project, options, waitMs, localState }
   // The warehouse is opened only when a step needs it (after the table's lease is taken) and closed when the
   // table's run ends: a DuckDB file has one writing process at a time, and a run of another table waits for it.
-  let writing: Promise<Warehouse> | undefined
-  let reading: Promise<Warehouse> | undefined
-  const closing = async (opened: Promise<Warehouse> | undefined) => {
+  let writing: Promise<Warehouse<SqlDialect>> | undefined
+  let reading: Promise<Warehouse<SqlDialect>> | undefined
+  const closing = async (opened: Promise<Warehouse<SqlDialect>> | undefined) => {
     const warehouse = await opened?.catch(() => undefined)
     await warehouse?.close()
   }
@@ -121,7 +122,10 @@ interface WarehouseOpener {
   readonly localState?: LocalStateStore
 }
 
-async function openLocalWarehouse(opener: WarehouseOpener, access: 'read' | 'write'): Promise<Warehouse> {
+async function openLocalWarehouse(
+  opener: WarehouseOpener,
+  access: 'read' | 'write',
+): Promise<Warehouse<SqlDialect>> {
   const { project, options } = opener
   if (project.warehouse.type === 'bigquery') {
     // From a laptop the key comes from Application Default Credentials; a Secrets Manager secret is read with the

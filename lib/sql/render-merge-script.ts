@@ -8,7 +8,7 @@ import { renderBatchLedgerDdl, renderDimensionDdl, type DimensionObjects } from 
 import { renderMerge } from './render-merge.ts'
 import { renderViews } from './render-views.ts'
 
-export interface MergeScriptRequest {
+export interface MergeScriptPlan {
   readonly table: TableSpec
   readonly layout: DimensionLayout
   readonly objects: DimensionObjects
@@ -27,7 +27,7 @@ export interface MergeScriptRequest {
  * table is dropped and the batch's counts are selected (the last statement's rows are the script's result). The
  * dialect writes the script around the statements (`scriptText`).
  */
-export function renderMergeScript(d: SqlDialect, request: MergeScriptRequest): CompiledScript {
+export function renderMergeScript(d: SqlDialect, request: MergeScriptPlan): CompiledScript {
   const { table, layout, objects } = request
   const ddl = [
     renderBatchLedgerDdl(d, objects.batches),

@@ -2,14 +2,13 @@ import type { MergeCounts } from '../core/run-record.ts'
 import { planDimensionLayout } from '../core/dimension-layout.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import type { StagingStore } from '../ports/staging-store.ts'
-import type { Row, Warehouse } from '../ports/warehouse.ts'
-import type { CompiledStatement } from '../sql/dialect.ts'
+import { isScriptWarehouse, type Row, type ScriptWarehouse, type Warehouse } from '../ports/warehouse.ts'
+import type { CompiledStatement, SqlDialect } from '../sql/dialect.ts'
 import { renderAppliedBatchQuery, renderBatchReport } from '../sql/render-batch-queries.ts'
 import { dimensionObjects, renderBatchLedgerDdl, renderDimensionDdl } from '../sql/render-ddl.ts'
 import { renderMerge } from '../sql/render-merge.ts'
 import { renderMergeScript, stagingTableName } from '../sql/render-merge-script.ts'
 import { renderViews } from '../sql/render-views.ts'
-import { isScriptWarehouse, type ScriptWarehouse } from '../sql/bigquery/script-warehouse.ts'
 import type { OpenedBatch } from '../ports/staging-store.ts'
 
 export interface MergeBatchRequest {
@@ -42,7 +41,7 @@ export interface MergeBatchResult {
 }
 
 export interface MergeDeps {
-  readonly warehouse: Warehouse
+  readonly warehouse: Warehouse<SqlDialect>
   readonly staging: StagingStore
 }
 
@@ -113,7 +112,7 @@ export async function mergeBatch(deps: MergeDeps, request: MergeBatchRequest): P
  * BigQuery for the bytes the script would process, without running it.
  */
 async function mergeAsScript(
-  warehouse: ScriptWarehouse,
+  warehouse: ScriptWarehouse<SqlDialect>,
   request: MergeBatchRequest,
   batch: OpenedBatch,
 ): Promise<MergeBatchResult> {
@@ -150,7 +149,7 @@ async function mergeAsScript(
 }
 
 async function isApplied(
-  warehouse: Warehouse,
+  warehouse: Warehouse<SqlDialect>,
   ledger: CompiledStatement,
   batches: { schema?: string; name: string },
   target: string,
@@ -163,7 +162,7 @@ async function isApplied(
 }
 
 /** A DDL statement on its own: in a transaction where DDL may run in one, else as a plain statement. */
-async function runDdl(warehouse: Warehouse, statement: CompiledStatement): Promise<void> {
+async function runDdl(warehouse: Warehouse<SqlDialect>, statement: CompiledStatement): Promise<void> {
   if (warehouse.dialect.capabilities.transactionalDdl)
     await warehouse.transaction((tx) => tx.execute(statement), { commit: true })
   else await warehouse.query(statement.sql)

@@ -6,12 +6,13 @@ import type { TableSpec } from '../core/table-spec.ts'
 import type { StagingStore } from '../ports/staging-store.ts'
 import type { StateStore } from '../ports/state-store.ts'
 import type { Warehouse } from '../ports/warehouse.ts'
+import type { SqlDialect } from '../sql/dialect.ts'
 import { mergeBatch, type MergeBatchResult } from './merge-batch.ts'
 
 export interface MergeStepDeps {
   readonly staging: StagingStore
   readonly state: StateStore
-  readonly warehouse: Warehouse
+  readonly warehouse: Warehouse<SqlDialect>
   readonly schema: string
   readonly clock: () => Date
 }

@@ -4,6 +4,7 @@ import { StagingError } from '../core/errors.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import type { StagingStore } from '../ports/staging-store.ts'
 import type { Warehouse } from '../ports/warehouse.ts'
+import type { SqlDialect } from '../sql/dialect.ts'
 import type { MergeBatchResult } from './merge-batch.ts'
 import {
   mergeLeftStaged,
@@ -18,7 +19,7 @@ export interface MergeTableDeps extends TableRunDeps {
   readonly staging: StagingStore
   readonly schema: string
   /** The warehouse, opened on the first call (only once the table's lease is held); the same one afterwards. */
-  openWarehouse(): Promise<Warehouse>
+  openWarehouse(): Promise<Warehouse<SqlDialect>>
   /**
    * Called when a run of a table ends, before its lease is released: closes a warehouse that one process at a
    * time may have open (a DuckDB file), so that the run of another table can open it. The next

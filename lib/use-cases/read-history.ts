@@ -1,6 +1,7 @@
 import { DimsyncError } from '../core/errors.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import type { Row, Warehouse } from '../ports/warehouse.ts'
+import type { SqlDialect } from '../sql/dialect.ts'
 import { dimensionObjects } from '../sql/render-ddl.ts'
 import { renderHistoryQuery } from '../sql/render-history.ts'
 
@@ -14,7 +15,7 @@ export interface HistoryRequest {
 }
 
 /** The versions of a dimension, ordered by key and valid_from. */
-export async function readHistory(warehouse: Warehouse, request: HistoryRequest): Promise<Row[]> {
+export async function readHistory(warehouse: Warehouse<SqlDialect>, request: HistoryRequest): Promise<Row[]> {
   const { table } = request
   const d = warehouse.dialect
   const objects = dimensionObjects(table, request.schema)

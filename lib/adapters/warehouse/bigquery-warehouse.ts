@@ -3,19 +3,20 @@ import { BigQuery, type BigQueryOptions } from '@google-cloud/bigquery'
 import type { StagedColumn } from '../../core/batch.ts'
 import type { DimensionColumn } from '../../core/dimension-layout.ts'
 import { DimsyncError, WarehouseError } from '../../core/errors.ts'
-import type { Row, WarehouseTransaction } from '../../ports/warehouse.ts'
+import type {
+  LoadBatchRequest,
+  MergeScriptRequest,
+  MergeScriptResult,
+  Row,
+  ScriptWarehouse,
+  WarehouseTransaction,
+} from '../../ports/warehouse.ts'
 import { createBigQueryDialect } from '../../sql/bigquery/bigquery-dialect.ts'
 import {
   bigQueryColumnType,
   SOURCE_TYPE_PREFIX,
   stagedTypeOfBigQueryField,
 } from '../../sql/bigquery/bigquery-types.ts'
-import type {
-  LoadBatchRequest,
-  MergeScriptRequest,
-  MergeScriptResult,
-  ScriptWarehouse,
-} from '../../sql/bigquery/script-warehouse.ts'
 import type { CompiledStatement, SqlDialect, TableRef } from '../../sql/dialect.ts'
 import { jobFailure, type JobError } from './bigquery-errors.ts'
 import { jobId, jobLabels } from './bigquery-job-ids.ts'
@@ -57,10 +58,10 @@ const DAY_MS = 86_400_000
 /**
  * BigQuery as the warehouse. Building it makes no network call (the client authenticates lazily on the first
  * request). Every job gets a deterministic id, labels naming the table and batch, and the dataset's location.
- * A merge is one multi-statement script job (see renderBigQueryMergeScript); a staged batch is loaded from the
+ * A merge is one multi-statement script job (see renderMergeScript); a staged batch is loaded from the
  * local Parquet parts (BigQuery cannot read S3) with one load job per part into a per-batch staging table.
  */
-export class BigQueryWarehouse implements ScriptWarehouse {
+export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
   readonly mergeMode = 'script' as const
   readonly dialect: SqlDialect
   readonly #client: BigQuery

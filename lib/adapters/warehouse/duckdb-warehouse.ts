@@ -6,7 +6,7 @@ import type { StagedColumn } from '../../core/batch.ts'
 import type { DimensionColumn } from '../../core/dimension-layout.ts'
 import { rejectedBatchError } from '../../core/check-failure.ts'
 import { DimsyncError, WarehouseError } from '../../core/errors.ts'
-import type { CompiledStatement, TableRef } from '../../sql/dialect.ts'
+import type { CompiledStatement, SqlDialect, TableRef } from '../../sql/dialect.ts'
 import { duckDbDialect } from '../../sql/duckdb/duckdb-dialect.ts'
 import { TEMP } from '../../sql/render-merge.ts'
 import type { Row, Warehouse, WarehouseTransaction } from '../../ports/warehouse.ts'
@@ -27,7 +27,7 @@ const DUCKDB_MAGIC = 'DUCK'
 const MAGIC_OFFSET = 8
 
 /** The embedded warehouse: a DuckDB database file. One connection; statements run one after another. */
-export class DuckDbWarehouse implements Warehouse {
+export class DuckDbWarehouse implements Warehouse<SqlDialect> {
   readonly dialect = duckDbDialect
   readonly #instance: DuckDBInstance
   readonly #connection: DuckDBConnection
