@@ -1,13 +1,15 @@
 import { BatchRejectedError, MassDeleteRefusedError } from './errors.ts'
 
 /** The checks a merge runs inside the warehouse; each refuses the whole batch before anything is written. */
-export type CheckKind =
-  | 'null-key'
-  | 'null-valid-from'
-  | 'duplicate-key'
-  | 'extraction-order'
-  | 'conflicting-capture'
-  | 'mass-delete'
+export const CHECK_KINDS = Object.freeze([
+  'null-key',
+  'null-valid-from',
+  'duplicate-key',
+  'extraction-order',
+  'conflicting-capture',
+  'mass-delete',
+] as const)
+export type CheckKind = (typeof CHECK_KINDS)[number]
 
 /** Which check failed, for which table and batch. */
 export interface CheckIdentity {
@@ -40,14 +42,7 @@ const OPEN = '[dimsync-check '
 const CLOSE = ' [/dimsync-check]'
 const MARKED =
   /\[dimsync-check kind=([^\s\]]+) table=([^\s\]]+) batch=([^\s\]]+)\] ([^]*?) \[\/dimsync-check\]/
-const KINDS: ReadonlySet<string> = new Set<CheckKind>([
-  'null-key',
-  'null-valid-from',
-  'duplicate-key',
-  'extraction-order',
-  'conflicting-capture',
-  'mass-delete',
-])
+const KINDS: ReadonlySet<string> = new Set(CHECK_KINDS)
 
 /** The check failure inside a warehouse error message, or undefined when the error is not one of dimsync's checks. */
 export function parseCheckFailure(text: string): CheckFailure | undefined {

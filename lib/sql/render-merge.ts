@@ -2,6 +2,7 @@ import type { DimensionLayout } from '../core/dimension-layout.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import type { CheckKind } from '../core/check-failure.ts'
 import type { CompiledStatement, SqlDialect, TableRef } from './dialect.ts'
+import type { DimensionObjects } from './render-ddl.ts'
 import { raiseCheck } from './raise-check.ts'
 import { DELETED_STATE, renderRowHash } from './row-hash.ts'
 import { currentVersion, liveCurrentVersion } from './version-predicates.ts'
@@ -45,10 +46,11 @@ const W = WORK
 export interface MergePlan {
   readonly table: TableSpec
   readonly layout: DimensionLayout
-  readonly dimension: TableRef
-  /** Capture log; present exactly when valid_from comes from a source column (late events supported). */
-  readonly captures?: TableRef
-  readonly batches: TableRef
+  /**
+   * The dimension, its batch ledger and, exactly when valid_from comes from a source column (late events
+   * supported), its capture log.
+   */
+  readonly objects: DimensionObjects
   readonly batchId: string
   /** ISO instant of the extraction. */
   readonly extractedAt: string
@@ -104,12 +106,12 @@ class MergeRenderer {
         'count events',
         this.#d.createTempTableAs(TEMP.stats, `SELECT COUNT(*) AS events FROM ${this.#tmp(TEMP.events)}`),
       )
-      if (this.#p.captures !== undefined) this.#logCaptures(this.#p.captures)
+      if (this.#p.objects.captures !== undefined) this.#logCaptures(this.#p.objects.captures)
       this.#buildChanges()
     }
     this.#closeCurrentVersions()
     this.#insertNewVersions()
-    if (this.#p.captures !== undefined) this.#recomputeLateKeys(this.#p.captures)
+    if (this.#p.objects.captures !== undefined) this.#recomputeLateKeys(this.#p.objects.captures)
     if (this.#p.layout.type1.length > 0) this.#overwriteType1()
     this.#recordBatch()
     return this.#out
@@ -172,7 +174,7 @@ class MergeRenderer {
     return `table ${this.#p.table.name}: batch ${this.#p.batchId}`
   }
   get #dim(): string {
-    return this.#d.table(this.#p.dimension)
+    return this.#d.table(this.#p.objects.dimension)
   }
   get #stage(): string {
     return this.#d.table(this.#p.stage ?? { name: TEMP.stage })
@@ -240,7 +242,7 @@ class MergeRenderer {
 
   /** Without a capture log, history can only grow at its end: snapshots must arrive in extraction order. */
   #checkExtractionOrder(): void {
-    const b = this.#d.table(this.#p.batches)
+    const b = this.#d.table(this.#p.objects.batches)
     this.#emit(
       'check extraction order',
       `SELECT ${this.#raise(
@@ -415,7 +417,7 @@ class MergeRenderer {
     const n = this.#names
     const ev = this.#tmp(TEMP.events)
     const notLate =
-      this.#p.captures === undefined
+      this.#p.objects.captures === undefined
         ? ''
         : `WHERE NOT EXISTS (SELECT 1 FROM ${this.#tmp(TEMP.lateKeys)} l WHERE ${this.#keyEq('l', 'e')})`
     const current =
@@ -599,9 +601,9 @@ class MergeRenderer {
       latest = `SELECT * FROM ${this.#stage} e${softDeleted ? ` WHERE NOT (${softDeleted})` : ''}`
     } else {
       const newer =
-        this.#p.captures === undefined
+        this.#p.objects.captures === undefined
           ? ''
-          : ` AND NOT EXISTS (SELECT 1 FROM ${this.#d.table(this.#p.captures)} c WHERE ${this.#keyEq('c', 'e')} AND c.captured_at > e.${this.#q(W.t)})`
+          : ` AND NOT EXISTS (SELECT 1 FROM ${this.#d.table(this.#p.objects.captures)} c WHERE ${this.#keyEq('c', 'e')} AND c.captured_at > e.${this.#q(W.t)})`
       // A key whose newest capture is not in this batch keeps the values it had (all its versions share them):
       // this also repairs a version the late path just inserted with the late event's older values.
       const cols = (alias: string) => [...this.#keys, ...type1].map((c) => this.#col(alias, c)).join(', ')
@@ -633,18 +635,18 @@ class MergeRenderer {
         ? `(SELECT COUNT(*) FROM ${changes})`
         : `(SELECT COUNT(*) FROM ${changes} WHERE NOT ${this.#q(W.del)})`
     const lateInserted =
-      this.#p.captures === undefined
+      this.#p.objects.captures === undefined
         ? ''
         : ` + (SELECT COUNT(*) FROM ${this.#tmp(TEMP.lateVersions)} WHERE ${this.#q(W.existingSk)} IS NULL)`
     const lateKeys =
-      this.#p.captures === undefined ? '0' : `(SELECT COUNT(*) FROM ${this.#tmp(TEMP.lateKeys)})`
+      this.#p.objects.captures === undefined ? '0' : `(SELECT COUNT(*) FROM ${this.#tmp(TEMP.lateKeys)})`
     const lateEvents =
-      this.#p.captures === undefined
+      this.#p.objects.captures === undefined
         ? '0'
         : `(SELECT COUNT(*) FROM ${this.#tmp(TEMP.events)} e WHERE EXISTS (SELECT 1 FROM ${this.#tmp(TEMP.lateKeys)} l WHERE ${this.#keyEq('l', 'e')}))`
     this.#emit(
       'record batch as applied',
-      `INSERT INTO ${this.#d.table(this.#p.batches)} (target, table_name, batch_id, extracted_at, mode, applied_at, events, inserted_versions, closed_versions, deleted_keys, unchanged_events, late_keys)\n` +
+      `INSERT INTO ${this.#d.table(this.#p.objects.batches)} (target, table_name, batch_id, extracted_at, mode, applied_at, events, inserted_versions, closed_versions, deleted_keys, unchanged_events, late_keys)\n` +
         `SELECT ${this.#str(this.#p.table.target)}, ${this.#str(this.#p.table.name)}, ${this.#str(this.#p.batchId)}, ` +
         `${this.#d.timestampLiteral(this.#p.extractedAt)}, ${this.#str(this.#p.mode)}, ${this.#d.timestampLiteral(this.#p.appliedAt)},\n` +
         `  s.events, ${inserted}${lateInserted},\n` +

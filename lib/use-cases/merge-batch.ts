@@ -1,14 +1,14 @@
 import type { MergeCounts } from '../core/run-record.ts'
-import { planDimensionLayout } from '../core/dimension-layout.ts'
+import { planDimensionLayout, type DimensionLayout } from '../core/dimension-layout.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import type { StagingStore } from '../ports/staging-store.ts'
 import { isScriptWarehouse, type Row, type ScriptWarehouse, type Warehouse } from '../ports/warehouse.ts'
 import type { CompiledStatement, SqlDialect } from '../sql/dialect.ts'
 import { renderAppliedBatchQuery, renderBatchReport } from '../sql/render-batch-queries.ts'
-import { dimensionObjects, renderBatchLedgerDdl, renderDimensionDdl } from '../sql/render-ddl.ts'
-import { renderMerge } from '../sql/render-merge.ts'
+import { renderBatchMerge } from '../sql/render-batch-merge.ts'
+import type { MergePlan } from '../sql/render-merge.ts'
+import { dimensionObjects, renderBatchLedgerDdl } from '../sql/render-ddl.ts'
 import { renderMergeScript, stagingTableName } from '../sql/render-merge-script.ts'
-import { renderViews } from '../sql/render-views.ts'
 import type { OpenedBatch } from '../ports/staging-store.ts'
 
 export interface MergeBatchRequest {
@@ -66,20 +66,7 @@ export async function mergeBatch(deps: MergeDeps, request: MergeBatchRequest): P
     const staged = await warehouse.loadStaging(batch.partPaths)
     const existing = await warehouse.describeTable(objects.dimension)
     const layout = planDimensionLayout(table, batchId, staged, existing)
-    const ddl = renderDimensionDdl(d, table, layout, objects)
-    const merge = renderMerge(d, {
-      table,
-      layout,
-      dimension: objects.dimension,
-      captures: objects.captures,
-      batches: objects.batches,
-      batchId,
-      extractedAt: batch.manifest.extractedAt,
-      appliedAt: request.now.toISOString(),
-      mode: batch.manifest.mode,
-      allowMassDelete: request.allowMassDelete ?? false,
-    })
-    const views = renderViews(d, table, objects)
+    const { ddl, merge, views } = renderBatchMerge(d, batchMerge(request, batch, layout))
     // DDL that cannot roll back with the merge runs before it, on its own (every DDL statement is idempotent).
     const [before, inside] = d.capabilities.transactionalDdl
       ? [[], [...ddl, ...merge, ...views]]
@@ -123,17 +110,7 @@ async function mergeAsScript(
   await warehouse.loadBatch({ table, batchId, stage, partPaths: batch.partPaths, columns })
   const existing = await warehouse.describeTable(objects.dimension)
   const layout = planDimensionLayout(table, batchId, columns, existing)
-  const script = renderMergeScript(warehouse.dialect, {
-    table,
-    layout,
-    objects,
-    stage,
-    batchId,
-    extractedAt: batch.manifest.extractedAt,
-    appliedAt: request.now.toISOString(),
-    mode: batch.manifest.mode,
-    allowMassDelete: request.allowMassDelete ?? false,
-  })
+  const script = renderMergeScript(warehouse.dialect, { ...batchMerge(request, batch, layout), stage })
   const statements = [...script.ddl, ...script.merge, ...script.after]
   if (!request.dryRun) await request.beforeCommit?.()
   const result = await warehouse.runMergeScript({ table, batchId, script, dryRun: request.dryRun ?? false })
@@ -145,6 +122,19 @@ async function mergeAsScript(
     keys: row === undefined ? undefined : toKeyChanges(row),
     statements,
     bytesProcessed: result.bytesProcessed,
+  }
+}
+
+function batchMerge(request: MergeBatchRequest, batch: OpenedBatch, layout: DimensionLayout): MergePlan {
+  return {
+    table: request.table,
+    layout,
+    objects: dimensionObjects(request.table, request.schema),
+    batchId: request.batchId,
+    extractedAt: batch.manifest.extractedAt,
+    appliedAt: request.now.toISOString(),
+    mode: batch.manifest.mode,
+    allowMassDelete: request.allowMassDelete ?? false,
   }
 }
 

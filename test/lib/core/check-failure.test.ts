@@ -1,21 +1,13 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import {
+  CHECK_KINDS,
   checkFailureMarkers,
   parseCheckFailure,
   rejectedBatchError,
   type CheckKind,
 } from '../../../lib/core/check-failure.ts'
 import { BatchRejectedError, MassDeleteRefusedError } from '../../../lib/core/errors.ts'
-
-const KINDS: CheckKind[] = [
-  'null-key',
-  'null-valid-from',
-  'duplicate-key',
-  'extraction-order',
-  'conflicting-capture',
-  'mass-delete',
-]
 
 /** The text a warehouse reports for a check raised with `message`, with the warehouse's own words around it. */
 function raised(kind: CheckKind, table: string, batchId: string, message: string, before = '', after = '') {
@@ -42,7 +34,7 @@ describe('check failures travel from the warehouse as a marker, not as English t
   })
 
   it('the mass-delete guard becomes MassDeleteRefusedError, every other check BatchRejectedError, naming table and batch', () => {
-    for (const kind of KINDS) {
+    for (const kind of CHECK_KINDS) {
       const error = rejectedBatchError(raised(kind, 'orders', '20240310T143000.000Z-3f9a1c', 'text'))
       expect(error).toBeInstanceOf(BatchRejectedError)
       expect(error instanceof MassDeleteRefusedError).toBe(kind === 'mass-delete')
@@ -69,7 +61,7 @@ describe('check failures travel from the warehouse as a marker, not as English t
     const noMarker = (s: string) => !s.includes('[dimsync-check') && !s.includes('[/dimsync-check]')
     fc.assert(
       fc.property(
-        fc.constantFrom(...KINDS),
+        fc.constantFrom(...CHECK_KINDS),
         fc.string({ minLength: 1 }),
         fc.string({ minLength: 1 }),
         fc.string().filter(noMarker),

@@ -68,8 +68,7 @@ describe('a dialect that states only what has no standard form', () => {
     const close = renderMerge(d, {
       table,
       layout,
-      dimension: objects.dimension,
-      batches: objects.batches,
+      objects,
       batchId: 'b1',
       extractedAt: '2024-03-10T14:30:00Z',
       appliedAt: '2024-03-10T14:31:00Z',

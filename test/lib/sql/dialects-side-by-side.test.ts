@@ -21,8 +21,7 @@ function render(d: SqlDialect, schema: string, stage?: TableRef) {
   const merge = renderMerge(d, {
     table,
     layout,
-    dimension: objects.dimension,
-    batches: objects.batches,
+    objects,
     batchId: 'b1',
     extractedAt: '2024-03-10T14:30:00.000Z',
     appliedAt: '2024-03-10T14:31:00.000Z',
