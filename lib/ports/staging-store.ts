@@ -47,6 +47,15 @@ export interface OpenedBatch {
   release(): Promise<void>
 }
 
+/** A batch its extract never committed: one still at work, suspended between passes, or abandoned by a crash. */
+export interface UncommittedBatch {
+  readonly batchId: string
+  /** When anything of the batch was last written (ISO instant). */
+  readonly lastWrittenAt: string
+  /** It holds a checkpoint: a multi-pass extract suspended it, and a later pass may continue it. */
+  readonly suspended: boolean
+}
+
 /**
  * Staging area for batches: `<root>/<table>/<batchId>/part-NNNNN.parquet` plus `_manifest.json` written last.
  */
@@ -66,4 +75,6 @@ export interface StagingStore {
   deleteBatch(table: string, batchId: string): Promise<void>
   /** Deletes batch folders that have no manifest and are older than `olderThan` (abandoned extracts). */
   removeAbandoned(table: string, olderThan: Date): Promise<readonly string[]>
+  /** Batches of a table that have no manifest (see `UncommittedBatch`), by batch id; `deleteBatch` removes one. */
+  listUncommitted(table: string): Promise<readonly UncommittedBatch[]>
 }

@@ -241,6 +241,30 @@ export function describeStagingStoreContract(
       await writer.abort()
     })
 
+    it('listUncommitted names every batch without a manifest (started, with parts, suspended), by batch id', async () => {
+      await stage('done', '2024-01-01T00:00:00.000Z')
+      const before = Date.now()
+      const started = await store.beginBatch(TABLE, 'started')
+      const crashed = await store.beginBatch(TABLE, 'crashed')
+      await addBytes(crashed, Buffer.from('x'), 1)
+      await suspended('paused', ['a'])
+      const listed = await store.listUncommitted(TABLE)
+      expect(listed.map((b) => [b.batchId, b.suspended])).toEqual([
+        ['crashed', false],
+        ['paused', true],
+        ['started', false],
+      ])
+      for (const batch of listed) {
+        // Blob stores keep whole seconds at worst (S3 Last-Modified).
+        expect(Date.parse(batch.lastWrittenAt)).toBeGreaterThanOrEqual(Math.floor(before / 1000) * 1000)
+      }
+      expect(await store.listUncommitted('suppliers')).toEqual([])
+      await store.deleteBatch(TABLE, 'crashed')
+      expect((await store.listUncommitted(TABLE)).map((b) => b.batchId)).toEqual(['paused', 'started'])
+      await started.abort()
+      await crashed.abort()
+    })
+
     describe('multi-pass batches (suspend and resume)', () => {
       it('suspend, resume, add parts, commit: the manifest lists every part in order and openBatch verifies them', async () => {
         const { writer, checkpoint } = await suspended('b1', ['one', 'two'], { cursor: 42, key: ['k'] })

@@ -11,6 +11,7 @@ import type {
   BatchWriter,
   OpenedBatch,
   StagingStore,
+  UncommittedBatch,
 } from '../../lib/ports/staging-store.ts'
 
 export type Value = string | number | boolean | null | bigint
@@ -105,6 +106,9 @@ export class TestBatches implements StagingStore {
     this.#manifests.delete(`${table}/${batchId}`)
   }
   async removeAbandoned(): Promise<readonly string[]> {
+    return []
+  }
+  async listUncommitted(): Promise<readonly UncommittedBatch[]> {
     return []
   }
   async dispose(): Promise<void> {

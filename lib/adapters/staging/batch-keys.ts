@@ -15,6 +15,7 @@ export interface BatchKeys {
 }
 
 export const MANIFEST = '_manifest.json'
+export const PROGRESS = '_progress.json'
 
 /** The folder of a table's batches; the table id is checked (it must never reach outside the store's root). */
 export function tableFolder(table: string): string {
@@ -29,7 +30,7 @@ export function batchKeys(table: string, batchId: string): BatchKeys {
   return {
     folder,
     manifest: `${folder}/${MANIFEST}`,
-    progress: `${folder}/_progress.json`,
+    progress: `${folder}/${PROGRESS}`,
     started: `${folder}/_started.json`,
     part: (name) => `${folder}/${name}`,
   }

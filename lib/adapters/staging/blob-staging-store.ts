@@ -3,9 +3,15 @@ import { noCheckpointError, parseCheckpoint } from '../../core/batch-checkpoint.
 import { checkManifest, compareManifests, PART_NAME } from '../../core/batch-manifest.ts'
 import { StagingError } from '../../core/errors.ts'
 import type { BlobStore } from '../../ports/blob-store.ts'
-import type { BatchCheckpoint, BatchWriter, OpenedBatch, StagingStore } from '../../ports/staging-store.ts'
+import type {
+  BatchCheckpoint,
+  BatchWriter,
+  OpenedBatch,
+  StagingStore,
+  UncommittedBatch,
+} from '../../ports/staging-store.ts'
 import { BlobBatchWriter } from './blob-batch-writer.ts'
-import { batchKeys, isBatchId, MANIFEST, tableFolder } from './batch-keys.ts'
+import { batchKeys, isBatchId, MANIFEST, PROGRESS, tableFolder } from './batch-keys.ts'
 
 /**
  * The staging store, over any blob store (a local folder, an S3 prefix): `<table>/<batchId>/part-NNNNN.parquet`
@@ -158,23 +164,37 @@ export class BlobStagingStore implements StagingStore {
    * the removed ids, sorted.
    */
   async removeAbandoned(table: string, olderThan: Date): Promise<readonly string[]> {
-    const folder = tableFolder(table)
-    const batches = new Map<string, { committed: boolean; newest: number }>()
-    for (const blob of await this.#blobs.list(folder, `table ${table}`)) {
-      const [batchId, name] = blob.key.slice(folder.length + 1).split('/')
-      if (batchId === undefined || name === undefined || !isBatchId(batchId)) continue
-      const entry = batches.get(batchId) ?? { committed: false, newest: 0 }
-      entry.committed ||= name === MANIFEST
-      entry.newest = Math.max(entry.newest, blob.modifiedAt)
-      batches.set(batchId, entry)
-    }
     const removed: string[] = []
-    for (const [batchId, entry] of batches) {
-      if (entry.committed || entry.newest >= olderThan.getTime()) continue
+    for (const batch of await this.listUncommitted(table)) {
+      if (Date.parse(batch.lastWrittenAt) >= olderThan.getTime()) continue
+      const { batchId } = batch
       await this.#blobs.deleteFolder(batchKeys(table, batchId).folder, `table ${table}: batch ${batchId}`)
       removed.push(batchId)
     }
-    return removed.sort()
+    return removed
+  }
+
+  /** Batches of `table` without a manifest, by batch id, with the time of their newest blob. */
+  async listUncommitted(table: string): Promise<readonly UncommittedBatch[]> {
+    const folder = tableFolder(table)
+    const batches = new Map<string, { committed: boolean; suspended: boolean; newest: number }>()
+    for (const blob of await this.#blobs.list(folder, `table ${table}`)) {
+      const [batchId, name] = blob.key.slice(folder.length + 1).split('/')
+      if (batchId === undefined || name === undefined || !isBatchId(batchId)) continue
+      const entry = batches.get(batchId) ?? { committed: false, suspended: false, newest: 0 }
+      entry.committed ||= name === MANIFEST
+      entry.suspended ||= name === PROGRESS
+      entry.newest = Math.max(entry.newest, blob.modifiedAt)
+      batches.set(batchId, entry)
+    }
+    return [...batches]
+      .filter(([, entry]) => !entry.committed)
+      .map(([batchId, entry]) => ({
+        batchId,
+        lastWrittenAt: new Date(entry.newest).toISOString(),
+        suspended: entry.suspended,
+      }))
+      .sort((a, b) => (a.batchId < b.batchId ? -1 : a.batchId > b.batchId ? 1 : 0))
   }
 
   async #readManifest(table: string, batchId: string): Promise<BatchManifest | undefined> {
