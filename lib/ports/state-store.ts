@@ -8,6 +8,12 @@ export interface Lease {
   readonly token: number
   readonly acquiredAt: string
   readonly expiresAt: string
+  /**
+   * Set by `acquireLease` when the table's lease had not been released: the owner that held it (its lease
+   * expired, or its process died, so it was taken over), or this owner itself (a step taking the lease its
+   * earlier step handed over). Undefined when the table was free.
+   */
+  readonly previousHolder?: string
 }
 
 /**

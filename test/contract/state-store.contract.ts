@@ -119,6 +119,21 @@ export function describeStateStoreContract(name: string, makeStore: () => Promis
         })
       })
 
+      it('a lease names the holder that never released the table before it: nobody, another run, or itself', async () => {
+        const a = await store.acquireLease(TABLE, 'run-a', TTL, T0)
+        expect(a.previousHolder).toBeUndefined()
+        await store.releaseLease(a)
+        const b = await store.acquireLease(TABLE, 'run-b', TTL, at(1))
+        expect(b.previousHolder).toBeUndefined()
+        // run-b dies holding the table: its lease expires and is taken over.
+        const c = await store.acquireLease(TABLE, 'run-c', TTL, at(TTL + 2))
+        expect(c.previousHolder).toBe('run-b')
+        // run-c hands the lease over to its own next step, which takes it again (expired or not).
+        const again = await store.acquireLease(TABLE, 'run-c', TTL, at(3 * TTL))
+        expect(again.previousHolder).toBe('run-c')
+        expect(again.token).toBeGreaterThan(c.token)
+      })
+
       it('renewing extends the lease and keeps the token', async () => {
         const a = await store.acquireLease(TABLE, 'run-a', TTL, T0)
         const renewed = await store.renewLease(a, TTL, at(TTL - 1000))

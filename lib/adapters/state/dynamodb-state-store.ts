@@ -163,14 +163,24 @@ export class DynamoDbStateStore implements StateStore {
               ':nowMs': { N: String(now.getTime()) },
               ':one': { N: '1' },
             },
-            ReturnValues: 'ALL_NEW',
+            // The values before this update: who held the table (an unreleased lease) and the token before ours.
+            ReturnValues: 'UPDATED_OLD',
           }),
         )
-        const token = Number(response.Attributes?.token?.N)
+        const before = response.Attributes
+        const token = before?.token === undefined ? 1 : Number(before.token.N) + 1
         if (!Number.isSafeInteger(token)) {
           throw new DimsyncError(`table ${table}: lease item in ${this.location} has no integer token`)
         }
-        return { table, owner, token, acquiredAt: now.toISOString(), expiresAt: expiresAt.toISOString() }
+        const previousHolder = before?.owner?.S
+        return {
+          table,
+          owner,
+          token,
+          acquiredAt: now.toISOString(),
+          expiresAt: expiresAt.toISOString(),
+          ...(previousHolder !== undefined ? { previousHolder } : {}),
+        }
       } catch (error) {
         if (!isAwsError(error, 'ConditionalCheckFailedException')) {
           throw wrapAwsError('dynamodb', `table ${table}: taking the lease in ${this.location}`, error)

@@ -120,7 +120,7 @@ export class LocalStateStore implements StateStore {
         expiresAt: new Date(now.getTime() + ttlMs).toISOString(),
       }
       await this.#writeLease(path, lease)
-      return lease
+      return stored?.owner === undefined ? lease : { ...lease, previousHolder: stored.owner }
     })
   }
 
@@ -230,7 +230,16 @@ export class LocalStateStore implements StateStore {
   }
 
   async #writeLease(path: string, lease: Lease): Promise<void> {
-    const stored: StoredLease = { ...lease, pid: this.#pid, hostname: this.#hostname }
+    const { table, owner, token, acquiredAt, expiresAt } = lease
+    const stored: StoredLease = {
+      table,
+      owner,
+      token,
+      acquiredAt,
+      expiresAt,
+      pid: this.#pid,
+      hostname: this.#hostname,
+    }
     await writeFileAtomic(path, `${JSON.stringify(stored)}\n`)
   }
 
