@@ -209,7 +209,7 @@ withStoreOptions(program.command('discard'))
       opts.config,
       async (project, deps, reporter) => {
         const [table] = selectTables(project, opts.table)
-        const dropped = await discardBatches(deps.staging, table!.name, opts.batch)
+        const dropped = await discardBatches(deps, table!.name, opts.batch)
         reporter.summary(
           `${table!.name}: discarded ${dropped.length} staged batch(es)${dropped.length ? `: ${dropped.join(', ')}` : ''}`,
         )

@@ -62,6 +62,14 @@ export function createReporter(err: Stream, out: Stream) {
         case 'lock':
           if (!live) log(`${event.table} locked by ${event.runId}`)
           return
+        case 'interrupted':
+          log(`${event.table}: run ${event.runId} stopped while it held the table; recorded as interrupted`)
+          return
+        case 'cleanup':
+          log(
+            `${event.table}: removed uncommitted batch(es) left by an interrupted run: ${event.removed.join(', ')}`,
+          )
+          return
         case 'resume':
           if (live) end()
           log(`${event.table} merged batch ${event.batchId}, left staged by an interrupted run`)

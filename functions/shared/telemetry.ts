@@ -18,6 +18,12 @@ export function powertoolsListener(
       case 'lock':
         logger.info('lease acquired', { step: 'lock', token: event.token, expiresAt: event.expiresAt })
         return
+      case 'interrupted':
+        logger.warn('took the lease over from a run that never released it; recorded it as interrupted', {
+          step: 'lock',
+          interruptedRunId: event.runId,
+        })
+        return
       case 'cleanup':
         logger.warn('removed abandoned staged batches', { step: 'cleanup', removed: event.removed })
         return

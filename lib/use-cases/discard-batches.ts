@@ -1,21 +1,40 @@
+import { makeRunId } from '../core/batch-id.ts'
 import { DimsyncError } from '../core/errors.ts'
 import type { StagingStore } from '../ports/staging-store.ts'
+import { inTableRun, type TableRunDeps } from './table-run.ts'
+
+export interface DiscardDeps extends TableRunDeps {
+  readonly staging: StagingStore
+}
+
+/** Long enough for a discard to list and delete a table's staged batches. */
+const DISCARD_LEASE_TTL_MS = 10 * 60_000
 
 /**
- * Deletes staged batches of a table that were never merged (all, or one), so the next run does not retry them.
- * For an operator who decided a refused batch (a truncated extract, say) must not be applied. Returns their ids.
+ * Deletes staged batches of a table that were never merged (all, or one), so the next run does not retry them:
+ * committed ones (a refused batch an operator decided must not be applied) and uncommitted ones (an extract that
+ * died). Under the table's lease, so an extract at work is never pulled from under it (`LockHeldError`). Returns
+ * the deleted ids: committed ones in merge order, then uncommitted ones.
  */
-export async function discardBatches(
-  staging: StagingStore,
-  table: string,
-  batchId?: string,
-): Promise<string[]> {
-  const pending = (await staging.listBatches(table)).map((m) => m.batchId)
-  const chosen = batchId === undefined ? pending : pending.filter((id) => id === batchId)
-  if (batchId !== undefined && chosen.length === 0)
-    throw new DimsyncError(
-      `table ${table}: no staged batch ${batchId} (staged: ${pending.join(', ') || 'none'})`,
-    )
-  for (const id of chosen) await staging.deleteBatch(table, id)
-  return chosen
+export async function discardBatches(deps: DiscardDeps, table: string, batchId?: string): Promise<string[]> {
+  const startedAt = deps.clock()
+  const request = {
+    table,
+    runId: makeRunId(startedAt),
+    leaseTtlMs: DISCARD_LEASE_TTL_MS,
+    recorded: false,
+  }
+  return await inTableRun(deps, request, async () => {
+    const pending = [
+      ...(await deps.staging.listBatches(table)).map((m) => m.batchId),
+      ...(await deps.staging.listUncommitted(table)).map((b) => b.batchId),
+    ]
+    const chosen = batchId === undefined ? pending : pending.filter((id) => id === batchId)
+    if (batchId !== undefined && chosen.length === 0)
+      throw new DimsyncError(
+        `table ${table}: no staged batch ${batchId} (staged: ${pending.join(', ') || 'none'})`,
+      )
+    for (const id of chosen) await deps.staging.deleteBatch(table, id)
+    return chosen
+  })
 }

@@ -13,7 +13,7 @@ import {
   type MergeStepResult,
   type WatermarkOutcome,
 } from './merge-step.ts'
-import { inTableRun, type RunOfStep, type TableRun, type TableRunDeps } from './table-run.ts'
+import { inTableRun, RECENT_RUNS, type RunOfStep, type TableRun, type TableRunDeps } from './table-run.ts'
 
 export interface MergeTableDeps extends TableRunDeps {
   readonly staging: StagingStore
@@ -49,9 +49,6 @@ export interface MergeResult {
 export interface MergeTableRequest extends Omit<MergeRequest, 'recordedAsMerged'> {
   readonly run: RunOfStep
 }
-
-/** How many of a table's latest run records the merge looks through for the one its extract wrote. */
-const RECENT_RUNS = 50
 
 /**
  * The merge step as a run of its own (the merge function): take the table's lease, continue the run record the

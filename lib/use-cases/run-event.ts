@@ -19,6 +19,11 @@ export type RunEvent =
       readonly token: number
       readonly expiresAt: string
     }
+  /**
+   * The lease was taken over from run `runId`, which never released it (its process died, or its lease
+   * expired): that run's record, if still `running`, is now `failed` as interrupted.
+   */
+  | { readonly step: 'interrupted'; readonly table: string; readonly runId: string; readonly by: string }
   /** Uncommitted batches older than the abandon limit were removed (extracts that died). */
   | { readonly step: 'cleanup'; readonly table: string; readonly removed: readonly string[] }
   /** A batch an earlier run staged but never merged was merged first (history is applied in order). */

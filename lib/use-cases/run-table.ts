@@ -61,7 +61,8 @@ export async function runTable(
         : await mergeLeftStagedInRun(deps, run, table, { allowMassDelete: options.allowMassDelete })
       const extractedAt = options.extractedAt ?? deps.clock()
       const batchId = makeBatchId(extractedAt)
-      const { rows } = await extractInRun(deps, run, table, { batchId, extractedAt })
+      // Under the table's lease, a batch nobody committed was left by a run that no longer holds it.
+      const { rows } = await extractInRun(deps, run, table, { batchId, extractedAt, abandonedAfterMs: 0 })
       const merge = dryRun
         ? await dryRunMerge(deps, table, batchId, options)
         : (await mergeInRun(deps, run, table, { batchId, allowMassDelete: options.allowMassDelete })).merge

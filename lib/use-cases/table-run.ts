@@ -12,7 +12,7 @@ export interface TableRunDeps {
 export interface TableRunRequest {
   readonly table: string
   readonly runId: string
-  /** Who holds the lease; default: the run id. */
+  /** Who holds the lease: the run id, or the run id, '/' and the step (`run-…/extract`); default: the run id. */
   readonly owner?: string
   readonly leaseTtlMs: number
   /** When the run started (its record's `startedAt`); default: when a record first needs it. */
@@ -112,6 +112,9 @@ export async function inTableRun<T>(
       token: lease.current.token,
       expiresAt: lease.current.expiresAt,
     })
+    const previous = lease.current.previousHolder
+    if (previous !== undefined && runIdOfOwner(previous) !== request.runId)
+      await recordInterrupted(deps, request.table, runIdOfOwner(previous), request.runId)
     return await work(run)
   } catch (error) {
     await run
@@ -126,6 +129,36 @@ export async function inTableRun<T>(
   } finally {
     if (!run.handedOver) await lease.release()
   }
+}
+
+/** The run an owner of a lease belongs to: the run id, before the step an owner may add (`run-…/merge/…`). */
+function runIdOfOwner(owner: string): string {
+  return owner.split('/')[0]!
+}
+
+/** How many of a table's latest run records are searched for the record of an earlier step or run. */
+export const RECENT_RUNS = 50
+
+/**
+ * Run `runId` held the table and never released it: its process died (or it lost its lease and stopped). Its
+ * record, still `running`, would say so forever: it becomes `failed`, saying what happened.
+ */
+async function recordInterrupted(
+  deps: TableRunDeps,
+  table: string,
+  runId: string,
+  by: string,
+): Promise<void> {
+  deps.onEvent?.({ step: 'interrupted', table, runId, by })
+  const record = (await deps.state.listRuns(table, RECENT_RUNS)).find((r) => r.runId === runId)
+  if (record?.status !== 'running') return
+  const finishedAt = deps.clock().toISOString()
+  await deps.state.recordRun({
+    ...record,
+    status: 'failed',
+    finishedAt,
+    error: `interrupted: the run stopped while it held the table; run ${by} took it over at ${finishedAt}`,
+  })
 }
 
 function withoutStatus(record: RunRecord): Omit<RunRecord, 'status'> {

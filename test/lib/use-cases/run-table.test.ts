@@ -90,7 +90,7 @@ describe('runTable with the embedded adapters (local files, DuckDB)', () => {
     expect((again as Error).message).toContain(
       `drop it with: dimsync discard --table customers --batch ${staged[0]!.batchId}`,
     )
-    expect(await discardBatches(deps.staging, 'customers')).toEqual([staged[0]!.batchId])
+    expect(await discardBatches(deps, 'customers')).toEqual([staged[0]!.batchId])
     const ok = await runTable(deps, project.tables[0]!, { extractedAt: MAR })
     expect(ok.merge.counts).toMatchObject({ insertedVersions: 0, deletedKeys: 0 })
     expect(await history()).toEqual(before)
