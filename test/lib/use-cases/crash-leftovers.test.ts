@@ -1,34 +1,25 @@
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
 import { LocalStateStore } from '../../../lib/adapters/state/local-state-store.ts'
-import { parseProject } from '../../../lib/config/index.ts'
 import { makeBatchId } from '../../../lib/core/batch-id.ts'
 import { LockHeldError } from '../../../lib/core/errors.ts'
-import type { ProjectSpec, TableSpec } from '../../../lib/core/table-spec.ts'
-import { buildLocalDeps, type LocalDeps } from '../../../lib/runtime/local-deps.ts'
+import type { TableSpec } from '../../../lib/core/table-spec.ts'
 import { discardBatches } from '../../../lib/use-cases/discard-batches.ts'
-import type { RunEvent } from '../../../lib/use-cases/run-event.ts'
 import { runTable } from '../../../lib/use-cases/run-table.ts'
+import { customersYaml, makeEmbeddedProject, type EmbeddedProject } from '../../support/embedded-project.ts'
 
 /**
  * What a run killed on the CLI path leaves behind (an uncommitted batch folder, a run record at `running`, its
  * lease) is cleaned up by the next run of the table, and `discard` sees uncommitted batches too.
  */
-let dir: string
-let project: ProjectSpec
-let deps: LocalDeps
-let events: RunEvent[]
-const JAN = new Date('2024-01-01T00:00:00Z')
-const FEB = new Date('2024-02-01T00:00:00Z')
+let at: EmbeddedProject
+const [JAN, FEB] = ['2024-01-01', '2024-02-01'].map((day) => new Date(`${day}T00:00:00Z`)) as [Date, Date]
 
-const table = (): TableSpec => project.tables[0]!
-const writeCsv = (rows: string[]) =>
-  writeFileSync(join(dir, 'customers.csv'), ['customer_id,region', ...rows].join('\n') + '\n')
+const table = (): TableSpec => at.project.tables[0]!
+const writeCsv = (rows: string[]) => at.writeCsv('customers.csv', 'customer_id,region', rows)
 
 /** The pid of a process that has ended: a lease it holds belongs to a dead process. */
 function deadPid(): number {
@@ -40,7 +31,7 @@ function deadPid(): number {
  * record at `running` naming its batch, and the batch's folder with a part but no manifest.
  */
 async function killedDuringExtract(runId: string, batchId: string): Promise<void> {
-  const dead = new LocalStateStore({ root: project.state.path, pid: deadPid() })
+  const dead = new LocalStateStore({ root: at.project.state.path, pid: deadPid() })
   await dead.acquireLease('customers', runId, 600_000, new Date())
   await dead.recordRun({
     runId,
@@ -49,51 +40,37 @@ async function killedDuringExtract(runId: string, batchId: string): Promise<void
     startedAt: new Date().toISOString(),
     batchId,
   })
-  const writer = await deps.staging.beginBatch('customers', batchId)
+  const writer = await at.deps.staging.beginBatch('customers', batchId)
   const part = join(writer.scratchDir, 'part.parquet')
   await writeFile(part, 'half a part')
   await writer.addPart(part, 1)
 }
 
 beforeEach(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'dimsync-leftovers-'))
-  const configPath = join(dir, 'dimsync.yaml')
-  const yaml = `version: 1
-tables:
-  - name: customers
-    source: { type: file, path: customers.csv }
-    key: customer_id
-`
-  writeFileSync(configPath, yaml)
-  project = parseProject(yaml, configPath)
-  events = []
-  deps = await buildLocalDeps(project, (event) => events.push(event))
+  at = await makeEmbeddedProject(customersYaml())
 })
-afterEach(async () => {
-  await deps.close()
-  rmSync(dir, { recursive: true, force: true })
-})
+afterEach(() => at.dispose())
 
 describe('crash leftovers on the CLI path', () => {
   it('the next run removes the uncommitted batch of a run killed during its extract and records that run as interrupted', async () => {
     writeCsv(['1,South'])
-    await runTable(deps, table(), { extractedAt: JAN })
+    await runTable(at.deps, table(), { extractedAt: JAN })
     const killed = makeBatchId(FEB)
     await killedDuringExtract('run-killed', killed)
-    expect((await deps.staging.listUncommitted('customers')).map((b) => b.batchId)).toEqual([killed])
+    expect((await at.deps.staging.listUncommitted('customers')).map((b) => b.batchId)).toEqual([killed])
 
     writeCsv(['1,North'])
-    const next = await runTable(deps, table(), { extractedAt: FEB })
+    const next = await runTable(at.deps, table(), { extractedAt: FEB })
     expect(next.merge.status).toBe('merged')
-    expect(await deps.staging.listUncommitted('customers')).toEqual([])
-    expect(events).toContainEqual({ step: 'cleanup', table: 'customers', removed: [killed] })
-    expect(events).toContainEqual({
+    expect(await at.deps.staging.listUncommitted('customers')).toEqual([])
+    expect(at.events).toContainEqual({ step: 'cleanup', table: 'customers', removed: [killed] })
+    expect(at.events).toContainEqual({
       step: 'interrupted',
       table: 'customers',
       runId: 'run-killed',
       by: next.runId,
     })
-    const runs = await deps.state.listRuns('customers', 10)
+    const runs = await at.deps.state.listRuns('customers', 10)
     expect(runs.find((r) => r.runId === 'run-killed')).toMatchObject({
       status: 'failed',
       batchId: killed,
@@ -106,16 +83,16 @@ describe('crash leftovers on the CLI path', () => {
 
   it('a lease released normally marks no run as interrupted', async () => {
     writeCsv(['1,South'])
-    await runTable(deps, table(), { extractedAt: JAN })
-    await runTable(deps, table(), { extractedAt: FEB })
-    expect(events.filter((e) => e.step === 'interrupted')).toEqual([])
+    await runTable(at.deps, table(), { extractedAt: JAN })
+    await runTable(at.deps, table(), { extractedAt: FEB })
+    expect(at.events.filter((e) => e.step === 'interrupted')).toEqual([])
   })
 
   it('discard sees uncommitted batches as well as committed ones, and is refused while a run holds the table', async () => {
     writeCsv(['1,South'])
     const killed = makeBatchId(FEB)
     await killedDuringExtract('run-killed', killed)
-    const committed = await deps.staging.beginBatch('customers', makeBatchId(JAN))
+    const committed = await at.deps.staging.beginBatch('customers', makeBatchId(JAN))
     await committed.commit({
       table: 'customers',
       batchId: committed.batchId,
@@ -125,21 +102,21 @@ describe('crash leftovers on the CLI path', () => {
       columns: [],
       sourceDescription: 'test',
     })
-    const alive = new LocalStateStore({ root: project.state.path })
+    const alive = new LocalStateStore({ root: at.project.state.path })
     const lease = await alive.acquireLease('customers', 'run-alive', 600_000, new Date())
-    await expect(discardBatches(deps, 'customers')).rejects.toThrow(LockHeldError)
+    await expect(discardBatches(at.deps, 'customers')).rejects.toThrow(LockHeldError)
     await alive.releaseLease(lease)
 
-    expect(await discardBatches(deps, 'customers')).toEqual([committed.batchId, killed])
-    expect(await deps.staging.listBatches('customers')).toEqual([])
-    expect(await deps.staging.listUncommitted('customers')).toEqual([])
+    expect(await discardBatches(at.deps, 'customers')).toEqual([committed.batchId, killed])
+    expect(await at.deps.staging.listBatches('customers')).toEqual([])
+    expect(await at.deps.staging.listUncommitted('customers')).toEqual([])
   })
 
   it('discard of one uncommitted batch by id', async () => {
     const killed = makeBatchId(FEB)
     await killedDuringExtract('run-killed', killed)
-    expect(await discardBatches(deps, 'customers', killed)).toEqual([killed])
-    await expect(discardBatches(deps, 'customers', killed)).rejects.toThrow(
+    expect(await discardBatches(at.deps, 'customers', killed)).toEqual([killed])
+    await expect(discardBatches(at.deps, 'customers', killed)).rejects.toThrow(
       `table customers: no staged batch ${killed} (staged: none)`,
     )
   })

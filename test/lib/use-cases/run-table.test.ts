@@ -1,13 +1,11 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { FileSource } from '../../../lib/adapters/source/file-source.ts'
 import { LocalStateStore } from '../../../lib/adapters/state/local-state-store.ts'
-import { parseProject } from '../../../lib/config/index.ts'
 import { BatchRejectedError, LockHeldError, SourceError } from '../../../lib/core/errors.ts'
 import type { ProjectSpec } from '../../../lib/core/table-spec.ts'
-import { buildLocalDeps, type LocalDeps } from '../../../lib/runtime/local-deps.ts'
+import type { LocalDeps } from '../../../lib/runtime/local-deps.ts'
 import { discardBatches } from '../../../lib/use-cases/discard-batches.ts'
 import { makeBatchId, runIdOfBatch } from '../../../lib/core/batch-id.ts'
 import { extractTable } from '../../../lib/use-cases/extract-table.ts'
@@ -15,7 +13,9 @@ import { mergeTable } from '../../../lib/use-cases/merge-table.ts'
 import { readHistory } from '../../../lib/use-cases/read-history.ts'
 import type { RunEvent } from '../../../lib/use-cases/run-event.ts'
 import { runTable } from '../../../lib/use-cases/run-table.ts'
+import { customersYaml, makeEmbeddedProject, type EmbeddedProject } from '../../support/embedded-project.ts'
 
+let embedded: EmbeddedProject
 let dir: string
 let project: ProjectSpec
 let deps: LocalDeps
@@ -24,9 +24,7 @@ const JAN = new Date('2024-01-01T00:00:00Z')
 const FEB = new Date('2024-02-01T00:00:00Z')
 const MAR = new Date('2024-03-01T00:00:00Z')
 
-function writeCsv(rows: string[]): void {
-  writeFileSync(join(dir, 'customers.csv'), ['customer_id,region', ...rows].join('\n') + '\n')
-}
+const writeCsv = (rows: string[]) => embedded.writeCsv('customers.csv', 'customer_id,region', rows)
 /** The steps reported, without the progress ticks (their number depends on the source's chunking). */
 const steps = () =>
   events
@@ -41,24 +39,10 @@ const history = async () =>
   ])
 
 beforeEach(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'dimsync-run-'))
-  const configPath = join(dir, 'dimsync.yaml')
-  const yaml = `version: 1
-tables:
-  - name: customers
-    source: { type: file, path: customers.csv }
-    key: customer_id
-    deletes: invalidate
-`
-  writeFileSync(configPath, yaml)
-  project = parseProject(yaml, configPath)
-  events = []
-  deps = await buildLocalDeps(project, (event) => events.push(event))
+  embedded = await makeEmbeddedProject(customersYaml('deletes: invalidate'))
+  ;({ dir, project, deps, events } = embedded)
 })
-afterEach(async () => {
-  await deps.close()
-  rmSync(dir, { recursive: true, force: true })
-})
+afterEach(() => embedded.dispose())
 
 describe('runTable with the embedded adapters (local files, DuckDB)', () => {
   it('a run stages, merges, records the run and leaves no staged batch behind', async () => {
