@@ -1,0 +1,178 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { DuckDBInstance } from '@duckdb/node-api'
+import { invalid } from './api-errors.ts'
+import { fieldOfZetaType, googleSqlTypeName, legacyTypeName, zetaTypeOfField } from './field-types.ts'
+import type { Column } from './table-store.ts'
+import { valueFromText, type Value } from './values.ts'
+
+/** A column of a Parquet file as DuckDB reads it (`BIGINT`, `DECIMAL(12,2)`, `TIMESTAMP WITH TIME ZONE`, ...). */
+export interface ParquetColumn {
+  readonly name: string
+  readonly duckDbType: string
+}
+
+export interface ParquetContent {
+  readonly columns: readonly ParquetColumn[]
+  /** Every row as text per column (what `valueFromText` reads), in file order. */
+  readonly rows: readonly (readonly (string | null)[])[]
+}
+
+/**
+ * Reads a Parquet file (the bytes of an upload) with DuckDB, each value as the text `valueFromText` reads for
+ * the BigQuery type it loads into: integers and decimals in decimal, TIMESTAMP (UTC-adjusted) as
+ * microseconds since the epoch, DATETIME as `YYYY-MM-DD HH:MM:SS.ffffff`, BYTES in base64.
+ */
+export async function readParquet(bytes: Buffer): Promise<ParquetContent> {
+  const dir = await mkdtemp(join(tmpdir(), 'bq-emulator-load-'))
+  const path = join(dir, 'upload.parquet')
+  const instance = await DuckDBInstance.create(':memory:')
+  const connection = await instance.connect()
+  try {
+    await writeFile(path, bytes)
+    await connection.run(`SET TimeZone='UTC'`)
+    const source = `read_parquet('${path.replaceAll("'", "''")}')`
+    const described = await connection.runAndReadAll(`DESCRIBE SELECT * FROM ${source}`)
+    const columns = described
+      .getRowObjectsJson()
+      .map((row) => ({ name: String(row.column_name), duckDbType: String(row.column_type) }))
+    if (columns.length === 0) return { columns, rows: [] }
+    const select = columns.map((c) => `${textOf(c)} AS ${quote(c.name)}`).join(', ')
+    const reader = await connection.runAndReadAll(`SELECT ${select} FROM ${source}`)
+    const rows = reader.getRowsJson().map((row) => row.map((cell) => (cell === null ? null : String(cell))))
+    return { columns, rows }
+  } catch (error) {
+    throw invalid(`Error while reading data, error message: ${(error as Error).message}`)
+  } finally {
+    connection.closeSync()
+    instance.closeSync()
+    await rm(dir, { recursive: true, force: true })
+  }
+}
+
+function quote(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`
+}
+
+function textOf(column: ParquetColumn): string {
+  const c = quote(column.name)
+  const type = column.duckDbType.toUpperCase()
+  if (type === 'TIMESTAMP WITH TIME ZONE') return `CAST(epoch_us(${c}) AS VARCHAR)`
+  if (type.startsWith('TIMESTAMP')) return `strftime(${c}, '%Y-%m-%d %H:%M:%S.%f')`
+  if (type === 'BLOB') return `to_base64(${c})`
+  return `CAST(${c} AS VARCHAR)`
+}
+
+/** The BigQuery type a Parquet column loads as (what a load job that creates the table gives it). */
+function loadedTypeName(column: ParquetColumn, decimalTargets: readonly string[]): string | undefined {
+  const type = column.duckDbType.toUpperCase()
+  const decimal = /^DECIMAL\((\d+),\s*(\d+)\)$/.exec(type)
+  if (decimal) {
+    const precision = Number(decimal[1])
+    const scale = Number(decimal[2])
+    const fitsNumeric = scale <= 9 && precision - scale <= 29
+    if (fitsNumeric && decimalTargets.includes('NUMERIC')) return 'NUMERIC'
+    if (scale <= 38 && precision - scale <= 38 && decimalTargets.includes('BIGNUMERIC')) return 'BIGNUMERIC'
+    return undefined
+  }
+  if (/^(BIGINT|INTEGER|SMALLINT|TINYINT|UINTEGER|USMALLINT|UTINYINT)$/.test(type)) return 'INTEGER'
+  if (type === 'DOUBLE' || type === 'FLOAT') return 'FLOAT'
+  if (type === 'BOOLEAN') return 'BOOLEAN'
+  if (type === 'VARCHAR') return 'STRING'
+  if (type === 'BLOB') return 'BYTES'
+  if (type === 'DATE') return 'DATE'
+  if (type === 'TIME') return 'TIME'
+  if (type === 'TIMESTAMP WITH TIME ZONE') return 'TIMESTAMP'
+  if (type.startsWith('TIMESTAMP')) return 'DATETIME'
+  if (type === 'JSON') return 'JSON'
+  return undefined
+}
+
+/** Types a loaded column may widen into (BigQuery loads INT64 into NUMERIC or FLOAT64 columns). */
+const WIDENS_TO: Readonly<Record<string, readonly string[]>> = Object.freeze({
+  INTEGER: ['NUMERIC', 'BIGNUMERIC', 'FLOAT'],
+  NUMERIC: ['BIGNUMERIC'],
+})
+
+export interface LoadTarget {
+  /** `project:dataset.table`, for messages. */
+  readonly name: string
+  /** The destination's columns; undefined when the load creates the table. */
+  readonly columns?: readonly Column[]
+  /** `decimalTargetTypes` of the load (default NUMERIC, BIGNUMERIC). */
+  readonly decimalTargetTypes?: readonly string[]
+}
+
+/**
+ * Maps a Parquet file onto a table, by column name as BigQuery does: a file column the table lacks, a type that
+ * does not fit, or a REQUIRED column the file lacks fail the load with BigQuery's "Provided Schema does not
+ * match" message; a NULLABLE column the file lacks is NULL. Without a table, the file's columns make one.
+ */
+export function rowsForTable(
+  content: ParquetContent,
+  target: LoadTarget,
+): { columns: readonly Column[]; rows: Value[][] } {
+  const decimalTargets = target.decimalTargetTypes ?? ['NUMERIC', 'BIGNUMERIC']
+  const loaded = content.columns.map((c) => {
+    const type = loadedTypeName(c, decimalTargets)
+    if (type === undefined)
+      throw invalid(
+        `Error while reading data: column ${c.name} has type ${c.duckDbType}, which BigQuery cannot load`,
+      )
+    return type
+  })
+  const mismatch = (detail: string) =>
+    invalid(`Provided Schema does not match Table ${target.name}. ${detail}`)
+  const columns =
+    target.columns ??
+    content.columns.map((c, i) => {
+      const type = zetaTypeOfField({ name: c.name, type: loaded[i]! })
+      return { field: fieldOfZetaType(c.name, type), type }
+    })
+  const positions = columns.map((column) => {
+    const index = content.columns.findIndex((c) => c.name.toLowerCase() === column.field.name.toLowerCase())
+    if (index < 0) {
+      if (column.field.mode === 'REQUIRED')
+        throw mismatch(`Field ${column.field.name} is missing in new schema`)
+      return -1
+    }
+    const from = loaded[index]!
+    const to = legacyTypeName(column.field.type) ?? column.field.type
+    if (from !== to && !(WIDENS_TO[from] ?? []).includes(to))
+      throw mismatch(
+        `Field ${column.field.name} has changed type from ${googleSqlTypeName(column.field)} to ${googleSqlTypeName({ name: '', type: from })}`,
+      )
+    return index
+  })
+  const extra = content.columns.find(
+    (c) => !columns.some((column) => column.field.name.toLowerCase() === c.name.toLowerCase()),
+  )
+  if (extra !== undefined) throw mismatch(`Cannot add fields (field: ${extra.name})`)
+  const rows = content.rows.map((row, rowIndex) =>
+    columns.map((column, i) => {
+      const position = positions[i]!
+      const text = position < 0 ? null : (row[position] ?? null)
+      if (text === null && column.field.mode === 'REQUIRED')
+        throw invalid(
+          `Error while reading data: row ${rowIndex + 1}: required field ${column.field.name} is NULL`,
+        )
+      try {
+        return valueFromText(column.type, text === null ? null : normalizedText(column.type.typeKind, text))
+      } catch (error) {
+        throw invalid(
+          `Error while reading data: row ${rowIndex + 1}, field ${column.field.name}: ${(error as Error).message}`,
+        )
+      }
+    }),
+  )
+  return { columns, rows }
+}
+
+/** DuckDB's text of doubles (`inf`, `nan`) in the form valueFromText reads. */
+function normalizedText(kind: string, text: string): string {
+  if (kind !== 'TYPE_DOUBLE') return text
+  if (/^-?inf(inity)?$/i.test(text)) return text.startsWith('-') ? '-Infinity' : 'Infinity'
+  if (/^nan$/i.test(text)) return 'NaN'
+  return text
+}
