@@ -145,10 +145,18 @@ function dateOfDays(days: number): string {
   return `${pad(d.getUTCFullYear(), 4)}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())}`
 }
 
+/** Date.UTC without its quirk of reading years 0-99 as 1900-1999. */
+function utcMillis(year: number, month: number, day: number, hour = 0, minute = 0, second = 0): number {
+  const d = new Date(0)
+  d.setUTCFullYear(year, month, day)
+  d.setUTCHours(hour, minute, second, 0)
+  return d.getTime()
+}
+
 function daysOfDate(text: string): number {
   const m = /^(\d{1,4})-(\d{1,2})-(\d{1,2})$/.exec(text.trim())
   if (m === null) throw new Error(`not a date: ${text}`)
-  return Math.round(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3])) / 86_400_000)
+  return Math.round(utcMillis(Number(m[1]), Number(m[2]) - 1, Number(m[3])) / 86_400_000)
 }
 
 /** Microseconds since the epoch of a TIMESTAMP ValueProto. */
@@ -316,7 +324,7 @@ export function valueFromText(type: Proto, text: string | null): Value {
           trimmed,
         )
       if (m === null) throw new Error(`not a TIMESTAMP: ${text}`)
-      const seconds = Date.UTC(
+      const seconds = utcMillis(
         Number(m[1]),
         Number(m[2]) - 1,
         Number(m[3]),
