@@ -20,6 +20,7 @@ import {
 import type { CompiledStatement, SqlDialect, TableRef } from '../../sql/dialect.ts'
 import { jobFailure, type JobError } from './bigquery-errors.ts'
 import { jobId, jobLabels } from './bigquery-job-ids.ts'
+import { INTEGER_VALUES, toRow } from './bigquery-rows.ts'
 
 export interface BigQueryWarehouseOptions {
   readonly project: string
@@ -163,7 +164,7 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
     )
     const [rows] = await this.#client
       .job(id, { location: this.#options.location })
-      .getQueryResults({ location: this.#options.location, maxResults: 10 } as never)
+      .getQueryResults({ location: this.#options.location, maxResults: 10, wrapIntegers: INTEGER_VALUES })
     return {
       row: rows[0] === undefined ? undefined : toRow(rows[0] as Record<string, unknown>),
       bytesProcessed: Number(metadata.statistics?.totalBytesProcessed ?? 0),
@@ -216,6 +217,7 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
         query: sql,
         location: this.#options.location,
         useLegacySql: false,
+        wrapIntegers: INTEGER_VALUES,
       })
       return (rows as Record<string, unknown>[]).map(toRow)
     } catch (error) {
@@ -343,20 +345,4 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
     const message = (error as ApiError).message ?? String(error)
     return jobFailure(label, { reason: 'invalid', message }, statements)
   }
-}
-
-/** BigQuery values as JSON scalars: timestamps/dates (objects with `value`) as text, big integers as text. */
-function toRow(row: Record<string, unknown>): Row {
-  const out: Row = {}
-  for (const [key, value] of Object.entries(row)) {
-    if (value === null || value === undefined) out[key] = null
-    else if (typeof value === 'object' && 'value' in (value as object))
-      out[key] = String((value as { value: unknown }).value)
-    else if (typeof value === 'bigint')
-      out[key] = Number.isSafeInteger(Number(value)) ? Number(value) : String(value)
-    else if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean')
-      out[key] = value
-    else out[key] = JSON.stringify(value)
-  }
-  return out
 }

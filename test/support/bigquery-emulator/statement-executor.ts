@@ -111,6 +111,8 @@ export class StatementExecutor {
 
   async query(fragment: Fragment, scope: StatementScope): Promise<QueryResult> {
     const prepared = await this.#prepare(fragment, scope)
+    // Measured while the statement runs: the analysis never fails the statement (see #bytesRead).
+    const bytesProcessed = this.#bytesRead(prepared)
     let response: Proto
     try {
       response = await this.#zeta.evaluateQuery(
@@ -126,11 +128,13 @@ export class StatementExecutor {
       type: c.type,
     }))
     const rows = (response.content?.tableData?.row ?? []).map((r: Proto) => r.cell ?? [])
-    return { columns, rows, bytesProcessed: await this.#bytesRead(prepared) }
+    return { columns, rows, bytesProcessed: await bytesProcessed }
   }
 
   /** Evaluates an expression node as `SELECT <expression>`: its type and value. */
   async expression(fragment: Fragment, scope: StatementScope): Promise<Variable> {
+    const literal = literalValue(fragment.node)
+    if (literal !== undefined) return literal
     const result = await this.query({ ...fragment, asExpression: true }, scope)
     const column = result.columns[0]!
     return { name: '', type: column.type, value: result.rows[0]?.[0] ?? NULL_VALUE }
@@ -145,6 +149,7 @@ export class StatementExecutor {
       scope.writeTable({ ...table, rows: [], lastModifiedMs: scope.store.now() }, temp)
       return { target: table.ref, affectedRows: table.rows.length, bytesProcessed: 0 }
     }
+    const bytesProcessed = this.#bytesRead(prepared)
     let response: Proto
     try {
       response = await this.#zeta.evaluateModify(
@@ -164,7 +169,7 @@ export class StatementExecutor {
     return {
       target: root.table.ref,
       affectedRows: changed.affected,
-      bytesProcessed: await this.#bytesRead(prepared),
+      bytesProcessed: await bytesProcessed,
     }
   }
 
@@ -397,6 +402,27 @@ export class StatementExecutor {
   #at(fragment: Fragment, offset: number): string {
     const { line, column } = lineAndColumn(fragment.source, offset)
     return ` at [${line}:${column}]`
+  }
+}
+
+/**
+ * A STRING, INT64 or BOOL literal's value as ZetaSQL's parser read it (unescaped), without a round trip to the
+ * evaluator: scripts set step labels and DDL sets descriptions with literals, dozens of them per merge.
+ */
+function literalValue(node: TreeNode): Variable | undefined {
+  switch (node.kind) {
+    case 'astStringLiteralNode':
+      return { name: '', type: { typeKind: 'TYPE_STRING' }, value: { stringValue: String(node.fields.stringValue) } }
+    case 'astBooleanLiteralNode':
+      return { name: '', type: { typeKind: 'TYPE_BOOL' }, value: { boolValue: node.fields.value === true } }
+    case 'astIntLiteralNode': {
+      const image = String(node.fields.image)
+      return /^(0x[0-9a-f]+|\d+)$/i.test(image)
+        ? { name: '', type: { typeKind: 'TYPE_INT64' }, value: { int64Value: BigInt(image).toString() } }
+        : undefined
+    }
+    default:
+      return undefined
   }
 }
 
