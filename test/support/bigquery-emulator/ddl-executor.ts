@@ -174,6 +174,22 @@ function columnsOf(definitions: readonly Proto[], options: ReadonlyMap<string, T
   })
 }
 
+/** CREATE of an existing object: IF NOT EXISTS does nothing, OR REPLACE goes on, anything else is a duplicate. */
+function skipOrRefuseExisting(
+  existing: unknown,
+  resolved: Resolved,
+  statementType: string,
+  ref: TableRef,
+  what: string,
+): DdlOutcome | undefined {
+  if (existing === undefined) return undefined
+  const mode = resolved.fields.createMode
+  if (mode === 'CREATE_IF_NOT_EXISTS')
+    return { statementType, operation: 'SKIP', target: ref, bytesProcessed: 0 }
+  if (mode !== 'CREATE_OR_REPLACE') throw duplicate(`Already Exists: ${what}`)
+  return undefined
+}
+
 async function createTable(
   executor: StatementExecutor,
   fragment: Fragment,
@@ -187,11 +203,14 @@ async function createTable(
   const { ref, temp } = target(resolved.fields.namePath, scope, isTemp, 'table')
   refusePermanentDdlInTransaction(scope, temp, statementType)
   const existing = temp ? scope.tempTable(ref.tableId) : scope.store.getTable(ref)
-  const mode = resolved.fields.createMode
-  if (existing !== undefined && mode === 'CREATE_IF_NOT_EXISTS')
-    return { statementType, operation: 'SKIP', target: ref, bytesProcessed: 0 }
-  if (existing !== undefined && mode !== 'CREATE_OR_REPLACE')
-    throw duplicate(`Already Exists: Table ${temp ? ref.tableId : tableName(ref)}`)
+  const skipped = skipOrRefuseExisting(
+    existing,
+    resolved,
+    statementType,
+    ref,
+    `Table ${temp ? ref.tableId : tableName(ref)}`,
+  )
+  if (skipped !== undefined) return skipped
 
   const partitioning = partitioningOf(resolved.fields.partitionByList ?? [])
   const clustering = clusteringOf(resolved.fields.clusterByList ?? [])
@@ -261,11 +280,8 @@ async function createView(
   const { ref } = target(resolved.fields.namePath, scope, false, 'view')
   refusePermanentDdlInTransaction(scope, false, 'CREATE_VIEW')
   const existing = scope.store.getTable(ref)
-  const mode = resolved.fields.createMode
-  if (existing !== undefined && mode === 'CREATE_IF_NOT_EXISTS')
-    return { statementType: 'CREATE_VIEW', operation: 'SKIP', target: ref, bytesProcessed: 0 }
-  if (existing !== undefined && mode !== 'CREATE_OR_REPLACE')
-    throw duplicate(`Already Exists: Table ${tableName(ref)}`)
+  const skipped = skipOrRefuseExisting(existing, resolved, 'CREATE_VIEW', ref, `Table ${tableName(ref)}`)
+  if (skipped !== undefined) return skipped
   if (existing !== undefined && existing.type !== 'VIEW')
     throw invalidQuery(`${tableName(ref)} is a table; CREATE OR REPLACE VIEW replaces only views`)
   const query = child(statement, 'query')
@@ -308,11 +324,14 @@ async function createTableFunction(
   const { ref } = target(resolved.fields.namePath, scope, false, 'table function')
   refusePermanentDdlInTransaction(scope, false, 'CREATE_TABLE_FUNCTION')
   const existing = scope.store.getRoutine(ref.projectId, ref.datasetId, ref.tableId)
-  const mode = resolved.fields.createMode
-  if (existing !== undefined && mode === 'CREATE_IF_NOT_EXISTS')
-    return { statementType: 'CREATE_TABLE_FUNCTION', operation: 'SKIP', target: ref, bytesProcessed: 0 }
-  if (existing !== undefined && mode !== 'CREATE_OR_REPLACE')
-    throw duplicate(`Already Exists: Function ${tableName(ref)}`)
+  const skipped = skipOrRefuseExisting(
+    existing,
+    resolved,
+    'CREATE_TABLE_FUNCTION',
+    ref,
+    `Function ${tableName(ref)}`,
+  )
+  if (skipped !== undefined) return skipped
   const query = child(statement, 'query')
   if (query === undefined) throw invalidQuery('CREATE TABLE FUNCTION without a query body')
   const names: string[] = resolved.fields.argumentNameList ?? []

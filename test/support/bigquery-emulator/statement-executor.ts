@@ -412,7 +412,11 @@ export class StatementExecutor {
 function literalValue(node: TreeNode): Variable | undefined {
   switch (node.kind) {
     case 'astStringLiteralNode':
-      return { name: '', type: { typeKind: 'TYPE_STRING' }, value: { stringValue: String(node.fields.stringValue) } }
+      return {
+        name: '',
+        type: { typeKind: 'TYPE_STRING' },
+        value: { stringValue: String(node.fields.stringValue) },
+      }
     case 'astBooleanLiteralNode':
       return { name: '', type: { typeKind: 'TYPE_BOOL' }, value: { boolValue: node.fields.value === true } }
     case 'astIntLiteralNode': {

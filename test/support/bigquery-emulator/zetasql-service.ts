@@ -179,7 +179,8 @@ export class ZetaSqlService {
   }
 }
 
-function freePort(): Promise<number> {
+/** A TCP port free on this machine now (the server binds it a moment later). */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer()
     server.once('error', reject)

@@ -1,8 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { createRequire } from 'node:module'
-import net from 'node:net'
 import path from 'node:path'
 import { promisify } from 'node:util'
+import { freePort } from '../bigquery-emulator/zetasql-service.ts'
 import { BIGQUERY_FEATURES, BIGQUERY_STATEMENT_KINDS, TYPE_KINDS } from './bigquery-language.ts'
 
 /* The package is CommonJS with loose proto-loader types; this helper keeps the untyped surface in one place. */
@@ -225,15 +225,4 @@ function typeProto(type: string | object): object {
   const kind = TYPE_KINDS[base]
   if (kind === undefined) throw new Error(`catalog: unknown BigQuery type ${type}`)
   return { typeKind: kind }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo
-      server.close(() => resolve(port))
-    })
-  })
 }
