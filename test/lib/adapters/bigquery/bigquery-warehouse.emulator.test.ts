@@ -3,7 +3,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { BigQueryWarehouse } from '../../../../lib/adapters/warehouse/bigquery-warehouse.ts'
 import { jobId } from '../../../../lib/adapters/warehouse/bigquery-job-ids.ts'
 import { BatchRejectedError, MassDeleteRefusedError, WarehouseError } from '../../../../lib/core/errors.ts'
-import { stagingTableName } from '../../../../lib/sql/bigquery/bigquery-script.ts'
+import { stagingTableName } from '../../../../lib/sql/render-merge-script.ts'
 import { mergeBatch } from '../../../../lib/use-cases/merge-batch.ts'
 import { BigQueryEmulator } from '../../../support/bigquery-emulator/bigquery-emulator.ts'
 import { ZetaSqlService } from '../../../support/bigquery-emulator/zetasql-service.ts'
