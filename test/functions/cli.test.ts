@@ -72,16 +72,11 @@ describe('dimsync CLI (real process, quickstart data)', () => {
   })
 
   it('run --extracted-at makes runs reproducible; plan reports changes and writes nothing', () => {
-    writeFileSync(
-      join(work, 'data', 'customers_2024-01-01T0900.csv'),
-      'customer_id,name,region\n1,A,x\n2,B,y\n',
-    )
-    rmSync(join(work, 'data', 'customers_2024-03-10T1430.csv'))
+    // The quickstart's tables read the newest snapshot file.
+    const newest = join(work, 'data', 'customers_2024-03-10T1430.csv')
+    writeFileSync(newest, 'customer_id,name,region\n1,A,x\n2,B,y\n')
     expect(dimsync('run', '--table', 'customers', '--extracted-at', '2024-01-01T00:00:00Z').code).toBe(0)
-    writeFileSync(
-      join(work, 'data', 'customers_2024-01-01T0900.csv'),
-      'customer_id,name,region\n1,A,z\n2,B,y\n3,C,w\n',
-    )
+    writeFileSync(newest, 'customer_id,name,region\n1,A,z\n2,B,y\n3,C,w\n')
     const plan = dimsync('plan', '--table', 'customers', '--sql')
     expect(plan.code).toBe(0)
     expect(plan.out).toContain(
@@ -259,5 +254,33 @@ describe('dimsync CLI (real process, quickstart data)', () => {
       expect(refused.err.trimEnd().split('\n')).toHaveLength(1)
     }
     expect(dimsync('history', 'customers').err).toContain(line)
+  })
+
+  it('the quickstart answers every command of the README\'s "Using it" section', () => {
+    const commands = [
+      ['validate'],
+      ['plan', '--table', 'customers', '--sql'],
+      ['backfill', '--table', 'customers', ...BACKFILL],
+      ['run'],
+      ['history', 'customers', '--key', '101', '--as-of', '2024-02-01', '--format', 'table'],
+      ['discard', '--table', 'customers'],
+    ]
+    const outputs = commands.map((args) => {
+      const result = dimsync(...args)
+      expect({ args, code: result.code, err: result.code === 0 ? '' : result.err }).toEqual({
+        args,
+        code: 0,
+        err: '',
+      })
+      return result.out
+    })
+    expect(outputs[1]).toContain('customers: 3 rows extracted; would add 3 new keys')
+    expect(outputs[3]).toMatch(
+      /customers → dim_customer: batch \S+, 3 rows; 0 versions inserted, 0 closed, 0 keys deleted, 3 unchanged/,
+    )
+    expect(outputs[4]).toContain(
+      '  #1      2024-01-01 09:00:00 → 2024-03-10 14:30:00  name="Ana" region="South"',
+    )
+    expect(outputs[5]).toBe('customers: discarded 0 staged batch(es)\n')
   })
 })
