@@ -1,3 +1,7 @@
+import {
+  DEFAULT_SOURCE_MEMORY_LIMIT,
+  SOURCE_MEMORY_LIMIT_VARIABLE,
+} from '../adapters/duckdb/duckdb-errors.ts'
 import { FileSource } from '../adapters/source/file-source.ts'
 import { MysqlSource } from '../adapters/source/mysql-source.ts'
 import { PostgresSource } from '../adapters/source/postgres-source.ts'
@@ -17,11 +21,16 @@ export function openSource(table: TableSpec, environment: SourceEnvironment): So
     case 'file':
       return new FileSource({
         baseDir: environment.baseDir,
-        memoryLimit: environment.env.DIMSYNC_SOURCE_MEMORY_LIMIT ?? '128MB',
+        memoryLimit: memoryLimit(environment),
       })
     case 'postgres':
-      return new PostgresSource({ env: environment.env })
+      return new PostgresSource({ env: environment.env, duckdbMemoryLimit: memoryLimit(environment) })
     case 'mysql':
-      return new MysqlSource({ env: environment.env })
+      return new MysqlSource({ env: environment.env, duckdbMemoryLimit: memoryLimit(environment) })
   }
+}
+
+/** DuckDB's memory limit while a source is read: files, and the CSV-to-Parquet conversion of database rows. */
+function memoryLimit(environment: SourceEnvironment): string {
+  return environment.env[SOURCE_MEMORY_LIMIT_VARIABLE] ?? DEFAULT_SOURCE_MEMORY_LIMIT
 }

@@ -13,7 +13,9 @@ import { join } from 'node:path'
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api'
 
 import type { BatchWriter } from '../../ports/staging-store.ts'
+import { describeDuckDbError, duckDbTrouble, type MemoryLimitSetting } from '../duckdb/duckdb-errors.ts'
 import { readParquetRowCounts, sqlIdentifier, sqlString } from '../duckdb/parquet-schema.ts'
+import { readCsvRecords } from './csv-records.ts'
 import type { DbColumn } from './db-types.ts'
 
 export interface CsvPartConverterOptions {
@@ -21,14 +23,40 @@ export interface CsvPartConverterOptions {
   readonly workDir: string
   /** DuckDB threads used to convert (default: 2, or 1 on a single-CPU machine). */
   readonly threads?: number
-  /** DuckDB memory limit (default '128MB'). */
-  readonly memoryLimit?: string
+  /** DuckDB memory limit, and the variable that sets it (default '128MB'). */
+  readonly memoryLimit?: MemoryLimitSetting
   /** Largest single CSV record (row) DuckDB accepts, in bytes (default 8 MiB). */
   readonly maxRecordBytes?: number
+  /** Key columns, to name the row a conversion error is about. */
+  readonly keyColumns?: readonly string[]
+}
+
+/** A conversion failure said in the user's terms (the column, the problem), never in DuckDB's CSV terms. */
+export class StagingProblem extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options)
+    this.name = 'StagingProblem'
+  }
+}
+
+/** One row cannot be staged: `key` names it (`id=7`), `problem` says why (`is larger than …`). */
+export class RowProblem extends StagingProblem {
+  constructor(
+    readonly key: string,
+    readonly problem: string,
+    options?: ErrorOptions,
+  ) {
+    super(`the row with ${key} ${problem}`, options)
+    this.name = 'RowProblem'
+  }
 }
 
 /** zstd level 1: staged parts are read once or twice; level 3 (the default) costs 20-40% more CPU for ~5% smaller files. */
 const ZSTD_LEVEL = 1
+/** Largest row, as CSV text, a database extract stages (the documented limit). */
+export const MAX_RECORD_BYTES = 8 << 20
+/** Characters of a value shown in a message. */
+const SHOWN_CHARS = 60
 const QUOTE = 0x22
 const NEWLINE = 0x0a
 
@@ -41,6 +69,8 @@ export class CsvPartConverter {
   readonly #instance: DuckDBInstance
   readonly #connection: DuckDBConnection
   readonly #maxRecordBytes: number
+  readonly #memory: MemoryLimitSetting | undefined
+  readonly #keyColumns: readonly string[]
   #queue: Promise<unknown> = Promise.resolve()
   #files = 0
 
@@ -48,19 +78,21 @@ export class CsvPartConverter {
     workDir: string,
     instance: DuckDBInstance,
     connection: DuckDBConnection,
-    maxRecordBytes: number,
+    options: CsvPartConverterOptions,
   ) {
     this.workDir = workDir
     this.#instance = instance
     this.#connection = connection
-    this.#maxRecordBytes = maxRecordBytes
+    this.#maxRecordBytes = options.maxRecordBytes ?? MAX_RECORD_BYTES
+    this.#memory = options.memoryLimit
+    this.#keyColumns = options.keyColumns ?? []
   }
 
   static async open(options: CsvPartConverterOptions): Promise<CsvPartConverter> {
     await mkdir(options.workDir, { recursive: true })
     const instance = await DuckDBInstance.create(':memory:', {
       threads: String(options.threads ?? Math.min(2, availableParallelism())),
-      memory_limit: options.memoryLimit ?? '128MB',
+      memory_limit: options.memoryLimit?.limit ?? '128MB',
       preserve_insertion_order: 'false',
       temp_directory: join(options.workDir, 'duckdb-tmp'),
     })
@@ -68,7 +100,7 @@ export class CsvPartConverter {
       const connection = await instance.connect()
       // UTC-marked timestamps and zone-less TIMESTAMPTZ text are read in UTC, never in the machine's zone.
       await connection.run(`SET TimeZone='UTC'`)
-      return new CsvPartConverter(options.workDir, instance, connection, options.maxRecordBytes ?? 8 << 20)
+      return new CsvPartConverter(options.workDir, instance, connection, options)
     } catch (error) {
       instance.closeSync()
       throw error
@@ -93,7 +125,7 @@ export class CsvPartConverter {
             `(FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL ${ZSTD_LEVEL}, ROW_GROUP_SIZE 122880)`,
         )
       } catch (error) {
-        throw new Error(describeConversionError(error, columns), { cause: error })
+        throw await this.#explain(csvPath, columns, error)
       } finally {
         await rm(csvPath, { force: true })
       }
@@ -120,12 +152,90 @@ export class CsvPartConverter {
         return `${column.convert ? column.convert(ref) : ref} AS ${sqlIdentifier(column.name)}`
       })
       .join(', ')
-    const bufferSize = Math.max(16 << 20, this.#maxRecordBytes * 2)
+    const bufferSize = this.#bufferSize()
     return (
       `SELECT ${select} FROM read_csv(${sqlString(csvPath)}, auto_detect=false, header=false, delim=',', ` +
       `quote='"', escape='"', new_line='\\n', columns={${fields}}, strict_mode=true, null_padding=false, ` +
       `allow_quoted_nulls=false, ignore_errors=false, max_line_size=${this.#maxRecordBytes}, buffer_size=${bufferSize})`
     )
+  }
+
+  /**
+   * What made DuckDB refuse a spooled file, in the source's terms: the row (by its key) that is too large or
+   * holds a value that cannot be staged, a full disk, or memory. Looks at the file again, so only on failure.
+   */
+  async #explain(csvPath: string, columns: readonly DbColumn[], error: unknown): Promise<StagingProblem> {
+    try {
+      if (duckDbTrouble(error) !== 'other') {
+        return new StagingProblem(describeDuckDbError(error, 'converting rows to Parquet', this.#memory), {
+          cause: error,
+        })
+      }
+      if (/Maximum line size/i.test(error instanceof Error ? error.message : String(error))) {
+        const oversized = await this.#largestRecord(csvPath, columns)
+        if (oversized !== undefined) return oversized
+      } else {
+        const invalid = await this.#firstInvalidValue(csvPath, columns)
+        if (invalid !== undefined) return invalid
+      }
+    } catch {
+      // The file could not be looked at again: say what DuckDB said.
+    }
+    return new StagingProblem(`converting rows to Parquet failed: ${duckDbReason(error)}`, { cause: error })
+  }
+
+  async #largestRecord(csvPath: string, columns: readonly DbColumn[]): Promise<RowProblem | undefined> {
+    let largest: { bytes: number; fields: readonly { bytes: number; text: string }[] } | undefined
+    for await (const record of readCsvRecords(csvPath, { prefixChars: SHOWN_CHARS })) {
+      if (largest === undefined || record.bytes > largest.bytes) largest = record
+    }
+    if (largest === undefined) return undefined
+    const fields = largest.fields
+    const widest = fields.reduce((best, field, i) => (field.bytes > fields[best]!.bytes ? i : best), 0)
+    const key = this.#keyText(columns, (i) => fields[i]?.text)
+    return new RowProblem(
+      key,
+      `is larger than the ${formatSize(this.#maxRecordBytes)} a row may hold (column ${columns[widest]?.name ?? widest + 1} ` +
+        `holds ${formatSize(fields[widest]!.bytes)})`,
+    )
+  }
+
+  /** The first value whose conversion fails, found by DuckDB itself (`try`) over the file read as text. */
+  async #firstInvalidValue(csvPath: string, columns: readonly DbColumn[]): Promise<RowProblem | undefined> {
+    const fields = columns.map((_, i) => `${sqlString(`c${i}`)}: 'VARCHAR'`).join(', ')
+    const keys = this.#keyColumns.map((name) => columns.findIndex((c) => c.name === name))
+    const read =
+      `read_csv(${sqlString(csvPath)}, auto_detect=false, header=false, delim=',', quote='"', escape='"', ` +
+      `new_line='\\n', columns={${fields}}, strict_mode=true, null_padding=false, allow_quoted_nulls=false, ` +
+      `max_line_size=${this.#maxRecordBytes}, buffer_size=${this.#bufferSize()})`
+    for (const [i, column] of columns.entries()) {
+      if (column.csvType === 'VARCHAR' && column.convert === undefined) continue
+      const ref = sqlIdentifier(`c${i}`)
+      const parsed = column.csvType === 'VARCHAR' ? ref : `CAST(${ref} AS ${column.csvType})`
+      const staged = column.convert ? column.convert(parsed) : parsed
+      const select = [...keys.map((k) => (k < 0 ? 'NULL' : sqlIdentifier(`c${k}`))), ref].join(', ')
+      // `x IS NULL` is never NULL: only an error, turned into NULL by try(), makes it so.
+      const [row] = await this.query(
+        `SELECT ${select} FROM ${read} WHERE try((${staged}) IS NULL) IS NULL LIMIT 1`,
+      )
+      if (row === undefined) continue
+      const values = Object.values(row).map((v) => (v === null ? null : String(v)))
+      const key = this.#keyText(columns, (k) => values[keys.indexOf(k)] ?? undefined)
+      return new RowProblem(key, describeInvalidValue(column, values.at(-1) ?? ''))
+    }
+    return undefined
+  }
+
+  #keyText(columns: readonly DbColumn[], valueAt: (index: number) => string | null | undefined): string {
+    const parts = this.#keyColumns.map((name) => {
+      const index = columns.findIndex((c) => c.name === name)
+      return `${name}=${showValue(valueAt(index) ?? null)}`
+    })
+    return parts.length > 0 ? parts.join(', ') : 'no key'
+  }
+
+  #bufferSize(): number {
+    return Math.max(16 << 20, this.#maxRecordBytes * 2)
   }
 
   /** Runs a query on the converter's DuckDB (checks over finished parts). */
@@ -171,7 +281,13 @@ export class CsvSpool {
   #failure: unknown
 
   constructor(options: CsvSpoolOptions) {
-    this.#options = { spoolBytes: 6 << 20, maxQueuedFiles: 3, ...options }
+    // `?? default` per option: a caller passing `spoolBytes: undefined` must get the default, not a spool that
+    // never cuts (one CSV file and one part for the whole extract).
+    this.#options = {
+      ...options,
+      spoolBytes: options.spoolBytes ?? 6 << 20,
+      maxQueuedFiles: options.maxQueuedFiles ?? 3,
+    }
   }
 
   /**
@@ -265,6 +381,7 @@ export class CsvSpool {
     }
     const file = this.#file
     this.#file = undefined
+    this.#bytes = 0
     await new Promise<void>((resolve, reject) => {
       file.once('error', reject)
       file.end(() => resolve())
@@ -297,18 +414,43 @@ export class CsvSpool {
   }
 }
 
-/**
- * DuckDB names the CSV fields `c0`, `c1`, ...; a conversion error is re-worded with the source column's name and
- * types, and without the CSV line number (a line of a spooled file means nothing to a user).
- */
-export function describeConversionError(error: unknown, columns: readonly DbColumn[]): string {
+/** Why a value cannot be staged, phrased to follow "the row with id=7". */
+export function describeInvalidValue(column: DbColumn, raw: string): string {
+  const where = `in column ${column.name} (${column.serverType})`
+  const dimensions = /^\[+/.exec(raw)?.[0].length ?? 0
+  if (column.type.endsWith('[]') && dimensions > 1) {
+    return `has a ${dimensions}-dimensional array ${where}; only one-dimensional arrays can be staged (use a query source that selects one dimension)`
+  }
+  const date = /^(\d{4})-(\d{2})-(\d{2})/.exec(raw)
+  if (date && (date[2] === '00' || date[3] === '00')) {
+    return (
+      `has ${raw} ${where}, a date with a zero ${date[2] === '00' ? 'month' : 'day'}; only a whole zero date ` +
+      `(0000-00-00) is staged, as NULL: fix the row, or use a query source with NULLIF`
+    )
+  }
+  return `has ${showValue(raw)} ${where}, which cannot be staged as ${column.type}`
+}
+
+/** DuckDB's reason without its CSV vocabulary (`CSV Error on Line: 17`, the spooled file's options). */
+function duckDbReason(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error)
-  const field = /column "c(\d+)"/.exec(message)
-  const value = /Could not convert string "([^"]*)"/.exec(message)
-  const column = field ? columns[Number(field[1])] : undefined
-  if (column === undefined) return `converting rows to Parquet failed: ${message.split('\n')[0]}`
-  return (
-    `column ${column.name} (${column.serverType}) holds a value DuckDB cannot store as ${column.type}` +
-    (value ? `: "${value[1]}"` : `: ${message.split('\n')[0]}`)
-  )
+  const lines = message.split('\n').map((line) => line.trim())
+  const original = lines.findIndex((line) => line.startsWith('Original Line:'))
+  if (original >= 0) {
+    const reason = lines.slice(original + 1).find((line) => line !== '' && !line.startsWith('Possible'))
+    if (reason !== undefined) return reason
+  }
+  return lines[0]!.replace(/\s*CSV Error on Line: \d+/, '').trim() || 'a malformed row'
+}
+
+function showValue(value: string | null): string {
+  if (value === null) return 'NULL'
+  const shown = [...value].length > SHOWN_CHARS ? `${[...value].slice(0, SHOWN_CHARS).join('')}…` : value
+  return /^[\w.:+-]+$/.test(shown) ? shown : JSON.stringify(shown)
+}
+
+function formatSize(bytes: number): string {
+  const mib = bytes / (1 << 20)
+  if (Number.isInteger(mib)) return `${mib} MiB`
+  return mib >= 1 ? `${mib.toFixed(1)} MiB` : `${(bytes / 1024).toFixed(1)} KiB`
 }

@@ -10,7 +10,8 @@ import type { StagedColumn, Watermark } from '../../core/batch.ts'
 import { SourceError } from '../../core/errors.ts'
 import type { DatabaseSourceSpec, TableSpec } from '../../core/table-spec.ts'
 import type { ExtractRequest, ExtractResult } from '../../ports/source.ts'
-import { CsvPartConverter, CsvSpool } from './db-csv-parts.ts'
+import { DEFAULT_SOURCE_MEMORY_LIMIT, SOURCE_MEMORY_LIMIT_VARIABLE } from '../duckdb/duckdb-errors.ts'
+import { CsvPartConverter, CsvSpool, RowProblem, StagingProblem } from './db-csv-parts.ts'
 import {
   chunkBoundsSql,
   chunkPredicates,
@@ -66,7 +67,7 @@ export interface DbExtractOptions {
   readonly duckdbThreads?: number
   /** Largest row DuckDB reads, as CSV bytes (default 8 MiB); a larger row fails the extract, naming this limit. */
   readonly maxRowBytes?: number
-  /** DuckDB memory limit while converting (default '192MB'). */
+  /** DuckDB memory limit while converting (default '128MB'; the CLI and Lambdas: DIMSYNC_SOURCE_MEMORY_LIMIT). */
   readonly duckdbMemoryLimit?: string
   /**
    * Rows per key range of an extract that may stop early (`ExtractRequest.timeLeftMs`), default 1,000,000: a
@@ -182,7 +183,11 @@ export async function extractDatabaseTable(
       workDir: join(writer.scratchDir, `db-source-${randomBytes(6).toString('hex')}`),
       threads: options.duckdbThreads,
       maxRecordBytes: options.maxRowBytes,
-      memoryLimit: options.duckdbMemoryLimit,
+      memoryLimit: {
+        limit: options.duckdbMemoryLimit ?? DEFAULT_SOURCE_MEMORY_LIMIT,
+        variable: SOURCE_MEMORY_LIMIT_VARIABLE,
+      },
+      keyColumns: table.key,
     })
     let stagedRows = 0
     const selectList = columns.map((c) => c.select).join(', ')
@@ -272,12 +277,31 @@ export async function extractDatabaseTable(
     }
   } catch (error) {
     if (error instanceof SourceError) throw error
+    if (error instanceof StagingProblem) throw stagingFailure(driver, table, spec, error)
     throw driver.translate(table, error, doing)
   } finally {
     await snapshot.close()
     await Promise.allSettled(spools.map((spool) => spool.discard()))
     await converter?.close().catch(() => undefined)
   }
+}
+
+/** A row or value that cannot be staged, or a converter out of disk or memory, as the extract's one line. */
+function stagingFailure(
+  driver: DbDriver,
+  table: TableSpec,
+  spec: DatabaseSourceSpec,
+  problem: StagingProblem,
+): SourceError {
+  const what =
+    problem instanceof RowProblem
+      ? `the row with ${problem.key} of ${sourceName(spec)} ${problem.problem}`
+      : `staging the rows of ${sourceName(spec)}: ${problem.message}`
+  return new SourceError(
+    table.name,
+    `table ${table.name}: ${driver.endpoint}: ${what}; the batch was discarded and nothing was merged`,
+    { cause: problem },
+  )
 }
 
 /** What the first pass decides for the whole extract, and how far the passes got. */

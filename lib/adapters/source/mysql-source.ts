@@ -107,7 +107,7 @@ class MysqlSession implements DbSession {
           (error: unknown) => {
             fail(error)
             // Stop the server's stream: the extract has failed, the rest of the rows is of no use.
-            connection.destroy()
+            closeNow(connection)
           },
         )
       }
@@ -133,7 +133,7 @@ class MysqlSession implements DbSession {
           encoder.add(row as unknown[])
         } catch (error) {
           fail(error)
-          connection.destroy()
+          closeNow(connection)
           return
         }
         rows++
@@ -151,6 +151,15 @@ class MysqlSession implements DbSession {
       })
     })
   }
+}
+
+/**
+ * Closes the socket at once. mysql2's `destroy()` only half-closes it: a server sending a result then blocks in
+ * "Writing to net" for `net_write_timeout` (600 s here), holding its metadata locks on the table.
+ */
+function closeNow(connection: Connection): void {
+  connection.destroy()
+  ;(connection as unknown as { stream?: { destroy(): void } }).stream?.destroy()
 }
 
 class MysqlDriver implements DbDriver {
@@ -187,7 +196,7 @@ class MysqlDriver implements DbDriver {
         [...sessions, ...(locker ? [locker] : [])].map(async (session) => {
           await session.rows('ROLLBACK').catch(() => undefined)
           await new Promise<void>((resolve) => session.connection.end(() => resolve())).catch(() => undefined)
-          session.connection.destroy()
+          closeNow(session.connection)
         }),
       )
     }

@@ -90,7 +90,14 @@ class PostgresSession implements DbSession {
     const onLost = (error: Error) => stream.destroy(error)
     this.client.on('error', onLost)
     try {
-      for await (const piece of stream as AsyncIterable<Buffer>) await spool.write(piece)
+      for await (const piece of stream as AsyncIterable<Buffer>) {
+        try {
+          await spool.write(piece)
+        } catch (error) {
+          this.#drop(error)
+          throw error
+        }
+      }
     } finally {
       this.client.off('error', onLost)
     }
@@ -100,6 +107,16 @@ class PostgresSession implements DbSession {
 
   #throwIfLost(): void {
     if (this.#lost) throw this.#lost
+  }
+
+  /**
+   * Closes the connection when the rows can no longer be taken (a part failed): the server would go on sending
+   * COPY data nobody reads, and every later statement on this connection (the ROLLBACK) would wait behind it.
+   * The transaction, and the snapshot, end with the connection.
+   */
+  #drop(error: unknown): void {
+    this.#lost ??= error instanceof Error ? error : new Error(String(error))
+    ;(this.client as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy()
   }
 }
 

@@ -19,11 +19,11 @@ afterEach(async () => {
   if (root) await rm(root, { recursive: true, force: true })
 })
 
-async function stage(pieces: readonly Buffer[], spoolBytes: number) {
+async function stage(pieces: readonly Buffer[], spoolBytes: number | undefined, keyColumns = ['id']) {
   root = await mkdtemp(join(tmpdir(), 'dimsync-csv-parts-'))
   const staging = new LocalStagingStore({ root })
   const writer = await staging.beginBatch('t', 'b1')
-  const converter = await CsvPartConverter.open({ workDir: join(writer.scratchDir, 'work') })
+  const converter = await CsvPartConverter.open({ workDir: join(writer.scratchDir, 'work'), keyColumns })
   const spool = new CsvSpool({ converter, columns: COLUMNS, writer, spoolBytes })
   for (const piece of pieces) await spool.write(piece)
   const rows = await spool.finish(true)
@@ -71,9 +71,17 @@ describe('CsvSpool', () => {
     expect([rows, parts, read]).toEqual([0, 1, []])
   })
 
-  it('a value DuckDB cannot read names the source column, not the CSV field', async () => {
-    await expect(stage([Buffer.from('1,"a"\nnot-a-number,"b"\n')], 1 << 20)).rejects.toThrow(
-      'column id (bigint) holds a value DuckDB cannot store as BIGINT: "not-a-number"',
+  it('a value DuckDB cannot read names the row by its key and the source column, not the CSV field', async () => {
+    await expect(stage([Buffer.from('1,"a"\nnot-a-number,"b x"\n')], 1 << 20, ['note'])).rejects.toThrow(
+      'the row with note="b x" has not-a-number in column id (bigint), which cannot be staged as BIGINT',
     )
+  })
+
+  it('without spoolBytes, files are cut at the default size (about 6 MiB), not never', async () => {
+    const record = `1,"${'x'.repeat(1000)}"\n`
+    const pieces = Array.from({ length: 14_000 }, () => Buffer.from(record))
+    const { rows, parts } = await stage(pieces, undefined)
+    expect(rows).toBe(14_000)
+    expect(parts).toBe(3)
   })
 })

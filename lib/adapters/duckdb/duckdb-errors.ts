@@ -1,0 +1,57 @@
+/**
+ * DuckDB's errors as one line a user can act on. DuckDB reports a full disk as an "Out of Memory Error" about
+ * `max_temp_directory_size` (the temporary folder's limit is the free disk space) or as an I/O error, and its
+ * memory errors end with eight lines of tuning advice for DuckDB's own settings, which dimsync users do not set.
+ */
+
+/** The variable that sets DuckDB's memory limit while sources are read (files, and the CSV-to-Parquet converter). */
+export const SOURCE_MEMORY_LIMIT_VARIABLE = 'DIMSYNC_SOURCE_MEMORY_LIMIT'
+/** Default memory limit of source reading, as DuckDB spells it. */
+export const DEFAULT_SOURCE_MEMORY_LIMIT = '128MB'
+
+/** Where a DuckDB instance's memory limit comes from, to say what to raise when it runs out. */
+export interface MemoryLimitSetting {
+  /** The limit, as given to DuckDB (`128MB`). */
+  readonly limit: string
+  /** The environment variable that sets it. */
+  readonly variable: string
+}
+
+const DISK_FULL = /max_temp_directory_size|No space left on device|ENOSPC/
+const OUT_OF_MEMORY = /^Out of Memory Error/
+
+/** What kind of trouble a DuckDB error is. */
+export type DuckDbTrouble = 'disk-full' | 'out-of-memory' | 'other'
+
+export function duckDbTrouble(error: unknown): DuckDbTrouble {
+  const message = messageOf(error)
+  if (DISK_FULL.test(message)) return 'disk-full'
+  if (OUT_OF_MEMORY.test(message)) return 'out-of-memory'
+  return 'other'
+}
+
+/**
+ * One line saying what went wrong while `doing` something: `the disk is full while …`, `… ran out of memory
+ * (DIMSYNC_SOURCE_MEMORY_LIMIT is 128MB); raise DIMSYNC_SOURCE_MEMORY_LIMIT`, or DuckDB's first line.
+ */
+export function describeDuckDbError(error: unknown, doing: string, memory?: MemoryLimitSetting): string {
+  switch (duckDbTrouble(error)) {
+    case 'disk-full':
+      return `the disk is full: ${doing} needs room for temporary files and Parquet parts; free disk space and run again`
+    case 'out-of-memory':
+      return memory === undefined
+        ? `${doing} ran out of memory`
+        : `${doing} ran out of memory (${memory.variable} is ${memory.limit}); raise ${memory.variable}`
+    case 'other':
+      return `${doing} failed: ${firstLine(error)}`
+  }
+}
+
+export function firstLine(error: unknown): string {
+  const message = messageOf(error)
+  return message.split('\n')[0] ?? message
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
+}
