@@ -101,10 +101,14 @@ const PG_SCALARS: Readonly<Record<string, Staging>> = {
   uuid: same('UUID'),
   date: pgTemporal('DATE'),
   time: same('TIME'),
-  timetz: same('TIMETZ'),
+  // Parquet keeps a time with zone as a UTC time (12:00+02 would come back as 10:00+00): the server's text keeps
+  // the offset.
+  timetz: same('VARCHAR'),
   timestamp: pgTemporal('TIMESTAMP'),
   timestamptz: pgTemporal('TIMESTAMPTZ'),
-  interval: same('INTERVAL'),
+  // Parquet's INTERVAL holds milliseconds in 32 bits (2000 hours wraps, microseconds are lost): the ISO 8601 text
+  // (IntervalStyle iso_8601, `P1Y2M3DT4H5M6.0005S`) keeps months, days and microseconds exactly.
+  interval: same('VARCHAR'),
   bytea: viaText('BLOB', pgBytes),
   json: viaText('JSON', (ref) => `CAST(${ref} AS JSON)`),
   jsonb: viaText('JSON', (ref) => `CAST(${ref} AS JSON)`),

@@ -27,13 +27,13 @@ const TEXT_TYPES = { getTypeParser: () => (value: string) => value } as unknown 
 
 /**
  * Session settings that make the text form of every value exact and independent of the server's defaults:
- * timestamptz in UTC with an explicit `+00`, ISO dates, shortest-exact floats, hex bytea, standard strings
+ * timestamptz in UTC with an explicit `+00`, ISO dates, ISO 8601 intervals, shortest-exact floats, hex bytea, standard strings
  * (literals are rendered by `literal`, COPY takes no parameters).
  */
 const SESSION_SETTINGS = [
   `SET TIME ZONE 'UTC'`,
   `SET DateStyle = 'ISO, YMD'`,
-  `SET IntervalStyle = 'postgres'`,
+  `SET IntervalStyle = 'iso_8601'`,
   `SET extra_float_digits = 3`,
   `SET bytea_output = 'hex'`,
   `SET standard_conforming_strings = on`,
