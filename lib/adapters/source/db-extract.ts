@@ -407,8 +407,9 @@ function describeExtract(
       ? `${snapshots.length} passes, snapshots ${snapshots.join('; ')}`
       : `snapshot ${snapshots[0] ?? ''}`
   const split = ranges > 1 ? (inRounds ? `, ${ranges} key ranges` : `, ${ranges} chunks`) : ''
+  const cursorName = table.extract.mode === 'incremental' ? table.extract.cursor : 'cursor'
   const deltaText = request.watermark
-    ? `, rows after (${[request.watermark.cursor, ...request.watermark.key].join(', ')})` +
+    ? `, rows at or after ${cursorName} ${request.watermark.cursor}` +
       (table.extract.mode === 'incremental' && table.extract.lookbackMinutes > 0
         ? ` with a ${table.extract.lookbackMinutes}-minute look-back`
         : '')

@@ -77,11 +77,13 @@ export interface DeltaInput {
 }
 
 /**
- * Which rows an incremental extract reads: everything on the first run; then rows whose (cursor, key) tuple is
- * after the watermark, so rows sharing the watermark's cursor value are never skipped. With a look-back window,
- * every row whose cursor is at most N minutes before the watermark's is re-read as well (rows a transaction
- * committed after the previous extract with an older cursor value); the merge drops re-read rows that did not
- * change. Returns undefined when every row qualifies.
+ * Which rows an incremental extract reads: everything on the first run; then every row whose cursor is at or
+ * after the watermark's cursor. The rows at the watermark's own cursor value are read again on purpose: a row
+ * committed after the last extract with that same cursor (a second-precision DATETIME ties all the time) and a
+ * key below the watermark's would be skipped for good by a strict (cursor, key) comparison. The merge drops
+ * re-read rows that did not change. With a look-back window, every row whose cursor is at most N minutes before
+ * the watermark's is re-read as well (rows a transaction committed late with an older cursor value). Returns
+ * undefined when every row qualifies.
  */
 export function deltaPredicate(input: DeltaInput): string | undefined {
   const { watermark, literal } = input
@@ -98,11 +100,7 @@ export function deltaPredicate(input: DeltaInput): string | undefined {
         : `CAST(${literal(watermark.cursor)} AS ${input.cursorCastType}) - INTERVAL ${input.lookbackMinutes} MINUTE`
     return `${input.cursor} >= ${from}`
   }
-  // The leading `cursor >= w` repeats what the tuple implies; it gives the planner a plain range on the cursor.
-  return (
-    `${input.cursor} >= ${literal(watermark.cursor)} AND ` +
-    tupleAfter([input.cursor, ...input.key], [watermark.cursor, ...watermark.key], '>', literal)
-  )
+  return `${input.cursor} >= ${literal(watermark.cursor)}`
 }
 
 /**

@@ -148,7 +148,13 @@ tables:
       expect(await deps.staging.listBatches('delta')).toEqual([])
 
       const result = await run('delta', new Date('2024-06-03T00:00:00Z'))
-      expect(result.rows).toBe(1)
+      // Ana's change, and rows 2 and 4 read again at the watermark's cursor (unchanged: no version).
+      expect(result.rows).toBe(3)
+      expect(result.merge.counts).toMatchObject({
+        insertedVersions: 1,
+        closedVersions: 1,
+        unchangedEvents: 2,
+      })
       expect((await history('dim_delta')).filter((v) => v[0] === 1)).toEqual([
         [1, 'Ana', 'South', '2024-01-01', '2024-03-01', false, false],
         [1, 'Ana', 'North', '2024-03-01', '2024-06-03', false, false],

@@ -66,23 +66,40 @@ describe.each(KITS)('$kit.label source against a real server', ({ kit, available
       )
     })
 
-    it('incremental: rows sharing the watermark cursor are compared as (cursor, key), never skipped', async () => {
+    it('incremental: every row at the watermark cursor is read again, so a row committed late with that cursor and a lower key is never skipped', async () => {
       const source = kit.source(db.env)
-      const first = await harness.extract(source, incremental())
-      expect(first.rows.map((r) => r.id)).toEqual(['1', '2', '3', '4'])
-      expect(first.result.watermarkCandidate).toEqual({ cursor: '2024-05-01T10:00:00.000002', key: [4] })
-      // Stopped right after (T0, 2): (T0, 3) shares the cursor and must come, (T0, 1) is already read.
-      const resumed = await harness.extract(source, incremental(), {
-        watermark: { cursor: '2024-05-01T10:00:00.000001', key: [2] },
+      await db.sql(
+        `CREATE TABLE ${db.table('ties')} (id BIGINT PRIMARY KEY, updated_at ${kit.ddl.timestamp})`,
+      )
+      await db.sql(`INSERT INTO ${db.table('ties')} VALUES (1, '${T0}'), (5, '${T0}')`)
+      const ties = tableSpec({
+        name: 'ties',
+        key: ['id'],
+        source: sourceSpec(kit, db.table('ties')),
+        extract: { mode: 'incremental', cursor: 'updated_at', lookbackMinutes: 0 },
       })
-      expect(resumed.rows.map((r) => r.id)).toEqual(['3', '4'])
-      const none = await harness.extract(source, incremental(), {
-        watermark: first.result.watermarkCandidate,
-      })
-      expect(none.rows).toEqual([])
-      expect(none.result.rows).toBe(0)
-      expect(none.result.watermarkCandidate).toEqual(first.result.watermarkCandidate)
-      expect(none.types.id).toBe('BIGINT') // an empty delta still stages its columns
+      // A writer stamps T0 on key 3 but commits only after the first extract read (T0, 5) as its watermark.
+      const pending = await kit.openTransaction(db, [`INSERT INTO ${db.table('ties')} VALUES (3, '${T0}')`])
+      const first = await harness.extract(source, ties)
+      expect(first.rows.map((r) => r.id)).toEqual(['1', '5'])
+      expect(first.result.watermarkCandidate).toEqual({ cursor: '2024-05-01T10:00:00.000001', key: [5] })
+      await pending.commit()
+
+      const second = await harness.extract(source, ties, { watermark: first.result.watermarkCandidate })
+      // Rows 1 and 5 are read again (the merge drops them: unchanged); row 3 is no longer lost.
+      expect(second.rows.map((r) => r.id)).toEqual(['1', '3', '5'])
+      expect(second.result.watermarkCandidate).toEqual(first.result.watermarkCandidate)
+      expect(second.result.sourceDescription).toContain(
+        'rows at or after updated_at 2024-05-01T10:00:00.000001',
+      )
+
+      await db.sql(`INSERT INTO ${db.table('ties')} VALUES (2, '${T1}')`)
+      const third = await harness.extract(source, ties, { watermark: second.result.watermarkCandidate })
+      expect(third.rows.map((r) => r.id)).toEqual(['1', '2', '3', '5'])
+      // Only the newest cursor value is read again from now on.
+      const fourth = await harness.extract(source, ties, { watermark: third.result.watermarkCandidate })
+      expect(fourth.rows.map((r) => r.id)).toEqual(['2'])
+      expect(fourth.result.watermarkCandidate).toEqual({ cursor: '2024-05-01T10:00:00.000002', key: [2] })
     })
 
     it('look-back: a transaction that commits late with an older cursor is read again within the window', async () => {
@@ -107,7 +124,8 @@ describe.each(KITS)('$kit.label source against a real server', ({ kit, available
       expect(first.rows.map((r) => r.id)).toEqual(['1', '3'])
       await pending.commit()
       const without = await harness.extract(source, late(0), { watermark: first.result.watermarkCandidate })
-      expect(without.rows.map((r) => r.id)).toEqual([])
+      // Without a look-back only the watermark's own cursor value (row 3) is read again: row 2 is older.
+      expect(without.rows.map((r) => r.id)).toEqual(['3'])
       const within = await harness.extract(source, late(10), { watermark: first.result.watermarkCandidate })
       // Row 3 is read again (harmless: the merge drops unchanged rows); row 2 is no longer lost.
       expect(within.rows.map((r) => r.id)).toEqual(['2', '3'])
