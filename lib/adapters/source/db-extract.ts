@@ -15,6 +15,7 @@ import { CsvPartConverter, CsvSpool, RowProblem, StagingProblem } from './db-csv
 import {
   chunkBoundsSql,
   chunkPredicates,
+  freshAliases,
   deltaPredicate,
   quoteIdent,
   relationSql,
@@ -157,9 +158,8 @@ export async function extractDatabaseTable(
       if (ranges > 1) {
         const keyText = table.key.map((k) => driver.valueText(q(k), byName.get(k)!))
         const step = Math.ceil(plan.expected / ranges)
-        plan.bounds = (await main.rows(chunkBoundsSql(relation, keyText, key, where, step))).map((row) =>
-          row.map((value) => boundValue(value)),
-        )
+        const bounds = chunkBoundsSql(relation, keyText, key, where, step, byName.keys())
+        plan.bounds = (await main.rows(bounds)).map((row) => row.map((value) => boundValue(value)))
       }
     }
     const predicates = chunkPredicates(key, plan.bounds, driver.literal)
@@ -358,7 +358,7 @@ async function planExtract(input: PlanInput): Promise<ExtractPlan> {
 
     if (table.extract.mode === 'full' || table.validFrom.kind === 'extracted_at') {
       doing = 'checking the key is unique in'
-      await assertKeyUnique(driver, table, spec, main, relation, delta, key)
+      await assertKeyUnique(driver, table, spec, main, relation, delta, key, byName.keys())
     }
 
     let watermarkCandidate: Watermark | undefined = request.watermark
@@ -366,7 +366,10 @@ async function planExtract(input: PlanInput): Promise<ExtractPlan> {
       doing = 'reading the new watermark of'
       const order = [q(cursor.name), ...key].map((c) => `${c} DESC`).join(', ')
       const keyColumns = table.key.map((k) => byName.get(k)!)
-      const texts = [cursor, ...keyColumns].map((c, i) => `${driver.valueText(q(c.name), c)} AS w${i}`)
+      const aliases = freshAliases('dimsync_w', keyColumns.length + 1, byName.keys())
+      const texts = [cursor, ...keyColumns].map(
+        (c, i) => `${driver.valueText(q(c.name), c)} AS ${aliases[i]}`,
+      )
       const [last] = await main.rows(
         `SELECT ${texts.join(', ')} FROM ${relation}${where} ORDER BY ${order} LIMIT 1`,
       )
@@ -630,6 +633,7 @@ async function assertKeyUnique(
   relation: string,
   delta: string | undefined,
   key: readonly string[],
+  columns: Iterable<string>,
 ): Promise<void> {
   const where = whereClause([delta])
   if (spec.table !== undefined && (await driver.keyIsDeclaredUnique(session, spec.table, table.key))) return
@@ -643,8 +647,9 @@ async function assertKeyUnique(
     )
   }
   const list = key.join(', ')
+  const [count] = freshAliases('dimsync_n', 1, columns)
   const dup = await session.rows(
-    `SELECT ${list}, COUNT(*) AS n FROM ${relation}${where} GROUP BY ${list} HAVING COUNT(*) > 1 ORDER BY ${list} LIMIT 5`,
+    `SELECT ${list}, COUNT(*) AS ${count} FROM ${relation}${where} GROUP BY ${list} HAVING COUNT(*) > 1 ORDER BY ${list} LIMIT 5`,
   )
   if (dup.length > 0) {
     const examples = dup.map(

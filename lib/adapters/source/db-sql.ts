@@ -155,8 +155,23 @@ export function whereClause(conditions: readonly (string | undefined)[]): string
 }
 
 /**
+ * `count` names for generated columns, `prefix0`, `prefix1`, ..., none equal to a column of the relation
+ * (compared case-insensitively, as MySQL does). A generated alias that equals a source column would capture
+ * references to it: both servers resolve a name in ORDER BY to an output alias first.
+ */
+export function freshAliases(prefix: string, count: number, columns: Iterable<string>): string[] {
+  const taken = new Set([...columns].map((c) => c.toLowerCase()))
+  let base = prefix
+  const collides = (b: string) =>
+    Array.from({ length: count }, (_, i) => `${b}${i}`).some((alias) => taken.has(alias))
+  for (let n = 1; collides(base); n++) base = `${prefix}${'_'.repeat(n)}`
+  return Array.from({ length: count }, (_, i) => `${base}${i}`)
+}
+
+/**
  * The query whose rows are the first keys of chunks 2..n: every `step`-th key of the (filtered) relation in key
  * order. One ordered pass over the key (an index-only scan when the key is indexed), in the extract's snapshot.
+ * `columns` are the relation's columns, which the generated aliases avoid.
  */
 export function chunkBoundsSql(
   relation: string,
@@ -164,12 +179,14 @@ export function chunkBoundsSql(
   key: readonly string[],
   where: string,
   step: number,
+  columns: Iterable<string>,
 ): string {
-  const texts = keySelect.map((expr, i) => `${expr} AS k${i}`).join(', ')
-  const outer = keySelect.map((_, i) => `k${i}`).join(', ')
+  const aliases = freshAliases('dimsync_k', keySelect.length + 1, columns)
+  const rowNumber = aliases.pop()!
+  const texts = keySelect.map((expr, i) => `${expr} AS ${aliases[i]}`).join(', ')
   return (
-    `SELECT ${outer} FROM (SELECT ${texts}, ROW_NUMBER() OVER (ORDER BY ${key.join(', ')}) AS dimsync_rn` +
-    ` FROM ${relation}${where}) dimsync_keys WHERE dimsync_rn > 1 AND MOD(dimsync_rn - 1, ${step}) = 0` +
-    ` ORDER BY dimsync_rn`
+    `SELECT ${aliases.join(', ')} FROM (SELECT ${texts}, ROW_NUMBER() OVER (ORDER BY ${key.join(', ')}) AS ${rowNumber}` +
+    ` FROM ${relation}${where}) dimsync_keys WHERE ${rowNumber} > 1 AND MOD(${rowNumber} - 1, ${step}) = 0` +
+    ` ORDER BY ${rowNumber}`
   )
 }

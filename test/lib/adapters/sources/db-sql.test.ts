@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest'
 
 import {
   chunkBoundsSql,
+  freshAliases,
   chunkPredicates,
   deltaPredicate,
   normalizeQuery,
@@ -141,8 +142,16 @@ describe('chunkPredicates', () => {
   })
 
   it('bounds come from every step-th key of the snapshot in key order', () => {
-    expect(chunkBoundsSql('"t"', ['to_json("id") #>> \'{}\''], ['"id"'], '', 250)).toBe(
-      `SELECT k0 FROM (SELECT to_json("id") #>> '{}' AS k0, ROW_NUMBER() OVER (ORDER BY "id") AS dimsync_rn FROM "t") dimsync_keys WHERE dimsync_rn > 1 AND MOD(dimsync_rn - 1, 250) = 0 ORDER BY dimsync_rn`,
+    expect(chunkBoundsSql('"t"', ['to_json("id") #>> \'{}\''], ['"id"'], '', 250, ['id', 'name'])).toBe(
+      `SELECT dimsync_k0 FROM (SELECT to_json("id") #>> '{}' AS dimsync_k0, ROW_NUMBER() OVER (ORDER BY "id") AS dimsync_k1 FROM "t") dimsync_keys WHERE dimsync_k1 > 1 AND MOD(dimsync_k1 - 1, 250) = 0 ORDER BY dimsync_k1`,
     )
+  })
+})
+
+describe('freshAliases', () => {
+  it('never names a column of the relation, whatever its case', () => {
+    expect(freshAliases('w', 2, ['id'])).toEqual(['w0', 'w1'])
+    expect(freshAliases('w', 2, ['W1', 'id'])).toEqual(['w_0', 'w_1'])
+    expect(freshAliases('w', 2, ['w1', 'w_0'])).toEqual(['w__0', 'w__1'])
   })
 })
