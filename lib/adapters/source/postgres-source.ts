@@ -197,10 +197,15 @@ class PostgresDriver implements DbDriver {
     return `to_json(${quoted}) #>> '{}'`
   }
 
+  /**
+   * Only an index PostgreSQL enforces proves anything: a failed `CREATE UNIQUE INDEX CONCURRENTLY` leaves an
+   * INVALID index behind (not enforced), and one still being built or dropped is not ready or not live.
+   */
   async keyIsDeclaredUnique(session: DbSession, table: string, key: readonly string[]): Promise<boolean> {
     const rows = await (session as PostgresSession).rows(
       `SELECT 1 FROM pg_catalog.pg_index i
-       WHERE i.indrelid = to_regclass($1) AND i.indisunique AND i.indpred IS NULL AND i.indexprs IS NULL
+       WHERE i.indrelid = to_regclass($1) AND i.indisunique AND i.indisvalid AND i.indisready AND i.indislive
+         AND i.indpred IS NULL AND i.indexprs IS NULL
          AND i.indnkeyatts = $3
          AND (SELECT array_agg(a.attname::text ORDER BY a.attname::text) FROM pg_catalog.pg_attribute a
               WHERE a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey) AND a.attnotnull) = $2::text[]
