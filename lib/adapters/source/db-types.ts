@@ -133,6 +133,16 @@ function pgScalar(info: PgTypeInfo): Staging {
 }
 
 /**
+ * The elements' texts of a one-dimensional array sent as JSON. A column type does not fix the number of
+ * dimensions in PostgreSQL; the JSON of a deeper array starts with `[[`, and would otherwise pass as a list of
+ * JSON texts. It fails the conversion instead, with a cast error that DuckDB's `try()` can catch (`error()` is
+ * volatile, which `try()` refuses), so the converter finds the row and names it.
+ */
+const oneDimension = (ref: string) =>
+  `CASE WHEN starts_with(${ref}, '[[') THEN list_value(CAST(CAST(substr(${ref}, 1, 2) AS INTEGER) AS VARCHAR)) ` +
+  `ELSE CAST(CAST(${ref} AS JSON) AS VARCHAR[]) END`
+
+/**
  * How a PostgreSQL column is staged. Arrays (one dimension) become DuckDB lists of the element's staged type:
  * the server sends them as a JSON array of the elements' text forms (`array_to_json(col::text[])`), which keeps
  * every element exact (no JSON number in between) and NULL elements NULL.
@@ -147,8 +157,7 @@ export function pgColumn(name: string, info: PgTypeInfo): DbColumn {
       type: `${element.type}[]`,
       select: `array_to_json(${quoted}::text[])`,
       csvType: 'VARCHAR',
-      convert: (ref) =>
-        `list_transform(CAST(CAST(${ref} AS JSON) AS VARCHAR[]), dimsync_e -> ${toElement('dimsync_e')})`,
+      convert: (ref) => `list_transform(${oneDimension(ref)}, dimsync_e -> ${toElement('dimsync_e')})`,
       serverType: info.formatted,
     }
   }

@@ -47,7 +47,8 @@ describe('pgColumn', () => {
     expect(arr.type).toBe('DECIMAL(12,2)[]')
     expect(arr.select).toBe('array_to_json("n"::text[])')
     expect(arr.convert?.('x')).toBe(
-      'list_transform(CAST(CAST(x AS JSON) AS VARCHAR[]), dimsync_e -> CAST(dimsync_e AS DECIMAL(12,2)))',
+      "list_transform(CASE WHEN starts_with(x, '[[') THEN list_value(CAST(CAST(substr(x, 1, 2) AS INTEGER) AS VARCHAR)) " +
+        'ELSE CAST(CAST(x AS JSON) AS VARCHAR[]) END, dimsync_e -> CAST(dimsync_e AS DECIMAL(12,2)))',
     )
   })
 
