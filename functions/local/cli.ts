@@ -359,8 +359,9 @@ function readClockSkewSeconds(): number {
   })
 }
 
+/** One line on stderr, whatever the error (a driver's message may go on for lines); DIMSYNC_DEBUG adds the stack. */
 function reportError(message: string, error: unknown): void {
-  process.stderr.write(`dimsync: ${message}\n`)
+  process.stderr.write(`dimsync: ${message.split('\n')[0]!.trimEnd()}\n`)
   if (process.env.DIMSYNC_DEBUG && error instanceof Error) process.stderr.write(`${error.stack}\n`)
 }
 

@@ -283,4 +283,24 @@ describe('dimsync CLI (real process, quickstart data)', () => {
     )
     expect(outputs[5]).toBe('customers: discarded 0 staged batch(es)\n')
   })
+
+  it('a valid_from column holding text fails run and validate in one line naming the row', () => {
+    writeFileSync(join(work, 'data', 'changes.csv'), 'id,name,changed\n1,a,yesterday\n2,b,2024-01-01\n')
+    writeConfig(
+      '  - name: changes\n    source: { type: file, path: data/changes.csv }\n    key: id\n' +
+        '    valid_from: { column: changed }\n',
+    )
+    const line =
+      'changes: valid_from column changed of data/changes.csv is VARCHAR, not dates or timestamps (for example ' +
+      'the row with id=1 holds yesterday); fix the values, or choose another valid_from column'
+    const run = dimsync('run')
+    expect(run.code).toBe(1)
+    expect(run.err.split('\n').filter((l) => l.startsWith('dimsync:'))).toEqual([`dimsync: ${line}`])
+    const validate = dimsync('validate')
+    expect(validate.err).toMatch(
+      new RegExp(
+        `^dimsync: \\S+dimsync\\.yaml: tables\\[0\\] \\(changes\\): ${line.replace(/[()[\]]/g, '\\$&')}\\n$`,
+      ),
+    )
+  })
 })

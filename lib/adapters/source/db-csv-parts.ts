@@ -449,7 +449,8 @@ function showValue(value: string | null): string {
   return /^[\w.:+-]+$/.test(shown) ? shown : JSON.stringify(shown)
 }
 
-function formatSize(bytes: number): string {
+/** `8 MiB`, `9.5 MiB`, `12.0 KiB`. */
+export function formatSize(bytes: number): string {
   const mib = bytes / (1 << 20)
   if (Number.isInteger(mib)) return `${mib} MiB`
   return mib >= 1 ? `${mib.toFixed(1)} MiB` : `${(bytes / 1024).toFixed(1)} KiB`

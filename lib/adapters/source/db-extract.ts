@@ -591,10 +591,27 @@ async function describeChecked(
   // An integer flag (0/1) marks a soft delete when non-zero; the merge reads any non-BOOLEAN as "deleted when
   // not NULL", which would mark every row deleted, so the flag is staged as a BOOLEAN.
   const soft = table.softDeleteColumn
-  return columns.map((column) =>
-    column.name === soft && INTEGER_TYPES.has(column.type)
-      ? { ...column, type: 'BOOLEAN', convert: (ref: string) => `(${ref} <> 0)` }
-      : column,
+  const validFrom = table.validFrom.kind === 'column' ? table.validFrom.column : undefined
+  return columns.map((column) => {
+    if (column.name === soft && INTEGER_TYPES.has(column.type))
+      return { ...column, type: 'BOOLEAN', convert: (ref: string) => `(${ref} <> 0)` }
+    if (column.name === validFrom) return validFromColumn(table, column, where)
+    return column
+  })
+}
+
+/**
+ * A `valid_from: { column }` holds instants. Text is staged as TIMESTAMPTZ, so a value that is not one fails the
+ * extract naming its row (not the merge, in the middle, with the warehouse's error); other types are refused.
+ */
+function validFromColumn(table: TableSpec, column: DbColumn, where: string): DbColumn {
+  if (TEMPORAL_TYPES.has(column.type)) return column
+  if (column.type === 'VARCHAR' && column.convert === undefined)
+    return { ...column, type: 'TIMESTAMPTZ', convert: (ref: string) => `CAST(${ref} AS TIMESTAMPTZ)` }
+  throw new SourceError(
+    table.name,
+    `table ${table.name}: valid_from column ${column.name} of ${where} is ${column.serverType}, not a date or ` +
+      'timestamp; choose another valid_from column, or cast it in a query source',
   )
 }
 

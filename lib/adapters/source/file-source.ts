@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto'
-import { createReadStream } from 'node:fs'
 import { mkdir, mkdtemp, readdir, rm, stat } from 'node:fs/promises'
 import { availableParallelism, tmpdir } from 'node:os'
 import { isAbsolute, join, relative, resolve } from 'node:path'
@@ -13,12 +12,21 @@ import { SourceError } from '../../core/errors.ts'
 import type { FileSourceSpec, TableSpec } from '../../core/table-spec.ts'
 import type { ExtractRequest, ExtractResult, Source } from '../../ports/source.ts'
 import {
+  describeDuckDbError,
+  duckDbTrouble,
+  firstLine,
+  SOURCE_MEMORY_LIMIT_VARIABLE,
+  type MemoryLimitSetting,
+} from '../duckdb/duckdb-errors.ts'
+import {
   readParquetColumns,
   readParquetRowCounts,
   sqlIdentifier,
   sqlString,
   sqlStringList,
 } from '../duckdb/parquet-schema.ts'
+import { readCsvRecords, type CsvRecord } from './csv-records.ts'
+import { formatSize, MAX_RECORD_BYTES } from './db-csv-parts.ts'
 
 export interface FileSourceOptions {
   /** Folder that relative source paths and globs are resolved against (the project's `baseDir`). */
@@ -33,8 +41,12 @@ export interface FileSourceOptions {
 
 /** Row group size of the staged parts (DuckDB's default; a good unit for BigQuery and DuckDB loads alike). */
 const ROW_GROUP_SIZE = 122_880
-/** Longest header line read in JavaScript when diagnosing a CSV the sniffer refused. */
-const MAX_HEADER_BYTES = 1 << 20
+/** DuckDB's read buffer: it must hold the longest row twice. */
+const CSV_BUFFER_BYTES = Math.max(16 << 20, MAX_RECORD_BYTES * 2)
+/** Types a `valid_from: { column }` may have: DuckDB reads them as instants. */
+const INSTANT_TYPES = new Set(['DATE', 'TIMESTAMP', 'TIMESTAMPTZ', 'TIMESTAMP WITH TIME ZONE'])
+/** Characters of a value shown in a message. */
+const SHOWN_CHARS = 60
 /** DuckDB treats these as glob characters in file names it is given, and has no escape for them. */
 const DUCKDB_GLOB_CHARS = /[*?[]/
 
@@ -78,8 +90,10 @@ export class FileSource implements Source {
    */
   async describe(table: TableSpec): Promise<readonly StagedColumn[]> {
     const workDir = await mkdtemp(join(tmpdir(), 'dimsync-file-source-'))
-    return await this.#withSelect(table, workDir, async (connection, select) => {
-      return await describeQuery(connection, select)
+    return await this.#withSelect(table, workDir, async (connection, select, _files, names) => {
+      const columns = await describeQuery(connection, select)
+      await assertValidFromColumn(connection, table, select, columns, names)
+      return columns
     })
   }
 
@@ -93,13 +107,14 @@ export class FileSource implements Source {
     const workDir = join(writer.scratchDir, `file-source-${randomBytes(6).toString('hex')}`)
     return await this.#withSelect(table, workDir, async (connection, select, files, names) => {
       const outDir = join(workDir, 'parts')
+      await assertValidFromColumn(connection, table, select, await describeQuery(connection, select), names)
       try {
         await connection.run(
           `COPY (${select}) TO ${sqlString(outDir)} (FORMAT parquet, COMPRESSION zstd, ` +
             `ROW_GROUP_SIZE ${ROW_GROUP_SIZE}, FILE_SIZE_BYTES ${this.#partFileSizeBytes}, FILENAME_PATTERN 'data_{i}')`,
         )
       } catch (error) {
-        throw translateReadError(table.name, error, names, files)
+        throw await explainReadError(table, error, names, files, this.#memory())
       }
       const partPaths = await listParts(outDir)
       const columns = await readParquetColumns(partPaths, connection)
@@ -165,19 +180,22 @@ export class FileSource implements Source {
       await connection.run(`SET TimeZone='UTC'`)
       const select =
         spec.format === 'csv'
-          ? await this.#csvSelect(connection, table.name, spec, files, names)
+          ? await this.#csvSelect(connection, table, spec, files, names)
           : await this.#parquetSelect(connection, table.name, files, names)
       return await action(connection, select, files, names)
     } catch (error) {
       if (error instanceof SourceError) throw error
-      throw new SourceError(table.name, `${table.name}: reading ${spec.path} failed: ${firstLine(error)}`, {
-        cause: error,
-      })
+      const what = describeDuckDbError(error, `reading ${spec.path}`, this.#memory())
+      throw new SourceError(table.name, `${table.name}: ${what}`, { cause: error })
     } finally {
       connection?.closeSync()
       instance?.closeSync()
       await rm(workDir, { recursive: true, force: true })
     }
+  }
+
+  #memory(): MemoryLimitSetting {
+    return { limit: this.#memoryLimit, variable: SOURCE_MEMORY_LIMIT_VARIABLE }
   }
 
   /** Nothing to free: each extract opens and closes its own DuckDB instance. */
@@ -223,22 +241,23 @@ export class FileSource implements Source {
 
   async #csvSelect(
     connection: DuckDBConnection,
-    tableName: string,
+    table: TableSpec,
     spec: FileSourceSpec,
     files: readonly string[],
     names: ReadonlyMap<string, string>,
   ): Promise<string> {
     const dialect =
       `header=${spec.csv.header}, delim=${sqlString(spec.csv.delimiter)}, quote='"', escape='"', ` +
-      `comment='', skip=0, allow_quoted_nulls=false`
+      `comment='', skip=0, allow_quoted_nulls=false, max_line_size=${MAX_RECORD_BYTES}, buffer_size=${CSV_BUFFER_BYTES}`
     const layouts: CsvLayout[] = []
     for (const file of files) {
-      layouts.push(await sniffCsv(connection, tableName, file, names.get(file)!, dialect, spec))
+      await assertCsvHead(table.name, file, names.get(file)!, spec)
+      layouts.push(await sniffCsv(connection, table, file, names.get(file)!, dialect, spec))
     }
     const first = layouts[0]!
     for (const layout of layouts.slice(1)) {
       assertSameColumns(
-        tableName,
+        table.name,
         names.get(first.path)!,
         first.columns,
         names.get(layout.path)!,
@@ -314,7 +333,7 @@ export class FileSource implements Source {
 
 async function sniffCsv(
   connection: DuckDBConnection,
-  tableName: string,
+  table: TableSpec,
   file: string,
   name: string,
   dialect: string,
@@ -329,13 +348,14 @@ async function sniffCsv(
     row = reader.getRowObjectsJson()[0] as Record<string, unknown>
   } catch (error) {
     // The sniffer only says it could not find a layout; a strict read with explicit columns says which line is bad.
-    await diagnoseCsv(connection, tableName, file, name, dialect, spec)
-    throw new SourceError(
-      tableName,
-      `${tableName}: ${name}: could not detect the CSV layout: ${firstLine(error)}`,
-      {
-        cause: error,
-      },
+    await diagnoseCsv(connection, table, file, name, dialect, spec)
+    throw await explainReadError(
+      table,
+      error,
+      new Map([[file, name]]),
+      [file],
+      undefined,
+      'could not detect the CSV layout: ',
     )
   }
   const columns = (row.Columns as { name: string; type: string }[]).map(({ name, type }) => ({ name, type }))
@@ -351,70 +371,134 @@ async function sniffCsv(
 /** Reads `file` as all-VARCHAR columns with strict parsing; throws the re-phrased error of the first bad line. */
 async function diagnoseCsv(
   connection: DuckDBConnection,
-  tableName: string,
+  table: TableSpec,
   file: string,
   name: string,
   dialect: string,
   spec: FileSourceSpec,
 ): Promise<void> {
-  const header = await readFirstCsvRecord(file, spec.csv.delimiter)
-  if (header.length === 0) return
-  const columns = header.map((_, i) => `${sqlString(`c${i}`)}: 'VARCHAR'`).join(', ')
+  const header = await firstRecord(file, spec.csv.delimiter)
+  if (header === undefined) return
+  const fields = header.fields.map((_, i) => `c${i}`)
+  const columns = fields.map((field) => `${sqlString(field)}: 'VARCHAR'`).join(', ')
+  // Every value is read (a bare count(*) skips them), so an encoding error is found too.
+  const lengths = fields.map((field) => `sum(length(${sqlIdentifier(field)}))`).join(', ')
   try {
     await connection.run(
-      `SELECT count(*) FROM read_csv(${sqlString(file)}, auto_detect=false, ${dialect}, columns={${columns}}, ` +
+      `SELECT ${lengths} FROM read_csv(${sqlString(file)}, auto_detect=false, ${dialect}, columns={${columns}}, ` +
         `strict_mode=true, null_padding=false, ignore_errors=false)`,
     )
   } catch (error) {
-    throw translateReadError(tableName, error, new Map([[file, name]]), [file])
+    throw await explainReadError(table, error, new Map([[file, name]]), [file], undefined)
+  }
+}
+
+/** The first record of a CSV file (a byte-order mark and blank lines skipped), or undefined. */
+async function firstRecord(file: string, delimiter: string): Promise<CsvRecord | undefined> {
+  for await (const record of readCsvRecords(file, { delimiter, prefixChars: 1000 })) {
+    if (record.bytes > 0) return withoutBom(record)
+  }
+  return undefined
+}
+
+function withoutBom(record: CsvRecord): CsvRecord {
+  const [first, ...rest] = record.fields
+  if (first === undefined || !first.text.startsWith('\ufeff')) return record
+  return { ...record, fields: [{ bytes: first.bytes - 3, text: first.text.slice(1) }, ...rest] }
+}
+
+/**
+ * The header names a column of each position, once (DuckDB would rename a repeated name to `name_1` and an empty
+ * one to `column2`, and they would load as new columns), and a data row follows: a file with a header only has no
+ * column types and no keys, and as a snapshot it would look as if every key had been deleted.
+ */
+async function assertCsvHead(
+  tableName: string,
+  file: string,
+  name: string,
+  spec: FileSourceSpec,
+): Promise<void> {
+  const records = readCsvRecords(file, { delimiter: spec.csv.delimiter, prefixChars: 1000 })
+  let header: CsvRecord | undefined
+  let hasRow = false
+  try {
+    for await (const record of records) {
+      if (record.bytes === 0) continue
+      if (spec.csv.header && header === undefined) {
+        header = withoutBom(record)
+        continue
+      }
+      hasRow = true
+      break
+    }
+  } finally {
+    await records.return(undefined)
+  }
+  const refuse = (what: string, separator = ': ') =>
+    new SourceError(tableName, `${tableName}: ${name}${separator}${what}`)
+  if (header !== undefined) {
+    const seen = new Map<string, number>()
+    for (const [i, field] of header.fields.entries()) {
+      const column = field.text.trim()
+      if (column === '') throw refuse(`column ${i + 1} of the header has no name; give every column a name`)
+      const earlier = seen.get(column.toLowerCase())
+      if (earlier !== undefined) {
+        throw refuse(
+          `columns ${earlier + 1} and ${i + 1} of the header are both named "${column}" (names are compared ` +
+            `without case); give every column its own name`,
+        )
+      }
+      seen.set(column.toLowerCase(), i)
+    }
+  }
+  if (!hasRow) {
+    throw refuse(
+      `${spec.csv.header ? 'has a header but no rows' : 'has no rows'}; an empty snapshot is refused (it has no ` +
+        'column types, and it would look as if every key had been deleted)',
+      ' ',
+    )
   }
 }
 
 /**
- * The fields of the first CSV record (a quoted field may span lines), reading at most 1 MiB: enough to count
- * the columns of the header without loading the file.
+ * A `valid_from: { column }` must hold dates or timestamps: a text column would fail in the middle of the merge.
+ * Names the first row whose value is not an instant.
  */
-async function readFirstCsvRecord(file: string, delimiter: string): Promise<string[]> {
-  const stream = createReadStream(file, { encoding: 'utf8', end: MAX_HEADER_BYTES - 1 })
-  const fields: string[] = []
-  let field = ''
-  let quoted = false
-  let pending = ''
-  try {
-    for await (const chunk of stream as AsyncIterable<string>) {
-      const text = pending + chunk
-      pending = ''
-      for (let i = 0; i < text.length; i++) {
-        const ch = text[i]!
-        if (quoted) {
-          if (ch !== '"') {
-            field += ch
-          } else if (i + 1 >= text.length) {
-            // Cannot tell `""` from a closing quote until the next chunk arrives.
-            pending = '"'
-          } else if (text[i + 1] === '"') {
-            field += '"'
-            i++
-          } else {
-            quoted = false
-          }
-        } else if (ch === '"') {
-          quoted = true
-        } else if (text.startsWith(delimiter, i)) {
-          fields.push(field)
-          field = ''
-          i += delimiter.length - 1
-        } else if (ch === '\n' || ch === '\r') {
-          return [...fields, field]
-        } else {
-          field += ch
-        }
-      }
-    }
-  } finally {
-    stream.destroy()
-  }
-  return [...fields, field]
+async function assertValidFromColumn(
+  connection: DuckDBConnection,
+  table: TableSpec,
+  select: string,
+  columns: readonly StagedColumn[],
+  names: ReadonlyMap<string, string>,
+): Promise<void> {
+  if (table.validFrom.kind !== 'column') return
+  const name = table.validFrom.column
+  const column = columns.find((c) => c.name === name)
+  if (column === undefined || INSTANT_TYPES.has(column.type)) return
+  const keys = table.key.filter((k) => columns.some((c) => c.name === k))
+  const reader = await connection.runAndReadAll(
+    `SELECT ${[...keys, name].map(sqlIdentifier).join(', ')} FROM (${select}) ` +
+      `WHERE ${sqlIdentifier(name)} IS NOT NULL AND TRY_CAST(${sqlIdentifier(name)} AS TIMESTAMPTZ) IS NULL LIMIT 1`,
+  )
+  const [row] = reader.getRowsJS()
+  const files = [...names.values()].join(', ')
+  const example =
+    row === undefined
+      ? ''
+      : ` (for example the row with ${keys.map((k, i) => `${k}=${showValue(row[i])}`).join(', ')} holds ` +
+        `${showValue(row[keys.length])})`
+  throw new SourceError(
+    table.name,
+    `${table.name}: valid_from column ${name} of ${files} is ${column.type}, not dates or timestamps${example}; ` +
+      'fix the values, or choose another valid_from column',
+  )
+}
+
+function showValue(value: unknown): string {
+  if (value === null || value === undefined) return 'NULL'
+  const text = String(value)
+  const shown = [...text].length > SHOWN_CHARS ? `${[...text].slice(0, SHOWN_CHARS).join('')}…` : text
+  return /^[\w.:+-]+$/.test(shown) ? shown : JSON.stringify(shown)
 }
 
 function assertSameColumns(
@@ -486,48 +570,84 @@ async function listParts(outDir: string): Promise<string[]> {
 }
 
 /**
- * Turns DuckDB's multi-line CSV error into `customers: data/customers.csv line 17: expected 3 columns, found 4`.
- * Other errors keep DuckDB's first line.
+ * Turns DuckDB's multi-line CSV error into one line naming the file and line (`customers: data/customers.csv
+ * line 17: expected 3 columns, found 4`), a row over the size limit by its key and widest column, bytes that are
+ * not UTF-8 as an encoding problem, and a full disk or memory as such. Never DuckDB's `CSV Error on Line`.
  */
-function translateReadError(
-  tableName: string,
+async function explainReadError(
+  table: Pick<TableSpec, 'name' | 'key'> & { readonly source?: TableSpec['source'] },
   error: unknown,
   names: ReadonlyMap<string, string>,
   files: readonly string[],
-): SourceError {
+  memory: MemoryLimitSetting | undefined,
+  context = '',
+): Promise<SourceError> {
+  const tableName = table.name
   const message = error instanceof Error ? error.message : String(error)
-  const line = /CSV Error on Line: (\d+)/.exec(message)?.[1]
   const fileInMessage = /^\s*file = (.+)$/m.exec(message)?.[1]?.trim()
-  const file =
-    (fileInMessage !== undefined ? (names.get(fileInMessage) ?? fileInMessage) : undefined) ??
-    (files.length === 1 ? names.get(files[0]!) : undefined)
-  if (line === undefined) {
-    const where = file === undefined ? '' : ` ${file}:`
-    return new SourceError(tableName, `${tableName}:${where} ${firstLine(error)}`, { cause: error })
+  const path = fileInMessage ?? (files.length === 1 ? files[0] : undefined)
+  const file = path === undefined ? undefined : (names.get(path) ?? path)
+  const make = (text: string) => new SourceError(tableName, `${tableName}: ${text}`, { cause: error })
+  if (duckDbTrouble(error) !== 'other') {
+    return make(describeDuckDbError(error, `reading ${file ?? 'the files'}`, memory))
   }
+  if (/Maximum line size/i.test(message) && path !== undefined) {
+    const oversized = await describeOversizedRow(
+      path,
+      table.key,
+      table.source?.type === 'file' ? table.source.csv : undefined,
+    )
+    if (oversized !== undefined) return make(`${file}: ${oversized}`)
+  }
+  const line = /CSV Error on Line: (\d+)/.exec(message)?.[1]
+  const where = `${file ?? 'CSV'}${line === undefined ? ':' : ` line ${line}:`}`
   const columns = /Expected Number of Columns: (\d+) Found: (\d+)/.exec(message)
   let reason: string
   if (columns !== null) reason = `expected ${columns[1]} columns, found ${columns[2]}`
   else if (/unterminated quote/i.test(message)) reason = 'unterminated quoted value'
-  else reason = csvErrorReason(message)
-  return new SourceError(tableName, `${tableName}: ${file ?? 'CSV'} line ${line}: ${reason}`, {
-    cause: error,
-  })
+  else if (/Invalid unicode|not utf-8/i.test(message))
+    reason = 'the file is not UTF-8 text (an invalid byte sequence); save it as UTF-8'
+  else if (line !== undefined) reason = `${context}${csvErrorReason(message)}`
+  else reason = `${context}${firstLine(error)}`
+  return make(`${where} ${reason}`)
+}
+
+/** The row over the size limit: its key and its widest column, read from the file (after its header). */
+async function describeOversizedRow(
+  path: string,
+  key: readonly string[],
+  csv: FileSourceSpec['csv'] | undefined,
+): Promise<string | undefined> {
+  let names: readonly string[] | undefined
+  for await (const record of readCsvRecords(path, {
+    delimiter: csv?.delimiter ?? ',',
+    prefixChars: SHOWN_CHARS,
+  })) {
+    if (names === undefined && (csv?.header ?? true)) {
+      names = withoutBom(record).fields.map((f) => f.text.trim())
+      continue
+    }
+    if (record.bytes <= MAX_RECORD_BYTES) continue
+    const columns = names ?? record.fields.map((_, i) => `column${i}`)
+    const fields = record.fields
+    const widest = fields.reduce((best, field, i) => (field.bytes > fields[best]!.bytes ? i : best), 0)
+    const keyText = key.map((k) => `${k}=${showValue(fields[columns.indexOf(k)]?.text ?? null)}`).join(', ')
+    return (
+      `${keyText === '' ? 'a row' : `the row with ${keyText}`} is larger than the ${formatSize(MAX_RECORD_BYTES)} ` +
+      `a row may hold (column ${columns[widest] ?? widest + 1} holds ${formatSize(fields[widest]?.bytes ?? 0)})`
+    )
+  }
+  return undefined
 }
 
 function csvErrorReason(message: string): string {
   const lines = message.split('\n')
   const start = lines.findIndex((line) => line.startsWith('Original Line:'))
   for (const line of lines.slice(start + 1)) {
-    if (line.startsWith('Possible fixes')) break
+    if (line.startsWith('Possible')) break
     if (line.trim() !== '') return line.trim()
   }
   return 'malformed line'
-}
-
-function firstLine(error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error)
-  return message.split('\n')[0] ?? message
 }
 
 function describeSource(spec: FileSourceSpec, names: readonly string[]): string {

@@ -7,6 +7,7 @@ import type { DimensionColumn } from '../../core/dimension-layout.ts'
 import { rejectedBatchError } from '../../core/check-failure.ts'
 import { DimsyncError, WarehouseError } from '../../core/errors.ts'
 import type { CompiledStatement, SqlDialect, TableRef } from '../../sql/dialect.ts'
+import { describeDuckDbError, duckDbTrouble, firstLine } from '../duckdb/duckdb-errors.ts'
 import { duckDbDialect } from '../../sql/duckdb/duckdb-dialect.ts'
 import { TEMP } from '../../sql/render-merge.ts'
 import type { Row, Warehouse, WarehouseTransaction } from '../../ports/warehouse.ts'
@@ -22,6 +23,9 @@ export interface DuckDbWarehouseOptions {
 
 const INTEGER_TYPES = new Set(['BIGINT', 'HUGEINT', 'UBIGINT', 'UHUGEINT'])
 
+/** The variable the CLI reads the warehouse's memory limit from. */
+const MEMORY_LIMIT_VARIABLE = 'DIMSYNC_DUCKDB_MEMORY_LIMIT'
+
 /** A DuckDB database file has this magic after its 8-byte checksum. */
 const DUCKDB_MAGIC = 'DUCK'
 const MAGIC_OFFSET = 8
@@ -31,10 +35,16 @@ export class DuckDbWarehouse implements Warehouse<SqlDialect> {
   readonly dialect = duckDbDialect
   readonly #instance: DuckDBInstance
   readonly #connection: DuckDBConnection
+  readonly #memoryLimit: string | undefined
 
-  private constructor(instance: DuckDBInstance, connection: DuckDBConnection) {
+  private constructor(
+    instance: DuckDBInstance,
+    connection: DuckDBConnection,
+    memoryLimit: string | undefined,
+  ) {
     this.#instance = instance
     this.#connection = connection
+    this.#memoryLimit = memoryLimit
   }
 
   static async open(options: DuckDbWarehouseOptions): Promise<DuckDbWarehouse> {
@@ -50,7 +60,7 @@ export class DuckDbWarehouse implements Warehouse<SqlDialect> {
     const connection = await instance.connect()
     // Parquet written by dimsync marks timestamps as UTC; DuckDB would convert them to the session zone.
     await connection.run(`SET TimeZone = 'UTC'`)
-    return new DuckDbWarehouse(instance, connection)
+    return new DuckDbWarehouse(instance, connection, options.memoryLimit)
   }
 
   async describeTable(ref: TableRef): Promise<DimensionColumn[] | undefined> {
@@ -113,7 +123,7 @@ export class DuckDbWarehouse implements Warehouse<SqlDialect> {
     try {
       await this.#connection.run(statement.sql)
     } catch (cause) {
-      throw translateError(statement, cause)
+      throw translateError(statement, cause, this.#memoryLimit)
     }
   }
 }
@@ -146,9 +156,19 @@ export async function assertDuckDbFileOrNew(path: string): Promise<void> {
   throw refuse(`is not a DuckDB database (it starts with "${start}")`)
 }
 
-function translateError(statement: CompiledStatement, cause: unknown): Error {
-  return (
-    rejectedBatchError(cause instanceof Error ? cause.message : String(cause)) ??
-    new WarehouseError(statement.label, statement.sql, { cause })
-  )
+function translateError(
+  statement: CompiledStatement,
+  cause: unknown,
+  memoryLimit: string | undefined,
+): Error {
+  const rejected = rejectedBatchError(cause instanceof Error ? cause.message : String(cause))
+  if (rejected !== undefined) return rejected
+  // DuckDB's messages go on for lines (the statement with a caret, tuning advice): one line says what happened,
+  // and the original stays the cause of the cause.
+  const line = describeDuckDbError(cause, `statement "${statement.label}"`, {
+    limit: memoryLimit ?? 'DuckDB default',
+    variable: MEMORY_LIMIT_VARIABLE,
+  })
+  const reason = duckDbTrouble(cause) === 'other' ? firstLine(cause) : line
+  return new WarehouseError(statement.label, statement.sql, { cause: new Error(reason, { cause }) })
 }

@@ -4,6 +4,7 @@ import { MysqlSource } from '../../../lib/adapters/source/mysql-source.ts'
 import { PostgresSource } from '../../../lib/adapters/source/postgres-source.ts'
 import { SourceError } from '../../../lib/core/errors.ts'
 import { tableSpec } from '../../support/table-spec-builder.ts'
+import { KITS, sourceSpec, type DbScratch } from './support/db-kits.ts'
 import { ExtractHarness } from './support/extract-harness.ts'
 import {
   MYSQL_URL,
@@ -97,5 +98,49 @@ describe.skipIf(!(await mysqlReachable()))('MySQL/MariaDB values that cannot be 
       { id: 1, d: null, t: null },
       { id: 2, d: null, t: null },
     ])
+  })
+})
+
+describe.each(KITS)('$kit.label: a valid_from column that is not a time', ({ kit, available }) => {
+  describe.skipIf(!available)(kit.name, () => {
+    let db: DbScratch
+    let harness: ExtractHarness
+    beforeAll(async () => {
+      db = await kit.create()
+      harness = await ExtractHarness.create()
+      await db.sql(
+        `CREATE TABLE ${db.table('changes')} (id BIGINT PRIMARY KEY, changed ${kit.ddl.text}, amount INT)`,
+      )
+      await db.sql(
+        `INSERT INTO ${db.table('changes')} VALUES (1, '2024-01-01 10:00:00+00', 1), (2, 'yesterday', 2)`,
+      )
+    })
+    afterAll(async () => {
+      await db?.drop()
+      await harness?.close()
+    })
+    const spec = (column: string) =>
+      tableSpec({
+        name: 'changes',
+        key: ['id'],
+        source: sourceSpec(kit, db.table('changes')),
+        validFrom: { kind: 'column', column },
+      })
+
+    it('text that is not a time fails the extract naming the row; a number is refused', async () => {
+      expect(await failure(harness.extract(kit.source(db.env), spec('changed')))).toMatch(
+        new RegExp(
+          `^table changes: \\S+ at [^:]+:\\d+/\\w+: the row with id=2 of \\S+changes has yesterday in column changed ` +
+            `\\([^)]+\\), which cannot be staged as TIMESTAMPTZ; the batch was discarded and nothing was merged$`,
+        ),
+      )
+      await expect(kit.source(db.env).describe(spec('amount'))).rejects.toThrow(
+        /^table changes: valid_from column amount of \S+changes \(\S+ at [^)]+\) is \w+, not a date or timestamp; choose another valid_from column, or cast it in a query source$/,
+      )
+      await db.sql(`UPDATE ${db.table('changes')} SET changed = '2024-02-01T00:00:00Z' WHERE id = 2`)
+      const { rows, types } = await harness.extract(kit.source(db.env), spec('changed'))
+      expect(types.changed).toBe('TIMESTAMP WITH TIME ZONE')
+      expect(rows.map((r) => r.changed)).toEqual(['2024-01-01 10:00:00+00', '2024-02-01 00:00:00+00'])
+    })
   })
 })

@@ -65,3 +65,29 @@ describe('DuckDbWarehouse.open: warehouse.path', () => {
     await again.close()
   })
 })
+
+describe('DuckDbWarehouse errors', () => {
+  it('a failed statement is one line naming the statement; the full DuckDB message stays the cause', async () => {
+    const warehouse = await DuckDbWarehouse.open({ path: ':memory:' })
+    try {
+      const error = await warehouse
+        .transaction(
+          (tx) =>
+            tx.execute({ label: 'build events', sql: 'SELECT CAST(x AS TIMESTAMPTZ) FROM (SELECT 1 AS y)' }),
+          {
+            commit: true,
+          },
+        )
+        .then(
+          () => undefined,
+          (e: unknown) => e as Error,
+        )
+      expect(error?.message).toBe(
+        'warehouse statement "build events" failed: Binder Error: Referenced column "x" not found in FROM clause!',
+      )
+      expect(((error?.cause as Error).cause as Error).message).toContain('LINE 1:')
+    } finally {
+      await warehouse.close()
+    }
+  })
+})

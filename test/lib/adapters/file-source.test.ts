@@ -1,3 +1,6 @@
+import { spawnSync } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -229,15 +232,72 @@ describe('FileSource', () => {
       expect(error.message).toBe('customers: data/empty.csv is empty (0 bytes)')
     })
 
-    it('reads a header-only file as zero rows with VARCHAR columns', async () => {
+    it('refuses a file with a header but no rows, also as one file of a glob', async () => {
       await writeFile(join(baseDir, 'data', 'header.csv'), 'id,name\n')
-      const result = await extract(fileTable({ path: 'data/header.csv' }))
-      expect(result.rows).toBe(0)
-      expect(result.columns).toEqual([
-        { name: 'id', type: 'VARCHAR' },
-        { name: 'name', type: 'VARCHAR' },
-      ])
-      expect(result.partPaths).toHaveLength(1)
+      expect((await extractError(fileTable({ path: 'data/header.csv' }))).message).toBe(
+        'customers: data/header.csv has a header but no rows; an empty snapshot is refused (it has no column ' +
+          'types, and it would look as if every key had been deleted)',
+      )
+      await writeFile(join(baseDir, 'data', 'full.csv'), 'id,name\n1,a\n')
+      expect((await extractError(fileTable({ path: 'data/*.csv' }))).message).toMatch(
+        /^customers: data\/header\.csv has a header but no rows/,
+      )
+    })
+
+    it('refuses repeated or empty header names, naming the file and the positions', async () => {
+      await writeFile(join(baseDir, 'data', 'dup.csv'), 'id,name,Name\n1,a,b\n')
+      expect((await extractError(fileTable({ path: 'data/dup.csv' }))).message).toBe(
+        'customers: data/dup.csv: columns 2 and 3 of the header are both named "Name" (names are compared ' +
+          'without case); give every column its own name',
+      )
+      await writeFile(join(baseDir, 'data', 'unnamed.csv'), '\ufeffid, ,region\n1,a,b\n')
+      expect((await extractError(fileTable({ path: 'data/unnamed.csv' }))).message).toBe(
+        'customers: data/unnamed.csv: column 2 of the header has no name; give every column a name',
+      )
+    })
+
+    it('a byte that is not UTF-8 is an encoding problem, with its line', async () => {
+      const lines = ['id,name', ...Array.from({ length: 3000 }, (_, i) => `${i},n${i}`)].join('\n')
+      await writeFile(
+        join(baseDir, 'data', 'latin1.csv'),
+        Buffer.concat([Buffer.from(`${lines}\n3000,caf`), Buffer.from([0xe9]), Buffer.from('\n')]),
+      )
+      expect((await extractError(fileTable({ path: 'data/latin1.csv' }))).message).toBe(
+        'customers: data/latin1.csv line 3002: the file is not UTF-8 text (an invalid byte sequence); save it as UTF-8',
+      )
+    })
+
+    it('a 6 MB row among 30k multi-line rows loads within the memory limit', async () => {
+      const lines = ['id,note']
+      for (let i = 0; i < 30_000; i++)
+        lines.push(`${i},"line one of ${i}\nline two ${'x'.repeat(200)}\nthree"`)
+      lines.splice(15_000, 0, `999999,"${'y\n'.repeat(3 << 20)}"`)
+      await writeFile(join(baseDir, 'data', 'big.csv'), `${lines.join('\n')}\n`)
+      const result = await extract(fileTable({ path: 'data/big.csv' }))
+      expect(result.rows).toBe(30_001)
+      const [big] = await rows(result.partPaths, 'length(note) AS n', 'n DESC LIMIT 1')
+      expect(big).toEqual({ n: '6291456' })
+    })
+
+    it('a row over the 8 MiB limit is named by its key and widest column', async () => {
+      const lines = ['name,id,note', 'a,1,small', `b,7,"${'z'.repeat(9 << 20)}"`, 'c,8,small']
+      await writeFile(join(baseDir, 'data', 'huge.csv'), `${lines.join('\n')}\n`)
+      expect((await extractError(fileTable({ path: 'data/huge.csv' }))).message).toBe(
+        'customers: data/huge.csv: the row with id=7 is larger than the 8 MiB a row may hold (column note holds 9 MiB)',
+      )
+    })
+
+    it('a valid_from column holding text is refused in one line naming the row', async () => {
+      await writeFile(join(baseDir, 'data', 'changes.csv'), 'id,changed\n1,2024-01-01\n2,yesterday\n')
+      const table = fileTable(
+        { path: 'data/changes.csv' },
+        { validFrom: { kind: 'column', column: 'changed' } },
+      )
+      const expected =
+        'customers: valid_from column changed of data/changes.csv is VARCHAR, not dates or timestamps (for example ' +
+        'the row with id=2 holds yesterday); fix the values, or choose another valid_from column'
+      expect((await extractError(table)).message).toBe(expected)
+      await expect(new FileSource({ baseDir }).describe(table)).rejects.toThrow(expected)
     })
   })
 
@@ -387,5 +447,56 @@ describe('FileSource', () => {
       s: String((199_999 * 200_000) / 2),
       a: 200_000 - 28_572,
     })
+  })
+})
+
+/** A 1 MiB tmpfs, when this process may mount one (root on Linux); undefined elsewhere. */
+function mountTinyDisk(): string | undefined {
+  if (process.platform !== 'linux' || process.getuid?.() !== 0) return undefined
+  const dir = mkdtempSync(join(tmpdir(), 'dimsync-tiny-disk-'))
+  const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', dir]).status === 0
+  if (mounted) return dir
+  rmSync(dir, { recursive: true, force: true })
+  console.warn('skipping the full-disk test: cannot mount a tmpfs here')
+  return undefined
+}
+
+const tinyDisk = mountTinyDisk()
+
+describe.skipIf(tinyDisk === undefined)('FileSource on a full disk (a real 1 MiB tmpfs)', () => {
+  afterAll(() => {
+    spawnSync('umount', [tinyDisk!])
+    rmSync(tinyDisk!, { recursive: true, force: true })
+  })
+
+  it('says the disk is full, in one line', async () => {
+    const baseDir = await mkdtemp(join(tmpdir(), 'dimsync-file-source-'))
+    try {
+      // Hashes do not compress: the parts need several MiB.
+      const hash = (i: number) => createHash('sha256').update(String(i)).digest('hex')
+      const lines = ['id,name', ...Array.from({ length: 100_000 }, (_, i) => `${i},${hash(i)}`)]
+      await writeFile(join(baseDir, 'big.csv'), `${lines.join('\n')}\n`)
+      const staging = new LocalStagingStore({ root: join(tinyDisk!, 'staging') })
+      const writer = await staging.beginBatch('customers', 'b1')
+      const error = await new FileSource({ baseDir })
+        .extract({
+          table: fileTable({ path: 'big.csv' }),
+          batchId: 'b1',
+          extractedAt: new Date('2024-01-01T00:00:00Z'),
+          writer,
+        })
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        )
+      await writer.abort()
+      expect(error).toBeInstanceOf(SourceError)
+      expect((error as Error).message).toBe(
+        'customers: the disk is full: reading big.csv needs room for temporary files and Parquet parts; free disk ' +
+          'space and run again',
+      )
+    } finally {
+      await rm(baseDir, { recursive: true, force: true })
+    }
   })
 })
