@@ -82,9 +82,9 @@ tables:
     await db.sql(`UPDATE ${db.schema}.spans SET at_time = '07:30:00.5+01' WHERE id = 1`)
     const second = await runTable(deps, spans!, { extractedAt: new Date('2024-02-01T00:00:00Z') })
     expect(second.merge.counts).toMatchObject({ insertedVersions: 2, closedVersions: 2, unchangedEvents: 3 })
-    const versions = await deps.warehouse.query(
-      `SELECT id, iv, at_time FROM main.dim_spans WHERE id IN (1, 2) ORDER BY id, valid_from`,
-    )
+    const versions = await (
+      await deps.openWarehouse()
+    ).query(`SELECT id, iv, at_time FROM main.dim_spans WHERE id IN (1, 2) ORDER BY id, valid_from`)
     expect(versions).toEqual([
       { id: 1, iv: 'PT2000H', at_time: '12:00:00.5+05:30' },
       { id: 1, iv: 'PT2000H', at_time: '07:30:00.5+01' },
