@@ -1,20 +1,6 @@
 import type { Watermark } from '../core/batch.ts'
+import type { Lease } from '../core/lease.ts'
 import type { RunRecord } from '../core/run-record.ts'
-
-/** A held table lock. `token` is a fencing token: it only grows, across owners and releases. */
-export interface Lease {
-  readonly table: string
-  readonly owner: string
-  readonly token: number
-  readonly acquiredAt: string
-  readonly expiresAt: string
-  /**
-   * Set by `acquireLease` when the table's lease had not been released: the owner that held it (its lease
-   * expired, or its process died, so it was taken over), or this owner itself (a step taking the lease its
-   * earlier step handed over). Undefined when the table was free.
-   */
-  readonly previousHolder?: string
-}
 
 /**
  * Per-table watermarks, locks and run records. Implementations: a local folder (embedded mode) and DynamoDB.

@@ -1,5 +1,6 @@
 import { LeaseLostError } from '../core/errors.ts'
-import type { Lease, StateStore } from '../ports/state-store.ts'
+import type { Lease } from '../core/lease.ts'
+import type { StateStore } from '../ports/state-store.ts'
 
 /**
  * A lease held while a long step runs: renewed every third of its TTL in the background. A failed renewal

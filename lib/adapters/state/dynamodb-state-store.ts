@@ -13,9 +13,18 @@ import { STATE_PARTITIONS, STATE_TABLE_KEYS } from '../../core/state-table.ts'
 import { WatermarkConflictError } from '../../core/errors.ts'
 import { isAwsError, wrapAwsError } from '../aws/aws-errors.ts'
 import type { Watermark } from '../../core/batch.ts'
-import { DimsyncError, LeaseLostError, LockHeldError } from '../../core/errors.ts'
+import { DimsyncError } from '../../core/errors.ts'
+import {
+  assertLeaseHeld,
+  leaseLostError,
+  leaseRefusal,
+  renewedLease,
+  takenLease,
+  type Lease,
+  type StoredLease,
+} from '../../core/lease.ts'
 import type { RunRecord } from '../../core/run-record.ts'
-import type { Lease, StateStore } from '../../ports/state-store.ts'
+import type { StateStore } from '../../ports/state-store.ts'
 import { assertSafeId, instantSortKey } from '../staging/local-files.ts'
 import { canonicalJson, compareWatermarks } from '../../core/watermark.ts'
 
@@ -142,7 +151,9 @@ export class DynamoDbStateStore implements StateStore {
    * gives every grant a higher fencing token. Otherwise `LockHeldError` with the holder and its `acquiredAt`.
    */
   async acquireLease(table: string, owner: string, ttlMs: number, now: Date): Promise<Lease> {
-    const expiresAt = new Date(now.getTime() + ttlMs)
+    // The condition below is the acquire rule of lib/core/lease.ts (`leaseRefusal`), evaluated by DynamoDB, which
+    // also adds one to the token; the lease taken is then the rule's, from the values before the update.
+    const taking = takenLease(table, undefined, owner, ttlMs, now)
     // A lease released between our failed write and the read that names its holder: try again (bounded).
     for (let attempt = 0; attempt < 3; attempt++) {
       try {
@@ -157,9 +168,9 @@ export class DynamoDbStateStore implements StateStore {
             ExpressionAttributeNames: { '#owner': 'owner', '#token': 'token' },
             ExpressionAttributeValues: {
               ':owner': { S: owner },
-              ':now': { S: now.toISOString() },
-              ':exp': { S: expiresAt.toISOString() },
-              ':expMs': { N: String(expiresAt.getTime()) },
+              ':now': { S: taking.acquiredAt },
+              ':exp': { S: taking.expiresAt },
+              ':expMs': { N: String(Date.parse(taking.expiresAt)) },
               ':nowMs': { N: String(now.getTime()) },
               ':one': { N: '1' },
             },
@@ -168,28 +179,19 @@ export class DynamoDbStateStore implements StateStore {
           }),
         )
         const before = response.Attributes
-        const token = before?.token === undefined ? 1 : Number(before.token.N) + 1
-        if (!Number.isSafeInteger(token)) {
+        const stored =
+          before?.token === undefined ? undefined : { token: Number(before.token.N), owner: before.owner?.S }
+        if (stored !== undefined && !Number.isSafeInteger(stored.token)) {
           throw new DimsyncError(`table ${table}: lease item in ${this.location} has no integer token`)
         }
-        const previousHolder = before?.owner?.S
-        return {
-          table,
-          owner,
-          token,
-          acquiredAt: now.toISOString(),
-          expiresAt: expiresAt.toISOString(),
-          ...(previousHolder !== undefined ? { previousHolder } : {}),
-        }
+        return takenLease(table, stored, owner, ttlMs, now)
       } catch (error) {
         if (!isAwsError(error, 'ConditionalCheckFailedException')) {
           throw wrapAwsError('dynamodb', `table ${table}: taking the lease in ${this.location}`, error)
         }
       }
-      const held = await this.#readLease(table)
-      if (held?.owner !== undefined && held.owner !== owner && held.expiresAtMs > now.getTime()) {
-        throw new LockHeldError(table, held.owner, held.acquiredAt ?? 'an unknown time')
-      }
+      const refusal = leaseRefusal(table, await this.#readLease(table), owner, now)
+      if (refusal !== undefined) throw refusal
     }
     throw new DimsyncError(
       `table ${table}: the lease in ${this.location} changed hands three times in a row; try again`,
@@ -201,7 +203,7 @@ export class DynamoDbStateStore implements StateStore {
    * as long as nobody took it over. Otherwise `LeaseLostError` naming the table and the new holder.
    */
   async renewLease(lease: Lease, ttlMs: number, now: Date): Promise<Lease> {
-    const expiresAt = new Date(now.getTime() + ttlMs)
+    const renewed = renewedLease(lease, ttlMs, now)
     try {
       await this.#client.send(
         new UpdateItemCommand({
@@ -213,8 +215,8 @@ export class DynamoDbStateStore implements StateStore {
           ExpressionAttributeValues: {
             ':owner': { S: lease.owner },
             ':token': { N: String(lease.token) },
-            ':exp': { S: expiresAt.toISOString() },
-            ':expMs': { N: String(expiresAt.getTime()) },
+            ':exp': { S: renewed.expiresAt },
+            ':expMs': { N: String(Date.parse(renewed.expiresAt)) },
           },
         }),
       )
@@ -222,9 +224,9 @@ export class DynamoDbStateStore implements StateStore {
       if (!isAwsError(error, 'ConditionalCheckFailedException')) {
         throw wrapAwsError('dynamodb', `table ${lease.table}: renewing the lease in ${this.location}`, error)
       }
-      throw lostError(lease, await this.#readLease(lease.table))
+      throw leaseLostError(lease, await this.#readLease(lease.table))
     }
-    return { ...lease, expiresAt: expiresAt.toISOString() }
+    return renewed
   }
 
   /**
@@ -232,14 +234,7 @@ export class DynamoDbStateStore implements StateStore {
    * read) and has not expired at `now`. Called inside the merge transaction just before COMMIT.
    */
   async assertLeaseHeld(lease: Lease, now: Date): Promise<void> {
-    const stored = await this.#readLease(lease.table)
-    if (stored?.owner !== lease.owner || stored.token !== lease.token) throw lostError(lease, stored)
-    if (!(stored.expiresAtMs > now.getTime())) {
-      throw new LeaseLostError(
-        lease.table,
-        `table ${lease.table}: lease of run ${lease.owner} (token ${lease.token}) expired at ${stored.expiresAt}`,
-      )
-    }
+    assertLeaseHeld(lease, await this.#readLease(lease.table), now)
   }
 
   /** Releases `lease` if it is still the stored one: REMOVEs the owner and expiry, keeps the token. Else no-op. */
@@ -363,7 +358,6 @@ export class DynamoDbStateStore implements StateStore {
       owner: item.owner?.S,
       acquiredAt: item.acquiredAt?.S,
       expiresAt: item.leaseExpiresAt?.S,
-      expiresAtMs: Number(item.leaseExpiresAtMs?.N ?? Number.NaN),
     }
   }
 
@@ -377,14 +371,6 @@ export class DynamoDbStateStore implements StateStore {
       throw wrapAwsError('dynamodb', `${what} in ${this.location}`, error)
     }
   }
-}
-
-interface StoredLease {
-  readonly token: number
-  readonly owner?: string
-  readonly acquiredAt?: string
-  readonly expiresAt?: string
-  readonly expiresAtMs: number
 }
 
 /**
@@ -424,17 +410,6 @@ function runsKey(table: string): string {
 
 function key(pk: string, sk: string): Record<string, AttributeValue> {
   return { [STATE_TABLE_KEYS.partitionKey]: { S: pk }, [STATE_TABLE_KEYS.sortKey]: { S: sk } }
-}
-
-function lostError(lease: Lease, stored: StoredLease | undefined): LeaseLostError {
-  const now =
-    stored?.owner === undefined
-      ? 'it was released'
-      : `it is now held by run ${stored.owner} (token ${stored.token}) since ${stored.acquiredAt}`
-  return new LeaseLostError(
-    lease.table,
-    `table ${lease.table}: lease of run ${lease.owner} (token ${lease.token}) was lost: ${now}`,
-  )
 }
 
 function describe(value: Watermark | undefined): string {

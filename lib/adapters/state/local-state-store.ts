@@ -5,9 +5,20 @@ import { join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 
 import type { Watermark } from '../../core/batch.ts'
-import { DimsyncError, LeaseLostError, LockHeldError, WatermarkConflictError } from '../../core/errors.ts'
+import { DimsyncError, WatermarkConflictError } from '../../core/errors.ts'
+import {
+  assertLeaseHeld,
+  isLeaseExpired,
+  isSameLease,
+  leaseLostError,
+  leaseRefusal,
+  renewedLease,
+  takenLease,
+  type Lease,
+  type StoredLease,
+} from '../../core/lease.ts'
 import type { RunRecord } from '../../core/run-record.ts'
-import type { Lease, StateStore } from '../../ports/state-store.ts'
+import type { StateStore } from '../../ports/state-store.ts'
 import {
   assertSafeId,
   instantSortKey,
@@ -30,12 +41,9 @@ export interface LocalStateStoreOptions {
 }
 
 /** lease.json. `owner` is absent once released: the file stays to keep the fencing counter rising. */
-interface StoredLease {
+/** `lease.json`: the lease, and which process of which host holds it (a dead local holder frees it). */
+interface LeaseFile extends StoredLease {
   readonly table: string
-  readonly token: number
-  readonly owner?: string
-  readonly acquiredAt?: string
-  readonly expiresAt?: string
   readonly pid?: number
   readonly hostname?: string
 }
@@ -104,23 +112,11 @@ export class LocalStateStore implements StateStore {
     return await this.#withMutex(table, async (dir) => {
       const path = join(dir, 'lease.json')
       const stored = await readLease(table, path)
-      if (
-        stored?.owner !== undefined &&
-        stored.owner !== owner &&
-        !isExpired(stored, now) &&
-        !this.#holderIsDead(stored)
-      ) {
-        throw new LockHeldError(table, stored.owner, stored.acquiredAt ?? 'an unknown time')
-      }
-      const lease: Lease = {
-        table,
-        owner,
-        token: (stored?.token ?? 0) + 1,
-        acquiredAt: now.toISOString(),
-        expiresAt: new Date(now.getTime() + ttlMs).toISOString(),
-      }
+      const refusal = leaseRefusal(table, stored, owner, now)
+      if (refusal !== undefined && !this.#holderIsDead(stored!)) throw refusal
+      const lease = takenLease(table, stored, owner, ttlMs, now)
       await this.#writeLease(path, lease)
-      return stored?.owner === undefined ? lease : { ...lease, previousHolder: stored.owner }
+      return lease
     })
   }
 
@@ -132,8 +128,8 @@ export class LocalStateStore implements StateStore {
     return await this.#withMutex(lease.table, async (dir) => {
       const path = join(dir, 'lease.json')
       const stored = await readLease(lease.table, path)
-      assertSameLease(lease, stored)
-      const renewed: Lease = { ...lease, expiresAt: new Date(now.getTime() + ttlMs).toISOString() }
+      if (!isSameLease(lease, stored)) throw leaseLostError(lease, stored)
+      const renewed = renewedLease(lease, ttlMs, now)
       await this.#writeLease(path, renewed)
       return renewed
     })
@@ -145,13 +141,7 @@ export class LocalStateStore implements StateStore {
    */
   async assertLeaseHeld(lease: Lease, now: Date): Promise<void> {
     const stored = await readLease(lease.table, join(this.#tableDir(lease.table), 'lease.json'))
-    assertSameLease(lease, stored)
-    if (isExpired(stored!, now)) {
-      throw new LeaseLostError(
-        lease.table,
-        `table ${lease.table}: lease of run ${lease.owner} (token ${lease.token}) expired at ${stored!.expiresAt}`,
-      )
-    }
+    assertLeaseHeld(lease, stored, now)
   }
 
   /** Releases `lease` if it is still the stored one; the token counter is kept. A no-op otherwise. */
@@ -159,8 +149,8 @@ export class LocalStateStore implements StateStore {
     await this.#withMutex(lease.table, async (dir) => {
       const path = join(dir, 'lease.json')
       const stored = await readLease(lease.table, path)
-      if (stored?.owner !== lease.owner || stored.token !== lease.token) return
-      const released: StoredLease = { table: lease.table, token: stored.token }
+      if (!isSameLease(lease, stored)) return
+      const released: LeaseFile = { table: lease.table, token: stored!.token }
       await writeFileAtomic(path, `${JSON.stringify(released)}\n`)
     })
   }
@@ -222,7 +212,7 @@ export class LocalStateStore implements StateStore {
     for (const table of tables.filter((name) => !name.startsWith('.')).sort()) {
       const stored = await readLease(table, join(this.#root, table, 'lease.json')).catch(() => undefined)
       if (stored?.owner === undefined || stored.pid !== pid || stored.hostname !== this.#hostname) continue
-      if (isExpired(stored, now)) continue
+      if (isLeaseExpired(stored, now)) continue
       const { owner, token, acquiredAt, expiresAt } = stored
       leases.push({ table, owner, token, acquiredAt: acquiredAt ?? '', expiresAt: expiresAt ?? '' })
     }
@@ -231,7 +221,7 @@ export class LocalStateStore implements StateStore {
 
   async #writeLease(path: string, lease: Lease): Promise<void> {
     const { table, owner, token, acquiredAt, expiresAt } = lease
-    const stored: StoredLease = {
+    const stored: LeaseFile = {
       table,
       owner,
       token,
@@ -244,7 +234,7 @@ export class LocalStateStore implements StateStore {
   }
 
   /** A holder on this host whose process is gone will never renew or release: its lease is as good as expired. */
-  #holderIsDead(stored: StoredLease): boolean {
+  #holderIsDead(stored: LeaseFile): boolean {
     if (stored.hostname !== this.#hostname || stored.pid === undefined) return false
     return !isProcessAlive(stored.pid)
   }
@@ -348,29 +338,12 @@ async function releaseMutex(path: string, nonce: string): Promise<void> {
   }
 }
 
-async function readLease(table: string, path: string): Promise<StoredLease | undefined> {
-  const stored = (await readJsonIfExists(path)) as StoredLease | undefined
+async function readLease(table: string, path: string): Promise<LeaseFile | undefined> {
+  const stored = (await readJsonIfExists(path)) as LeaseFile | undefined
   if (stored !== undefined && (typeof stored !== 'object' || !Number.isSafeInteger(stored.token))) {
     throw new DimsyncError(`table ${table}: lease file ${path} is damaged (no integer token)`)
   }
   return stored
-}
-
-function assertSameLease(lease: Lease, stored: StoredLease | undefined): void {
-  if (stored?.owner === lease.owner && stored.token === lease.token) return
-  const now =
-    stored?.owner === undefined
-      ? 'it was released'
-      : `it is now held by run ${stored.owner} (token ${stored.token}) since ${stored.acquiredAt}`
-  throw new LeaseLostError(
-    lease.table,
-    `table ${lease.table}: lease of run ${lease.owner} (token ${lease.token}) was lost: ${now}`,
-  )
-}
-
-function isExpired(stored: StoredLease, now: Date): boolean {
-  const expiresAt = stored.expiresAt === undefined ? Number.NaN : Date.parse(stored.expiresAt)
-  return !(expiresAt > now.getTime())
 }
 
 function isProcessAlive(pid: number): boolean {
