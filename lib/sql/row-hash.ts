@@ -15,7 +15,7 @@ export type HashedColumn = string | { readonly name: string; readonly type: stri
  * hash. Because a NULL adds nothing, adding a new nullable column to a dimension does not re-version every key.
  * (dbt's `coalesce(cast(x as string), '')` makes NULL equal ''; `concat_ws` skips NULLs: both miss changes.)
  *
- * Values are rendered with the dialect's canonical text of their type (canonical-types.ts), so the same row
+ * Values are rendered with the dialect's canonical text of their type (lib/core/staged-types.ts), so the same row
  * gives the same hex in DuckDB and BigQuery. Lengths count characters (DuckDB `length`, BigQuery `LENGTH` of a
  * STRING both count Unicode code points).
  */

@@ -1,6 +1,6 @@
 import type { TableRef } from '../../core/table-ref.ts'
 import { DEFAULT_CAPABILITIES, type DialectCapabilities } from '../capabilities.ts'
-import { typeFamily } from '../canonical-types.ts'
+import { typeFamily } from '../../core/staged-types.ts'
 import { SqlDialectBase } from '../dialect-base.ts'
 import type {
   LogicalType,

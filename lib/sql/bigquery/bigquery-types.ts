@@ -1,5 +1,5 @@
 import { DimsyncError } from '../../core/errors.ts'
-import { typeFamily } from '../canonical-types.ts'
+import { typeFamily } from '../../core/staged-types.ts'
 
 /**
  * Maps a staged column type (DuckDB type names from the batch manifest) to the BigQuery column type of the

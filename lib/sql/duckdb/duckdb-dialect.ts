@@ -1,6 +1,6 @@
 import type { TableRef } from '../../core/table-ref.ts'
 import { DEFAULT_CAPABILITIES, type DialectCapabilities } from '../capabilities.ts'
-import { typeFamily } from '../canonical-types.ts'
+import { typeFamily } from '../../core/staged-types.ts'
 import { SqlDialectBase } from '../dialect-base.ts'
 import type { LogicalType, TableFunctionParameter } from '../dialect.ts'
 import { assertSafeTypeText } from '../safe-type.ts'
@@ -28,7 +28,7 @@ class DuckDbDialect extends SqlDialectBase {
     return TYPES[logical]
   }
 
-  /** Canonical text per type family (see canonical-types.ts); the session zone is UTC (DuckDbWarehouse). */
+  /** Canonical text per type family (see lib/core/staged-types.ts); the session zone is UTC (DuckDbWarehouse). */
   canonicalText(expression: string, columnType?: string): string {
     if (columnType === undefined) return this.castToString(expression)
     const family = typeFamily(columnType)
