@@ -29,6 +29,8 @@ export interface StagingStoreFixture {
 }
 
 const TABLE = 'customers'
+/** How far a file's modification time may lag behind Date.now() (the kernel stamps files with a coarse clock). */
+const FILE_CLOCK_LAG_MS = 50
 
 /**
  * Registers the behaviour every `StagingStore` must have. Call once per implementation with a factory that
@@ -255,8 +257,10 @@ export function describeStagingStoreContract(
         ['started', false],
       ])
       for (const batch of listed) {
-        // Blob stores keep whole seconds at worst (S3 Last-Modified).
-        expect(Date.parse(batch.lastWrittenAt)).toBeGreaterThanOrEqual(Math.floor(before / 1000) * 1000)
+        // Blob stores keep whole seconds at worst (S3 Last-Modified), and a file's time comes from the kernel's
+        // coarse clock, a few milliseconds behind Date.now() (measured up to 5.5 ms): both are allowed for.
+        const earliest = Math.floor((before - FILE_CLOCK_LAG_MS) / 1000) * 1000
+        expect(Date.parse(batch.lastWrittenAt)).toBeGreaterThanOrEqual(earliest)
       }
       expect(await store.listUncommitted('suppliers')).toEqual([])
       await store.deleteBatch(TABLE, 'crashed')
