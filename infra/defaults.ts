@@ -13,9 +13,6 @@ export const STAGING_PREFIX = 'staging'
 export const BUNDLED_CONFIG_FILE = 'dimsync.yaml'
 export const LAMBDA_TASK_ROOT = '/var/task'
 
-/** DynamoDB state table key schema and TTL attribute (single-table design of the DynamoDB state store). */
-export const STATE_TABLE_KEYS = Object.freeze({ partitionKey: 'pk', sortKey: 'sk', ttl: 'expiresAt' })
-
 /** CloudWatch namespace of the per-table metrics the state machine publishes (alarms and dashboard use them). */
 export const METRICS_NAMESPACE = 'Dimsync'
 /** The functions' own Powertools metrics (dimension `table`), kept apart from the run-level ones above. */
@@ -29,22 +26,7 @@ export const METRIC = Object.freeze({
   duration: 'LoadDurationSeconds',
 })
 
-/**
- * Errors thrown by the functions that retrying cannot fix: bad config or event, a batch breaking its contract, the
- * mass-delete guard. Listed first in every retrier with zero attempts so they are never retried.
- */
-export const NON_RETRYABLE_ERRORS = [
-  'ConfigError',
-  'BatchRejectedError',
-  'MassDeleteRefusedError',
-  'LeaseLostError',
-] as const
-
-/**
- * Errors worth retrying with backoff: another run holds the table (LockHeldError), a function error marked
- * `retryable` (the handlers report it with errorType RetryableError), and Lambda service hiccups.
- */
-export const RETRYABLE_FUNCTION_ERRORS = ['LockHeldError', 'RetryableError'] as const
+/** Lambda service hiccups, retried quickly (the functions' own transient errors: RETRY_ERROR_NAMES in lib). */
 export const LAMBDA_SERVICE_ERRORS = [
   'Lambda.ServiceException',
   'Lambda.AWSLambdaException',

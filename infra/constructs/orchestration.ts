@@ -17,13 +17,12 @@ import * as logs from 'aws-cdk-lib/aws-logs'
 import type * as sns from 'aws-cdk-lib/aws-sns'
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions'
 import { Construct } from 'constructs'
+import { RETRY_ERROR_NAMES } from '../../lib/runtime/aws-env.ts'
 import {
   LAMBDA_SERVICE_ERRORS,
   MAX_EXTRACT_PASSES,
   METRIC,
   METRICS_NAMESPACE,
-  NON_RETRYABLE_ERRORS,
-  RETRYABLE_FUNCTION_ERRORS,
 } from '../defaults.ts'
 import type { DeploymentPlan } from '../deploy-plan.ts'
 import { scopedPolicy } from '../nag-acknowledgements.ts'
@@ -47,9 +46,9 @@ export interface OrchestrationProps {
 
 /** Retriers shared by the extract and merge tasks; the order matters (the first matching retrier wins). */
 export const RETRIERS: readonly sfn.RetryProps[] = [
-  { errors: [...NON_RETRYABLE_ERRORS], maxAttempts: 0 },
+  { errors: [...RETRY_ERROR_NAMES.neverRetried], maxAttempts: 0 },
   {
-    errors: [...RETRYABLE_FUNCTION_ERRORS],
+    errors: [...RETRY_ERROR_NAMES.retriedWithBackoff],
     interval: Duration.seconds(30),
     backoffRate: 2,
     maxAttempts: 6,

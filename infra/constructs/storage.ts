@@ -6,7 +6,7 @@ import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib'
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb'
 import * as s3 from 'aws-cdk-lib/aws-s3'
 import { Construct } from 'constructs'
-import { STATE_TABLE_KEYS } from '../defaults.ts'
+import { STATE_TABLE_KEYS } from '../../lib/runtime/aws-env.ts'
 
 export interface StorageProps {
   readonly removalPolicy: RemovalPolicy
