@@ -31,8 +31,9 @@ export const LAMBDA_SERVICE_ERRORS = [
   'Lambda.ServiceException',
   'Lambda.AWSLambdaException',
   'Lambda.SdkClientException',
-  'Lambda.TooManyRequestsException',
 ] as const
+/** A throttled invocation: reserved concurrency (aws.reserved_concurrency) or the account's limit is in use. */
+export const LAMBDA_THROTTLED = 'Lambda.TooManyRequestsException'
 
 /** Upper bound on extract passes of one run (a resumable extract continues in a loop, see the state machine). */
 export const MAX_EXTRACT_PASSES = 48

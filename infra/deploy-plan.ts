@@ -41,6 +41,7 @@ export interface DeploymentPlan {
   readonly vpc?: AwsDeploymentSpec['vpc']
   readonly alarmEmail?: string
   readonly executionLogs: AwsDeploymentSpec['executionLogs']
+  readonly reservedConcurrency?: AwsDeploymentSpec['reservedConcurrency']
   readonly logRetentionDays: number
   readonly removalPolicy: 'retain' | 'destroy'
 }
@@ -138,6 +139,7 @@ export function planDeployment(project: ProjectSpec): DeploymentPlan {
     ...(aws?.vpc !== undefined ? { vpc: aws.vpc } : {}),
     ...(aws?.alarmEmail !== undefined ? { alarmEmail: aws.alarmEmail } : {}),
     executionLogs: aws?.executionLogs ?? { level: 'error', includeData: false },
+    ...(aws?.reservedConcurrency !== undefined ? { reservedConcurrency: aws.reservedConcurrency } : {}),
     logRetentionDays: aws?.logRetentionDays ?? 30,
     removalPolicy: aws?.removalPolicy ?? 'retain',
   }

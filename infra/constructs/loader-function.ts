@@ -42,6 +42,8 @@ export interface LoaderFunctionProps {
     readonly subnets: ec2.ISubnet[]
     readonly securityGroups: ec2.ISecurityGroup[]
   }
+  /** Concurrent executions reserved for (and allowed to) the function; absent: unreserved. */
+  readonly reservedConcurrency?: number
   /** Describes which tables the function serves (in the console). */
   readonly description: string
 }
@@ -172,6 +174,9 @@ export class LoaderFunction extends Construct {
       role: this.role,
       logGroup: this.logGroup,
       currentVersionOptions: { removalPolicy: RemovalPolicy.RETAIN },
+      ...(props.reservedConcurrency !== undefined
+        ? { reservedConcurrentExecutions: props.reservedConcurrency }
+        : {}),
       loggingFormat: lambda.LoggingFormat.JSON,
       projectRoot: PROJECT_ROOT,
       depsLockFilePath: path.join(PROJECT_ROOT, 'package-lock.json'),

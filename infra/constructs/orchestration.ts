@@ -20,6 +20,7 @@ import { Construct } from 'constructs'
 import { RETRY_ERROR_NAMES } from '../../lib/runtime/aws-env.ts'
 import {
   LAMBDA_SERVICE_ERRORS,
+  LAMBDA_THROTTLED,
   MAX_EXTRACT_PASSES,
   METRIC,
   METRICS_NAMESPACE,
@@ -52,6 +53,16 @@ export const RETRIERS: readonly sfn.RetryProps[] = [
     interval: Duration.seconds(30),
     backoffRate: 2,
     maxAttempts: 6,
+    maxDelay: Duration.minutes(5),
+    jitterStrategy: sfn.JitterType.FULL,
+  },
+  // A throttle waits for another run of the size class to finish (an extract may take 15 minutes): about 40
+  // minutes of backoff, where a service hiccup gets seconds.
+  {
+    errors: [LAMBDA_THROTTLED],
+    interval: Duration.seconds(10),
+    backoffRate: 2,
+    maxAttempts: 12,
     maxDelay: Duration.minutes(5),
     jitterStrategy: sfn.JitterType.FULL,
   },

@@ -71,6 +71,9 @@ export class DimsyncStack extends Stack {
       const extract = new LoaderFunction(this, `Extract${fnClass.id}`, {
         ...base,
         kind: 'extract',
+        ...(plan.reservedConcurrency?.extract !== undefined
+          ? { reservedConcurrency: plan.reservedConcurrency.extract }
+          : {}),
         ...(props.handlerEntries?.extract !== undefined ? { entry: props.handlerEntries.extract } : {}),
         environment: {
           ...common,
@@ -80,6 +83,9 @@ export class DimsyncStack extends Stack {
       const merge = new LoaderFunction(this, `Merge${fnClass.id}`, {
         ...base,
         kind: 'merge',
+        ...(plan.reservedConcurrency?.merge !== undefined
+          ? { reservedConcurrency: plan.reservedConcurrency.merge }
+          : {}),
         ...(props.handlerEntries?.merge !== undefined ? { entry: props.handlerEntries.merge } : {}),
         environment: {
           ...common,

@@ -312,6 +312,19 @@ export const awsSchema = strict({
   })
     .optional()
     .describe('Run the functions in these (private) subnets, to reach databases that are not public.'),
+  reserved_concurrency: strict({
+    extract: wholeNumber('concurrent executions', 1, 1000)
+      .optional()
+      .describe('At most this many extracts at once per size class (protects the source databases).'),
+    merge: wholeNumber('concurrent executions', 1, 1000)
+      .optional()
+      .describe('At most this many merges at once per size class.'),
+  })
+    .optional()
+    .describe(
+      'Reserved concurrency of each extract and merge function (taken from the account quota). A run ' +
+        'throttled by it waits and retries for up to about 40 minutes. Default: none.',
+    ),
   execution_logs: strict({
     level: oneOf(['off', 'fatal', 'error', 'all'])
       .optional()

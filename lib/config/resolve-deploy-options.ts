@@ -114,6 +114,8 @@ export interface AwsDocument {
         readonly gateway_endpoints?: { readonly route_table_ids: readonly string[] } | undefined
       }
     | undefined
+  readonly reserved_concurrency?:
+    { readonly extract?: number | undefined; readonly merge?: number | undefined } | undefined
   readonly execution_logs?:
     | {
         readonly level?: 'off' | 'fatal' | 'error' | 'all' | undefined
@@ -160,6 +162,18 @@ export function resolveAws(aws: AwsDocument, tables: readonly TableSpec[], add: 
             securityGroupIds: [...(aws.vpc.security_group_ids ?? [])],
             ...(aws.vpc.gateway_endpoints !== undefined
               ? { gatewayEndpointRouteTableIds: [...aws.vpc.gateway_endpoints.route_table_ids] }
+              : {}),
+          },
+        }
+      : {}),
+    ...(aws.reserved_concurrency !== undefined
+      ? {
+          reservedConcurrency: {
+            ...(aws.reserved_concurrency.extract !== undefined
+              ? { extract: aws.reserved_concurrency.extract }
+              : {}),
+            ...(aws.reserved_concurrency.merge !== undefined
+              ? { merge: aws.reserved_concurrency.merge }
               : {}),
           },
         }

@@ -163,6 +163,8 @@ export interface AwsDeploymentSpec {
     readonly gatewayEndpointRouteTableIds?: readonly string[]
   }
   readonly alarmEmail?: string
+  /** Reserved concurrency of each extract and merge function; absent: unreserved. */
+  readonly reservedConcurrency?: { readonly extract?: number; readonly merge?: number }
   /** State machine logging; include_data logs inputs, outputs and causes (key values, SQL). */
   readonly executionLogs: { readonly level: 'off' | 'fatal' | 'error' | 'all'; readonly includeData: boolean }
   readonly logRetentionDays: number

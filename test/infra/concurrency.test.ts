@@ -1,0 +1,58 @@
+import { Match } from 'aws-cdk-lib/assertions'
+import { describe, expect, it } from 'vitest'
+import { definitionFromTemplate } from '../support/step-functions/jsonata-state-machine.ts'
+import { deploymentYaml, synthStack } from './support/synth-stack.ts'
+
+describe('reserved concurrency', () => {
+  it('caps each extract and merge function at what the config reserves (per size class)', async () => {
+    const { template, violations } = await synthStack(
+      deploymentYaml({ aws: '  reserved_concurrency: { extract: 2, merge: 1 }' }),
+    )
+    expect(violations).toEqual([])
+    template.resourceCountIs('AWS::Lambda::Function', 2)
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Description: Match.stringLikeRegexp('^dimsync extract'),
+      ReservedConcurrentExecutions: 2,
+    })
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Description: Match.stringLikeRegexp('^dimsync merge'),
+      ReservedConcurrentExecutions: 1,
+    })
+  })
+
+  it('reserves nothing by default', async () => {
+    const { template } = await synthStack(deploymentYaml())
+    template.resourcePropertiesCountIs(
+      'AWS::Lambda::Function',
+      { ReservedConcurrentExecutions: Match.anyValue() },
+      0,
+    )
+  })
+
+  it('a throttled invocation waits for a free slot (minutes of backoff), not the seconds of a service hiccup', async () => {
+    const { template } = await synthStack(deploymentYaml())
+    const { States } = definitionFromTemplate(
+      template.toJSON() as Parameters<typeof definitionFromTemplate>[0],
+    )
+    for (const step of ['Extract', 'Merge']) {
+      const retry = States[step]!.Retry as {
+        ErrorEquals: string[]
+        IntervalSeconds: number
+        MaxAttempts: number
+        BackoffRate: number
+        MaxDelaySeconds?: number
+      }[]
+      const throttled = retry.find((r) => r.ErrorEquals.includes('Lambda.TooManyRequestsException'))!
+      expect(throttled.ErrorEquals).toEqual(['Lambda.TooManyRequestsException'])
+      // Without jitter the waits add up to about 40 minutes: 10, 20, 40, 80, 160, then 300 s seven times.
+      let total = 0
+      for (let attempt = 0; attempt < throttled.MaxAttempts; attempt++)
+        total += Math.min(
+          throttled.IntervalSeconds * throttled.BackoffRate ** attempt,
+          throttled.MaxDelaySeconds!,
+        )
+      expect(total).toBeGreaterThanOrEqual(35 * 60)
+      expect(total).toBeLessThanOrEqual(45 * 60)
+    }
+  })
+})
