@@ -24,6 +24,11 @@ export const METRIC = Object.freeze({
   versionsInserted: 'VersionsInserted',
   versionsClosed: 'VersionsClosed',
   duration: 'LoadDurationSeconds',
+  /**
+   * Failed executions someone was told about (no Table dimension): the SNS notice went out, or the person who
+   * started the execution was told their input was refused. Failed executions beyond this count escaped.
+   */
+  failuresReported: 'FailuresReported',
 })
 
 /** Lambda service hiccups, retried quickly (the functions' own transient errors: RETRY_ERROR_NAMES in lib). */

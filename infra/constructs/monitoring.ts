@@ -10,6 +10,7 @@ import * as iam from 'aws-cdk-lib/aws-iam'
 import * as kms from 'aws-cdk-lib/aws-kms'
 import * as sns from 'aws-cdk-lib/aws-sns'
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions'
+import type * as lambda from 'aws-cdk-lib/aws-lambda'
 import type * as sfn from 'aws-cdk-lib/aws-stepfunctions'
 import { Construct } from 'constructs'
 import { METRIC, METRICS_NAMESPACE } from '../defaults.ts'
@@ -57,11 +58,26 @@ export class Notifications extends Construct {
   }
 }
 
+/** A function the alarms watch, with the timeout its duration is compared to. */
+export interface MonitoredFunction {
+  /** Construct id part: `ExtractMedium`. */
+  readonly id: string
+  readonly function: lambda.IFunction
+  readonly timeoutSeconds: number
+}
+
 export interface MonitoringProps {
   readonly tables: readonly MonitoredTable[]
+  readonly functions: readonly MonitoredFunction[]
   readonly topic: sns.ITopic
   readonly stateMachine: sfn.StateMachine
 }
+
+/**
+ * A function this close to its timeout is about to be killed: an extract pass stops a minute before its timeout
+ * on purpose (functions/shared/handlers.ts), so only the last half of that minute is a warning.
+ */
+export const NEAR_TIMEOUT_SECONDS = 30
 
 function tableMetric(name: string, table: string, period: Duration, statistic = 'Sum'): cloudwatch.Metric {
   return new cloudwatch.Metric({
@@ -92,17 +108,16 @@ export class Monitoring extends Construct {
     const notify = new actions.SnsAction(props.topic)
 
     for (const table of props.tables) {
-      const failed = new cloudwatch.Alarm(this, `Failed-${table.name}`, {
-        alarmDescription: `dimsync: a run of table ${table.name} failed (see the SNS message or the Step Functions execution)`,
+      // No action: the state machine's notification is the one message of a failed run; the alarm shows it on
+      // the dashboard.
+      this.failureAlarms[table.name] = new cloudwatch.Alarm(this, `Failed-${table.name}`, {
+        alarmDescription: `dimsync: a run of table ${table.name} failed (the SNS notice says why; no other message)`,
         metric: tableMetric(METRIC.failed, table.name, Duration.minutes(5)),
         threshold: 1,
         comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
         evaluationPeriods: 1,
         treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
       })
-      failed.addAlarmAction(notify)
-      failed.addOkAction(notify)
-      this.failureAlarms[table.name] = failed
 
       if (table.stalenessWindowMinutes !== undefined) {
         const { period, evaluationPeriods } = stalenessWindow(table.stalenessWindowMinutes)
@@ -119,29 +134,12 @@ export class Monitoring extends Construct {
           treatMissingData: cloudwatch.TreatMissingData.BREACHING,
         })
         stale.addAlarmAction(notify)
-        stale.addOkAction(notify)
         this.stalenessAlarms[table.name] = stale
       }
     }
 
-    const sm = props.stateMachine
-    const abnormalEnds = new cloudwatch.MathExpression({
-      expression: 'timedOut + aborted',
-      usingMetrics: {
-        timedOut: sm.metricTimedOut({ period: Duration.minutes(5), statistic: 'Sum' }),
-        aborted: sm.metricAborted({ period: Duration.minutes(5), statistic: 'Sum' }),
-      },
-      label: 'executions timed out or aborted',
-    })
-    const abnormal = new cloudwatch.Alarm(this, 'ExecutionsTimedOutOrAborted', {
-      alarmDescription: 'dimsync: an execution timed out or was stopped, so its failure was not reported',
-      metric: abnormalEnds,
-      threshold: 1,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      evaluationPeriods: 1,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    })
-    abnormal.addAlarmAction(notify)
+    const escaped = this.#executionAlarms(props.stateMachine, notify)
+    const functionAlarms = props.functions.flatMap((fn) => this.#functionAlarms(fn, notify))
 
     const hour = Duration.hours(1)
     const perTable = (name: string, statistic = 'Sum') =>
@@ -158,7 +156,12 @@ export class Monitoring extends Construct {
           new cloudwatch.GraphWidget({ title: 'Failed runs', left: perTable(METRIC.failed), width: 8 }),
           new cloudwatch.AlarmStatusWidget({
             title: 'Alarms',
-            alarms: [...Object.values(this.failureAlarms), ...Object.values(this.stalenessAlarms), abnormal],
+            alarms: [
+              ...Object.values(this.failureAlarms),
+              ...Object.values(this.stalenessAlarms),
+              ...escaped,
+              ...functionAlarms,
+            ],
             width: 8,
           }),
         ],
@@ -178,5 +181,99 @@ export class Monitoring extends Construct {
         ],
       ],
     })
+  }
+
+  /**
+   * What ends an execution without the state machine's own notice: a failure outside its catch (an expression
+   * error, a notice that could not be sent), a timeout, a throttled start.
+   */
+  #executionAlarms(sm: sfn.StateMachine, notify: actions.SnsAction): cloudwatch.Alarm[] {
+    // A failed execution and the count of reported failures land in the same 15 minutes unless the minute
+    // boundary falls in the second between the two.
+    const period = Duration.minutes(15)
+    const untold = new cloudwatch.Alarm(this, 'ExecutionsFailedUntold', {
+      alarmDescription:
+        'dimsync: an execution failed without a notification (an error outside its catch, or the notice could ' +
+        'not be sent); see the failed executions of the state machine',
+      metric: new cloudwatch.MathExpression({
+        expression: 'FILL(failed, 0) - FILL(reported, 0)',
+        usingMetrics: {
+          failed: sm.metricFailed({ period, statistic: 'Sum' }),
+          reported: new cloudwatch.Metric({
+            namespace: METRICS_NAMESPACE,
+            metricName: METRIC.failuresReported,
+            statistic: 'Sum',
+            period,
+          }),
+        },
+        label: 'failed executions nobody was told about',
+        period,
+      }),
+      threshold: 1,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      evaluationPeriods: 1,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    })
+    const timedOut = new cloudwatch.Alarm(this, 'ExecutionsTimedOut', {
+      alarmDescription:
+        'dimsync: an execution ran into the state machine timeout (24 hours); it was not reported',
+      metric: sm.metricTimedOut({ period: Duration.minutes(5), statistic: 'Sum' }),
+      threshold: 1,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      evaluationPeriods: 1,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    })
+    const throttled = new cloudwatch.Alarm(this, 'ExecutionsThrottled', {
+      alarmDescription:
+        'dimsync: Step Functions throttled the start of an execution; a load may not have run',
+      metric: sm.metricThrottled({ period: Duration.minutes(5), statistic: 'Sum' }),
+      threshold: 1,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      evaluationPeriods: 1,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    })
+    for (const alarm of [untold, timedOut, throttled]) alarm.addAlarmAction(notify)
+    return [untold, timedOut, throttled]
+  }
+
+  /**
+   * Throttles (a run waited for concurrency) and a duration close to the timeout (the next run may be killed)
+   * notify; errors do not, each failed run being notified by the state machine (and a retried LockHeldError is
+   * an error too).
+   */
+  #functionAlarms(fn: MonitoredFunction, notify: actions.SnsAction): cloudwatch.Alarm[] {
+    const period = Duration.minutes(5)
+    const throttles = new cloudwatch.Alarm(this, `Throttles-${fn.id}`, {
+      alarmDescription: `dimsync: invocations of ${fn.id} were throttled (reserved concurrency or account limit)`,
+      metric: fn.function.metricThrottles({ period, statistic: 'Sum' }),
+      threshold: 1,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      evaluationPeriods: 1,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    })
+    const limitSeconds = fn.timeoutSeconds - NEAR_TIMEOUT_SECONDS
+    const nearTimeout = new cloudwatch.Alarm(this, `NearTimeout-${fn.id}`, {
+      alarmDescription:
+        `dimsync: ${fn.id} ran ${limitSeconds} s or longer, close to its ${fn.timeoutSeconds} s timeout; give ` +
+        'the tables a larger lambda size or split their extract',
+      metric: fn.function.metricDuration({ period, statistic: 'Maximum' }),
+      threshold: limitSeconds * 1000,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      evaluationPeriods: 1,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    })
+    const errors = new cloudwatch.Alarm(this, `Errors-${fn.id}`, {
+      alarmDescription:
+        `dimsync: ${fn.id} returned errors (no message: each failed run is notified by the state machine, and ` +
+        'retried lock waits count here too)',
+      metric: fn.function.metricErrors({ period, statistic: 'Sum' }),
+      threshold: 1,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      evaluationPeriods: 1,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    })
+    throttles.addAlarmAction(notify)
+    nearTimeout.addAlarmAction(notify)
+    return [throttles, nearTimeout, errors]
   }
 }

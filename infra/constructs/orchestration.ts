@@ -3,7 +3,7 @@
  * `{"table": "customers", "mode": "full"}`:
  *
  *   CheckInput → Start → Extract ⟲ (while the extract says complete: false) → Merge → RecordSuccess → Done
- *                          └──────────── any error ────────────┘→ RecordFailure → Notify → Failed
+ *                          └──────────── any error ────────────┘→ Notify → RecordFailure → Failed
  *
  * Written in JSONata so the table → functions lookup, the metric values and the messages are computed in the
  * definition, without a helper Lambda. Transient errors are retried with backoff; validation errors never are.
@@ -81,6 +81,11 @@ const metric = (name: string, value: string, unit: string) => ({
   Value: value,
   Unit: unit,
 })
+const failureReported = (value: string) => ({
+  MetricName: METRIC.failuresReported,
+  Value: value,
+  Unit: 'Count',
+})
 const orZero = (expr: string) => `{% $exists(${expr}) ? ${expr} : 0 %}`
 
 export class Orchestration extends Construct {
@@ -101,6 +106,18 @@ export class Orchestration extends Construct {
     // Inside a JSONata string literal (double-quoted), the example's quotes must be escaped.
     const quotedExample = example.replace(/"/g, '\\"')
 
+    // A refused input is reported to whoever started the execution (it fails at once with the reason); counted
+    // as reported so the alarm on failures nobody was told about stays quiet. The input passes through.
+    const reportRefusal = (id: string) =>
+      new sfn.CustomState(this, id, {
+        stateJson: {
+          Type: 'Task',
+          QueryLanguage: 'JSONata',
+          Resource: integration('aws-sdk:cloudwatch:putMetricData'),
+          Arguments: { Namespace: METRICS_NAMESPACE, MetricData: [failureReported('{% 1 %}')] },
+          Output: '{% $states.input %}',
+        },
+      })
     const unknownTable = sfn.Fail.jsonata(this, 'UnknownTable', {
       error: 'UnknownTable',
       cause: `{% "table " & $string($states.input.table) & " is not deployed by this stack (tables: ${names.join(', ')}); start an execution with ${quotedExample}" %}`,
@@ -205,7 +222,10 @@ export class Orchestration extends Construct {
         Type: 'Task',
         QueryLanguage: 'JSONata',
         Resource: integration('aws-sdk:cloudwatch:putMetricData'),
-        Arguments: { Namespace: METRICS_NAMESPACE, MetricData: [metric(METRIC.failed, '{% 1 %}', 'Count')] },
+        Arguments: {
+          Namespace: METRICS_NAMESPACE,
+          MetricData: [metric(METRIC.failed, '{% 1 %}', 'Count'), failureReported('{% $notified ? 1 : 0 %}')],
+        },
       },
     })
     const notify = new sfn.CustomState(this, 'Notify', {
@@ -222,6 +242,7 @@ export class Orchestration extends Construct {
             "{% $string({'table': $table, 'mode': $mode, 'reason': $reason, 'step': $failedStep, 'batchId': $batchId, " +
             "'error': $error.Error, 'cause': $error.Cause, 'execution': $states.context.Execution.Id}, true) %}",
         },
+        Assign: { notified: true },
       },
     })
     const failed = sfn.Fail.jsonata(this, 'Failed', {
@@ -230,40 +251,41 @@ export class Orchestration extends Construct {
     })
 
     for (const task of [extract, merge]) for (const retry of RETRIERS) task.addRetry(retry)
-    extract.addCatch(recordFailure, {
+    // A failure is told once, by the notification; its metrics come after, counting whether it was told.
+    extract.addCatch(notify, {
       errors: ['States.ALL'],
       assign: { error: '{% $states.errorOutput %}', failedStep: 'Extract' },
     })
-    merge.addCatch(recordFailure, {
+    merge.addCatch(notify, {
       errors: ['States.ALL'],
       assign: { error: '{% $states.errorOutput %}', failedStep: 'Merge' },
     })
     // Bookkeeping must not turn a committed load into a failed run, nor hide the failure being reported.
     recordSuccess.addCatch(done, { errors: ['States.ALL'] })
-    recordFailure.addCatch(notify, { errors: ['States.ALL'] })
-    notify.addCatch(failed, { errors: ['States.ALL'] })
+    notify.addCatch(recordFailure, { errors: ['States.ALL'], assign: { notified: false } })
+    recordFailure.addCatch(failed, { errors: ['States.ALL'] })
 
     const extractComplete = sfn.Choice.jsonata(this, 'ExtractComplete')
       .when(
         sfn.Condition.jsonata(`{% $extract.complete = false and $passes < ${MAX_EXTRACT_PASSES} %}`),
         continueExtract.next(extract),
       )
-      .when(sfn.Condition.jsonata('{% $extract.complete = false %}'), extractDidNotFinish.next(recordFailure))
+      .when(sfn.Condition.jsonata('{% $extract.complete = false %}'), extractDidNotFinish.next(notify))
       .otherwise(merge.next(recordSuccess.next(done)))
-    recordFailure.next(notify.next(failed))
+    notify.next(recordFailure.next(failed))
 
     const checkInput = sfn.Choice.jsonata(this, 'CheckInput')
       .when(
         sfn.Condition.jsonata(
           `{% $type($states.input.table) = "string" ? $not($exists($lookup(${lookup}, $states.input.table))) : true %}`,
         ),
-        unknownTable,
+        reportRefusal('RefuseUnknownTable').next(unknownTable),
       )
       .when(
         sfn.Condition.jsonata(
           '{% $exists($states.input.mode) and $type($states.input.mode) != "null" and $not($states.input.mode in ["full", "incremental"]) %}',
         ),
-        invalidMode,
+        reportRefusal('RefuseInvalidInput').next(invalidMode),
       )
       .otherwise(start.next(extract.next(extractComplete)))
 

@@ -151,6 +151,13 @@ export class DimsyncStack extends Stack {
     })
     this.monitoring = new Monitoring(this, 'Monitoring', {
       tables: plan.tables,
+      functions: plan.classes.flatMap((c) =>
+        (['extract', 'merge'] as const).map((kind) => ({
+          id: `${kind === 'extract' ? 'Extract' : 'Merge'}${c.id}`,
+          function: this.functions[c.id]![kind].function,
+          timeoutSeconds: c.timeoutSeconds,
+        })),
+      ),
       topic: notifications.topic,
       stateMachine: this.orchestration.stateMachine,
     })

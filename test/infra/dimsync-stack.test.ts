@@ -128,13 +128,14 @@ describe('DimsyncStack (bundling skipped)', () => {
       expect(States[step]!.Catch).toEqual([
         {
           ErrorEquals: ['States.ALL'],
-          Next: 'RecordFailure',
+          Next: 'Notify',
           Assign: { error: '{% $states.errorOutput %}', failedStep: step },
         },
       ])
     }
-    expect(States.RecordFailure!.Next).toBe('Notify')
+    expect(States.Notify!.Next).toBe('RecordFailure')
     expect(States.Notify!.Resource).toBe('arn:aws:states:::sns:publish')
+    expect(States.RecordFailure!.Next).toBe('Failed')
     expect(States.Failed).toMatchObject({ Type: 'Fail', Error: '{% $error.Error %}' })
   })
 
@@ -151,7 +152,7 @@ describe('DimsyncStack (bundling skipped)', () => {
     })
     expect(choice.Default).toBe('Merge')
     const check = States.CheckInput as { Choices: { Next: string }[]; Default: string }
-    expect(check.Choices.map((c) => c.Next)).toEqual(['UnknownTable', 'InvalidInput'])
+    expect(check.Choices.map((c) => c.Next)).toEqual(['RefuseUnknownTable', 'RefuseInvalidInput'])
     expect(States.UnknownTable!.Cause).toBe(
       '{% "table " & $string($states.input.table) & " is not deployed by this stack (tables: customers, orders, products); ' +
         'start an execution with {\\"table\\": \\"customers\\", \\"mode\\": \\"full\\"}" %}',
@@ -294,11 +295,9 @@ describe('DimsyncStack (bundling skipped)', () => {
       EvaluationPeriods: 48,
       DatapointsToAlarm: 48,
     })
-    // products is disabled: no staleness alarm; 3 failure + 2 staleness + 1 timed-out/aborted.
-    template.resourceCountIs('AWS::CloudWatch::Alarm', 6)
-    template.allResourcesProperties('AWS::CloudWatch::Alarm', {
-      AlarmActions: [{ Ref: Match.stringLikeRegexp('^NotificationsTopic') }],
-    })
+    // products is disabled: no staleness alarm. 3 failure + 2 staleness + 3 execution alarms (failed untold,
+    // timed out, throttled) + 3 per function (throttles, near timeout, errors) × 4 functions.
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 20)
     template.hasResourceProperties('AWS::SNS::Subscription', {
       Protocol: 'email',
       Endpoint: 'ops@example.com',

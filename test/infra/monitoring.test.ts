@@ -39,3 +39,69 @@ describe('state machine execution logs', () => {
     expect(JSON.stringify(off.template.toJSON())).not.toContain('logs:CreateLogDelivery')
   })
 })
+
+type Alarm = { Properties: Record<string, unknown> }
+
+function alarmsOf(template: { findResources(type: string): Record<string, unknown> }): Record<string, Alarm> {
+  return template.findResources('AWS::CloudWatch::Alarm') as Record<string, Alarm>
+}
+
+describe('alarms: one message per failure, and alarms for what the state machine cannot report', () => {
+  it('sends no message when an alarm returns to OK, and none for a failed run (its notice is the message)', async () => {
+    const { template } = await synthStack(deploymentYaml())
+    const alarms = Object.values(alarmsOf(template))
+    expect(alarms.filter((a) => a.Properties.OKActions !== undefined)).toEqual([])
+    const failed = alarms.filter((a) => a.Properties.MetricName === 'LoadFailed')
+    expect(failed).toHaveLength(1)
+    expect(failed[0]!.Properties.AlarmActions).toBeUndefined()
+  })
+
+  it('alarms on failed executions nobody was told about, timed-out and throttled executions', async () => {
+    const { template } = await synthStack(deploymentYaml())
+    const alarms = Object.values(alarmsOf(template))
+    const untold = alarms.find((a) => JSON.stringify(a.Properties).includes('FailuresReported'))!
+    const metrics = untold.Properties.Metrics as { Id: string; Expression?: string; MetricStat?: unknown }[]
+    const expression = metrics.find((m) => m.Expression !== undefined)!.Expression
+    expect(expression).toMatch(/^FILL\((\w+), ?0\) - FILL\((\w+), ?0\)$/)
+    expect(JSON.stringify(metrics)).toContain('"MetricName":"ExecutionsFailed"')
+    expect(untold.Properties).toMatchObject({
+      Threshold: 1,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      AlarmActions: [{ Ref: expect.stringMatching(/^NotificationsTopic/) }],
+    })
+    for (const name of ['ExecutionsTimedOut', 'ExecutionThrottled']) {
+      const alarm = alarms.find((a) => a.Properties.MetricName === name)!
+      expect(alarm.Properties).toMatchObject({
+        Namespace: 'AWS/States',
+        Statistic: 'Sum',
+        Threshold: 1,
+        AlarmActions: [{ Ref: expect.stringMatching(/^NotificationsTopic/) }],
+      })
+    }
+  })
+
+  it('alarms on Lambda throttles and on a function close to its timeout; errors are on the dashboard', async () => {
+    const { template } = await synthStack(
+      deploymentYaml({
+        aws: '',
+        tables:
+          '  - { name: small, source: { type: postgres, url_env: SHOP_DB_URL, table: s }, key: id, lambda: small }',
+      }),
+    )
+    const alarms = Object.values(alarmsOf(template)).filter((a) => a.Properties.Namespace === 'AWS/Lambda')
+    // Two size classes (medium, small) × extract and merge.
+    const of = (metric: string) => alarms.filter((a) => a.Properties.MetricName === metric)
+    expect(of('Throttles')).toHaveLength(4)
+    for (const alarm of of('Throttles'))
+      expect(alarm.Properties).toMatchObject({ Threshold: 1, AlarmActions: [expect.anything()] })
+    expect(
+      of('Duration')
+        .map((a) => a.Properties.Threshold)
+        .sort(),
+    ).toEqual([270_000, 270_000, 870_000, 870_000])
+    for (const alarm of of('Duration'))
+      expect(alarm.Properties).toMatchObject({ Statistic: 'Maximum', AlarmActions: [expect.anything()] })
+    expect(of('Errors')).toHaveLength(4)
+    for (const alarm of of('Errors')) expect(alarm.Properties.AlarmActions).toBeUndefined()
+  })
+})

@@ -134,15 +134,25 @@ describe('state machine definition run by a JSONata interpreter (simulated Step 
       cause:
         'table nope is not deployed by this stack (tables: items, small, broken); ' +
         'start an execution with {"table": "items", "mode": "full"}',
-      visited: ['CheckInput', 'UnknownTable'],
+      visited: ['CheckInput', 'RefuseUnknownTable', 'UnknownTable'],
       invocations: [],
-      calls: [],
     })
+    // Told to the person who started it: counted as a reported failure, nothing else is called.
+    expect(result.calls).toEqual([
+      {
+        state: 'RefuseUnknownTable',
+        resource: PUT_METRIC_DATA,
+        arguments: {
+          Namespace: 'Dimsync',
+          MetricData: [{ MetricName: 'FailuresReported', Value: 1, Unit: 'Count' }],
+        },
+      },
+    ])
     const badMode = await machine.run({ input: { table: 'items', mode: 'delta' }, invoke: notInvoked })
     expect(badMode).toMatchObject({
       status: 'FAILED',
       error: 'InvalidInput',
-      visited: ['CheckInput', 'InvalidInput'],
+      visited: ['CheckInput', 'RefuseInvalidInput', 'InvalidInput'],
     })
     expect(badMode.cause).toContain('(got delta)')
   })
@@ -229,8 +239,8 @@ describe('state machine definition run by a JSONata interpreter (simulated Step 
     expect(result.visited.slice(-5)).toEqual([
       'ExtractComplete',
       'ExtractDidNotFinish',
-      'RecordFailure',
       'Notify',
+      'RecordFailure',
       'Failed',
     ])
     const published = result.calls.filter((c) => c.resource === SNS_PUBLISH)
@@ -239,6 +249,38 @@ describe('state machine definition run by a JSONata interpreter (simulated Step 
       error: 'ExtractDidNotFinish',
       batchId: '20240101T000000.000Z-abcdef',
     })
+  })
+
+  it('a failure is told once (one notice), then counted as reported; a notice that could not be sent is not', async () => {
+    const failing: LambdaInvoker = async () => {
+      throw Object.assign(new Error('table small: no such column colour'), { name: 'ConfigError' })
+    }
+    const told = await machine.run({ input: { table: 'small' }, invoke: failing })
+    expect(told).toMatchObject({ status: 'FAILED', error: 'ConfigError' })
+    expect(told.calls.map((c) => [c.state, c.resource])).toEqual([
+      ['Notify', SNS_PUBLISH],
+      ['RecordFailure', PUT_METRIC_DATA],
+    ])
+    expect(metricsOf(told, 'RecordFailure').map((m) => [m.MetricName, m.Value])).toEqual([
+      ['LoadFailed', 1],
+      ['FailuresReported', 1],
+    ])
+
+    const untold = await machine.run({
+      input: { table: 'small' },
+      invoke: failing,
+      callService: (call) => {
+        if (call.resource === SNS_PUBLISH)
+          throw Object.assign(new Error('KMS key disabled'), { name: 'SNS.KmsDisabledException' })
+        return {}
+      },
+    })
+    expect(untold).toMatchObject({ status: 'FAILED', error: 'ConfigError' })
+    expect(untold.visited.slice(-3)).toEqual(['Notify', 'RecordFailure', 'Failed'])
+    expect(metricsOf(untold, 'RecordFailure').map((m) => [m.MetricName, m.Value])).toEqual([
+      ['LoadFailed', 1],
+      ['FailuresReported', 0],
+    ])
   })
 
   it('the interpreter refuses what it does not simulate instead of skipping it', async () => {
@@ -441,19 +483,20 @@ describe('state machine definition run by a JSONata interpreter (simulated Step 
       expect(result.visited.slice(-3)).toEqual(['Merge', 'RecordSuccess', 'Done'])
     })
 
-    it('a refused extract is not retried: RecordFailure, Notify (table, step Extract), then FAILED with its error', async () => {
+    it('a refused extract is not retried: Notify (table, step Extract), RecordFailure, then FAILED with its error', async () => {
       const { deps } = await sandbox()
       const result = await machine.run({ input: { table: 'broken' }, invoke: invoker(deps) })
 
       expect(result.status).toBe('FAILED')
       expect(result.error).toBe('ConfigError')
       expect(result.cause).toMatch(/colour/)
-      expect(result.visited).toEqual(['CheckInput', 'Start', 'Extract', 'RecordFailure', 'Notify', 'Failed'])
+      expect(result.visited).toEqual(['CheckInput', 'Start', 'Extract', 'Notify', 'RecordFailure', 'Failed'])
       expect(result.invocations.map((i) => [i.state, i.attempt, i.error?.Error])).toEqual([
         ['Extract', 1, 'ConfigError'],
       ])
       expect(metricsOf(result, 'RecordFailure')).toEqual([
         expect.objectContaining({ MetricName: 'LoadFailed', Value: 1 }),
+        expect.objectContaining({ MetricName: 'FailuresReported', Value: 1 }),
       ])
       const published = result.calls.filter((c) => c.resource === SNS_PUBLISH)
       expect(published).toHaveLength(1)
@@ -480,7 +523,7 @@ describe('state machine definition run by a JSONata interpreter (simulated Step 
 
       expect(result).toMatchObject({ status: 'FAILED', error: 'LockHeldError' })
       expect(result.cause).toMatch(/table items is locked by run run-/)
-      expect(result.visited).toEqual(['CheckInput', 'Start', 'Extract', 'RecordFailure', 'Notify', 'Failed'])
+      expect(result.visited).toEqual(['CheckInput', 'Start', 'Extract', 'Notify', 'RecordFailure', 'Failed'])
       expect(result.invocations.map((i) => [i.attempt, i.error?.Error])).toEqual(
         [1, 2, 3, 4, 5, 6, 7].map((attempt) => [attempt, 'LockHeldError']),
       )
