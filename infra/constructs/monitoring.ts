@@ -110,14 +110,11 @@ export class Monitoring extends Construct {
     for (const table of props.tables) {
       // No action: the state machine's notification is the one message of a failed run; the alarm shows it on
       // the dashboard.
-      this.failureAlarms[table.name] = new cloudwatch.Alarm(this, `Failed-${table.name}`, {
-        alarmDescription: `dimsync: a run of table ${table.name} failed (the SNS notice says why; no other message)`,
-        metric: tableMetric(METRIC.failed, table.name, Duration.minutes(5)),
-        threshold: 1,
-        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        evaluationPeriods: 1,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      })
+      this.failureAlarms[table.name] = this.#whenAtLeast(
+        `Failed-${table.name}`,
+        `dimsync: a run of table ${table.name} failed (the SNS notice says why; no other message)`,
+        tableMetric(METRIC.failed, table.name, Duration.minutes(5)),
+      )
 
       if (table.stalenessWindowMinutes !== undefined) {
         const { period, evaluationPeriods } = stalenessWindow(table.stalenessWindowMinutes)
@@ -191,11 +188,11 @@ export class Monitoring extends Construct {
     // A failed execution and the count of reported failures land in the same 15 minutes unless the minute
     // boundary falls in the second between the two.
     const period = Duration.minutes(15)
-    const untold = new cloudwatch.Alarm(this, 'ExecutionsFailedUntold', {
-      alarmDescription:
-        'dimsync: an execution failed without a notification (an error outside its catch, or the notice could ' +
+    const untold = this.#whenAtLeast(
+      'ExecutionsFailedUntold',
+      'dimsync: an execution failed without a notification (an error outside its catch, or the notice could ' +
         'not be sent); see the failed executions of the state machine',
-      metric: new cloudwatch.MathExpression({
+      new cloudwatch.MathExpression({
         expression: 'FILL(failed, 0) - FILL(reported, 0)',
         usingMetrics: {
           failed: sm.metricFailed({ period, statistic: 'Sum' }),
@@ -209,29 +206,17 @@ export class Monitoring extends Construct {
         label: 'failed executions nobody was told about',
         period,
       }),
-      threshold: 1,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      evaluationPeriods: 1,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    })
-    const timedOut = new cloudwatch.Alarm(this, 'ExecutionsTimedOut', {
-      alarmDescription:
-        'dimsync: an execution ran into the state machine timeout (24 hours); it was not reported',
-      metric: sm.metricTimedOut({ period: Duration.minutes(5), statistic: 'Sum' }),
-      threshold: 1,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      evaluationPeriods: 1,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    })
-    const throttled = new cloudwatch.Alarm(this, 'ExecutionsThrottled', {
-      alarmDescription:
-        'dimsync: Step Functions throttled the start of an execution; a load may not have run',
-      metric: sm.metricThrottled({ period: Duration.minutes(5), statistic: 'Sum' }),
-      threshold: 1,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      evaluationPeriods: 1,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    })
+    )
+    const timedOut = this.#whenAtLeast(
+      'ExecutionsTimedOut',
+      'dimsync: an execution ran into the state machine timeout (24 hours); it was not reported',
+      sm.metricTimedOut({ period: Duration.minutes(5), statistic: 'Sum' }),
+    )
+    const throttled = this.#whenAtLeast(
+      'ExecutionsThrottled',
+      'dimsync: Step Functions throttled the start of an execution; a load may not have run',
+      sm.metricThrottled({ period: Duration.minutes(5), statistic: 'Sum' }),
+    )
     for (const alarm of [untold, timedOut, throttled]) alarm.addAlarmAction(notify)
     return [untold, timedOut, throttled]
   }
@@ -243,37 +228,39 @@ export class Monitoring extends Construct {
    */
   #functionAlarms(fn: MonitoredFunction, notify: actions.SnsAction): cloudwatch.Alarm[] {
     const period = Duration.minutes(5)
-    const throttles = new cloudwatch.Alarm(this, `Throttles-${fn.id}`, {
-      alarmDescription: `dimsync: invocations of ${fn.id} were throttled (reserved concurrency or account limit)`,
-      metric: fn.function.metricThrottles({ period, statistic: 'Sum' }),
-      threshold: 1,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      evaluationPeriods: 1,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    })
+    const throttles = this.#whenAtLeast(
+      `Throttles-${fn.id}`,
+      `dimsync: invocations of ${fn.id} were throttled (reserved concurrency or account limit)`,
+      fn.function.metricThrottles({ period, statistic: 'Sum' }),
+    )
     const limitSeconds = fn.timeoutSeconds - NEAR_TIMEOUT_SECONDS
-    const nearTimeout = new cloudwatch.Alarm(this, `NearTimeout-${fn.id}`, {
-      alarmDescription:
-        `dimsync: ${fn.id} ran ${limitSeconds} s or longer, close to its ${fn.timeoutSeconds} s timeout; give ` +
+    const nearTimeout = this.#whenAtLeast(
+      `NearTimeout-${fn.id}`,
+      `dimsync: ${fn.id} ran ${limitSeconds} s or longer, close to its ${fn.timeoutSeconds} s timeout; give ` +
         'the tables a larger lambda size or split their extract',
-      metric: fn.function.metricDuration({ period, statistic: 'Maximum' }),
-      threshold: limitSeconds * 1000,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      evaluationPeriods: 1,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    })
-    const errors = new cloudwatch.Alarm(this, `Errors-${fn.id}`, {
-      alarmDescription:
-        `dimsync: ${fn.id} returned errors (no message: each failed run is notified by the state machine, and ` +
+      fn.function.metricDuration({ period, statistic: 'Maximum' }),
+      limitSeconds * 1000,
+    )
+    const errors = this.#whenAtLeast(
+      `Errors-${fn.id}`,
+      `dimsync: ${fn.id} returned errors (no message: each failed run is notified by the state machine, and ` +
         'retried lock waits count here too)',
-      metric: fn.function.metricErrors({ period, statistic: 'Sum' }),
-      threshold: 1,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      evaluationPeriods: 1,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    })
+      fn.function.metricErrors({ period, statistic: 'Sum' }),
+    )
     throttles.addAlarmAction(notify)
     nearTimeout.addAlarmAction(notify)
     return [throttles, nearTimeout, errors]
+  }
+
+  /** An alarm in ALARM while `metric` reaches `threshold` in its one period; missing data is not a breach. */
+  #whenAtLeast(id: string, description: string, metric: cloudwatch.IMetric, threshold = 1): cloudwatch.Alarm {
+    return new cloudwatch.Alarm(this, id, {
+      alarmDescription: description,
+      metric,
+      threshold,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      evaluationPeriods: 1,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    })
   }
 }
