@@ -1,70 +1,10 @@
-import type { DimensionLayout } from '../core/dimension-layout.ts'
-import type { TableSpec } from '../core/table-spec.ts'
-import type { CheckKind } from '../core/check-failure.ts'
-import type { CompiledStatement, SqlDialect, TableRef } from './dialect.ts'
-import type { DimensionObjects } from './render-ddl.ts'
-import { raiseCheck } from './raise-check.ts'
+import type { TableRef } from '../core/table-ref.ts'
+import type { CompiledStatement, SqlDialect } from './dialect.ts'
+import { MergeSql, TEMP, WORK, type MergePlan } from './merge-sql.ts'
 import { DELETED_STATE, renderRowHash } from './row-hash.ts'
-import { currentVersion, liveCurrentVersion } from './version-predicates.ts'
 
-/** Names of the temporary tables a merge script creates; the warehouse adapter reads the counts from them. */
-export const TEMP = Object.freeze({
-  stage: '__dimsync_stage',
-  events: '__dimsync_events',
-  stats: '__dimsync_stats',
-  lateKeys: '__dimsync_late_keys',
-  changes: '__dimsync_changes',
-  lateCaptures: '__dimsync_late_captures',
-  lateRuns: '__dimsync_late_runs',
-  lateVersions: '__dimsync_late_versions',
-  lateAttributes: '__dimsync_late_attributes',
-})
-
-/** Working columns added to staged rows (the reserved prefix keeps them apart from source columns). */
-export const WORK = Object.freeze({
-  t: '__dimsync_t',
-  del: '__dimsync_del',
-  rowHash: '__dimsync_row_hash',
-  state: '__dimsync_state',
-  prevState: '__dimsync_prev_state',
-  seq: '__dimsync_seq',
-  changeNo: '__dimsync_change_no',
-  hadCurrent: '__dimsync_had_current',
-  absent: '__dimsync_absent',
-  next: '__dimsync_next',
-  run: '__dimsync_run',
-  start: '__dimsync_start',
-  from: '__dimsync_from',
-  to: '__dimsync_to',
-  prevRunState: '__dimsync_prev_run_state',
-  existingSk: '__dimsync_existing_sk',
-  priority: '__dimsync_priority',
-})
+export { TEMP, WORK, type MergePlan } from './merge-sql.ts'
 const W = WORK
-
-/** Everything the merge of one batch depends on. Pure data: rendering does no I/O and reads no clock. */
-export interface MergePlan {
-  readonly table: TableSpec
-  readonly layout: DimensionLayout
-  /**
-   * The dimension, its batch ledger and, exactly when valid_from comes from a source column (late events
-   * supported), its capture log.
-   */
-  readonly objects: DimensionObjects
-  readonly batchId: string
-  /** ISO instant of the extraction. */
-  readonly extractedAt: string
-  /** ISO instant recorded as the batch's applied time. */
-  readonly appliedAt: string
-  readonly mode: 'full' | 'incremental'
-  readonly allowMassDelete: boolean
-  /**
-   * The table holding the staged rows. Default: the temporary table `__dimsync_stage` (DuckDB loads Parquet into
-   * it in the same session). BigQuery load jobs cannot write a script's temporary table, so there it is a
-   * per-batch table in the dataset.
-   */
-  readonly stage?: TableRef
-}
 
 /**
  * Renders the merge of one staged batch (already loaded into `plan.stage`) as a list of
@@ -75,249 +15,149 @@ export function renderMerge(d: SqlDialect, plan: MergePlan): CompiledStatement[]
   return new MergeRenderer(d, plan).render()
 }
 
-class MergeRenderer {
-  readonly #d: SqlDialect
-  readonly #p: MergePlan
-  readonly #out: CompiledStatement[] = []
-
-  constructor(d: SqlDialect, plan: MergePlan) {
-    this.#d = d
-    this.#p = plan
-  }
-
+class MergeRenderer extends MergeSql {
   render(): CompiledStatement[] {
     this.#checkGrain()
-    if (this.#oneEventPerKey) {
+    if (this.oneEventPerKey) {
       // Snapshot tables: at most one event per key, all at the extraction time, so the diff is one join of the
       // staged rows with the current versions (absent keys included) and no event table is materialized.
       this.#checkExtractionOrder()
       this.#buildChangesFromSnapshot()
-      if (this.#absenceDeletes && !this.#p.allowMassDelete) this.#guardMassDelete(this.#absentFromChanges())
+      if (this.absenceDeletes && !this.p.allowMassDelete) this.#guardMassDelete(this.#absentFromChanges())
     } else {
       this.#buildEvents()
-      if (this.#absenceDeletes) this.#addAbsenceDeletes()
-      if (this.#p.layout.softDelete && this.#p.table.deletes === 'ignore') {
-        this.#emit(
+      if (this.absenceDeletes) this.#addAbsenceDeletes()
+      if (this.p.layout.softDelete && this.p.table.deletes === 'ignore') {
+        this.emit(
           'drop delete events (policy ignore)',
-          `DELETE FROM ${this.#tmp(TEMP.events)} WHERE ${this.#q(W.del)}`,
+          `DELETE FROM ${this.tmp(TEMP.events)} WHERE ${this.q(W.del)}`,
         )
       }
-      this.#emit(
+      this.emit(
         'count events',
-        this.#d.createTempTableAs(TEMP.stats, `SELECT COUNT(*) AS events FROM ${this.#tmp(TEMP.events)}`),
+        this.d.createTempTableAs(TEMP.stats, `SELECT COUNT(*) AS events FROM ${this.tmp(TEMP.events)}`),
       )
-      if (this.#p.objects.captures !== undefined) this.#logCaptures(this.#p.objects.captures)
+      if (this.p.objects.captures !== undefined) this.#logCaptures(this.p.objects.captures)
       this.#buildChanges()
     }
     this.#closeCurrentVersions()
     this.#insertNewVersions()
-    if (this.#p.objects.captures !== undefined) this.#recomputeLateKeys(this.#p.objects.captures)
-    if (this.#p.layout.type1.length > 0) this.#overwriteType1()
+    if (this.p.objects.captures !== undefined) this.#recomputeLateKeys(this.p.objects.captures)
+    if (this.p.layout.type1.length > 0) this.#overwriteType1()
     this.#recordBatch()
-    return this.#out
-  }
-
-  // ---- helpers -------------------------------------------------------------------------------------------
-
-  get #names() {
-    return this.#p.table.columns
-  }
-  get #keys(): readonly string[] {
-    return this.#p.layout.key.map((c) => c.name)
-  }
-  get #attributes(): readonly string[] {
-    const keys = new Set(this.#keys)
-    return this.#p.layout.stored.filter((c) => !keys.has(c.name)).map((c) => c.name)
-  }
-  get #stored(): readonly string[] {
-    return this.#p.layout.stored.map((c) => c.name)
-  }
-  get #absenceDeletes(): boolean {
-    return this.#p.mode === 'full' && this.#p.table.deletes !== 'ignore'
-  }
-  get #oneEventPerKey(): boolean {
-    return this.#p.table.validFrom.kind === 'extracted_at'
-  }
-  #q(name: string): string {
-    return this.#d.quoteIdentifier(name)
-  }
-  #tmp(name: string): string {
-    return this.#d.table({ name })
-  }
-  #str(value: string): string {
-    return this.#d.stringLiteral(value)
-  }
-  #col(alias: string, name: string): string {
-    return `${alias}.${this.#q(name)}`
-  }
-  #keyEq(a: string, b: string): string {
-    return this.#keys.map((k) => `${this.#col(a, k)} = ${this.#col(b, k)}`).join(' AND ')
-  }
-  #keyList(alias?: string): string {
-    return this.#keys.map((k) => (alias ? this.#col(alias, k) : this.#q(k))).join(', ')
-  }
-  /** `customer_id=101` (or `a=1, b=2`) as a STRING expression, for error messages. */
-  #keyText(alias: string): string {
-    return this.#keys
-      .map(
-        (k, i) => `${this.#str(`${i > 0 ? ', ' : ''}${k}=`)} || ${this.#d.castToString(this.#col(alias, k))}`,
-      )
-      .join(' || ')
-  }
-  #openEnd(): string {
-    return this.#p.table.openEnd === null ? 'NULL' : this.#d.timestampLiteral(this.#p.table.openEnd)
-  }
-  #emit(label: string, sql: string): void {
-    this.#out.push({ label, sql })
-  }
-  #prefix(): string {
-    return `table ${this.#p.table.name}: batch ${this.#p.batchId}`
-  }
-  get #dim(): string {
-    return this.#d.table(this.#p.objects.dimension)
-  }
-  get #stage(): string {
-    return this.#d.table(this.#p.stage ?? { name: TEMP.stage })
-  }
-  /** `alias` is the key's current version (see version-predicates.ts). */
-  #current(alias: string): string {
-    return currentVersion(this.#d, this.#p.table, alias)
-  }
-  /** `alias` is the key's current version and does not record a deletion. */
-  #liveCurrent(alias: string): string {
-    return liveCurrentVersion(this.#d, this.#p.table, alias)
-  }
-  /** A check that refuses the batch with `message` (a STRING expression); see raise-check.ts. */
-  #raise(kind: CheckKind, message: string): string {
-    return raiseCheck(this.#d, { kind, table: this.#p.table.name, batchId: this.#p.batchId }, message)
-  }
-  get #eventTime(): string {
-    const column = this.#p.layout.validFromColumn
-    return column === undefined
-      ? this.#d.timestampLiteral(this.#p.extractedAt)
-      : this.#d.castToTimestamp(this.#col('s', column.name))
+    return this.out
   }
 
   // ---- 1. grain --------------------------------------------------------------------------------------------
 
   #checkGrain(): void {
-    const stage = this.#stage
-    const count = (expr: string) => this.#d.castToString(expr)
-    const nullKey = this.#keys.map((k) => `${this.#col('s', k)} IS NULL`).join(' OR ')
-    this.#emit(
+    const stage = this.stage
+    const count = (expr: string) => this.d.castToString(expr)
+    const nullKey = this.keys.map((k) => `${this.col('s', k)} IS NULL`).join(' OR ')
+    this.emit(
       'check NULL keys',
-      `SELECT ${this.#raise(
+      `SELECT ${this.raise(
         'null-key',
-        `${this.#str(`${this.#prefix()} has `)} || ${count('COUNT(*)')} || ` +
-          this.#str(` rows with a NULL key (${this.#keys.join(', ')}); nothing was written`),
+        `${this.str(`${this.prefix()} has `)} || ${count('COUNT(*)')} || ` +
+          this.str(` rows with a NULL key (${this.keys.join(', ')}); nothing was written`),
       )}\nFROM ${stage} s WHERE ${nullKey} HAVING COUNT(*) > 0`,
     )
-    const validFrom = this.#p.layout.validFromColumn
+    const validFrom = this.p.layout.validFromColumn
     if (validFrom !== undefined) {
-      this.#emit(
+      this.emit(
         'check NULL valid_from',
-        `SELECT ${this.#raise(
+        `SELECT ${this.raise(
           'null-valid-from',
-          `${this.#str(`${this.#prefix()} has `)} || ${count('COUNT(*)')} || ` +
-            this.#str(` rows with a NULL valid_from column (${validFrom.name}); nothing was written`),
-        )}\nFROM ${stage} s WHERE ${this.#col('s', validFrom.name)} IS NULL HAVING COUNT(*) > 0`,
+          `${this.str(`${this.prefix()} has `)} || ${count('COUNT(*)')} || ` +
+            this.str(` rows with a NULL valid_from column (${validFrom.name}); nothing was written`),
+        )}\nFROM ${stage} s WHERE ${this.col('s', validFrom.name)} IS NULL HAVING COUNT(*) > 0`,
       )
     }
     // A full extract is one state per key; a delta may hold several changes of a key, one per change time.
-    const perTime = this.#p.mode === 'incremental' && validFrom !== undefined
-    const grain = perTime ? `${this.#keyList('s')}, ${this.#col('s', validFrom.name)}` : this.#keyList('s')
+    const perTime = this.p.mode === 'incremental' && validFrom !== undefined
+    const grain = perTime ? `${this.keyList('s')}, ${this.col('s', validFrom.name)}` : this.keyList('s')
     const what = perTime ? `(key, ${validFrom.name}) pairs` : 'keys'
-    this.#emit(
+    this.emit(
       'check duplicate keys',
-      `WITH dup AS (\n  SELECT ${this.#keyText('s')} AS k, COUNT(*) AS n FROM ${stage} s GROUP BY ${grain} HAVING COUNT(*) > 1\n),\n` +
+      `WITH dup AS (\n  SELECT ${this.keyText('s')} AS k, COUNT(*) AS n FROM ${stage} s GROUP BY ${grain} HAVING COUNT(*) > 1\n),\n` +
         `sample AS (SELECT k FROM dup ORDER BY k LIMIT 10)\n` +
-        `SELECT ${this.#raise(
+        `SELECT ${this.raise(
           'duplicate-key',
-          `${this.#str(`${this.#prefix()} has `)} || ${count('(SELECT COUNT(*) FROM dup)')} || ` +
-            `${this.#str(` duplicate ${what} (a full extract must hold one row per key), for example: `)} || ` +
-            `(SELECT STRING_AGG(k, '; ' ORDER BY k) FROM sample) || ${this.#str('; nothing was written')}`,
+          `${this.str(`${this.prefix()} has `)} || ${count('(SELECT COUNT(*) FROM dup)')} || ` +
+            `${this.str(` duplicate ${what} (a full extract must hold one row per key), for example: `)} || ` +
+            `(SELECT STRING_AGG(k, '; ' ORDER BY k) FROM sample) || ${this.str('; nothing was written')}`,
         )}\nFROM (SELECT COUNT(*) AS c FROM dup) x WHERE x.c > 0`,
     )
   }
 
   /** Without a capture log, history can only grow at its end: snapshots must arrive in extraction order. */
   #checkExtractionOrder(): void {
-    const b = this.#d.table(this.#p.objects.batches)
-    this.#emit(
+    const b = this.d.table(this.p.objects.batches)
+    this.emit(
       'check extraction order',
-      `SELECT ${this.#raise(
+      `SELECT ${this.raise(
         'extraction-order',
-        `${this.#str(`${this.#prefix()} was extracted at ${this.#p.extractedAt}, not after batch `)} || b.batch_id || ` +
-          `${this.#str(' (extracted at ')} || ${this.#d.castToString('b.extracted_at')} || ` +
-          this.#str(
+        `${this.str(`${this.prefix()} was extracted at ${this.p.extractedAt}, not after batch `)} || b.batch_id || ` +
+          `${this.str(' (extracted at ')} || ${this.d.castToString('b.extracted_at')} || ` +
+          this.str(
             ') which is already merged; snapshots of a table whose valid_from is the extraction time must be merged ' +
               'in extraction order (dimsync backfill sorts them); nothing was written',
           ),
-      )}\nFROM ${b} b WHERE b.target = ${this.#str(this.#p.table.target)} AND b.extracted_at >= ${this.#d.timestampLiteral(this.#p.extractedAt)}\nLIMIT 1`,
+      )}\nFROM ${b} b WHERE b.target = ${this.str(this.p.table.target)} AND b.extracted_at >= ${this.d.timestampLiteral(this.p.extractedAt)}\nLIMIT 1`,
     )
   }
 
   // ---- 2. events -------------------------------------------------------------------------------------------
 
   #buildEvents(): void {
-    const del = this.#softDeleted('s') ?? 'FALSE'
-    const rowHash = renderRowHash(this.#d, this.#p.layout.tracked, 's')
-    const columns = this.#stored.map((c) => this.#col('s', c)).join(', ')
-    this.#emit(
+    const del = this.softDeleted('s') ?? 'FALSE'
+    const rowHash = renderRowHash(this.d, this.p.layout.tracked, 's')
+    const columns = this.stored.map((c) => this.col('s', c)).join(', ')
+    this.emit(
       'build events',
-      this.#d.createTempTableAs(
+      this.d.createTempTableAs(
         TEMP.events,
-        `SELECT e.*, CASE WHEN e.${this.#q(W.del)} THEN ${this.#str(DELETED_STATE)} ELSE e.${this.#q(W.rowHash)} END AS ${this.#q(W.state)}\n` +
-          `FROM (\n  SELECT ${columns}, ${this.#eventTime} AS ${this.#q(W.t)}, ${del} AS ${this.#q(W.del)},\n` +
-          `  ${rowHash} AS ${this.#q(W.rowHash)}\n  FROM ${this.#stage} s\n) e`,
+        `SELECT e.*, CASE WHEN e.${this.q(W.del)} THEN ${this.str(DELETED_STATE)} ELSE e.${this.q(W.rowHash)} END AS ${this.q(W.state)}\n` +
+          `FROM (\n  SELECT ${columns}, ${this.eventTime} AS ${this.q(W.t)}, ${del} AS ${this.q(W.del)},\n` +
+          `  ${rowHash} AS ${this.q(W.rowHash)}\n  FROM ${this.stage} s\n) e`,
       ),
     )
   }
 
   /** Full extracts: a current key absent from the extract was deleted at the extraction time. */
   #addAbsenceDeletes(): void {
-    const n = this.#names
-    const absent = `${this.#liveCurrent('d')} AND NOT EXISTS (SELECT 1 FROM ${this.#stage} s WHERE ${this.#keyEq('s', 'd')})`
-    if (!this.#p.allowMassDelete)
-      this.#guardMassDelete(`(SELECT COUNT(*) FROM ${this.#dim} d WHERE ${absent})`)
-    const columns = this.#stored.map((c) => this.#q(c)).join(', ')
-    this.#emit(
+    const n = this.names
+    const absent = `${this.liveCurrent('d')} AND NOT EXISTS (SELECT 1 FROM ${this.stage} s WHERE ${this.keyEq('s', 'd')})`
+    if (!this.p.allowMassDelete) this.#guardMassDelete(`(SELECT COUNT(*) FROM ${this.dim} d WHERE ${absent})`)
+    const columns = this.stored.map((c) => this.q(c)).join(', ')
+    this.emit(
       'add deletes by absence',
-      `INSERT INTO ${this.#tmp(TEMP.events)} (${columns}, ${this.#q(W.t)}, ${this.#q(W.del)}, ${this.#q(W.rowHash)}, ${this.#q(W.state)})\n` +
-        `SELECT ${this.#stored.map((c) => this.#col('d', c)).join(', ')}, ${this.#d.timestampLiteral(this.#p.extractedAt)}, TRUE, d.${this.#q(n.rowHash)}, ${this.#str(DELETED_STATE)}\n` +
-        `FROM ${this.#dim} d WHERE ${absent}`,
+      `INSERT INTO ${this.tmp(TEMP.events)} (${columns}, ${this.q(W.t)}, ${this.q(W.del)}, ${this.q(W.rowHash)}, ${this.q(W.state)})\n` +
+        `SELECT ${this.stored.map((c) => this.col('d', c)).join(', ')}, ${this.d.timestampLiteral(this.p.extractedAt)}, TRUE, d.${this.q(n.rowHash)}, ${this.str(DELETED_STATE)}\n` +
+        `FROM ${this.dim} d WHERE ${absent}`,
     )
   }
 
   /** Refuses the batch when the keys deleted by absence exceed the allowed share of live current keys. */
   #guardMassDelete(goneExpression: string): void {
-    const share = this.#p.table.maxDeleteShare
-    this.#emit(
+    const share = this.p.table.maxDeleteShare
+    this.emit(
       'guard mass delete',
-      `SELECT ${this.#raise(
+      `SELECT ${this.raise(
         'mass-delete',
-        `${this.#str(`${this.#prefix()} would delete `)} || ${this.#d.castToString('x.gone')} || ${this.#str(' of ')} || ` +
-          `${this.#d.castToString('x.live')} || ` +
-          this.#str(
+        `${this.str(`${this.prefix()} would delete `)} || ${this.d.castToString('x.gone')} || ${this.str(' of ')} || ` +
+          `${this.d.castToString('x.live')} || ` +
+          this.str(
             ` current keys (more than the allowed share ${share}); nothing was written. ` +
               'If the source really lost these rows, rerun with --allow-mass-delete',
           ),
-      )}\nFROM (\n  SELECT (SELECT COUNT(*) FROM ${this.#dim} d WHERE ${this.#liveCurrent('d')}) AS live,\n` +
+      )}\nFROM (\n  SELECT (SELECT COUNT(*) FROM ${this.dim} d WHERE ${this.liveCurrent('d')}) AS live,\n` +
         `  ${goneExpression} AS gone\n) x\nWHERE x.live > 0 AND x.gone > ${share} * x.live`,
     )
   }
 
   #absentFromChanges(): string {
-    return `(SELECT COUNT(*) FROM ${this.#tmp(TEMP.changes)} WHERE ${this.#q(W.absent)})`
-  }
-
-  /** SQL condition: a staged row is a soft delete. */
-  #softDeleted(alias: string): string | undefined {
-    const soft = this.#p.layout.softDelete
-    if (soft === undefined) return undefined
-    return soft.type.toUpperCase() === 'BOOLEAN'
-      ? `COALESCE(${this.#col(alias, soft.name)}, FALSE)`
-      : `${this.#col(alias, soft.name)} IS NOT NULL`
+    return `(SELECT COUNT(*) FROM ${this.tmp(TEMP.changes)} WHERE ${this.q(W.absent)})`
   }
 
   /**
@@ -326,52 +166,52 @@ class MergeRenderer {
    * deletion carrying its last attributes.
    */
   #buildChangesFromSnapshot(): void {
-    const n = this.#names
-    const softDeleted = this.#softDeleted('s')
-    const keepSoftDeletes = softDeleted !== undefined && this.#p.table.deletes !== 'ignore'
+    const n = this.names
+    const softDeleted = this.softDeleted('s')
+    const keepSoftDeletes = softDeleted !== undefined && this.p.table.deletes !== 'ignore'
     const dropSoftDeletes = softDeleted !== undefined && !keepSoftDeletes ? ` WHERE NOT (${softDeleted})` : ''
     const staged =
-      `SELECT ${this.#stored.map((c) => this.#col('s', c)).join(', ')}, ${keepSoftDeletes ? softDeleted : 'FALSE'} AS ${this.#q(W.del)},\n` +
-      `    ${renderRowHash(this.#d, this.#p.layout.tracked, 's')} AS ${this.#q(W.rowHash)}\n` +
-      `  FROM ${this.#stage} s${dropSoftDeletes}`
+      `SELECT ${this.stored.map((c) => this.col('s', c)).join(', ')}, ${keepSoftDeletes ? softDeleted : 'FALSE'} AS ${this.q(W.del)},\n` +
+      `    ${renderRowHash(this.d, this.p.layout.tracked, 's')} AS ${this.q(W.rowHash)}\n` +
+      `  FROM ${this.stage} s${dropSoftDeletes}`
     const current =
-      `SELECT ${this.#keyList('d')}, CASE WHEN d.${this.#q(n.isDeleted)} THEN ${this.#str(DELETED_STATE)} ELSE d.${this.#q(n.rowHash)} END AS ${this.#q(W.state)}, ` +
-      `d.${this.#q(n.rowHash)} AS ${this.#q(W.rowHash)}` +
-      this.#attributes.map((c) => `, ${this.#col('d', c)}`).join('') +
-      `\n  FROM ${this.#dim} d WHERE ${this.#current('d')}`
-    const firstKey = this.#q(this.#keys[0]!)
-    const gone = `(e.${firstKey} IS NULL OR e.${this.#q(W.del)})`
-    const eventState = `CASE WHEN e.${this.#q(W.del)} THEN ${this.#str(DELETED_STATE)} ELSE e.${this.#q(W.rowHash)} END`
-    const absent = this.#absenceDeletes
-      ? `\n   OR (e.${firstKey} IS NULL AND cur.${this.#q(W.state)} <> ${this.#str(DELETED_STATE)})`
+      `SELECT ${this.keyList('d')}, CASE WHEN d.${this.q(n.isDeleted)} THEN ${this.str(DELETED_STATE)} ELSE d.${this.q(n.rowHash)} END AS ${this.q(W.state)}, ` +
+      `d.${this.q(n.rowHash)} AS ${this.q(W.rowHash)}` +
+      this.attributes.map((c) => `, ${this.col('d', c)}`).join('') +
+      `\n  FROM ${this.dim} d WHERE ${this.current('d')}`
+    const firstKey = this.q(this.keys[0]!)
+    const gone = `(e.${firstKey} IS NULL OR e.${this.q(W.del)})`
+    const eventState = `CASE WHEN e.${this.q(W.del)} THEN ${this.str(DELETED_STATE)} ELSE e.${this.q(W.rowHash)} END`
+    const absent = this.absenceDeletes
+      ? `\n   OR (e.${firstKey} IS NULL AND cur.${this.q(W.state)} <> ${this.str(DELETED_STATE)})`
       : ''
     const select = [
-      ...this.#keys.map((k) => `COALESCE(${this.#col('e', k)}, ${this.#col('cur', k)}) AS ${this.#q(k)}`),
-      ...this.#attributes.map(
-        (c) => `CASE WHEN ${gone} THEN ${this.#col('cur', c)} ELSE ${this.#col('e', c)} END AS ${this.#q(c)}`,
+      ...this.keys.map((k) => `COALESCE(${this.col('e', k)}, ${this.col('cur', k)}) AS ${this.q(k)}`),
+      ...this.attributes.map(
+        (c) => `CASE WHEN ${gone} THEN ${this.col('cur', c)} ELSE ${this.col('e', c)} END AS ${this.q(c)}`,
       ),
-      `${this.#d.timestampLiteral(this.#p.extractedAt)} AS ${this.#q(W.t)}`,
-      `${gone} AS ${this.#q(W.del)}`,
-      `CASE WHEN ${gone} THEN cur.${this.#q(W.rowHash)} ELSE e.${this.#q(W.rowHash)} END AS ${this.#q(W.rowHash)}`,
-      `${eventState} AS ${this.#q(W.state)}`,
-      `(cur.${this.#q(W.state)} IS NOT NULL) AS ${this.#q(W.hadCurrent)}`,
-      `1 AS ${this.#q(W.changeNo)}`,
-      `(e.${firstKey} IS NULL) AS ${this.#q(W.absent)}`,
+      `${this.d.timestampLiteral(this.p.extractedAt)} AS ${this.q(W.t)}`,
+      `${gone} AS ${this.q(W.del)}`,
+      `CASE WHEN ${gone} THEN cur.${this.q(W.rowHash)} ELSE e.${this.q(W.rowHash)} END AS ${this.q(W.rowHash)}`,
+      `${eventState} AS ${this.q(W.state)}`,
+      `(cur.${this.q(W.state)} IS NOT NULL) AS ${this.q(W.hadCurrent)}`,
+      `1 AS ${this.q(W.changeNo)}`,
+      `(e.${firstKey} IS NULL) AS ${this.q(W.absent)}`,
     ]
-    this.#emit(
+    this.emit(
       'diff snapshot against current versions',
-      this.#d.createTempTableAs(
+      this.d.createTempTableAs(
         TEMP.changes,
         `WITH cur AS (\n  ${current}\n),\ne AS (\n  ${staged}\n)\nSELECT ${select.join(',\n  ')}\n` +
-          `FROM e ${this.#absenceDeletes ? 'FULL OUTER JOIN' : 'LEFT JOIN'} cur ON ${this.#keyEq('cur', 'e')}\n` +
-          `WHERE (e.${firstKey} IS NOT NULL AND ${eventState} IS DISTINCT FROM COALESCE(cur.${this.#q(W.state)}, ${this.#str(DELETED_STATE)}))${absent}`,
+          `FROM e ${this.absenceDeletes ? 'FULL OUTER JOIN' : 'LEFT JOIN'} cur ON ${this.keyEq('cur', 'e')}\n` +
+          `WHERE (e.${firstKey} IS NOT NULL AND ${eventState} IS DISTINCT FROM COALESCE(cur.${this.q(W.state)}, ${this.str(DELETED_STATE)}))${absent}`,
       ),
     )
-    this.#emit(
+    this.emit(
       'count events',
-      this.#d.createTempTableAs(
+      this.d.createTempTableAs(
         TEMP.stats,
-        `SELECT (SELECT COUNT(*) FROM ${this.#stage} s${dropSoftDeletes}) + ${this.#absentFromChanges()} AS events`,
+        `SELECT (SELECT COUNT(*) FROM ${this.stage} s${dropSoftDeletes}) + ${this.#absentFromChanges()} AS events`,
       ),
     )
   }
@@ -379,124 +219,106 @@ class MergeRenderer {
   // ---- 3. capture log (change-time tables) --------------------------------------------------------------------
 
   #logCaptures(captures: TableRef): void {
-    const log = this.#d.table(captures)
-    const ev = this.#tmp(TEMP.events)
-    this.#emit(
+    const log = this.d.table(captures)
+    const ev = this.tmp(TEMP.events)
+    this.emit(
       'check conflicting captures',
-      `SELECT ${this.#raise(
+      `SELECT ${this.raise(
         'conflicting-capture',
-        `${this.#str(`${this.#prefix()}: key `)} || ${this.#keyText('e')} || ${this.#str(' already has a different state captured at ')} || ` +
-          `${this.#d.castToString(`e.${this.#q(W.t)}`)} || ${this.#str(' (batch ')} || c.batch_id || ` +
-          this.#str(
-            '): the source changed a row without changing its valid_from column; nothing was written',
-          ),
-      )}\nFROM ${ev} e JOIN ${log} c ON ${this.#keyEq('c', 'e')} AND c.captured_at = e.${this.#q(W.t)}\n` +
-        `WHERE c.state_hash <> e.${this.#q(W.state)}\nLIMIT 1`,
+        `${this.str(`${this.prefix()}: key `)} || ${this.keyText('e')} || ${this.str(' already has a different state captured at ')} || ` +
+          `${this.d.castToString(`e.${this.q(W.t)}`)} || ${this.str(' (batch ')} || c.batch_id || ` +
+          this.str('): the source changed a row without changing its valid_from column; nothing was written'),
+      )}\nFROM ${ev} e JOIN ${log} c ON ${this.keyEq('c', 'e')} AND c.captured_at = e.${this.q(W.t)}\n` +
+        `WHERE c.state_hash <> e.${this.q(W.state)}\nLIMIT 1`,
     )
-    this.#emit(
+    this.emit(
       'drop re-delivered events',
-      `DELETE FROM ${ev} WHERE EXISTS (SELECT 1 FROM ${log} c WHERE ${this.#keys.map((k) => `c.${this.#q(k)} = ${ev}.${this.#q(k)}`).join(' AND ')} AND c.captured_at = ${ev}.${this.#q(W.t)})`,
+      `DELETE FROM ${ev} WHERE EXISTS (SELECT 1 FROM ${log} c WHERE ${this.keys.map((k) => `c.${this.q(k)} = ${ev}.${this.q(k)}`).join(' AND ')} AND c.captured_at = ${ev}.${this.q(W.t)})`,
     )
-    this.#emit(
+    this.emit(
       'find late keys',
-      this.#d.createTempTableAs(
+      this.d.createTempTableAs(
         TEMP.lateKeys,
-        `SELECT DISTINCT ${this.#keyList('e')} FROM ${ev} e\nWHERE EXISTS (SELECT 1 FROM ${log} c WHERE ${this.#keyEq('c', 'e')} AND c.captured_at > e.${this.#q(W.t)})`,
+        `SELECT DISTINCT ${this.keyList('e')} FROM ${ev} e\nWHERE EXISTS (SELECT 1 FROM ${log} c WHERE ${this.keyEq('c', 'e')} AND c.captured_at > e.${this.q(W.t)})`,
       ),
     )
-    this.#emit(
+    this.emit(
       'append capture log',
-      `INSERT INTO ${log} (${this.#keyList()}, captured_at, state_hash, is_deleted, batch_id)\n` +
-        `SELECT ${this.#keyList('e')}, e.${this.#q(W.t)}, e.${this.#q(W.state)}, e.${this.#q(W.del)}, ${this.#str(this.#p.batchId)} FROM ${ev} e`,
+      `INSERT INTO ${log} (${this.keyList()}, captured_at, state_hash, is_deleted, batch_id)\n` +
+        `SELECT ${this.keyList('e')}, e.${this.q(W.t)}, e.${this.q(W.state)}, e.${this.q(W.del)}, ${this.str(this.p.batchId)} FROM ${ev} e`,
     )
   }
 
   // ---- 4. fast path ---------------------------------------------------------------------------------------------
 
   #buildChanges(): void {
-    const n = this.#names
-    const ev = this.#tmp(TEMP.events)
+    const n = this.names
+    const ev = this.tmp(TEMP.events)
     const notLate =
-      this.#p.objects.captures === undefined
+      this.p.objects.captures === undefined
         ? ''
-        : `WHERE NOT EXISTS (SELECT 1 FROM ${this.#tmp(TEMP.lateKeys)} l WHERE ${this.#keyEq('l', 'e')})`
+        : `WHERE NOT EXISTS (SELECT 1 FROM ${this.tmp(TEMP.lateKeys)} l WHERE ${this.keyEq('l', 'e')})`
     const current =
-      `SELECT ${this.#keyList('d')}, CASE WHEN d.${this.#q(n.isDeleted)} THEN ${this.#str(DELETED_STATE)} ELSE d.${this.#q(n.rowHash)} END AS ${this.#q(W.state)}, ` +
-      `d.${this.#q(n.rowHash)} AS ${this.#q(W.rowHash)}` +
-      this.#attributes.map((c) => `, ${this.#col('d', c)}`).join('') +
-      `\n  FROM ${this.#dim} d WHERE ${this.#current('d')}`
+      `SELECT ${this.keyList('d')}, CASE WHEN d.${this.q(n.isDeleted)} THEN ${this.str(DELETED_STATE)} ELSE d.${this.q(n.rowHash)} END AS ${this.q(W.state)}, ` +
+      `d.${this.q(n.rowHash)} AS ${this.q(W.rowHash)}` +
+      this.attributes.map((c) => `, ${this.col('d', c)}`).join('') +
+      `\n  FROM ${this.dim} d WHERE ${this.current('d')}`
     // A deletion version carries the last known attributes: those of the event before it, or the current version.
-    const firstOfKey = `e.${this.#q(W.seq)} = 1`
-    const lagAlias = (i: number) => this.#q(`__dimsync_lag_${i}`)
-    const previous = (c: string) => `e.${lagAlias(this.#attributes.indexOf(c))}`
+    const firstOfKey = `e.${this.q(W.seq)} = 1`
+    const lagAlias = (i: number) => this.q(`__dimsync_lag_${i}`)
+    const previous = (c: string) => `e.${lagAlias(this.attributes.indexOf(c))}`
     const carried = (c: string) =>
-      `CASE WHEN e.${this.#q(W.del)} THEN (CASE WHEN ${firstOfKey} THEN ${this.#col('cur', c)} ELSE ${previous(c)} END) ELSE ${this.#col('e', c)} END AS ${this.#q(c)}`
-    const carriedHash = `CASE WHEN e.${this.#q(W.del)} THEN (CASE WHEN ${firstOfKey} THEN cur.${this.#q(W.rowHash)} ELSE e.${lagAlias(this.#attributes.length)} END) ELSE e.${this.#q(W.rowHash)} END AS ${this.#q(W.rowHash)}`
+      `CASE WHEN e.${this.q(W.del)} THEN (CASE WHEN ${firstOfKey} THEN ${this.col('cur', c)} ELSE ${previous(c)} END) ELSE ${this.col('e', c)} END AS ${this.q(c)}`
+    const carriedHash = `CASE WHEN e.${this.q(W.del)} THEN (CASE WHEN ${firstOfKey} THEN cur.${this.q(W.rowHash)} ELSE e.${lagAlias(this.attributes.length)} END) ELSE e.${this.q(W.rowHash)} END AS ${this.q(W.rowHash)}`
     const select = [
-      ...this.#keys.map((k) => this.#col('e', k)),
-      ...this.#attributes.map(carried),
-      `e.${this.#q(W.t)}`,
-      `e.${this.#q(W.del)}`,
+      ...this.keys.map((k) => this.col('e', k)),
+      ...this.attributes.map(carried),
+      `e.${this.q(W.t)}`,
+      `e.${this.q(W.del)}`,
       carriedHash,
-      `e.${this.#q(W.state)}`,
-      `(cur.${this.#q(W.state)} IS NOT NULL) AS ${this.#q(W.hadCurrent)}`,
+      `e.${this.q(W.state)}`,
+      `(cur.${this.q(W.state)} IS NOT NULL) AS ${this.q(W.hadCurrent)}`,
     ]
-    const w = `PARTITION BY ${this.#keyList('e')} ORDER BY e.${this.#q(W.t)}`
-    const lagged = [...this.#attributes, W.rowHash]
-      .map((c, i) => `LAG(${this.#col('e', c)}) OVER (${w}) AS ${lagAlias(i)}`)
+    const w = `PARTITION BY ${this.keyList('e')} ORDER BY e.${this.q(W.t)}`
+    const lagged = [...this.attributes, W.rowHash]
+      .map((c, i) => `LAG(${this.col('e', c)}) OVER (${w}) AS ${lagAlias(i)}`)
       .join(',\n    ')
     const sql =
-      `WITH cur AS (\n  ${current}\n),\nseq AS (\n  SELECT e.*, ROW_NUMBER() OVER (${w}) AS ${this.#q(W.seq)},\n` +
-      `    COALESCE(LAG(e.${this.#q(W.state)}) OVER (${w}), cur.${this.#q(W.state)}, ${this.#str(DELETED_STATE)}) AS ${this.#q(W.prevState)},\n    ${lagged}\n` +
-      `  FROM ${ev} e LEFT JOIN cur ON ${this.#keyEq('cur', 'e')}\n  ${notLate}\n)\n` +
-      `SELECT ${select.join(',\n  ')},\n  ROW_NUMBER() OVER (PARTITION BY ${this.#keyList('e')} ORDER BY e.${this.#q(W.t)}) AS ${this.#q(W.changeNo)}\n` +
-      `FROM seq e LEFT JOIN cur ON ${this.#keyEq('cur', 'e')}\n` +
-      `WHERE e.${this.#q(W.state)} IS DISTINCT FROM e.${this.#q(W.prevState)}`
-    this.#emit('diff events against current versions', this.#d.createTempTableAs(TEMP.changes, sql))
+      `WITH cur AS (\n  ${current}\n),\nseq AS (\n  SELECT e.*, ROW_NUMBER() OVER (${w}) AS ${this.q(W.seq)},\n` +
+      `    COALESCE(LAG(e.${this.q(W.state)}) OVER (${w}), cur.${this.q(W.state)}, ${this.str(DELETED_STATE)}) AS ${this.q(W.prevState)},\n    ${lagged}\n` +
+      `  FROM ${ev} e LEFT JOIN cur ON ${this.keyEq('cur', 'e')}\n  ${notLate}\n)\n` +
+      `SELECT ${select.join(',\n  ')},\n  ROW_NUMBER() OVER (PARTITION BY ${this.keyList('e')} ORDER BY e.${this.q(W.t)}) AS ${this.q(W.changeNo)}\n` +
+      `FROM seq e LEFT JOIN cur ON ${this.keyEq('cur', 'e')}\n` +
+      `WHERE e.${this.q(W.state)} IS DISTINCT FROM e.${this.q(W.prevState)}`
+    this.emit('diff events against current versions', this.d.createTempTableAs(TEMP.changes, sql))
   }
 
   #closeCurrentVersions(): void {
-    const n = this.#names
-    this.#emit(
+    const n = this.names
+    this.emit(
       'close changed current versions',
-      `UPDATE ${this.#dim} AS d SET ${this.#q(n.validTo)} = c.${this.#q(W.t)}, ${this.#q(n.isCurrent)} = FALSE\n` +
-        `FROM (SELECT * FROM ${this.#tmp(TEMP.changes)} WHERE ${this.#q(W.changeNo)} = 1 AND ${this.#q(W.hadCurrent)}) c\n` +
-        `WHERE ${this.#current('d')} AND ${this.#keyEq('d', 'c')}`,
+      `UPDATE ${this.dim} AS d SET ${this.q(n.validTo)} = c.${this.q(W.t)}, ${this.q(n.isCurrent)} = FALSE\n` +
+        `FROM (SELECT * FROM ${this.tmp(TEMP.changes)} WHERE ${this.q(W.changeNo)} = 1 AND ${this.q(W.hadCurrent)}) c\n` +
+        `WHERE ${this.current('d')} AND ${this.keyEq('d', 'c')}`,
     )
   }
 
   #insertNewVersions(): void {
-    const n = this.#names
-    const onlyVersions = this.#p.table.deletes === 'new_record' ? '' : `WHERE NOT x.${this.#q(W.del)}`
+    const n = this.names
+    const onlyVersions = this.p.table.deletes === 'new_record' ? '' : `WHERE NOT x.${this.q(W.del)}`
     // In a snapshot every key has one change, so no version of this batch is followed by another.
-    const next = this.#oneEventPerKey
-      ? `CAST(NULL AS ${this.#d.type('timestamp')})`
-      : `LEAD(c.${this.#q(W.t)}) OVER (PARTITION BY ${this.#keyList('c')} ORDER BY c.${this.#q(W.t)})`
-    this.#emit(
+    const next = this.oneEventPerKey
+      ? `CAST(NULL AS ${this.d.type('timestamp')})`
+      : `LEAD(c.${this.q(W.t)}) OVER (PARTITION BY ${this.keyList('c')} ORDER BY c.${this.q(W.t)})`
+    this.emit(
       'insert new versions',
-      `INSERT INTO ${this.#dim} (${this.#metadataAndStoredList()})\n` +
-        `SELECT (SELECT COALESCE(MAX(${this.#q(n.surrogateKey)}), 0) FROM ${this.#dim}) + ROW_NUMBER() OVER (ORDER BY ${this.#keyList('x')}, x.${this.#q(W.t)}),\n` +
-        `  ${this.#stored.map((c) => this.#col('x', c)).join(', ')},\n` +
-        `  x.${this.#q(W.t)}, COALESCE(x.${this.#q(W.next)}, ${this.#openEnd()}), x.${this.#q(W.next)} IS NULL, x.${this.#q(W.del)}, x.${this.#q(W.rowHash)}, ${this.#str(this.#p.batchId)}\n` +
-        `FROM (\n  SELECT c.*, ${next} AS ${this.#q(W.next)}\n` +
-        `  FROM ${this.#tmp(TEMP.changes)} c\n) x\n${onlyVersions}`,
+      `INSERT INTO ${this.dim} (${this.metadataAndStoredList()})\n` +
+        `SELECT (SELECT COALESCE(MAX(${this.q(n.surrogateKey)}), 0) FROM ${this.dim}) + ROW_NUMBER() OVER (ORDER BY ${this.keyList('x')}, x.${this.q(W.t)}),\n` +
+        `  ${this.stored.map((c) => this.col('x', c)).join(', ')},\n` +
+        `  x.${this.q(W.t)}, COALESCE(x.${this.q(W.next)}, ${this.openEnd()}), x.${this.q(W.next)} IS NULL, x.${this.q(W.del)}, x.${this.q(W.rowHash)}, ${this.str(this.p.batchId)}\n` +
+        `FROM (\n  SELECT c.*, ${next} AS ${this.q(W.next)}\n` +
+        `  FROM ${this.tmp(TEMP.changes)} c\n) x\n${onlyVersions}`,
     )
-  }
-
-  #metadataAndStoredList(): string {
-    const n = this.#names
-    return [
-      n.surrogateKey,
-      ...this.#stored,
-      n.validFrom,
-      n.validTo,
-      n.isCurrent,
-      n.isDeleted,
-      n.rowHash,
-      n.batchId,
-    ]
-      .map((c) => this.#q(c))
-      .join(', ')
   }
 
   // ---- 5. late path ------------------------------------------------------------------------------------------
@@ -508,85 +330,85 @@ class MergeRenderer {
    * equal states that contains its own first capture.
    */
   #recomputeLateKeys(captures: TableRef): void {
-    const n = this.#names
-    const log = this.#d.table(captures)
-    const lateKeys = this.#tmp(TEMP.lateKeys)
-    const wk = `PARTITION BY ${this.#keyList('c')} ORDER BY c.captured_at`
-    this.#emit(
+    const n = this.names
+    const log = this.d.table(captures)
+    const lateKeys = this.tmp(TEMP.lateKeys)
+    const wk = `PARTITION BY ${this.keyList('c')} ORDER BY c.captured_at`
+    this.emit(
       'late keys: number runs of equal states',
-      this.#d.createTempTableAs(
+      this.d.createTempTableAs(
         TEMP.lateCaptures,
-        `SELECT x.*, SUM(CASE WHEN x.${this.#q(W.start)} THEN 1 ELSE 0 END) OVER (PARTITION BY ${this.#keyList('x')} ORDER BY x.captured_at ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ${this.#q(W.run)}\n` +
-          `FROM (\n  SELECT ${this.#keyList('c')}, c.captured_at, c.state_hash, c.state_hash IS DISTINCT FROM LAG(c.state_hash) OVER (${wk}) AS ${this.#q(W.start)}\n` +
-          `  FROM ${log} c WHERE EXISTS (SELECT 1 FROM ${lateKeys} l WHERE ${this.#keyEq('l', 'c')})\n) x`,
+        `SELECT x.*, SUM(CASE WHEN x.${this.q(W.start)} THEN 1 ELSE 0 END) OVER (PARTITION BY ${this.keyList('x')} ORDER BY x.captured_at ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ${this.q(W.run)}\n` +
+          `FROM (\n  SELECT ${this.keyList('c')}, c.captured_at, c.state_hash, c.state_hash IS DISTINCT FROM LAG(c.state_hash) OVER (${wk}) AS ${this.q(W.start)}\n` +
+          `  FROM ${log} c WHERE EXISTS (SELECT 1 FROM ${lateKeys} l WHERE ${this.keyEq('l', 'c')})\n) x`,
       ),
     )
-    const wr = `PARTITION BY ${this.#keyList('r')} ORDER BY r.${this.#q(W.from)}`
-    this.#emit(
+    const wr = `PARTITION BY ${this.keyList('r')} ORDER BY r.${this.q(W.from)}`
+    this.emit(
       'late keys: windows of runs',
-      this.#d.createTempTableAs(
+      this.d.createTempTableAs(
         TEMP.lateRuns,
-        `SELECT r.*, LEAD(r.${this.#q(W.from)}) OVER (${wr}) AS ${this.#q(W.to)}, LAG(r.state_hash) OVER (${wr}) AS ${this.#q(W.prevRunState)}\n` +
-          `FROM (\n  SELECT ${this.#keyList('c')}, c.${this.#q(W.run)}, MIN(c.captured_at) AS ${this.#q(W.from)}, MIN(c.state_hash) AS state_hash\n` +
-          `  FROM ${this.#tmp(TEMP.lateCaptures)} c GROUP BY ${this.#keyList('c')}, c.${this.#q(W.run)}\n) r`,
+        `SELECT r.*, LEAD(r.${this.q(W.from)}) OVER (${wr}) AS ${this.q(W.to)}, LAG(r.state_hash) OVER (${wr}) AS ${this.q(W.prevRunState)}\n` +
+          `FROM (\n  SELECT ${this.keyList('c')}, c.${this.q(W.run)}, MIN(c.captured_at) AS ${this.q(W.from)}, MIN(c.state_hash) AS state_hash\n` +
+          `  FROM ${this.tmp(TEMP.lateCaptures)} c GROUP BY ${this.keyList('c')}, c.${this.q(W.run)}\n) r`,
       ),
     )
     const deletedRuns =
-      this.#p.table.deletes === 'new_record' ? ` OR r.${this.#q(W.prevRunState)} IS NOT NULL` : ''
-    this.#emit(
+      this.p.table.deletes === 'new_record' ? ` OR r.${this.q(W.prevRunState)} IS NOT NULL` : ''
+    this.emit(
       'late keys: match runs to existing versions',
-      this.#d.createTempTableAs(
+      this.d.createTempTableAs(
         TEMP.lateVersions,
-        `SELECT r.*, v.${this.#q(n.surrogateKey)} AS ${this.#q(W.existingSk)}\nFROM ${this.#tmp(TEMP.lateRuns)} r\n` +
-          `LEFT JOIN (\n  SELECT d.${this.#q(n.surrogateKey)}, ${this.#keyList('c')}, c.${this.#q(W.run)}\n` +
-          `  FROM ${this.#dim} d JOIN ${this.#tmp(TEMP.lateCaptures)} c ON ${this.#keyEq('d', 'c')} AND d.${this.#q(n.validFrom)} = c.captured_at\n` +
-          `) v ON ${this.#keyEq('v', 'r')} AND v.${this.#q(W.run)} = r.${this.#q(W.run)}\n` +
-          `WHERE r.state_hash <> ${this.#str(DELETED_STATE)}${deletedRuns}`,
+        `SELECT r.*, v.${this.q(n.surrogateKey)} AS ${this.q(W.existingSk)}\nFROM ${this.tmp(TEMP.lateRuns)} r\n` +
+          `LEFT JOIN (\n  SELECT d.${this.q(n.surrogateKey)}, ${this.keyList('c')}, c.${this.q(W.run)}\n` +
+          `  FROM ${this.dim} d JOIN ${this.tmp(TEMP.lateCaptures)} c ON ${this.keyEq('d', 'c')} AND d.${this.q(n.validFrom)} = c.captured_at\n` +
+          `) v ON ${this.keyEq('v', 'r')} AND v.${this.q(W.run)} = r.${this.q(W.run)}\n` +
+          `WHERE r.state_hash <> ${this.str(DELETED_STATE)}${deletedRuns}`,
       ),
     )
-    const lv = this.#tmp(TEMP.lateVersions)
-    const end = `COALESCE(v.${this.#q(W.to)}, ${this.#openEnd()})`
-    this.#emit(
+    const lv = this.tmp(TEMP.lateVersions)
+    const end = `COALESCE(v.${this.q(W.to)}, ${this.openEnd()})`
+    this.emit(
       'late keys: move windows of existing versions',
-      `UPDATE ${this.#dim} AS d SET ${this.#q(n.validFrom)} = v.${this.#q(W.from)}, ${this.#q(n.validTo)} = ${end}, ${this.#q(n.isCurrent)} = v.${this.#q(W.to)} IS NULL\n` +
-        `FROM ${lv} v\nWHERE d.${this.#q(n.surrogateKey)} = v.${this.#q(W.existingSk)} AND (d.${this.#q(n.validFrom)} <> v.${this.#q(W.from)} ` +
-        `OR d.${this.#q(n.validTo)} IS DISTINCT FROM ${end} OR d.${this.#q(n.isCurrent)} <> (v.${this.#q(W.to)} IS NULL))`,
+      `UPDATE ${this.dim} AS d SET ${this.q(n.validFrom)} = v.${this.q(W.from)}, ${this.q(n.validTo)} = ${end}, ${this.q(n.isCurrent)} = v.${this.q(W.to)} IS NULL\n` +
+        `FROM ${lv} v\nWHERE d.${this.q(n.surrogateKey)} = v.${this.q(W.existingSk)} AND (d.${this.q(n.validFrom)} <> v.${this.q(W.from)} ` +
+        `OR d.${this.q(n.validTo)} IS DISTINCT FROM ${end} OR d.${this.q(n.isCurrent)} <> (v.${this.q(W.to)} IS NULL))`,
     )
     // Attributes of a new run: an event of this batch or an existing version with the same state (same tracked
     // values); a deletion run carries the attributes of the run before it.
-    const attrs = this.#attributes
+    const attrs = this.attributes
     const source =
-      `SELECT ${this.#keyList('e')}, e.${this.#q(W.rowHash)} AS h, 1 AS ${this.#q(W.priority)}${attrs.map((c) => `, ${this.#col('e', c)}`).join('')}\n` +
-      `    FROM ${this.#tmp(TEMP.events)} e WHERE NOT e.${this.#q(W.del)}\n    UNION ALL\n` +
-      `    SELECT ${this.#keyList('d')}, d.${this.#q(n.rowHash)}, 2${attrs.map((c) => `, ${this.#col('d', c)}`).join('')}\n` +
-      `    FROM ${this.#dim} d WHERE EXISTS (SELECT 1 FROM ${lateKeys} l WHERE ${this.#keyEq('l', 'd')})`
-    this.#emit(
+      `SELECT ${this.keyList('e')}, e.${this.q(W.rowHash)} AS h, 1 AS ${this.q(W.priority)}${attrs.map((c) => `, ${this.col('e', c)}`).join('')}\n` +
+      `    FROM ${this.tmp(TEMP.events)} e WHERE NOT e.${this.q(W.del)}\n    UNION ALL\n` +
+      `    SELECT ${this.keyList('d')}, d.${this.q(n.rowHash)}, 2${attrs.map((c) => `, ${this.col('d', c)}`).join('')}\n` +
+      `    FROM ${this.dim} d WHERE EXISTS (SELECT 1 FROM ${lateKeys} l WHERE ${this.keyEq('l', 'd')})`
+    this.emit(
       'late keys: attributes of each state',
-      this.#d.createTempTableAs(
+      this.d.createTempTableAs(
         TEMP.lateAttributes,
         `SELECT * FROM (\n  ${source}\n) a WHERE TRUE\n` +
-          `QUALIFY ROW_NUMBER() OVER (PARTITION BY ${this.#keyList('a')}, a.h ORDER BY a.${this.#q(W.priority)}) = 1`,
+          `QUALIFY ROW_NUMBER() OVER (PARTITION BY ${this.keyList('a')}, a.h ORDER BY a.${this.q(W.priority)}) = 1`,
       ),
     )
-    const attributeState = `(CASE WHEN v.state_hash = ${this.#str(DELETED_STATE)} THEN v.${this.#q(W.prevRunState)} ELSE v.state_hash END)`
-    if (this.#p.table.deletes === 'new_record' && attrs.length > 0) {
+    const attributeState = `(CASE WHEN v.state_hash = ${this.str(DELETED_STATE)} THEN v.${this.q(W.prevRunState)} ELSE v.state_hash END)`
+    if (this.p.table.deletes === 'new_record' && attrs.length > 0) {
       // A deletion version carries the attributes of the version before it, which a late event may have changed.
-      this.#emit(
+      this.emit(
         'late keys: deletion versions follow the version before them',
-        `UPDATE ${this.#dim} AS d SET ${attrs.map((c) => `${this.#q(c)} = x.${this.#q(c)}`).join(', ')}, ${this.#q(n.rowHash)} = x.h\n` +
-          `FROM (\n  SELECT v.${this.#q(W.existingSk)}, a.*\n  FROM ${lv} v JOIN ${this.#tmp(TEMP.lateAttributes)} a ON ${this.#keyEq('a', 'v')} AND a.h = v.${this.#q(W.prevRunState)}\n` +
-          `  WHERE v.state_hash = ${this.#str(DELETED_STATE)} AND v.${this.#q(W.existingSk)} IS NOT NULL\n) x\n` +
-          `WHERE d.${this.#q(n.surrogateKey)} = x.${this.#q(W.existingSk)} AND d.${this.#q(n.rowHash)} <> x.h`,
+        `UPDATE ${this.dim} AS d SET ${attrs.map((c) => `${this.q(c)} = x.${this.q(c)}`).join(', ')}, ${this.q(n.rowHash)} = x.h\n` +
+          `FROM (\n  SELECT v.${this.q(W.existingSk)}, a.*\n  FROM ${lv} v JOIN ${this.tmp(TEMP.lateAttributes)} a ON ${this.keyEq('a', 'v')} AND a.h = v.${this.q(W.prevRunState)}\n` +
+          `  WHERE v.state_hash = ${this.str(DELETED_STATE)} AND v.${this.q(W.existingSk)} IS NOT NULL\n) x\n` +
+          `WHERE d.${this.q(n.surrogateKey)} = x.${this.q(W.existingSk)} AND d.${this.q(n.rowHash)} <> x.h`,
       )
     }
-    this.#emit(
+    this.emit(
       'late keys: insert new versions',
-      `INSERT INTO ${this.#dim} (${this.#metadataAndStoredList()})\n` +
-        `SELECT (SELECT COALESCE(MAX(${this.#q(n.surrogateKey)}), 0) FROM ${this.#dim}) + ROW_NUMBER() OVER (ORDER BY ${this.#keyList('v')}, v.${this.#q(W.from)}),\n` +
-        `  ${this.#stored.map((c) => (this.#keys.includes(c) ? this.#col('v', c) : this.#col('a', c))).join(', ')},\n` +
-        `  v.${this.#q(W.from)}, ${end}, v.${this.#q(W.to)} IS NULL, v.state_hash = ${this.#str(DELETED_STATE)}, a.h, ${this.#str(this.#p.batchId)}\n` +
-        `FROM ${lv} v JOIN ${this.#tmp(TEMP.lateAttributes)} a ON ${this.#keyEq('a', 'v')} AND a.h = ${attributeState}\n` +
-        `WHERE v.${this.#q(W.existingSk)} IS NULL`,
+      `INSERT INTO ${this.dim} (${this.metadataAndStoredList()})\n` +
+        `SELECT (SELECT COALESCE(MAX(${this.q(n.surrogateKey)}), 0) FROM ${this.dim}) + ROW_NUMBER() OVER (ORDER BY ${this.keyList('v')}, v.${this.q(W.from)}),\n` +
+        `  ${this.stored.map((c) => (this.keys.includes(c) ? this.col('v', c) : this.col('a', c))).join(', ')},\n` +
+        `  v.${this.q(W.from)}, ${end}, v.${this.q(W.to)} IS NULL, v.state_hash = ${this.str(DELETED_STATE)}, a.h, ${this.str(this.p.batchId)}\n` +
+        `FROM ${lv} v JOIN ${this.tmp(TEMP.lateAttributes)} a ON ${this.keyEq('a', 'v')} AND a.h = ${attributeState}\n` +
+        `WHERE v.${this.q(W.existingSk)} IS NULL`,
     )
   }
 
@@ -594,65 +416,65 @@ class MergeRenderer {
 
   /** Untracked columns take the value of the key's newest capture on every version of the key. */
   #overwriteType1(): void {
-    const type1 = this.#p.layout.type1.map((c) => c.name)
+    const type1 = this.p.layout.type1.map((c) => c.name)
     let latest: string
-    if (this.#oneEventPerKey) {
-      const softDeleted = this.#softDeleted('e')
-      latest = `SELECT * FROM ${this.#stage} e${softDeleted ? ` WHERE NOT (${softDeleted})` : ''}`
+    if (this.oneEventPerKey) {
+      const softDeleted = this.softDeleted('e')
+      latest = `SELECT * FROM ${this.stage} e${softDeleted ? ` WHERE NOT (${softDeleted})` : ''}`
     } else {
       const newer =
-        this.#p.objects.captures === undefined
+        this.p.objects.captures === undefined
           ? ''
-          : ` AND NOT EXISTS (SELECT 1 FROM ${this.#d.table(this.#p.objects.captures)} c WHERE ${this.#keyEq('c', 'e')} AND c.captured_at > e.${this.#q(W.t)})`
+          : ` AND NOT EXISTS (SELECT 1 FROM ${this.d.table(this.p.objects.captures)} c WHERE ${this.keyEq('c', 'e')} AND c.captured_at > e.${this.q(W.t)})`
       // A key whose newest capture is not in this batch keeps the values it had (all its versions share them):
       // this also repairs a version the late path just inserted with the late event's older values.
-      const cols = (alias: string) => [...this.#keys, ...type1].map((c) => this.#col(alias, c)).join(', ')
+      const cols = (alias: string) => [...this.keys, ...type1].map((c) => this.col(alias, c)).join(', ')
       latest =
         `SELECT * FROM (\n` +
-        `    SELECT ${cols('e')}, 1 AS ${this.#q(W.priority)} FROM (\n` +
-        `      SELECT * FROM ${this.#tmp(TEMP.events)} e WHERE NOT e.${this.#q(W.del)}${newer}\n` +
-        `      QUALIFY ROW_NUMBER() OVER (PARTITION BY ${this.#keyList('e')} ORDER BY e.${this.#q(W.t)} DESC) = 1\n    ) e\n` +
+        `    SELECT ${cols('e')}, 1 AS ${this.q(W.priority)} FROM (\n` +
+        `      SELECT * FROM ${this.tmp(TEMP.events)} e WHERE NOT e.${this.q(W.del)}${newer}\n` +
+        `      QUALIFY ROW_NUMBER() OVER (PARTITION BY ${this.keyList('e')} ORDER BY e.${this.q(W.t)} DESC) = 1\n    ) e\n` +
         `    UNION ALL\n` +
-        `    SELECT ${cols('x')}, 2 FROM ${this.#dim} x WHERE x.${this.#q(this.#names.batchId)} <> ${this.#str(this.#p.batchId)}\n` +
-        `      AND EXISTS (SELECT 1 FROM ${this.#tmp(TEMP.events)} e WHERE ${this.#keyEq('e', 'x')})\n` +
+        `    SELECT ${cols('x')}, 2 FROM ${this.dim} x WHERE x.${this.q(this.names.batchId)} <> ${this.str(this.p.batchId)}\n` +
+        `      AND EXISTS (SELECT 1 FROM ${this.tmp(TEMP.events)} e WHERE ${this.keyEq('e', 'x')})\n` +
         `  ) l WHERE TRUE\n` +
-        `  QUALIFY ROW_NUMBER() OVER (PARTITION BY ${this.#keyList('l')} ORDER BY l.${this.#q(W.priority)}) = 1`
+        `  QUALIFY ROW_NUMBER() OVER (PARTITION BY ${this.keyList('l')} ORDER BY l.${this.q(W.priority)}) = 1`
     }
-    this.#emit(
+    this.emit(
       'overwrite type 1 columns',
-      `UPDATE ${this.#dim} AS d SET ${type1.map((c) => `${this.#q(c)} = l.${this.#q(c)}`).join(', ')}\n` +
+      `UPDATE ${this.dim} AS d SET ${type1.map((c) => `${this.q(c)} = l.${this.q(c)}`).join(', ')}\n` +
         `FROM (\n  ${latest}\n) l\n` +
-        `WHERE ${this.#keyEq('d', 'l')} AND (${type1.map((c) => `d.${this.#q(c)} IS DISTINCT FROM l.${this.#q(c)}`).join(' OR ')})`,
+        `WHERE ${this.keyEq('d', 'l')} AND (${type1.map((c) => `d.${this.q(c)} IS DISTINCT FROM l.${this.q(c)}`).join(' OR ')})`,
     )
   }
 
   // ---- 7. batch record ------------------------------------------------------------------------------------------
 
   #recordBatch(): void {
-    const changes = this.#tmp(TEMP.changes)
+    const changes = this.tmp(TEMP.changes)
     const inserted =
-      this.#p.table.deletes === 'new_record'
+      this.p.table.deletes === 'new_record'
         ? `(SELECT COUNT(*) FROM ${changes})`
-        : `(SELECT COUNT(*) FROM ${changes} WHERE NOT ${this.#q(W.del)})`
+        : `(SELECT COUNT(*) FROM ${changes} WHERE NOT ${this.q(W.del)})`
     const lateInserted =
-      this.#p.objects.captures === undefined
+      this.p.objects.captures === undefined
         ? ''
-        : ` + (SELECT COUNT(*) FROM ${this.#tmp(TEMP.lateVersions)} WHERE ${this.#q(W.existingSk)} IS NULL)`
+        : ` + (SELECT COUNT(*) FROM ${this.tmp(TEMP.lateVersions)} WHERE ${this.q(W.existingSk)} IS NULL)`
     const lateKeys =
-      this.#p.objects.captures === undefined ? '0' : `(SELECT COUNT(*) FROM ${this.#tmp(TEMP.lateKeys)})`
+      this.p.objects.captures === undefined ? '0' : `(SELECT COUNT(*) FROM ${this.tmp(TEMP.lateKeys)})`
     const lateEvents =
-      this.#p.objects.captures === undefined
+      this.p.objects.captures === undefined
         ? '0'
-        : `(SELECT COUNT(*) FROM ${this.#tmp(TEMP.events)} e WHERE EXISTS (SELECT 1 FROM ${this.#tmp(TEMP.lateKeys)} l WHERE ${this.#keyEq('l', 'e')}))`
-    this.#emit(
+        : `(SELECT COUNT(*) FROM ${this.tmp(TEMP.events)} e WHERE EXISTS (SELECT 1 FROM ${this.tmp(TEMP.lateKeys)} l WHERE ${this.keyEq('l', 'e')}))`
+    this.emit(
       'record batch as applied',
-      `INSERT INTO ${this.#d.table(this.#p.objects.batches)} (target, table_name, batch_id, extracted_at, mode, applied_at, events, inserted_versions, closed_versions, deleted_keys, unchanged_events, late_keys)\n` +
-        `SELECT ${this.#str(this.#p.table.target)}, ${this.#str(this.#p.table.name)}, ${this.#str(this.#p.batchId)}, ` +
-        `${this.#d.timestampLiteral(this.#p.extractedAt)}, ${this.#str(this.#p.mode)}, ${this.#d.timestampLiteral(this.#p.appliedAt)},\n` +
+      `INSERT INTO ${this.d.table(this.p.objects.batches)} (target, table_name, batch_id, extracted_at, mode, applied_at, events, inserted_versions, closed_versions, deleted_keys, unchanged_events, late_keys)\n` +
+        `SELECT ${this.str(this.p.table.target)}, ${this.str(this.p.table.name)}, ${this.str(this.p.batchId)}, ` +
+        `${this.d.timestampLiteral(this.p.extractedAt)}, ${this.str(this.p.mode)}, ${this.d.timestampLiteral(this.p.appliedAt)},\n` +
         `  s.events, ${inserted}${lateInserted},\n` +
-        `  (SELECT COUNT(*) FROM ${changes} WHERE ${this.#q(W.changeNo)} = 1 AND ${this.#q(W.hadCurrent)}),\n` +
-        `  (SELECT COUNT(*) FROM ${changes} WHERE ${this.#q(W.del)}),\n` +
-        `  s.events - (SELECT COUNT(*) FROM ${changes}) - ${lateEvents},\n  ${lateKeys}\nFROM ${this.#tmp(TEMP.stats)} s`,
+        `  (SELECT COUNT(*) FROM ${changes} WHERE ${this.q(W.changeNo)} = 1 AND ${this.q(W.hadCurrent)}),\n` +
+        `  (SELECT COUNT(*) FROM ${changes} WHERE ${this.q(W.del)}),\n` +
+        `  s.events - (SELECT COUNT(*) FROM ${changes}) - ${lateEvents},\n  ${lateKeys}\nFROM ${this.tmp(TEMP.stats)} s`,
     )
   }
 }

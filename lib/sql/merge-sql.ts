@@ -1,0 +1,181 @@
+import type { CheckKind } from '../core/check-failure.ts'
+import type { DimensionLayout } from '../core/dimension-layout.ts'
+import type { TableSpec } from '../core/table-spec.ts'
+import type { CompiledStatement, SqlDialect, TableRef } from './dialect.ts'
+import type { DimensionObjects } from './render-ddl.ts'
+import { raiseCheck } from './raise-check.ts'
+import { currentVersion, liveCurrentVersion } from './version-predicates.ts'
+
+/** Names of the temporary tables a merge script creates; the warehouse adapter reads the counts from them. */
+export const TEMP = Object.freeze({
+  stage: '__dimsync_stage',
+  events: '__dimsync_events',
+  stats: '__dimsync_stats',
+  lateKeys: '__dimsync_late_keys',
+  changes: '__dimsync_changes',
+  lateCaptures: '__dimsync_late_captures',
+  lateRuns: '__dimsync_late_runs',
+  lateVersions: '__dimsync_late_versions',
+  lateAttributes: '__dimsync_late_attributes',
+})
+
+/** Working columns added to staged rows (the reserved prefix keeps them apart from source columns). */
+export const WORK = Object.freeze({
+  t: '__dimsync_t',
+  del: '__dimsync_del',
+  rowHash: '__dimsync_row_hash',
+  state: '__dimsync_state',
+  prevState: '__dimsync_prev_state',
+  seq: '__dimsync_seq',
+  changeNo: '__dimsync_change_no',
+  hadCurrent: '__dimsync_had_current',
+  absent: '__dimsync_absent',
+  next: '__dimsync_next',
+  run: '__dimsync_run',
+  start: '__dimsync_start',
+  from: '__dimsync_from',
+  to: '__dimsync_to',
+  prevRunState: '__dimsync_prev_run_state',
+  existingSk: '__dimsync_existing_sk',
+  priority: '__dimsync_priority',
+})
+
+/** Everything the merge of one batch depends on. Pure data: rendering does no I/O and reads no clock. */
+export interface MergePlan {
+  readonly table: TableSpec
+  readonly layout: DimensionLayout
+  /**
+   * The dimension, its batch ledger and, exactly when valid_from comes from a source column (late events
+   * supported), its capture log.
+   */
+  readonly objects: DimensionObjects
+  readonly batchId: string
+  /** ISO instant of the extraction. */
+  readonly extractedAt: string
+  /** ISO instant recorded as the batch's applied time. */
+  readonly appliedAt: string
+  readonly mode: 'full' | 'incremental'
+  readonly allowMassDelete: boolean
+  /**
+   * The table holding the staged rows. Default: the temporary table `__dimsync_stage` (DuckDB loads Parquet into
+   * it in the same session). BigQuery load jobs cannot write a script's temporary table, so there it is a
+   * per-batch table in the dataset.
+   */
+  readonly stage?: TableRef
+}
+
+/**
+ * What every part of a merge renders with: the plan, the dialect, the statements rendered so far and the
+ * quoting, key and check helpers. The merge's parts (render-merge.ts and the files it delegates to) extend or
+ * receive it.
+ */
+export class MergeSql {
+  readonly out: CompiledStatement[] = []
+
+  constructor(
+    readonly d: SqlDialect,
+    readonly p: MergePlan,
+  ) {}
+
+  get names() {
+    return this.p.table.columns
+  }
+  get keys(): readonly string[] {
+    return this.p.layout.key.map((c) => c.name)
+  }
+  get attributes(): readonly string[] {
+    const keys = new Set(this.keys)
+    return this.p.layout.stored.filter((c) => !keys.has(c.name)).map((c) => c.name)
+  }
+  get stored(): readonly string[] {
+    return this.p.layout.stored.map((c) => c.name)
+  }
+  get absenceDeletes(): boolean {
+    return this.p.mode === 'full' && this.p.table.deletes !== 'ignore'
+  }
+  get oneEventPerKey(): boolean {
+    return this.p.table.validFrom.kind === 'extracted_at'
+  }
+  q(name: string): string {
+    return this.d.quoteIdentifier(name)
+  }
+  tmp(name: string): string {
+    return this.d.table({ name })
+  }
+  str(value: string): string {
+    return this.d.stringLiteral(value)
+  }
+  col(alias: string, name: string): string {
+    return `${alias}.${this.q(name)}`
+  }
+  keyEq(a: string, b: string): string {
+    return this.keys.map((k) => `${this.col(a, k)} = ${this.col(b, k)}`).join(' AND ')
+  }
+  keyList(alias?: string): string {
+    return this.keys.map((k) => (alias ? this.col(alias, k) : this.q(k))).join(', ')
+  }
+  /** `customer_id=101` (or `a=1, b=2`) as a STRING expression, for error messages. */
+  keyText(alias: string): string {
+    return this.keys
+      .map((k, i) => `${this.str(`${i > 0 ? ', ' : ''}${k}=`)} || ${this.d.castToString(this.col(alias, k))}`)
+      .join(' || ')
+  }
+  openEnd(): string {
+    return this.p.table.openEnd === null ? 'NULL' : this.d.timestampLiteral(this.p.table.openEnd)
+  }
+  emit(label: string, sql: string): void {
+    this.out.push({ label, sql })
+  }
+  prefix(): string {
+    return `table ${this.p.table.name}: batch ${this.p.batchId}`
+  }
+  get dim(): string {
+    return this.d.table(this.p.objects.dimension)
+  }
+  get stage(): string {
+    return this.d.table(this.p.stage ?? { name: TEMP.stage })
+  }
+  /** `alias` is the key's current version (see version-predicates.ts). */
+  current(alias: string): string {
+    return currentVersion(this.d, this.p.table, alias)
+  }
+  /** `alias` is the key's current version and does not record a deletion. */
+  liveCurrent(alias: string): string {
+    return liveCurrentVersion(this.d, this.p.table, alias)
+  }
+  /** A check that refuses the batch with `message` (a STRING expression); see raise-check.ts. */
+  raise(kind: CheckKind, message: string): string {
+    return raiseCheck(this.d, { kind, table: this.p.table.name, batchId: this.p.batchId }, message)
+  }
+  get eventTime(): string {
+    const column = this.p.layout.validFromColumn
+    return column === undefined
+      ? this.d.timestampLiteral(this.p.extractedAt)
+      : this.d.castToTimestamp(this.col('s', column.name))
+  }
+
+  /** SQL condition: a staged row is a soft delete. */
+  softDeleted(alias: string): string | undefined {
+    const soft = this.p.layout.softDelete
+    if (soft === undefined) return undefined
+    return soft.type.toUpperCase() === 'BOOLEAN'
+      ? `COALESCE(${this.col(alias, soft.name)}, FALSE)`
+      : `${this.col(alias, soft.name)} IS NOT NULL`
+  }
+
+  metadataAndStoredList(): string {
+    const n = this.names
+    return [
+      n.surrogateKey,
+      ...this.stored,
+      n.validFrom,
+      n.validTo,
+      n.isCurrent,
+      n.isDeleted,
+      n.rowHash,
+      n.batchId,
+    ]
+      .map((c) => this.q(c))
+      .join(', ')
+  }
+}
