@@ -135,13 +135,62 @@ const incrementalSchema = strict({
     .describe('Re-read this many minutes before the watermark. Default 0.'),
 })
 
-const EXTRACT_TEXT = '"full" or a mapping { mode: incremental, cursor: <column> }'
+// ---- change feeds (extract: { mode: changes }) ----
+
+/** AWS DMS output: `Op` holds I, U or D. */
+export const DMS_OPERATION = Object.freeze({ column: 'Op', insert: ['I'], update: ['U'], delete: ['D'] })
+
+const OPERATION_VALUE_TEXT = 'a value or a list of values'
+const operationValues = z.union(
+  [nonEmpty(OPERATION_VALUE_TEXT), list(nonEmpty(OPERATION_VALUE_TEXT), OPERATION_VALUE_TEXT, 1)],
+  { error: expecting(OPERATION_VALUE_TEXT) },
+)
+
+const changesSchema = strict({
+  mode: z.literal('changes'),
+  operation: z
+    .union(
+      [
+        column,
+        strict({
+          column: column.optional().describe('Default Op.'),
+          insert: operationValues.optional().describe('Default I.'),
+          update: operationValues.optional().describe('Default U.'),
+          delete: operationValues.optional().describe('Default D.'),
+        }),
+      ],
+      { error: expecting('a column name or a mapping { column, insert, update, delete }') },
+    )
+    .optional()
+    .describe(
+      'The operation column and its values. Default { column: Op, insert: I, update: U, delete: D } (AWS DMS).',
+    ),
+  sequence: column
+    .optional()
+    .describe('Orders the events of a key that share a change time (the last one wins). Default: none.'),
+  cursor: column
+    .optional()
+    .describe(
+      "Database sources: read the events after this column's watermark. Default: the valid_from column.",
+    ),
+  lookback_minutes: z
+    .number({ error: expecting('a whole number of minutes, 0 or more') })
+    .int({ error: expecting('a whole number of minutes, 0 or more') })
+    .min(0, { error: expecting('a whole number of minutes, 0 or more') })
+    .optional()
+    .describe('Re-read this many minutes before the watermark. Default 0.'),
+})
+
+// ---- end change feeds ----
+
+const EXTRACT_MODES = ['full', 'incremental', 'changes'] as const
+const EXTRACT_TEXT = '"full" or a mapping { mode: incremental, cursor: <column> } or { mode: changes }'
 export const extractSchema = z.union(
   [
     z.literal('full'),
-    z.discriminatedUnion('mode', [strict({ mode: z.literal('full') }), incrementalSchema], {
+    z.discriminatedUnion('mode', [strict({ mode: z.literal('full') }), incrementalSchema, changesSchema], {
       error: (issue) =>
-        mustBe('full or incremental', (issue.input as { mode?: unknown }).mode, ['full', 'incremental']),
+        mustBe(oneOfText(EXTRACT_MODES), (issue.input as { mode?: unknown }).mode, EXTRACT_MODES),
     }),
   ],
   {
@@ -363,7 +412,9 @@ const OPEN_END_TEXT = "null or an ISO timestamp with a time zone, like '9999-12-
 export const tableOptionsShape = {
   extract: extractSchema
     .optional()
-    .describe('full (default) or { mode: incremental, cursor, lookback_minutes }.'),
+    .describe(
+      'full (default), { mode: incremental, cursor, lookback_minutes } or { mode: changes, operation, sequence }.',
+    ),
   valid_from: validFromSchema
     .optional()
     .describe('extracted_at (default) or { column: <change time column> }.'),

@@ -41,6 +41,7 @@ import {
   resolveSchedule,
 } from './resolve-deploy-options.ts'
 import { formatPath, show } from './messages.ts'
+import { changeFeedColumns, resolveChangeFeed } from './resolve-change-feed.ts'
 import { fallbackErrorMap, fromZodIssues, type ConfigIssue } from './zod-issues.ts'
 
 export const DEFAULT_WAREHOUSE = Object.freeze({
@@ -386,21 +387,31 @@ function resolveTable(
   if (typeof table.key !== 'string') checkDuplicates(at('key'), key, issues)
   const keyPath = (i: number) => (typeof table.key === 'string' ? at('key') : at('key', i))
 
-  const extractOpt = pick('extract')
-  const extract: ExtractSpec =
-    extractOpt.value === undefined || extractOpt.value === 'full' || extractOpt.value.mode === 'full'
-      ? { mode: 'full' }
-      : {
-          mode: 'incremental',
-          cursor: extractOpt.value.cursor,
-          lookbackMinutes: extractOpt.value.lookback_minutes ?? 0,
-        }
-
   const validFromOpt = pick('valid_from')
   const validFrom: ValidFromSpec =
     validFromOpt.value === undefined || validFromOpt.value === 'extracted_at'
       ? { kind: 'extracted_at' }
       : { kind: 'column', column: validFromOpt.value.column }
+
+  const extractOpt = pick('extract')
+  const changeFeed =
+    typeof extractOpt.value === 'object' && extractOpt.value.mode === 'changes'
+      ? resolveChangeFeed(extractOpt.value, source, validFrom, at, extractOpt.note, (where, message) =>
+          issues.add(where, message),
+        )
+      : undefined
+  const extract: ExtractSpec =
+    changeFeed !== undefined
+      ? changeFeed.extract
+      : extractOpt.value === undefined ||
+          extractOpt.value === 'full' ||
+          extractOpt.value.mode !== 'incremental'
+        ? { mode: 'full' }
+        : {
+            mode: 'incremental',
+            cursor: extractOpt.value.cursor,
+            lookbackMinutes: extractOpt.value.lookback_minutes ?? 0,
+          }
 
   const trackedOpt = pick('tracked')
   const tracked: TrackedSpec =
@@ -415,7 +426,8 @@ function resolveTable(
   const excludeOpt = pick('exclude')
   const exclude = excludeOpt.value ?? []
   const deletesOpt = pick('deletes')
-  const deletes = deletesOpt.value ?? 'ignore'
+  // A change feed says when a key was deleted, so its delete events close versions unless told otherwise.
+  const deletes = deletesOpt.value ?? (changeFeed !== undefined ? 'invalidate' : 'ignore')
   const softOpt = pick('soft_delete_column')
   const softDeleteColumn = softOpt.value ?? undefined
   const openEnd = pick('open_end').value
@@ -456,7 +468,9 @@ function resolveTable(
   const needsExtracting: [Path, string | undefined, string, string][] = [
     [
       at('extract', 'cursor'),
-      extract.mode === 'incremental' ? extract.cursor : undefined,
+      extract.mode === 'incremental' && (changeFeed === undefined || hasOwnCursor(extractOpt.value))
+        ? extract.cursor
+        : undefined,
       'cursor',
       extractOpt.note,
     ],
@@ -467,6 +481,11 @@ function resolveTable(
       validFromOpt.note,
     ],
     [at('soft_delete_column'), softDeleteColumn, 'soft delete', softOpt.note],
+    ...(changeFeed === undefined
+      ? []
+      : changeFeedColumns(changeFeed.changes, at).map(
+          ([where, name, role]): [Path, string, string, string] => [where, name, role, extractOpt.note],
+        )),
   ]
   for (const [where, name, role, note] of needsExtracting) {
     if (name !== undefined && excludeSet.has(name.toLowerCase())) {
@@ -480,7 +499,12 @@ function resolveTable(
     )
   }
 
-  if (extract.mode === 'incremental' && deletes !== 'ignore' && softDeleteColumn === undefined) {
+  if (
+    changeFeed === undefined &&
+    extract.mode === 'incremental' &&
+    deletes !== 'ignore' &&
+    softDeleteColumn === undefined
+  ) {
     issues.add(
       at('deletes'),
       `${show(deletes)} needs a full extract: a row missing from an incremental delta is not deleted ` +
@@ -526,6 +550,7 @@ function resolveTable(
     target: table.target ?? `dim_${table.name}`,
     key,
     extract,
+    ...(changeFeed !== undefined ? { changes: changeFeed.changes } : {}),
     validFrom,
     tracked,
     exclude,
@@ -537,4 +562,9 @@ function resolveTable(
     ...(schedule !== undefined ? { schedule } : {}),
     ...(lambda !== undefined ? { lambda } : {}),
   }
+}
+
+/** A change feed read by a cursor the user named (not the change time it defaults to). */
+function hasOwnCursor(extract: Options['extract']): boolean {
+  return typeof extract === 'object' && extract.mode === 'changes' && extract.cursor !== undefined
 }

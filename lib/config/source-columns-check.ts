@@ -34,6 +34,11 @@ export function checkTableAgainstSource(
     references.push([`${base}.valid_from.column`, table.validFrom.column])
   if (table.softDeleteColumn !== undefined)
     references.push([`${base}.soft_delete_column`, table.softDeleteColumn])
+  if (table.changes !== undefined) {
+    references.push([`${base}.extract.operation`, table.changes.operation.column])
+    if (table.changes.sequence !== undefined)
+      references.push([`${base}.extract.sequence`, table.changes.sequence])
+  }
 
   const present = new Set(sourceColumns)
   const issues: string[] = []

@@ -8,6 +8,9 @@ export const CHECK_KINDS = Object.freeze([
   'extraction-order',
   'conflicting-capture',
   'mass-delete',
+  'bad-operation',
+  'null-sequence',
+  'sequence-tie',
 ] as const)
 export type CheckKind = (typeof CHECK_KINDS)[number]
 

@@ -21,6 +21,9 @@ export interface DimensionLayout {
   readonly stored: readonly DimensionColumn[]
   readonly softDelete?: DimensionColumn
   readonly validFromColumn?: DimensionColumn
+  /** Change feeds: the operation column and the optional sequence column (bookkeeping, not stored). */
+  readonly operation?: DimensionColumn
+  readonly sequence?: DimensionColumn
   /** Columns the dimension lacks and that are added before the merge (schema evolution). */
   readonly addColumns: readonly DimensionColumn[]
   /** True when the dimension does not exist yet. */
@@ -69,12 +72,19 @@ export function planDimensionLayout(
     table.validFrom.kind === 'column' ? need(table.validFrom.column, 'valid_from') : undefined
   if (table.extract.mode === 'incremental') need(table.extract.cursor, 'cursor')
   for (const name of table.exclude) need(name, 'excluded')
+  const operation =
+    table.changes === undefined ? undefined : need(table.changes.operation.column, 'operation')
+  const sequence =
+    table.changes?.sequence === undefined ? undefined : need(table.changes.sequence, 'sequence')
 
   const keyNames = new Set(table.key)
   const excluded = new Set(table.exclude)
   if (softDelete) excluded.add(softDelete.name)
   // The change-time column is the version's valid_from: storing it again would only duplicate it.
   if (validFromColumn) excluded.add(validFromColumn.name)
+  // What happened to a key and in which order are facts about the event, not attributes of the key.
+  if (operation) excluded.add(operation.name)
+  if (sequence) excluded.add(sequence.name)
   // A cursor is bookkeeping: it moves on every write, so hashing it would version rows that did not change.
   const cursor = table.extract.mode === 'incremental' ? table.extract.cursor : undefined
   const attributes = staged.filter((c) => !keyNames.has(c.name) && !excluded.has(c.name))
@@ -84,7 +94,7 @@ export function planDimensionLayout(
       need(name, 'tracked')
       if (excluded.has(name) || keyNames.has(name))
         reject(
-          `column "${name}" cannot be tracked: it is a key, excluded, the soft delete or the valid_from column`,
+          `column "${name}" cannot be tracked: it is a key, excluded, the soft delete, the valid_from, the operation or the sequence column`,
         )
     }
     trackedNames = new Set(table.tracked.columns)
@@ -131,6 +141,8 @@ export function planDimensionLayout(
     stored,
     softDelete,
     validFromColumn,
+    operation,
+    sequence,
     addColumns,
     createDimension: existing === undefined,
   })

@@ -37,9 +37,31 @@ export interface DatabaseSourceSpec {
   readonly statementTimeoutSeconds?: number
 }
 
+/**
+ * How the source is read: whole (`full`) or after a watermark (`incremental`). A change feed (`extract: { mode:
+ * changes }` in dimsync.yaml) is read one of these two ways too (database sources by a cursor, file sources
+ * whole); what its rows mean is `TableSpec.changes`.
+ */
 export type ExtractSpec =
   | { readonly mode: 'full' }
   | { readonly mode: 'incremental'; readonly cursor: string; readonly lookbackMinutes: number }
+
+/**
+ * A change feed: each staged row is an event (an insert, an update or a delete of its key at the change time in
+ * `valid_from`), not the state of a snapshot; absence from a batch means nothing. AWS DMS output is the default
+ * shape (`Op` = I / U / D).
+ */
+export interface ChangeFeedSpec {
+  /** The column naming the operation, and the values that mean each one (compared as text). */
+  readonly operation: {
+    readonly column: string
+    readonly insert: readonly string[]
+    readonly update: readonly string[]
+    readonly delete: readonly string[]
+  }
+  /** Orders events of one key that share a change time (the last one is the state at that time). */
+  readonly sequence?: string
+}
 
 /**
  * Where an event's business time (`valid_from`) comes from: the extraction time of its batch, or a source
@@ -64,6 +86,8 @@ export interface TableSpec {
   /** Natural key columns, in order. Never empty. */
   readonly key: readonly string[]
   readonly extract: ExtractSpec
+  /** Present when the source is a change feed (then `validFrom` is a column). */
+  readonly changes?: ChangeFeedSpec
   readonly validFrom: ValidFromSpec
   readonly tracked: TrackedSpec
   /** Source columns not stored in the dimension at all. */

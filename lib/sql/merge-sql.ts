@@ -17,6 +17,7 @@ export const TEMP = Object.freeze({
   lateRuns: '__dimsync_late_runs',
   lateVersions: '__dimsync_late_versions',
   lateAttributes: '__dimsync_late_attributes',
+  lateMatches: '__dimsync_late_matches',
 })
 
 /** Working columns added to staged rows (the reserved prefix keeps them apart from source columns). */
@@ -38,6 +39,8 @@ export const WORK = Object.freeze({
   prevRunState: '__dimsync_prev_run_state',
   existingSk: '__dimsync_existing_sk',
   priority: '__dimsync_priority',
+  order: '__dimsync_order',
+  rank: '__dimsync_rank',
 })
 
 /** Everything the merge of one batch depends on. Pure data: rendering does no I/O and reads no clock. */
@@ -90,8 +93,13 @@ export class MergeSql {
   get stored(): readonly string[] {
     return this.p.layout.stored.map((c) => c.name)
   }
+  /** Deletes by absence: full extracts of snapshot tables (in a change feed, absence means nothing). */
   get absenceDeletes(): boolean {
-    return this.p.mode === 'full' && this.p.table.deletes !== 'ignore'
+    return this.p.mode === 'full' && this.p.table.deletes !== 'ignore' && this.p.table.changes === undefined
+  }
+  /** Events of a key that share a change time are ordered by a sequence column (change feeds). */
+  get sequenced(): boolean {
+    return this.p.layout.sequence !== undefined
   }
   get oneEventPerKey(): boolean {
     return this.p.table.validFrom.kind === 'extracted_at'
@@ -161,6 +169,36 @@ export class MergeSql {
     return soft.type.toUpperCase() === 'BOOLEAN'
       ? `COALESCE(${this.col(alias, soft.name)}, FALSE)`
       : `${this.col(alias, soft.name)} IS NOT NULL`
+  }
+
+  /** SQL condition: a staged row deletes its key (a soft delete, or a change feed's delete operation). */
+  deleteEvent(alias: string): string | undefined {
+    const conditions = [this.softDeleted(alias), this.operationIs(alias, 'delete')].filter(
+      (c): c is string => c !== undefined,
+    )
+    return conditions.length === 0 ? undefined : conditions.join(' OR ')
+  }
+
+  /** SQL condition: a change feed's row has one of the values of operation `kind` (undefined: not a feed). */
+  operationIs(alias: string, kind: 'insert' | 'update' | 'delete'): string | undefined {
+    const feed = this.p.table.changes
+    const column = this.p.layout.operation
+    if (feed === undefined || column === undefined) return undefined
+    const values = feed.operation[kind].map((v) => this.str(v)).join(', ')
+    return `COALESCE(${this.d.castToString(this.col(alias, column.name))} IN (${values}), FALSE)`
+  }
+
+  /**
+   * The highest surrogate key given out so far: new versions are numbered after it. Retired versions count, so
+   * their keys are never given out again.
+   */
+  nextSurrogateKeyBase(): string {
+    const sk = this.q(this.names.surrogateKey)
+    const inDimension = `(SELECT COALESCE(MAX(${sk}), 0) FROM ${this.dim})`
+    const retired = this.p.objects.retired
+    return retired === undefined
+      ? inDimension
+      : `GREATEST(${inDimension}, (SELECT COALESCE(MAX(${sk}), 0) FROM ${this.d.table(retired)}))`
   }
 
   metadataAndStoredList(): string {

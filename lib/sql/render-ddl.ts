@@ -8,6 +8,11 @@ import { assertSafeTypeText } from './safe-type.ts'
 export interface DimensionObjects {
   readonly dimension: TableRef
   readonly captures?: TableRef
+  /**
+   * Versions a correction replaced (tables whose state at a captured time can change: sequenced change feeds),
+   * kept so their surrogate keys are never given out again and facts pointing at them can still be read.
+   */
+  readonly retired?: TableRef
   readonly batches: TableRef
   readonly currentView: TableRef
   readonly asOfFunction: TableRef
@@ -19,10 +24,19 @@ export function dimensionObjects(table: TableSpec, schema: string): DimensionObj
     dimension: { schema, name: table.target },
     captures:
       table.validFrom.kind === 'column' ? { schema, name: `${table.target}_dimsync_captures` } : undefined,
+    retired: statesCanBeCorrected(table) ? { schema, name: `${table.target}_dimsync_retired` } : undefined,
     batches: { schema, name: '_dimsync_batches' },
     currentView: { schema, name: `${table.target}_current` },
     asOfFunction: { schema, name: `${table.target}_as_of` },
   })
+}
+
+/**
+ * Whether a later batch can change the state a key had at an instant already merged (not only add states
+ * between): a sequenced change feed's event supersedes an earlier-merged one at the same change time.
+ */
+export function statesCanBeCorrected(table: TableSpec): boolean {
+  return table.changes?.sequence !== undefined
 }
 
 /** Throws naming the table and column when a staged type is not plain type text (never pasted into SQL). */
@@ -93,10 +107,14 @@ export function renderDimensionDdl(
   }
   if (objects.captures !== undefined) {
     const keys = layout.key.map((c) => column(c, true))
+    const sequence =
+      layout.sequence === undefined
+        ? ''
+        : `${column({ name: CAPTURE_SEQUENCE_COLUMN, type: layout.sequence.type }, true)}, `
     out.push({
       label: 'create capture log',
       sql:
-        `CREATE TABLE IF NOT EXISTS ${d.table(objects.captures)} (\n  ${keys.join(', ')},\n  captured_at ${d.type('timestamp')} NOT NULL, ` +
+        `CREATE TABLE IF NOT EXISTS ${d.table(objects.captures)} (\n  ${keys.join(', ')},\n  captured_at ${d.type('timestamp')} NOT NULL, ${sequence}` +
         `state_hash ${d.type('string')} NOT NULL, is_deleted ${d.type('bool')} NOT NULL, batch_id ${d.type('string')} NOT NULL\n)` +
         d.tableOptions('captures', {
           key: keyTypes,
@@ -104,8 +122,27 @@ export function renderDimensionDdl(
         }),
     })
   }
+  if (objects.retired !== undefined) {
+    const n = table.columns
+    const keys = layout.key.map((c) => column(c, true))
+    out.push({
+      label: 'create retired versions',
+      sql:
+        `CREATE TABLE IF NOT EXISTS ${d.table(objects.retired)} (\n  ${d.quoteIdentifier(n.surrogateKey)} ${d.type('int64')} NOT NULL, ${keys.join(', ')},\n` +
+        `  ${d.quoteIdentifier(n.validFrom)} ${d.type('timestamp')} NOT NULL, ${d.quoteIdentifier(n.validTo)} ${d.type('timestamp')}, ` +
+        `${d.quoteIdentifier(n.isDeleted)} ${d.type('bool')} NOT NULL,\n  ${d.quoteIdentifier(n.rowHash)} ${d.type('string')} NOT NULL, ` +
+        `${d.quoteIdentifier(n.batchId)} ${d.type('string')} NOT NULL, retired_by ${d.type('string')} NOT NULL\n)` +
+        d.tableOptions('captures', {
+          key: keyTypes,
+          description: `dimsync: versions of table ${table.name} that a correction replaced (their surrogate keys are never reused)`,
+        }),
+    })
+  }
   return out
 }
+
+/** The capture log's column holding a sequenced change feed's sequence value (its source type). */
+export const CAPTURE_SEQUENCE_COLUMN = 'captured_sequence'
 
 /** Description line recording a column's staged type (read back by the BigQuery adapter). */
 export const SOURCE_TYPE_NOTE = 'dimsync source type: '

@@ -1,6 +1,9 @@
 import type { TableRef } from '../core/table-ref.ts'
 import type { CompiledStatement, SqlDialect } from './dialect.ts'
 import { MergeSql, TEMP, WORK, type MergePlan } from './merge-sql.ts'
+import { renderChangeFeedChecks } from './render-change-feed-checks.ts'
+import { renderLatePath } from './render-late-path.ts'
+import { CAPTURE_SEQUENCE_COLUMN } from './render-ddl.ts'
 import { DELETED_STATE, renderRowHash } from './row-hash.ts'
 
 export { TEMP, WORK, type MergePlan } from './merge-sql.ts'
@@ -27,7 +30,7 @@ class MergeRenderer extends MergeSql {
     } else {
       this.#buildEvents()
       if (this.absenceDeletes) this.#addAbsenceDeletes()
-      if (this.p.layout.softDelete && this.p.table.deletes === 'ignore') {
+      if (this.deleteEvent('s') !== undefined && this.p.table.deletes === 'ignore') {
         this.emit(
           'drop delete events (policy ignore)',
           `DELETE FROM ${this.tmp(TEMP.events)} WHERE ${this.q(W.del)}`,
@@ -38,11 +41,12 @@ class MergeRenderer extends MergeSql {
         this.d.createTempTableAs(TEMP.stats, `SELECT COUNT(*) AS events FROM ${this.tmp(TEMP.events)}`),
       )
       if (this.p.objects.captures !== undefined) this.#logCaptures(this.p.objects.captures)
+      if (this.sequenced) this.#dropSupersededEvents()
       this.#buildChanges()
     }
     this.#closeCurrentVersions()
     this.#insertNewVersions()
-    if (this.p.objects.captures !== undefined) this.#recomputeLateKeys(this.p.objects.captures)
+    if (this.p.objects.captures !== undefined) renderLatePath(this, this.p.objects.captures)
     if (this.p.layout.type1.length > 0) this.#overwriteType1()
     this.#recordBatch()
     return this.out
@@ -73,6 +77,7 @@ class MergeRenderer extends MergeSql {
         )}\nFROM ${stage} s WHERE ${this.col('s', validFrom.name)} IS NULL HAVING COUNT(*) > 0`,
       )
     }
+    if (this.p.table.changes !== undefined) return renderChangeFeedChecks(this)
     // A full extract is one state per key; a delta may hold several changes of a key, one per change time.
     const perTime = this.p.mode === 'incremental' && validFrom !== undefined
     const grain = perTime ? `${this.keyList('s')}, ${this.col('s', validFrom.name)}` : this.keyList('s')
@@ -110,16 +115,23 @@ class MergeRenderer extends MergeSql {
   // ---- 2. events -------------------------------------------------------------------------------------------
 
   #buildEvents(): void {
-    const del = this.softDeleted('s') ?? 'FALSE'
+    const del = this.deleteEvent('s') ?? 'FALSE'
     const rowHash = renderRowHash(this.d, this.p.layout.tracked, 's')
     const columns = this.stored.map((c) => this.col('s', c)).join(', ')
+    const sequence = this.p.layout.sequence
+    const order = sequence === undefined ? '' : `, ${this.col('s', sequence.name)} AS ${this.q(W.order)}`
+    // A change feed may deliver the same event twice in one batch (the grain check refused different ones).
+    const once =
+      this.p.table.changes === undefined
+        ? ''
+        : `\nWHERE TRUE\nQUALIFY ROW_NUMBER() OVER (PARTITION BY ${this.keyList('e')}, e.${this.q(W.t)}${sequence ? `, e.${this.q(W.order)}` : ''}) = 1`
     this.emit(
       'build events',
       this.d.createTempTableAs(
         TEMP.events,
         `SELECT e.*, CASE WHEN e.${this.q(W.del)} THEN ${this.str(DELETED_STATE)} ELSE e.${this.q(W.rowHash)} END AS ${this.q(W.state)}\n` +
           `FROM (\n  SELECT ${columns}, ${this.eventTime} AS ${this.q(W.t)}, ${del} AS ${this.q(W.del)},\n` +
-          `  ${rowHash} AS ${this.q(W.rowHash)}\n  FROM ${this.stage} s\n) e`,
+          `  ${rowHash} AS ${this.q(W.rowHash)}${order}\n  FROM ${this.stage} s\n) e${once}`,
       ),
     )
   }
@@ -221,31 +233,56 @@ class MergeRenderer extends MergeSql {
   #logCaptures(captures: TableRef): void {
     const log = this.d.table(captures)
     const ev = this.tmp(TEMP.events)
+    const seq = this.sequenced
+    // The same event: same key and change time (and sequence, in a sequenced change feed).
+    const sameEvent = (e: string) =>
+      `c.captured_at = ${e}.${this.q(W.t)}` +
+      (seq ? ` AND c.${this.q(CAPTURE_SEQUENCE_COLUMN)} = ${e}.${this.q(W.order)}` : '')
+    const at = seq
+      ? `${this.str(' at ')} || ${this.d.castToString(`e.${this.q(W.t)}`)} || ${this.str(' (sequence ')} || ${this.d.castToString(`e.${this.q(W.order)}`)} || ')'`
+      : `${this.str(' at ')} || ${this.d.castToString(`e.${this.q(W.t)}`)}`
+    const why = seq
+      ? 'the source changed an event without changing its valid_from and sequence columns'
+      : 'the source changed a row without changing its valid_from column'
     this.emit(
       'check conflicting captures',
       `SELECT ${this.raise(
         'conflicting-capture',
-        `${this.str(`${this.prefix()}: key `)} || ${this.keyText('e')} || ${this.str(' already has a different state captured at ')} || ` +
-          `${this.d.castToString(`e.${this.q(W.t)}`)} || ${this.str(' (batch ')} || c.batch_id || ` +
-          this.str('): the source changed a row without changing its valid_from column; nothing was written'),
-      )}\nFROM ${ev} e JOIN ${log} c ON ${this.keyEq('c', 'e')} AND c.captured_at = e.${this.q(W.t)}\n` +
+        `${this.str(`${this.prefix()}: key `)} || ${this.keyText('e')} || ${this.str(' already has a different state captured')} || ` +
+          `${at} || ${this.str(' (batch ')} || c.batch_id || ${this.str(`): ${why}; nothing was written`)}`,
+      )}\nFROM ${ev} e JOIN ${log} c ON ${this.keyEq('c', 'e')} AND ${sameEvent('e')}\n` +
         `WHERE c.state_hash <> e.${this.q(W.state)}\nLIMIT 1`,
     )
     this.emit(
       'drop re-delivered events',
-      `DELETE FROM ${ev} WHERE EXISTS (SELECT 1 FROM ${log} c WHERE ${this.keys.map((k) => `c.${this.q(k)} = ${ev}.${this.q(k)}`).join(' AND ')} AND c.captured_at = ${ev}.${this.q(W.t)})`,
+      `DELETE FROM ${ev} WHERE EXISTS (SELECT 1 FROM ${log} c WHERE ${this.keys.map((k) => `c.${this.q(k)} = ${ev}.${this.q(k)}`).join(' AND ')} AND ${sameEvent(ev)})`,
     )
+    // A key is late when it has a capture after one of its events, or (sequenced) another event at the same time.
+    const later = seq ? 'c.captured_at >=' : 'c.captured_at >'
     this.emit(
       'find late keys',
       this.d.createTempTableAs(
         TEMP.lateKeys,
-        `SELECT DISTINCT ${this.keyList('e')} FROM ${ev} e\nWHERE EXISTS (SELECT 1 FROM ${log} c WHERE ${this.keyEq('c', 'e')} AND c.captured_at > e.${this.q(W.t)})`,
+        `SELECT DISTINCT ${this.keyList('e')} FROM ${ev} e\nWHERE EXISTS (SELECT 1 FROM ${log} c WHERE ${this.keyEq('c', 'e')} AND ${later} e.${this.q(W.t)})`,
       ),
     )
     this.emit(
       'append capture log',
-      `INSERT INTO ${log} (${this.keyList()}, captured_at, state_hash, is_deleted, batch_id)\n` +
-        `SELECT ${this.keyList('e')}, e.${this.q(W.t)}, e.${this.q(W.state)}, e.${this.q(W.del)}, ${this.str(this.p.batchId)} FROM ${ev} e`,
+      `INSERT INTO ${log} (${this.keyList()}, captured_at, ${seq ? `${this.q(CAPTURE_SEQUENCE_COLUMN)}, ` : ''}state_hash, is_deleted, batch_id)\n` +
+        `SELECT ${this.keyList('e')}, e.${this.q(W.t)}, ${seq ? `e.${this.q(W.order)}, ` : ''}e.${this.q(W.state)}, e.${this.q(W.del)}, ${this.str(this.p.batchId)} FROM ${ev} e`,
+    )
+  }
+
+  /**
+   * Sequenced change feeds: of a key's events at one change time, only the last in sequence order is the key's
+   * state then (a version cannot start and end at the same instant). The others stay in the capture log.
+   */
+  #dropSupersededEvents(): void {
+    const ev = this.tmp(TEMP.events)
+    this.emit(
+      'drop events superseded at the same change time',
+      `DELETE FROM ${ev} WHERE EXISTS (SELECT 1 FROM ${ev} l WHERE ${this.keys.map((k) => `l.${this.q(k)} = ${ev}.${this.q(k)}`).join(' AND ')} ` +
+        `AND l.${this.q(W.t)} = ${ev}.${this.q(W.t)} AND l.${this.q(W.order)} > ${ev}.${this.q(W.order)})`,
     )
   }
 
@@ -304,7 +341,6 @@ class MergeRenderer extends MergeSql {
   }
 
   #insertNewVersions(): void {
-    const n = this.names
     const onlyVersions = this.p.table.deletes === 'new_record' ? '' : `WHERE NOT x.${this.q(W.del)}`
     // In a snapshot every key has one change, so no version of this batch is followed by another.
     const next = this.oneEventPerKey
@@ -313,102 +349,11 @@ class MergeRenderer extends MergeSql {
     this.emit(
       'insert new versions',
       `INSERT INTO ${this.dim} (${this.metadataAndStoredList()})\n` +
-        `SELECT (SELECT COALESCE(MAX(${this.q(n.surrogateKey)}), 0) FROM ${this.dim}) + ROW_NUMBER() OVER (ORDER BY ${this.keyList('x')}, x.${this.q(W.t)}),\n` +
+        `SELECT ${this.nextSurrogateKeyBase()} + ROW_NUMBER() OVER (ORDER BY ${this.keyList('x')}, x.${this.q(W.t)}),\n` +
         `  ${this.stored.map((c) => this.col('x', c)).join(', ')},\n` +
         `  x.${this.q(W.t)}, COALESCE(x.${this.q(W.next)}, ${this.openEnd()}), x.${this.q(W.next)} IS NULL, x.${this.q(W.del)}, x.${this.q(W.rowHash)}, ${this.str(this.p.batchId)}\n` +
         `FROM (\n  SELECT c.*, ${next} AS ${this.q(W.next)}\n` +
         `  FROM ${this.tmp(TEMP.changes)} c\n) x\n${onlyVersions}`,
-    )
-  }
-
-  // ---- 5. late path ------------------------------------------------------------------------------------------
-
-  /**
-   * Keys with an event older than what is already captured: their windows are recomputed from the capture log
-   * (every state ever captured, including ones that changed nothing), so the result is the same whatever the
-   * order batches arrived in. Existing versions keep their surrogate keys: a version is matched to the run of
-   * equal states that contains its own first capture.
-   */
-  #recomputeLateKeys(captures: TableRef): void {
-    const n = this.names
-    const log = this.d.table(captures)
-    const lateKeys = this.tmp(TEMP.lateKeys)
-    const wk = `PARTITION BY ${this.keyList('c')} ORDER BY c.captured_at`
-    this.emit(
-      'late keys: number runs of equal states',
-      this.d.createTempTableAs(
-        TEMP.lateCaptures,
-        `SELECT x.*, SUM(CASE WHEN x.${this.q(W.start)} THEN 1 ELSE 0 END) OVER (PARTITION BY ${this.keyList('x')} ORDER BY x.captured_at ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ${this.q(W.run)}\n` +
-          `FROM (\n  SELECT ${this.keyList('c')}, c.captured_at, c.state_hash, c.state_hash IS DISTINCT FROM LAG(c.state_hash) OVER (${wk}) AS ${this.q(W.start)}\n` +
-          `  FROM ${log} c WHERE EXISTS (SELECT 1 FROM ${lateKeys} l WHERE ${this.keyEq('l', 'c')})\n) x`,
-      ),
-    )
-    const wr = `PARTITION BY ${this.keyList('r')} ORDER BY r.${this.q(W.from)}`
-    this.emit(
-      'late keys: windows of runs',
-      this.d.createTempTableAs(
-        TEMP.lateRuns,
-        `SELECT r.*, LEAD(r.${this.q(W.from)}) OVER (${wr}) AS ${this.q(W.to)}, LAG(r.state_hash) OVER (${wr}) AS ${this.q(W.prevRunState)}\n` +
-          `FROM (\n  SELECT ${this.keyList('c')}, c.${this.q(W.run)}, MIN(c.captured_at) AS ${this.q(W.from)}, MIN(c.state_hash) AS state_hash\n` +
-          `  FROM ${this.tmp(TEMP.lateCaptures)} c GROUP BY ${this.keyList('c')}, c.${this.q(W.run)}\n) r`,
-      ),
-    )
-    const deletedRuns =
-      this.p.table.deletes === 'new_record' ? ` OR r.${this.q(W.prevRunState)} IS NOT NULL` : ''
-    this.emit(
-      'late keys: match runs to existing versions',
-      this.d.createTempTableAs(
-        TEMP.lateVersions,
-        `SELECT r.*, v.${this.q(n.surrogateKey)} AS ${this.q(W.existingSk)}\nFROM ${this.tmp(TEMP.lateRuns)} r\n` +
-          `LEFT JOIN (\n  SELECT d.${this.q(n.surrogateKey)}, ${this.keyList('c')}, c.${this.q(W.run)}\n` +
-          `  FROM ${this.dim} d JOIN ${this.tmp(TEMP.lateCaptures)} c ON ${this.keyEq('d', 'c')} AND d.${this.q(n.validFrom)} = c.captured_at\n` +
-          `) v ON ${this.keyEq('v', 'r')} AND v.${this.q(W.run)} = r.${this.q(W.run)}\n` +
-          `WHERE r.state_hash <> ${this.str(DELETED_STATE)}${deletedRuns}`,
-      ),
-    )
-    const lv = this.tmp(TEMP.lateVersions)
-    const end = `COALESCE(v.${this.q(W.to)}, ${this.openEnd()})`
-    this.emit(
-      'late keys: move windows of existing versions',
-      `UPDATE ${this.dim} AS d SET ${this.q(n.validFrom)} = v.${this.q(W.from)}, ${this.q(n.validTo)} = ${end}, ${this.q(n.isCurrent)} = v.${this.q(W.to)} IS NULL\n` +
-        `FROM ${lv} v\nWHERE d.${this.q(n.surrogateKey)} = v.${this.q(W.existingSk)} AND (d.${this.q(n.validFrom)} <> v.${this.q(W.from)} ` +
-        `OR d.${this.q(n.validTo)} IS DISTINCT FROM ${end} OR d.${this.q(n.isCurrent)} <> (v.${this.q(W.to)} IS NULL))`,
-    )
-    // Attributes of a new run: an event of this batch or an existing version with the same state (same tracked
-    // values); a deletion run carries the attributes of the run before it.
-    const attrs = this.attributes
-    const source =
-      `SELECT ${this.keyList('e')}, e.${this.q(W.rowHash)} AS h, 1 AS ${this.q(W.priority)}${attrs.map((c) => `, ${this.col('e', c)}`).join('')}\n` +
-      `    FROM ${this.tmp(TEMP.events)} e WHERE NOT e.${this.q(W.del)}\n    UNION ALL\n` +
-      `    SELECT ${this.keyList('d')}, d.${this.q(n.rowHash)}, 2${attrs.map((c) => `, ${this.col('d', c)}`).join('')}\n` +
-      `    FROM ${this.dim} d WHERE EXISTS (SELECT 1 FROM ${lateKeys} l WHERE ${this.keyEq('l', 'd')})`
-    this.emit(
-      'late keys: attributes of each state',
-      this.d.createTempTableAs(
-        TEMP.lateAttributes,
-        `SELECT * FROM (\n  ${source}\n) a WHERE TRUE\n` +
-          `QUALIFY ROW_NUMBER() OVER (PARTITION BY ${this.keyList('a')}, a.h ORDER BY a.${this.q(W.priority)}) = 1`,
-      ),
-    )
-    const attributeState = `(CASE WHEN v.state_hash = ${this.str(DELETED_STATE)} THEN v.${this.q(W.prevRunState)} ELSE v.state_hash END)`
-    if (this.p.table.deletes === 'new_record' && attrs.length > 0) {
-      // A deletion version carries the attributes of the version before it, which a late event may have changed.
-      this.emit(
-        'late keys: deletion versions follow the version before them',
-        `UPDATE ${this.dim} AS d SET ${attrs.map((c) => `${this.q(c)} = x.${this.q(c)}`).join(', ')}, ${this.q(n.rowHash)} = x.h\n` +
-          `FROM (\n  SELECT v.${this.q(W.existingSk)}, a.*\n  FROM ${lv} v JOIN ${this.tmp(TEMP.lateAttributes)} a ON ${this.keyEq('a', 'v')} AND a.h = v.${this.q(W.prevRunState)}\n` +
-          `  WHERE v.state_hash = ${this.str(DELETED_STATE)} AND v.${this.q(W.existingSk)} IS NOT NULL\n) x\n` +
-          `WHERE d.${this.q(n.surrogateKey)} = x.${this.q(W.existingSk)} AND d.${this.q(n.rowHash)} <> x.h`,
-      )
-    }
-    this.emit(
-      'late keys: insert new versions',
-      `INSERT INTO ${this.dim} (${this.metadataAndStoredList()})\n` +
-        `SELECT (SELECT COALESCE(MAX(${this.q(n.surrogateKey)}), 0) FROM ${this.dim}) + ROW_NUMBER() OVER (ORDER BY ${this.keyList('v')}, v.${this.q(W.from)}),\n` +
-        `  ${this.stored.map((c) => (this.keys.includes(c) ? this.col('v', c) : this.col('a', c))).join(', ')},\n` +
-        `  v.${this.q(W.from)}, ${end}, v.${this.q(W.to)} IS NULL, v.state_hash = ${this.str(DELETED_STATE)}, a.h, ${this.str(this.p.batchId)}\n` +
-        `FROM ${lv} v JOIN ${this.tmp(TEMP.lateAttributes)} a ON ${this.keyEq('a', 'v')} AND a.h = ${attributeState}\n` +
-        `WHERE v.${this.q(W.existingSk)} IS NULL`,
     )
   }
 
@@ -425,7 +370,11 @@ class MergeRenderer extends MergeSql {
       const newer =
         this.p.objects.captures === undefined
           ? ''
-          : ` AND NOT EXISTS (SELECT 1 FROM ${this.d.table(this.p.objects.captures)} c WHERE ${this.keyEq('c', 'e')} AND c.captured_at > e.${this.q(W.t)})`
+          : ` AND NOT EXISTS (SELECT 1 FROM ${this.d.table(this.p.objects.captures)} c WHERE ${this.keyEq('c', 'e')} AND (c.captured_at > e.${this.q(W.t)}` +
+            (this.sequenced
+              ? ` OR (c.captured_at = e.${this.q(W.t)} AND c.${this.q(CAPTURE_SEQUENCE_COLUMN)} > e.${this.q(W.order)})`
+              : '') +
+            '))'
       // A key whose newest capture is not in this batch keeps the values it had (all its versions share them):
       // this also repairs a version the late path just inserted with the late event's older values.
       const cols = (alias: string) => [...this.keys, ...type1].map((c) => this.col(alias, c)).join(', ')

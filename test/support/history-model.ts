@@ -70,3 +70,28 @@ function sameState(
   if (a === undefined || b === undefined) return a === b
   return JSON.stringify(a) === JSON.stringify(b)
 }
+
+/** One event of a change feed as the model sees it. */
+export interface FeedEvent {
+  readonly key: number
+  readonly t: number
+  /** Orders events of a key at the same t (absent: the feed has no sequence column). */
+  readonly seq?: number
+  readonly op: 'I' | 'U' | 'D'
+  readonly attrs: Readonly<Record<string, string | null>>
+}
+
+/**
+ * A change feed as captures: per key and time, the last event in sequence order is the key's state at that
+ * time (under `ignore`, delete events do not exist); a delete is a deletion, an insert or update a state.
+ */
+export function feedCaptures(events: readonly FeedEvent[], policy: DeletePolicy): ModelEvent[] {
+  const last = new Map<string, FeedEvent>()
+  for (const e of events) {
+    if (policy === 'ignore' && e.op === 'D') continue
+    const id = `${e.key}@${e.t}`
+    const before = last.get(id)
+    if (before === undefined || (e.seq ?? 0) > (before.seq ?? 0)) last.set(id, e)
+  }
+  return [...last.values()].map((e) => ({ key: e.key, t: e.t, attrs: e.op === 'D' ? undefined : e.attrs }))
+}

@@ -143,16 +143,16 @@ tables:
 
   it('checks extract forms', () => {
     expect(issuesOf(withTable('key: id\nextract: incremental'))).toEqual([
-      'tables[0].extract: must be "full" or a mapping { mode: incremental, cursor: <column> } (got "incremental": an incremental extract needs a cursor column)',
+      'tables[0].extract: must be "full" or a mapping { mode: incremental, cursor: <column> } or { mode: changes } (got "incremental": an incremental extract needs a cursor column)',
     ])
     expect(issuesOf(withTable('key: id\nextract: ful'))).toEqual([
-      'tables[0].extract: must be "full" or a mapping { mode: incremental, cursor: <column> } (got "ful"); did you mean "full"?',
+      'tables[0].extract: must be "full" or a mapping { mode: incremental, cursor: <column> } or { mode: changes } (got "ful"); did you mean "full"?',
     ])
     expect(issuesOf(withTable('key: id\nextract: { mode: incremental }'))).toEqual([
       'tables[0].extract.cursor: is required',
     ])
     expect(issuesOf(withTable('key: id\nextract: { mode: incrementl, cursor: ts }'))).toEqual([
-      'tables[0].extract.mode: must be full or incremental (got "incrementl"); did you mean "incremental"?',
+      'tables[0].extract.mode: must be one of full, incremental, changes (got "incrementl"); did you mean "incremental"?',
     ])
     expect(
       issuesOf(

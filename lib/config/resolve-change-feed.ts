@@ -1,0 +1,118 @@
+/**
+ * `extract: { mode: changes, … }` resolved into how the source is read (ExtractSpec) and what its rows mean
+ * (ChangeFeedSpec). Database sources read the events after a watermark of the cursor (by default the change time
+ * itself); file sources are read whole on every run, and the merge drops events it has already captured.
+ */
+import type { ChangeFeedSpec, ExtractSpec, SourceSpec, ValidFromSpec } from '../core/table-spec.ts'
+import { DMS_OPERATION } from './config-schema.ts'
+import { show } from './messages.ts'
+
+type Path = readonly PropertyKey[]
+
+/** The `mode: changes` member of the extract option, as zod parsed it. */
+export interface ChangesDocument {
+  readonly mode: 'changes'
+  readonly operation?:
+    | string
+    | {
+        readonly column?: string
+        readonly insert?: string | readonly string[]
+        readonly update?: string | readonly string[]
+        readonly delete?: string | readonly string[]
+      }
+  readonly sequence?: string
+  readonly cursor?: string
+  readonly lookback_minutes?: number
+}
+
+export interface ResolvedChangeFeed {
+  readonly extract: ExtractSpec
+  readonly changes: ChangeFeedSpec
+}
+
+/**
+ * Resolves a change feed. `at` builds paths under the table; `note` marks options inherited from defaults.
+ * Problems are reported through `report`, all of them.
+ */
+export function resolveChangeFeed(
+  doc: ChangesDocument,
+  source: SourceSpec,
+  validFrom: ValidFromSpec,
+  at: (...rest: PropertyKey[]) => Path,
+  note: string,
+  report: (where: Path, message: string) => void,
+): ResolvedChangeFeed {
+  const op = typeof doc.operation === 'string' ? { column: doc.operation } : (doc.operation ?? {})
+  const values = (v: string | readonly string[] | undefined, fallback: readonly string[]) =>
+    v === undefined ? fallback : typeof v === 'string' ? [v] : v
+  const operation = {
+    column: op.column ?? DMS_OPERATION.column,
+    insert: values(op.insert, DMS_OPERATION.insert),
+    update: values(op.update, DMS_OPERATION.update),
+    delete: values(op.delete, DMS_OPERATION.delete),
+  }
+  const seen = new Map<string, string>()
+  for (const kind of ['insert', 'update', 'delete'] as const) {
+    for (const value of operation[kind]) {
+      const other = seen.get(value)
+      if (other !== undefined && other !== kind)
+        report(
+          at('extract', 'operation', kind),
+          `${show(value)} is also an ${other} value; each operation value must mean one thing${note}`,
+        )
+      seen.set(value, kind)
+    }
+  }
+  if (validFrom.kind !== 'column')
+    report(
+      at('valid_from'),
+      `a change feed needs valid_from: { column: <change time column> }: each event happens at its own time${note}`,
+    )
+  const changeTime = validFrom.kind === 'column' ? validFrom.column : undefined
+  const roles: [Path, string | undefined, string][] = [
+    [at('extract', 'operation'), operation.column, 'operation'],
+    [at('extract', 'sequence'), doc.sequence, 'sequence'],
+  ]
+  for (const [where, name, role] of roles) {
+    if (name !== undefined && changeTime !== undefined && name.toLowerCase() === changeTime.toLowerCase())
+      report(where, `the ${role} column ${show(name)} is also the valid_from column${note}`)
+  }
+  if (doc.sequence !== undefined && doc.sequence.toLowerCase() === operation.column.toLowerCase())
+    report(at('extract', 'sequence'), `${show(doc.sequence)} is also the operation column${note}`)
+
+  let extract: ExtractSpec
+  if (source.type === 'file') {
+    for (const option of ['cursor', 'lookback_minutes'] as const) {
+      if (doc[option] !== undefined)
+        report(
+          at('extract', option),
+          `a file change feed is read whole on every run (events already merged are skipped); ${option} applies to database sources only${note}`,
+        )
+    }
+    extract = { mode: 'full' }
+  } else {
+    extract = {
+      mode: 'incremental',
+      cursor: doc.cursor ?? changeTime ?? operation.column,
+      lookbackMinutes: doc.lookback_minutes ?? 0,
+    }
+  }
+  const changes: ChangeFeedSpec = {
+    operation,
+    ...(doc.sequence !== undefined ? { sequence: doc.sequence } : {}),
+  }
+  return { extract, changes }
+}
+
+/** Columns a change feed needs extracted, with the option that names each and its role. */
+export function changeFeedColumns(
+  changes: ChangeFeedSpec,
+  at: (...rest: PropertyKey[]) => Path,
+): [Path, string, string][] {
+  return [
+    [at('extract', 'operation'), changes.operation.column, 'operation'],
+    ...(changes.sequence !== undefined
+      ? [[at('extract', 'sequence'), changes.sequence, 'sequence'] as [Path, string, string]]
+      : []),
+  ]
+}

@@ -1,0 +1,136 @@
+import type { TableRef } from '../core/table-ref.ts'
+import { TEMP, WORK as W, type MergeSql } from './merge-sql.ts'
+import { CAPTURE_SEQUENCE_COLUMN } from './render-ddl.ts'
+import { DELETED_STATE } from './row-hash.ts'
+
+/**
+ * The late path (DESIGN.md §4.5). Keys with an event older than what is already captured (or, in a sequenced
+ * change feed, another event at a captured change time) get their windows recomputed from the capture log: every
+ * state ever captured, including ones that changed nothing, so the result is the same whatever the order batches
+ * arrived in.
+ *
+ * The log is read as the key's effective states: per change time the last one in sequence order. Consecutive
+ * equal states form runs; each run that is a version (a state, or a deletion under `new_record`) keeps the
+ * existing version that starts at one of its captures (the earliest, when a correction merged two runs), so
+ * existing versions keep their surrogate keys and only their windows move. Where a correction changed the state
+ * at a version's start (a later event with the same change time), the version takes the corrected attributes in
+ * place; a version left without a run is retired (moved to the retired-versions table, whose surrogate keys are
+ * never given out again).
+ */
+export function renderLatePath(m: MergeSql, captures: TableRef): void {
+  const n = m.names
+  const q = (name: string) => m.q(name)
+  const log = m.d.table(captures)
+  const lateKeys = m.tmp(TEMP.lateKeys)
+  const ofLateKeys = `EXISTS (SELECT 1 FROM ${lateKeys} l WHERE ${m.keyEq('l', 'c')})`
+  const effective = m.sequenced
+    ? `(\n    SELECT c.* FROM ${log} c WHERE ${ofLateKeys}\n    QUALIFY ROW_NUMBER() OVER (PARTITION BY ${m.keyList('c')}, c.captured_at ORDER BY c.${q(CAPTURE_SEQUENCE_COLUMN)} DESC) = 1\n  ) c`
+    : `${log} c WHERE ${ofLateKeys}`
+  const wk = `PARTITION BY ${m.keyList('c')} ORDER BY c.captured_at`
+  m.emit(
+    'late keys: number runs of equal states',
+    m.d.createTempTableAs(
+      TEMP.lateCaptures,
+      `SELECT x.*, SUM(CASE WHEN x.${q(W.start)} THEN 1 ELSE 0 END) OVER (PARTITION BY ${m.keyList('x')} ORDER BY x.captured_at ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ${q(W.run)}\n` +
+        `FROM (\n  SELECT ${m.keyList('c')}, c.captured_at, c.state_hash, c.state_hash IS DISTINCT FROM LAG(c.state_hash) OVER (${wk}) AS ${q(W.start)}\n` +
+        `  FROM ${effective}\n) x`,
+    ),
+  )
+  const wr = `PARTITION BY ${m.keyList('r')} ORDER BY r.${q(W.from)}`
+  m.emit(
+    'late keys: windows of runs',
+    m.d.createTempTableAs(
+      TEMP.lateRuns,
+      `SELECT r.*, LEAD(r.${q(W.from)}) OVER (${wr}) AS ${q(W.to)}, LAG(r.state_hash) OVER (${wr}) AS ${q(W.prevRunState)}\n` +
+        `FROM (\n  SELECT ${m.keyList('c')}, c.${q(W.run)}, MIN(c.captured_at) AS ${q(W.from)}, MIN(c.state_hash) AS state_hash\n` +
+        `  FROM ${m.tmp(TEMP.lateCaptures)} c GROUP BY ${m.keyList('c')}, c.${q(W.run)}\n) r`,
+    ),
+  )
+  m.emit(
+    'late keys: existing versions and their runs',
+    m.d.createTempTableAs(
+      TEMP.lateMatches,
+      `SELECT d.${q(n.surrogateKey)} AS ${q(W.existingSk)}, ${m.keyList('c')}, c.${q(W.run)},\n` +
+        `  ROW_NUMBER() OVER (PARTITION BY ${m.keyList('c')}, c.${q(W.run)} ORDER BY d.${q(n.validFrom)}) AS ${q(W.rank)}\n` +
+        `FROM ${m.dim} d JOIN ${m.tmp(TEMP.lateCaptures)} c ON ${m.keyEq('d', 'c')} AND d.${q(n.validFrom)} = c.captured_at`,
+    ),
+  )
+  const deletedRuns = m.p.table.deletes === 'new_record' ? ` OR r.${q(W.prevRunState)} IS NOT NULL` : ''
+  m.emit(
+    'late keys: match runs to existing versions',
+    m.d.createTempTableAs(
+      TEMP.lateVersions,
+      `SELECT r.*, v.${q(W.existingSk)}\nFROM ${m.tmp(TEMP.lateRuns)} r\n` +
+        `LEFT JOIN ${m.tmp(TEMP.lateMatches)} v ON ${m.keyEq('v', 'r')} AND v.${q(W.run)} = r.${q(W.run)} AND v.${q(W.rank)} = 1\n` +
+        `WHERE r.state_hash <> ${m.str(DELETED_STATE)}${deletedRuns}`,
+    ),
+  )
+  const lv = m.tmp(TEMP.lateVersions)
+  // Attributes of a run: an event of this batch or an existing version with the same state (same tracked
+  // values); a deletion run carries the attributes of the run before it.
+  const attrs = m.attributes
+  const source =
+    `SELECT ${m.keyList('e')}, e.${q(W.rowHash)} AS h, 1 AS ${q(W.priority)}${attrs.map((c) => `, ${m.col('e', c)}`).join('')}\n` +
+    `    FROM ${m.tmp(TEMP.events)} e WHERE NOT e.${q(W.del)}\n    UNION ALL\n` +
+    `    SELECT ${m.keyList('d')}, d.${q(n.rowHash)}, 2${attrs.map((c) => `, ${m.col('d', c)}`).join('')}\n` +
+    `    FROM ${m.dim} d WHERE EXISTS (SELECT 1 FROM ${lateKeys} l WHERE ${m.keyEq('l', 'd')})`
+  m.emit(
+    'late keys: attributes of each state',
+    m.d.createTempTableAs(
+      TEMP.lateAttributes,
+      `SELECT * FROM (\n  ${source}\n) a WHERE TRUE\n` +
+        `QUALIFY ROW_NUMBER() OVER (PARTITION BY ${m.keyList('a')}, a.h ORDER BY a.${q(W.priority)}) = 1`,
+    ),
+  )
+  if (m.p.objects.retired !== undefined) retireVersionsWithoutRun(m, m.p.objects.retired)
+  const end = `COALESCE(v.${q(W.to)}, ${m.openEnd()})`
+  m.emit(
+    'late keys: move windows of existing versions',
+    `UPDATE ${m.dim} AS d SET ${q(n.validFrom)} = v.${q(W.from)}, ${q(n.validTo)} = ${end}, ${q(n.isCurrent)} = v.${q(W.to)} IS NULL\n` +
+      `FROM ${lv} v\nWHERE d.${q(n.surrogateKey)} = v.${q(W.existingSk)} AND (d.${q(n.validFrom)} <> v.${q(W.from)} ` +
+      `OR d.${q(n.validTo)} IS DISTINCT FROM ${end} OR d.${q(n.isCurrent)} <> (v.${q(W.to)} IS NULL))`,
+  )
+  const attributeState = `(CASE WHEN v.state_hash = ${m.str(DELETED_STATE)} THEN v.${q(W.prevRunState)} ELSE v.state_hash END)`
+  const deletion = `v.state_hash = ${m.str(DELETED_STATE)}`
+  // A deletion version carries the attributes of the version before it, which a late event may have changed; a
+  // version whose starting state was corrected takes the corrected attributes.
+  m.emit(
+    "late keys: versions take their run's attributes",
+    `UPDATE ${m.dim} AS d SET ${[...attrs.map((c) => `${q(c)} = x.${q(c)}`), `${q(n.rowHash)} = x.h`, `${q(n.isDeleted)} = x.${q(W.del)}`].join(', ')}\n` +
+      `FROM (\n  SELECT v.${q(W.existingSk)}, ${deletion} AS ${q(W.del)}, a.*\n  FROM ${lv} v JOIN ${m.tmp(TEMP.lateAttributes)} a ON ${m.keyEq('a', 'v')} AND a.h = ${attributeState}\n` +
+      `  WHERE v.${q(W.existingSk)} IS NOT NULL\n) x\n` +
+      `WHERE d.${q(n.surrogateKey)} = x.${q(W.existingSk)} AND (d.${q(n.rowHash)} <> x.h OR d.${q(n.isDeleted)} <> x.${q(W.del)})`,
+  )
+  m.emit(
+    'late keys: insert new versions',
+    `INSERT INTO ${m.dim} (${m.metadataAndStoredList()})\n` +
+      `SELECT ${m.nextSurrogateKeyBase()} + ROW_NUMBER() OVER (ORDER BY ${m.keyList('v')}, v.${q(W.from)}),\n` +
+      `  ${m.stored.map((c) => (m.keys.includes(c) ? m.col('v', c) : m.col('a', c))).join(', ')},\n` +
+      `  v.${q(W.from)}, ${end}, v.${q(W.to)} IS NULL, ${deletion}, a.h, ${m.str(m.p.batchId)}\n` +
+      `FROM ${lv} v JOIN ${m.tmp(TEMP.lateAttributes)} a ON ${m.keyEq('a', 'v')} AND a.h = ${attributeState}\n` +
+      `WHERE v.${q(W.existingSk)} IS NULL`,
+  )
+}
+
+/**
+ * Versions whose run a correction took away (two runs merged into one, or the state at the version's start
+ * became a deletion under `invalidate`): moved to the retired-versions table, in the same transaction.
+ */
+function retireVersionsWithoutRun(m: MergeSql, retired: TableRef): void {
+  const n = m.names
+  const q = (name: string) => m.q(name)
+  const doomed =
+    `SELECT x.${q(W.existingSk)} FROM ${m.tmp(TEMP.lateMatches)} x\n` +
+    `  WHERE NOT EXISTS (SELECT 1 FROM ${m.tmp(TEMP.lateVersions)} v WHERE v.${q(W.existingSk)} = x.${q(W.existingSk)})`
+  const columns = [n.surrogateKey, ...m.keys, n.validFrom, n.validTo, n.isDeleted, n.rowHash, n.batchId]
+  m.emit(
+    'late keys: retire versions a correction replaced',
+    `INSERT INTO ${m.d.table(retired)} (${columns.map(q).join(', ')}, retired_by)\n` +
+      `SELECT ${columns.map((c) => m.col('d', c)).join(', ')}, ${m.str(m.p.batchId)}\n` +
+      `FROM ${m.dim} d WHERE d.${q(n.surrogateKey)} IN (\n  ${doomed}\n)`,
+  )
+  m.emit(
+    'late keys: remove retired versions',
+    `DELETE FROM ${m.dim} WHERE ${q(n.surrogateKey)} IN (\n  ${doomed}\n)`,
+  )
+}

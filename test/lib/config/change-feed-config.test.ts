@@ -1,0 +1,104 @@
+import { describe, expect, it } from 'vitest'
+import { ConfigError } from '../../../lib/core/errors.ts'
+import { parseProject } from '../../../lib/config/parse-project.ts'
+
+const CONFIG = '/projects/shop/dimsync.yaml'
+const FILE = 'source: { type: file, path: data/changes/*.parquet }'
+const DATABASE = 'source: { type: postgres, url_env: SHOP_DB, table: public.customer_changes }'
+
+function table(body: string, source = FILE): string {
+  const lines = [`name: customers`, source, ...body.split('\n').filter((line) => line.trim() !== '')]
+  return `version: 1\ntables:\n  - ${lines.join('\n    ')}\n`
+}
+
+function issuesOf(text: string): readonly string[] {
+  try {
+    parseProject(text, CONFIG)
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError)
+    return (error as ConfigError).issues
+  }
+  throw new Error('expected a ConfigError')
+}
+
+describe('extract: { mode: changes }', () => {
+  it('reads AWS DMS output out of the box: Op = I/U/D, delete events close versions, a file feed is read whole', () => {
+    const spec = parseProject(
+      table('key: customer_id\nextract: { mode: changes }\nvalid_from: { column: dms_ts }'),
+      CONFIG,
+    ).tables[0]!
+    expect(spec.changes).toEqual({ operation: { column: 'Op', insert: ['I'], update: ['U'], delete: ['D'] } })
+    expect(spec.extract).toEqual({ mode: 'full' })
+    expect(spec.deletes).toBe('invalidate')
+  })
+
+  it('a database feed is read after a watermark of its change time unless it names a cursor', () => {
+    const byTime = parseProject(
+      table(
+        'key: id\nextract: { mode: changes, lookback_minutes: 5 }\nvalid_from: { column: changed_at }',
+        DATABASE,
+      ),
+      CONFIG,
+    ).tables[0]!
+    expect(byTime.extract).toEqual({ mode: 'incremental', cursor: 'changed_at', lookbackMinutes: 5 })
+    const byLsn = parseProject(
+      table('key: id\nextract: { mode: changes, cursor: lsn }\nvalid_from: { column: changed_at }', DATABASE),
+      CONFIG,
+    ).tables[0]!
+    expect(byLsn.extract).toEqual({ mode: 'incremental', cursor: 'lsn', lookbackMinutes: 0 })
+  })
+
+  it('takes another operation column, other values (one or several), a sequence and another delete policy', () => {
+    const spec = parseProject(
+      table(`key: id
+extract:
+  mode: changes
+  operation: { column: op, insert: [c, r], update: u, delete: d }
+  sequence: lsn
+valid_from: { column: ts_ms }
+deletes: new_record`),
+      CONFIG,
+    ).tables[0]!
+    expect(spec.changes).toEqual({
+      operation: { column: 'op', insert: ['c', 'r'], update: ['u'], delete: ['d'] },
+      sequence: 'lsn',
+    })
+    expect(spec.deletes).toBe('new_record')
+    expect(
+      parseProject(
+        table('key: id\nextract: { mode: changes, operation: change_kind }\nvalid_from: { column: t }'),
+        CONFIG,
+      ).tables[0]!.changes!.operation,
+    ).toEqual({ column: 'change_kind', insert: ['I'], update: ['U'], delete: ['D'] })
+  })
+
+  it('refuses a feed without a change time, clashing columns and values, a cursor on a file feed', () => {
+    expect(issuesOf(table('key: id\nextract: { mode: changes }'))).toEqual([
+      'tables[0].valid_from: a change feed needs valid_from: { column: <change time column> }: each event happens at its own time',
+    ])
+    expect(
+      issuesOf(
+        table(
+          'key: id\nextract: { mode: changes, operation: { update: [U, D] }, sequence: Op, cursor: ts }\nvalid_from: { column: ts }\nexclude: [Op]',
+        ),
+      ),
+    ).toEqual([
+      'tables[0].extract.operation.delete: "D" is also an update value; each operation value must mean one thing',
+      'tables[0].extract.sequence: "Op" is also the operation column',
+      'tables[0].extract.cursor: a file change feed is read whole on every run (events already merged are skipped); cursor applies to database sources only',
+      'tables[0].extract.operation: the operation column "Op" is in exclude; it must be extracted',
+      'tables[0].extract.sequence: the sequence column "Op" is in exclude; it must be extracted',
+    ])
+    expect(
+      issuesOf(
+        table('key: id\nextract: { mode: changes, operation: { insert: [] } }\nvalid_from: { column: ts }'),
+      ),
+    ).toEqual(['tables[0].extract.operation.insert: must not be empty'])
+  })
+
+  it('names the modes when one is misspelled', () => {
+    expect(issuesOf(table('key: id\nextract: { mode: change }'))).toEqual([
+      'tables[0].extract.mode: must be one of full, incremental, changes (got "change"); did you mean "changes"?',
+    ])
+  })
+})
