@@ -33,6 +33,8 @@ const STAGED: StagedColumn[] = [
   { name: 'updated_at', type: 'TIMESTAMP WITH TIME ZONE' },
   { name: 'changed_at', type: 'TIMESTAMP WITH TIME ZONE' },
   { name: 'deleted_at', type: 'TIMESTAMP WITH TIME ZONE' },
+  { name: 'Op', type: 'VARCHAR' },
+  { name: 'change_seq', type: 'BIGINT' },
 ]
 
 interface Case {
@@ -44,7 +46,14 @@ interface Case {
 
 const PRESETS: ColumnPreset[] = ['dimsync', 'dbt', 'fivetran', 'databricks']
 const DELETES: DeletePolicy[] = ['ignore', 'invalidate', 'new_record']
-const SHAPES = ['snapshot', 'change-time full', 'change-time delta'] as const
+const SHAPES = [
+  'snapshot',
+  'change-time full',
+  'change-time delta',
+  'change feed',
+  'sequenced change feed',
+] as const
+const DMS = { column: 'Op', insert: ['I'], update: ['U'], delete: ['D'] }
 
 function cases(): Case[] {
   const out: Case[] = []
@@ -54,7 +63,8 @@ function cases(): Case[] {
       for (const openEnd of [null, '9999-12-31T23:59:59.000Z'])
         for (const shape of SHAPES) {
           const preset = PRESETS[i++ % PRESETS.length]!
-          const incremental = shape === 'change-time delta'
+          const incremental = shape === 'change-time delta' || shape === 'sequenced change feed'
+          const feed = shape === 'change feed' || shape === 'sequenced change feed'
           const table = tableSpec({
             key,
             deletes,
@@ -66,6 +76,14 @@ function cases(): Case[] {
               ? { mode: 'incremental', cursor: 'updated_at', lookbackMinutes: 0 }
               : { mode: 'full' },
             tracked: { kind: 'all_except', columns: ['last_login'] },
+            ...(feed
+              ? {
+                  changes: {
+                    operation: DMS,
+                    ...(shape === 'sequenced change feed' ? { sequence: 'change_seq' } : {}),
+                  },
+                }
+              : {}),
             ...(incremental || i % 2 === 0 ? { softDeleteColumn: 'deleted_at' } : {}),
           })
           const title = `${key.join('+')} key, deletes ${deletes}, open end ${openEnd ?? 'NULL'}, ${shape}, ${preset} columns`
@@ -155,8 +173,9 @@ function layoutColumns(table: TableSpec, staged: readonly StagedColumn[]) {
 describe('every BigQuery statement of the merge passes the GoogleSQL analyzer (ZetaSQL)', () => {
   const all = cases()
 
-  it('covers the matrix: both key shapes, every delete policy, both open ends, every preset, snapshot and change-time, schema evolution', () => {
-    expect(all.length).toBeGreaterThanOrEqual(36)
+  it('covers the matrix: both key shapes, every delete policy, both open ends, every preset, snapshot, change-time and change feeds, schema evolution', () => {
+    expect(all.length).toBeGreaterThanOrEqual(60)
+    expect(all.filter((c) => c.table.changes?.sequence !== undefined).length).toBeGreaterThanOrEqual(12)
     expect(new Set(all.map((c) => c.table.columns.validTo)).size).toBe(4)
     expect(all.some((c) => c.existing !== undefined)).toBe(true)
   })

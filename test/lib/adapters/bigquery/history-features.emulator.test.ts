@@ -1,0 +1,72 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { TableSpec } from '../../../../lib/core/table-spec.ts'
+import type { SqlDialect } from '../../../../lib/sql/dialect.ts'
+import { BothWarehouses } from '../../../support/both-warehouses.ts'
+import { tableSpec } from '../../../support/table-spec-builder.ts'
+
+let both: BothWarehouses
+beforeAll(async () => {
+  both = await BothWarehouses.start()
+})
+afterAll(async () => {
+  await both?.stop()
+})
+
+/** Every version of dim_customer as text, ordered the same way in both dialects. */
+function versions(table: TableSpec, columns: readonly string[]) {
+  return (d: SqlDialect, schema: string) => {
+    const n = table.columns
+    const text = (c: string) => `${d.castToString(d.quoteIdentifier(c))} AS ${d.quoteIdentifier(c)}`
+    const list = [n.surrogateKey, ...table.key, ...columns, n.validFrom, n.validTo, n.isCurrent, n.isDeleted]
+    return (
+      `SELECT ${list.map(text).join(', ')} FROM ${d.table({ schema, name: table.target })} ` +
+      `ORDER BY ${[...table.key, n.validFrom].map((c) => d.quoteIdentifier(c)).join(', ')}`
+    )
+  }
+}
+
+describe('history features give the same rows on DuckDB and on the BigQuery emulator', () => {
+  it('a sequenced change feed with late events, deletes and a correction at the same change time', async () => {
+    const table = tableSpec({
+      validFrom: { kind: 'column', column: 'changed_at' },
+      changes: { operation: { column: 'Op', insert: ['I'], update: ['U'], delete: ['D'] }, sequence: 'seq' },
+      deletes: 'new_record',
+    })
+    const columns = [
+      { name: 'Op', type: 'VARCHAR' },
+      { name: 'customer_id', type: 'BIGINT' },
+      { name: 'region', type: 'VARCHAR' },
+      { name: 'changed_at', type: 'TIMESTAMP' },
+      { name: 'seq', type: 'BIGINT' },
+    ]
+    const e = (Op: string, customer_id: number, region: string | null, day: number, seq = 1) => ({
+      Op,
+      customer_id,
+      region,
+      changed_at: `2024-01-0${day} 00:00:00`,
+      seq,
+    })
+    const { duckdb, bigquery } = await both.run(
+      table,
+      columns,
+      [
+        {
+          rows: [e('I', 1, 'South', 1), e('U', 1, 'West', 3), e('U', 1, 'North', 3, 2), e('I', 2, 'East', 1)],
+          extractedAt: '2024-02-01T00:00:00Z',
+        },
+        { rows: [e('D', 2, null, 4), e('U', 1, 'East', 5)], extractedAt: '2024-02-02T00:00:00Z' },
+        // Late: an update of key 2 before its delete, and a correction of key 1 on day 3.
+        { rows: [e('U', 2, 'West', 2), e('U', 1, 'South', 3, 3)], extractedAt: '2024-02-03T00:00:00Z' },
+      ],
+      versions(table, ['region']),
+    )
+    expect(duckdb.map((r) => [r.customer_id, r.region, r.valid_from, r.valid_to, r.is_deleted])).toEqual([
+      ['1', 'South', '2024-01-01 00:00:00+00', '2024-01-05 00:00:00+00', 'false'],
+      ['1', 'East', '2024-01-05 00:00:00+00', null, 'false'],
+      ['2', 'East', '2024-01-01 00:00:00+00', '2024-01-02 00:00:00+00', 'false'],
+      ['2', 'West', '2024-01-02 00:00:00+00', '2024-01-04 00:00:00+00', 'false'],
+      ['2', 'West', '2024-01-04 00:00:00+00', null, 'true'],
+    ])
+    expect(bigquery).toEqual(duckdb)
+  })
+})
