@@ -124,15 +124,17 @@ export const sourceSchema = z.discriminatedUnion('type', [fileSourceSchema, data
   },
 })
 
+const lookbackMinutes = z
+  .number({ error: expecting('a whole number of minutes, 0 or more') })
+  .int({ error: expecting('a whole number of minutes, 0 or more') })
+  .min(0, { error: expecting('a whole number of minutes, 0 or more') })
+  .optional()
+  .describe('Re-read this many minutes before the watermark. Default 0.')
+
 const incrementalSchema = strict({
   mode: z.literal('incremental'),
   cursor: column.describe('Source column that grows with every change (updated_at, an id).'),
-  lookback_minutes: z
-    .number({ error: expecting('a whole number of minutes, 0 or more') })
-    .int({ error: expecting('a whole number of minutes, 0 or more') })
-    .min(0, { error: expecting('a whole number of minutes, 0 or more') })
-    .optional()
-    .describe('Re-read this many minutes before the watermark. Default 0.'),
+  lookback_minutes: lookbackMinutes,
 })
 
 // ---- change feeds (extract: { mode: changes }) ----
@@ -173,12 +175,7 @@ const changesSchema = strict({
     .describe(
       "Database sources: read the events after this column's watermark. Default: the valid_from column.",
     ),
-  lookback_minutes: z
-    .number({ error: expecting('a whole number of minutes, 0 or more') })
-    .int({ error: expecting('a whole number of minutes, 0 or more') })
-    .min(0, { error: expecting('a whole number of minutes, 0 or more') })
-    .optional()
-    .describe('Re-read this many minutes before the watermark. Default 0.'),
+  lookback_minutes: lookbackMinutes,
 })
 
 // ---- end change feeds ----
