@@ -28,6 +28,12 @@ export interface LocalDeps extends PipelineDeps {
   close(): Promise<void>
 }
 
+/**
+ * A BigQuery API endpoint to use instead of Google's (a BigQuery emulator): requests go there without Google
+ * credentials.
+ */
+export const BIGQUERY_ENDPOINT_VARIABLE = 'DIMSYNC_BIGQUERY_ENDPOINT'
+
 /** How long a command waits for a DuckDB warehouse file another process has open (seconds). */
 export const WAREHOUSE_WAIT_VARIABLE = 'DIMSYNC_WAREHOUSE_WAIT_SECONDS'
 const DEFAULT_WAREHOUSE_WAIT_SECONDS = 60
@@ -132,6 +138,7 @@ async function openLocalWarehouse(
     // AWS credential chain, as on Lambda.
     return await openBigQueryWarehouse(project.warehouse, {
       getSecret: secretsManagerGetter(makeSecretsManagerClient({})),
+      endpoint: process.env[BIGQUERY_ENDPOINT_VARIABLE],
       extra: options.bigQuery,
     })
   }

@@ -1,3 +1,4 @@
+import { PassThroughClient } from 'google-auth-library'
 import { ConfigError } from '../../core/errors.ts'
 import type { BigQueryWarehouseSpec } from '../../core/table-spec.ts'
 import { BigQueryWarehouse, type BigQueryWarehouseOptions } from './bigquery-warehouse.ts'
@@ -40,9 +41,22 @@ export async function openBigQueryWarehouse(
   options: {
     readonly secretArn?: string
     readonly getSecret?: (arn: string) => Promise<string>
+    /**
+     * An API endpoint that takes no Google credentials (a BigQuery emulator): requests go there unauthenticated,
+     * and no secret is read.
+     */
+    readonly endpoint?: string
     readonly extra?: Partial<BigQueryWarehouseOptions>
   } = {},
 ): Promise<BigQueryWarehouse> {
+  if (options.endpoint !== undefined && options.endpoint !== '')
+    return new BigQueryWarehouse({
+      project: spec.project,
+      location: spec.location,
+      apiEndpoint: options.endpoint,
+      authClient: new PassThroughClient(),
+      ...options.extra,
+    })
   const secret = options.secretArn ?? spec.credentialsSecret
   let credentials: ServiceAccountKey | undefined
   if (secret !== undefined) {
