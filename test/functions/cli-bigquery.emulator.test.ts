@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process'
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -8,6 +8,8 @@ import { BigQueryEmulator } from '../support/bigquery-emulator/bigquery-emulator
 
 const ROOT = join(import.meta.dirname, '..', '..')
 const CLI = join(ROOT, 'bin', 'dimsync.mjs')
+/** The file the quickstart's tables read (`run`, `plan`): its newest snapshot. */
+const SOURCE = join('data', 'customers_2024-03-10T1430.csv')
 const BACKFILL = ['--files', 'data/customers_*.csv', '--time-from-name', 'customers_%Y-%m-%dT%H%M.csv']
 
 let emulator: BigQueryEmulator
@@ -51,8 +53,8 @@ function dimsync(cwd: string, ...args: string[]): Promise<{ code: number | null;
 /** Runs the same command in the DuckDB and the BigQuery quickstart (at once); both succeed; answers both outputs. */
 async function both(...args: string[]): Promise<{ duckdb: string; bigquery: string }> {
   const [d, b] = await Promise.all([dimsync(duckdb, ...args), dimsync(bigquery, ...args)])
-  expect({ code: d.code, err: d.err }).toMatchObject({ code: 0 })
-  expect({ code: b.code, err: b.err }).toMatchObject({ code: 0 })
+  expect(d.code, `DuckDB: dimsync ${args.join(' ')}: ${d.err}`).toBe(0)
+  expect(b.code, `BigQuery: dimsync ${args.join(' ')}: ${b.err}`).toBe(0)
   return { duckdb: d.out, bigquery: b.out }
 }
 
@@ -90,15 +92,18 @@ describe(`dimsync CLI on BigQuery (the emulator at ${BIGQUERY_ENDPOINT_VARIABLE}
     'backfill of the two snapshots, then history (timeline, JSON, as of a date) reads the same on both warehouses',
     { timeout: 240_000 },
     async () => {
-      for (const table of ['customers', 'customers_invalidate'])
-        await both('backfill', '--table', table, ...BACKFILL)
-      const timeline = await both('history', 'customers')
+      // deletes: invalidate, the quickstart's table where Carla's absence from the second snapshot closes her.
+      await both('backfill', '--table', 'customers_invalidate', ...BACKFILL)
+      const [timeline, json, asOf] = await Promise.all([
+        both('history', 'customers_invalidate'),
+        both('history', 'customers_invalidate', '--format', 'json'),
+        both('history', 'customers_invalidate', '--as-of', '2024-02-01T00:00:00Z', '--format', 'csv'),
+      ])
       expect(timeline.bigquery).toBe(timeline.duckdb)
-      expect(timeline.bigquery).toContain('dim_customer: 5 versions of 4 keys')
-      const json = await both('history', 'customers_invalidate', '--format', 'json')
+      expect(timeline.bigquery).toContain('dim_customer_invalidate: 5 versions of 4 keys')
       expect(versions(json.bigquery)).toEqual(versions(json.duckdb))
-      const asOf = await both('history', 'customers', '--as-of', '2024-02-01T00:00:00Z', '--format', 'csv')
       expect(csvWithoutBatchIds(asOf.bigquery)).toEqual(csvWithoutBatchIds(asOf.duckdb))
+      expect(csvWithoutBatchIds(asOf.bigquery)).toHaveLength(4)
       expect(
         emulator.rows({
           projectId: 'quickstart-project',
@@ -113,15 +118,14 @@ describe(`dimsync CLI on BigQuery (the emulator at ${BIGQUERY_ENDPOINT_VARIABLE}
     'run of a third snapshot merges the same versions; plan prices a fourth with a dry run and changes nothing',
     { timeout: 240_000 },
     async () => {
-      for (const dir of [duckdb, bigquery]) {
-        for (const file of readdirSync(join(dir, 'data'))) rmSync(join(dir, 'data', file))
+      // The quickstart's tables read their newest snapshot file: it becomes a third snapshot.
+      for (const dir of [duckdb, bigquery])
         writeFileSync(
-          join(dir, 'data', 'customers_2024-06-01T0000.csv'),
+          join(dir, SOURCE),
           'customer_id,name,region\n101,Ana,North\n102,Bruno,East\n104,Diego,West\n',
         )
-      }
-      await both('run', '--table', 'customers', '--extracted-at', '2024-06-01T00:00:00Z')
-      const history = await both('history', 'customers', '--format', 'json')
+      await both('run', '--table', 'customers_invalidate', '--extracted-at', '2024-06-01T00:00:00Z')
+      const history = await both('history', 'customers_invalidate', '--format', 'json')
       expect(versions(history.bigquery)).toEqual(versions(history.duckdb))
       expect(versions(history.bigquery).map((v) => [v.customer_id, v.region, v.is_current])).toContainEqual([
         102,
@@ -131,13 +135,15 @@ describe(`dimsync CLI on BigQuery (the emulator at ${BIGQUERY_ENDPOINT_VARIABLE}
 
       for (const dir of [duckdb, bigquery])
         writeFileSync(
-          join(dir, 'data', 'customers_2024-06-01T0000.csv'),
+          join(dir, SOURCE),
           'customer_id,name,region\n101,Ana,South\n102,Bruno,East\n104,Diego,West\n',
         )
-      const plan = await dimsync(bigquery, 'plan', '--table', 'customers')
+      const plan = await dimsync(bigquery, 'plan', '--table', 'customers_invalidate')
       expect(plan.code, plan.err).toBe(0)
       expect(plan.out).toMatch(/bytes/i)
-      expect((await both('history', 'customers', '--format', 'json')).bigquery).toBe(history.bigquery)
+      expect((await both('history', 'customers_invalidate', '--format', 'json')).bigquery).toBe(
+        history.bigquery,
+      )
     },
   )
 })
