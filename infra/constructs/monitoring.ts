@@ -11,7 +11,9 @@ import * as kms from 'aws-cdk-lib/aws-kms'
 import * as sns from 'aws-cdk-lib/aws-sns'
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions'
 import type * as lambda from 'aws-cdk-lib/aws-lambda'
+import type * as scheduler from 'aws-cdk-lib/aws-scheduler'
 import type * as sfn from 'aws-cdk-lib/aws-stepfunctions'
+import type * as sqs from 'aws-cdk-lib/aws-sqs'
 import { Construct } from 'constructs'
 import { METRIC, METRICS_NAMESPACE } from '../defaults.ts'
 
@@ -68,6 +70,11 @@ export interface MonitoredFunction {
 
 export interface MonitoringProps {
   readonly tables: readonly MonitoredTable[]
+  /** The schedule group and the dead-letter queue of each schedule. */
+  readonly schedules: {
+    readonly group: scheduler.IScheduleGroup
+    readonly deadLetterQueues: Readonly<Record<string, sqs.IQueue>>
+  }
   readonly functions: readonly MonitoredFunction[]
   readonly topic: sns.ITopic
   readonly stateMachine: sfn.StateMachine
@@ -137,6 +144,7 @@ export class Monitoring extends Construct {
 
     const escaped = this.#executionAlarms(props.stateMachine, notify)
     const functionAlarms = props.functions.flatMap((fn) => this.#functionAlarms(fn, notify))
+    const scheduleAlarms = this.#scheduleAlarms(props.schedules, notify)
 
     const hour = Duration.hours(1)
     const perTable = (name: string, statistic = 'Sum') =>
@@ -158,6 +166,7 @@ export class Monitoring extends Construct {
               ...Object.values(this.stalenessAlarms),
               ...escaped,
               ...functionAlarms,
+              ...scheduleAlarms,
             ],
             width: 8,
           }),
@@ -250,6 +259,44 @@ export class Monitoring extends Construct {
     throttles.addAlarmAction(notify)
     nearTimeout.addAlarmAction(notify)
     return [throttles, nearTimeout, errors]
+  }
+
+  /**
+   * A scheduled start that failed after its retries lands in the schedule's dead-letter queue (one message there,
+   * naming the table); one that could not even be put there, or was dropped, alarms for the group. Target errors
+   * that a retry fixed are shown, not sent.
+   */
+  #scheduleAlarms(schedules: MonitoringProps['schedules'], notify: actions.SnsAction): cloudwatch.Alarm[] {
+    const period = Duration.minutes(5)
+    const waiting = Object.entries(schedules.deadLetterQueues).map(([table, queue]) =>
+      this.#whenAtLeast(
+        `StartLost-${table}`,
+        `dimsync: the schedule of table ${table} could not start the state machine; the start is in its ` +
+          'dead-letter queue (start the load by hand, then delete the message)',
+        queue.metricApproximateNumberOfMessagesVisible({ period, statistic: 'Maximum' }),
+      ),
+    )
+    const group = schedules.group
+    const lost = this.#whenAtLeast(
+      'ScheduledStartsDropped',
+      'dimsync: a scheduled start was dropped without reaching a dead-letter queue',
+      new cloudwatch.MathExpression({
+        expression: 'FILL(dropped, 0) + FILL(undelivered, 0)',
+        usingMetrics: {
+          dropped: group.metricDropped({ period, statistic: 'Sum' }),
+          undelivered: group.metricFailedToBeSentToDLQ(undefined, { period, statistic: 'Sum' }),
+        },
+        period,
+      }),
+    )
+    for (const alarm of [...waiting, lost]) alarm.addAlarmAction(notify)
+    const targetErrors = this.#whenAtLeast(
+      'ScheduleTargetErrors',
+      'dimsync: a schedule failed to start the state machine and retried (no message: a start that still fails ' +
+        'goes to a dead-letter queue, which alarms)',
+      group.metricTargetErrors({ period, statistic: 'Sum' }),
+    )
+    return [...waiting, lost, targetErrors]
   }
 
   /** An alarm in ALARM while `metric` reaches `threshold` in its one period; missing data is not a breach. */

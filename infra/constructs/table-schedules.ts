@@ -3,9 +3,10 @@
  * input a person would type in the console: `{"table": "...", "mode": "...", "reason": "schedule"}`.
  */
 import { createHash } from 'node:crypto'
-import { ArnFormat, Duration, RemovalPolicy, Stack, TimeZone } from 'aws-cdk-lib'
+import { ArnFormat, Duration, RemovalPolicy, Stack, TimeZone, Validations } from 'aws-cdk-lib'
 import * as iam from 'aws-cdk-lib/aws-iam'
 import * as scheduler from 'aws-cdk-lib/aws-scheduler'
+import * as sqs from 'aws-cdk-lib/aws-sqs'
 import * as targets from 'aws-cdk-lib/aws-scheduler-targets'
 import type * as sfn from 'aws-cdk-lib/aws-stepfunctions'
 import { Construct } from 'constructs'
@@ -20,6 +21,7 @@ export interface ScheduledTable {
 export interface TableSchedulesProps {
   readonly tables: readonly ScheduledTable[]
   readonly stateMachine: sfn.IStateMachine
+  readonly removalPolicy: RemovalPolicy
 }
 
 const MAX_GROUP_NAME = 64
@@ -43,6 +45,8 @@ export function scheduledInput(table: ScheduledTable): Record<string, string> {
 
 export class TableSchedules extends Construct {
   readonly schedules: Record<string, scheduler.Schedule> = {}
+  /** Per table, the queue that receives a scheduled start that still failed after its retries. */
+  readonly deadLetterQueues: Record<string, sqs.Queue> = {}
   readonly group: scheduler.ScheduleGroup
 
   constructor(scope: Construct, id: string, props: TableSchedulesProps) {
@@ -73,6 +77,18 @@ export class TableSchedules extends Construct {
     })
     for (const table of props.tables) {
       const { schedule } = table
+      const deadLetters = new sqs.Queue(this, `DeadLetters-${table.name}`, {
+        encryption: sqs.QueueEncryption.SQS_MANAGED,
+        enforceSSL: true,
+        // The longest SQS keeps a message: time to see which start was lost and run it by hand.
+        retentionPeriod: Duration.days(14),
+        removalPolicy: props.removalPolicy,
+      })
+      Validations.of(deadLetters).acknowledge({
+        id: 'AwsSolutions-SQS3',
+        reason: 'This queue is the dead-letter queue of the schedule of table ' + table.name + '.',
+      })
+      this.deadLetterQueues[table.name] = deadLetters
       this.schedules[table.name] = new scheduler.Schedule(this, `Schedule-${table.name}`, {
         scheduleGroup: this.group,
         description: `dimsync: load table ${table.name} (${schedule.expression}, ${schedule.timezone})`,
@@ -91,6 +107,7 @@ export class TableSchedules extends Construct {
           // A missed start is caught by the staleness alarm; retrying later than an hour would overlap the next run.
           retryAttempts: 3,
           maxEventAge: Duration.hours(1),
+          deadLetterQueue: deadLetters,
         }),
       })
     }

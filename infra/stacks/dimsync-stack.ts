@@ -148,8 +148,10 @@ export class DimsyncStack extends Stack {
     this.schedules = new TableSchedules(this, 'Schedules', {
       tables: plan.tables.filter((t): t is ScheduledTable & typeof t => t.schedule !== undefined),
       stateMachine: this.orchestration.stateMachine,
+      removalPolicy,
     })
     this.monitoring = new Monitoring(this, 'Monitoring', {
+      schedules: this.schedules,
       tables: plan.tables,
       functions: plan.classes.flatMap((c) =>
         (['extract', 'merge'] as const).map((kind) => ({

@@ -101,13 +101,20 @@ describe('DimsyncStack (bundling skipped)', () => {
       ScheduleExpression: 'rate(15 minutes)',
       State: 'DISABLED',
     })
-    expect(statementsOf(template, 'SchedulesRole')).toEqual([
-      {
-        Action: 'states:StartExecution',
+    const scheduleStatements = statementsOf(template, 'SchedulesRole')
+    expect(scheduleStatements[0]).toEqual({
+      Action: 'states:StartExecution',
+      Effect: 'Allow',
+      Resource: { Ref: expect.stringMatching(/^OrchestrationStateMachine/) },
+    })
+    // And each schedule's dead-letter queue, nothing else.
+    expect(scheduleStatements.slice(1)).toEqual(
+      ['customers', 'orders', 'products'].map(() => ({
+        Action: 'sqs:SendMessage',
         Effect: 'Allow',
-        Resource: { Ref: expect.stringMatching(/^OrchestrationStateMachine/) },
-      },
-    ])
+        Resource: { 'Fn::GetAtt': [expect.stringMatching(/^SchedulesDeadLetters/), 'Arn'] },
+      })),
+    )
   })
 
   it('retries transient errors with backoff, never validation errors, and catches everything', () => {
@@ -296,8 +303,9 @@ describe('DimsyncStack (bundling skipped)', () => {
       DatapointsToAlarm: 48,
     })
     // products is disabled: no staleness alarm. 3 failure + 2 staleness + 3 execution alarms (failed untold,
-    // timed out, throttled) + 3 per function (throttles, near timeout, errors) × 4 functions.
-    template.resourceCountIs('AWS::CloudWatch::Alarm', 20)
+    // timed out, throttled) + 3 per function (throttles, near timeout, errors) × 4 functions + one per
+    // dead-letter queue (3) + starts dropped + target errors.
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 25)
     template.hasResourceProperties('AWS::SNS::Subscription', {
       Protocol: 'email',
       Endpoint: 'ops@example.com',

@@ -105,3 +105,41 @@ describe('alarms: one message per failure, and alarms for what the state machine
     for (const alarm of of('Errors')) expect(alarm.Properties.AlarmActions).toBeUndefined()
   })
 })
+
+describe('scheduled starts that fail', () => {
+  it('give every schedule a dead-letter queue of its own, and alarm when a start lands in one or is lost', async () => {
+    const { template, violations } = await synthStack(
+      deploymentYaml({
+        tables:
+          '  - { name: orders, source: { type: postgres, url_env: SHOP_DB_URL, table: o }, key: id, schedule: cron(0 3 * * ? *) }',
+      }),
+    )
+    expect(violations).toEqual([])
+    const schedules = Object.values(template.findResources('AWS::Scheduler::Schedule')) as {
+      Properties: { Target: { DeadLetterConfig?: { Arn: { 'Fn::GetAtt': [string, string] } } } }
+    }[]
+    const queues = schedules.map((s) => s.Properties.Target.DeadLetterConfig!.Arn['Fn::GetAtt'][0])
+    expect(new Set(queues).size).toBe(2)
+    template.resourceCountIs('AWS::SQS::Queue', 2)
+    template.allResourcesProperties('AWS::SQS::Queue', {
+      SqsManagedSseEnabled: true,
+      MessageRetentionPeriod: 1209600,
+    })
+
+    const alarms = Object.values(alarmsOf(template))
+    for (const queue of queues) {
+      const alarm = alarms.find(
+        (a) =>
+          a.Properties.MetricName === 'ApproximateNumberOfMessagesVisible' &&
+          JSON.stringify(a.Properties.Dimensions).includes(queue),
+      )!
+      expect(alarm.Properties).toMatchObject({ Threshold: 1, AlarmActions: [expect.anything()] })
+    }
+    const lost = alarms.find((a) => JSON.stringify(a.Properties).includes('InvocationDroppedCount'))!
+    expect(JSON.stringify(lost.Properties)).toContain('InvocationsFailedToBeSentToDeadLetterCount')
+    expect(lost.Properties.AlarmActions).toEqual([expect.anything()])
+    const targetErrors = alarms.find((a) => a.Properties.MetricName === 'TargetErrorCount')!
+    // Retried by the schedule; a start that still fails is in a dead-letter queue and alarms there.
+    expect(targetErrors.Properties.AlarmActions).toBeUndefined()
+  })
+})
