@@ -42,6 +42,3 @@ export const LAMBDA_THROTTLED = 'Lambda.TooManyRequestsException'
 
 /** Upper bound on extract passes of one run (a resumable extract continues in a loop, see the state machine). */
 export const MAX_EXTRACT_PASSES = 48
-
-/** CloudWatch evaluates an alarm over at most 7 days (1 day for periods under an hour). */
-export const MAX_ALARM_WINDOW_MINUTES = 7 * 24 * 60

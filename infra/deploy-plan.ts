@@ -5,7 +5,7 @@
  */
 import { ConfigError } from '../lib/core/errors.ts'
 import type { AwsDeploymentSpec, LambdaSizeSpec, ProjectSpec, ScheduleSpec } from '../lib/core/table-spec.ts'
-import { DEFAULT_STACK_NAME, MAX_ALARM_WINDOW_MINUTES } from './defaults.ts'
+import { DEFAULT_STACK_NAME } from './defaults.ts'
 
 /** One pair of functions (extract, merge) with one memory/timeout setting, shared by the tables of that size. */
 export interface FunctionClassPlan {
@@ -21,7 +21,7 @@ export interface TablePlan {
   readonly mode: 'full' | 'incremental'
   readonly functionClass: string
   readonly schedule?: ScheduleSpec
-  /** Twice the longest scheduled gap, when an alarm can cover it; absent: no staleness alarm. */
+  /** Twice the longest scheduled gap; absent: no staleness alarm (the schedule is disabled or never fires again). */
   readonly stalenessWindowMinutes?: number
   /** Why a scheduled table has no staleness alarm (shown as a synth warning). */
   readonly stalenessSkipped?: string
@@ -108,13 +108,8 @@ export function planDeployment(project: ProjectSpec): DeploymentPlan {
     let stalenessWindowMinutes: number | undefined
     let stalenessSkipped: string | undefined
     if (schedule !== undefined && schedule.enabled) {
-      const window = 2 * schedule.maxIntervalMinutes
       if (schedule.maxIntervalMinutes === 0) stalenessSkipped = `${schedule.expression} never runs again`
-      else if (window > MAX_ALARM_WINDOW_MINUTES)
-        stalenessSkipped =
-          `twice the interval of ${schedule.expression} is longer than 7 days, the longest window a ` +
-          'CloudWatch alarm evaluates'
-      else stalenessWindowMinutes = window
+      else stalenessWindowMinutes = 2 * schedule.maxIntervalMinutes
     }
     return {
       name: table.name,

@@ -11,11 +11,13 @@ import * as kms from 'aws-cdk-lib/aws-kms'
 import * as sns from 'aws-cdk-lib/aws-sns'
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions'
 import type * as lambda from 'aws-cdk-lib/aws-lambda'
-import type * as scheduler from 'aws-cdk-lib/aws-scheduler'
+import * as scheduler from 'aws-cdk-lib/aws-scheduler'
 import type * as sfn from 'aws-cdk-lib/aws-stepfunctions'
-import type * as sqs from 'aws-cdk-lib/aws-sqs'
 import { Construct } from 'constructs'
 import { METRIC, METRICS_NAMESPACE } from '../defaults.ts'
+import type { DeploymentPlan } from '../deploy-plan.ts'
+import { STALE_METRIC, STALENESS_CHECK_MINUTES, StalenessCheck } from './staleness-check.ts'
+import type { TableSchedules } from './table-schedules.ts'
 
 export interface MonitoredTable {
   readonly name: string
@@ -70,12 +72,13 @@ export interface MonitoredFunction {
 
 export interface MonitoringProps {
   readonly tables: readonly MonitoredTable[]
-  /** The schedule group and the dead-letter queue of each schedule. */
-  readonly schedules: {
-    readonly group: scheduler.IScheduleGroup
-    readonly deadLetterQueues: Readonly<Record<string, sqs.IQueue>>
-  }
+  /** The stack's schedules: their group, the dead-letter queue of each, and where the staleness check goes. */
+  readonly schedules: TableSchedules
   readonly functions: readonly MonitoredFunction[]
+  /** For the staleness check's own state machine. */
+  readonly executionLogs: DeploymentPlan['executionLogs']
+  readonly logRetentionDays: number
+  readonly removalPolicy: RemovalPolicy
   readonly topic: sns.ITopic
   readonly stateMachine: sfn.StateMachine
 }
@@ -96,15 +99,6 @@ function tableMetric(name: string, table: string, period: Duration, statistic = 
   })
 }
 
-/**
- * The period and count of an alarm that looks back `minutes`: one period when it fits in a day (CloudWatch
- * allows only one day of periods shorter than an hour), else hourly periods up to 7 days.
- */
-export function stalenessWindow(minutes: number): { period: Duration; evaluationPeriods: number } {
-  if (minutes <= 1440) return { period: Duration.minutes(minutes), evaluationPeriods: 1 }
-  return { period: Duration.hours(1), evaluationPeriods: Math.ceil(minutes / 60) }
-}
-
 export class Monitoring extends Construct {
   readonly failureAlarms: Record<string, cloudwatch.Alarm> = {}
   readonly stalenessAlarms: Record<string, cloudwatch.Alarm> = {}
@@ -122,25 +116,8 @@ export class Monitoring extends Construct {
         `dimsync: a run of table ${table.name} failed (the SNS notice says why; no other message)`,
         tableMetric(METRIC.failed, table.name, Duration.minutes(5)),
       )
-
-      if (table.stalenessWindowMinutes !== undefined) {
-        const { period, evaluationPeriods } = stalenessWindow(table.stalenessWindowMinutes)
-        const stale = new cloudwatch.Alarm(this, `Stale-${table.name}`, {
-          alarmDescription:
-            `dimsync: no successful load of table ${table.name} in ${table.stalenessWindowMinutes} minutes ` +
-            '(twice its schedule interval)',
-          metric: tableMetric(METRIC.succeeded, table.name, period),
-          threshold: 1,
-          comparisonOperator: cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
-          evaluationPeriods,
-          datapointsToAlarm: evaluationPeriods,
-          // No datapoint is exactly the symptom: nothing succeeded.
-          treatMissingData: cloudwatch.TreatMissingData.BREACHING,
-        })
-        stale.addAlarmAction(notify)
-        this.stalenessAlarms[table.name] = stale
-      }
     }
+    this.#stalenessAlarms(props, notify)
 
     const escaped = this.#executionAlarms(props.stateMachine, notify)
     const functionAlarms = props.functions.flatMap((fn) => this.#functionAlarms(fn, notify))
@@ -266,13 +243,13 @@ export class Monitoring extends Construct {
    * naming the table); one that could not even be put there, or was dropped, alarms for the group. Target errors
    * that a retry fixed are shown, not sent.
    */
-  #scheduleAlarms(schedules: MonitoringProps['schedules'], notify: actions.SnsAction): cloudwatch.Alarm[] {
+  #scheduleAlarms(schedules: TableSchedules, notify: actions.SnsAction): cloudwatch.Alarm[] {
     const period = Duration.minutes(5)
-    const waiting = Object.entries(schedules.deadLetterQueues).map(([table, queue]) =>
+    const waiting = Object.entries(schedules.deadLetters).map(([id, { queue, purpose }]) =>
       this.#whenAtLeast(
-        `StartLost-${table}`,
-        `dimsync: the schedule of table ${table} could not start the state machine; the start is in its ` +
-          'dead-letter queue (start the load by hand, then delete the message)',
+        id.replace(/^Schedule-/, 'StartLost-'),
+        `dimsync: the schedule to ${purpose} could not start its state machine; the start is in its ` +
+          'dead-letter queue (start it by hand, then delete the message)',
         queue.metricApproximateNumberOfMessagesVisible({ period, statistic: 'Maximum' }),
       ),
     )
@@ -297,6 +274,52 @@ export class Monitoring extends Construct {
       group.metricTargetErrors({ period, statistic: 'Sum' }),
     )
     return [...waiting, lost, targetErrors]
+  }
+
+  /**
+   * Per scheduled table, an alarm on the `Stale` metric the staleness check publishes every 15 minutes. One
+   * message when a table becomes stale, none when it recovers; a missing check keeps the alarm as it was.
+   */
+  #stalenessAlarms(props: MonitoringProps, notify: actions.SnsAction): void {
+    const checked = props.tables.flatMap((t) => {
+      const schedule = props.schedules.schedules[t.name]
+      return t.stalenessWindowMinutes !== undefined && schedule !== undefined
+        ? [{ name: t.name, windowMinutes: t.stalenessWindowMinutes, schedule }]
+        : []
+    })
+    if (checked.length === 0) return
+    const check = new StalenessCheck(this, 'StalenessCheck', {
+      tables: checked,
+      group: props.schedules.group,
+      executionLogs: props.executionLogs,
+      logRetentionDays: props.logRetentionDays,
+      removalPolicy: props.removalPolicy,
+    })
+    props.schedules.addStateMachineSchedule('Schedule-StalenessCheck', {
+      purpose: 'check that every scheduled table loaded recently',
+      schedule: scheduler.ScheduleExpression.rate(Duration.minutes(STALENESS_CHECK_MINUTES)),
+      stateMachine: check.stateMachine,
+      input: {},
+    })
+    for (const table of checked) {
+      const alarm = new cloudwatch.Alarm(this, `Stale-${table.name}`, {
+        alarmDescription:
+          `dimsync: no successful load of table ${table.name} in ${table.windowMinutes} minutes (twice its ` +
+          'schedule interval)',
+        metric: tableMetric(
+          STALE_METRIC,
+          table.name,
+          Duration.minutes(2 * STALENESS_CHECK_MINUTES),
+          'Maximum',
+        ),
+        threshold: 1,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        evaluationPeriods: 1,
+        treatMissingData: cloudwatch.TreatMissingData.IGNORE,
+      })
+      alarm.addAlarmAction(notify)
+      this.stalenessAlarms[table.name] = alarm
+    }
   }
 
   /** An alarm in ALARM while `metric` reaches `threshold` in its one period; missing data is not a breach. */

@@ -9,7 +9,7 @@
  * definition, without a helper Lambda. Transient errors are retried with backoff; validation errors never are.
  */
 import type { RemovalPolicy } from 'aws-cdk-lib'
-import { Duration, Stack, Validations } from 'aws-cdk-lib'
+import { Duration, Stack } from 'aws-cdk-lib'
 import * as iam from 'aws-cdk-lib/aws-iam'
 import type * as kms from 'aws-cdk-lib/aws-kms'
 import type * as lambda from 'aws-cdk-lib/aws-lambda'
@@ -27,6 +27,7 @@ import {
 } from '../defaults.ts'
 import type { DeploymentPlan } from '../deploy-plan.ts'
 import { scopedPolicy } from '../nag-acknowledgements.ts'
+import { observeStateMachine } from './state-machine-observability.ts'
 
 export interface OrchestratedTable {
   readonly name: string
@@ -300,68 +301,8 @@ export class Orchestration extends Construct {
       retention: props.logRetentionDays as logs.RetentionDays,
       removalPolicy: props.removalPolicy,
     })
-    this.#observe(props.executionLogs)
+    observeStateMachine(this.stateMachine, this.logGroup, props.executionLogs)
     this.#allow(props)
-  }
-
-  /**
-   * X-Ray tracing and execution logs, set on the resource instead of through the L2 props: those would add their
-   * wildcard statements to the role's default policy, where an acknowledgement would also hide any later one.
-   * Logs are ERROR-level without execution data unless the config raises them: inputs, outputs and error
-   * causes can hold key values and SQL.
-   */
-  #observe(executionLogs: OrchestrationProps['executionLogs']): void {
-    const resource = this.stateMachine.node.defaultChild as sfn.CfnStateMachine
-    resource.tracingConfiguration = { enabled: true }
-    const statements = [
-      new iam.PolicyStatement({
-        actions: [
-          'xray:PutTraceSegments',
-          'xray:PutTelemetryRecords',
-          'xray:GetSamplingRules',
-          'xray:GetSamplingTargets',
-        ],
-        resources: ['*'],
-      }),
-    ]
-    if (executionLogs.level !== 'off') {
-      resource.loggingConfiguration = {
-        destinations: [{ cloudWatchLogsLogGroup: { logGroupArn: this.logGroup.logGroupArn } }],
-        level: executionLogs.level.toUpperCase(),
-        includeExecutionData: executionLogs.includeData,
-      }
-      statements.push(
-        new iam.PolicyStatement({
-          actions: [
-            'logs:CreateLogDelivery',
-            'logs:GetLogDelivery',
-            'logs:UpdateLogDelivery',
-            'logs:DeleteLogDelivery',
-            'logs:ListLogDeliveries',
-            'logs:PutResourcePolicy',
-            'logs:DescribeResourcePolicies',
-            'logs:DescribeLogGroups',
-          ],
-          resources: ['*'],
-        }),
-      )
-    }
-    const policy = scopedPolicy(this, 'Observability', {
-      role: this.stateMachine.role,
-      statements,
-      reason:
-        'X-Ray and the CloudWatch Logs delivery actions Step Functions needs for its log group support no ' +
-        'resource-level permissions.',
-    })
-    // Step Functions refuses to create a logging state machine whose role cannot deliver logs yet.
-    resource.node.addDependency(policy)
-    if (executionLogs.level !== 'all')
-      Validations.of(this.stateMachine).acknowledge({
-        id: 'AwsSolutions-SF1',
-        reason:
-          'Execution logs are ERROR-level by default: every state of a successful run would otherwise be logged, ' +
-          'with inputs and outputs that can hold key values; aws.execution_logs raises the level.',
-      })
   }
 
   /** Invoking the functions, publishing the run metrics, and notifying through the encrypted topic. */

@@ -43,14 +43,34 @@ export function scheduledInput(table: ScheduledTable): Record<string, string> {
   return { table: table.name, mode: table.mode, reason: 'schedule' }
 }
 
+/** A schedule that starts a state machine, with its dead-letter queue. */
+export interface StateMachineScheduleProps {
+  /** What the schedule does, for its description and the alarm on its dead-letter queue. */
+  readonly purpose: string
+  readonly schedule: scheduler.ScheduleExpression
+  readonly stateMachine: sfn.IStateMachine
+  readonly input: Record<string, unknown>
+  readonly enabled?: boolean
+  readonly flexibleWindowMinutes?: number
+}
+
+export interface DeadLetters {
+  readonly queue: sqs.IQueue
+  /** What the lost start was for (`load table customers`). */
+  readonly purpose: string
+}
+
 export class TableSchedules extends Construct {
   readonly schedules: Record<string, scheduler.Schedule> = {}
-  /** Per table, the queue that receives a scheduled start that still failed after its retries. */
-  readonly deadLetterQueues: Record<string, sqs.Queue> = {}
+  /** Per schedule (its construct id), the queue that receives a start that still failed after its retries. */
+  readonly deadLetters: Record<string, DeadLetters> = {}
   readonly group: scheduler.ScheduleGroup
+  readonly #role: iam.Role
+  readonly #removalPolicy: RemovalPolicy
 
   constructor(scope: Construct, id: string, props: TableSchedulesProps) {
     super(scope, id)
+    this.#removalPolicy = props.removalPolicy
     // Always deleted with the stack, whatever aws.removal_policy says: it holds no data (CloudFormation deletes
     // its schedules anyway), and a group left behind would make the next deploy under this stack name fail.
     this.group = new scheduler.ScheduleGroup(this, 'Group', {
@@ -64,9 +84,9 @@ export class TableSchedules extends Construct {
       resourceName: this.group.scheduleGroupName,
       arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
     })
-    // One role for every schedule, allowed to start this state machine only, and assumable only by the Scheduler
-    // acting for a schedule of this group (no confused deputy: another account's schedule cannot use it).
-    const role = new iam.Role(this, 'Role', {
+    // One role for every schedule, allowed to start the stack's state machines only, and assumable only by the
+    // Scheduler acting for a schedule of this group (no confused deputy: another account's schedule cannot).
+    this.#role = new iam.Role(this, 'Role', {
       assumedBy: new iam.ServicePrincipal('scheduler.amazonaws.com', {
         conditions: {
           StringEquals: { 'aws:SourceAccount': stack.account },
@@ -77,39 +97,50 @@ export class TableSchedules extends Construct {
     })
     for (const table of props.tables) {
       const { schedule } = table
-      const deadLetters = new sqs.Queue(this, `DeadLetters-${table.name}`, {
-        encryption: sqs.QueueEncryption.SQS_MANAGED,
-        enforceSSL: true,
-        // The longest SQS keeps a message: time to see which start was lost and run it by hand.
-        retentionPeriod: Duration.days(14),
-        removalPolicy: props.removalPolicy,
-      })
-      Validations.of(deadLetters).acknowledge({
-        id: 'AwsSolutions-SQS3',
-        reason: 'This queue is the dead-letter queue of the schedule of table ' + table.name + '.',
-      })
-      this.deadLetterQueues[table.name] = deadLetters
-      this.schedules[table.name] = new scheduler.Schedule(this, `Schedule-${table.name}`, {
-        scheduleGroup: this.group,
-        description: `dimsync: load table ${table.name} (${schedule.expression}, ${schedule.timezone})`,
+      this.schedules[table.name] = this.addStateMachineSchedule(`Schedule-${table.name}`, {
+        purpose: `load table ${table.name}`,
         schedule: scheduler.ScheduleExpression.expression(
           schedule.expression,
           TimeZone.of(schedule.timezone),
         ),
+        stateMachine: props.stateMachine,
+        input: scheduledInput(table),
         enabled: schedule.enabled,
-        timeWindow:
-          schedule.flexibleWindowMinutes > 0
-            ? scheduler.TimeWindow.flexible(Duration.minutes(schedule.flexibleWindowMinutes))
-            : scheduler.TimeWindow.off(),
-        target: new targets.StepFunctionsStartExecution(props.stateMachine, {
-          role,
-          input: scheduler.ScheduleTargetInput.fromObject(scheduledInput(table)),
-          // A missed start is caught by the staleness alarm; retrying later than an hour would overlap the next run.
-          retryAttempts: 3,
-          maxEventAge: Duration.hours(1),
-          deadLetterQueue: deadLetters,
-        }),
+        flexibleWindowMinutes: schedule.flexibleWindowMinutes,
       })
     }
+  }
+
+  /** A schedule of this group starting `stateMachine`, with a dead-letter queue of its own. */
+  addStateMachineSchedule(id: string, props: StateMachineScheduleProps): scheduler.Schedule {
+    const queue = new sqs.Queue(this, id.replace(/^Schedule-/, 'DeadLetters-'), {
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      // The longest SQS keeps a message: time to see which start was lost and run it by hand.
+      retentionPeriod: Duration.days(14),
+      removalPolicy: this.#removalPolicy,
+    })
+    Validations.of(queue).acknowledge({
+      id: 'AwsSolutions-SQS3',
+      reason: `This queue is the dead-letter queue of the schedule that starts to ${props.purpose}.`,
+    })
+    this.deadLetters[id] = { queue, purpose: props.purpose }
+    const flexible = props.flexibleWindowMinutes ?? 0
+    return new scheduler.Schedule(this, id, {
+      scheduleGroup: this.group,
+      description: `dimsync: ${props.purpose} (${props.schedule.expressionString}${props.schedule.timeZone !== undefined ? `, ${props.schedule.timeZone.timezoneName}` : ''})`,
+      schedule: props.schedule,
+      enabled: props.enabled ?? true,
+      timeWindow:
+        flexible > 0 ? scheduler.TimeWindow.flexible(Duration.minutes(flexible)) : scheduler.TimeWindow.off(),
+      target: new targets.StepFunctionsStartExecution(props.stateMachine, {
+        role: this.#role,
+        input: scheduler.ScheduleTargetInput.fromObject(props.input),
+        // A start retried later than an hour would overlap the next one; a start that still fails is kept.
+        retryAttempts: 3,
+        maxEventAge: Duration.hours(1),
+        deadLetterQueue: queue,
+      }),
+    })
   }
 }

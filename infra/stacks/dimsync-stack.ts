@@ -162,6 +162,9 @@ export class DimsyncStack extends Stack {
       ),
       topic: notifications.topic,
       stateMachine: this.orchestration.stateMachine,
+      executionLogs: plan.executionLogs,
+      logRetentionDays: plan.logRetentionDays,
+      removalPolicy,
     })
     for (const t of plan.tables) {
       if (t.stalenessSkipped !== undefined)

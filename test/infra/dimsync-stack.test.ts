@@ -80,7 +80,8 @@ describe('DimsyncStack (bundling skipped)', () => {
   })
 
   it('creates one schedule per scheduled table, with its expression, zone, window, state and input', () => {
-    template.resourceCountIs('AWS::Scheduler::Schedule', 3)
+    // One per scheduled table, and the staleness check's.
+    template.resourceCountIs('AWS::Scheduler::Schedule', 4)
     template.hasResourceProperties('AWS::Scheduler::Schedule', {
       ScheduleExpression: 'rate(1 hour)',
       ScheduleExpressionTimezone: 'Europe/Paris',
@@ -101,20 +102,26 @@ describe('DimsyncStack (bundling skipped)', () => {
       ScheduleExpression: 'rate(15 minutes)',
       State: 'DISABLED',
     })
+    // Start the loader and the staleness check, write to each schedule's dead-letter queue, nothing else.
     const scheduleStatements = statementsOf(template, 'SchedulesRole')
-    expect(scheduleStatements[0]).toEqual({
+    const starts = (machine: RegExp) => ({
       Action: 'states:StartExecution',
       Effect: 'Allow',
-      Resource: { Ref: expect.stringMatching(/^OrchestrationStateMachine/) },
+      Resource: { Ref: expect.stringMatching(machine) },
     })
-    // And each schedule's dead-letter queue, nothing else.
-    expect(scheduleStatements.slice(1)).toEqual(
-      ['customers', 'orders', 'products'].map(() => ({
-        Action: 'sqs:SendMessage',
-        Effect: 'Allow',
-        Resource: { 'Fn::GetAtt': [expect.stringMatching(/^SchedulesDeadLetters/), 'Arn'] },
-      })),
-    )
+    const deadLetters = {
+      Action: 'sqs:SendMessage',
+      Effect: 'Allow',
+      Resource: { 'Fn::GetAtt': [expect.stringMatching(/^SchedulesDeadLetters/), 'Arn'] },
+    }
+    expect(scheduleStatements).toEqual([
+      starts(/^OrchestrationStateMachine/),
+      deadLetters,
+      deadLetters,
+      deadLetters,
+      starts(/^MonitoringStalenessCheckStateMachine/),
+      deadLetters,
+    ])
   })
 
   it('retries transient errors with backoff, never validation errors, and catches everything', () => {
@@ -277,7 +284,7 @@ describe('DimsyncStack (bundling skipped)', () => {
     })
   })
 
-  it('alarms on failed runs per table and on staleness at twice the interval of enabled schedules', () => {
+  it('alarms on failed runs per table and on staleness of enabled schedules', () => {
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       MetricName: 'LoadFailed',
       Namespace: 'Dimsync',
@@ -285,27 +292,17 @@ describe('DimsyncStack (bundling skipped)', () => {
       Threshold: 1,
       ComparisonOperator: 'GreaterThanOrEqualToThreshold',
     })
-    // customers: rate(1 hour) → 2 hours in one period.
-    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-      MetricName: 'LoadSucceeded',
-      Dimensions: [{ Name: 'Table', Value: 'customers' }],
-      Period: 7200,
-      EvaluationPeriods: 1,
-      ComparisonOperator: 'LessThanThreshold',
-      TreatMissingData: 'breaching',
-    })
-    // orders: daily cron → 48 hourly periods, all breaching.
-    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-      MetricName: 'LoadSucceeded',
-      Dimensions: [{ Name: 'Table', Value: 'orders' }],
-      Period: 3600,
-      EvaluationPeriods: 48,
-      DatapointsToAlarm: 48,
-    })
+    // Staleness of the enabled schedules (customers, orders) through the staleness check's Stale metric.
+    for (const table of ['customers', 'orders'])
+      template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        MetricName: 'Stale',
+        Dimensions: [{ Name: 'Table', Value: table }],
+        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      })
     // products is disabled: no staleness alarm. 3 failure + 2 staleness + 3 execution alarms (failed untold,
     // timed out, throttled) + 3 per function (throttles, near timeout, errors) × 4 functions + one per
-    // dead-letter queue (3) + starts dropped + target errors.
-    template.resourceCountIs('AWS::CloudWatch::Alarm', 25)
+    // dead-letter queue (3 tables, the staleness check) + starts dropped + target errors.
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 26)
     template.hasResourceProperties('AWS::SNS::Subscription', {
       Protocol: 'email',
       Endpoint: 'ops@example.com',
@@ -352,12 +349,18 @@ describe('deployment rules and bad configs', () => {
     }
   })
 
-  it('skips the staleness alarm (with a reason) when twice the interval exceeds 7 days', () => {
-    const plan = planDeployment(bigQueryProject(AWS_YAML.replace('cron(0 3 * * ? *)', 'cron(0 3 ? * MON *)')))
-    const orders = plan.tables.find((t) => t.name === 'orders')!
+  it('watches staleness over twice the interval, however rare the schedule; never for one that fires no more', () => {
+    const weekly = planDeployment(
+      bigQueryProject(AWS_YAML.replace('cron(0 3 * * ? *)', 'cron(0 3 ? * MON *)')),
+    )
+    expect(weekly.tables.find((t) => t.name === 'orders')!.stalenessWindowMinutes).toBe(2 * 7 * 24 * 60)
+    expect(weekly.tables.find((t) => t.name === 'customers')!.stalenessWindowMinutes).toBe(120)
+    const once = planDeployment(
+      bigQueryProject(AWS_YAML.replace('cron(0 3 * * ? *)', 'cron(0 3 1 1 ? 2020)')),
+    )
+    const orders = once.tables.find((t) => t.name === 'orders')!
     expect(orders.stalenessWindowMinutes).toBeUndefined()
-    expect(orders.stalenessSkipped).toMatch(/longer than 7 days/)
-    expect(plan.tables.find((t) => t.name === 'customers')!.stalenessWindowMinutes).toBe(120)
+    expect(orders.stalenessSkipped).toBe('cron(0 3 1 1 ? 2020) never runs again')
   })
 
   it('places functions in the VPC subnets with their own outbound-only security group', async () => {

@@ -119,8 +119,9 @@ describe('scheduled starts that fail', () => {
       Properties: { Target: { DeadLetterConfig?: { Arn: { 'Fn::GetAtt': [string, string] } } } }
     }[]
     const queues = schedules.map((s) => s.Properties.Target.DeadLetterConfig!.Arn['Fn::GetAtt'][0])
-    expect(new Set(queues).size).toBe(2)
-    template.resourceCountIs('AWS::SQS::Queue', 2)
+    // The two tables' schedules and the staleness check's.
+    expect(new Set(queues).size).toBe(3)
+    template.resourceCountIs('AWS::SQS::Queue', 3)
     template.allResourcesProperties('AWS::SQS::Queue', {
       SqsManagedSseEnabled: true,
       MessageRetentionPeriod: 1209600,

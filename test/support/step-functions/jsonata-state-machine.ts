@@ -23,8 +23,9 @@
  * - Resources: `arn:aws:states:::lambda:invoke` calls the `invoke` callback with FunctionName and the Payload
  *   (both through JSON, as Lambda serializes them) and answers `{ ExecutedVersion, Payload, StatusCode }`; an
  *   error the callback throws becomes `{ Error: error.name, Cause: error.message }` (simplified: Lambda's real
- *   Cause is a JSON document with errorMessage, errorType and trace). `aws-sdk:cloudwatch:putMetricData` and
- *   `sns:publish` are recorded and answer `{}` (or what the optional `callService` hook returns or throws).
+ *   Cause is a JSON document with errorMessage, errorType and trace). `aws-sdk:cloudwatch:putMetricData`,
+ *   `aws-sdk:cloudwatch:getMetricData`, `aws-sdk:scheduler:getSchedule` and `sns:publish` are recorded and answer
+ *   `{}` (or what the optional `callService` hook returns or throws).
  *
  * It refuses (`JsonataStateMachine.load` throws UnsupportedDefinitionError) anything else rather than skipping it: other
  * state types or fields, JSONPath, other resources, `States.*` error names other than States.ALL, the JSONata
@@ -56,7 +57,9 @@ export interface StateMachineDefinition {
 export const LAMBDA_INVOKE = 'arn:aws:states:::lambda:invoke'
 export const PUT_METRIC_DATA = 'arn:aws:states:::aws-sdk:cloudwatch:putMetricData'
 export const SNS_PUBLISH = 'arn:aws:states:::sns:publish'
-const RECORDED_RESOURCES: readonly string[] = [PUT_METRIC_DATA, SNS_PUBLISH]
+export const GET_METRIC_DATA = 'arn:aws:states:::aws-sdk:cloudwatch:getMetricData'
+export const GET_SCHEDULE = 'arn:aws:states:::aws-sdk:scheduler:getSchedule'
+const RECORDED_RESOURCES: readonly string[] = [PUT_METRIC_DATA, SNS_PUBLISH, GET_METRIC_DATA, GET_SCHEDULE]
 
 /** Calls the Lambda function (the real handler in tests); throw to fail the invocation. */
 export type LambdaInvoker = (functionName: string, payload: Json) => Promise<unknown>
@@ -675,13 +678,18 @@ export class JsonataStateMachine {
  * `lambdaVersionArnOf(functionId, versionId)`), a topic's by
  * `topicArnOf(logicalId)`, the pseudo parameters by us-east-1 / 123456789012. Any other token is refused.
  */
-export function definitionFromTemplate(template: {
-  Resources: Record<string, { Type: string; Properties?: Record<string, unknown> }>
-}): StateMachineDefinition {
-  const machines = Object.values(template.Resources).filter(
-    (r) => r.Type === 'AWS::StepFunctions::StateMachine',
-  )
-  if (machines.length !== 1) throw new Error(`expected one state machine, found ${machines.length}`)
+export function definitionFromTemplate(
+  template: {
+    Resources: Record<string, { Type: string; Properties?: Record<string, unknown> }>
+  },
+  /** Which state machine: the one whose logical id contains this (default: the stack's loader). */
+  named = 'Orchestration',
+): StateMachineDefinition {
+  const machines = Object.entries(template.Resources)
+    .filter(([id, r]) => r.Type === 'AWS::StepFunctions::StateMachine' && id.includes(named))
+    .map(([, r]) => r)
+  if (machines.length !== 1)
+    throw new Error(`expected one state machine named ${named}, found ${machines.length}`)
   const properties = machines[0]!.Properties ?? {}
   if (properties.DefinitionSubstitutions !== undefined) {
     throw new UnsupportedDefinitionError('DefinitionSubstitutions')
@@ -707,6 +715,8 @@ export function definitionFromTemplate(template: {
     }
     if (t.Ref !== undefined && pseudo[t.Ref] !== undefined) return pseudo[t.Ref]!
     if (t.Ref !== undefined && template.Resources[t.Ref]?.Type === 'AWS::SNS::Topic') return topicArnOf(t.Ref)
+    // A schedule's Ref is its name; its logical id stands in for it.
+    if (t.Ref !== undefined && template.Resources[t.Ref]?.Type === 'AWS::Scheduler::Schedule') return t.Ref
     throw new UnsupportedDefinitionError(`CloudFormation token ${JSON.stringify(token)} in the definition`)
   }
   let text: string
