@@ -1,3 +1,4 @@
+import { MassDeleteRefusedError } from '../core/errors.ts'
 import type { MergeCounts } from '../core/run-record.ts'
 import { planDimensionLayout, type DimensionLayout } from '../core/dimension-layout.ts'
 import type { TableSpec } from '../core/table-spec.ts'
@@ -65,6 +66,7 @@ export async function mergeBatch(deps: MergeDeps, request: MergeBatchRequest): P
 
     const staged = await warehouse.loadStaging(batch.partPaths)
     const existing = await warehouse.describeTable(objects.dimension)
+    assertNotEmptyFirstLoad(request, batch, existing)
     const layout = planDimensionLayout(table, batchId, staged, existing)
     const { ddl, merge, views } = renderBatchMerge(d, batchMerge(request, batch, layout))
     // DDL that cannot roll back with the merge runs before it, on its own (every DDL statement is idempotent).
@@ -109,6 +111,7 @@ async function mergeAsScript(
   const columns = batch.manifest.columns
   await warehouse.loadBatch({ table, batchId, stage, partPaths: batch.partPaths, columns })
   const existing = await warehouse.describeTable(objects.dimension)
+  assertNotEmptyFirstLoad(request, batch, existing)
   const layout = planDimensionLayout(table, batchId, columns, existing)
   const script = renderMergeScript(warehouse.dialect, { ...batchMerge(request, batch, layout), stage })
   const statements = [...script.ddl, ...script.merge, ...script.after]
@@ -123,6 +126,26 @@ async function mergeAsScript(
     statements,
     bytesProcessed: result.bytesProcessed,
   }
+}
+
+/**
+ * An empty full extract refused before the dimension exists, the way the mass-delete guard refuses one that
+ * would empty a dimension: a source that was truncated or an export that failed must not found a dimension.
+ */
+function assertNotEmptyFirstLoad(
+  request: MergeBatchRequest,
+  batch: OpenedBatch,
+  existing: readonly unknown[] | undefined,
+): void {
+  const { table, batchId } = request
+  if (existing !== undefined || batch.manifest.mode !== 'full' || batch.manifest.rowCount > 0) return
+  if (request.allowMassDelete) return
+  throw new MassDeleteRefusedError(
+    table.name,
+    batchId,
+    `table ${table.name}: batch ${batchId} is an empty full extract and ${table.target} does not exist yet; ` +
+      'nothing was written. If the source really is empty, rerun with --allow-mass-delete',
+  )
 }
 
 function batchMerge(request: MergeBatchRequest, batch: OpenedBatch, layout: DimensionLayout): MergePlan {
