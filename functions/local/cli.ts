@@ -136,6 +136,7 @@ withStoreOptions(program.command('backfill'))
         allowMassDelete?: boolean
       } & StoreOverrides,
     ) => {
+      const maxFutureMs = readClockSkewSeconds() * 1000
       await withProject(
         opts.config,
         async (project, deps, reporter) => {
@@ -146,6 +147,7 @@ withStoreOptions(program.command('backfill'))
             timeFromName: opts.timeFromName,
             baseDir: project.baseDir,
             allowMassDelete: opts.allowMassDelete,
+            maxFutureMs,
           })
           for (const result of results) reporter.summary(describeRun(table!, result))
         },

@@ -2,6 +2,7 @@ import { basename, relative, resolve } from 'node:path'
 import { glob } from 'tinyglobby'
 import { compileTimePattern } from '../core/time-from-name.ts'
 import { DimsyncError } from '../core/errors.ts'
+import { extractionTimeProblem } from '../core/instant.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import { runTable, type PipelineDeps, type RunTableResult } from './run-table.ts'
 
@@ -12,6 +13,8 @@ export interface BackfillRequest {
   readonly timeFromName: string
   readonly baseDir: string
   readonly allowMassDelete?: boolean
+  /** How far past the clock a file's time may be (default: no limit). */
+  readonly maxFutureMs?: number
 }
 
 /**
@@ -40,6 +43,17 @@ export async function backfill(deps: PipelineDeps, request: BackfillRequest): Pr
       throw new DimsyncError(
         `table ${table.name}: files ${basename(dated[i - 1]!.file)} and ${basename(dated[i]!.file)} have the same time`,
       )
+  }
+  // Checked before the first snapshot is applied: a file dated in the future would block every later run.
+  const now = deps.clock()
+  for (const { file, at } of dated) {
+    const problem = extractionTimeProblem(at, {
+      now,
+      maxFutureMs: request.maxFutureMs ?? Number.POSITIVE_INFINITY,
+      openEnd: table.openEnd,
+    })
+    if (problem !== undefined)
+      throw new DimsyncError(`table ${table.name}: file ${basename(file)}: its time ${problem}`)
   }
   const results: RunTableResult[] = []
   for (const { file, at } of dated) {

@@ -303,4 +303,14 @@ describe('dimsync CLI (real process, quickstart data)', () => {
       ),
     )
   })
+
+  it('backfill refuses a file dated in the future before applying any snapshot', () => {
+    writeFileSync(join(work, 'data', 'customers_2099-01-01T0000.csv'), 'customer_id,name,region\n1,A,x\n')
+    const backfill = dimsync('backfill', '--table', 'customers', ...BACKFILL)
+    expect(backfill.code).toBe(1)
+    expect(backfill.err).toMatch(
+      /^dimsync: table customers: file customers_2099-01-01T0000\.csv: its time 2099-01-01T00:00:00\.000Z is in the future \(now is \S+, 300 s of clock skew allowed\)/,
+    )
+    expect(dimsync('history', 'customers').err).toMatch(/does not exist yet/)
+  })
 })
