@@ -25,7 +25,8 @@ import {
   tupleAfter,
   type SqlValue,
 } from './db-sql.ts'
-import { INTEGER_TYPES, TEMPORAL_TYPES, type DbColumn } from './db-types.ts'
+import { isPointInTimeType, wholeNumberType } from '../../core/staged-types.ts'
+import type { DbColumn } from './db-types.ts'
 
 /** One connection inside the extract's snapshot. */
 export interface DbSession {
@@ -574,7 +575,7 @@ async function describeChecked(
   }
   if (table.extract.mode === 'incremental') {
     const cursor = columns.find((c) => c.name === (table.extract as { cursor: string }).cursor)!
-    if (table.extract.lookbackMinutes > 0 && !TEMPORAL_TYPES.has(cursor.type)) {
+    if (table.extract.lookbackMinutes > 0 && !isPointInTimeType(cursor.type)) {
       throw new SourceError(
         table.name,
         `table ${table.name}: lookback_minutes needs a date or timestamp cursor, but ${cursor.name} of ${where} ` +
@@ -593,7 +594,7 @@ async function describeChecked(
   const soft = table.softDeleteColumn
   const validFrom = table.validFrom.kind === 'column' ? table.validFrom.column : undefined
   return columns.map((column) => {
-    if (column.name === soft && INTEGER_TYPES.has(column.type))
+    if (column.name === soft && wholeNumberType(column.type) !== undefined)
       return { ...column, type: 'BOOLEAN', convert: (ref: string) => `(${ref} <> 0)` }
     if (column.name === validFrom) return validFromColumn(table, column, where)
     return column
@@ -605,7 +606,7 @@ async function describeChecked(
  * extract naming its row (not the merge, in the middle, with the warehouse's error); other types are refused.
  */
 function validFromColumn(table: TableSpec, column: DbColumn, where: string): DbColumn {
-  if (TEMPORAL_TYPES.has(column.type)) return column
+  if (isPointInTimeType(column.type)) return column
   if (column.type === 'VARCHAR' && column.convert === undefined)
     return { ...column, type: 'TIMESTAMPTZ', convert: (ref: string) => `CAST(${ref} AS TIMESTAMPTZ)` }
   throw new SourceError(
@@ -693,13 +694,13 @@ function watermarkValue(table: TableSpec, column: DbColumn, value: unknown): str
       `table ${table.name}: column ${column.name} is NULL in the newest row; it cannot be a watermark`,
     )
   }
-  if (INTEGER_TYPES.has(column.type)) {
+  if (wholeNumberType(column.type) !== undefined) {
     const n = Number(value)
     if (Number.isSafeInteger(n)) return n
   }
   const text = Buffer.isBuffer(value) ? value.toString('hex') : String(value)
   // MySQL DATETIME text `2024-01-02 03:04:05.000001` as ISO 8601 (both servers parse it back).
-  return TEMPORAL_TYPES.has(column.type) ? text.replace(' ', 'T') : text
+  return isPointInTimeType(column.type) ? text.replace(' ', 'T') : text
 }
 
 function boundValue(value: unknown): SqlValue {

@@ -6,6 +6,7 @@
  * exact text form, never through a JavaScript number or a millisecond `Date`: int64 above 2^53, DECIMAL digits
  * and microseconds survive unchanged.
  */
+import { MAX_DECIMAL_PRECISION } from '../../core/staged-types.ts'
 import { quoteIdent } from './db-sql.ts'
 
 /** One column of a database extract: how the server selects it and how DuckDB stages it. */
@@ -22,23 +23,6 @@ export interface DbColumn {
   /** The server's name of the type, for messages and casts (`timestamp with time zone`, `DATETIME(6)`). */
   readonly serverType: string
 }
-
-/** DuckDB types whose values are whole numbers (watermark values of these are kept as JSON numbers when safe). */
-export const INTEGER_TYPES = new Set([
-  'TINYINT',
-  'SMALLINT',
-  'INTEGER',
-  'BIGINT',
-  'UTINYINT',
-  'USMALLINT',
-  'UINTEGER',
-  'UBIGINT',
-])
-/** DuckDB types a look-back window (minutes) can be subtracted from. */
-export const TEMPORAL_TYPES = new Set(['DATE', 'TIMESTAMP', 'TIMESTAMPTZ'])
-
-/** Largest DECIMAL precision DuckDB (and Parquet readers such as BigQuery's) keep exactly. */
-const MAX_DECIMAL_PRECISION = 38
 
 // ---- PostgreSQL ------------------------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ import { glob, isDynamicPattern } from 'tinyglobby'
 
 import type { StagedColumn } from '../../core/batch.ts'
 import { SourceError } from '../../core/errors.ts'
+import { isPointInTimeType } from '../../core/staged-types.ts'
 import type { FileSourceSpec, TableSpec } from '../../core/table-spec.ts'
 import type { ExtractRequest, ExtractResult, Source } from '../../ports/source.ts'
 import {
@@ -43,8 +44,6 @@ export interface FileSourceOptions {
 const ROW_GROUP_SIZE = 122_880
 /** DuckDB's read buffer: it must hold the longest row twice. */
 const CSV_BUFFER_BYTES = Math.max(16 << 20, MAX_RECORD_BYTES * 2)
-/** Types a `valid_from: { column }` may have: DuckDB reads them as instants. */
-const INSTANT_TYPES = new Set(['DATE', 'TIMESTAMP', 'TIMESTAMPTZ', 'TIMESTAMP WITH TIME ZONE'])
 /** Characters of a value shown in a message. */
 const SHOWN_CHARS = 60
 /** DuckDB treats these as glob characters in file names it is given, and has no escape for them. */
@@ -474,7 +473,7 @@ async function assertValidFromColumn(
   if (table.validFrom.kind !== 'column') return
   const name = table.validFrom.column
   const column = columns.find((c) => c.name === name)
-  if (column === undefined || INSTANT_TYPES.has(column.type)) return
+  if (column === undefined || isPointInTimeType(column.type)) return
   const keys = table.key.filter((k) => columns.some((c) => c.name === k))
   const reader = await connection.runAndReadAll(
     `SELECT ${[...keys, name].map(sqlIdentifier).join(', ')} FROM (${select}) ` +

@@ -6,6 +6,7 @@ import type { StagedColumn } from '../../core/batch.ts'
 import type { DimensionColumn } from '../../core/dimension-layout.ts'
 import { rejectedBatchError } from '../../core/check-failure.ts'
 import { DimsyncError, WarehouseError } from '../../core/errors.ts'
+import { wholeNumberType } from '../../core/staged-types.ts'
 import type { CompiledStatement, SqlDialect, TableRef } from '../../sql/dialect.ts'
 import { describeDuckDbError, duckDbTrouble, firstLine } from '../duckdb/duckdb-errors.ts'
 import { duckDbDialect } from '../../sql/duckdb/duckdb-dialect.ts'
@@ -20,8 +21,6 @@ export interface DuckDbWarehouseOptions {
   /** Open for reading only: several readers may share the file, and none while a process writes it. */
   readonly readOnly?: boolean
 }
-
-const INTEGER_TYPES = new Set(['BIGINT', 'HUGEINT', 'UBIGINT', 'UHUGEINT'])
 
 /** The variable the CLI reads the warehouse's memory limit from. */
 const MEMORY_LIMIT_VARIABLE = 'DIMSYNC_DUCKDB_MEMORY_LIMIT'
@@ -104,7 +103,7 @@ export class DuckDbWarehouse implements Warehouse<SqlDialect> {
     // JSON renders every BIGINT as a string; keep numbers where they are exact.
     const integers = reader
       .columnNames()
-      .filter((_, i) => INTEGER_TYPES.has(reader.columnTypes()[i]!.toString()))
+      .filter((_, i) => (wholeNumberType(reader.columnTypes()[i]!.toString())?.bits ?? 0) >= 64)
     for (const row of rows) {
       for (const name of integers) {
         const value = row[name]
