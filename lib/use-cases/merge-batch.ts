@@ -138,7 +138,9 @@ function assertNotEmptyFirstLoad(
   existing: readonly unknown[] | undefined,
 ): void {
   const { table, batchId } = request
-  if (existing !== undefined || batch.manifest.mode !== 'full' || batch.manifest.rowCount > 0) return
+  // A delta or a change feed may find nothing new: only an empty snapshot is suspect.
+  if (table.changes !== undefined || batch.manifest.mode !== 'full') return
+  if (existing !== undefined || batch.manifest.rowCount > 0) return
   if (request.allowMassDelete) return
   throw new MassDeleteRefusedError(
     table.name,

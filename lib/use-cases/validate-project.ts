@@ -61,6 +61,7 @@ export function objectNameConflicts(project: ProjectSpec): string[] {
       [objects.currentView.name, 'the current-versions view'],
       [objects.asOfFunction.name, 'the as-of table function'],
       [objects.captures?.name, 'the capture log'],
+      [objects.retired?.name, 'the retired versions'],
     ]
     for (const [name, what] of helpers) {
       if (name !== undefined)

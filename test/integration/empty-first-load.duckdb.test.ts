@@ -52,4 +52,15 @@ describe('an empty full extract on a first load (real DuckDB)', () => {
     const result = await h.merge(await h.stage([], { extractedAt: JAN }))
     expect(result.status).toBe('merged')
   })
+
+  it('an empty first batch of a change feed is not refused: a feed may hold no events yet', async () => {
+    const h = await setup({
+      validFrom: { kind: 'column', column: 'changed_at' },
+      changes: { operation: { column: 'op', insert: ['I'], update: ['U'], delete: ['D'] } },
+      deletes: 'invalidate',
+    })
+    const feed = [{ name: 'op', type: 'VARCHAR' }, ...COLUMNS]
+    const result = await h.merge(await h.stage([], { extractedAt: JAN, mode: 'full', columns: feed }))
+    expect(result.status).toBe('merged')
+  })
 })

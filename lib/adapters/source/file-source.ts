@@ -250,7 +250,7 @@ export class FileSource implements Source {
       `comment='', skip=0, allow_quoted_nulls=false, max_line_size=${MAX_RECORD_BYTES}, buffer_size=${CSV_BUFFER_BYTES}`
     const layouts: CsvLayout[] = []
     for (const file of files) {
-      await assertCsvHead(table.name, file, names.get(file)!, spec)
+      await assertCsvHead(table, file, names.get(file)!, spec)
       layouts.push(await sniffCsv(connection, table, file, names.get(file)!, dialect, spec))
     }
     const first = layouts[0]!
@@ -412,11 +412,12 @@ function withoutBom(record: CsvRecord): CsvRecord {
  * column types and no keys, and as a snapshot it would look as if every key had been deleted.
  */
 async function assertCsvHead(
-  tableName: string,
+  table: TableSpec,
   file: string,
   name: string,
   spec: FileSourceSpec,
 ): Promise<void> {
+  const tableName = table.name
   const records = readCsvRecords(file, { delimiter: spec.csv.delimiter, prefixChars: 1000 })
   let header: CsvRecord | undefined
   let hasRow = false
@@ -451,11 +452,11 @@ async function assertCsvHead(
     }
   }
   if (!hasRow) {
-    throw refuse(
-      `${spec.csv.header ? 'has a header but no rows' : 'has no rows'}; an empty snapshot is refused (it has no ` +
-        'column types, and it would look as if every key had been deleted)',
-      ' ',
-    )
+    const why =
+      table.changes === undefined
+        ? 'an empty snapshot is refused (it has no column types, and it would look as if every key had been deleted)'
+        : 'a file without rows has no column types; leave it out of the change feed'
+    throw refuse(`${spec.csv.header ? 'has a header but no rows' : 'has no rows'}; ${why}`, ' ')
   }
 }
 

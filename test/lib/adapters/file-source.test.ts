@@ -238,6 +238,14 @@ describe('FileSource', () => {
         'customers: data/header.csv has a header but no rows; an empty snapshot is refused (it has no column ' +
           'types, and it would look as if every key had been deleted)',
       )
+      const feed = fileTable(
+        { path: 'data/header.csv' },
+        { changes: { operation: { column: 'op', insert: ['I'], update: ['U'], delete: ['D'] } } },
+      )
+      expect((await extractError(feed)).message).toBe(
+        'customers: data/header.csv has a header but no rows; a file without rows has no column types; leave it ' +
+          'out of the change feed',
+      )
       await writeFile(join(baseDir, 'data', 'full.csv'), 'id,name\n1,a\n')
       expect((await extractError(fileTable({ path: 'data/*.csv' }))).message).toMatch(
         /^customers: data\/header\.csv has a header but no rows/,

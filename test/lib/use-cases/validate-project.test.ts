@@ -24,6 +24,15 @@ describe('objectNameConflicts', () => {
     expect(() => assertNoObjectNameConflicts(spec)).toThrow(ConfigError)
   })
 
+  it("refuses a target that is another table's retired-versions table (a sequenced change feed)", () => {
+    const feed =
+      '    extract: { mode: changes, operation: op, sequence: seq }\n    valid_from: { column: changed_at }\n'
+    const spec = project(table('feed', 'dim_feed', feed) + table('retired', 'dim_feed_dimsync_retired'))
+    expect(objectNameConflicts(spec)).toEqual([
+      'tables[1].target: "dim_feed_dimsync_retired" is the retired versions of table feed (target dim_feed); choose another target',
+    ])
+  })
+
   it("refuses dimsync's own names: the batch ledger and the reserved prefixes", () => {
     const spec = project(
       table('ledger', '_dimsync_batches') +
