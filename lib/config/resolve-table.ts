@@ -1,0 +1,356 @@
+/**
+ * One table of dimsync.yaml resolved into a TableSpec, in named steps: its own options, then source, key, how it is
+ * extracted, tracked and excluded columns, then the rules that span them (roles, extracted columns, deletes,
+ * metadata names). Options a table leaves out come from `defaults`; problems name where the value came from.
+ */
+import { COLUMN_PRESETS, METADATA_COLUMN_KEYS, METADATA_COLUMN_OPTIONS } from '../core/metadata-columns.ts'
+import type { ExtractSpec, SourceSpec, TableSpec, TrackedSpec, ValidFromSpec } from '../core/table-spec.ts'
+import type { TableDocument } from './config-schema.ts'
+import type { IssueList, Path } from './issue-list.ts'
+import { show } from './messages.ts'
+import { normalizeOpenEnd } from './open-end.ts'
+import { changeFeedColumns, resolveChangeFeed, type ResolvedChangeFeed } from './resolve-change-feed.ts'
+import { resolveLambdaSize, resolveSchedule } from './resolve-deploy-options.ts'
+import { resolveSource } from './resolve-source.ts'
+import {
+  checkDuplicates,
+  checkMetadataDistinct,
+  checkOwnOptions,
+  resolveColumns,
+  type Options,
+} from './table-options.ts'
+
+export const DEFAULT_MAX_DELETE_SHARE = 0.5
+
+const INHERITED = ' (inherited from defaults)'
+
+/** A table option as the table wrote it or as inherited; `note` says which, for messages. */
+interface Picked<T> {
+  readonly value: T
+  readonly note: string
+}
+
+/** What every step of one table needs: where it is in the file, its options, and where problems go. */
+interface TableContext {
+  readonly table: TableDocument
+  readonly defaults: Options
+  readonly issues: IssueList
+  readonly base: Path
+  readonly at: (...rest: PropertyKey[]) => Path
+  readonly pick: <K extends keyof Options>(key: K) => Picked<Options[K]>
+}
+
+/** A column the table names for a role (the key, tracked, a cursor…), with where it was written. */
+type NamedColumn = readonly [where: Path, name: string, note: string]
+
+/** A column the run reads from the source for a role other than being stored (cursor, change time, …). */
+type RoleColumn = readonly [where: Path, name: string | undefined, role: string, note: string]
+
+/** Resolves table `index`, or returns undefined when it has problems (all of them added to `issues`). */
+export function resolveTable(
+  index: number,
+  table: TableDocument,
+  defaults: Options,
+  issues: IssueList,
+): TableSpec | undefined {
+  const before = issues.items.length
+  const ctx = tableContext(index, table, defaults, issues)
+  checkOwnOptions(ctx.base, table, issues)
+
+  const source = resolveSource(ctx.base, table.source, issues)
+  const key = resolveKey(ctx)
+  const read = resolveExtract(ctx, source)
+  const { validFrom, extract, changeFeed } = read
+  const tracked = resolveTracked(ctx)
+  const excludeOpt = ctx.pick('exclude')
+  const exclude: Picked<readonly string[]> = { value: excludeOpt.value ?? [], note: excludeOpt.note }
+  const deletesOpt = ctx.pick('deletes')
+  // A change feed says when a key was deleted, so its delete events close versions unless told otherwise.
+  const deletes = deletesOpt.value ?? (changeFeed !== undefined ? 'invalidate' : 'ignore')
+  const softOpt = ctx.pick('soft_delete_column')
+  const softDelete: Picked<string | undefined> = { value: softOpt.value ?? undefined, note: softOpt.note }
+
+  checkColumnRoles(ctx, key, tracked, exclude)
+  const roleColumns = readColumns(ctx, read, softDelete)
+  checkRoleColumnsExtracted(ctx, roleColumns, exclude.value)
+  checkSoftDeleteNotKey(ctx, softDelete, key)
+  if (changeFeed === undefined)
+    checkDeletesNeedFullExtract(ctx, extract, { value: deletes, note: deletesOpt.note }, softDelete.value)
+  const columns = resolveMetadataNames(ctx)
+  checkMetadataClashes(ctx, columns, [
+    ...key.map((name, i): NamedColumn => [keyPath(ctx, i), name, '']),
+    ...tracked.value.columns.map((name, i): NamedColumn => [
+      trackedPath(ctx, tracked.value, i),
+      name,
+      tracked.note,
+    ]),
+    ...exclude.value.map((name, i): NamedColumn => [ctx.at('exclude', i), name, exclude.note]),
+    ...roleColumns.flatMap(([where, name, , note]): NamedColumn[] =>
+      name === undefined ? [] : [[where, name, note]],
+    ),
+  ])
+
+  const schedule = resolveSchedule(ctx.base, table.schedule, defaults.schedule, (where, message) =>
+    issues.add(where, message),
+  )
+  const lambda =
+    table.lambda === undefined && defaults.lambda === undefined
+      ? undefined
+      : resolveLambdaSize(table.lambda, defaults.lambda)
+
+  if (issues.items.length > before) return undefined
+  const openEnd = ctx.pick('open_end').value
+  return {
+    name: table.name,
+    source,
+    target: table.target ?? `dim_${table.name}`,
+    key,
+    extract,
+    ...(changeFeed !== undefined ? { changes: changeFeed.changes } : {}),
+    validFrom,
+    tracked: tracked.value,
+    exclude: exclude.value,
+    deletes,
+    maxDeleteShare: ctx.pick('max_delete_share').value ?? DEFAULT_MAX_DELETE_SHARE,
+    openEnd: openEnd === undefined || openEnd === null ? null : normalizeOpenEnd(openEnd)!,
+    columns,
+    ...(softDelete.value !== undefined ? { softDeleteColumn: softDelete.value } : {}),
+    ...(schedule !== undefined ? { schedule } : {}),
+    ...(lambda !== undefined ? { lambda } : {}),
+  }
+}
+
+function tableContext(
+  index: number,
+  table: TableDocument,
+  defaults: Options,
+  issues: IssueList,
+): TableContext {
+  const base: Path = ['tables', index]
+  return {
+    table,
+    defaults,
+    issues,
+    base,
+    at: (...rest) => [...base, ...rest],
+    pick: (key) =>
+      table[key] !== undefined
+        ? { value: table[key], note: '' }
+        : { value: defaults[key], note: defaults[key] !== undefined ? INHERITED : '' },
+  }
+}
+
+function resolveKey(ctx: TableContext): readonly string[] {
+  const written = ctx.table.key
+  if (typeof written === 'string') return [written]
+  checkDuplicates(ctx.at('key'), written, ctx.issues)
+  return written
+}
+
+function keyPath(ctx: TableContext, i: number): Path {
+  return typeof ctx.table.key === 'string' ? ctx.at('key') : ctx.at('key', i)
+}
+
+interface ResolvedExtract {
+  readonly validFrom: ValidFromSpec
+  readonly extract: ExtractSpec
+  readonly changeFeed: ResolvedChangeFeed | undefined
+  /** Marks messages about the extract option when it was inherited. */
+  readonly extractNote: string
+  readonly validFromNote: string
+}
+
+/** How the source is read (full, incremental or as a change feed) and where business time comes from. */
+function resolveExtract(ctx: TableContext, source: SourceSpec): ResolvedExtract {
+  const validFromOpt = ctx.pick('valid_from')
+  const validFrom: ValidFromSpec =
+    validFromOpt.value === undefined || validFromOpt.value === 'extracted_at'
+      ? { kind: 'extracted_at' }
+      : { kind: 'column', column: validFromOpt.value.column }
+
+  const extractOpt = ctx.pick('extract')
+  const changeFeed =
+    typeof extractOpt.value === 'object' && extractOpt.value.mode === 'changes'
+      ? resolveChangeFeed(extractOpt.value, source, validFrom, ctx.at, extractOpt.note, (where, message) =>
+          ctx.issues.add(where, message),
+        )
+      : undefined
+  const extract: ExtractSpec =
+    changeFeed !== undefined
+      ? changeFeed.extract
+      : extractOpt.value === undefined ||
+          extractOpt.value === 'full' ||
+          extractOpt.value.mode !== 'incremental'
+        ? { mode: 'full' }
+        : {
+            mode: 'incremental',
+            cursor: extractOpt.value.cursor,
+            lookbackMinutes: extractOpt.value.lookback_minutes ?? 0,
+          }
+  return { validFrom, extract, changeFeed, extractNote: extractOpt.note, validFromNote: validFromOpt.note }
+}
+
+function resolveTracked(ctx: TableContext): Picked<TrackedSpec> {
+  const trackedOpt = ctx.pick('tracked')
+  const tracked: TrackedSpec =
+    trackedOpt.value === undefined
+      ? { kind: 'all_except', columns: [] }
+      : Array.isArray(trackedOpt.value)
+        ? { kind: 'list', columns: trackedOpt.value }
+        : { kind: 'all_except', columns: trackedOpt.value.all_except }
+  return { value: tracked, note: trackedOpt.note }
+}
+
+function trackedPath(ctx: TableContext, tracked: TrackedSpec, i: number): Path {
+  return tracked.kind === 'list' ? ctx.at('tracked', i) : ctx.at('tracked', 'all_except', i)
+}
+
+function resolveMetadataNames(ctx: TableContext): TableSpec['columns'] {
+  const { table, defaults } = ctx
+  const defaultColumns =
+    defaults.columns === undefined
+      ? COLUMN_PRESETS.dimsync
+      : resolveColumns(defaults.columns, COLUMN_PRESETS.dimsync)
+  const columns = table.columns === undefined ? defaultColumns : resolveColumns(table.columns, defaultColumns)
+  // Checked here, not with the other own options: an override without a preset builds on the defaults' names.
+  if (table.columns !== undefined)
+    checkMetadataDistinct(ctx.at('columns'), table.columns, columns, ctx.issues)
+  return columns
+}
+
+const lowerSet = (names: readonly string[]) => new Set(names.map((name) => name.toLowerCase()))
+
+/** A key column is neither tracked nor excluded; a column is either tracked, stored untracked or excluded. */
+function checkColumnRoles(
+  ctx: TableContext,
+  key: readonly string[],
+  tracked: Picked<TrackedSpec>,
+  exclude: Picked<readonly string[]>,
+): void {
+  const keySet = lowerSet(key)
+  const trackedSet = lowerSet(tracked.value.columns)
+  if (tracked.value.kind === 'list') {
+    tracked.value.columns.forEach((name, i) => {
+      if (keySet.has(name.toLowerCase())) {
+        ctx.issues.add(
+          trackedPath(ctx, tracked.value, i),
+          `key column ${show(name)} cannot be tracked: the key identifies the entity${tracked.note}`,
+        )
+      }
+    })
+  }
+  exclude.value.forEach((name, i) => {
+    const lname = name.toLowerCase()
+    const where = ctx.at('exclude', i)
+    if (keySet.has(lname)) ctx.issues.add(where, `key column ${show(name)} cannot be excluded${exclude.note}`)
+    else if (tracked.value.kind === 'list' && trackedSet.has(lname)) {
+      ctx.issues.add(where, `${show(name)} is tracked, so it cannot be excluded${exclude.note}`)
+    } else if (tracked.value.kind === 'all_except' && trackedSet.has(lname)) {
+      ctx.issues.add(
+        where,
+        `${show(name)} is in tracked.all_except (stored, not tracked), so it cannot also be excluded${exclude.note}`,
+      )
+    }
+  })
+}
+
+/** The columns the run reads for what they say (cursor, change time, soft delete, change-feed operation…). */
+function readColumns(
+  ctx: TableContext,
+  { extract, extractNote, validFrom, validFromNote, changeFeed }: ResolvedExtract,
+  softDelete: Picked<string | undefined>,
+): RoleColumn[] {
+  const extractOpt = ctx.pick('extract')
+  return [
+    [
+      ctx.at('extract', 'cursor'),
+      extract.mode === 'incremental' && (changeFeed === undefined || hasOwnCursor(extractOpt.value))
+        ? extract.cursor
+        : undefined,
+      'cursor',
+      extractNote,
+    ],
+    [
+      ctx.at('valid_from', 'column'),
+      validFrom.kind === 'column' ? validFrom.column : undefined,
+      'valid_from',
+      validFromNote,
+    ],
+    [ctx.at('soft_delete_column'), softDelete.value, 'soft delete', softDelete.note],
+    ...(changeFeed === undefined
+      ? []
+      : changeFeedColumns(changeFeed.changes, ctx.at).map(([where, name, role]): RoleColumn => [
+          where,
+          name,
+          role,
+          extractNote,
+        ])),
+  ]
+}
+
+function checkRoleColumnsExtracted(
+  ctx: TableContext,
+  roleColumns: readonly RoleColumn[],
+  exclude: readonly string[],
+): void {
+  const excludeSet = lowerSet(exclude)
+  for (const [where, name, role, note] of roleColumns) {
+    if (name !== undefined && excludeSet.has(name.toLowerCase())) {
+      ctx.issues.add(where, `the ${role} column ${show(name)} is in exclude; it must be extracted${note}`)
+    }
+  }
+}
+
+function checkSoftDeleteNotKey(
+  ctx: TableContext,
+  softDelete: Picked<string | undefined>,
+  key: readonly string[],
+): void {
+  if (softDelete.value !== undefined && lowerSet(key).has(softDelete.value.toLowerCase())) {
+    ctx.issues.add(
+      ctx.at('soft_delete_column'),
+      `key column ${show(softDelete.value)} cannot be the soft delete column${softDelete.note}`,
+    )
+  }
+}
+
+/** A row missing from an incremental delta was not deleted, so deletes there come only from a column. */
+function checkDeletesNeedFullExtract(
+  ctx: TableContext,
+  extract: ExtractSpec,
+  deletes: Picked<TableSpec['deletes']>,
+  softDeleteColumn: string | undefined,
+): void {
+  if (extract.mode === 'incremental' && deletes.value !== 'ignore' && softDeleteColumn === undefined) {
+    ctx.issues.add(
+      ctx.at('deletes'),
+      `${show(deletes.value)} needs a full extract: a row missing from an incremental delta is not deleted ` +
+        `(use deletes: ignore, or set soft_delete_column to read deletes from a column)${deletes.note}`,
+    )
+  }
+}
+
+/** A user column may not share its name with a metadata column the dimension adds. */
+function checkMetadataClashes(
+  ctx: TableContext,
+  columns: TableSpec['columns'],
+  userColumns: readonly NamedColumn[],
+): void {
+  const metadataByName = new Map(METADATA_COLUMN_KEYS.map((k) => [columns[k].toLowerCase(), k]))
+  for (const [where, name, note] of userColumns) {
+    const clash = metadataByName.get(name.toLowerCase())
+    if (clash !== undefined) {
+      const option = METADATA_COLUMN_OPTIONS[clash]
+      ctx.issues.add(
+        where,
+        `${show(name)} is also the name of the ${option} metadata column; ` +
+          `rename the metadata column with columns: { ${option}: <other name> }${note}`,
+      )
+    }
+  }
+}
+
+/** A change feed read by a cursor the user named (not the change time it defaults to). */
+function hasOwnCursor(extract: Options['extract']): boolean {
+  return typeof extract === 'object' && extract.mode === 'changes' && extract.cursor !== undefined
+}
