@@ -8,7 +8,7 @@ export type { TableRef } from '../core/table-ref.ts'
 export type LogicalType = 'string' | 'int64' | 'bool' | 'timestamp'
 
 /** The tables whose physical layout a dialect may tune (partitioning, clustering). */
-export type TableRole = 'dimension' | 'captures' | 'ledger'
+export type TableRole = 'dimension' | 'captures' | 'ledger' | 'fact'
 
 /**
  * Everything that differs between the warehouses dimsync renders SQL for: lib/sql is the only place they

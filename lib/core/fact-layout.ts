@@ -1,0 +1,134 @@
+import type { StagedColumn } from './batch.ts'
+import type { DimensionColumn } from './dimension-layout.ts'
+import { RESERVED_PREFIX } from './dimension-layout.ts'
+import { BatchRejectedError } from './errors.ts'
+import type { FactReference, FactSpec } from './fact-spec.ts'
+import { metadataColumnList } from './metadata-columns.ts'
+import { isPointInTimeType, typeFamily } from './staged-types.ts'
+import type { TableSpec } from './table-spec.ts'
+
+/** Column of every fact table recording the batch that loaded the fact. */
+export const FACT_BATCH_COLUMN = 'dimsync_batch_id'
+
+/** One reference with the dimension it points at, as the warehouse holds it now. */
+export interface ResolvedFactReference {
+  readonly reference: FactReference
+  readonly dimension: TableSpec
+  /** The dimension's natural key columns with their stored types. */
+  readonly dimensionKey: readonly DimensionColumn[]
+  /** The dimension's other data columns (not key, not metadata): what the views show, prefixed. */
+  readonly attributes: readonly DimensionColumn[]
+}
+
+/** How a staged fact batch maps onto the fact table. */
+export interface FactLayout {
+  /** Columns copied from the batch, in table order (grain, event time, kept natural keys, measures). */
+  readonly copied: readonly DimensionColumn[]
+  readonly eventTime: DimensionColumn
+  readonly references: readonly ResolvedFactReference[]
+  /** True when the fact table does not exist yet. */
+  readonly createTable: boolean
+}
+
+/**
+ * Checks a staged fact batch against its fact spec, the referenced dimensions and the fact table (undefined when
+ * it does not exist yet), and says what is stored. Throws BatchRejectedError naming the fact, the reference and
+ * the column: a configured column missing from the batch, an event time that is not a point in time, reference
+ * columns whose types cannot match the dimension's key, a dimension not loaded yet, a fact table created with
+ * other columns.
+ */
+export function planFactLayout(
+  fact: FactSpec,
+  batchId: string,
+  staged: readonly StagedColumn[],
+  dimensions: readonly {
+    readonly table: TableSpec
+    readonly columns: readonly DimensionColumn[] | undefined
+  }[],
+  existing: readonly DimensionColumn[] | undefined,
+): FactLayout {
+  const reject = (message: string): never => {
+    throw new BatchRejectedError(fact.name, batchId, `fact ${fact.name}: ${message}; nothing was written`)
+  }
+  const byName = new Map(staged.map((c) => [c.name, c]))
+  const need = (name: string, role: string): StagedColumn =>
+    byName.get(name) ??
+    reject(`${role} column "${name}" is not in the source (source columns: ${[...byName.keys()].join(', ')})`)
+  for (const c of staged) {
+    if (c.name.startsWith(RESERVED_PREFIX) || c.name === FACT_BATCH_COLUMN)
+      reject(
+        `source column "${c.name}" uses a name dimsync reserves (${RESERVED_PREFIX}…, ${FACT_BATCH_COLUMN})`,
+      )
+  }
+
+  const eventTime = need(fact.eventTime, 'event time')
+  if (!isPointInTimeType(eventTime.type))
+    reject(
+      `event time column "${eventTime.name}" has type ${eventTime.type}; it must be a timestamp or a date`,
+    )
+
+  const references = fact.references.map((reference, i): ResolvedFactReference => {
+    const found = dimensions[i]
+    const where = `reference to ${reference.dimension}`
+    if (found === undefined || found.table.name !== reference.dimension)
+      throw new Error(`fact ${fact.name}: dimension of reference ${i} not given`)
+    const { table, columns } = found
+    if (columns === undefined)
+      return reject(
+        `${where}: dimension ${table.target} does not exist yet; load the dimension before its facts`,
+      )
+    const byColumn = new Map(columns.map((c) => [c.name, c]))
+    const dimensionKey = table.key.map(
+      (k) => byColumn.get(k) ?? reject(`${where}: dimension ${table.target} has no key column "${k}"`),
+    )
+    reference.key.forEach((name, k) => {
+      const column = need(name, `${where} key`)
+      const dimensionColumn = dimensionKey[k]!
+      const [ours, theirs] = [typeFamily(column.type).kind, typeFamily(dimensionColumn.type).kind]
+      if (ours !== theirs || ours === 'other')
+        reject(
+          `${where}: column "${name}" (${column.type}) cannot match key column "${dimensionColumn.name}" ` +
+            `(${dimensionColumn.type}) of ${table.target}; cast it in the source`,
+        )
+    })
+    const metadata = new Set(metadataColumnList(table.columns).map((c) => c.name))
+    const keyNames = new Set(table.key)
+    const attributes = columns.filter((c) => !metadata.has(c.name) && !keyNames.has(c.name))
+    return { reference, dimension: table, dimensionKey, attributes }
+  })
+
+  const names = [
+    ...fact.grain.map((g) => need(g, 'grain')),
+    eventTime,
+    ...fact.references.flatMap((r) => (r.keepNaturalKey ? r.key.map((k) => need(k, 'reference key')) : [])),
+    ...fact.measures.map((m) => need(m, 'measure')),
+  ]
+  const copied = names.filter((c, i) => names.findIndex((o) => o.name === c.name) === i)
+  const copiedNames = new Set(copied.map((c) => c.name))
+  for (const r of fact.references) {
+    if (copiedNames.has(r.surrogateKeyColumn))
+      reject(
+        `the surrogate key column "${r.surrogateKeyColumn}" of the reference to ${r.dimension} is also a source ` +
+          'column; name it with `as` or `surrogate_key`',
+      )
+  }
+
+  if (existing !== undefined) {
+    const have = new Map(existing.map((c) => [c.name, c]))
+    const wanted = [
+      ...copied,
+      ...fact.references.map((r) => ({ name: r.surrogateKeyColumn, type: 'BIGINT' })),
+      { name: FACT_BATCH_COLUMN, type: 'VARCHAR' },
+    ]
+    for (const c of wanted) {
+      const stored = have.get(c.name)
+      if (stored === undefined)
+        reject(
+          `fact table ${fact.target} has no column "${c.name}"; was it created with another configuration?`,
+        )
+      else if (typeFamily(stored.type).kind !== typeFamily(c.type).kind)
+        reject(`column "${c.name}" changed type from ${stored.type} (fact table ${fact.target}) to ${c.type}`)
+    }
+  }
+  return Object.freeze({ copied, eventTime, references, createTable: existing === undefined })
+}

@@ -1,0 +1,147 @@
+import type { CheckKind } from '../core/check-failure.ts'
+import type { CompiledStatement } from '../core/compiled-sql.ts'
+import { FACT_BATCH_COLUMN, type FactLayout } from '../core/fact-layout.ts'
+import type { FactSpec } from '../core/fact-spec.ts'
+import type { TableRef } from '../core/table-ref.ts'
+import type { SqlDialect } from './dialect.ts'
+import type { FactObjects } from './render-fact-ddl.ts'
+import { dimensionObjects } from './render-ddl.ts'
+import { raiseCheck } from './raise-check.ts'
+import { TEMP } from './merge-sql.ts'
+import { liveVersionAt } from './version-predicates.ts'
+
+/** Everything the load of one fact batch depends on. Pure data: rendering does no I/O and reads no clock. */
+export interface FactLoadPlan {
+  readonly fact: FactSpec
+  readonly layout: FactLayout
+  readonly objects: FactObjects
+  /** Schema (dataset) of the referenced dimensions. */
+  readonly schema: string
+  readonly batchId: string
+  readonly extractedAt: string
+  readonly appliedAt: string
+  readonly mode: 'full' | 'incremental'
+  /** The staged rows; default the session's temporary `__dimsync_stage` (see MergePlan.stage). */
+  readonly stage?: TableRef
+}
+
+/**
+ * The load of one fact batch, to run inside one transaction: the grain checks (which refuse the whole batch),
+ * then the facts the batch replaces are removed (all of them for a full extract, those with a grain in the
+ * batch for an incremental one), then every staged fact is inserted with each reference resolved, in one
+ * set-based join per reference, to the surrogate key of the live version whose half-open window contains the
+ * event time, or to the dimension's unknown member; last the ledger row that makes a re-delivered batch a no-op.
+ */
+export function renderFactLoad(d: SqlDialect, plan: FactLoadPlan): CompiledStatement[] {
+  const { fact, layout, objects } = plan
+  const q = (name: string) => d.quoteIdentifier(name)
+  const str = (value: string) => d.stringLiteral(value)
+  const stage = d.table(plan.stage ?? { name: TEMP.stage })
+  const table = d.table(objects.table)
+  const prefix = `fact ${fact.name}: batch ${plan.batchId}`
+  const raise = (kind: CheckKind, message: string) =>
+    raiseCheck(d, { kind, table: fact.name, batchId: plan.batchId }, message)
+  const count = (expression: string) => d.castToString(expression)
+  const s = (column: string) => `s.${q(column)}`
+  const out: CompiledStatement[] = []
+
+  const nullGrain = fact.grain.map((g) => `${s(g)} IS NULL`).join(' OR ')
+  out.push({
+    label: 'check NULL grain',
+    sql:
+      `SELECT ${raise(
+        'null-key',
+        `${str(`${prefix} has `)} || ${count('COUNT(*)')} || ` +
+          str(` facts with a NULL grain column (${fact.grain.join(', ')}); nothing was written`),
+      )}\n` + `FROM ${stage} s WHERE ${nullGrain} HAVING COUNT(*) > 0`,
+  })
+  out.push({
+    label: 'check NULL event time',
+    sql:
+      `SELECT ${raise(
+        'null-valid-from',
+        `${str(`${prefix} has `)} || ${count('COUNT(*)')} || ` +
+          str(` facts with a NULL event time (${fact.eventTime}); nothing was written`),
+      )}\n` + `FROM ${stage} s WHERE ${s(fact.eventTime)} IS NULL HAVING COUNT(*) > 0`,
+  })
+  const grainText = fact.grain
+    .map((g, i) => `${str(`${i > 0 ? ', ' : ''}${g}=`)} || ${d.castToString(s(g))}`)
+    .join(' || ')
+  out.push({
+    label: 'check duplicate grain',
+    sql:
+      `WITH dup AS (\n  SELECT ${grainText} AS k, COUNT(*) AS n FROM ${stage} s GROUP BY ${fact.grain.map(s).join(', ')} HAVING COUNT(*) > 1\n),\n` +
+      `sample AS (SELECT k, n FROM dup ORDER BY k LIMIT 10)\n` +
+      `SELECT ${raise(
+        'duplicate-key',
+        `${str(`${prefix} has `)} || ${count('(SELECT COUNT(*) FROM dup)')} || ` +
+          `${str(` grain values held by more than one fact (grain ${fact.grain.join(', ')}), for example: `)} || ` +
+          `(SELECT STRING_AGG(k || ${str(' (')} || ${d.castToString('n')} || ${str(' facts)')}, '; ' ORDER BY k) FROM sample) || ` +
+          str('; nothing was written'),
+      )}\nFROM (SELECT COUNT(*) AS c FROM dup) x WHERE x.c > 0`,
+  })
+
+  const grainEq = fact.grain.map((g) => `f.${q(g)} = ${s(g)}`).join(' AND ')
+  out.push(
+    plan.mode === 'full'
+      ? { label: 'remove the facts a full extract replaces', sql: `DELETE FROM ${table} WHERE TRUE` }
+      : {
+          label: 'remove the facts the batch replaces',
+          sql: `DELETE FROM ${table} f WHERE EXISTS (SELECT 1 FROM ${stage} s WHERE ${grainEq})`,
+        },
+  )
+
+  const eventTime = d.castToTimestamp(s(fact.eventTime))
+  const joins = layout.references.map((r, i) => {
+    const ref = d.table(dimensionObjects(r.dimension, plan.schema).dimension)
+    const keyEq = r.dimensionKey.map((k, j) => `r${i}.${q(k.name)} = ${s(r.reference.key[j]!)}`)
+    return `\nLEFT JOIN ${ref} r${i}\n  ON ${keyEq.join(' AND ')}\n  AND ${liveVersionAt(d, r.dimension, eventTime, `r${i}`)}`
+  })
+  const columns = [
+    ...layout.copied.map((c) => c.name),
+    ...fact.references.map((r) => r.surrogateKeyColumn),
+    FACT_BATCH_COLUMN,
+  ]
+  const values = [
+    ...layout.copied.map((c) => s(c.name)),
+    ...layout.references.map(
+      (r, i) => `COALESCE(r${i}.${q(r.dimension.columns.surrogateKey)}, ${r.reference.unknownMemberKey})`,
+    ),
+    str(plan.batchId),
+  ]
+  out.push({
+    label: 'insert facts keyed to the versions true at their event time',
+    sql:
+      `INSERT INTO ${table} (${columns.map(q).join(', ')})\n` +
+      `SELECT ${values.join(', ')}\nFROM ${stage} s${joins.join('')}`,
+  })
+  out.push({
+    label: 'record batch as applied',
+    sql:
+      `INSERT INTO ${d.table(objects.batches)} (target, table_name, batch_id, extracted_at, mode, applied_at, events, inserted_versions, closed_versions, deleted_keys, unchanged_events, late_keys)\n` +
+      `SELECT ${str(fact.target)}, ${str(fact.name)}, ${str(plan.batchId)}, ${d.timestampLiteral(plan.extractedAt)}, ` +
+      `${str(plan.mode)}, ${d.timestampLiteral(plan.appliedAt)},\n  x.n, x.n, 0, 0, 0, 0\nFROM (SELECT COUNT(*) AS n FROM ${stage}) x`,
+  })
+  return out
+}
+
+/** Column of the load report counting the facts of reference `index` that went to the unknown member. */
+export function unknownCountColumn(index: number): string {
+  return `unknown_${index}`
+}
+
+/**
+ * One row read after the load: `facts` (the batch's facts now stored) and, per reference, how many of them point
+ * at the dimension's unknown member (`unknown_0`, `unknown_1`, ...).
+ */
+export function renderFactReport(d: SqlDialect, plan: FactLoadPlan): string {
+  const q = (name: string) => d.quoteIdentifier(name)
+  const counts = plan.fact.references.map(
+    (r, i) =>
+      `,\n  COALESCE(SUM(CASE WHEN ${q(r.surrogateKeyColumn)} = ${r.unknownMemberKey} THEN 1 ELSE 0 END), 0) AS ${unknownCountColumn(i)}`,
+  )
+  return (
+    `SELECT COUNT(*) AS facts${counts.join('')}\nFROM ${d.table(plan.objects.table)}\n` +
+    `WHERE ${q(FACT_BATCH_COLUMN)} = ${d.stringLiteral(plan.batchId)}`
+  )
+}

@@ -1,0 +1,213 @@
+import type { CompiledStatement } from '../core/compiled-sql.ts'
+import { planFactLayout, type FactLayout } from '../core/fact-layout.ts'
+import { factStagingTable, type FactSpec } from '../core/fact-spec.ts'
+import type { TableSpec } from '../core/table-spec.ts'
+import type { OpenedBatch, StagingStore } from '../ports/staging-store.ts'
+import { isScriptWarehouse, type Row, type ScriptWarehouse, type Warehouse } from '../ports/warehouse.ts'
+import type { SqlDialect } from '../sql/dialect.ts'
+import { renderAppliedBatchQuery } from '../sql/render-batch-queries.ts'
+import { dimensionObjects, renderBatchLedgerDdl } from '../sql/render-ddl.ts'
+import { factObjects, renderFactTableDdl, renderFactViews } from '../sql/render-fact-ddl.ts'
+import {
+  renderFactLoad,
+  renderFactReport,
+  unknownCountColumn,
+  type FactLoadPlan,
+} from '../sql/render-fact-load.ts'
+import { stagingTableName } from '../sql/render-merge-script.ts'
+import { renderUnknownMember, renderUnknownMemberQuery } from '../sql/render-unknown-member.ts'
+
+export interface LoadFactBatchRequest {
+  readonly fact: FactSpec
+  /** The project's dimensions; the fact's references are looked up among them by name. */
+  readonly dimensions: readonly TableSpec[]
+  readonly schema: string
+  readonly batchId: string
+  readonly now: Date
+  /** Run every statement and report the counts, then roll back (nothing is written, no unknown member added). */
+  readonly dryRun?: boolean
+}
+
+/** How many facts of one reference point at its dimension's unknown member. */
+export interface UnknownMemberCount {
+  readonly dimension: string
+  readonly column: string
+  readonly facts: number
+}
+
+export interface LoadFactBatchResult {
+  readonly status: 'loaded' | 'already-applied' | 'dry-run'
+  readonly batchId: string
+  /** Facts of the batch now stored. */
+  readonly facts?: number
+  /** Per reference, in the order of the fact's references. */
+  readonly unknown?: readonly UnknownMemberCount[]
+  readonly statements: readonly CompiledStatement[]
+}
+
+export interface LoadFactDeps {
+  readonly warehouse: Warehouse<SqlDialect>
+  readonly staging: StagingStore
+}
+
+/**
+ * Loads one committed staged batch of a fact table (staged under the fact's name): every fact is stored with
+ * the surrogate key of the version of each referenced dimension that was true at its event time, or of the
+ * dimension's unknown member (added to the dimension the first time a fact needs it). One transaction with the
+ * ledger row: a batch already loaded is skipped, so a re-delivered batch changes nothing.
+ */
+export async function loadFactBatch(
+  deps: LoadFactDeps,
+  request: LoadFactBatchRequest,
+): Promise<LoadFactBatchResult> {
+  const { warehouse } = deps
+  const { fact, batchId } = request
+  const d = warehouse.dialect
+  const objects = factObjects(fact, request.schema)
+  const ledger = renderBatchLedgerDdl(d, objects.batches)
+  await runDdl(warehouse, ledger)
+  if ((await warehouse.query(renderAppliedBatchQuery(d, objects.batches, fact.target, batchId))).length > 0)
+    return { status: 'already-applied', batchId, statements: [] }
+
+  const batch = await deps.staging.openBatch(fact.name, batchId)
+  try {
+    const dimensions = await Promise.all(
+      fact.references.map(async (r) => {
+        const table = request.dimensions.find((t) => t.name === r.dimension)
+        if (table === undefined)
+          throw new Error(
+            `fact ${fact.name}: the project has no dimension ${r.dimension} (configuration checks it)`,
+          )
+        const ref = dimensionObjects(table, request.schema).dimension
+        return { table, columns: await warehouse.describeTable(ref) }
+      }),
+    )
+    const script = isScriptWarehouse(warehouse)
+    const stage = script
+      ? { schema: request.schema, name: stagingTableName(fact.target, batchId) }
+      : undefined
+    const staged = script ? batch.manifest.columns : await warehouse.loadStaging(batch.partPaths)
+    const existing = await warehouse.describeTable(objects.table)
+    const layout = planFactLayout(fact, batchId, staged, dimensions, existing)
+    const plan: FactLoadPlan = {
+      fact,
+      layout,
+      objects,
+      schema: request.schema,
+      batchId,
+      extractedAt: batch.manifest.extractedAt,
+      appliedAt: request.now.toISOString(),
+      mode: batch.manifest.mode,
+      ...(stage !== undefined ? { stage } : {}),
+    }
+    const unknownMembers = request.dryRun ? [] : await addMissingUnknownMembers(warehouse, request, layout)
+    const ddl = [
+      ledger,
+      renderFactTableDdl(d, fact, layout, objects),
+      ...renderFactViews(d, fact, layout, objects, request.schema),
+    ]
+    const load = renderFactLoad(d, plan)
+    const statements = [...unknownMembers, ...ddl, ...load]
+    let row: Row | undefined
+    if (stage !== undefined && isScriptWarehouse(warehouse)) {
+      row = await runAsScript(warehouse, request, batch, plan, { ddl, load, stage })
+    } else {
+      const inside = d.capabilities.transactionalDdl ? [...ddl, ...load] : load
+      if (!d.capabilities.transactionalDdl) for (const s of ddl) await runDdl(warehouse, s)
+      row = await warehouse.transaction(
+        async (tx) => {
+          for (const s of inside) await tx.execute(s)
+          return (await tx.query(renderFactReport(d, plan)))[0]
+        },
+        { commit: !request.dryRun },
+      )
+    }
+    return {
+      status: request.dryRun ? 'dry-run' : 'loaded',
+      batchId,
+      ...(row !== undefined ? reportOf(fact, row) : {}),
+      statements,
+    }
+  } finally {
+    await batch.release()
+  }
+}
+
+async function runAsScript(
+  warehouse: ScriptWarehouse<SqlDialect>,
+  request: LoadFactBatchRequest,
+  batch: OpenedBatch,
+  plan: FactLoadPlan,
+  parts: { ddl: CompiledStatement[]; load: CompiledStatement[]; stage: { schema: string; name: string } },
+): Promise<Row | undefined> {
+  const d = warehouse.dialect
+  const table = factStagingTable(request.fact)
+  const { batchId } = request
+  await warehouse.loadBatch({
+    table,
+    batchId,
+    stage: parts.stage,
+    partPaths: batch.partPaths,
+    columns: batch.manifest.columns,
+  })
+  const after = [
+    { label: 'drop staging table', sql: d.dropTableIfExists(parts.stage) },
+    { label: 'report counts', sql: renderFactReport(d, plan) },
+  ]
+  const title = `dimsync load of facts ${request.fact.name}, batch ${batchId} into ${d.table(plan.objects.table)}`
+  const script = {
+    ddl: parts.ddl,
+    merge: parts.load,
+    after,
+    text: d.scriptText({ title, ddl: parts.ddl, merge: parts.load, after }),
+  }
+  const result = await warehouse.runMergeScript({ table, batchId, script, dryRun: request.dryRun ?? false })
+  return result.row
+}
+
+/**
+ * Adds the unknown member to each referenced dimension that lacks it (once per dimension), before the load:
+ * it belongs to the dimension, not to the batch, so a batch refused later keeps it.
+ */
+async function addMissingUnknownMembers(
+  warehouse: Warehouse<SqlDialect>,
+  request: LoadFactBatchRequest,
+  layout: FactLayout,
+): Promise<CompiledStatement[]> {
+  const d = warehouse.dialect
+  const done = new Set<string>()
+  const statements: CompiledStatement[] = []
+  for (const r of layout.references) {
+    if (done.has(r.dimension.name)) continue
+    done.add(r.dimension.name)
+    const ref = dimensionObjects(r.dimension, request.schema).dimension
+    const key = r.reference.unknownMemberKey
+    const present = await warehouse.query(renderUnknownMemberQuery(d, r.dimension, ref, key))
+    if (present.length > 0) continue
+    const columns = (await warehouse.describeTable(ref)) ?? []
+    const member = renderUnknownMember(d, r.dimension, ref, columns, key)
+    for (const s of member.ddl) await runDdl(warehouse, s)
+    if (isScriptWarehouse(warehouse)) await warehouse.query(member.insert.sql)
+    else await warehouse.transaction((tx) => tx.execute(member.insert), { commit: true })
+    statements.push(...member.ddl, member.insert)
+  }
+  return statements
+}
+
+/** A DDL statement on its own: in a transaction where DDL may run in one, else as a plain statement. */
+async function runDdl(warehouse: Warehouse<SqlDialect>, statement: CompiledStatement): Promise<void> {
+  if (warehouse.dialect.capabilities.transactionalDdl)
+    await warehouse.transaction((tx) => tx.execute(statement), { commit: true })
+  else await warehouse.query(statement.sql)
+}
+
+function reportOf(fact: FactSpec, row: Row): { facts: number; unknown: UnknownMemberCount[] } {
+  return {
+    facts: Number(row.facts ?? 0),
+    unknown: fact.references.map((r, i) => ({
+      dimension: r.dimension,
+      column: r.surrogateKeyColumn,
+      facts: Number(row[unknownCountColumn(i)] ?? 0),
+    })),
+  }
+}
