@@ -140,6 +140,20 @@ describe('facts keyed to the version true at their event time, on DuckDB', () =>
       `SELECT COUNT(*) AS n, CAST(SUM(f.amount) AS VARCHAR) AS total FROM fact_orders f JOIN dim_customer d ON d.dimsync_sk = f.customer_sk`,
     )
     expect(joined).toEqual([{ n: 6, total: '73.00' }])
+    // Without a stored natural key, the as-is view finds the current version through the version pointed at.
+    const regions = async (view: string) =>
+      (await h.query(`SELECT order_id, customer_region FROM ${view} ORDER BY order_id`)).map(
+        (r) => r.customer_region,
+      )
+    expect(await regions('fact_orders_as_was')).toEqual([
+      'South',
+      'North',
+      'Unknown',
+      'Unknown',
+      'North',
+      'Unknown',
+    ])
+    expect(await regions('fact_orders_as_is')).toEqual(['North', 'North', null, null, 'North', null])
   })
 
   it('a re-delivered batch changes nothing; an incremental batch appends and replaces facts of the same grain', async () => {
@@ -293,5 +307,77 @@ describe('facts keyed to the version true at their event time, on DuckDB', () =>
     await expect(h.loadFacts(withProduct, second)).rejects.toThrow(
       'fact orders: reference to products: dimension dim_product does not exist yet; load the dimension before its facts',
     )
+  })
+})
+
+describe('facts read as they were and as they are (type 7), on DuckDB', () => {
+  const TARIFF: StagedColumn[] = [
+    { name: 'tariff_code', type: 'VARCHAR' },
+    { name: 'price', type: 'DECIMAL(6,3)' },
+  ]
+  const INVOICE: StagedColumn[] = [
+    { name: 'invoice_id', type: 'VARCHAR' },
+    { name: 'tariff_code', type: 'VARCHAR' },
+    { name: 'invoiced_on', type: 'DATE' },
+    { name: 'kwh', type: 'INTEGER' },
+  ]
+  const tariffs = tableSpec({ name: 'tariffs', target: 'dim_tariff', key: ['tariff_code'] })
+  const invoices: FactSpec = {
+    name: 'invoices',
+    source: { type: 'file', path: 'invoices.csv', format: 'csv', csv: { delimiter: ',', header: true } },
+    target: 'fact_invoice',
+    extract: { mode: 'incremental', cursor: 'invoiced_on', lookbackMinutes: 0 },
+    grain: ['invoice_id'],
+    eventTime: 'invoiced_on',
+    measures: ['kwh'],
+    references: [
+      {
+        dimension: 'tariffs',
+        key: ['tariff_code'],
+        surrogateKeyColumn: 'tariff_sk',
+        alias: 'tariff',
+        unknownMemberKey: 0,
+        keepNaturalKey: true,
+      },
+    ],
+  }
+
+  it('an invoice keeps the old tariff version as was; the as-is view shows the new one', async () => {
+    h = await FactHarness.duckdb([tariffs])
+    await h.mergeDimension(tariffs, TARIFF, [{ tariff_code: 'HOME', price: '0.200' }], { extractedAt: JAN })
+    const batch = await h.stageFacts(
+      invoices,
+      INVOICE,
+      [
+        { invoice_id: 'I-1', tariff_code: 'HOME', invoiced_on: '2024-02-01', kwh: 100 },
+        { invoice_id: 'I-2', tariff_code: 'NIGHT', invoiced_on: '2024-02-01', kwh: 40 },
+      ],
+      { extractedAt: '2024-02-02T00:00:00Z' },
+    )
+    await h.loadFacts(invoices, batch)
+    await h.mergeDimension(
+      tariffs,
+      TARIFF,
+      [
+        { tariff_code: 'HOME', price: '0.250' },
+        { tariff_code: 'NIGHT', price: '0.100' },
+      ],
+      { extractedAt: MAR },
+    )
+    const read = async (view: string) =>
+      (
+        await h!.query(
+          `SELECT invoice_id, tariff_code, tariff_sk, CAST(tariff_price AS VARCHAR) AS price FROM ${view} ORDER BY invoice_id`,
+        )
+      ).map((r) => [r.invoice_id, r.tariff_code, r.tariff_sk, r.price])
+    expect(await read('fact_invoice_as_was')).toEqual([
+      ['I-1', 'HOME', 1, '0.200'],
+      ['I-2', 'NIGHT', 0, null],
+    ])
+    // The stored natural key finds the current version, even of a tariff unknown when the invoice was loaded.
+    expect(await read('fact_invoice_as_is')).toEqual([
+      ['I-1', 'HOME', 1, '0.250'],
+      ['I-2', 'NIGHT', 0, '0.100'],
+    ])
   })
 })
