@@ -19,6 +19,7 @@ import {
 } from '../../sql/bigquery/bigquery-types.ts'
 import type { CompiledStatement, SqlDialect, TableRef } from '../../sql/dialect.ts'
 import { jobFailure, type JobError } from './bigquery-errors.ts'
+import { latestAttempt } from './bigquery-job-attempts.ts'
 import { jobId, jobLabels } from './bigquery-job-ids.ts'
 import { INTEGER_VALUES, toRow } from './bigquery-rows.ts'
 
@@ -36,7 +37,7 @@ export interface BigQueryWarehouseOptions {
   readonly stagingExpirationDays?: number
   /** Milliseconds between job status polls (default 1000). */
   readonly pollIntervalMs?: number
-  /** Attempts of a merge job that already failed before giving up on new job ids (default 5). */
+  /** Attempts of a job that fails transiently, within one call, before its error is thrown (default 5). */
   readonly maxAttempts?: number
 }
 
@@ -230,9 +231,12 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
   }
 
   /**
-   * Creates the job `makeId(attempt)` unless it exists: an existing job that succeeded or is running is awaited
-   * instead of being repeated; one that failed is retried under the next attempt's id (a failed load wrote
-   * nothing; a failed merge rolled back).
+   * Runs the job `makeId(attempt)` once. The latest attempt an earlier call made is looked up first: one that is
+   * running or succeeded is that call's answer, lost on the way (a retried Lambda), and is awaited instead of
+   * being repeated; one that failed wrote nothing (a failed load loads nothing, a failed merge rolled back), so
+   * this call submits the next attempt: a batch refused before is not refused again by replaying the old job
+   * once the cause is fixed (`--allow-mass-delete`, a permission granted). A job of this call that fails
+   * transiently is retried under the next attempt's id.
    */
   async #runOnce(
     makeId: (attempt: number) => string,
@@ -240,29 +244,44 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
     statements: readonly CompiledStatement[],
   ): Promise<{ id: string; metadata: JobResource }> {
     const maxAttempts = this.#options.maxAttempts ?? 5
-    let lastFailure: JobError | undefined
-    for (let attempt = 1; attempt <= maxAttempts; attempt++) {
-      const id = makeId(attempt)
-      let existing = await this.#getJob(id)
-      if (existing === undefined) {
-        try {
-          await start(id)
-        } catch (error) {
-          if ((error as ApiError).code !== 409)
-            throw this.#scriptError(statements[0]?.label ?? id, error, statements)
-        }
-        existing = await this.#waitForJob(id)
-      } else if (existing.status?.state !== 'DONE') {
-        existing = await this.#waitForJob(id)
-      }
-      const failure = existing.status?.errorResult
-      if (failure === undefined) return { id, metadata: existing }
-      lastFailure = failure
-      const error = jobFailure(id, failure, statements)
-      // A rejected batch fails the same way every time; only transient failures deserve a new attempt.
-      if (!error.retryable || attempt === maxAttempts) throw error
+    const latest = await latestAttempt((attempt) => this.#getJob(makeId(attempt)))
+    let attempt = latest?.attempt ?? 1
+    let adopted = latest?.job
+    if (adopted?.status?.errorResult !== undefined) {
+      attempt++
+      adopted = undefined
     }
-    throw jobFailure(makeId(maxAttempts), lastFailure ?? {}, statements)
+    for (let tries = 1; ; tries++) {
+      const id = makeId(attempt)
+      const done =
+        adopted === undefined ? await this.#submit(id, start, statements) : await this.#finished(id, adopted)
+      const failure = done.status?.errorResult
+      if (failure === undefined) return { id, metadata: done }
+      const error = jobFailure(id, failure, statements)
+      // A rejected batch fails the same way every time; only transient failures deserve a new attempt now.
+      if (!error.retryable || tries >= maxAttempts) throw error
+      attempt++
+      adopted = undefined
+    }
+  }
+
+  /** Creates job `id` and waits for it; a 409 means a concurrent attempt created it first: that job is awaited. */
+  async #submit(
+    id: string,
+    start: (id: string) => Promise<void>,
+    statements: readonly CompiledStatement[],
+  ): Promise<JobResource> {
+    try {
+      await start(id)
+    } catch (error) {
+      if ((error as ApiError).code !== 409)
+        throw this.#scriptError(statements[0]?.label ?? id, error, statements)
+    }
+    return this.#waitForJob(id)
+  }
+
+  async #finished(id: string, job: JobResource): Promise<JobResource> {
+    return job.status?.state === 'DONE' ? job : this.#waitForJob(id)
   }
 
   async #getJob(id: string): Promise<JobResource | undefined> {

@@ -274,6 +274,47 @@ describe('BigQueryWarehouse on the BigQuery emulator (the real client, SQL run b
     expect(versions().filter((v) => v[3] === 'open')).toHaveLength(3)
   })
 
+  it('a refused batch gets through with --allow-mass-delete: the failed merge job is not replayed, the next attempt gets a new id', async () => {
+    const w = warehouse()
+    await merge(
+      w,
+      await stage('20240312T090000.000Z-kkkkkk', [
+        ...ANA_BRUNO,
+        { customer_id: 103, name: 'Carla', balance: '1.00' },
+      ]),
+    )
+    const truncated = await stage('20240313T000000.000Z-llllll', [ANA_BRUNO[0]!], '2024-03-13T00:00:00.000Z')
+    expect(await merge(w, truncated).catch((e: unknown) => e)).toBeInstanceOf(MassDeleteRefusedError)
+    const refusedJob = jobId('merge', table.target, truncated)
+    expect(emulator.jobs.get(PROJECT, refusedJob)?.error).toBeDefined()
+
+    const allowed = await merge(w, truncated, { allowMassDelete: true })
+    expect(allowed.status).toBe('merged')
+    expect(allowed.counts).toMatchObject({ deletedKeys: 2 })
+    expect(emulator.jobs.get(PROJECT, jobId('merge', table.target, truncated, { attempt: 2 }))?.state).toBe(
+      'DONE',
+    )
+    expect(versions().filter((v) => v[3] === 'open')).toEqual([['101', 'Ana', '1.5', 'open']])
+    // The load job of the part succeeded the first time: adopted, not uploaded again.
+    expect(uploads().filter((u) => u.upload!.resource.jobReference.jobId.includes('llllll'))).toHaveLength(1)
+  })
+
+  it('a merge that failed for a reason since fixed runs again under a new id (a permanent failure is not replayed)', async () => {
+    const batchId = await stage('20240314T000000.000Z-mmmmmm')
+    emulator.faults.failStatement(
+      (s) => s.text.startsWith('INSERT INTO `acme-dw`.`history`.`dim_customer`'),
+      {
+        reason: 'accessDenied',
+        message:
+          'Access Denied: Table acme-dw:history.dim_customer: Permission bigquery.tables.updateData denied',
+      },
+    )
+    const denied = await merge(warehouse(), batchId).catch((e: unknown) => e)
+    expect((denied as Error).message).toContain('Permission bigquery.tables.updateData denied')
+    expect((await merge(warehouse(), batchId)).status).toBe('merged')
+    expect(versions()).toHaveLength(2)
+  })
+
   it('plan (dry run) loads the staging table, reports the bytes the emulator estimates and runs no merge', async () => {
     const batchId = await stage('20240310T200000.000Z-iiiiii')
     const result = await merge(warehouse(), batchId, { dryRun: true })
