@@ -42,7 +42,7 @@ export function isDdl(kind: string): boolean {
 
 /**
  * Runs CREATE [OR REPLACE] [TEMP] TABLE [IF NOT EXISTS] [AS SELECT], CREATE [OR REPLACE] VIEW, CREATE [OR REPLACE]
- * TABLE FUNCTION, ALTER TABLE ADD COLUMN [IF NOT EXISTS] / SET OPTIONS, DROP TABLE / VIEW / TABLE FUNCTION [IF
+ * TABLE FUNCTION, ALTER TABLE ADD COLUMN [IF NOT EXISTS] / SET OPTIONS / ALTER COLUMN DROP NOT NULL, DROP TABLE / VIEW / TABLE FUNCTION [IF
  * EXISTS]. ZetaSQL resolves the statement (types, NOT NULL, PARTITION BY, CLUSTER BY); BigQuery's own rules
  * are checked on top (partitioning, clustering, options, no DDL on permanent objects in a transaction), and
  * what BigQuery keeps (descriptions, partitioning, clustering, expiration) is stored with the table.
@@ -414,6 +414,17 @@ async function alterTable(
       table = {
         ...table,
         metadata: { ...table.metadata, ...metadataOfOptions('table', options, partitioned) },
+      }
+    } else if (action.kind === 'resolvedAlterColumnDropNotNullActionNode') {
+      // BigQuery relaxes a REQUIRED column to NULLABLE; an already nullable one stays as it is.
+      const name = String(action.fields.column)
+      const index = table.columns.findIndex((c) => c.field.name.toLowerCase() === name.toLowerCase())
+      if (index < 0) throw invalidQuery(`Column not found: ${name}`)
+      table = {
+        ...table,
+        columns: table.columns.map((c, i) =>
+          i === index ? { ...c, field: { ...c.field, mode: 'NULLABLE' as const } } : c,
+        ),
       }
     } else {
       throw invalidQuery(`The BigQuery emulator does not run ALTER TABLE action ${action.kind}`)

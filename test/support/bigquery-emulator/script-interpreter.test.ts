@@ -250,6 +250,19 @@ OPTIONS(description = 'a table', expiration_timestamp = TIMESTAMP '2024-07-01 00
     })
   })
 
+  it('ALTER TABLE ALTER COLUMN DROP NOT NULL relaxes a REQUIRED column (again: no change), so it takes NULLs', async () => {
+    await run(`CREATE TABLE d.t (a INT64 NOT NULL, b STRING); INSERT INTO d.t (a, b) VALUES (1, 'x');`)
+    expect((await failure(`INSERT INTO d.t (a, b) VALUES (NULL, 'y')`)).message).toMatch(/REQUIRED/)
+    await run(`ALTER TABLE d.t ALTER COLUMN a DROP NOT NULL`)
+    await run(`ALTER TABLE d.t ALTER COLUMN a DROP NOT NULL`)
+    await run(`INSERT INTO d.t (a, b) VALUES (NULL, 'y')`)
+    expect(await rows(`SELECT a, b FROM d.t ORDER BY b`)).toEqual([
+      { a: '1', b: 'x' },
+      { a: null, b: 'y' },
+    ])
+    expect(table('t')?.columns[0]?.field.mode).toBe('NULLABLE')
+  })
+
   it('views and table functions are evaluated from their bodies when read, with the data of that moment', async () => {
     await run(`CREATE TABLE d.t (id INT64, ts TIMESTAMP);
 CREATE OR REPLACE VIEW d.v AS SELECT id FROM d.t WHERE id > 1;
