@@ -25,3 +25,13 @@ export async function latestAttempt<Job>(
   }
   return found
 }
+
+/**
+ * How long to wait before attempt `failures + 1` after `failures` transient failures: exponential from `baseMs`
+ * (BigQuery's SLA asks for at least 1 s, doubling up to 32 s), with full jitter over the upper half so that
+ * retries of parallel merges spread out. `random` is in [0, 1).
+ */
+export function backoffDelayMs(failures: number, baseMs: number, random: number): number {
+  const ceiling = baseMs * 2 ** Math.min(failures - 1, 5)
+  return ceiling / 2 + (ceiling / 2) * random
+}

@@ -19,7 +19,7 @@ import {
 } from '../../sql/bigquery/bigquery-types.ts'
 import type { CompiledStatement, SqlDialect, TableRef } from '../../sql/dialect.ts'
 import { jobFailure, type JobError } from './bigquery-errors.ts'
-import { latestAttempt } from './bigquery-job-attempts.ts'
+import { backoffDelayMs, latestAttempt } from './bigquery-job-attempts.ts'
 import { jobId, jobLabels } from './bigquery-job-ids.ts'
 import { INTEGER_VALUES, toRow } from './bigquery-rows.ts'
 
@@ -39,6 +39,10 @@ export interface BigQueryWarehouseOptions {
   readonly pollIntervalMs?: number
   /** Attempts of a job that fails transiently, within one call, before its error is thrown (default 5). */
   readonly maxAttempts?: number
+  /** Wait before the second attempt of a job that failed transiently; doubles per attempt, up to 32× (default 1000). */
+  readonly retryDelayMs?: number
+  /** Test seam: how a wait between attempts is done (default a timer). */
+  readonly sleep?: (ms: number) => Promise<void>
 }
 
 interface JobResource {
@@ -53,6 +57,7 @@ interface JobResource {
 interface ApiError {
   readonly code?: number
   readonly message?: string
+  readonly errors?: readonly { readonly reason?: string }[]
 }
 
 const DAY_MS = 86_400_000
@@ -260,6 +265,7 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
       const error = jobFailure(id, failure, statements)
       // A rejected batch fails the same way every time; only transient failures deserve a new attempt now.
       if (!error.retryable || tries >= maxAttempts) throw error
+      await this.#sleep(backoffDelayMs(tries, this.#options.retryDelayMs ?? 1000, Math.random()))
       attempt++
       adopted = undefined
     }
@@ -347,6 +353,11 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
     })
   }
 
+  async #sleep(ms: number): Promise<void> {
+    if (this.#options.sleep) return this.#options.sleep(ms)
+    await new Promise((resolve) => setTimeout(resolve, ms))
+  }
+
   #dataset(ref: TableRef): string {
     if (ref.schema === undefined) throw new DimsyncError(`BigQuery table ${ref.name} needs a dataset`)
     return ref.schema
@@ -360,8 +371,10 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
     return new WarehouseError(what, '', { cause: error })
   }
 
+  /** A failed API call about a job (its insertion): BigQuery's reason and status decide whether it is transient. */
   #scriptError(label: string, error: unknown, statements: readonly CompiledStatement[]): DimsyncError {
-    const message = (error as ApiError).message ?? String(error)
-    return jobFailure(label, { reason: 'invalid', message }, statements)
+    const api = error as ApiError
+    const message = api.message ?? String(error)
+    return jobFailure(label, { reason: api.errors?.[0]?.reason ?? 'invalid', message }, statements, api.code)
   }
 }

@@ -1,8 +1,12 @@
 import { BigQuery } from '@google-cloud/bigquery'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { BigQueryWarehouse } from '../../../../lib/adapters/warehouse/bigquery-warehouse.ts'
+import {
+  BigQueryWarehouse,
+  type BigQueryWarehouseOptions,
+} from '../../../../lib/adapters/warehouse/bigquery-warehouse.ts'
 import { jobId } from '../../../../lib/adapters/warehouse/bigquery-job-ids.ts'
 import { BatchRejectedError, MassDeleteRefusedError, WarehouseError } from '../../../../lib/core/errors.ts'
+import { reportedErrorName } from '../../../../lib/core/retry-policy.ts'
 import { stagingTableName } from '../../../../lib/sql/render-merge-script.ts'
 import { mergeBatch } from '../../../../lib/use-cases/merge-batch.ts'
 import { BigQueryEmulator } from '../../../support/bigquery-emulator/bigquery-emulator.ts'
@@ -43,12 +47,14 @@ afterEach(async () => {
   await emulator.stop()
 })
 
-function warehouse(): BigQueryWarehouse {
+function warehouse(options: Partial<BigQueryWarehouseOptions> = {}): BigQueryWarehouse {
   return new BigQueryWarehouse({
     project: PROJECT,
     location: LOCATION,
     ...emulator.clientOptions(),
     pollIntervalMs: 5,
+    retryDelayMs: 1,
+    ...options,
   })
 }
 
@@ -245,6 +251,75 @@ describe('BigQueryWarehouse on the BigQuery emulator (the real client, SQL run b
       'DONE',
     )
     expect(versions()).toHaveLength(2)
+  })
+
+  it('transient failures inside the merge script keep BigQuery’s reason through the handler and are retried with backoff and jitter under new ids', async () => {
+    const batchId = await stage('20240310T172000.000Z-nnnnnn')
+    const insert = (s: { text: string }) =>
+      s.text.startsWith('INSERT INTO `acme-dw`.`history`.`dim_customer`')
+    // BigQuery's texts for these reasons: the script's handler sees only @@error.message.
+    const transient = [
+      {
+        reason: 'backendError',
+        message: 'Error encountered during execution. Retrying may solve the problem.',
+      },
+      {
+        reason: 'rateLimitExceeded',
+        message: 'Exceeded rate limits: too many table update operations for this table.',
+      },
+      {
+        reason: 'invalidQuery',
+        message:
+          'Transaction is aborted due to concurrent update against table acme-dw.history.dim_customer.',
+      },
+    ]
+    for (const error of transient) emulator.faults.failStatement(insert, error)
+    const delays: number[] = []
+    const w = warehouse({
+      retryDelayMs: 100,
+      sleep: async (ms) => {
+        delays.push(ms)
+      },
+    })
+    expect((await merge(w, batchId)).status).toBe('merged')
+    expect(emulator.jobs.get(PROJECT, jobId('merge', table.target, batchId, { attempt: 4 }))?.state).toBe(
+      'DONE',
+    )
+    expect(versions()).toHaveLength(2)
+    // Exponential backoff with jitter: attempt n waits between half and all of 100 ms · 2^(n-1).
+    expect(delays).toHaveLength(3)
+    delays.forEach((delay, n) => {
+      expect(delay).toBeGreaterThanOrEqual(50 * 2 ** n)
+      expect(delay).toBeLessThanOrEqual(100 * 2 ** n)
+    })
+  })
+
+  it('a transient failure outlasting the attempts is reported retryable (RetryableError to the state machine); a permanent one is not', async () => {
+    const batchId = await stage('20240310T172500.000Z-oooooo')
+    emulator.faults.failStatement(
+      (s) => s.text.startsWith('INSERT INTO `acme-dw`.`history`.`dim_customer`'),
+      {
+        reason: 'backendError',
+        message: 'Error encountered during execution. Retrying may solve the problem.',
+      },
+      2,
+    )
+    const w = warehouse({ maxAttempts: 2, retryDelayMs: 1 })
+    const error = (await merge(w, batchId).catch((e: unknown) => e)) as WarehouseError
+    expect(error).toBeInstanceOf(WarehouseError)
+    expect(error.message).toContain('(backendError)')
+    expect(error.label).toBe('insert new versions')
+    expect(reportedErrorName(error)).toBe('RetryableError')
+    emulator.faults.failStatement(
+      (s) => s.text.startsWith('INSERT INTO `acme-dw`.`history`.`dim_customer`'),
+      {
+        reason: 'invalidQuery',
+        message: 'Query error: Cannot read field of type STRING as INT64 at [40:7]',
+      },
+    )
+    const permanent = (await merge(w, batchId).catch((e: unknown) => e)) as WarehouseError
+    expect(reportedErrorName(permanent)).toBe('WarehouseError')
+    expect((await merge(w, batchId)).status).toBe('merged')
   })
 
   it('dimsync’s checks failing inside the script are BatchRejectedError / MassDeleteRefusedError; nothing is written', async () => {
