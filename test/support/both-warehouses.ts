@@ -1,10 +1,14 @@
+import { readdir, readFile } from 'node:fs/promises'
 import { BigQueryWarehouse } from '../../lib/adapters/warehouse/bigquery-warehouse.ts'
 import { DuckDbWarehouse } from '../../lib/adapters/warehouse/duckdb-warehouse.ts'
 import type { StagedColumn } from '../../lib/core/batch.ts'
+import type { MergeCounts } from '../../lib/core/run-record.ts'
+import type { TableRef } from '../../lib/core/table-ref.ts'
 import type { TableSpec } from '../../lib/core/table-spec.ts'
 import type { Row, Warehouse } from '../../lib/ports/warehouse.ts'
 import type { SqlDialect } from '../../lib/sql/dialect.ts'
-import { mergeBatch } from '../../lib/use-cases/merge-batch.ts'
+import { dimensionObjects } from '../../lib/sql/render-ddl.ts'
+import { mergeBatch, type KeyChanges } from '../../lib/use-cases/merge-batch.ts'
 import { BigQueryEmulator } from './bigquery-emulator/bigquery-emulator.ts'
 import { ZetaSqlService } from './bigquery-emulator/zetasql-service.ts'
 import { TestBatches, type Value } from './staged-batches.ts'
@@ -12,6 +16,8 @@ import { TestBatches, type Value } from './staged-batches.ts'
 process.env.METADATA_SERVER_DETECTION = 'none'
 
 const PROJECT = 'acme-dw'
+/** Linux's USER_HZ, the unit of /proc/<pid>/stat times. */
+const CLOCK_TICKS_PER_SECOND = 100
 const DATASET = 'history'
 
 export interface StagedBatch {
@@ -20,12 +26,44 @@ export interface StagedBatch {
   readonly mode?: 'full' | 'incremental'
 }
 
+/** What one merge did, in terms both warehouses must agree on: its report, or the error it was refused with. */
+export type MergeOutcome =
+  | {
+      readonly status: 'merged' | 'already-applied' | 'dry-run'
+      readonly counts?: MergeCounts
+      readonly keys?: KeyChanges
+    }
+  | { readonly error: string; readonly message: string }
+
+export interface Paired<T> {
+  readonly duckdb: T
+  readonly bigquery: T
+}
+
+/** Rows with every value as text (`castToString` of each dialect), sorted, so two warehouses compare equal. */
+export type TextRows = Record<string, string | null>[]
+
+/** Time and statements of the merges run on one warehouse, for the report of how long the emulated part takes. */
+export interface MergeTally {
+  /** mergeBatch calls (refused ones included) and their wall-clock time. */
+  calls: number
+  ms: number
+  /** Merges that wrote, and the statements of their scripts. */
+  merged: number
+  statements: number
+}
+
 /**
  * Runs the same staged batches through the same merge on real DuckDB and on the BigQuery emulator (the real
- * client, every statement run by ZetaSQL's reference implementation) and reads what each warehouse holds with
- * `read` (rendered per dialect), so a test can require both to hold the same rows.
+ * client, every statement run by ZetaSQL's reference implementation), so a test can require both warehouses to
+ * report the same counts, refuse the same batches with the same message, and hold the same rows.
  */
 export class BothWarehouses {
+  readonly tally: Paired<MergeTally> = {
+    duckdb: { calls: 0, ms: 0, merged: 0, statements: 0 },
+    bigquery: { calls: 0, ms: 0, merged: 0, statements: 0 },
+  }
+
   private constructor(
     readonly zeta: ZetaSqlService,
     readonly batches: TestBatches,
@@ -40,20 +78,29 @@ export class BothWarehouses {
     await this.zeta.stop()
   }
 
-  async run(
-    table: TableSpec,
-    columns: readonly StagedColumn[],
-    batches: readonly StagedBatch[],
-    read: (d: SqlDialect, schema: string) => string,
-  ): Promise<{ readonly duckdb: Row[]; readonly bigquery: Row[] }> {
-    const ids: string[] = []
-    for (const b of batches)
-      ids.push(
-        await this.batches.stage(table.name, columns, b.rows, {
-          extractedAt: b.extractedAt,
-          mode: b.mode ?? table.extract.mode,
-        }),
-      )
+  /**
+   * CPU time the ZetaSQL server (the reference implementation every emulated statement runs on) has used so far,
+   * in ms: unlike wall-clock time it does not grow when other work loads the machine. Undefined off Linux.
+   */
+  async engineCpuMs(): Promise<number | undefined> {
+    try {
+      let total = 0
+      for (const entry of await readdir('/proc')) {
+        if (!/^\d+$/.test(entry)) continue
+        const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '')
+        // pid (comm) state ppid … utime(14) stime(15): comm may hold spaces, so split after its ')'.
+        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+        if (Number(fields[1]) !== process.pid || !stat.includes('remote_server')) continue
+        total += ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_SECOND
+      }
+      return total
+    } catch {
+      return undefined
+    }
+  }
+
+  /** A dimension of `table`, empty on both warehouses; close it when done. */
+  async open(table: TableSpec, columns: readonly StagedColumn[]): Promise<PairedDimension> {
     const duck = await DuckDbWarehouse.open({ path: ':memory:' })
     const emulator = await BigQueryEmulator.start({ zetaSql: this.zeta })
     emulator.createDataset(PROJECT, DATASET, { location: 'EU' })
@@ -63,23 +110,156 @@ export class BothWarehouses {
       ...emulator.clientOptions(),
       pollIntervalMs: 5,
     })
+    return new PairedDimension(table, columns, this, { duckdb: duck, bigquery }, emulator)
+  }
+
+  /** Merges `batches` in order on both warehouses, then reads what each holds with `read`. */
+  async run(
+    table: TableSpec,
+    columns: readonly StagedColumn[],
+    batches: readonly StagedBatch[],
+    read: (d: SqlDialect, schema: string) => string,
+  ): Promise<Paired<Row[]>> {
+    const dimension = await this.open(table, columns)
     try {
-      const mergeAll = async (warehouse: Warehouse<SqlDialect>, schema: string) => {
-        let clock = Date.parse('2030-01-01T00:00:00Z')
-        for (const batchId of ids) {
-          clock += 1000
-          await mergeBatch(
-            { warehouse, staging: this.batches },
-            { table, schema, batchId, now: new Date(clock), allowMassDelete: true },
-          )
-        }
-        return warehouse.query(read(warehouse.dialect, schema))
+      for (const b of batches) {
+        const outcome = await dimension.load(b.rows, { ...b, allowMassDelete: true })
+        for (const o of [outcome.duckdb, outcome.bigquery]) if ('error' in o) throw new Error(o.message)
       }
-      return { duckdb: await mergeAll(duck, 'main'), bigquery: await mergeAll(bigquery, DATASET) }
+      return await dimension.read(read)
     } finally {
-      await bigquery.close()
-      await emulator.stop()
-      await duck.close()
+      await dimension.close()
     }
   }
+}
+
+/** One dimension kept on both warehouses; every batch is staged once and merged into both. */
+export class PairedDimension {
+  #clock = Date.parse('2030-01-01T00:00:00Z')
+
+  constructor(
+    readonly table: TableSpec,
+    readonly columns: readonly StagedColumn[],
+    readonly both: BothWarehouses,
+    readonly warehouses: Paired<Warehouse<SqlDialect>>,
+    readonly emulator: BigQueryEmulator,
+  ) {}
+
+  schemaOf(side: keyof Paired<unknown>): string {
+    return side === 'duckdb' ? 'main' : DATASET
+  }
+
+  async stage(
+    rows: readonly Record<string, Value>[],
+    options: { extractedAt: string; mode?: 'full' | 'incremental'; columns?: readonly StagedColumn[] },
+  ): Promise<string> {
+    return this.both.batches.stage(this.table.name, options.columns ?? this.columns, rows, {
+      extractedAt: options.extractedAt,
+      mode: options.mode ?? this.table.extract.mode,
+    })
+  }
+
+  /** Merges a staged batch into DuckDB, then into the emulator, with the same clock. */
+  async merge(batchId: string, options: { allowMassDelete?: boolean } = {}): Promise<Paired<MergeOutcome>> {
+    this.#clock += 1000
+    const now = new Date(this.#clock)
+    const mergeOn = async (side: keyof Paired<unknown>): Promise<MergeOutcome> => {
+      const tally = this.both.tally[side]
+      const started = performance.now()
+      try {
+        const result = await mergeBatch(
+          { warehouse: this.warehouses[side], staging: this.both.batches },
+          { table: this.table, schema: this.schemaOf(side), batchId, now, ...options },
+        )
+        if (result.status === 'merged') {
+          tally.merged++
+          tally.statements += result.statements.length
+        }
+        return {
+          status: result.status,
+          ...(result.counts ? { counts: result.counts } : {}),
+          ...(result.keys ? { keys: result.keys } : {}),
+        }
+      } catch (error) {
+        const e = error as Error
+        return { error: e.name, message: e.message }
+      } finally {
+        tally.calls++
+        tally.ms += performance.now() - started
+      }
+    }
+    return { duckdb: await mergeOn('duckdb'), bigquery: await mergeOn('bigquery') }
+  }
+
+  async load(
+    rows: readonly Record<string, Value>[],
+    options: {
+      extractedAt: string
+      mode?: 'full' | 'incremental'
+      columns?: readonly StagedColumn[]
+      allowMassDelete?: boolean
+    },
+  ): Promise<Paired<MergeOutcome>> {
+    return this.merge(await this.stage(rows, options), options)
+  }
+
+  /** Runs a query rendered for each dialect on its warehouse. */
+  async read(render: (d: SqlDialect, schema: string) => string): Promise<Paired<Row[]>> {
+    const on = (side: keyof Paired<unknown>) =>
+      this.warehouses[side].query(render(this.warehouses[side].dialect, this.schemaOf(side)))
+    return { duckdb: await on('duckdb'), bigquery: await on('bigquery') }
+  }
+
+  /**
+   * What each warehouse holds for this dimension, every value as text and the rows sorted: the dimension, its
+   * current view, its as-of function at each of `asOf`, and its internal capture and retired tables.
+   */
+  async holdings(asOf: readonly string[] = []): Promise<Paired<Record<string, TextRows>>> {
+    const on = async (side: keyof Paired<unknown>) => {
+      const warehouse = this.warehouses[side]
+      const d = warehouse.dialect
+      const objects = dimensionObjects(this.table, this.schemaOf(side))
+      const out: Record<string, TextRows> = {}
+      const dimension = await warehouse.describeTable(objects.dimension)
+      if (dimension === undefined) return out
+      const all = async (from: string, columns: readonly string[]) =>
+        sortedText(
+          await warehouse.query(
+            `SELECT ${columns.map((c) => `${d.castToString(d.quoteIdentifier(c))} AS ${d.quoteIdentifier(c)}`).join(', ')} FROM ${from}`,
+          ),
+        )
+      const names = dimension.map((c) => c.name)
+      out.dimension = await all(d.table(objects.dimension), names)
+      out.current = await all(d.table(objects.currentView), names)
+      for (const t of asOf)
+        out[`as of ${t}`] = await all(`${d.table(objects.asOfFunction)}(${d.timestampLiteral(t)})`, names)
+      for (const [label, ref] of [
+        ['captures', objects.captures],
+        ['retired', objects.retired],
+      ] as const) {
+        const columns = ref === undefined ? undefined : await warehouse.describeTable(ref as TableRef)
+        if (columns !== undefined)
+          out[label] = await all(
+            d.table(ref!),
+            columns.map((c) => c.name),
+          )
+      }
+      return out
+    }
+    return { duckdb: await on('duckdb'), bigquery: await on('bigquery') }
+  }
+
+  async close(): Promise<void> {
+    await this.warehouses.bigquery.close()
+    await this.emulator.stop()
+    await this.warehouses.duckdb.close()
+  }
+}
+
+function sortedText(rows: readonly Row[]): TextRows {
+  return rows
+    .map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, v === null ? null : String(v)])))
+    .sort((a, b) =>
+      JSON.stringify(a) < JSON.stringify(b) ? -1 : JSON.stringify(a) > JSON.stringify(b) ? 1 : 0,
+    )
 }

@@ -12,18 +12,6 @@ export const iso = (hour: number) => new Date(BASE + hour * 3_600_000).toISOStri
 export const hourOf = (text: string) =>
   (Date.parse(text.replace(' ', 'T').replace(/\+00$/, 'Z')) - BASE) / 3_600_000
 
-/** A deterministic shuffle (a seeded LCG), so a failing fast-check seed replays. */
-export function shuffle<T>(items: T[], seed: number): T[] {
-  const out = [...items]
-  let s = seed
-  for (let i = out.length - 1; i > 0; i--) {
-    s = (s * 1103515245 + 12345) % 2147483648
-    const j = s % (i + 1)
-    ;[out[i], out[j]] = [out[j]!, out[i]!]
-  }
-  return out
-}
-
 export function actual(rows: VersionRow[]): ModelVersion[] {
   return rows.map((r) => ({
     key: Number(r.customer_id),

@@ -2,80 +2,14 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import type { DeletePolicy } from '../../../lib/core/table-spec.ts'
 import { expectedAsOf, expectedHistory, feedCaptures, type FeedEvent } from '../../support/history-model.ts'
+import { actual, assertInvariants, iso, SENTINEL, withOpenEndAsNull } from '../../support/history-checks.ts'
 import {
-  actual,
-  assertInvariants,
-  iso,
-  SENTINEL,
-  shuffle,
-  withOpenEndAsNull,
-} from '../../support/history-checks.ts'
+  FEED_COLUMNS as COLUMNS,
+  feedRow,
+  feedScenarioArb as scenarioArb,
+  feedTable,
+} from '../../support/history-arbitraries.ts'
 import { ScdHarness } from '../../support/scd-harness.ts'
-import { tableSpec } from '../../support/table-spec-builder.ts'
-
-const COLUMNS = [
-  { name: 'Op', type: 'VARCHAR' },
-  { name: 'customer_id', type: 'BIGINT' },
-  { name: 'region', type: 'VARCHAR' },
-  { name: 'tier', type: 'VARCHAR' },
-  { name: 'changed_at', type: 'TIMESTAMP' },
-  { name: 'seq', type: 'INTEGER' },
-]
-
-/**
- * Change feeds of a few keys: several events per key, deletes, values from a tiny domain so equal states recur;
- * with a sequence, several events of a key share a time. Each (key, time[, sequence]) occurs once.
- */
-function feedArb(sequenced: boolean) {
-  return fc
-    .array(
-      fc.record({
-        key: fc.integer({ min: 1, max: 3 }),
-        t: fc.integer({ min: 0, max: 12 }),
-        seq: fc.integer({ min: 0, max: sequenced ? 2 : 0 }),
-        op: fc.constantFrom<FeedEvent['op']>('I', 'U', 'U', 'D'),
-        region: fc.constantFrom('South', 'North', null),
-        tier: fc.constantFrom('gold', null),
-      }),
-      { minLength: 1, maxLength: 20 },
-    )
-    .map((raw) => {
-      const seen = new Set<string>()
-      return raw
-        .filter((e) => !seen.has(`${e.key}@${e.t}@${e.seq}`) && seen.add(`${e.key}@${e.t}@${e.seq}`))
-        .map((e): FeedEvent => ({
-          key: e.key,
-          t: e.t,
-          ...(sequenced ? { seq: e.seq } : {}),
-          op: e.op,
-          attrs: { region: e.region, tier: e.tier },
-        }))
-    })
-}
-
-/**
- * The feed split into batches (several events of a key may share one), the batches shuffled; then one batch
- * merged again under its id, and the events of the first two batches re-delivered as a new batch.
- */
-function scenarioArb(sequenced: boolean) {
-  return feedArb(sequenced).chain((events) =>
-    fc
-      .tuple(
-        fc.array(fc.integer({ min: 0, max: 3 }), { minLength: events.length, maxLength: events.length }),
-        fc.integer({ min: 0, max: 1_000_000 }),
-      )
-      .map(([assignment, seed]) => {
-        const batches: FeedEvent[][] = [[], [], [], []]
-        events.forEach((e, i) => batches[assignment[i]!]!.push(e))
-        const order = shuffle(
-          batches.filter((b) => b.length > 0),
-          seed,
-        )
-        const redelivered = [...order[0]!, ...(order[1] ?? [])]
-        return { events, batches: [...order, order[seed % order.length]!, redelivered] }
-      }),
-  )
-}
 
 describe.each<[DeletePolicy, boolean, string | null]>([
   ['invalidate', true, null],
@@ -89,17 +23,7 @@ describe.each<[DeletePolicy, boolean, string | null]>([
       let lateMerges = 0
       await fc.assert(
         fc.asyncProperty(scenarioArb(sequenced), async ({ events, batches }) => {
-          const table = tableSpec({
-            extract: { mode: 'full' },
-            validFrom: { kind: 'column', column: 'changed_at' },
-            changes: {
-              operation: { column: 'Op', insert: ['I'], update: ['U'], delete: ['D'] },
-              ...(sequenced ? { sequence: 'seq' } : {}),
-            },
-            deletes: policy,
-            openEnd,
-          })
-          const h = await ScdHarness.create(table, COLUMNS)
+          const h = await ScdHarness.create(feedTable(policy, sequenced, openEnd), COLUMNS)
           try {
             const keyOfSk = new Map<number, number>()
             const stagedIds = new Map<FeedEvent[], string>()
@@ -107,17 +31,7 @@ describe.each<[DeletePolicy, boolean, string | null]>([
             for (const [i, batch] of batches.entries()) {
               let batchId = stagedIds.get(batch)
               if (batchId === undefined) {
-                batchId = await h.stage(
-                  batch.map((e) => ({
-                    Op: e.op,
-                    customer_id: e.key,
-                    region: e.attrs.region ?? null,
-                    tier: e.attrs.tier ?? null,
-                    changed_at: iso(e.t),
-                    seq: e.seq ?? 0,
-                  })),
-                  { extractedAt: iso(100 + i) },
-                )
+                batchId = await h.stage(batch.map(feedRow), { extractedAt: iso(100 + i) })
                 stagedIds.set(batch, batchId)
                 applied = [...applied, ...batch]
               }

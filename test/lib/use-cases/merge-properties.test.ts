@@ -2,67 +2,16 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import type { DeletePolicy } from '../../../lib/core/table-spec.ts'
 import { expectedAsOf, expectedHistory, type ModelEvent } from '../../support/history-model.ts'
+import { actual, assertInvariants, iso, SENTINEL, withOpenEndAsNull } from '../../support/history-checks.ts'
 import {
-  actual,
-  assertInvariants,
-  iso,
-  SENTINEL,
-  shuffle,
-  withOpenEndAsNull,
-} from '../../support/history-checks.ts'
+  CAPTURE_COLUMNS as COLUMNS,
+  captureModel as toModel,
+  captureRow,
+  captureScenarioArb as scenarioArb,
+  captureTable,
+} from '../../support/history-arbitraries.ts'
 import { ScdHarness } from '../../support/scd-harness.ts'
 import { tableSpec } from '../../support/table-spec-builder.ts'
-
-const COLUMNS = [
-  { name: 'customer_id', type: 'BIGINT' },
-  { name: 'region', type: 'VARCHAR' },
-  { name: 'tier', type: 'VARCHAR' },
-  { name: 'changed_at', type: 'TIMESTAMP' },
-  { name: 'deleted', type: 'BOOLEAN' },
-]
-
-/** Captures of a few keys: distinct times per key, values from a tiny domain so equal states recur. */
-const eventsArb = fc
-  .array(
-    fc.record({
-      key: fc.integer({ min: 1, max: 4 }),
-      t: fc.integer({ min: 0, max: 40 }),
-      deleted: fc.integer({ min: 0, max: 9 }).map((n) => n < 3),
-      region: fc.constantFrom('South', 'North', '', null),
-      tier: fc.constantFrom('gold', 'NULL', null),
-    }),
-    { minLength: 1, maxLength: 24 },
-  )
-  .map((raw) => {
-    const seen = new Set<string>()
-    return raw.filter((e) => !seen.has(`${e.key}@${e.t}`) && seen.add(`${e.key}@${e.t}`))
-  })
-
-/** Events split into batches (each event in exactly one), then the batches shuffled; one batch re-delivered. */
-const scenarioArb = eventsArb.chain((events) =>
-  fc
-    .tuple(
-      fc.array(fc.integer({ min: 0, max: 3 }), { minLength: events.length, maxLength: events.length }),
-      fc.integer({ min: 0, max: 1_000_000 }),
-    )
-    .map(([assignment, seed]) => {
-      const batches: (typeof events)[] = [[], [], [], []]
-      events.forEach((e, i) => batches[assignment[i]!]!.push(e))
-      const nonEmpty = batches.filter((b) => b.length > 0)
-      const order = shuffle(nonEmpty, seed)
-      return { events, batches: [...order, order[seed % order.length]!] }
-    }),
-)
-
-function toModel(
-  events: { key: number; t: number; deleted: boolean; region: string | null; tier: string | null }[],
-) {
-  return events.map((e): ModelEvent => ({
-    key: e.key,
-    t: e.t,
-    attrs: e.deleted ? undefined : { region: e.region, tier: e.tier },
-  }))
-}
 
 describe.each<[DeletePolicy, string | null]>([
   ['invalidate', null],
@@ -74,14 +23,7 @@ describe.each<[DeletePolicy, string | null]>([
     let lateMerges = 0
     await fc.assert(
       fc.asyncProperty(scenarioArb, async ({ events, batches }) => {
-        const table = tableSpec({
-          extract: { mode: 'incremental', cursor: 'changed_at', lookbackMinutes: 0 },
-          validFrom: { kind: 'column', column: 'changed_at' },
-          softDeleteColumn: 'deleted',
-          deletes: policy,
-          openEnd,
-        })
-        const h = await ScdHarness.create(table, COLUMNS)
+        const h = await ScdHarness.create(captureTable(policy, openEnd), COLUMNS)
         try {
           const seenSk = new Map<number, string>()
           let applied: typeof events = []
@@ -89,16 +31,7 @@ describe.each<[DeletePolicy, string | null]>([
           for (const [i, batch] of batches.entries()) {
             let batchId = stagedIds.get(batch)
             if (batchId === undefined) {
-              batchId = await h.stage(
-                batch.map((e) => ({
-                  customer_id: e.key,
-                  region: e.region,
-                  tier: e.tier,
-                  changed_at: iso(e.t),
-                  deleted: e.deleted,
-                })),
-                { extractedAt: iso(100 + i) },
-              )
+              batchId = await h.stage(batch.map(captureRow), { extractedAt: iso(100 + i) })
               stagedIds.set(batch, batchId)
               applied = [...applied, ...batch]
             }
