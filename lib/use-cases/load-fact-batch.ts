@@ -1,13 +1,15 @@
 import type { CompiledStatement } from '../core/compiled-sql.ts'
 import { planFactLayout, type FactLayout } from '../core/fact-layout.ts'
 import { factStagingTable, type FactSpec } from '../core/fact-spec.ts'
+import type { TableRef } from '../core/table-ref.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import type { OpenedBatch, StagingStore } from '../ports/staging-store.ts'
 import { isScriptWarehouse, type Row, type ScriptWarehouse, type Warehouse } from '../ports/warehouse.ts'
 import type { SqlDialect } from '../sql/dialect.ts'
 import { renderAppliedBatchQuery } from '../sql/render-batch-queries.ts'
 import { dimensionObjects, renderBatchLedgerDdl } from '../sql/render-ddl.ts'
-import { factObjects, renderFactTableDdl, renderFactViews } from '../sql/render-fact-ddl.ts'
+import { factObjects } from '../sql/render-fact-ddl.ts'
+import { renderFactDdl, renderFactScript } from '../sql/render-fact-script.ts'
 import {
   renderFactLoad,
   renderFactReport,
@@ -101,68 +103,56 @@ export async function loadFactBatch(
       ...(stage !== undefined ? { stage } : {}),
     }
     const unknownMembers = request.dryRun ? [] : await addMissingUnknownMembers(warehouse, request, layout)
-    const ddl = [
-      ledger,
-      renderFactTableDdl(d, fact, layout, objects),
-      ...renderFactViews(d, fact, layout, objects, request.schema),
-    ]
-    const load = renderFactLoad(d, plan)
-    const statements = [...unknownMembers, ...ddl, ...load]
-    let row: Row | undefined
-    if (stage !== undefined && isScriptWarehouse(warehouse)) {
-      row = await runAsScript(warehouse, request, batch, plan, { ddl, load, stage })
-    } else {
-      const inside = d.capabilities.transactionalDdl ? [...ddl, ...load] : load
-      if (!d.capabilities.transactionalDdl) for (const s of ddl) await runDdl(warehouse, s)
-      row = await warehouse.transaction(
-        async (tx) => {
-          for (const s of inside) await tx.execute(s)
-          return (await tx.query(renderFactReport(d, plan)))[0]
-        },
-        { commit: !request.dryRun },
-      )
-    }
+    const { row, statements } =
+      isScriptWarehouse(warehouse) && plan.stage !== undefined
+        ? await runAsScript(warehouse, request, batch, { ...plan, stage: plan.stage })
+        : await runInTransaction(warehouse, request, plan)
     return {
       status: request.dryRun ? 'dry-run' : 'loaded',
       batchId,
       ...(row !== undefined ? reportOf(fact, row) : {}),
-      statements,
+      statements: [...unknownMembers, ...statements],
     }
   } finally {
     await batch.release()
   }
 }
 
+/** DuckDB: the DDL (inside when it is transactional), the load and the report in one transaction. */
+async function runInTransaction(
+  warehouse: Warehouse<SqlDialect>,
+  request: LoadFactBatchRequest,
+  plan: FactLoadPlan,
+): Promise<{ row?: Row; statements: CompiledStatement[] }> {
+  const d = warehouse.dialect
+  const ddl = renderFactDdl(d, plan)
+  const load = renderFactLoad(d, plan)
+  const inside = d.capabilities.transactionalDdl ? [...ddl, ...load] : load
+  if (!d.capabilities.transactionalDdl) for (const s of ddl) await runDdl(warehouse, s)
+  const row = await warehouse.transaction(
+    async (tx) => {
+      for (const s of inside) await tx.execute(s)
+      return (await tx.query(renderFactReport(d, plan)))[0]
+    },
+    { commit: !request.dryRun },
+  )
+  return { row, statements: [...ddl, ...load] }
+}
+
+/** BigQuery: load the parts into the batch's staging table, then run the whole load as one script job. */
 async function runAsScript(
   warehouse: ScriptWarehouse<SqlDialect>,
   request: LoadFactBatchRequest,
   batch: OpenedBatch,
-  plan: FactLoadPlan,
-  parts: { ddl: CompiledStatement[]; load: CompiledStatement[]; stage: { schema: string; name: string } },
-): Promise<Row | undefined> {
-  const d = warehouse.dialect
+  plan: FactLoadPlan & { readonly stage: TableRef },
+): Promise<{ row?: Row; statements: CompiledStatement[] }> {
   const table = factStagingTable(request.fact)
   const { batchId } = request
-  await warehouse.loadBatch({
-    table,
-    batchId,
-    stage: parts.stage,
-    partPaths: batch.partPaths,
-    columns: batch.manifest.columns,
-  })
-  const after = [
-    { label: 'drop staging table', sql: d.dropTableIfExists(parts.stage) },
-    { label: 'report counts', sql: renderFactReport(d, plan) },
-  ]
-  const title = `dimsync load of facts ${request.fact.name}, batch ${batchId} into ${d.table(plan.objects.table)}`
-  const script = {
-    ddl: parts.ddl,
-    merge: parts.load,
-    after,
-    text: d.scriptText({ title, ddl: parts.ddl, merge: parts.load, after }),
-  }
+  const columns = batch.manifest.columns
+  await warehouse.loadBatch({ table, batchId, stage: plan.stage, partPaths: batch.partPaths, columns })
+  const script = renderFactScript(warehouse.dialect, plan)
   const result = await warehouse.runMergeScript({ table, batchId, script, dryRun: request.dryRun ?? false })
-  return result.row
+  return { row: result.row, statements: [...script.ddl, ...script.merge, ...script.after] }
 }
 
 /**

@@ -1,0 +1,34 @@
+import type { CompiledScript, CompiledStatement } from '../core/compiled-sql.ts'
+import type { TableRef } from '../core/table-ref.ts'
+import type { SqlDialect } from './dialect.ts'
+import { renderBatchLedgerDdl } from './render-ddl.ts'
+import { renderFactTableDdl, renderFactViews } from './render-fact-ddl.ts'
+import { renderFactLoad, renderFactReport, type FactLoadPlan } from './render-fact-load.ts'
+
+/** The DDL a fact load runs first (all idempotent): the batch ledger, the fact table, its two views. */
+export function renderFactDdl(d: SqlDialect, plan: FactLoadPlan): CompiledStatement[] {
+  return [
+    renderBatchLedgerDdl(d, plan.objects.batches),
+    renderFactTableDdl(d, plan.fact, plan.layout, plan.objects),
+    ...renderFactViews(d, plan.fact, plan.layout, plan.objects, plan.schema),
+  ]
+}
+
+/**
+ * The load of a fact batch as one script, for warehouses that run it as one job (see renderMergeScript): the
+ * DDL, the load inside one transaction, then the staging table is dropped and the report selected (the last
+ * statement's rows are the script's result).
+ */
+export function renderFactScript(
+  d: SqlDialect,
+  plan: FactLoadPlan & { readonly stage: TableRef },
+): CompiledScript {
+  const ddl = renderFactDdl(d, plan)
+  const merge = renderFactLoad(d, plan)
+  const after = [
+    { label: 'drop staging table', sql: d.dropTableIfExists(plan.stage) },
+    { label: 'report counts', sql: renderFactReport(d, plan) },
+  ]
+  const title = `dimsync load of facts ${plan.fact.name}, batch ${plan.batchId} into ${d.table(plan.objects.table)}`
+  return { ddl, merge, after, text: d.scriptText({ title, ddl, merge, after }) }
+}
