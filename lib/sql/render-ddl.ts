@@ -59,7 +59,11 @@ export function renderBatchLedgerDdl(d: SqlDialect, batches: TableRef): Compiled
   }
 }
 
-/** DDL that makes the dimension (and its capture log) match `layout`: create on first run, add new columns. */
+/**
+ * DDL that makes the dimension (and its capture log) match `layout`: create on first run, add new columns. Every
+ * statement is idempotent (`IF NOT EXISTS`): a warehouse runs it before the merge's transaction, and a retried
+ * merge runs it again.
+ */
 export function renderDimensionDdl(
   d: SqlDialect,
   table: TableSpec,
@@ -102,7 +106,7 @@ export function renderDimensionDdl(
   for (const c of layout.addColumns) {
     out.push({
       label: `add column ${c.name}`,
-      sql: `ALTER TABLE ${d.table(objects.dimension)} ADD COLUMN ${column(c, false)}`,
+      sql: `ALTER TABLE ${d.table(objects.dimension)} ADD COLUMN IF NOT EXISTS ${column(c, false)}`,
     })
   }
   if (objects.captures !== undefined) {

@@ -322,6 +322,37 @@ describe('BigQueryWarehouse on the BigQuery emulator (the real client, SQL run b
     expect((await merge(w, batchId)).status).toBe('merged')
   })
 
+  it('a script retried after a concurrent update succeeds: the DDL before its transaction (a new source column) is idempotent', async () => {
+    const w = warehouse()
+    await merge(w, await stage('20240310T173000.000Z-pppppp'))
+    const withEmail = await batches.stage(
+      table.name,
+      [...COLUMNS, { name: 'email', type: 'VARCHAR' }],
+      [
+        { ...ANA_BRUNO[0]!, email: 'ana@example.com' },
+        { ...ANA_BRUNO[1]!, email: null },
+      ],
+      { extractedAt: '2024-03-11T14:30:00.000Z', batchId: '20240311T143000.000Z-qqqqqq' },
+    )
+    emulator.faults.failStatement(
+      (s) => s.text.startsWith('INSERT INTO `acme-dw`.`history`.`dim_customer`'),
+      {
+        reason: 'invalidQuery',
+        message:
+          'Transaction is aborted due to concurrent update against table acme-dw.history.dim_customer.',
+      },
+    )
+    expect((await merge(w, withEmail)).status).toBe('merged')
+    expect(emulator.jobs.get(PROJECT, jobId('merge', table.target, withEmail, { attempt: 2 }))?.state).toBe(
+      'DONE',
+    )
+    const open = (emulator.rows(DIMENSION) ?? []).filter((r) => r.valid_to === null)
+    expect(open.map((r) => [r.customer_id, r.email]).sort()).toEqual([
+      ['101', 'ana@example.com'],
+      ['102', null],
+    ])
+  })
+
   it('dimsync’s checks failing inside the script are BatchRejectedError / MassDeleteRefusedError; nothing is written', async () => {
     const duplicates = await stage('20240310T180000.000Z-ffffff', [
       ...ANA_BRUNO,
