@@ -24,6 +24,7 @@ export const SOURCE_TABLE_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0
 export const OPEN_END_PATTERN = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2}))?$/
 
 export const DELETE_POLICIES = ['ignore', 'invalidate', 'new_record'] as const
+export const TABLE_MODES = ['history', 'mirror', 'append'] as const
 export const FILE_FORMATS = ['csv', 'parquet'] as const
 export const SOURCE_TYPES = ['file', 'postgres', 'mysql'] as const
 
@@ -407,6 +408,12 @@ const OPEN_END_TEXT = "null or an ISO timestamp with a time zone, like '9999-12-
 
 /** Options a table may set and `defaults` may set for every table. */
 export const tableOptionsShape = {
+  mode: oneOf(TABLE_MODES)
+    .optional()
+    .describe(
+      'history (default: versions with validity windows), mirror (only the current state: updates overwrite, ' +
+        'deletes delete) or append (every extract appended with its extraction time).',
+    ),
   extract: extractSchema
     .optional()
     .describe(

@@ -4,7 +4,14 @@
  * metadata names). Options a table leaves out come from `defaults`; problems name where the value came from.
  */
 import { COLUMN_PRESETS, METADATA_COLUMN_KEYS, METADATA_COLUMN_OPTIONS } from '../core/metadata-columns.ts'
-import type { ExtractSpec, SourceSpec, TableSpec, TrackedSpec, ValidFromSpec } from '../core/table-spec.ts'
+import type {
+  ExtractSpec,
+  SourceSpec,
+  TableMode,
+  TableSpec,
+  TrackedSpec,
+  ValidFromSpec,
+} from '../core/table-spec.ts'
 import type { TableDocument } from './config-schema.ts'
 import type { IssueList, Path } from './issue-list.ts'
 import { show } from './messages.ts'
@@ -54,21 +61,27 @@ export function resolveTable(
   issues: IssueList,
 ): TableSpec | undefined {
   const before = issues.items.length
-  const ctx = tableContext(index, table, defaults, issues)
-  checkOwnOptions(ctx.base, table, issues)
+  checkOwnOptions(['tables', index], table, issues)
+  const mode = resolveMode(tableContext(index, table, defaults, issues))
+  const ctx = tableContext(index, table, withoutUnusedDefaults(defaults, mode.value), issues)
+  checkOptionsOfMode(ctx, mode)
 
   const source = resolveSource(ctx.base, table.source, issues)
   const key = resolveKey(ctx)
   const read = resolveExtract(ctx, source)
   const { validFrom, extract, changeFeed } = read
-  const tracked = resolveTracked(ctx)
+  const tracked = resolveTracked(ctx, mode.value)
   const excludeOpt = ctx.pick('exclude')
   const exclude: Picked<readonly string[]> = { value: excludeOpt.value ?? [], note: excludeOpt.note }
-  const deletesOpt = ctx.pick('deletes')
-  // A change feed says when a key was deleted, so its delete events close versions unless told otherwise.
-  const deletes = deletesOpt.value ?? (changeFeed !== undefined ? 'invalidate' : 'ignore')
   const softOpt = ctx.pick('soft_delete_column')
   const softDelete: Picked<string | undefined> = { value: softOpt.value ?? undefined, note: softOpt.note }
+  const deletesOpt = ctx.pick('deletes')
+  // A change feed says when a key was deleted, so its delete events close versions unless told otherwise.
+  const deletes =
+    deletesOpt.value ??
+    (changeFeed !== undefined || (mode.value === 'mirror' && seesDeletes(extract, softOpt.value))
+      ? 'invalidate'
+      : 'ignore')
 
   checkColumnRoles(ctx, key, tracked, exclude)
   const roleColumns = readColumns(ctx, read, softDelete)
@@ -105,6 +118,7 @@ export function resolveTable(
     source,
     target: table.target ?? `dim_${table.name}`,
     key,
+    mode: mode.value,
     extract,
     ...(changeFeed !== undefined ? { changes: changeFeed.changes } : {}),
     validFrom,
@@ -118,6 +132,62 @@ export function resolveTable(
     ...(schedule !== undefined ? { schedule } : {}),
     ...(lambda !== undefined ? { lambda } : {}),
   }
+}
+
+function resolveMode(ctx: TableContext): Picked<TableMode> {
+  const picked = ctx.pick('mode')
+  return { value: picked.value ?? 'history', note: picked.note }
+}
+
+/** Options about versions that a table of `mode` has no use for; refused on the table, ignored in defaults. */
+const UNUSED_OPTIONS: Record<TableMode, readonly (keyof Options)[]> = {
+  history: [],
+  mirror: ['tracked'],
+  append: ['tracked', 'deletes', 'soft_delete_column', 'valid_from'],
+}
+
+const WHY_UNUSED: Record<Exclude<TableMode, 'history'>, string> = {
+  mirror: 'a mirror keeps only the current row of each key, so no column opens versions',
+  append:
+    'append keeps every row of every extract, valid from its extraction time until the next extract that holds ' +
+    'its key (or, for a full extract, until the next extract)',
+}
+
+function withoutUnusedDefaults(defaults: Options, mode: TableMode): Options {
+  const kept: Record<string, unknown> = { ...defaults }
+  for (const option of UNUSED_OPTIONS[mode]) delete kept[option]
+  return kept as Options
+}
+
+function checkOptionsOfMode(ctx: TableContext, mode: Picked<TableMode>): void {
+  if (mode.value === 'history') return
+  const why = WHY_UNUSED[mode.value]
+  const modeText = `mode ${mode.value}${mode.note === '' ? '' : ' (inherited from defaults)'}`
+  for (const option of UNUSED_OPTIONS[mode.value]) {
+    if (ctx.table[option] !== undefined)
+      ctx.issues.add(ctx.at(option), `does not apply to ${modeText}: ${why}; leave it out`)
+  }
+  const deletes = ctx.pick('deletes')
+  if (mode.value === 'mirror' && deletes.value === 'new_record') {
+    ctx.issues.add(
+      ctx.at('deletes'),
+      `new_record does not apply to ${modeText}: a deleted key's row is removed (use invalidate, or ignore to ` +
+        `keep it)${deletes.note}`,
+    )
+  }
+  const extract = ctx.pick('extract')
+  if (mode.value === 'append' && typeof extract.value === 'object' && extract.value.mode === 'changes') {
+    ctx.issues.add(
+      ctx.at('extract', 'mode'),
+      `a change feed cannot be appended (${modeText}): its rows are events, not states; use mode history or ` +
+        `mirror${extract.note}`,
+    )
+  }
+}
+
+/** A mirror sees deletes when the extract is whole, or when a column marks deleted rows. */
+function seesDeletes(extract: ExtractSpec, softDeleteColumn: string | null | undefined): boolean {
+  return extract.mode === 'full' || (softDeleteColumn !== undefined && softDeleteColumn !== null)
 }
 
 function tableContext(
@@ -190,14 +260,17 @@ function resolveExtract(ctx: TableContext, source: SourceSpec): ResolvedExtract 
   return { validFrom, extract, changeFeed, extractNote: extractOpt.note, validFromNote: validFromOpt.note }
 }
 
-function resolveTracked(ctx: TableContext): Picked<TrackedSpec> {
+function resolveTracked(ctx: TableContext, mode: TableMode): Picked<TrackedSpec> {
   const trackedOpt = ctx.pick('tracked')
+  // A mirror keeps one row per key, so every column is overwritten in place (as untracked columns are).
   const tracked: TrackedSpec =
-    trackedOpt.value === undefined
-      ? { kind: 'all_except', columns: [] }
-      : Array.isArray(trackedOpt.value)
-        ? { kind: 'list', columns: trackedOpt.value }
-        : { kind: 'all_except', columns: trackedOpt.value.all_except }
+    mode === 'mirror'
+      ? { kind: 'list', columns: [] }
+      : trackedOpt.value === undefined
+        ? { kind: 'all_except', columns: [] }
+        : Array.isArray(trackedOpt.value)
+          ? { kind: 'list', columns: trackedOpt.value }
+          : { kind: 'all_except', columns: trackedOpt.value.all_except }
   return { value: tracked, note: trackedOpt.note }
 }
 

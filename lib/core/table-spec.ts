@@ -7,6 +7,13 @@ import type { MetadataColumnNames } from './metadata-columns.ts'
 
 export type DeletePolicy = 'ignore' | 'invalidate' | 'new_record'
 
+/**
+ * What the target holds: `history` (versions with validity windows), `mirror` (only the source's current state:
+ * updates overwrite in place, deletes remove the row) or `append` (every extract's rows appended, each valid
+ * from its extraction until the next extract that holds its key).
+ */
+export type TableMode = 'history' | 'mirror' | 'append'
+
 /** Where a table's rows come from. Database sources are added beside `file` without touching the planner. */
 export type SourceSpec = FileSourceSpec | DatabaseSourceSpec
 
@@ -85,6 +92,7 @@ export interface TableSpec {
   readonly target: string
   /** Natural key columns, in order. Never empty. */
   readonly key: readonly string[]
+  readonly mode: TableMode
   readonly extract: ExtractSpec
   /** Present when the source is a change feed (then `validFrom` is a column). */
   readonly changes?: ChangeFeedSpec

@@ -67,6 +67,16 @@ export interface MergePlan {
   readonly stage?: TableRef
 }
 
+/** The ledger's counts of a merged batch, as SQL expressions. */
+export interface BatchCounts {
+  readonly events: string
+  readonly insertedVersions: string
+  readonly closedVersions: string
+  readonly deletedKeys: string
+  readonly unchangedEvents: string
+  readonly lateKeys: string
+}
+
 /**
  * What every part of a merge renders with: the plan, the dialect, the statements rendered so far and the
  * quoting, key and check helpers. The merge's parts (render-merge.ts and the files it delegates to) extend or
@@ -199,6 +209,37 @@ export class MergeSql {
     return retired === undefined
       ? inDimension
       : `GREATEST(${inDimension}, (SELECT COALESCE(MAX(${sk}), 0) FROM ${this.d.table(retired)}))`
+  }
+
+  /**
+   * Records the batch in the ledger with its counts (each a scalar SQL expression over `from`, which holds one
+   * row), so a re-delivered batch is recognised and skipped.
+   */
+  recordBatch(counts: BatchCounts, from: string): void {
+    this.emit(
+      'record batch as applied',
+      `INSERT INTO ${this.d.table(this.p.objects.batches)} (target, table_name, batch_id, extracted_at, mode, applied_at, events, inserted_versions, closed_versions, deleted_keys, unchanged_events, late_keys)\n` +
+        `SELECT ${this.str(this.p.table.target)}, ${this.str(this.p.table.name)}, ${this.str(this.p.batchId)}, ` +
+        `${this.d.timestampLiteral(this.p.extractedAt)}, ${this.str(this.p.mode)}, ${this.d.timestampLiteral(this.p.appliedAt)},\n` +
+        `  ${counts.events}, ${counts.insertedVersions},\n  ${counts.closedVersions},\n  ${counts.deletedKeys},\n` +
+        `  ${counts.unchangedEvents},\n  ${counts.lateKeys}\nFROM ${from}`,
+    )
+  }
+
+  /**
+   * Moves the versions matching `where` (unqualified columns of the dimension) to the retired-versions table, in
+   * the merge's transaction, so their surrogate keys stay given out.
+   */
+  retireVersions(retired: TableRef, where: string, labelPrefix: string, why: string): void {
+    const n = this.names
+    const columns = [n.surrogateKey, ...this.keys, n.validFrom, n.validTo, n.isDeleted, n.rowHash, n.batchId]
+    this.emit(
+      `${labelPrefix}retire versions ${why}`,
+      `INSERT INTO ${this.d.table(retired)} (${columns.map((c) => this.q(c)).join(', ')}, retired_by)\n` +
+        `SELECT ${columns.map((c) => this.q(c)).join(', ')}, ${this.str(this.p.batchId)}\n` +
+        `FROM ${this.dim} WHERE ${where}`,
+    )
+    this.emit(`${labelPrefix}remove retired versions`, `DELETE FROM ${this.dim} WHERE ${where}`)
   }
 
   metadataAndStoredList(): string {

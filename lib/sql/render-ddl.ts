@@ -9,8 +9,9 @@ export interface DimensionObjects {
   readonly dimension: TableRef
   readonly captures?: TableRef
   /**
-   * Versions a correction replaced (tables whose state at a captured time can change: sequenced change feeds),
-   * kept so their surrogate keys are never given out again and facts pointing at them can still be read.
+   * Versions removed from the dimension: replaced by a correction (tables whose state at a captured time can
+   * change: sequenced change feeds) or, in a mirror, replaced or deleted rows. Kept so their surrogate keys are
+   * never given out again and facts pointing at them can still be read.
    */
   readonly retired?: TableRef
   readonly batches: TableRef
@@ -24,7 +25,10 @@ export function dimensionObjects(table: TableSpec, schema: string): DimensionObj
     dimension: { schema, name: table.target },
     captures:
       table.validFrom.kind === 'column' ? { schema, name: `${table.target}_dimsync_captures` } : undefined,
-    retired: statesCanBeCorrected(table) ? { schema, name: `${table.target}_dimsync_retired` } : undefined,
+    retired:
+      statesCanBeCorrected(table) || table.mode === 'mirror'
+        ? { schema, name: `${table.target}_dimsync_retired` }
+        : undefined,
     batches: { schema, name: '_dimsync_batches' },
     currentView: { schema, name: `${table.target}_current` },
     asOfFunction: { schema, name: `${table.target}_as_of` },
@@ -138,7 +142,7 @@ export function renderDimensionDdl(
         `${d.quoteIdentifier(n.batchId)} ${d.type('string')} NOT NULL, retired_by ${d.type('string')} NOT NULL\n)` +
         d.tableOptions('captures', {
           key: keyTypes,
-          description: `dimsync: versions of table ${table.name} that a correction replaced (their surrogate keys are never reused)`,
+          description: `dimsync: versions of table ${table.name} removed from it (their surrogate keys are never reused)`,
         }),
     })
   }

@@ -117,20 +117,14 @@ export function renderLatePath(m: MergeSql, captures: TableRef): void {
  * became a deletion under `invalidate`): moved to the retired-versions table, in the same transaction.
  */
 function retireVersionsWithoutRun(m: MergeSql, retired: TableRef): void {
-  const n = m.names
   const q = (name: string) => m.q(name)
   const doomed =
     `SELECT x.${q(W.existingSk)} FROM ${m.tmp(TEMP.lateMatches)} x\n` +
     `  WHERE NOT EXISTS (SELECT 1 FROM ${m.tmp(TEMP.lateVersions)} v WHERE v.${q(W.existingSk)} = x.${q(W.existingSk)})`
-  const columns = [n.surrogateKey, ...m.keys, n.validFrom, n.validTo, n.isDeleted, n.rowHash, n.batchId]
-  m.emit(
-    'late keys: retire versions a correction replaced',
-    `INSERT INTO ${m.d.table(retired)} (${columns.map(q).join(', ')}, retired_by)\n` +
-      `SELECT ${columns.map((c) => m.col('d', c)).join(', ')}, ${m.str(m.p.batchId)}\n` +
-      `FROM ${m.dim} d WHERE d.${q(n.surrogateKey)} IN (\n  ${doomed}\n)`,
-  )
-  m.emit(
-    'late keys: remove retired versions',
-    `DELETE FROM ${m.dim} WHERE ${q(n.surrogateKey)} IN (\n  ${doomed}\n)`,
+  m.retireVersions(
+    retired,
+    `${q(m.names.surrogateKey)} IN (\n  ${doomed}\n)`,
+    'late keys: ',
+    'a correction replaced',
   )
 }

@@ -2,9 +2,11 @@ import type { TableRef } from '../core/table-ref.ts'
 import type { CompiledStatement, SqlDialect } from './dialect.ts'
 import { MergeSql, TEMP, WORK, type MergePlan } from './merge-sql.ts'
 import { renderChangeFeedChecks } from './render-change-feed-checks.ts'
+import { renderAppend } from './render-append.ts'
 import { renderLatePath } from './render-late-path.ts'
 import { CAPTURE_SEQUENCE_COLUMN } from './render-ddl.ts'
 import { DELETED_STATE, renderRowHash } from './row-hash.ts'
+import { currentVersion } from './version-predicates.ts'
 
 export { TEMP, WORK, type MergePlan } from './merge-sql.ts'
 const W = WORK
@@ -21,6 +23,16 @@ export function renderMerge(d: SqlDialect, plan: MergePlan): CompiledStatement[]
 class MergeRenderer extends MergeSql {
   render(): CompiledStatement[] {
     this.#checkGrain()
+    if (this.p.table.mode === 'append') {
+      this.#checkExtractionOrder()
+      if (this.p.mode === 'full' && !this.p.allowMassDelete) {
+        this.#guardMassDelete(
+          `(SELECT COUNT(*) FROM ${this.dim} d WHERE ${this.liveCurrent('d')} AND NOT EXISTS (SELECT 1 FROM ${this.stage} s WHERE ${this.keyEq('s', 'd')}))`,
+        )
+      }
+      renderAppend(this)
+      return this.out
+    }
     if (this.oneEventPerKey) {
       // Snapshot tables: at most one event per key, all at the extraction time, so the diff is one join of the
       // staged rows with the current versions (absent keys included) and no event table is materialized.
@@ -48,6 +60,7 @@ class MergeRenderer extends MergeSql {
     this.#insertNewVersions()
     if (this.p.objects.captures !== undefined) renderLatePath(this, this.p.objects.captures)
     if (this.p.layout.type1.length > 0) this.#overwriteType1()
+    if (this.p.table.mode === 'mirror') this.#removeReplacedRows(this.p.objects.retired!)
     this.#recordBatch()
     return this.out
   }
@@ -397,7 +410,23 @@ class MergeRenderer extends MergeSql {
     )
   }
 
-  // ---- 7. batch record ------------------------------------------------------------------------------------------
+  // ---- 7. mirror tables --------------------------------------------------------------------------------------
+
+  /**
+   * A mirror holds only the source's current state: the merge above versioned deletions and re-inserts like
+   * history does (so late events and re-deliveries are handled the same way), then every row that is not a key's
+   * current version moves to the retired-versions table (its surrogate key is never given out again).
+   */
+  #removeReplacedRows(retired: TableRef): void {
+    this.retireVersions(
+      retired,
+      `NOT (${currentVersion(this.d, this.p.table)})`,
+      'mirror: ',
+      'replaced or deleted',
+    )
+  }
+
+  // ---- 8. batch record ------------------------------------------------------------------------------------------
 
   #recordBatch(): void {
     const changes = this.tmp(TEMP.changes)
@@ -415,15 +444,16 @@ class MergeRenderer extends MergeSql {
       this.p.objects.captures === undefined
         ? '0'
         : `(SELECT COUNT(*) FROM ${this.tmp(TEMP.events)} e WHERE EXISTS (SELECT 1 FROM ${this.tmp(TEMP.lateKeys)} l WHERE ${this.keyEq('l', 'e')}))`
-    this.emit(
-      'record batch as applied',
-      `INSERT INTO ${this.d.table(this.p.objects.batches)} (target, table_name, batch_id, extracted_at, mode, applied_at, events, inserted_versions, closed_versions, deleted_keys, unchanged_events, late_keys)\n` +
-        `SELECT ${this.str(this.p.table.target)}, ${this.str(this.p.table.name)}, ${this.str(this.p.batchId)}, ` +
-        `${this.d.timestampLiteral(this.p.extractedAt)}, ${this.str(this.p.mode)}, ${this.d.timestampLiteral(this.p.appliedAt)},\n` +
-        `  s.events, ${inserted}${lateInserted},\n` +
-        `  (SELECT COUNT(*) FROM ${changes} WHERE ${this.q(W.changeNo)} = 1 AND ${this.q(W.hadCurrent)}),\n` +
-        `  (SELECT COUNT(*) FROM ${changes} WHERE ${this.q(W.del)}),\n` +
-        `  s.events - (SELECT COUNT(*) FROM ${changes}) - ${lateEvents},\n  ${lateKeys}\nFROM ${this.tmp(TEMP.stats)} s`,
+    this.recordBatch(
+      {
+        events: 's.events',
+        insertedVersions: `${inserted}${lateInserted}`,
+        closedVersions: `(SELECT COUNT(*) FROM ${changes} WHERE ${this.q(W.changeNo)} = 1 AND ${this.q(W.hadCurrent)})`,
+        deletedKeys: `(SELECT COUNT(*) FROM ${changes} WHERE ${this.q(W.del)})`,
+        unchangedEvents: `s.events - (SELECT COUNT(*) FROM ${changes}) - ${lateEvents}`,
+        lateKeys,
+      },
+      `${this.tmp(TEMP.stats)} s`,
     )
   }
 }

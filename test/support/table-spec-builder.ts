@@ -10,6 +10,7 @@ export function tableSpec(overrides: Partial<TableSpec> = {}): TableSpec {
     source: { type: 'file', path: 'customers.csv', format: 'csv', csv: { delimiter: ',', header: true } },
     target: 'dim_customer',
     key: ['customer_id'],
+    mode: 'history',
     extract: { mode: 'full' },
     validFrom: { kind: 'extracted_at' },
     tracked: { kind: 'all_except', columns: [] },

@@ -39,6 +39,7 @@ describe('parseProject: a valid minimal config', () => {
           },
           target: 'dim_customers',
           key: ['customer_id'],
+          mode: 'history',
           extract: { mode: 'full' },
           validFrom: { kind: 'extracted_at' },
           tracked: { kind: 'all_except', columns: [] },

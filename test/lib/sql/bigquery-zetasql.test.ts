@@ -96,6 +96,41 @@ function cases(): Case[] {
               existing: STAGED.filter((c) => c.name !== 'score' && c.name !== 'photo'),
             })
         }
+  // Table modes: a mirror over every input shape (deletes remove rows), and append over full and delta extracts.
+  for (const shape of SHAPES) {
+    const incremental = shape === 'change-time delta' || shape === 'sequenced change feed'
+    const feed = shape === 'change feed' || shape === 'sequenced change feed'
+    out.push({
+      title: `mirror, ${shape}`,
+      table: tableSpec({
+        mode: 'mirror',
+        key: ['tenant_id', 'customer_id'],
+        deletes: 'invalidate',
+        tracked: { kind: 'list', columns: [] },
+        validFrom: shape === 'snapshot' ? { kind: 'extracted_at' } : { kind: 'column', column: 'changed_at' },
+        extract: incremental
+          ? { mode: 'incremental', cursor: 'updated_at', lookbackMinutes: 0 }
+          : { mode: 'full' },
+        ...(feed
+          ? {
+              changes: {
+                operation: DMS,
+                ...(shape === 'sequenced change feed' ? { sequence: 'change_seq' } : {}),
+              },
+            }
+          : { softDeleteColumn: 'deleted_at' }),
+      }),
+    })
+  }
+  for (const openEnd of [null, '9999-12-31T23:59:59.000Z'])
+    for (const extract of [
+      { mode: 'full' },
+      { mode: 'incremental', cursor: 'updated_at', lookbackMinutes: 0 },
+    ] as const)
+      out.push({
+        title: `append, ${extract.mode} extract, open end ${openEnd ?? 'NULL'}`,
+        table: tableSpec({ mode: 'append', extract, openEnd }),
+      })
   return out
 }
 
@@ -178,13 +213,15 @@ describe('every BigQuery statement of the merge passes the GoogleSQL analyzer (Z
     expect(all.filter((c) => c.table.changes?.sequence !== undefined).length).toBeGreaterThanOrEqual(12)
     expect(new Set(all.map((c) => c.table.columns.validTo)).size).toBe(4)
     expect(all.some((c) => c.existing !== undefined)).toBe(true)
+    expect(all.filter((c) => c.table.mode === 'mirror').length).toBe(SHAPES.length)
+    expect(all.filter((c) => c.table.mode === 'append').length).toBe(4)
   })
 
   it.each(all.map((c) => [c.title, c] as const))('%s', async (_title, c) => {
     const { verdicts, syntax } = await analyzeCase(c)
     const failed = verdicts.filter((v) => !v.ok).map((v) => `${v.label}: ${v.error}`)
     expect(failed).toEqual([])
-    expect(verdicts.length).toBeGreaterThan(10)
+    expect(verdicts.length).toBeGreaterThan(c.table.mode === 'append' ? 6 : 10)
     expect(syntax).toBeUndefined()
   })
 })

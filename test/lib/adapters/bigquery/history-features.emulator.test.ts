@@ -69,4 +69,55 @@ describe('history features give the same rows on DuckDB and on the BigQuery emul
     ])
     expect(bigquery).toEqual(duckdb)
   })
+
+  it('a mirror: updates overwrite in place, deletes remove the row, a returning key gets a new surrogate key', async () => {
+    const table = tableSpec({ mode: 'mirror', tracked: { kind: 'list', columns: [] }, deletes: 'invalidate' })
+    const columns = [
+      { name: 'customer_id', type: 'BIGINT' },
+      { name: 'region', type: 'VARCHAR' },
+    ]
+    const r = (customer_id: number, region: string) => ({ customer_id, region })
+    const { duckdb, bigquery } = await both.run(
+      table,
+      columns,
+      [
+        { rows: [r(1, 'South'), r(2, 'East'), r(3, 'West')], extractedAt: '2024-02-01T00:00:00Z' },
+        { rows: [r(1, 'North'), r(3, 'West')], extractedAt: '2024-02-02T00:00:00Z' },
+        { rows: [r(1, 'North'), r(2, 'East'), r(3, 'West')], extractedAt: '2024-02-03T00:00:00Z' },
+      ],
+      versions(table, ['region']),
+    )
+    expect(duckdb.map((x) => [x.dimsync_sk, x.customer_id, x.region, x.valid_from, x.is_current])).toEqual([
+      ['1', '1', 'North', '2024-02-01 00:00:00+00', 'true'],
+      ['4', '2', 'East', '2024-02-03 00:00:00+00', 'true'],
+      ['3', '3', 'West', '2024-02-01 00:00:00+00', 'true'],
+    ])
+    expect(bigquery).toEqual(duckdb)
+  })
+
+  it('append: every extract appended, the rows it replaces ended at its extraction time', async () => {
+    const table = tableSpec({ mode: 'append' })
+    const columns = [
+      { name: 'customer_id', type: 'BIGINT' },
+      { name: 'region', type: 'VARCHAR' },
+    ]
+    const r = (customer_id: number, region: string) => ({ customer_id, region })
+    const { duckdb, bigquery } = await both.run(
+      table,
+      columns,
+      [
+        { rows: [r(1, 'South'), r(2, 'East')], extractedAt: '2024-02-01T00:00:00Z' },
+        { rows: [r(1, 'South')], extractedAt: '2024-02-02T00:00:00Z' },
+        { rows: [r(2, 'West')], extractedAt: '2024-02-03T00:00:00Z', mode: 'incremental' },
+      ],
+      versions(table, ['region']),
+    )
+    expect(duckdb.map((x) => [x.customer_id, x.region, x.valid_from, x.valid_to, x.is_current])).toEqual([
+      ['1', 'South', '2024-02-01 00:00:00+00', '2024-02-02 00:00:00+00', 'false'],
+      ['1', 'South', '2024-02-02 00:00:00+00', null, 'true'],
+      ['2', 'East', '2024-02-01 00:00:00+00', '2024-02-02 00:00:00+00', 'false'],
+      ['2', 'West', '2024-02-03 00:00:00+00', null, 'true'],
+    ])
+    expect(bigquery).toEqual(duckdb)
+  })
 })
