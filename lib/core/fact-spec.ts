@@ -68,6 +68,7 @@ export function factStagingTable(fact: FactSpec): TableSpec {
     source: fact.source,
     target: fact.target,
     key: fact.grain,
+    mode: 'history',
     extract: fact.extract,
     validFrom: { kind: 'extracted_at' },
     tracked: { kind: 'all_except', columns: [] },
