@@ -68,6 +68,7 @@ describe('schema/dimsync.schema.json', () => {
       'source',
       'target',
       'key',
+      'mode',
       'extract',
       'valid_from',
       'tracked',
@@ -81,5 +82,6 @@ describe('schema/dimsync.schema.json', () => {
       'lambda',
     ])
     expect(table.properties.deletes!.description).toMatch(/Default ignore/)
+    expect(table.properties.mode!.description).toMatch(/^history \(default/)
   })
 })
