@@ -528,6 +528,8 @@ export const configDocumentSchema = strict(
       .optional()
       .describe('Options applied to every table unless it sets them.'),
     tables: list(tableSchema, 'a list of tables', 1),
+    // Checked against the tables by resolve-facts.ts (its shape is fact-schema.ts, which builds on this file).
+    facts: z.unknown().optional().describe('Fact tables keyed to the dimension versions true at their time.'),
     aws: awsSchema.nullable().optional().describe('AWS deployment options (cdk deploy).'),
   },
   'a mapping with version and tables',

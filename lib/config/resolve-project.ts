@@ -20,6 +20,7 @@ import { deepFreeze } from './deep-freeze.ts'
 import { IssueList } from './issue-list.ts'
 import { show } from './messages.ts'
 import { resolveAws } from './resolve-deploy-options.ts'
+import { resolveFacts } from './resolve-facts.ts'
 import { resolveTable } from './resolve-table.ts'
 import { checkMetadataDistinct, checkOwnOptions, resolveColumns, type Options } from './table-options.ts'
 import { fallbackErrorMap, fromZodIssues } from './zod-issues.ts'
@@ -73,6 +74,7 @@ export function resolveProject(document: unknown, configPath: string): ProjectSp
   })
   checkUnique(rawTables, 'name', issues, (raw) => raw.name, 'table name')
   checkUnique(rawTables, 'target', issues, (raw) => targetOf(raw), 'target', true)
+  const facts = resolveFacts(document.facts, tables, issues)
 
   const aws = awsSchema.nullable().optional().safeParse(document.aws)
   const awsSpec =
@@ -110,6 +112,7 @@ export function resolveProject(document: unknown, configPath: string): ProjectSp
     staging: { type: 'local', path: path.resolve(baseDir, staging.data?.path ?? DEFAULT_STAGING.path) },
     state: { type: 'local', path: path.resolve(baseDir, state.data?.path ?? DEFAULT_STATE.path) },
     tables,
+    ...(facts.length > 0 ? { facts } : {}),
     ...(awsSpec !== undefined ? { aws: awsSpec } : {}),
   })
 }

@@ -3,6 +3,7 @@
  * consumed by the planner, the adapters and the CLI. Pure data: no I/O, frozen after parsing.
  */
 
+import type { FactSpec } from './fact-spec.ts'
 import type { MetadataColumnNames } from './metadata-columns.ts'
 
 export type DeletePolicy = 'ignore' | 'invalidate' | 'new_record'
@@ -150,6 +151,8 @@ export interface ProjectSpec {
   readonly staging: { readonly type: 'local'; readonly path: string }
   readonly state: { readonly type: 'local'; readonly path: string }
   readonly tables: readonly TableSpec[]
+  /** Fact tables (`facts:` in dimsync.yaml); absent when the file has none. */
+  readonly facts?: readonly FactSpec[]
   /** AWS deployment options (`aws:` in dimsync.yaml); absent when the file has none. */
   readonly aws?: AwsDeploymentSpec
 }

@@ -1,0 +1,163 @@
+import { describe, expect, it } from 'vitest'
+import { parseProject } from '../../../lib/config/parse-project.ts'
+import { ConfigError } from '../../../lib/core/errors.ts'
+
+const TABLES = `version: 1
+tables:
+  - name: customers
+    source: { type: file, path: customers.csv }
+    key: [tenant_id, customer_id]
+  - name: tariffs
+    source: { type: file, path: tariffs.csv }
+    key: tariff_code
+`
+
+function issues(text: string): readonly string[] {
+  try {
+    parseProject(text, '/project/dimsync.yaml')
+  } catch (error) {
+    if (error instanceof ConfigError) return error.issues
+    throw error
+  }
+  throw new Error('expected a ConfigError')
+}
+
+describe('facts: in dimsync.yaml', () => {
+  it('resolves a fact table with its defaults: fact_<name>, full extract, <dimension>_sk, unknown member 0', () => {
+    const project = parseProject(
+      `${TABLES}facts:
+  - name: orders
+    source: { type: file, path: orders.csv }
+    grain: order_id
+    event_time: ordered_at
+    measures: [amount]
+    references:
+      - { dimension: customers, key: [order_tenant, order_customer] }
+      - { dimension: tariffs, key: tariff, as: tariff_then, natural_key: true, unknown_member_key: -1 }
+  - name: invoices
+    source: { type: file, path: invoices.parquet }
+    target: invoice_facts
+    extract: { mode: incremental, cursor: invoiced_at }
+    grain: [invoice_id, line]
+    event_time: invoiced_on
+`,
+      '/project/dimsync.yaml',
+    )
+    expect(project.facts).toEqual([
+      {
+        name: 'orders',
+        source: { type: 'file', path: 'orders.csv', format: 'csv', csv: { delimiter: ',', header: true } },
+        target: 'fact_orders',
+        extract: { mode: 'full' },
+        grain: ['order_id'],
+        eventTime: 'ordered_at',
+        measures: ['amount'],
+        references: [
+          {
+            dimension: 'customers',
+            key: ['order_tenant', 'order_customer'],
+            surrogateKeyColumn: 'customers_sk',
+            alias: 'customers',
+            unknownMemberKey: 0,
+            keepNaturalKey: false,
+          },
+          {
+            dimension: 'tariffs',
+            key: ['tariff'],
+            surrogateKeyColumn: 'tariff_then_sk',
+            alias: 'tariff_then',
+            unknownMemberKey: -1,
+            keepNaturalKey: true,
+          },
+        ],
+      },
+      expect.objectContaining({
+        name: 'invoices',
+        target: 'invoice_facts',
+        extract: { mode: 'incremental', cursor: 'invoiced_at', lookbackMinutes: 0 },
+        grain: ['invoice_id', 'line'],
+        references: [],
+      }),
+    ])
+    expect(parseProject(TABLES, '/project/dimsync.yaml').facts).toBeUndefined()
+  })
+
+  it('refuses a reference to a dimension that does not exist, naming the tables and the closest name', () => {
+    expect(
+      issues(`${TABLES}facts:
+  - name: orders
+    source: { type: file, path: orders.csv }
+    grain: order_id
+    event_time: ordered_at
+    references: [{ dimension: customer, key: [a, b] }]
+`),
+    ).toEqual([
+      'facts[0].references[0].dimension: no table is named "customer" (tables: customers, tariffs); did you mean "customers"?',
+    ])
+  })
+
+  it("refuses reference columns that do not match the dimension's key, and a second unknown member key", () => {
+    expect(
+      issues(`${TABLES}facts:
+  - name: orders
+    source: { type: file, path: orders.csv }
+    grain: order_id
+    event_time: ordered_at
+    references:
+      - { dimension: customers, key: customer_id }
+  - name: refunds
+    source: { type: file, path: refunds.csv }
+    grain: refund_id
+    event_time: refunded_at
+    references:
+      - { dimension: tariffs, key: tariff, unknown_member_key: 1 }
+  - name: invoices
+    source: { type: file, path: invoices.csv }
+    grain: invoice_id
+    event_time: invoiced_on
+    references:
+      - { dimension: tariffs, key: tariff_code }
+      - { dimension: tariffs, key: old_tariff, as: old_tariff, unknown_member_key: -1 }
+`),
+    ).toEqual([
+      'facts[0].references[0].key: gives 1 column (customer_id) but the key of customers has 2 (tenant_id, customer_id); give one fact column per key column, in that order',
+      'facts[1].references[0].unknown_member_key: must be a whole number, 0 or below (got 1)',
+      "facts[2].references[1].unknown_member_key: is -1 but facts[2].references[0] gives tariffs's unknown member the key 0; a dimension has one unknown member",
+    ])
+  })
+
+  it('refuses names and targets shared with tables, repeated references, unknown keys and missing fields', () => {
+    expect(
+      issues(`${TABLES}facts:
+  - name: customers
+    source: { type: file, path: orders.csv }
+    grain: order_id
+    event_time: ordered_at
+  - name: rentals
+    target: dim_tariffs
+    source: { type: file, path: rentals.csv }
+    grain: rental_id
+    event_time: rented_at
+  - name: sales
+    source: { type: file, path: sales.csv }
+    grain: [sale_id, sale_id]
+    event_time: sold_at
+    references:
+      - { dimension: tariffs, key: tariff }
+      - { dimension: tariffs, key: other_tariff }
+  - name: returns
+    source: { type: file, path: returns.csv }
+    grain: return_id
+    evnt_time: returned_at
+`),
+    ).toEqual([
+      'facts[2].grain: lists "sale_id" twice',
+      'facts[2].references[1]: surrogate key column "tariffs_sk" is also that of references[0]; name one of them with `as`',
+      'facts[2].references[1]: name (as) "tariffs" is also that of references[0]; name one of them with `as`',
+      'facts[3].event_time: is required',
+      'facts[3]: unknown key "evnt_time"; did you mean "event_time"?',
+      'facts[0].name: "customers" is also the name of tables[0]; names must differ',
+      'facts[1].target: target "dim_tariffs" is also the target of tables[1]',
+    ])
+  })
+})
