@@ -20,6 +20,8 @@ export const FUNCTION_METRICS_NAMESPACE = 'Dimsync/Functions'
 export const METRIC = Object.freeze({
   succeeded: 'LoadSucceeded',
   failed: 'LoadFailed',
+  /** A scheduled start found the table busy (another run was loading it) and did nothing. */
+  skipped: 'LoadSkipped',
   rows: 'RowsExtracted',
   versionsInserted: 'VersionsInserted',
   versionsClosed: 'VersionsClosed',

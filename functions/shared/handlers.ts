@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto'
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware'
 import type { Logger } from '@aws-lambda-powertools/logger'
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware'
-import type { Metrics } from '@aws-lambda-powertools/metrics'
+import { MetricUnit, type Metrics } from '@aws-lambda-powertools/metrics'
 import middy from '@middy/core'
 import type { Context } from 'aws-lambda'
 
@@ -75,14 +75,25 @@ export function createExtractHandler(options: HandlerOptions = {}) {
       table,
       {
         // One owner per extract (the run id is new for every first pass): its later passes take the lease over.
-        run: { runId, owner: `${runId}/extract`, leaseTtlMs: deps.settings.leaseTtlMs },
+        run: {
+          runId,
+          owner: `${runId}/extract`,
+          leaseTtlMs: deps.settings.leaseTtlMs,
+          handOverTtlMs: deps.settings.handOverTtlMs,
+        },
         batchId,
         extractedAt: resume ? new Date(instantOfBatchId(batchId) ?? now.toISOString()) : now,
         resume,
         timeLeftMs: () => context.getRemainingTimeInMillis() - EXTRACT_RESERVE_MS,
         abandonedAfterMs: deps.settings.abandonedBatchMs,
+        whenBusy: input.whenBusy ?? 'fail',
       },
     )
+    if ('skipped' in result) {
+      logger.info('table busy: run skipped', { step: 'lock', heldBy: result.heldBy, since: result.since })
+      metrics.addMetric('RunsSkipped', MetricUnit.Count, 1)
+      return { table: table.name, skipped: true, runId, heldBy: result.heldBy, since: result.since }
+    }
     const { rows, bytes } = result
     return result.complete
       ? { table: table.name, batchId, rows, bytes, complete: true }

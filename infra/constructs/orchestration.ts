@@ -3,7 +3,9 @@
  * `{"table": "customers", "mode": "full"}`:
  *
  *   CheckInput → Start → Extract ⟲ (while the extract says complete: false) → Merge → RecordSuccess → Done
- *                          └──────────── any error ────────────┘→ Notify → RecordFailure → Failed
+ *                          │  └──────────── any error ────────────┘→ Notify → RecordFailure → Failed
+ *                          ├ skipped (a scheduled start found the table busy) → RecordSkipped → Skipped
+ *                          └ busy (a start by hand) → RefuseBusyTable → TableBusy
  *
  * Written in JSONata so the table → functions lookup, the metric values and the messages are computed in the
  * definition, without a helper Lambda. Transient errors are retried with backoff; validation errors never are.
@@ -17,16 +19,11 @@ import * as logs from 'aws-cdk-lib/aws-logs'
 import type * as sns from 'aws-cdk-lib/aws-sns'
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions'
 import { Construct } from 'constructs'
-import { RETRY_ERROR_NAMES } from '../../lib/runtime/aws-env.ts'
-import {
-  LAMBDA_SERVICE_ERRORS,
-  LAMBDA_THROTTLED,
-  MAX_EXTRACT_PASSES,
-  METRIC,
-  METRICS_NAMESPACE,
-} from '../defaults.ts'
+import { LockHeldError } from '../../lib/core/errors.ts'
+import { MAX_EXTRACT_PASSES, METRIC, METRICS_NAMESPACE } from '../defaults.ts'
 import type { DeploymentPlan } from '../deploy-plan.ts'
 import { scopedPolicy } from '../nag-acknowledgements.ts'
+import { EXTRACT_RETRIERS, RETRIERS } from '../retriers.ts'
 import { observeStateMachine } from './state-machine-observability.ts'
 
 export interface OrchestratedTable {
@@ -46,36 +43,6 @@ export interface OrchestrationProps {
   readonly removalPolicy: RemovalPolicy
 }
 
-/** Retriers shared by the extract and merge tasks; the order matters (the first matching retrier wins). */
-export const RETRIERS: readonly sfn.RetryProps[] = [
-  { errors: [...RETRY_ERROR_NAMES.neverRetried], maxAttempts: 0 },
-  {
-    errors: [...RETRY_ERROR_NAMES.retriedWithBackoff],
-    interval: Duration.seconds(30),
-    backoffRate: 2,
-    maxAttempts: 6,
-    maxDelay: Duration.minutes(5),
-    jitterStrategy: sfn.JitterType.FULL,
-  },
-  // A throttle waits for another run of the size class to finish (an extract may take 15 minutes): about 40
-  // minutes of backoff, where a service hiccup gets seconds.
-  {
-    errors: [LAMBDA_THROTTLED],
-    interval: Duration.seconds(10),
-    backoffRate: 2,
-    maxAttempts: 12,
-    maxDelay: Duration.minutes(5),
-    jitterStrategy: sfn.JitterType.FULL,
-  },
-  {
-    errors: [...LAMBDA_SERVICE_ERRORS],
-    interval: Duration.seconds(2),
-    backoffRate: 2,
-    maxAttempts: 6,
-    jitterStrategy: sfn.JitterType.FULL,
-  },
-]
-
 const metric = (name: string, value: string, unit: string) => ({
   MetricName: name,
   Dimensions: [{ Name: 'Table', Value: '{% $table %}' }],
@@ -89,95 +56,204 @@ const failureReported = (value: string) => ({
 })
 const orZero = (expr: string) => `{% $exists(${expr}) ? ${expr} : 0 %}`
 
+/** Where the load's failures go (built first: the extract and merge catch into it). */
+interface FailurePath {
+  readonly notify: sfn.CustomState
+}
+
 export class Orchestration extends Construct {
   readonly stateMachine: sfn.StateMachine
   readonly logGroup: logs.LogGroup
+  readonly #names: readonly string[]
+  /** Table → { extract, merge } version ARNs, as a JSON text for JSONata's $lookup. */
+  readonly #lookup: string
+  /** An input a person can start an execution with, for the messages. */
+  readonly #example: string
 
   constructor(scope: Construct, id: string, props: OrchestrationProps) {
     super(scope, id)
-    const names = props.tables.map((t) => t.name)
-    // `arn:aws:states:::...` exists only in the aws partition; aws-cn and aws-us-gov have their own.
-    const integration = (action: string) => `arn:${Stack.of(this).partition}:states:::${action}`
-    const lookup = Stack.of(this).toJsonString(
+    this.#names = props.tables.map((t) => t.name)
+    this.#lookup = Stack.of(this).toJsonString(
       Object.fromEntries(
         props.tables.map((t) => [t.name, { extract: t.extract.functionArn, merge: t.merge.functionArn }]),
       ),
     )
-    const example = `{"table": "${names[0]}", "mode": "full"}`
-    // Inside a JSONata string literal (double-quoted), the example's quotes must be escaped.
-    const quotedExample = example.replace(/"/g, '\\"')
+    this.#example = `{"table": "${this.#names[0]}", "mode": "full"}`
 
-    // A refused input is reported to whoever started the execution (it fails at once with the reason); counted
-    // as reported so the alarm on failures nobody was told about stays quiet. The input passes through.
-    const reportRefusal = (id: string) =>
-      new sfn.CustomState(this, id, {
-        stateJson: {
-          Type: 'Task',
-          QueryLanguage: 'JSONata',
-          Resource: integration('aws-sdk:cloudwatch:putMetricData'),
-          Arguments: { Namespace: METRICS_NAMESPACE, MetricData: [failureReported('{% 1 %}')] },
-          Output: '{% $states.input %}',
+    const failure = this.#failurePath(props.topic)
+    const load = this.#load(failure)
+    const definition = this.#inputChecks(load)
+    this.stateMachine = new sfn.StateMachine(this, 'StateMachine', {
+      comment: `dimsync: extract then merge one table (${this.#names.join(', ')}); start with ${this.#example}`,
+      definitionBody: sfn.DefinitionBody.fromChainable(definition),
+      queryLanguage: sfn.QueryLanguage.JSONATA,
+      stateMachineType: sfn.StateMachineType.STANDARD,
+      timeout: Duration.hours(24),
+    })
+    this.logGroup = new logs.LogGroup(this, 'Logs', {
+      retention: props.logRetentionDays as logs.RetentionDays,
+      removalPolicy: props.removalPolicy,
+    })
+    observeStateMachine(this.stateMachine, this.logGroup, props.executionLogs)
+    this.#allow(props)
+  }
+
+  /** `arn:aws:states:::...` exists only in the aws partition; aws-cn and aws-us-gov have their own. */
+  #integration(action: string): string {
+    return `arn:${Stack.of(this).partition}:states:::${action}`
+  }
+
+  /** The example input inside a JSONata string literal (double-quoted): its quotes escaped. */
+  get #quotedExample(): string {
+    return this.#example.replace(/"/g, '\\"')
+  }
+
+  /**
+   * A refusal told to whoever started the execution (it fails at once with the reason): counted as reported,
+   * so the alarm on failures nobody was told about stays quiet. The input passes through.
+   */
+  #reportRefusal(id: string): sfn.CustomState {
+    return new sfn.CustomState(this, id, {
+      stateJson: {
+        Type: 'Task',
+        QueryLanguage: 'JSONata',
+        Resource: this.#integration('aws-sdk:cloudwatch:putMetricData'),
+        Arguments: { Namespace: METRICS_NAMESPACE, MetricData: [failureReported('{% 1 %}')] },
+        Output: '{% $states.input %}',
+      },
+    })
+  }
+
+  /** Notify → RecordFailure → Failed: a failure is told once, by the notice; its metrics count whether it was. */
+  #failurePath(topic: sns.ITopic): FailurePath {
+    const notify = new sfn.CustomState(this, 'Notify', {
+      stateJson: {
+        Type: 'Task',
+        QueryLanguage: 'JSONata',
+        Resource: this.#integration('sns:publish'),
+        Arguments: {
+          TopicArn: topic.topicArn,
+          Subject:
+            // SNS refuses a subject of 100 characters or more (and the failure would then go unreported).
+            '{% $substring("dimsync: " & $table & " failed in " & $failedStep & " (" & $error.Error & ")", 0, 99) %}',
+          Message:
+            "{% $string({'table': $table, 'mode': $mode, 'reason': $reason, 'step': $failedStep, 'batchId': $batchId, " +
+            "'error': $error.Error, 'cause': $error.Cause, 'execution': $states.context.Execution.Id}, true) %}",
         },
-      })
-    const unknownTable = sfn.Fail.jsonata(this, 'UnknownTable', {
-      error: 'UnknownTable',
-      cause: `{% "table " & $string($states.input.table) & " is not deployed by this stack (tables: ${names.join(', ')}); start an execution with ${quotedExample}" %}`,
+        Assign: { notified: true },
+      },
     })
-    const invalidMode = sfn.Fail.jsonata(this, 'InvalidInput', {
-      error: 'InvalidInput',
-      cause: `{% "mode must be \\"full\\" or \\"incremental\\" (got " & $string($states.input.mode) & "); e.g. ${quotedExample}" %}`,
+    const recordFailure = new sfn.CustomState(this, 'RecordFailure', {
+      stateJson: {
+        Type: 'Task',
+        QueryLanguage: 'JSONata',
+        Resource: this.#integration('aws-sdk:cloudwatch:putMetricData'),
+        Arguments: {
+          Namespace: METRICS_NAMESPACE,
+          MetricData: [metric(METRIC.failed, '{% 1 %}', 'Count'), failureReported('{% $notified ? 1 : 0 %}')],
+        },
+      },
     })
+    const failed = sfn.Fail.jsonata(this, 'Failed', {
+      error: '{% $error.Error %}',
+      cause: '{% $error.Cause %}',
+    })
+    // Bookkeeping must not hide the failure being reported.
+    notify.addCatch(recordFailure, { errors: ['States.ALL'], assign: { notified: false } })
+    recordFailure.addCatch(failed, { errors: ['States.ALL'] })
+    notify.next(recordFailure.next(failed))
+    return { notify }
+  }
+
+  /** Start → Extract ⟲ → Merge → RecordSuccess → Done, with the skipped and busy endings of the extract. */
+  #load(failure: FailurePath): sfn.IChainable {
     const start = sfn.Pass.jsonata(this, 'Start', {
       assign: {
         table: '{% $states.input.table %}',
         mode: '{% $exists($states.input.mode) ? $states.input.mode : null %}',
         reason:
           '{% $exists($states.input.reason) ? $string($states.input.reason) : "started by hand: " & $states.context.Execution.Name %}',
-        functions: `{% $lookup(${lookup}, $states.input.table) %}`,
+        whenBusy: '{% $exists($states.input.whenBusy) ? $states.input.whenBusy : null %}',
+        functions: `{% $lookup(${this.#lookup}, $states.input.table) %}`,
         passes: 0,
         resume: null,
         batchId: null,
       },
     })
+    const extract = this.#extract(failure)
+    const merge = this.#merge(failure)
+    const extractComplete = sfn.Choice.jsonata(this, 'ExtractComplete')
+      .when(sfn.Condition.jsonata('{% $extract.skipped = true %}'), this.#skipped())
+      .when(
+        sfn.Condition.jsonata(`{% $extract.complete = false and $passes < ${MAX_EXTRACT_PASSES} %}`),
+        sfn.Pass.jsonata(this, 'ContinueExtract', {
+          comment: 'The extract stopped before its time limit and returned where to resume; call it again.',
+          assign: { resume: '{% $extract.resume %}' },
+        }).next(extract),
+      )
+      .when(
+        sfn.Condition.jsonata('{% $extract.complete = false %}'),
+        sfn.Pass.jsonata(this, 'ExtractDidNotFinish', {
+          assign: {
+            error: {
+              Error: 'ExtractDidNotFinish',
+              Cause: `{% "table " & $table & ": the extract was still incomplete after ${MAX_EXTRACT_PASSES} passes (batch " & $batchId & ")" %}`,
+            },
+            failedStep: 'Extract',
+          },
+        }).next(failure.notify),
+      )
+      .otherwise(merge.next(this.#succeeded()))
+    return start.next(extract.next(extractComplete))
+  }
 
+  /** One extract pass; a first pass that finds the table busy fails at once, told to who started it. */
+  #extract(failure: FailurePath): sfn.CustomState {
     const extract = new sfn.CustomState(this, 'Extract', {
       stateJson: {
         Type: 'Task',
         QueryLanguage: 'JSONata',
-        Resource: integration('lambda:invoke'),
+        Resource: this.#integration('lambda:invoke'),
         Arguments: {
           FunctionName: '{% $functions.extract %}',
           Payload:
             "{% $merge([{'table': $table, 'reason': $reason}, $mode ? {'mode': $mode} : {}, " +
+            "$whenBusy ? {'whenBusy': $whenBusy} : {}, " +
             "$resume != null ? {'batchId': $batchId, 'resume': $resume} : {}]) %}",
         },
         Assign: {
           extract: '{% $states.result.Payload %}',
-          batchId: '{% $states.result.Payload.batchId %}',
+          // A skipped start has no batch.
+          batchId: '{% $exists($states.result.Payload.batchId) ? $states.result.Payload.batchId : null %}',
           passes: '{% $passes + 1 %}',
         },
         Output: '{% $states.result.Payload %}',
       },
     })
-    const continueExtract = sfn.Pass.jsonata(this, 'ContinueExtract', {
-      comment: 'The extract stopped before its time limit and returned where to resume; call it again.',
-      assign: { resume: '{% $extract.resume %}' },
+    for (const retry of EXTRACT_RETRIERS) extract.addRetry(retry)
+    const tableBusy = sfn.Fail.jsonata(this, 'TableBusy', {
+      error: 'TableBusy',
+      cause:
+        '{% "table " & $table & " is busy, another run is loading it; start again when it ends (a scheduled ' +
+        'start skips a busy table): " & $error.Cause %}',
     })
-    const extractDidNotFinish = sfn.Pass.jsonata(this, 'ExtractDidNotFinish', {
-      assign: {
-        error: {
-          Error: 'ExtractDidNotFinish',
-          Cause: `{% "table " & $table & ": the extract was still incomplete after ${MAX_EXTRACT_PASSES} passes (batch " & $batchId & ")" %}`,
-        },
-        failedStep: 'Extract',
-      },
+    extract.addCatch(this.#reportRefusal('RefuseBusyTable').next(tableBusy), {
+      errors: [LockHeldError.name],
+      assign: { error: '{% $states.errorOutput %}' },
     })
+    extract.addCatch(failure.notify, {
+      errors: ['States.ALL'],
+      assign: { error: '{% $states.errorOutput %}', failedStep: 'Extract' },
+    })
+    return extract
+  }
 
+  #merge(failure: FailurePath): sfn.CustomState {
     const merge = new sfn.CustomState(this, 'Merge', {
       stateJson: {
         Type: 'Task',
         QueryLanguage: 'JSONata',
-        Resource: integration('lambda:invoke'),
+        Resource: this.#integration('lambda:invoke'),
         Arguments: {
           FunctionName: '{% $functions.merge %}',
           Payload: "{% {'table': $table, 'batchId': $batchId} %}",
@@ -187,12 +263,21 @@ export class Orchestration extends Construct {
         Output: '{% $states.result.Payload %}',
       },
     })
+    for (const retry of RETRIERS) merge.addRetry(retry)
+    merge.addCatch(failure.notify, {
+      errors: ['States.ALL'],
+      assign: { error: '{% $states.errorOutput %}', failedStep: 'Merge' },
+    })
+    return merge
+  }
 
+  /** RecordSuccess → Done: the run metrics, then the execution's output. */
+  #succeeded(): sfn.IChainable {
     const recordSuccess = new sfn.CustomState(this, 'RecordSuccess', {
       stateJson: {
         Type: 'Task',
         QueryLanguage: 'JSONata',
-        Resource: integration('aws-sdk:cloudwatch:putMetricData'),
+        Resource: this.#integration('aws-sdk:cloudwatch:putMetricData'),
         Arguments: {
           Namespace: METRICS_NAMESPACE,
           MetricData: [
@@ -217,92 +302,58 @@ export class Orchestration extends Construct {
         merge: '{% $merged %}',
       },
     })
-
-    const recordFailure = new sfn.CustomState(this, 'RecordFailure', {
-      stateJson: {
-        Type: 'Task',
-        QueryLanguage: 'JSONata',
-        Resource: integration('aws-sdk:cloudwatch:putMetricData'),
-        Arguments: {
-          Namespace: METRICS_NAMESPACE,
-          MetricData: [metric(METRIC.failed, '{% 1 %}', 'Count'), failureReported('{% $notified ? 1 : 0 %}')],
-        },
-      },
-    })
-    const notify = new sfn.CustomState(this, 'Notify', {
-      stateJson: {
-        Type: 'Task',
-        QueryLanguage: 'JSONata',
-        Resource: integration('sns:publish'),
-        Arguments: {
-          TopicArn: props.topic.topicArn,
-          Subject:
-            // SNS refuses a subject of 100 characters or more (and the failure would then go unreported).
-            '{% $substring("dimsync: " & $table & " failed in " & $failedStep & " (" & $error.Error & ")", 0, 99) %}',
-          Message:
-            "{% $string({'table': $table, 'mode': $mode, 'reason': $reason, 'step': $failedStep, 'batchId': $batchId, " +
-            "'error': $error.Error, 'cause': $error.Cause, 'execution': $states.context.Execution.Id}, true) %}",
-        },
-        Assign: { notified: true },
-      },
-    })
-    const failed = sfn.Fail.jsonata(this, 'Failed', {
-      error: '{% $error.Error %}',
-      cause: '{% $error.Cause %}',
-    })
-
-    for (const task of [extract, merge]) for (const retry of RETRIERS) task.addRetry(retry)
-    // A failure is told once, by the notification; its metrics come after, counting whether it was told.
-    extract.addCatch(notify, {
-      errors: ['States.ALL'],
-      assign: { error: '{% $states.errorOutput %}', failedStep: 'Extract' },
-    })
-    merge.addCatch(notify, {
-      errors: ['States.ALL'],
-      assign: { error: '{% $states.errorOutput %}', failedStep: 'Merge' },
-    })
-    // Bookkeeping must not turn a committed load into a failed run, nor hide the failure being reported.
+    // Bookkeeping must not turn a committed load into a failed run.
     recordSuccess.addCatch(done, { errors: ['States.ALL'] })
-    notify.addCatch(recordFailure, { errors: ['States.ALL'], assign: { notified: false } })
-    recordFailure.addCatch(failed, { errors: ['States.ALL'] })
+    return recordSuccess.next(done)
+  }
 
-    const extractComplete = sfn.Choice.jsonata(this, 'ExtractComplete')
-      .when(
-        sfn.Condition.jsonata(`{% $extract.complete = false and $passes < ${MAX_EXTRACT_PASSES} %}`),
-        continueExtract.next(extract),
-      )
-      .when(sfn.Condition.jsonata('{% $extract.complete = false %}'), extractDidNotFinish.next(notify))
-      .otherwise(merge.next(recordSuccess.next(done)))
-    notify.next(recordFailure.next(failed))
+  /** RecordSkipped → Skipped: a scheduled start that found the table busy succeeds, counted as skipped. */
+  #skipped(): sfn.IChainable {
+    const recordSkipped = new sfn.CustomState(this, 'RecordSkipped', {
+      stateJson: {
+        Type: 'Task',
+        QueryLanguage: 'JSONata',
+        Resource: this.#integration('aws-sdk:cloudwatch:putMetricData'),
+        Arguments: { Namespace: METRICS_NAMESPACE, MetricData: [metric(METRIC.skipped, '{% 1 %}', 'Count')] },
+      },
+    })
+    const skipped = sfn.Succeed.jsonata(this, 'Skipped', {
+      outputs: {
+        table: '{% $table %}',
+        status: 'skipped',
+        heldBy: '{% $extract.heldBy %}',
+        since: '{% $extract.since %}',
+      },
+    })
+    recordSkipped.addCatch(skipped, { errors: ['States.ALL'] })
+    return recordSkipped.next(skipped)
+  }
 
-    const checkInput = sfn.Choice.jsonata(this, 'CheckInput')
+  /** CheckInput: an unknown table or a wrong mode is refused before anything runs. */
+  #inputChecks(load: sfn.IChainable): sfn.IChainable {
+    const names = this.#names.join(', ')
+    const unknownTable = sfn.Fail.jsonata(this, 'UnknownTable', {
+      error: 'UnknownTable',
+      cause: `{% "table " & $string($states.input.table) & " is not deployed by this stack (tables: ${names}); start an execution with ${this.#quotedExample}" %}`,
+    })
+    const invalidMode = sfn.Fail.jsonata(this, 'InvalidInput', {
+      error: 'InvalidInput',
+      cause: `{% "mode must be \\"full\\" or \\"incremental\\" (got " & $string($states.input.mode) & "); e.g. ${this.#quotedExample}" %}`,
+    })
+    return sfn.Choice.jsonata(this, 'CheckInput')
       .when(
         sfn.Condition.jsonata(
-          `{% $type($states.input.table) = "string" ? $not($exists($lookup(${lookup}, $states.input.table))) : true %}`,
+          `{% $type($states.input.table) = "string" ? $not($exists($lookup(${this.#lookup}, $states.input.table))) : true %}`,
         ),
-        reportRefusal('RefuseUnknownTable').next(unknownTable),
+        this.#reportRefusal('RefuseUnknownTable').next(unknownTable),
       )
       .when(
         sfn.Condition.jsonata(
           '{% $exists($states.input.mode) and $type($states.input.mode) != "null" and $not($states.input.mode in ["full", "incremental"]) %}',
         ),
-        reportRefusal('RefuseInvalidInput').next(invalidMode),
+        this.#reportRefusal('RefuseInvalidInput').next(invalidMode),
       )
-      .otherwise(start.next(extract.next(extractComplete)))
-
-    this.stateMachine = new sfn.StateMachine(this, 'StateMachine', {
-      comment: `dimsync: extract then merge one table (${names.join(', ')}); start with ${example}`,
-      definitionBody: sfn.DefinitionBody.fromChainable(checkInput),
-      queryLanguage: sfn.QueryLanguage.JSONATA,
-      stateMachineType: sfn.StateMachineType.STANDARD,
-      timeout: Duration.hours(24),
-    })
-    this.logGroup = new logs.LogGroup(this, 'Logs', {
-      retention: props.logRetentionDays as logs.RetentionDays,
-      removalPolicy: props.removalPolicy,
-    })
-    observeStateMachine(this.stateMachine, this.logGroup, props.executionLogs)
-    this.#allow(props)
+      .otherwise(load)
   }
 
   /** Invoking the functions, publishing the run metrics, and notifying through the encrypted topic. */

@@ -1,6 +1,7 @@
 /**
  * One EventBridge Scheduler schedule per scheduled table, all starting the same state machine with the same
- * input a person would type in the console: `{"table": "...", "mode": "...", "reason": "schedule"}`.
+ * input a person would type in the console, plus `whenBusy: skip`: `{"table": "...", "mode": "...", "reason":
+ * "schedule", "whenBusy": "skip"}` (a start that finds the table still loading ends as skipped).
  */
 import { createHash } from 'node:crypto'
 import { ArnFormat, Duration, RemovalPolicy, Stack, TimeZone, Validations } from 'aws-cdk-lib'
@@ -40,7 +41,7 @@ export function scheduleGroupName(stackName: string): string {
 
 /** The execution input a schedule sends; the console accepts the same JSON. */
 export function scheduledInput(table: ScheduledTable): Record<string, string> {
-  return { table: table.name, mode: table.mode, reason: 'schedule' }
+  return { table: table.name, mode: table.mode, reason: 'schedule', whenBusy: 'skip' }
 }
 
 /** A schedule that starts a state machine, with its dead-letter queue. */

@@ -12,6 +12,7 @@ import { AWS_ENV, STATE_PARTITIONS } from '../../lib/runtime/aws-env.ts'
 import { LoaderFunction } from '../constructs/loader-function.ts'
 import { Monitoring, Notifications } from '../constructs/monitoring.ts'
 import { Orchestration, type OrchestratedTable } from '../constructs/orchestration.ts'
+import { EXTRACT_RETRIERS, longestWaitBetweenPassesSeconds } from '../retriers.ts'
 import { Storage } from '../constructs/storage.ts'
 import { TableSchedules, type ScheduledTable } from '../constructs/table-schedules.ts'
 import { STAGING_PREFIX } from '../defaults.ts'
@@ -77,6 +78,7 @@ export class DimsyncStack extends Stack {
         ...(props.handlerEntries?.extract !== undefined ? { entry: props.handlerEntries.extract } : {}),
         environment: {
           ...common,
+          [AWS_ENV.handOverTtlSeconds]: String(longestWaitBetweenPassesSeconds(EXTRACT_RETRIERS)),
           ...Object.fromEntries(sourceSecrets.map((s) => [s.urlEnv, s.ref.secretArn])),
         },
       })

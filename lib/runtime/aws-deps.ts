@@ -30,6 +30,8 @@ export interface AwsSettings {
   readonly duckdbPath?: string
   readonly bigQuerySecretArn?: string
   readonly leaseTtlMs: number
+  /** How long a lease handed from one extract pass to the next lasts (the longest wait between passes). */
+  readonly handOverTtlMs: number
   readonly runTtlDays: number
   readonly abandonedBatchMs: number
   readonly scratchDir?: string
@@ -64,6 +66,8 @@ export function readAwsSettings(env: Env): AwsSettings {
         : undefined,
     bigQuerySecretArn: readString(env, AWS_ENV.bigQuerySecretArn),
     leaseTtlMs: readInteger(env, AWS_ENV.leaseTtlSeconds, { defaultValue: 120, min: 1, max: 3600 }) * 1000,
+    handOverTtlMs:
+      readInteger(env, AWS_ENV.handOverTtlSeconds, { defaultValue: 120, min: 1, max: 86_400 }) * 1000,
     runTtlDays: readInteger(env, AWS_ENV.runTtlDays, { defaultValue: 90, min: 1, max: 3650 }),
     abandonedBatchMs:
       readInteger(env, AWS_ENV.abandonedBatchMinutes, { defaultValue: 60, min: 1, max: 100_000 }) * 60_000,

@@ -15,13 +15,16 @@ export const AWS_ENV = Object.freeze({
   duckdbPath: 'DIMSYNC_DUCKDB_PATH',
   /** ARN of a Secrets Manager secret holding the BigQuery service-account JSON. */
   bigQuerySecretArn: 'DIMSYNC_BIGQUERY_SECRET_ARN',
-
-  // ---- added by the AWS runtime (issue 4) ----
   /**
    * Lease TTL in seconds for the extract and merge functions (default 120). The lease is renewed every third of
    * it while a step runs, so it only matters when a function dies: the next run waits at most this long.
    */
   leaseTtlSeconds: 'DIMSYNC_LEASE_TTL_SECONDS',
+  /**
+   * TTL in seconds of the lease an extract pass hands to the next one (default 120; the stack sets the longest
+   * wait its retries allow between two passes), so no other run takes the table in between.
+   */
+  handOverTtlSeconds: 'DIMSYNC_HANDOVER_TTL_SECONDS',
   /** Days after which run records expire via the DynamoDB TTL attribute `expiresAt` (default 90). */
   runTtlDays: 'DIMSYNC_RUN_TTL_DAYS',
   /**

@@ -1,4 +1,5 @@
 import type { BatchManifest } from '../core/batch.ts'
+import { LeaseLostError, LockHeldError } from '../core/errors.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import { extractPass, type ExtractPassDeps } from './extract-pass.ts'
 import { inTableRun, type RunOfStep, type TableRun, type TableRunDeps } from './table-run.ts'
@@ -38,30 +39,141 @@ export type ExtractResult =
       readonly bytes: number
     }
 
+/** A first pass that found another run on the table and was asked to skip rather than fail. */
+export interface SkippedExtract {
+  readonly skipped: true
+  /** The owner of the lease that made this run skip, and since when it holds it. */
+  readonly heldBy: string
+  readonly since: string
+}
+
 export interface ExtractTableRequest extends ExtractRequest {
-  readonly run: RunOfStep
+  readonly run: RunOfStep & {
+    /**
+     * How long a lease handed over to the next pass lasts: at least the longest wait before that pass runs
+     * (the orchestration's retries), so no other run takes the table in between. Default: `leaseTtlMs`.
+     */
+    readonly handOverTtlMs?: number
+  }
+  /**
+   * What a first pass does when another run holds the table: `fail` (default) with `LockHeldError` at once,
+   * `skip`: record the run as skipped and return `SkippedExtract` (a scheduled start: the next one comes soon).
+   */
+  readonly whenBusy?: 'fail' | 'skip'
 }
 
 /**
  * The extract step as a run of its own (the extract function): take the table's lease, extract into a staged
  * batch, write its manifest only if the lease is still ours, record the run as running (awaiting its merge),
- * release the lease. A pass that stops before its time limit keeps the lease for the next pass instead.
+ * release the lease. A pass that stops before its time limit keeps the lease for the next pass instead, and
+ * so does a resumed pass that fails with a retryable error (its retry continues the batch).
+ *
+ * A resumed pass must find the lease its earlier pass handed over. When it does not (it expired and another
+ * run took the table, perhaps loading a newer batch), the batch is abandoned: it is removed, the run is
+ * recorded as failed and `LeaseLostError` says so. Merging it would put older data after newer.
  */
 export async function extractTable(
   deps: ExtractTableDeps,
   table: TableSpec,
   request: ExtractTableRequest,
-): Promise<ExtractResult> {
-  return await inTableRun(
-    deps,
-    {
-      ...request.run,
-      table: table.name,
-      batchId: request.batchId,
-      startedAt: request.extractedAt.toISOString(),
-    },
-    (run) => extractInRun(deps, run, table, request),
+): Promise<ExtractResult | SkippedExtract> {
+  const owner = request.run.owner ?? request.run.runId
+  const handOverTtlMs = Math.max(request.run.handOverTtlMs ?? 0, request.run.leaseTtlMs)
+  let working = false
+  try {
+    return await inTableRun(
+      deps,
+      {
+        ...request.run,
+        table: table.name,
+        batchId: request.batchId,
+        startedAt: request.extractedAt.toISOString(),
+      },
+      async (run) => {
+        working = true
+        const holder = run.lease.current.previousHolder
+        if (request.resume && holder !== owner) {
+          const committed = await committedResult(deps, table, request.batchId)
+          if (committed !== undefined) return committed
+          if (await isSuspended(deps, table, request.batchId))
+            throw await abandonBatch(deps, table, request.batchId, owner, holder)
+        }
+        try {
+          return await extractInRun(deps, run, table, request, handOverTtlMs)
+        } catch (error) {
+          if (request.resume && (error as { retryable?: unknown }).retryable === true)
+            await run.handOver(handOverTtlMs).catch(() => undefined)
+          throw error
+        }
+      },
+    )
+  } catch (error) {
+    if (working || !(error instanceof LockHeldError)) throw error
+    if (request.resume) {
+      const committed = await committedResult(deps, table, request.batchId)
+      if (committed !== undefined) return committed
+      if (!(await isSuspended(deps, table, request.batchId))) throw error
+      const lost = await abandonBatch(deps, table, request.batchId, owner, error.holder)
+      await recordEnded(deps, table, request, 'failed', lost.message)
+      throw lost
+    }
+    if (request.whenBusy !== 'skip') throw error
+    await recordEnded(
+      deps,
+      table,
+      request,
+      'skipped',
+      `skipped: the table was busy (run ${error.holder} holds it since ${error.since})`,
+    )
+    return { skipped: true, heldBy: error.holder, since: error.since }
+  }
+}
+
+/** Whether `batchId` is a batch an earlier pass suspended (not committed, not removed). */
+async function isSuspended(deps: ExtractTableDeps, table: TableSpec, batchId: string): Promise<boolean> {
+  return (await deps.staging.listUncommitted(table.name)).some((b) => b.batchId === batchId && b.suspended)
+}
+
+/**
+ * Removes the suspended batch of a run that lost the table between two passes, and returns the error that
+ * says so. The batch is this run's own: removing it needs no lease.
+ */
+async function abandonBatch(
+  deps: ExtractTableDeps,
+  table: TableSpec,
+  batchId: string,
+  owner: string,
+  holder: string | undefined,
+): Promise<LeaseLostError> {
+  await deps.staging.deleteBatch(table.name, batchId)
+  const meanwhile =
+    holder === undefined ? 'it was released' : holder === owner ? 'it expired' : `run ${holder} took it`
+  return new LeaseLostError(
+    table.name,
+    `table ${table.name}: batch ${batchId} was abandoned and removed: the lease its earlier pass handed over ` +
+      `was lost before this pass (${meanwhile}); another run may have loaded newer data meanwhile, so the ` +
+      'next run extracts again',
   )
+}
+
+/** The record of a run that ended without taking the table (skipped, or a resumed pass that lost it). */
+async function recordEnded(
+  deps: ExtractTableDeps,
+  table: TableSpec,
+  request: ExtractTableRequest,
+  status: 'skipped' | 'failed',
+  error: string,
+): Promise<void> {
+  await deps.state.recordRun({
+    runId: request.run.runId,
+    table: table.name,
+    status,
+    startedAt: request.extractedAt.toISOString(),
+    finishedAt: deps.clock().toISOString(),
+    ...(status === 'failed' ? { batchId: request.batchId } : {}),
+    error,
+  })
+  deps.onEvent?.({ step: 'record', table: table.name, runId: request.run.runId, status })
 }
 
 /**
@@ -74,21 +186,13 @@ export async function extractInRun(
   run: TableRun,
   table: TableSpec,
   request: ExtractRequest,
+  handOverTtlMs?: number,
 ): Promise<ExtractResult> {
   const { batchId } = request
   const report = deps.onEvent ?? (() => undefined)
   if (request.resume) {
-    const committed = (await deps.staging.listBatches(table.name)).find((m) => m.batchId === batchId)
-    if (committed !== undefined) {
-      report({ step: 'already-staged', table: table.name, batchId, rows: committed.rowCount })
-      return {
-        complete: true,
-        batchId,
-        manifest: committed,
-        rows: committed.rowCount,
-        bytes: bytesOf(committed),
-      }
-    }
+    const committed = await committedResult(deps, table, batchId)
+    if (committed !== undefined) return committed
   }
   if (request.abandonedAfterMs !== undefined) {
     const olderThan = new Date(deps.clock().getTime() - request.abandonedAfterMs)
@@ -109,7 +213,7 @@ export async function extractInRun(
     onProgress: (rows) => report({ step: 'progress', table: table.name, rows, seconds: seconds() }),
   })
   if (!pass.complete) {
-    await run.handOver()
+    await run.handOver(handOverTtlMs)
     await run.record({ status: 'running', rowsExtracted: pass.rows })
     const { checkpoint, rows, bytes } = pass
     report({
@@ -136,6 +240,21 @@ export async function extractInRun(
     seconds: seconds(),
   })
   return { complete: true, batchId, manifest, rows: manifest.rowCount, bytes }
+}
+
+/**
+ * The batch as committed by an earlier call of this pass whose answer was lost (reported as `already-staged`),
+ * or undefined when it is not committed.
+ */
+async function committedResult(
+  deps: ExtractTableDeps,
+  table: TableSpec,
+  batchId: string,
+): Promise<ExtractResult | undefined> {
+  const committed = (await deps.staging.listBatches(table.name)).find((m) => m.batchId === batchId)
+  if (committed === undefined) return undefined
+  deps.onEvent?.({ step: 'already-staged', table: table.name, batchId, rows: committed.rowCount })
+  return { complete: true, batchId, manifest: committed, rows: committed.rowCount, bytes: bytesOf(committed) }
 }
 
 function bytesOf(manifest: BatchManifest): number {

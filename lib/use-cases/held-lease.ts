@@ -43,12 +43,15 @@ export class HeldLease {
     return this.#lease
   }
 
-  /** Renews now. A `LeaseLostError` is remembered (and rethrown): the run must not commit anything after it. */
-  async renew(): Promise<Lease> {
+  /**
+   * Renews now, for `ttlMs` (default: the TTL it was taken with). A `LeaseLostError` is remembered (and
+   * rethrown): the run must not commit anything after it.
+   */
+  async renew(ttlMs = this.#ttlMs): Promise<Lease> {
     if (this.#released) return this.#lease
     if (this.#lost) throw this.#lost
     try {
-      this.#lease = await this.#state.renewLease(this.#lease, this.#ttlMs, this.#clock())
+      this.#lease = await this.#state.renewLease(this.#lease, ttlMs, this.#clock())
       return this.#lease
     } catch (error) {
       if (error instanceof LeaseLostError) this.#lost = error
@@ -65,10 +68,11 @@ export class HeldLease {
   /**
    * Renews the lease a last time and stops renewing it without releasing it: the next pass of a multi-pass
    * extract takes it over (same owner), and no other run of the table starts in between. Should that pass never
-   * come, the lease simply expires.
+   * come, the lease simply expires, after `ttlMs` (default: the TTL it was taken with): long enough to cover
+   * the wait before the next pass.
    */
-  async handOver(): Promise<void> {
-    await this.renew()
+  async handOver(ttlMs?: number): Promise<void> {
+    await this.renew(ttlMs)
     clearInterval(this.#timer)
     this.#released = true
   }

@@ -78,10 +78,10 @@ export class TableRun {
 
   /**
    * Keeps the lease for the next pass of the same run (a multi-pass extract): it is renewed a last time and not
-   * released when this invocation ends.
+   * released when this invocation ends. `ttlMs` (default: the lease's own) covers the wait for that pass.
    */
-  async handOver(): Promise<void> {
-    await this.lease.handOver()
+  async handOver(ttlMs?: number): Promise<void> {
+    await this.lease.handOver(ttlMs)
     this.#handedOver = true
   }
 

@@ -88,14 +88,14 @@ describe('DimsyncStack (bundling skipped)', () => {
       FlexibleTimeWindow: { Mode: 'FLEXIBLE', MaximumWindowInMinutes: 15 },
       State: 'ENABLED',
       Target: Match.objectLike({
-        Input: JSON.stringify({ table: 'customers', mode: 'full', reason: 'schedule' }),
+        Input: JSON.stringify({ table: 'customers', mode: 'full', reason: 'schedule', whenBusy: 'skip' }),
       }),
     })
     template.hasResourceProperties('AWS::Scheduler::Schedule', {
       ScheduleExpression: 'cron(0 3 * * ? *)',
       FlexibleTimeWindow: { Mode: 'OFF' },
       Target: Match.objectLike({
-        Input: JSON.stringify({ table: 'orders', mode: 'incremental', reason: 'schedule' }),
+        Input: JSON.stringify({ table: 'orders', mode: 'incremental', reason: 'schedule', whenBusy: 'skip' }),
       }),
     })
     template.hasResourceProperties('AWS::Scheduler::Schedule', {
@@ -126,31 +126,64 @@ describe('DimsyncStack (bundling skipped)', () => {
 
   it('retries transient errors with backoff, never validation errors, and catches everything', () => {
     const { States } = definitionOf(template)
-    for (const step of ['Extract', 'Merge']) {
-      const retry = States[step]!.Retry as {
-        ErrorEquals: string[]
-        MaxAttempts: number
-        BackoffRate?: number
-      }[]
-      expect(retry[0]).toEqual({
-        ErrorEquals: ['ConfigError', 'BatchRejectedError', 'MassDeleteRefusedError', 'LeaseLostError'],
-        MaxAttempts: 0,
-      })
-      expect(retry[1]).toMatchObject({ ErrorEquals: ['LockHeldError', 'RetryableError'], BackoffRate: 2 })
-      expect(retry[2]!.ErrorEquals).toContain('Lambda.TooManyRequestsException')
-      expect(retry.flatMap((r) => r.ErrorEquals)).not.toContain('States.ALL')
-      expect(States[step]!.Catch).toEqual([
-        {
-          ErrorEquals: ['States.ALL'],
-          Next: 'Notify',
-          Assign: { error: '{% $states.errorOutput %}', failedStep: step },
-        },
-      ])
-    }
+    type Retrier = { ErrorEquals: string[]; MaxAttempts: number; BackoffRate?: number }
+    const shared = (States.Merge!.Retry as Retrier[]).slice()
+    // A first extract pass meeting another run is not retried: a schedule skips, a person is told at once.
+    expect(States.Extract!.Retry).toEqual([{ ErrorEquals: ['LockHeldError'], MaxAttempts: 0 }, ...shared])
+    expect(shared[0]).toEqual({
+      ErrorEquals: ['ConfigError', 'BatchRejectedError', 'MassDeleteRefusedError', 'LeaseLostError'],
+      MaxAttempts: 0,
+    })
+    expect(shared[1]).toMatchObject({ ErrorEquals: ['LockHeldError', 'RetryableError'], BackoffRate: 2 })
+    expect(shared[2]!.ErrorEquals).toContain('Lambda.TooManyRequestsException')
+    expect(shared.flatMap((r) => r.ErrorEquals)).not.toContain('States.ALL')
+    const catchAll = (step: string) => ({
+      ErrorEquals: ['States.ALL'],
+      Next: 'Notify',
+      Assign: { error: '{% $states.errorOutput %}', failedStep: step },
+    })
+    expect(States.Merge!.Catch).toEqual([catchAll('Merge')])
+    expect(States.Extract!.Catch).toEqual([
+      {
+        ErrorEquals: ['LockHeldError'],
+        Next: 'RefuseBusyTable',
+        Assign: { error: '{% $states.errorOutput %}' },
+      },
+      catchAll('Extract'),
+    ])
     expect(States.Notify!.Next).toBe('RecordFailure')
     expect(States.Notify!.Resource).toBe('arn:aws:states:::sns:publish')
     expect(States.RecordFailure!.Next).toBe('Failed')
     expect(States.Failed).toMatchObject({ Type: 'Fail', Error: '{% $error.Error %}' })
+  })
+
+  it('hands the lease from one extract pass to the next for longer than the retries can make the next one wait', () => {
+    type Retrier = {
+      ErrorEquals: string[]
+      IntervalSeconds?: number
+      MaxAttempts?: number
+      BackoffRate?: number
+      MaxDelaySeconds?: number
+    }
+    const retriers = definitionOf(template).States.Extract!.Retry as Retrier[]
+    const waits = (r: Retrier) =>
+      Array.from({ length: r.MaxAttempts ?? 3 }, (_, n) =>
+        Math.min((r.IntervalSeconds ?? 1) * (r.BackoffRate ?? 2) ** n, r.MaxDelaySeconds ?? Infinity),
+      )
+    // Throttles and Lambda service errors: the pass never runs, so their waits add up with no renewal.
+    const beforeRunning = retriers.filter((r) => r.ErrorEquals.some((e) => e.startsWith('Lambda.')))
+    const others = retriers.filter((r) => !beforeRunning.includes(r))
+    const longest =
+      beforeRunning.flatMap(waits).reduce((a, b) => a + b, 0) + Math.max(...others.flatMap(waits))
+    expect(longest).toBeGreaterThan(40 * 60)
+    const extracts = Object.values(template.findResources('AWS::Lambda::Function')).filter((f) =>
+      JSON.stringify(f).includes('SHOP_DB_URL'),
+    ) as { Properties: { Environment: { Variables: Record<string, string> } } }[]
+    expect(extracts.length).toBeGreaterThan(0)
+    for (const fn of extracts)
+      expect(Number(fn.Properties.Environment.Variables.DIMSYNC_HANDOVER_TTL_SECONDS)).toBeGreaterThanOrEqual(
+        longest,
+      )
   })
 
   it('loops the extract while it reports complete: false, and refuses unknown tables up front', () => {
@@ -160,10 +193,10 @@ describe('DimsyncStack (bundling skipped)', () => {
       Choices: { Condition: string; Next: string }[]
       Default: string
     }
-    expect(choice.Choices[0]).toEqual({
-      Condition: '{% $extract.complete = false and $passes < 48 %}',
-      Next: 'ContinueExtract',
-    })
+    expect(choice.Choices.slice(0, 2)).toEqual([
+      { Condition: '{% $extract.skipped = true %}', Next: 'RecordSkipped' },
+      { Condition: '{% $extract.complete = false and $passes < 48 %}', Next: 'ContinueExtract' },
+    ])
     expect(choice.Default).toBe('Merge')
     const check = States.CheckInput as { Choices: { Next: string }[]; Default: string }
     expect(check.Choices.map((c) => c.Next)).toEqual(['RefuseUnknownTable', 'RefuseInvalidInput'])

@@ -16,7 +16,7 @@ import type { ProjectSpec } from '../../lib/core/table-spec.ts'
 import type { AwsDeps } from '../../lib/runtime/aws-deps.ts'
 import { postgresReachable } from '../integration/sources/support/db-services.ts'
 import { PostgresFunctionEnv } from '../support/aws/postgres-functions.ts'
-import { captureStdout, fakeContext, nearTheDeadline } from '../support/aws/lambda.ts'
+import { captureStdout, fakeContext, nearTheDeadline, stagingExtract } from '../support/aws/lambda.ts'
 import {
   JsonataStateMachine,
   PUT_METRIC_DATA,
@@ -511,27 +511,115 @@ describe('state machine definition run by a JSONata interpreter (simulated Step 
       })
     })
 
-    it('a locked table is retried (1 call + 6 retries of LockHeldError), then reported and FAILED', async () => {
-      const { deps } = await sandbox()
-      // An earlier pass that stopped before its time limit keeps the table's lease for its next pass.
+    /** An earlier pass that stopped before its time limit keeps the table's lease for its next pass. */
+    async function holdTheTable(deps: AwsDeps) {
       const held = await captureStdout(() =>
-        createExtractHandler({ deps: async () => deps })({ table: 'items' }, nearTheDeadline()),
+        stagingExtract({ deps: async () => deps })({ table: 'items' }, nearTheDeadline()),
       )
       expect(held.result.complete).toBe(false)
+      return held.result
+    }
 
-      const result = await machine.run({ input: { table: 'items' }, invoke: invoker(deps) })
+    it('a scheduled start that finds the table busy ends as skipped: one call, recorded and counted, no notice', async () => {
+      const { deps } = await sandbox()
+      await holdTheTable(deps)
 
-      expect(result).toMatchObject({ status: 'FAILED', error: 'LockHeldError' })
-      expect(result.cause).toMatch(/table items is locked by run run-/)
-      expect(result.visited).toEqual(['CheckInput', 'Start', 'Extract', 'Notify', 'RecordFailure', 'Failed'])
-      expect(result.invocations.map((i) => [i.attempt, i.error?.Error])).toEqual(
-        [1, 2, 3, 4, 5, 6, 7].map((attempt) => [attempt, 'LockHeldError']),
-      )
-      const published = result.calls.filter((c) => c.resource === SNS_PUBLISH)
-      expect(JSON.parse((published[0]!.arguments as { Message: string }).Message)).toMatchObject({
+      const result = await machine.run({
+        input: { table: 'items', mode: 'full', reason: 'schedule', whenBusy: 'skip' },
+        executionName: 'scheduled-items',
+        invoke: invoker(deps),
+      })
+
+      expect([result.status, result.error, result.cause]).toEqual(['SUCCEEDED', undefined, undefined])
+      expect(result.visited).toEqual([
+        'CheckInput',
+        'Start',
+        'Extract',
+        'ExtractComplete',
+        'RecordSkipped',
+        'Skipped',
+      ])
+      expect(result.invocations.map((i) => [i.state, i.attempt, i.error])).toEqual([
+        ['Extract', 1, undefined],
+      ])
+      expect(result.output).toEqual({
         table: 'items',
-        step: 'Extract',
-        error: 'LockHeldError',
+        status: 'skipped',
+        heldBy: expect.stringMatching(/^run-.+\/extract$/),
+        since: expect.stringMatching(/^\d{4}-/),
+      })
+      expect(result.calls.filter((c) => c.resource === SNS_PUBLISH)).toEqual([])
+      expect(metricsOf(result, 'RecordSkipped')).toEqual([
+        {
+          MetricName: 'LoadSkipped',
+          Dimensions: [{ Name: 'Table', Value: 'items' }],
+          Value: 1,
+          Unit: 'Count',
+        },
+      ])
+      const runs = await deps.state.listRuns('items', 10)
+      const skipped = runs.filter((r) => r.status === 'skipped')
+      expect(skipped).toHaveLength(1)
+      expect(skipped[0]!.error).toMatch(/^skipped: the table was busy \(run run-.+\/extract holds it since /)
+      expect(runs.filter((r) => r.status === 'failed')).toEqual([])
+    })
+
+    it('a reload started by hand on a busy table fails at once saying so (no retries, no notice, counted as told)', async () => {
+      const { deps } = await sandbox()
+      await holdTheTable(deps)
+
+      const result = await machine.run({ input: { table: 'items', mode: 'full' }, invoke: invoker(deps) })
+
+      expect(result).toMatchObject({ status: 'FAILED', error: 'TableBusy' })
+      expect(result.cause).toMatch(
+        /^table items is busy, another run is loading it; start again when it ends .*table items is locked by run run-/,
+      )
+      expect(result.visited).toEqual(['CheckInput', 'Start', 'Extract', 'RefuseBusyTable', 'TableBusy'])
+      expect(result.invocations.map((i) => [i.attempt, i.error?.Error])).toEqual([[1, 'LockHeldError']])
+      expect(result.calls.map((c) => [c.state, c.resource])).toEqual([['RefuseBusyTable', PUT_METRIC_DATA]])
+      expect(metricsOf(result, 'RefuseBusyTable').map((m) => [m.MetricName, m.Value])).toEqual([
+        ['FailuresReported', 1],
+      ])
+    })
+
+    it('a resumed pass that finds its handed-over lease lost abandons its batch: removed, recorded, reported; the other load stands', async () => {
+      const { box, deps } = await sandbox()
+      // Three hours later the handed-over lease has expired: another run takes the table, loads it, releases it.
+      const later = await env.depsFor(box, { clock: () => new Date(Date.now() + 3 * 3_600_000) })
+      const otherRun = invoker(later)
+      let extracts = 0
+      let firstBatch = ''
+      const mine = invoker(deps, nearTheDeadline)
+      const result = await machine.run({
+        input: { table: 'items', mode: 'full' },
+        invoke: async (name, payload) => {
+          if (roles.get(name) === 'extract' && ++extracts === 2) {
+            firstBatch = (payload as { batchId: string }).batchId
+            const other = await machine.run({ input: { table: 'items', mode: 'full' }, invoke: otherRun })
+            expect(other.status).toBe('SUCCEEDED')
+          }
+          return await mine(name, payload)
+        },
+      })
+
+      expect(result).toMatchObject({ status: 'FAILED', error: 'LeaseLostError' })
+      expect(result.cause).toMatch(
+        new RegExp(
+          `^table items: batch ${firstBatch} was abandoned and removed: the lease its earlier pass handed over was lost`,
+        ),
+      )
+      expect(result.invocations.filter((i) => i.state === 'Extract').map((i) => i.attempt)).toEqual([1, 1])
+      expect(result.visited.slice(-3)).toEqual(['Notify', 'RecordFailure', 'Failed'])
+      expect(await deps.staging.listUncommitted('items')).toEqual([])
+      expect(await deps.staging.listBatches('items')).toEqual([])
+      // The other run's load is the one in the dimension, not followed by the older batch.
+      expect(await env.currentVersions(box, later, 'dim_items', 'n')).toEqual([
+        { versions: 450, keys: 450, lo: 1, hi: 450, wrong: 0 },
+      ])
+      const runs = await later.state.listRuns('items', 10)
+      expect(runs.find((r) => r.batchId === firstBatch)).toMatchObject({
+        status: 'failed',
+        error: expect.stringMatching(/was abandoned and removed/),
       })
     })
   })

@@ -2,9 +2,9 @@ import { ListObjectsV2Command } from '@aws-sdk/client-s3'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 
 import type { LockHeldError } from '../../../lib/core/errors.ts'
-import { createExtractHandler, createMergeHandler } from '../../../functions/shared/handlers.ts'
-import type { ExtractOutput } from '../../../functions/shared/events.ts'
-import { captureStdout, fakeContext, nearTheDeadline } from '../../support/aws/lambda.ts'
+import { createMergeHandler } from '../../../functions/shared/handlers.ts'
+import type { StagedExtractOutput } from '../../../functions/shared/events.ts'
+import { captureStdout, fakeContext, nearTheDeadline, stagingExtract } from '../../support/aws/lambda.ts'
 import { PostgresFunctionEnv } from '../../support/aws/postgres-functions.ts'
 import { postgresReachable } from '../../integration/sources/support/db-services.ts'
 
@@ -39,9 +39,9 @@ describe.skipIf(!available)('extract function: an extract continued over several
 
   /** Calls the extract with each answer's batchId and resume until it is complete; returns every answer. */
   async function extractToTheEnd(
-    extract: ReturnType<typeof createExtractHandler>,
-    first: ExtractOutput,
-  ): Promise<ExtractOutput[]> {
+    extract: ReturnType<typeof stagingExtract>,
+    first: StagedExtractOutput,
+  ): Promise<StagedExtractOutput[]> {
     const outputs = [first]
     let output = first
     while (!output.complete) {
@@ -54,7 +54,7 @@ describe.skipIf(!available)('extract function: an extract continued over several
 
   it('passes return complete: false with resume until the last one; the merge then loads every row once', async () => {
     const { box, deps } = await env.sandbox(ITEMS)
-    const extract = createExtractHandler({ deps: async () => deps })
+    const extract = stagingExtract({ deps: async () => deps })
     const first = (await captureStdout(() => extract({ table: 'items' }, nearTheDeadline()))).result
     const outputs = await extractToTheEnd(extract, first)
     const output = outputs.at(-1)!
@@ -81,7 +81,7 @@ describe.skipIf(!available)('extract function: an extract continued over several
 
   it('between two passes the table stays locked: another extract of it waits (LockHeldError)', async () => {
     const { deps } = await env.sandbox(ITEMS)
-    const extract = createExtractHandler({ deps: async () => deps })
+    const extract = stagingExtract({ deps: async () => deps })
     const first = (await captureStdout(() => extract({ table: 'items' }, nearTheDeadline()))).result
     expect(first.complete).toBe(false)
     const other = await captureStdout(() => extract({ table: 'items' }, fakeContext())).catch(
@@ -100,7 +100,7 @@ describe.skipIf(!available)('extract function: an extract continued over several
 
   it('a retried last pass whose answer was lost returns the committed batch instead of failing', async () => {
     const { deps } = await env.sandbox(ITEMS)
-    const extract = createExtractHandler({ deps: async () => deps })
+    const extract = stagingExtract({ deps: async () => deps })
     const first = (await captureStdout(() => extract({ table: 'items' }, nearTheDeadline()))).result
     const event = { table: 'items', batchId: first.batchId, resume: first.resume }
     const last = (await captureStdout(() => extract(event, fakeContext()))).result
@@ -111,7 +111,7 @@ describe.skipIf(!available)('extract function: an extract continued over several
 
   it('a resume event without its batch id, or for a batch that has no saved progress, is refused clearly', async () => {
     const { deps } = await env.sandbox(ITEMS)
-    const extract = createExtractHandler({ deps: async () => deps })
+    const extract = stagingExtract({ deps: async () => deps })
     await expect(
       captureStdout(() => extract({ table: 'items', resume: { pass: 1 } }, fakeContext())),
     ).rejects.toThrow('extract event: batchId: is required')
@@ -130,7 +130,7 @@ describe.skipIf(!available)('extract function: an extract continued over several
 
   it('a pass called again after its answer was lost continues from the saved checkpoint: no row is staged twice', async () => {
     const { box, deps } = await env.sandbox(ITEMS)
-    const extract = createExtractHandler({ deps: async () => deps })
+    const extract = stagingExtract({ deps: async () => deps })
     const first = (await captureStdout(() => extract({ table: 'items' }, nearTheDeadline()))).result
     const event = { table: 'items', batchId: first.batchId, resume: first.resume }
     const second = (await captureStdout(() => extract(event, nearTheDeadline()))).result
@@ -150,7 +150,7 @@ describe.skipIf(!available)('extract function: an extract continued over several
     const { box, deps } = await env.sandbox(ITEMS)
     const first = (
       await captureStdout(() =>
-        createExtractHandler({ deps: async () => deps })({ table: 'items' }, nearTheDeadline()),
+        stagingExtract({ deps: async () => deps })({ table: 'items' }, nearTheDeadline()),
       )
     ).result
     expect(first.complete).toBe(false)
@@ -158,7 +158,7 @@ describe.skipIf(!available)('extract function: an extract continued over several
     const later = await env.depsFor(box, { clock: () => new Date(Date.now() + 2 * 3_600_000) })
     expect(await later.staging.listBatches('items')).toEqual([])
     const next = await captureStdout(() =>
-      createExtractHandler({ deps: async () => later })({ table: 'items' }, fakeContext()),
+      stagingExtract({ deps: async () => later })({ table: 'items' }, fakeContext()),
     )
     expect(next.result).toMatchObject({ complete: true, rows: 450 })
     expect(next.result.batchId).not.toBe(first.batchId)

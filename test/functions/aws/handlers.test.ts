@@ -10,7 +10,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { ConfigError, LeaseLostError, LockHeldError, StagingError } from '../../../lib/core/errors.ts'
 import { buildAwsDeps, type AwsDeps } from '../../../lib/runtime/aws-deps.ts'
 import type { StateStore } from '../../../lib/ports/state-store.ts'
-import { createExtractHandler, createMergeHandler } from '../../../functions/shared/handlers.ts'
+import type { StagedExtractOutput } from '../../../functions/shared/events.ts'
+import { createMergeHandler } from '../../../functions/shared/handlers.ts'
 import type { FunctionDeps } from '../../../functions/shared/function-deps.ts'
 import { startDynalite, type DynaliteHandle } from '../../support/aws/dynalite.ts'
 import {
@@ -19,6 +20,7 @@ import {
   makeSandbox,
   useEmulatorCredentials,
   type FunctionSandbox,
+  stagingExtract,
 } from '../../support/aws/lambda.ts'
 import { startS3rver, type S3rverHandle } from '../../support/aws/s3rver.ts'
 
@@ -105,7 +107,7 @@ function gate(): { wait: () => Promise<void>; open: () => void; reached: Promise
 async function mergePausedBeforeCommit(deps: AwsDeps) {
   const staged = (
     await captureStdout(() =>
-      createExtractHandler({ deps: async () => deps })({ table: 'customers' }, fakeContext()),
+      stagingExtract({ deps: async () => deps })({ table: 'customers' }, fakeContext()),
     )
   ).result
   const paused = gate()
@@ -124,7 +126,7 @@ describe('extract and merge functions (s3rver + dynalite + DuckDB)', () => {
     const extracted = await captureStdout(() =>
       extract({ table: 'customers', reason: 'first load' }, fakeContext('extract')),
     )
-    const out = extracted.result
+    const out = extracted.result as StagedExtractOutput
     expect(out).toEqual({
       table: 'customers',
       batchId: expect.stringMatching(/^\d{8}T/),
@@ -196,7 +198,7 @@ describe('extract and merge functions (s3rver + dynalite + DuckDB)', () => {
   })
 
   it('refuses invalid events with one error naming the field and what was expected', async () => {
-    const extract = createExtractHandler({ deps: () => Promise.reject(new Error('not reached')) })
+    const extract = stagingExtract({ deps: () => Promise.reject(new Error('not reached')) })
     const merge = createMergeHandler({ deps: () => Promise.reject(new Error('not reached')) })
     const quiet = <T>(work: () => Promise<T>) => captureStdout(work).catch((e: unknown) => Promise.reject(e))
     await expect(quiet(() => extract({}, fakeContext()))).rejects.toThrow(
@@ -216,7 +218,7 @@ describe('extract and merge functions (s3rver + dynalite + DuckDB)', () => {
 
   it('an unknown table, and incremental on a full table, are refused naming the table', async () => {
     const { deps } = await sandboxWithDeps()
-    const extract = createExtractHandler({ deps: async () => deps })
+    const extract = stagingExtract({ deps: async () => deps })
     await expect(captureStdout(() => extract({ table: 'suppliers' }, fakeContext()))).rejects.toThrow(
       /table "suppliers" is not configured \(tables: customers\)/,
     )
@@ -254,9 +256,7 @@ describe('extract and merge functions (s3rver + dynalite + DuckDB)', () => {
   it('a batch whose merge never ran is merged first, in order, by the merge of the next batch', async () => {
     const { box, deps } = await sandboxWithDeps()
     const extract = () =>
-      captureStdout(() =>
-        createExtractHandler({ deps: async () => deps })({ table: 'customers' }, fakeContext()),
-      )
+      captureStdout(() => stagingExtract({ deps: async () => deps })({ table: 'customers' }, fakeContext()))
     const left = (await extract()).result // its merge failed or never ran
     await box.writeCustomers(['1,Ada,west', '2,Bob,south', '3,Cy,east'])
     const next = (await extract()).result
@@ -346,7 +346,7 @@ describe('extract and merge functions (s3rver + dynalite + DuckDB)', () => {
       const { box, deps } = await sandboxWithDeps()
       const staged = (
         await captureStdout(() =>
-          createExtractHandler({ deps: async () => deps })({ table: 'customers' }, fakeContext()),
+          stagingExtract({ deps: async () => deps })({ table: 'customers' }, fakeContext()),
         )
       ).result
       const Key = `staging/customers/${staged.batchId}/part-00000.parquet`

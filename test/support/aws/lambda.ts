@@ -5,6 +5,8 @@ import { join } from 'node:path'
 
 import type { Context } from 'aws-lambda'
 
+import type { StagedExtractOutput } from '../../../functions/shared/events.ts'
+import { createExtractHandler, type HandlerOptions } from '../../../functions/shared/handlers.ts'
 import { AWS_ENV } from '../../../lib/runtime/aws-env.ts'
 import type { DynaliteHandle } from './dynalite.ts'
 import type { S3rverHandle } from './s3rver.ts'
@@ -138,4 +140,17 @@ function parseLines(text: string): unknown[] {
     .split('\n')
     .filter((line) => line.startsWith('{') && line.endsWith('}'))
     .map((line) => JSON.parse(line) as unknown)
+}
+
+/**
+ * The extract function for tests of passes that stage a batch: the same handler, its output narrowed to a
+ * staged pass (a skipped start fails the test, naming who held the table).
+ */
+export function stagingExtract(options: HandlerOptions) {
+  const handler = createExtractHandler(options)
+  return async (event: unknown, context: Context): Promise<StagedExtractOutput> => {
+    const output = await handler(event, context)
+    if ('skipped' in output) throw new Error(`the extract was skipped: ${JSON.stringify(output)}`)
+    return output
+  }
 }
