@@ -305,6 +305,8 @@ function describeRun(table: TableSpec, result: RunTableResult): string {
   const resumed = result.resumed.length
     ? ` (first merged ${result.resumed.length} batch(es) left by an interrupted run)`
     : ''
+  if (result.merge.sameAs !== undefined)
+    return `${table.name}: already applied: batch ${result.batchId} is the same snapshot as batch ${result.merge.sameAs}, merged at the same extraction time; nothing changed${resumed}`
   if (result.merge.status === 'already-applied')
     return `${table.name}: batch ${result.batchId} was already applied${resumed}`
   return (

@@ -47,6 +47,18 @@ export class MassDeleteRefusedError extends BatchRejectedError {
   }
 }
 
+/**
+ * A snapshot that can never be merged: the dimension already holds a later one, or a different one at the same
+ * extraction time, and a snapshot's versions start at its extraction time. The batch is removed from staging so
+ * that it does not block later runs. Reported under its parent's name: the orchestration never retries it either.
+ */
+export class OutOfOrderBatchError extends BatchRejectedError {
+  constructor(table: string, batchId: string, message: string) {
+    super(table, batchId, message)
+    this.name = 'BatchRejectedError'
+  }
+}
+
 /** Another run holds the table's lock (retryable: the run ends, or its lease expires). */
 export class LockHeldError extends DimsyncError {
   constructor(

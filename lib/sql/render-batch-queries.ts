@@ -18,6 +18,26 @@ export function renderAppliedBatchQuery(
 }
 
 /**
+ * One row about the batches of `target` extracted at or after `extractedAt` (an ISO instant): `same_time_batch`, one
+ * extracted at that very instant (NULL when none), `later` (1 when one was extracted after it, else 0 or NULL) and
+ * `latest_extracted_at`, the newest extraction time as a string.
+ */
+export function renderMergedSinceQuery(
+  d: SqlDialect,
+  batches: TableRef,
+  target: string,
+  extractedAt: string,
+): string {
+  const at = d.timestampLiteral(extractedAt)
+  return (
+    `SELECT MIN(CASE WHEN extracted_at = ${at} THEN batch_id END) AS same_time_batch,\n` +
+    `  MAX(CASE WHEN extracted_at > ${at} THEN 1 ELSE 0 END) AS later,\n` +
+    `  ${d.castToString('MAX(extracted_at)')} AS latest_extracted_at\n` +
+    `FROM ${d.table(batches)} WHERE target = ${d.stringLiteral(target)} AND extracted_at >= ${at}`
+  )
+}
+
+/**
  * One row, read in the merge's session right after its last statement: the batch's ledger row (events,
  * inserted_versions, closed_versions, deleted_keys, unchanged_events, late_keys) plus what the fast path did to
  * keys (new_keys, changed_keys, deleted_key_changes), from the merge's temporary change table.

@@ -11,6 +11,7 @@ import type { MergePlan } from '../sql/render-merge.ts'
 import { dimensionObjects, renderBatchLedgerDdl } from '../sql/render-ddl.ts'
 import { renderMergeScript, stagingTableName } from '../sql/render-merge-script.ts'
 import type { OpenedBatch } from '../ports/staging-store.ts'
+import { findRepeatedSnapshot } from './snapshot-redelivery.ts'
 
 export interface MergeBatchRequest {
   readonly table: TableSpec
@@ -34,6 +35,8 @@ export interface KeyChanges {
 export interface MergeBatchResult {
   readonly status: 'merged' | 'already-applied' | 'dry-run'
   readonly batchId: string
+  /** Already applied as another batch: the snapshot merged at the same extraction time, with the same content. */
+  readonly sameAs?: string
   readonly counts?: MergeCounts
   readonly keys?: KeyChanges
   readonly statements: readonly CompiledStatement[]
@@ -68,7 +71,10 @@ export async function mergeBatch(deps: MergeDeps, request: MergeBatchRequest): P
     const existing = await warehouse.describeTable(objects.dimension)
     assertNotEmptyFirstLoad(request, batch, existing)
     const layout = planDimensionLayout(table, batchId, staged, existing)
-    const { ddl, merge, views } = renderBatchMerge(d, batchMerge(request, batch, layout))
+    const plan = batchMerge(request, batch, layout)
+    const sameAs = await findRepeatedSnapshot(warehouse, plan)
+    if (sameAs !== undefined) return { status: 'already-applied', batchId, sameAs, statements: [] }
+    const { ddl, merge, views } = renderBatchMerge(d, plan)
     // DDL that cannot roll back with the merge runs before it, on its own (every DDL statement is idempotent).
     const [before, inside] = d.capabilities.transactionalDdl
       ? [[], [...ddl, ...merge, ...views]]
@@ -113,7 +119,10 @@ async function mergeAsScript(
   const existing = await warehouse.describeTable(objects.dimension)
   assertNotEmptyFirstLoad(request, batch, existing)
   const layout = planDimensionLayout(table, batchId, columns, existing)
-  const script = renderMergeScript(warehouse.dialect, { ...batchMerge(request, batch, layout), stage })
+  const plan = { ...batchMerge(request, batch, layout), stage }
+  const sameAs = await findRepeatedSnapshot(warehouse, plan)
+  if (sameAs !== undefined) return { status: 'already-applied', batchId, sameAs, statements: [] }
+  const script = renderMergeScript(warehouse.dialect, plan)
   const statements = [...script.ddl, ...script.merge, ...script.after]
   if (!request.dryRun) await request.beforeCommit?.()
   const result = await warehouse.runMergeScript({ table, batchId, script, dryRun: request.dryRun ?? false })

@@ -1,7 +1,7 @@
 import { canonicalJson, compareWatermarks } from '../core/watermark.ts'
 import type { BatchManifest, Watermark } from '../core/batch.ts'
 import { compareManifests } from '../core/batch-manifest.ts'
-import { BatchRejectedError } from '../core/errors.ts'
+import { BatchRejectedError, MassDeleteRefusedError, OutOfOrderBatchError } from '../core/errors.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import type { StagingStore } from '../ports/staging-store.ts'
 import type { StateStore } from '../ports/state-store.ts'
@@ -52,14 +52,21 @@ export async function mergeStep(
 ): Promise<MergeStepResult> {
   const manifest = await readManifest(deps.staging, table.name, request.batchId)
   request.onStart?.(manifest)
-  const merge = await mergeBatch(deps, {
-    table,
-    schema: deps.schema,
-    batchId: request.batchId,
-    now: deps.clock(),
-    allowMassDelete: request.allowMassDelete,
-    beforeCommit: request.beforeCommit,
-  })
+  let merge: MergeBatchResult
+  try {
+    merge = await mergeBatch(deps, {
+      table,
+      schema: deps.schema,
+      batchId: request.batchId,
+      now: deps.clock(),
+      allowMassDelete: request.allowMassDelete,
+      beforeCommit: request.beforeCommit,
+    })
+  } catch (error) {
+    // Retrying it could never succeed: kept staged, it would be merged first by every later run and refused.
+    if (error instanceof OutOfOrderBatchError) await deps.staging.deleteBatch(table.name, request.batchId)
+    throw error
+  }
   const watermark = await advanceWatermark(deps.state, table.name, manifest.watermarkCandidate)
   return { merge, manifest, watermark }
 }
@@ -125,12 +132,17 @@ export async function mergeLeftStaged(
         onStart: request.onStart,
       })
     } catch (error) {
-      if (!(error instanceof BatchRejectedError)) throw error
-      throw new BatchRejectedError(
+      if (!(error instanceof BatchRejectedError) || error instanceof OutOfOrderBatchError) throw error
+      const discard = `dimsync discard --table ${table.name} --batch ${manifest.batchId}`
+      const wayOut =
+        error instanceof MassDeleteRefusedError
+          ? `rerun with --allow-mass-delete to apply it, or drop it with: ${discard}`
+          : `it is refused on every run until it is dropped with: ${discard}`
+      const Refused = error instanceof MassDeleteRefusedError ? MassDeleteRefusedError : BatchRejectedError
+      throw new Refused(
         table.name,
         manifest.batchId,
-        `${error.message}. This batch was staged by an earlier run; rerun with the option named above, or ` +
-          `drop it with: dimsync discard --table ${table.name} --batch ${manifest.batchId}`,
+        `${error.message}. This batch was staged by an earlier run; ${wayOut}`,
       )
     }
     await deps.staging.deleteBatch(table.name, manifest.batchId)

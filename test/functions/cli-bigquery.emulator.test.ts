@@ -146,4 +146,39 @@ describe(`dimsync CLI on BigQuery (the emulator at ${BIGQUERY_ENDPOINT_VARIABLE}
       )
     },
   )
+
+  it(
+    'a finished backfill run again applies nothing; a different snapshot at a merged time is refused on both and blocks nothing',
+    { timeout: 400_000 },
+    async () => {
+      // The snapshot file the previous test overwrote gets its dated content back.
+      for (const dir of [duckdb, bigquery])
+        cpSync(join(ROOT, 'examples', 'quickstart', SOURCE), join(dir, SOURCE))
+      const before = await both('history', 'customers_invalidate', '--format', 'json')
+      const again = await both('backfill', '--table', 'customers_invalidate', ...BACKFILL)
+      for (const out of [again.duckdb, again.bigquery])
+        expect(out.match(/already applied: batch \S+ is the same snapshot as batch \S+/g)).toHaveLength(2)
+      expect((await both('history', 'customers_invalidate', '--format', 'json')).bigquery).toBe(
+        before.bigquery,
+      )
+
+      const refused = await Promise.all(
+        [duckdb, bigquery].map((dir) =>
+          dimsync(dir, 'run', '--table', 'customers_invalidate', '--extracted-at', '2024-06-01T00:00:00Z'),
+        ),
+      )
+      for (const r of refused) {
+        expect(r.code).toBe(1)
+        expect(r.err).toMatch(/but a different snapshot at that extraction time is already merged/)
+      }
+      await both('run', '--table', 'customers_invalidate', '--extracted-at', '2024-07-01T00:00:00Z')
+      const history = await both('history', 'customers_invalidate', '--format', 'json')
+      expect(versions(history.bigquery)).toEqual(versions(history.duckdb))
+      expect(versions(history.bigquery).map((v) => [v.customer_id, v.region, v.is_current])).toContainEqual([
+        102,
+        'North',
+        true,
+      ])
+    },
+  )
 })

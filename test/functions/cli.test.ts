@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process'
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
@@ -85,6 +85,25 @@ describe('dimsync CLI (real process, quickstart data)', () => {
     expect(plan.out).toContain('-- close changed current versions')
     expect(dimsync('history', 'customers').out).toContain('dim_customer: 2 versions of 2 keys\n')
   })
+
+  it(
+    'run --extracted-at again on the same snapshot, and a finished backfill again, succeed as already applied',
+    { timeout: 180_000 },
+    () => {
+      expect(dimsync('backfill', '--table', 'customers', ...BACKFILL).code).toBe(0)
+      const history = dimsync('history', 'customers').out
+      const backfill = dimsync('backfill', '--table', 'customers', ...BACKFILL)
+      expect(backfill.code).toBe(0)
+      expect(backfill.out).toMatch(
+        /^customers: already applied: batch 20240101T090000\.000Z-\S+ is the same snapshot as batch 20240101T090000\.000Z-\S+, merged at the same extraction time; nothing changed\ncustomers: already applied: batch 20240310T143000/,
+      )
+      const run = dimsync('run', '--table', 'customers', '--extracted-at', '2024-03-10T14:30:00Z')
+      expect(run.code).toBe(0)
+      expect(run.out).toMatch(/^customers: already applied: batch \S+ is the same snapshot as batch \S+/)
+      expect(dimsync('history', 'customers').out).toBe(history)
+      expect(readdirSync(join(work, '.dimsync', 'staging', 'customers'))).toEqual([])
+    },
+  )
 
   it('errors are one clear line and a non-zero exit code', () => {
     const unknown = dimsync('history', 'nope')

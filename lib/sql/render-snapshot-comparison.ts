@@ -1,0 +1,49 @@
+import type { SqlDialect } from './dialect.ts'
+import { MergeSql, type MergePlan } from './merge-sql.ts'
+import { renderRowHash } from './row-hash.ts'
+import { liveVersionAt } from './version-predicates.ts'
+
+export interface SnapshotComparison {
+  /** Also compare the type 1 columns: right only while no later snapshot has overwritten them. */
+  readonly withType1: boolean
+}
+
+/**
+ * One row, `differences`: how many keys of the staged snapshot (already loaded into the plan's stage) would change
+ * the dimension as it stood at the snapshot's extraction time. Zero means merging it again changes nothing: every
+ * live staged row matches, by key and row hash (and type 1 values when asked), the live version valid at that
+ * instant, and, where absence or a soft delete deletes, no key live then is missing or deleted in the snapshot.
+ * Set-based, in the dialect of the warehouse (the same statement on DuckDB and BigQuery).
+ */
+export function renderSnapshotDifferences(
+  d: SqlDialect,
+  plan: MergePlan,
+  comparison: SnapshotComparison,
+): string {
+  const m = new MergeSql(d, plan)
+  const { table, layout } = plan
+  const at = liveVersionAt(d, table, d.timestampLiteral(plan.extractedAt), 'd')
+  const soft = m.softDeleted('s')
+  const live = soft === undefined ? 'TRUE' : `NOT (${soft})`
+  const type1 = comparison.withType1
+    ? layout.type1.map((c) => {
+        const [s, v] = [m.col('s', c.name), m.col('d', c.name)]
+        return ` AND (${s} = ${v} OR (${s} IS NULL AND ${v} IS NULL))`
+      })
+    : []
+  const sameVersion =
+    `${at} AND ${m.keyEq('s', 'd')} AND d.${m.q(table.columns.rowHash)} = ${renderRowHash(d, layout.tracked, 's')}` +
+    type1.join('')
+  const changed = `SELECT COUNT(*) FROM ${m.stage} s WHERE ${live} AND NOT EXISTS (SELECT 1 FROM ${m.dim} d WHERE ${sameVersion})`
+  return `SELECT (${changed}) + (${deletedKeys(m, at, live, soft)}) AS differences`
+}
+
+/** Keys live at the instant that the snapshot would delete: absent from a full extract, or soft-deleted. */
+function deletedKeys(m: MergeSql, at: string, live: string, soft: string | undefined): string {
+  const { table } = m.p
+  if (table.deletes === 'ignore') return '0'
+  if (m.absenceDeletes)
+    return `SELECT COUNT(*) FROM ${m.dim} d WHERE ${at} AND NOT EXISTS (SELECT 1 FROM ${m.stage} s WHERE ${m.keyEq('s', 'd')} AND ${live})`
+  if (soft === undefined) return '0'
+  return `SELECT COUNT(*) FROM ${m.dim} d WHERE ${at} AND EXISTS (SELECT 1 FROM ${m.stage} s WHERE ${m.keyEq('s', 'd')} AND ${soft})`
+}
