@@ -19,8 +19,7 @@ export function renderAppliedBatchQuery(
 
 /**
  * One row about the batches of `target` extracted at or after `extractedAt` (an ISO instant): `same_time_batch`, one
- * extracted at that very instant (NULL when none), `later` (1 when one was extracted after it, else 0 or NULL) and
- * `latest_extracted_at`, the newest extraction time as a string.
+ * extracted at that very instant (NULL when none), and `later` (1 when one was extracted after it, else 0 or NULL).
  */
 export function renderMergedSinceQuery(
   d: SqlDialect,
@@ -31,9 +30,16 @@ export function renderMergedSinceQuery(
   const at = d.timestampLiteral(extractedAt)
   return (
     `SELECT MIN(CASE WHEN extracted_at = ${at} THEN batch_id END) AS same_time_batch,\n` +
-    `  MAX(CASE WHEN extracted_at > ${at} THEN 1 ELSE 0 END) AS later,\n` +
-    `  ${d.castToString('MAX(extracted_at)')} AS latest_extracted_at\n` +
+    `  MAX(CASE WHEN extracted_at > ${at} THEN 1 ELSE 0 END) AS later\n` +
     `FROM ${d.table(batches)} WHERE target = ${d.stringLiteral(target)} AND extracted_at >= ${at}`
+  )
+}
+
+/** The last batch merged into `target` (`batch_id`, and `extracted_at` as a string); no row when none. */
+export function renderLastMergedBatchQuery(d: SqlDialect, batches: TableRef, target: string): string {
+  return (
+    `SELECT batch_id, ${d.castToString('extracted_at')} AS extracted_at FROM ${d.table(batches)}\n` +
+    `WHERE target = ${d.stringLiteral(target)} ORDER BY extracted_at DESC, batch_id DESC LIMIT 1`
   )
 }
 

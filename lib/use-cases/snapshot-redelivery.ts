@@ -2,7 +2,7 @@ import { OutOfOrderBatchError } from '../core/errors.ts'
 import type { Warehouse } from '../ports/warehouse.ts'
 import type { SqlDialect } from '../sql/dialect.ts'
 import type { MergePlan } from '../sql/merge-sql.ts'
-import { renderMergedSinceQuery } from '../sql/render-batch-queries.ts'
+import { renderLastMergedBatchQuery, renderMergedSinceQuery } from '../sql/render-batch-queries.ts'
 import { renderSnapshotDifferences } from '../sql/render-snapshot-comparison.ts'
 
 /**
@@ -33,17 +33,18 @@ export async function findRepeatedSnapshot(
     if (Number(compared?.differences) === 0) return String(sameTime)
   }
   const { table, batchId, extractedAt } = plan
-  const latest = String(merged?.latest_extracted_at)
+  const [last] = await warehouse.query(renderLastMergedBatchQuery(d, plan.objects.batches, table.target))
+  const lastAt = String(last?.extracted_at)
   const why =
     sameTime !== null
       ? `but a different snapshot at that extraction time is already merged (batch ${String(sameTime)})`
-      : `before the last snapshot merged (extracted at ${latest})`
+      : `not after batch ${String(last?.batch_id)} (extracted at ${lastAt}) which is already merged`
   throw new OutOfOrderBatchError(
     table.name,
     batchId,
     `table ${table.name}: batch ${batchId} was extracted at ${extractedAt}, ${why}; a snapshot's versions ` +
-      'start at its extraction time, so snapshots are merged in extraction order and this one cannot be: ' +
-      'nothing was written and the batch was removed from staging. To load this snapshot, run it again with ' +
-      `a later --extracted-at (after ${latest})`,
+      'start at its extraction time, so snapshots of this table are merged in extraction order and this one ' +
+      'cannot be: nothing was written and the batch was removed from staging. To load this snapshot, run it ' +
+      `again with a later --extracted-at (after ${lastAt})`,
   )
 }

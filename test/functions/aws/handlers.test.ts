@@ -305,6 +305,36 @@ describe('extract and merge functions (s3rver + dynalite + DuckDB)', () => {
     expect(await dimension(deps, box)).toHaveLength(3)
   })
 
+  it('a snapshot extracted again at the time of a merged one: the same content is already applied, another is refused and removed, and the next merge goes on', async () => {
+    const { box, deps } = await sandboxWithDeps()
+    const at = new Date()
+    const run = async (clock: () => Date) => {
+      const fixed: FunctionDeps = { ...deps, clock }
+      const staged = (
+        await captureStdout(() =>
+          createExtractHandler({ deps: async () => fixed })({ table: 'customers' }, fakeContext()),
+        )
+      ).result
+      return await captureStdout(() => createMergeHandler({ deps: async () => fixed })(staged, fakeContext()))
+    }
+    const stagedObjects = async () =>
+      (await s3.client.send(new ListObjectsV2Command({ Bucket: box.bucket }))).Contents ?? []
+    expect((await run(() => at)).result).toMatchObject({ status: 'merged' })
+    expect((await run(() => at)).result).toMatchObject({ status: 'already-applied' })
+    expect(await stagedObjects()).toEqual([])
+
+    await box.writeCustomers(['1,Ada,west', '2,Bob,south', '3,Cy,east'])
+    await expect(run(() => at)).rejects.toThrow(
+      /but a different snapshot at that extraction time is already merged/,
+    )
+    expect(await stagedObjects()).toEqual([])
+    const later = new Date(at.getTime() + 60_000)
+    expect((await run(() => later)).result).toMatchObject({
+      status: 'merged',
+      counts: { insertedVersions: 1, closedVersions: 1 },
+    })
+  })
+
   it('a crash between merge commit and watermark update: the rerun skips the applied batch and advances the watermark', async () => {
     const { box, deps } = await sandboxWithDeps()
     const batchId = '20240301T100000.000Z-abc123'
