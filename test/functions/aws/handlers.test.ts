@@ -312,7 +312,7 @@ describe('extract and merge functions (s3rver + dynalite + DuckDB)', () => {
       const fixed: FunctionDeps = { ...deps, clock }
       const staged = (
         await captureStdout(() =>
-          createExtractHandler({ deps: async () => fixed })({ table: 'customers' }, fakeContext()),
+          stagingExtract({ deps: async () => fixed })({ table: 'customers' }, fakeContext()),
         )
       ).result
       return await captureStdout(() => createMergeHandler({ deps: async () => fixed })(staged, fakeContext()))
