@@ -472,6 +472,15 @@ export const tableSchema = strict({
       error: expecting('a column name or a non-empty list of column names'),
     })
     .describe('Natural key: one column or a list.'),
+  keep_first: columnList
+    .optional()
+    .describe("Type 0: columns that keep the value of the key's first version; later changes are ignored."),
+  previous_value: columnList
+    .optional()
+    .describe('Type 3: tracked columns that get previous_<column>: the value before the last change.'),
+  current_value: columnList
+    .optional()
+    .describe('Type 6: tracked columns that get current_<column>: the newest value, on every version.'),
   ...tableOptionsShape,
 })
 

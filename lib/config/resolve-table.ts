@@ -5,6 +5,7 @@
  */
 import { COLUMN_PRESETS, METADATA_COLUMN_KEYS, METADATA_COLUMN_OPTIONS } from '../core/metadata-columns.ts'
 import type {
+  ColumnPolicies,
   ExtractSpec,
   SourceSpec,
   TableMode,
@@ -84,6 +85,7 @@ export function resolveTable(
       : 'ignore')
 
   checkColumnRoles(ctx, key, tracked, exclude)
+  const policies = resolveColumnPolicies(ctx, mode, key, tracked.value, exclude.value)
   const roleColumns = readColumns(ctx, read, softDelete)
   checkRoleColumnsExtracted(ctx, roleColumns, exclude.value)
   checkSoftDeleteNotKey(ctx, softDelete, key)
@@ -123,6 +125,7 @@ export function resolveTable(
     ...(changeFeed !== undefined ? { changes: changeFeed.changes } : {}),
     validFrom,
     tracked: tracked.value,
+    ...(policies !== undefined ? { policies } : {}),
     exclude: exclude.value,
     deletes,
     maxDeleteShare: ctx.pick('max_delete_share').value ?? DEFAULT_MAX_DELETE_SHARE,
@@ -325,6 +328,62 @@ function checkColumnRoles(
       )
     }
   })
+}
+
+const POLICY_OPTIONS = ['keep_first', 'previous_value', 'current_value'] as const
+
+/**
+ * Types 0, 3 and 6 (history tables only). A keep-first column is not tracked (its changes open nothing) and has
+ * no previous or current value; a previous value needs a tracked column, whose versions hold the earlier values.
+ */
+function resolveColumnPolicies(
+  ctx: TableContext,
+  mode: Picked<TableMode>,
+  key: readonly string[],
+  tracked: TrackedSpec,
+  exclude: readonly string[],
+): ColumnPolicies | undefined {
+  const { table } = ctx
+  if (POLICY_OPTIONS.every((option) => table[option] === undefined)) return undefined
+  const keySet = lowerSet(key)
+  const excludeSet = lowerSet(exclude)
+  const keepFirstSet = lowerSet(table.keep_first ?? [])
+  const isTracked = (lname: string) =>
+    tracked.kind === 'list'
+      ? lowerSet(tracked.columns).has(lname)
+      : !lowerSet(tracked.columns).has(lname) && !keepFirstSet.has(lname)
+  for (const option of POLICY_OPTIONS) {
+    const names = table[option]
+    if (names === undefined) continue
+    if (mode.value !== 'history') {
+      ctx.issues.add(
+        ctx.at(option),
+        `only applies to mode history (this table is mode ${mode.value}${mode.note === '' ? '' : ', inherited from defaults'})`,
+      )
+      continue
+    }
+    checkDuplicates(ctx.at(option), names, ctx.issues)
+    names.forEach((name, i) => {
+      const lname = name.toLowerCase()
+      const problem = keySet.has(lname)
+        ? `key column ${show(name)} identifies the entity; it has no column policy`
+        : excludeSet.has(lname)
+          ? `${show(name)} is in exclude, so it is not stored`
+          : option === 'keep_first' && tracked.kind === 'list' && lowerSet(tracked.columns).has(lname)
+            ? `${show(name)} is tracked; a keep_first column never opens versions (leave it out of tracked)`
+            : option !== 'keep_first' && keepFirstSet.has(lname)
+              ? `${show(name)} is in keep_first: it never changes, so it has no ${option === 'previous_value' ? 'previous' : 'current'} value`
+              : option === 'previous_value' && !isTracked(lname)
+                ? `${show(name)} is not tracked: previous_value needs a tracked column, whose versions hold the values before its last change`
+                : undefined
+      if (problem !== undefined) ctx.issues.add(ctx.at(option, i), problem)
+    })
+  }
+  return {
+    keepFirst: table.keep_first ?? [],
+    previousValue: table.previous_value ?? [],
+    currentValue: table.current_value ?? [],
+  }
 }
 
 /** The columns the run reads for what they say (cursor, change time, soft delete, change-feed operation…). */

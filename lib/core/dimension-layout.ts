@@ -9,16 +9,27 @@ export interface DimensionColumn {
   readonly type: string
 }
 
+/** A column the merge derives from a stored one: `previous_<col>` (type 3) or `current_<col>` (type 6). */
+export interface DerivedColumn extends DimensionColumn {
+  readonly kind: 'previous' | 'current'
+  /** The stored column it is derived from. */
+  readonly from: string
+}
+
 /**
  * How a staged batch maps onto a dimension: which columns identify, which open versions (tracked, type 2),
- * which are overwritten on every version of the key (type 1), and which DDL the dimension needs first.
+ * which are overwritten on every version of the key (type 1), which keep the key's first value (type 0), which
+ * are derived from others (types 3 and 6), and which DDL the dimension needs first.
  */
 export interface DimensionLayout {
   readonly key: readonly DimensionColumn[]
   readonly tracked: readonly DimensionColumn[]
   readonly type1: readonly DimensionColumn[]
-  /** key + tracked + type1, in source order: the data columns of the dimension. */
+  readonly keepFirst: readonly DimensionColumn[]
+  /** key + tracked + type1 + keepFirst, in source order: the data columns of the dimension, read from the source. */
   readonly stored: readonly DimensionColumn[]
+  /** Columns the merge fills from stored ones (not in the source). */
+  readonly derived: readonly DerivedColumn[]
   readonly softDelete?: DimensionColumn
   readonly validFromColumn?: DimensionColumn
   /** Change feeds: the operation column and the optional sequence column (bookkeeping, not stored). */
@@ -104,9 +115,27 @@ export function planDimensionLayout(
     if (cursor !== undefined) untracked.add(cursor)
     trackedNames = new Set(attributes.filter((c) => !untracked.has(c.name)).map((c) => c.name))
   }
+  const policies = table.policies
+  const keepFirstNames = new Set(policies?.keepFirst.map((name) => need(name, 'keep_first').name) ?? [])
   const stored = staged.filter((c) => keyNames.has(c.name) || attributes.includes(c))
-  const tracked = attributes.filter((c) => trackedNames.has(c.name))
-  const type1 = attributes.filter((c) => !trackedNames.has(c.name))
+  const tracked = attributes.filter((c) => trackedNames.has(c.name) && !keepFirstNames.has(c.name))
+  const type1 = attributes.filter((c) => !trackedNames.has(c.name) && !keepFirstNames.has(c.name))
+  const keepFirst = attributes.filter((c) => keepFirstNames.has(c.name))
+  const derivedOf = (kind: DerivedColumn['kind'], names: readonly string[] | undefined): DerivedColumn[] =>
+    (names ?? []).map((name) => {
+      const from = need(name, kind === 'previous' ? 'previous_value' : 'current_value')
+      return { name: `${kind}_${from.name}`, type: from.type, kind, from: from.name }
+    })
+  const derived = [
+    ...derivedOf('previous', policies?.previousValue),
+    ...derivedOf('current', policies?.currentValue),
+  ]
+  for (const c of derived) {
+    if (byName.has(c.name) || metadataNames.has(c.name))
+      reject(
+        `column "${c.name}" (the ${c.kind} value of "${c.from}") is already a ${byName.has(c.name) ? 'source' : 'metadata'} column; rename that column`,
+      )
+  }
 
   const addColumns: DimensionColumn[] = []
   if (existing !== undefined) {
@@ -117,7 +146,7 @@ export function planDimensionLayout(
           `dimension ${table.target} has no metadata column "${m.name}"; was it created with other column names?`,
         )
     }
-    for (const c of stored) {
+    for (const c of [...stored, ...derived]) {
       const have = existingByName.get(c.name)
       if (have === undefined) addColumns.push(c)
       else if (normalizeType(have.type) !== normalizeType(c.type))
@@ -126,7 +155,7 @@ export function planDimensionLayout(
             `nothing was written. Cast it in the source or migrate the dimension`,
         )
     }
-    const storedNames = new Set(stored.map((c) => c.name))
+    const storedNames = new Set([...stored, ...derived].map((c) => c.name))
     for (const c of existing) {
       if (!metadataNames.has(c.name) && !storedNames.has(c.name))
         reject(
@@ -138,7 +167,9 @@ export function planDimensionLayout(
     key,
     tracked,
     type1,
+    keepFirst,
     stored,
+    derived,
     softDelete,
     validFromColumn,
     operation,

@@ -82,6 +82,19 @@ export type TrackedSpec =
   | { readonly kind: 'list'; readonly columns: readonly string[] }
   | { readonly kind: 'all_except'; readonly columns: readonly string[] }
 
+/**
+ * Per-column policies beside tracked (type 2) and untracked (type 1) columns. A column has at most one of
+ * keep-first and the others; previous and current values are extra columns derived from a tracked column.
+ */
+export interface ColumnPolicies {
+  /** Type 0: every version holds the value of the key's first version; later changes open nothing. */
+  readonly keepFirst: readonly string[]
+  /** Type 3: `previous_<col>` holds, on every version, the value the column had before its last change. */
+  readonly previousValue: readonly string[]
+  /** Type 6: `current_<col>` holds, on every version, the value of the key's newest version. */
+  readonly currentValue: readonly string[]
+}
+
 /** `null`: open versions have `valid_to IS NULL`; otherwise a far-future sentinel instant (ISO, UTC). */
 export type OpenEnd = null | string
 
@@ -99,6 +112,8 @@ export interface TableSpec {
   readonly changes?: ChangeFeedSpec
   readonly validFrom: ValidFromSpec
   readonly tracked: TrackedSpec
+  /** Types 0, 3 and 6 (absent: none). */
+  readonly policies?: ColumnPolicies
   /** Source columns not stored in the dimension at all. */
   readonly exclude: readonly string[]
   readonly deletes: DeletePolicy

@@ -18,6 +18,7 @@ export const TEMP = Object.freeze({
   lateVersions: '__dimsync_late_versions',
   lateAttributes: '__dimsync_late_attributes',
   lateMatches: '__dimsync_late_matches',
+  policyKeys: '__dimsync_policy_keys',
 })
 
 /** Working columns added to staged rows (the reserved prefix keeps them apart from source columns). */

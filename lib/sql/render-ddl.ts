@@ -94,6 +94,9 @@ export function renderDimensionDdl(
     const columns = [
       meta(first),
       ...layout.stored.map((c) => column(c, keyNames.has(c.name))),
+      ...layout.derived.map((c) =>
+        column(c, false, `dimsync: the ${c.kind} value of ${c.from}\n${SOURCE_TYPE_NOTE}${c.type}`),
+      ),
       ...rest.map((c) => meta(c)),
     ]
     out.push({

@@ -1,6 +1,7 @@
 import type { TableRef } from '../core/table-ref.ts'
 import type { CompiledStatement, SqlDialect } from './dialect.ts'
 import { MergeSql, TEMP, WORK, type MergePlan } from './merge-sql.ts'
+import { renderColumnPolicies } from './render-column-policies.ts'
 import { renderChangeFeedChecks } from './render-change-feed-checks.ts'
 import { renderAppend } from './render-append.ts'
 import { renderLatePath } from './render-late-path.ts'
@@ -60,6 +61,7 @@ class MergeRenderer extends MergeSql {
     this.#insertNewVersions()
     if (this.p.objects.captures !== undefined) renderLatePath(this, this.p.objects.captures)
     if (this.p.layout.type1.length > 0) this.#overwriteType1()
+    renderColumnPolicies(this)
     if (this.p.table.mode === 'mirror') this.#removeReplacedRows(this.p.objects.retired!)
     this.#recordBatch()
     return this.out

@@ -122,6 +122,36 @@ function cases(): Case[] {
       }),
     })
   }
+  // Column policies (types 0, 3, 6) over every input shape, with a composite key.
+  for (const shape of SHAPES) {
+    const incremental = shape === 'change-time delta' || shape === 'sequenced change feed'
+    const feed = shape === 'change feed' || shape === 'sequenced change feed'
+    out.push({
+      title: `column policies, ${shape}`,
+      table: tableSpec({
+        key: ['tenant_id', 'customer_id'],
+        deletes: 'new_record',
+        tracked: { kind: 'all_except', columns: ['last_login'] },
+        policies: {
+          keepFirst: ['signup'],
+          previousValue: ['region', 'balance'],
+          currentValue: ['region', 'name'],
+        },
+        validFrom: shape === 'snapshot' ? { kind: 'extracted_at' } : { kind: 'column', column: 'changed_at' },
+        extract: incremental
+          ? { mode: 'incremental', cursor: 'updated_at', lookbackMinutes: 0 }
+          : { mode: 'full' },
+        ...(feed
+          ? {
+              changes: {
+                operation: DMS,
+                ...(shape === 'sequenced change feed' ? { sequence: 'change_seq' } : {}),
+              },
+            }
+          : {}),
+      }),
+    })
+  }
   for (const openEnd of [null, '9999-12-31T23:59:59.000Z'])
     for (const extract of [
       { mode: 'full' },
@@ -215,6 +245,7 @@ describe('every BigQuery statement of the merge passes the GoogleSQL analyzer (Z
     expect(all.some((c) => c.existing !== undefined)).toBe(true)
     expect(all.filter((c) => c.table.mode === 'mirror').length).toBe(SHAPES.length)
     expect(all.filter((c) => c.table.mode === 'append').length).toBe(4)
+    expect(all.filter((c) => c.table.policies !== undefined).length).toBe(SHAPES.length)
   })
 
   it.each(all.map((c) => [c.title, c] as const))('%s', async (_title, c) => {

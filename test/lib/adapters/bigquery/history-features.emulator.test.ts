@@ -120,4 +120,41 @@ describe('history features give the same rows on DuckDB and on the BigQuery emul
     ])
     expect(bigquery).toEqual(duckdb)
   })
+
+  it('column policies: keep-first (type 0), previous (type 3) and current (type 6) values', async () => {
+    const table = tableSpec({
+      policies: { keepFirst: ['born'], previousValue: ['region'], currentValue: ['region'] },
+    })
+    const columns = [
+      { name: 'customer_id', type: 'BIGINT' },
+      { name: 'region', type: 'VARCHAR' },
+      { name: 'born', type: 'DATE' },
+    ]
+    const r = (customer_id: number, region: string, born: string) => ({ customer_id, region, born })
+    const { duckdb, bigquery } = await both.run(
+      table,
+      columns,
+      [
+        {
+          rows: [r(1, 'South', '1980-01-01'), r(2, 'East', '1970-07-07')],
+          extractedAt: '2024-02-01T00:00:00Z',
+        },
+        {
+          rows: [r(1, 'North', '1999-09-09'), r(2, 'East', '1971-01-01')],
+          extractedAt: '2024-02-02T00:00:00Z',
+        },
+        { rows: [r(1, 'West', '1999-09-09')], extractedAt: '2024-02-03T00:00:00Z' },
+      ],
+      versions(table, ['region', 'born', 'previous_region', 'current_region']),
+    )
+    expect(duckdb.map((x) => [x.customer_id, x.region, x.born, x.previous_region, x.current_region])).toEqual(
+      [
+        ['1', 'South', '1980-01-01', 'North', 'West'],
+        ['1', 'North', '1980-01-01', 'North', 'West'],
+        ['1', 'West', '1980-01-01', 'North', 'West'],
+        ['2', 'East', '1970-07-07', null, 'East'],
+      ],
+    )
+    expect(bigquery).toEqual(duckdb)
+  })
 })
