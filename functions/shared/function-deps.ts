@@ -15,6 +15,7 @@ export interface FunctionDeps extends Pick<
   | 'openSource'
   | 'checkSourceColumns'
   | 'warehouse'
+  | 'refreshSecret'
 > {
   readonly staging: StagingStore
   readonly state: StateStore

@@ -19,6 +19,7 @@ import { parseExtractEvent, parseMergeEvent, type ExtractEvent, type ExtractOutp
 import { pipelineDepsOf, type FunctionDeps } from './function-deps.ts'
 import { createLogger, createMetrics } from './powertools.ts'
 import { retryableErrorsAsOneType } from './retryable-errors.ts'
+import { refreshingSecretOnRefusedLogin } from './refused-login.ts'
 import { powertoolsListener } from './telemetry.ts'
 
 export interface HandlerOptions {
@@ -70,10 +71,8 @@ export function createExtractHandler(options: HandlerOptions = {}) {
       ...(resume ? { resumeAfterPass: input.resume!.pass } : {}),
     })
     metrics.addDimension('table', table.name)
-    const result = await extractTable(
-      pipelineDepsOf(deps, powertoolsListener('extract', logger, metrics)),
-      table,
-      {
+    const result = await refreshingSecretOnRefusedLogin(deps, 'extract', table, () =>
+      extractTable(pipelineDepsOf(deps, powertoolsListener('extract', logger, metrics)), table, {
         // One owner per extract (the run id is new for every first pass): its later passes take the lease over.
         run: {
           runId,
@@ -87,7 +86,7 @@ export function createExtractHandler(options: HandlerOptions = {}) {
         timeLeftMs: () => context.getRemainingTimeInMillis() - EXTRACT_RESERVE_MS,
         abandonedAfterMs: deps.settings.abandonedBatchMs,
         whenBusy: input.whenBusy ?? 'fail',
-      },
+      }),
     )
     if ('skipped' in result) {
       logger.info('table busy: run skipped', { step: 'lock', heldBy: result.heldBy, since: result.since })
@@ -120,10 +119,11 @@ export function createMergeHandler(options: HandlerOptions = {}) {
     const runId = runIdOfBatch(batchId)
     logger.appendKeys({ table: table.name, batchId, runId })
     metrics.addDimension('table', table.name)
-    const { merge, watermark } = await mergeTable(
-      pipelineDepsOf(deps, powertoolsListener('merge', logger, metrics)),
-      table,
-      { run: { runId, owner: mergeOwner(runId, context), leaseTtlMs: deps.settings.leaseTtlMs }, batchId },
+    const { merge, watermark } = await refreshingSecretOnRefusedLogin(deps, 'merge', table, () =>
+      mergeTable(pipelineDepsOf(deps, powertoolsListener('merge', logger, metrics)), table, {
+        run: { runId, owner: mergeOwner(runId, context), leaseTtlMs: deps.settings.leaseTtlMs },
+        batchId,
+      }),
     )
     const { status, counts } = merge
     return { table: table.name, batchId, status, watermark, ...(counts ? { counts } : {}) }

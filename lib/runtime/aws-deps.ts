@@ -1,5 +1,11 @@
 import { makeDynamoDbClient, makeS3Client, makeSecretsManagerClient } from '../adapters/aws/aws-clients.ts'
-import { resolveSourceSecrets, secretsManagerGetter, type GetSecret } from '../adapters/aws/source-secrets.ts'
+import {
+  isSecretArn,
+  resolveSourceSecrets,
+  secretToUrl,
+  secretsManagerGetter,
+  type GetSecret,
+} from '../adapters/aws/source-secrets.ts'
 import { S3StagingStore } from '../adapters/staging/s3-staging-store.ts'
 import { DynamoDbStateStore } from '../adapters/state/dynamodb-state-store.ts'
 import { LocalStagingStore } from '../adapters/staging/local-staging-store.ts'
@@ -93,6 +99,15 @@ export interface AwsDeps {
   checkSourceColumns(table: TableSpec, columns: readonly string[]): void
   /** The warehouse, opened on first use (the extract function never opens it). */
   warehouse(): Promise<Warehouse<SqlDialect>>
+  /**
+   * Reads again the secret a step of `table` logs in with (the extract: its source's; the merge: BigQuery's),
+   * after that login was refused: `rotated` when its value changed, which later connections then use.
+   * Undefined when the step reads no secret (a URL in the environment, Application Default Credentials).
+   */
+  refreshSecret(
+    step: 'extract' | 'merge',
+    table: TableSpec,
+  ): Promise<{ readonly secret: string; readonly rotated: boolean } | undefined>
   close(): Promise<void>
 }
 
@@ -128,9 +143,19 @@ export async function buildAwsDeps(
     runTtlDays: settings.runTtlDays,
     clock,
   })
-  let sourceEnv: Readonly<Record<string, string | undefined>> | undefined
+  let sourceEnv: Record<string, string | undefined> | undefined
   let preparing: Promise<void> | undefined
   let warehouse: Promise<Warehouse<SqlDialect>> | undefined
+  let secretsManager: GetSecret | undefined
+  const getSecret: GetSecret = (arn) => {
+    secretsManager ??=
+      options.getSecret ??
+      secretsManagerGetter(makeSecretsManagerClient({ endpoint: settings.secretsManagerEndpoint }))
+    return secretsManager(arn)
+  }
+  /** The BigQuery key the open warehouse logged in with (to tell a rotated secret from a wrong one). */
+  let warehouseKey: string | undefined
+  const readWarehouseKey: GetSecret = async (arn) => (warehouseKey = await getSecret(arn))
   return {
     project,
     settings,
@@ -148,9 +173,6 @@ export async function buildAwsDeps(
     },
     prepareSources() {
       preparing ??= (async () => {
-        const getSecret =
-          options.getSecret ??
-          secretsManagerGetter(makeSecretsManagerClient({ endpoint: settings.secretsManagerEndpoint }))
         sourceEnv = await resolveSourceSecrets(project, env, getSecret)
       })().catch((error: unknown) => {
         preparing = undefined // a transient Secrets Manager failure must not poison the container
@@ -174,16 +196,35 @@ export async function buildAwsDeps(
       )
     },
     warehouse() {
-      warehouse ??= openWarehouse(
-        settings,
-        project,
-        options.getSecret ??
-          secretsManagerGetter(makeSecretsManagerClient({ endpoint: settings.secretsManagerEndpoint })),
-      ).catch((error: unknown) => {
+      warehouse ??= openWarehouse(settings, project, readWarehouseKey).catch((error: unknown) => {
         warehouse = undefined
         throw error
       })
       return warehouse
+    },
+    async refreshSecret(step, table) {
+      if (step === 'extract') {
+        if (table.source.type === 'file') return undefined
+        const variable = table.source.urlEnv
+        const arn = env[variable]?.trim()
+        if (arn === undefined || !isSecretArn(arn)) return undefined
+        const url = secretToUrl(variable, arn, table.source.type, await getSecret(arn))
+        const rotated = sourceEnv !== undefined && sourceEnv[variable] !== url
+        if (sourceEnv !== undefined) sourceEnv[variable] = url
+        return { secret: arn, rotated }
+      }
+      const arn =
+        settings.bigQuerySecretArn ??
+        (project.warehouse as { readonly credentialsSecret?: string }).credentialsSecret
+      if (settings.warehouse !== 'bigquery' || arn === undefined) return undefined
+      const key = await getSecret(arn)
+      const rotated = warehouseKey !== undefined && key !== warehouseKey
+      if (rotated && warehouse !== undefined) {
+        const stale = warehouse
+        warehouse = undefined
+        await (await stale.catch(() => undefined))?.close().catch(() => undefined)
+      }
+      return { secret: arn, rotated }
     },
     async close() {
       if (warehouse !== undefined) await (await warehouse.catch(() => undefined))?.close()

@@ -1,0 +1,24 @@
+import type { TableSpec } from '../../lib/core/table-spec.ts'
+import { afterSecretRefresh, isAuthenticationFailure } from '../../lib/runtime/aws-secret-rotation.ts'
+import type { FunctionDeps } from './function-deps.ts'
+
+/**
+ * Runs a step; when its login is refused, reads the step's secret again once (a rotation since the container
+ * read it) and fails with what that showed: retryable when the secret had changed (the state machine's retry
+ * logs in with the new value), or saying that the secret is unchanged.
+ */
+export async function refreshingSecretOnRefusedLogin<T>(
+  deps: Pick<FunctionDeps, 'refreshSecret'>,
+  step: 'extract' | 'merge',
+  table: TableSpec,
+  work: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await work()
+  } catch (error) {
+    if (!isAuthenticationFailure(error)) throw error
+    const refreshed = await deps.refreshSecret(step, table).catch(() => undefined)
+    if (refreshed === undefined) throw error
+    throw afterSecretRefresh(error, refreshed.secret, refreshed.rotated)
+  }
+}
