@@ -68,5 +68,20 @@ export default tseslint.config(
       ],
     },
   },
+  // Tests replay: a failing property-test seed or run must fail again the same way.
+  {
+    files: ['test/**/*.ts'],
+    rules: {
+      'no-restricted-properties': [
+        'error',
+        {
+          object: 'Math',
+          property: 'random',
+          message:
+            'tests are deterministic: use fast-check arbitraries (fc.shuffledSubarray, fc.nat) or a counter',
+        },
+      ],
+    },
+  },
   ...layering,
 )

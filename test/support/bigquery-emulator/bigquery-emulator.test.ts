@@ -48,9 +48,10 @@ const apiError = async (promise: Promise<unknown>): Promise<ApiErrorShape> => {
   return error as ApiErrorShape
 }
 
+let parquetFiles = 0
 /** A Parquet file written by DuckDB from a SELECT (the way dimsync stages batches). */
 async function parquet(select: string): Promise<Buffer> {
-  const path = join(scratch, `f${Math.random().toString(36).slice(2)}.parquet`)
+  const path = join(scratch, `f${++parquetFiles}.parquet`)
   const db = await DuckDBInstance.create(':memory:')
   const c = await db.connect()
   try {

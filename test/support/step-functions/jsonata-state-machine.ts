@@ -171,6 +171,8 @@ export class JsonataStateMachine {
   readonly #definition: StateMachineDefinition
   readonly #compiled = new Map<string, jsonata.Expression>()
   #warnings: readonly string[] = []
+  /** Names executions started without one: deterministic, so a failing run replays. */
+  #executions = 0
 
   /** Validates the whole definition up front; throws UnsupportedDefinitionError for anything not simulated. */
   static async load(definition: StateMachineDefinition): Promise<JsonataStateMachine> {
@@ -195,7 +197,7 @@ export class JsonataStateMachine {
 
   async run(options: RunOptions): Promise<ExecutionResult> {
     const clock = options.clock ?? (() => new Date())
-    const name = options.executionName ?? `simulated-${Math.random().toString(36).slice(2, 10)}`
+    const name = options.executionName ?? `simulated-${String(++this.#executions).padStart(8, '0')}`
     const machineName = 'simulated'
     const executionInput = toJson(options.input, 'execution input')
     const execution = {

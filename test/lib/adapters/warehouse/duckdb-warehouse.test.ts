@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { DuckDBInstance } from '@duckdb/node-api'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
-import { DuckDbWarehouse } from '../../../lib/adapters/warehouse/duckdb-warehouse.ts'
+import { DuckDbWarehouse } from '../../../../lib/adapters/warehouse/duckdb-warehouse.ts'
 
 let dir: string
 beforeEach(async () => {

@@ -9,13 +9,13 @@ import { DuckDBInstance } from '@duckdb/node-api'
 import type { DuckDBConnection } from '@duckdb/node-api'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 
-import { sqlString, sqlStringList } from '../../../lib/adapters/duckdb/parquet-schema.ts'
-import { FileSource } from '../../../lib/adapters/source/file-source.ts'
-import { LocalStagingStore } from '../../../lib/adapters/staging/local-staging-store.ts'
-import { SourceError } from '../../../lib/core/errors.ts'
-import type { FileSourceSpec, TableSpec } from '../../../lib/core/table-spec.ts'
-import type { ExtractResult } from '../../../lib/ports/source.ts'
-import { tableSpec } from '../../support/table-spec-builder.ts'
+import { sqlString, sqlStringList } from '../../../../lib/adapters/duckdb/parquet-schema.ts'
+import { FileSource } from '../../../../lib/adapters/source/file-source.ts'
+import { LocalStagingStore } from '../../../../lib/adapters/staging/local-staging-store.ts'
+import { SourceError } from '../../../../lib/core/errors.ts'
+import type { FileSourceSpec, TableSpec } from '../../../../lib/core/table-spec.ts'
+import type { ExtractResult } from '../../../../lib/ports/source.ts'
+import { tableSpec } from '../../../support/table-spec-builder.ts'
 
 let duck: DuckDBInstance
 let db: DuckDBConnection

@@ -4,9 +4,9 @@ import { join } from 'node:path'
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
-import { LocalStagingStore } from '../../../lib/adapters/staging/local-staging-store.ts'
-import { StagingError } from '../../../lib/core/errors.ts'
-import { describeStagingStoreContract } from '../../contract/staging-store.contract.ts'
+import { LocalStagingStore } from '../../../../lib/adapters/staging/local-staging-store.ts'
+import { StagingError } from '../../../../lib/core/errors.ts'
+import { describeStagingStoreContract } from '../../../contract/staging-store.contract.ts'
 
 describeStagingStoreContract('local folder', async () => {
   const root = await mkdtemp(join(tmpdir(), 'dimsync-staging-'))

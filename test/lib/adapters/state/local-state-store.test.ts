@@ -6,12 +6,12 @@ import { fileURLToPath } from 'node:url'
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
-import { LocalStateStore } from '../../../lib/adapters/state/local-state-store.ts'
-import { LockHeldError } from '../../../lib/core/errors.ts'
-import { describeStateStoreContract } from '../../contract/state-store.contract.ts'
+import { LocalStateStore } from '../../../../lib/adapters/state/local-state-store.ts'
+import { LockHeldError } from '../../../../lib/core/errors.ts'
+import { describeStateStoreContract } from '../../../contract/state-store.contract.ts'
 
 const here = dirname(fileURLToPath(import.meta.url))
-const projectDir = join(here, '..', '..', '..')
+const projectDir = join(here, '..', '..', '..', '..')
 
 describeStateStoreContract('local folder', async () => {
   const root = await mkdtemp(join(tmpdir(), 'dimsync-state-'))
