@@ -11,7 +11,11 @@ import type { StoreOverrides } from '../../lib/runtime/aws-deps.ts'
 import { renderOfflineBigQueryPlan } from '../../lib/sql/bigquery/offline-plan.ts'
 import { openSource } from '../../lib/runtime/open-source.ts'
 import { backfill } from '../../lib/use-cases/backfill.ts'
-import { discardBatches } from '../../lib/use-cases/discard-batches.ts'
+import {
+  discardBatches,
+  listStagedBatches,
+  type StagedBatchEntry,
+} from '../../lib/use-cases/discard-batches.ts'
 import { readHistory } from '../../lib/use-cases/read-history.ts'
 import { runTable, type RunTableResult } from '../../lib/use-cases/run-table.ts'
 import { assertNoObjectNameConflicts, validateProject } from '../../lib/use-cases/validate-project.ts'
@@ -206,19 +210,28 @@ withStoreOptions(program.command('discard'))
   .addOption(configOption())
   .requiredOption('-t, --table <name>', 'table whose staged batches to discard')
   .option('-b, --batch <id>', 'only this batch (default: every staged batch of the table)')
-  .action(async (opts: { config: string; table: string; batch?: string } & StoreOverrides) => {
-    await withProject(
-      opts.config,
-      async (project, deps, reporter) => {
-        const [table] = selectTables(project, opts.table)
-        const dropped = await discardBatches(deps, table!.name, opts.batch)
-        reporter.summary(
-          `${table!.name}: discarded ${dropped.length} staged batch(es)${dropped.length ? `: ${dropped.join(', ')}` : ''}`,
-        )
-      },
-      opts,
-    )
-  })
+  .option('-l, --list', 'list the staged batches (committed and uncommitted) with their ids; delete nothing')
+  .action(
+    async (opts: { config: string; table: string; batch?: string; list?: boolean } & StoreOverrides) => {
+      await withProject(
+        opts.config,
+        async (project, deps, reporter) => {
+          const [table] = selectTables(project, opts.table)
+          if (opts.list) {
+            const staged = await listStagedBatches(deps, table!.name)
+            if (staged.length === 0) reporter.summary(`${table!.name}: no staged batch`)
+            for (const entry of staged) reporter.summary(`${table!.name}: ${describeStaged(entry)}`)
+            return
+          }
+          const dropped = await discardBatches(deps, table!.name, opts.batch)
+          reporter.summary(
+            `${table!.name}: discarded ${dropped.length} staged batch(es)${dropped.length ? `: ${dropped.join(', ')}` : ''}`,
+          )
+        },
+        opts,
+      )
+    },
+  )
 
 program
   .command('history')
@@ -298,6 +311,18 @@ function selectTables(project: ProjectSpec, name: string | undefined): readonly 
       `table ${name} is not in ${project.configPath} (tables: ${project.tables.map((t) => t.name).join(', ')})`,
     )
   return [table]
+}
+
+/** One line of `discard --list`. */
+function describeStaged(entry: StagedBatchEntry): string {
+  switch (entry.state) {
+    case 'committed':
+      return `${entry.batchId} committed, not merged: extracted at ${entry.extractedAt}, ${entry.rows} rows`
+    case 'suspended':
+      return `${entry.batchId} uncommitted: suspended between passes of its extract (last written at ${entry.lastWrittenAt})`
+    case 'uncommitted':
+      return `${entry.batchId} uncommitted: an extract at work, or one that died (last written at ${entry.lastWrittenAt})`
+  }
 }
 
 function describeRun(table: TableSpec, result: RunTableResult): string {

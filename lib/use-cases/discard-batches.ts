@@ -38,3 +38,40 @@ export async function discardBatches(deps: DiscardDeps, table: string, batchId?:
     return chosen
   })
 }
+
+/** A batch of a table in staging, as `discard --list` shows it. */
+export type StagedBatchEntry =
+  | {
+      readonly batchId: string
+      readonly state: 'committed'
+      readonly extractedAt: string
+      readonly rows: number
+    }
+  | {
+      readonly batchId: string
+      /** `suspended`: between passes of a multi-pass extract; `uncommitted`: an extract at work or one that died. */
+      readonly state: 'uncommitted' | 'suspended'
+      readonly lastWrittenAt: string
+    }
+
+/**
+ * The batches of a table in staging, committed ones in merge order, then uncommitted ones: what `discard` would
+ * delete, by id. Reads only (no lease): a batch may be committed or removed right after.
+ */
+export async function listStagedBatches(
+  deps: { readonly staging: StagingStore },
+  table: string,
+): Promise<StagedBatchEntry[]> {
+  const committed = (await deps.staging.listBatches(table)).map((m): StagedBatchEntry => ({
+    batchId: m.batchId,
+    state: 'committed',
+    extractedAt: m.extractedAt,
+    rows: m.rowCount,
+  }))
+  const uncommitted = (await deps.staging.listUncommitted(table)).map((b): StagedBatchEntry => ({
+    batchId: b.batchId,
+    state: b.suspended ? 'suspended' : 'uncommitted',
+    lastWrittenAt: b.lastWrittenAt,
+  }))
+  return [...committed, ...uncommitted]
+}

@@ -4,6 +4,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
+import { LocalStagingStore } from '../../lib/adapters/staging/local-staging-store.ts'
+
 const ROOT = join(import.meta.dirname, '..', '..')
 const CLI = join(ROOT, 'bin', 'dimsync.mjs')
 let work: string
@@ -102,6 +104,45 @@ describe('dimsync CLI (real process, quickstart data)', () => {
       expect(run.out).toMatch(/^customers: already applied: batch \S+ is the same snapshot as batch \S+/)
       expect(dimsync('history', 'customers').out).toBe(history)
       expect(readdirSync(join(work, '.dimsync', 'staging', 'customers'))).toEqual([])
+    },
+  )
+
+  it(
+    'discard --list shows committed and uncommitted batches by id, and discard --batch removes one of each kind',
+    { timeout: 120_000 },
+    async () => {
+      writeConfig(
+        `  - name: customers\n    source: { type: file, path: ${ONE_SNAPSHOT} }\n    key: customer_id\n`,
+      )
+      const staging = new LocalStagingStore({ root: join(work, '.dimsync', 'staging') })
+      const committed = await staging.beginBatch('customers', '20240101T000000.000Z-aaaaaa')
+      await committed.commit({
+        table: 'customers',
+        batchId: committed.batchId,
+        extractedAt: '2024-01-01T00:00:00.000Z',
+        mode: 'full',
+        rowCount: 0,
+        columns: [],
+        sourceDescription: 'test',
+      })
+      // What an extract killed before its commit leaves: a part and no manifest.
+      const died = await staging.beginBatch('customers', '20240201T000000.000Z-bbbbbb')
+      writeFileSync(join(died.scratchDir, 'part.parquet'), 'half a part')
+      await died.addPart(join(died.scratchDir, 'part.parquet'), 1)
+
+      const list = dimsync('discard', '--table', 'customers', '--list')
+      expect(list.code).toBe(0)
+      expect(list.out).toMatch(
+        /^customers: 20240101T000000\.000Z-aaaaaa committed, not merged: extracted at 2024-01-01T00:00:00\.000Z, 0 rows\n/,
+      )
+      expect(list.out).toMatch(
+        /\ncustomers: 20240201T000000\.000Z-bbbbbb uncommitted: an extract at work, or one that died \(last written at \S+\)\n$/,
+      )
+      for (const id of ['20240201T000000.000Z-bbbbbb', '20240101T000000.000Z-aaaaaa'])
+        expect(dimsync('discard', '--table', 'customers', '--batch', id).out).toBe(
+          `customers: discarded 1 staged batch(es): ${id}\n`,
+        )
+      expect(dimsync('discard', '--table', 'customers', '--list').out).toBe('customers: no staged batch\n')
     },
   )
 
