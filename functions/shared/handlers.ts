@@ -3,6 +3,8 @@ import { randomBytes } from 'node:crypto'
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware'
 import type { Logger } from '@aws-lambda-powertools/logger'
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware'
+import type { Tracer } from '@aws-lambda-powertools/tracer'
+import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware'
 import { MetricUnit, type Metrics } from '@aws-lambda-powertools/metrics'
 import middy from '@middy/core'
 import type { Context } from 'aws-lambda'
@@ -14,7 +16,7 @@ import { extractTable } from '../../lib/use-cases/extract-table.ts'
 import type { MergeBatchResult } from '../../lib/use-cases/merge-batch.ts'
 import type { WatermarkOutcome } from '../../lib/use-cases/merge-step.ts'
 import { mergeTable } from '../../lib/use-cases/merge-table.ts'
-import { containerDeps } from './container.ts'
+import { containerDeps, containerTracer } from './container.ts'
 import { parseExtractEvent, parseMergeEvent, type ExtractEvent, type ExtractOutput } from './events.ts'
 import { pipelineDepsOf, type FunctionDeps } from './function-deps.ts'
 import { createLogger, createMetrics } from './powertools.ts'
@@ -27,6 +29,8 @@ export interface HandlerOptions {
   readonly deps?: () => Promise<FunctionDeps>
   readonly logger?: Logger
   readonly metrics?: Metrics
+  /** Default: the container's (X-Ray segments of each invocation and of the AWS SDK calls). */
+  readonly tracer?: Tracer
 }
 
 /** Output of the merge function. */
@@ -98,6 +102,7 @@ export function createExtractHandler(options: HandlerOptions = {}) {
       ? { table: table.name, batchId, rows, bytes, complete: true }
       : { table: table.name, batchId, rows, bytes, complete: false, resume: { pass: result.pass } }
   })
+    .use(captureLambdaHandler(options.tracer ?? containerTracer, { captureResponse: false }))
     .use(injectLambdaContext(logger, { resetKeys: true }))
     .use(logMetrics(metrics, { captureColdStartMetric: true }))
     .use(retryableErrorsAsOneType())
@@ -128,6 +133,7 @@ export function createMergeHandler(options: HandlerOptions = {}) {
     const { status, counts } = merge
     return { table: table.name, batchId, status, watermark, ...(counts ? { counts } : {}) }
   })
+    .use(captureLambdaHandler(options.tracer ?? containerTracer, { captureResponse: false }))
     .use(injectLambdaContext(logger, { resetKeys: true }))
     .use(logMetrics(metrics, { captureColdStartMetric: true }))
     .use(retryableErrorsAsOneType())

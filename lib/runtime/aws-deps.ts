@@ -1,3 +1,7 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb'
+import type { S3Client } from '@aws-sdk/client-s3'
+import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager'
+
 import { makeDynamoDbClient, makeS3Client, makeSecretsManagerClient } from '../adapters/aws/aws-clients.ts'
 import {
   isSecretArn,
@@ -99,6 +103,8 @@ export interface AwsDeps {
   checkSourceColumns(table: TableSpec, columns: readonly string[]): void
   /** The warehouse, opened on first use (the extract function never opens it). */
   warehouse(): Promise<Warehouse<SqlDialect>>
+  /** The AWS clients made so far (Secrets Manager's on its first read), as instrumented. */
+  readonly awsClients: readonly AwsClient[]
   /**
    * Reads again the secret a step of `table` logs in with (the extract: its source's; the merge: BigQuery's),
    * after that login was refused: `rotated` when its value changed, which later connections then use.
@@ -111,10 +117,18 @@ export interface AwsDeps {
   close(): Promise<void>
 }
 
+/** What every AWS SDK client has that instrumentation (X-Ray) hooks into. */
+export type AwsClient = S3Client | DynamoDBClient | SecretsManagerClient
+
 export interface BuildAwsDepsOptions {
   /** Secret reader (tests); default: Secrets Manager. */
   readonly getSecret?: GetSecret
   readonly clock?: () => Date
+  /**
+   * Applied to every AWS client the container makes (S3, DynamoDB, Secrets Manager), e.g. the Powertools
+   * Tracer's captureAWSv3Client so their calls appear in X-Ray traces.
+   */
+  readonly instrumentClient?: <C extends AwsClient>(client: C) => C
 }
 
 /**
@@ -129,8 +143,14 @@ export async function buildAwsDeps(
   const settings = readAwsSettings(env)
   const project = await loadProject(settings.configPath)
   const clock = options.clock ?? (() => new Date())
-  const s3 = makeS3Client({ endpoint: settings.s3Endpoint })
-  const dynamo = makeDynamoDbClient({ endpoint: settings.dynamoDbEndpoint })
+  const awsClients: AwsClient[] = []
+  const instrumented = <C extends AwsClient>(client: C): C => {
+    const made = options.instrumentClient?.(client) ?? client
+    awsClients.push(made)
+    return made
+  }
+  const s3 = instrumented(makeS3Client({ endpoint: settings.s3Endpoint }))
+  const dynamo = instrumented(makeDynamoDbClient({ endpoint: settings.dynamoDbEndpoint }))
   const staging = new S3StagingStore({
     client: s3,
     bucket: settings.stagingBucket,
@@ -150,7 +170,9 @@ export async function buildAwsDeps(
   const getSecret: GetSecret = (arn) => {
     secretsManager ??=
       options.getSecret ??
-      secretsManagerGetter(makeSecretsManagerClient({ endpoint: settings.secretsManagerEndpoint }))
+      secretsManagerGetter(
+        instrumented(makeSecretsManagerClient({ endpoint: settings.secretsManagerEndpoint })),
+      )
     return secretsManager(arn)
   }
   /** The BigQuery key the open warehouse logged in with (to tell a rotated secret from a wrong one). */
@@ -162,6 +184,7 @@ export async function buildAwsDeps(
     staging,
     state,
     clock,
+    awsClients,
     table(name) {
       const table = project.tables.find((t) => t.name === name)
       if (!table) {
@@ -228,8 +251,7 @@ export async function buildAwsDeps(
     },
     async close() {
       if (warehouse !== undefined) await (await warehouse.catch(() => undefined))?.close()
-      s3.destroy()
-      dynamo.destroy()
+      for (const client of awsClients) client.destroy()
     },
   }
 }
