@@ -1,3 +1,5 @@
+import { isServerError, isThrottlingError, isTransientError } from '@smithy/service-error-classification'
+
 import { DimsyncError, type DimsyncErrorOptions } from '../../core/errors.ts'
 
 /**
@@ -42,19 +44,16 @@ export function isNotFound(error: unknown): boolean {
   return isAwsError(error, 'NoSuchKey', 'NotFound') || awsHttpStatus(error) === 404
 }
 
-const RETRYABLE = new Set([
-  'ThrottlingException',
-  'ProvisionedThroughputExceededException',
-  'RequestLimitExceeded',
-  'InternalServerError',
-  'ServiceUnavailable',
-  'SlowDown',
-  'RequestTimeout',
-  'TimeoutError',
-  'ECONNRESET',
-  'ECONNREFUSED',
-  'EPIPE',
-])
+/**
+ * Whether a retry can help, as the AWS SDK's own retry strategy decides it: throttling (429, SlowDown,
+ * ThrottlingException, ...), transient failures (timeouts, dropped or refused connections, 500/502/503/504,
+ * errors the service marks retryable) and other 5xx.
+ */
+export function isRetryableAwsError(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false
+  const sdkError = error as Parameters<typeof isTransientError>[0]
+  return isThrottlingError(sdkError) || isTransientError(sdkError) || isServerError(sdkError)
+}
 
 const HINTS: Readonly<Record<string, string>> = {
   AccessDenied: 'check the IAM role or credentials in use',
@@ -69,7 +68,7 @@ const HINTS: Readonly<Record<string, string>> = {
 
 /**
  * Wraps an unexpected SDK error as `AwsServiceError`: `what` says what dimsync was doing and on which resource
- * (`s3://bucket/key: reading the manifest`). Throttling, 5xx and connection errors are marked retryable. The
+ * (`s3://bucket/key: reading the manifest`). Marked retryable when `isRetryableAwsError` says so. The
  * SDK's message is kept (it never contains secrets); credentials are never added.
  */
 export function wrapAwsError(
@@ -80,10 +79,8 @@ export function wrapAwsError(
   if (error instanceof DimsyncError) return error
   const name = awsErrorName(error) ?? 'Error'
   const code = (error as { code?: unknown } | null)?.code
-  const key = typeof code === 'string' && RETRYABLE.has(code) ? code : name
-  const status = awsHttpStatus(error)
-  const retryable = RETRYABLE.has(key) || (status !== undefined && status >= 500)
-  const hint = HINTS[key] ?? HINTS[name]
+  const retryable = isRetryableAwsError(error)
+  const hint = (typeof code === 'string' ? HINTS[code] : undefined) ?? HINTS[name]
   const detail = error instanceof Error ? error.message : String(error)
   return new AwsServiceError(
     service,
