@@ -481,6 +481,21 @@ export const tableSchema = strict({
   current_value: columnList
     .optional()
     .describe('Type 6: tracked columns that get current_<column>: the newest value, on every version.'),
+  ignore_null_updates: z
+    .union([z.literal('all'), list(column, 'a list of column names', 1), strict({ except: columnList })], {
+      error: expecting('all, a list of column names or a mapping { except: [<column>, ...] }'),
+    })
+    .optional()
+    .describe(
+      'Partial updates: columns where a NULL in a row means "unchanged" (the key keeps its value). ' +
+        'all, [columns] or { except: [columns] }. Default: none (a NULL sets NULL).',
+    ),
+  columns_to_update: list(column, 'a list of column names', 1)
+    .optional()
+    .describe(
+      'Partial updates: the only columns a row of an existing key updates; the others keep their values. ' +
+        'Default: all columns.',
+    ),
   ...tableOptionsShape,
 })
 

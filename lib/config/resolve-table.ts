@@ -6,6 +6,8 @@
 import { COLUMN_PRESETS, METADATA_COLUMN_KEYS, METADATA_COLUMN_OPTIONS } from '../core/metadata-columns.ts'
 import type {
   ColumnPolicies,
+  ColumnSelection,
+  PartialUpdateSpec,
   ExtractSpec,
   SourceSpec,
   TableMode,
@@ -86,6 +88,7 @@ export function resolveTable(
 
   checkColumnRoles(ctx, key, tracked, exclude)
   const policies = resolveColumnPolicies(ctx, mode, key, tracked.value, exclude.value)
+  const partialUpdates = resolvePartialUpdates(ctx, mode, key, exclude.value)
   const roleColumns = readColumns(ctx, read, softDelete)
   checkRoleColumnsExtracted(ctx, roleColumns, exclude.value)
   checkSoftDeleteNotKey(ctx, softDelete, key)
@@ -126,6 +129,7 @@ export function resolveTable(
     validFrom,
     tracked: tracked.value,
     ...(policies !== undefined ? { policies } : {}),
+    ...(partialUpdates !== undefined ? { partialUpdates } : {}),
     exclude: exclude.value,
     deletes,
     maxDeleteShare: ctx.pick('max_delete_share').value ?? DEFAULT_MAX_DELETE_SHARE,
@@ -383,6 +387,55 @@ function resolveColumnPolicies(
     keepFirst: table.keep_first ?? [],
     previousValue: table.previous_value ?? [],
     currentValue: table.current_value ?? [],
+  }
+}
+
+/** `ignore_null_updates` and `columns_to_update`: which columns a row of an existing key may leave as they were. */
+function resolvePartialUpdates(
+  ctx: TableContext,
+  mode: Picked<TableMode>,
+  key: readonly string[],
+  exclude: readonly string[],
+): PartialUpdateSpec | undefined {
+  const { ignore_null_updates: ignoreNulls, columns_to_update: toUpdate } = ctx.table
+  if (ignoreNulls === undefined && toUpdate === undefined) return undefined
+  if (mode.value === 'append') {
+    for (const option of ['ignore_null_updates', 'columns_to_update'] as const)
+      if (ctx.table[option] !== undefined)
+        ctx.issues.add(
+          ctx.at(option),
+          `does not apply to mode append${mode.note === '' ? '' : ' (inherited from defaults)'}: append keeps every row as it is`,
+        )
+    return undefined
+  }
+  const keySet = lowerSet(key)
+  const excludeSet = lowerSet(exclude)
+  const checkNames = (listPath: Path, names: readonly string[]) => {
+    checkDuplicates(listPath, names, ctx.issues)
+    names.forEach((name, i) => {
+      const lname = name.toLowerCase()
+      if (keySet.has(lname))
+        ctx.issues.add(
+          [...listPath, i],
+          `key column ${show(name)} is never NULL and always identifies the row`,
+        )
+      else if (excludeSet.has(lname))
+        ctx.issues.add([...listPath, i], `${show(name)} is in exclude, so it is not stored`)
+    })
+  }
+  let selection: ColumnSelection | undefined
+  if (ignoreNulls === 'all') selection = { kind: 'all' }
+  else if (Array.isArray(ignoreNulls)) {
+    checkNames(ctx.at('ignore_null_updates'), ignoreNulls)
+    selection = { kind: 'list', columns: ignoreNulls }
+  } else if (ignoreNulls !== undefined) {
+    checkNames(ctx.at('ignore_null_updates', 'except'), ignoreNulls.except)
+    selection = { kind: 'all_except', columns: ignoreNulls.except }
+  }
+  if (toUpdate !== undefined) checkNames(ctx.at('columns_to_update'), toUpdate)
+  return {
+    ...(selection !== undefined ? { ignoreNulls: selection } : {}),
+    ...(toUpdate !== undefined ? { columnsToUpdate: toUpdate } : {}),
   }
 }
 

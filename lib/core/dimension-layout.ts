@@ -30,6 +30,14 @@ export interface DimensionLayout {
   readonly stored: readonly DimensionColumn[]
   /** Columns the merge fills from stored ones (not in the source). */
   readonly derived: readonly DerivedColumn[]
+  /**
+   * Partial updates: attribute columns where a NULL keeps the key's value, and columns a row of an existing key
+   * does not update. Absent: every row holds its key's full state.
+   */
+  readonly partial?: {
+    readonly ignoreNulls: readonly DimensionColumn[]
+    readonly kept: readonly DimensionColumn[]
+  }
   readonly softDelete?: DimensionColumn
   readonly validFromColumn?: DimensionColumn
   /** Change feeds: the operation column and the optional sequence column (bookkeeping, not stored). */
@@ -126,6 +134,7 @@ export function planDimensionLayout(
       const from = need(name, kind === 'previous' ? 'previous_value' : 'current_value')
       return { name: `${kind}_${from.name}`, type: from.type, kind, from: from.name }
     })
+  const partial = partialColumns(table, attributes, need)
   const derived = [
     ...derivedOf('previous', policies?.previousValue),
     ...derivedOf('current', policies?.currentValue),
@@ -170,6 +179,7 @@ export function planDimensionLayout(
     keepFirst,
     stored,
     derived,
+    ...(partial !== undefined ? { partial } : {}),
     softDelete,
     validFromColumn,
     operation,
@@ -177,6 +187,32 @@ export function planDimensionLayout(
     addColumns,
     createDimension: existing === undefined,
   })
+}
+
+function partialColumns(
+  table: TableSpec,
+  attributes: readonly StagedColumn[],
+  need: (name: string, role: string) => StagedColumn,
+): DimensionLayout['partial'] {
+  const spec = table.partialUpdates
+  if (spec === undefined) return undefined
+  const named = (names: readonly string[], role: string) =>
+    new Set(names.map((name) => need(name, role).name))
+  const selection = spec.ignoreNulls
+  let ignoreNulls: StagedColumn[] = []
+  if (selection?.kind === 'all') ignoreNulls = [...attributes]
+  else if (selection?.kind === 'list') {
+    const names = named(selection.columns, 'ignore_null_updates')
+    ignoreNulls = attributes.filter((c) => names.has(c.name))
+  } else if (selection?.kind === 'all_except') {
+    const names = named(selection.columns, 'ignore_null_updates.except')
+    ignoreNulls = attributes.filter((c) => !names.has(c.name))
+  }
+  const toUpdate =
+    spec.columnsToUpdate === undefined ? undefined : named(spec.columnsToUpdate, 'columns_to_update')
+  const kept = toUpdate === undefined ? [] : attributes.filter((c) => !toUpdate.has(c.name))
+  const ignored = ignoreNulls.filter((c) => !kept.includes(c))
+  return ignored.length === 0 && kept.length === 0 ? undefined : { ignoreNulls: ignored, kept }
 }
 
 function normalizeType(type: string): string {

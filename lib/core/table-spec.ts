@@ -95,6 +95,24 @@ export interface ColumnPolicies {
   readonly currentValue: readonly string[]
 }
 
+/** A set of stored non-key columns: all of them, these, or all but these. */
+export type ColumnSelection =
+  | { readonly kind: 'all' }
+  | { readonly kind: 'list'; readonly columns: readonly string[] }
+  | { readonly kind: 'all_except'; readonly columns: readonly string[] }
+
+/**
+ * Partial updates: rows of a delta or change feed whose unchanged fields arrive as NULL (or not at all). Each
+ * row is folded, in time order, into the key's state: an ignored NULL and a column not to update keep the value
+ * the key had (a new key takes its first row's values).
+ */
+export interface PartialUpdateSpec {
+  /** Columns where a NULL means "unchanged" rather than "set to NULL". */
+  readonly ignoreNulls?: ColumnSelection
+  /** The only columns a row of an existing key updates; the others keep their values. */
+  readonly columnsToUpdate?: readonly string[]
+}
+
 /** `null`: open versions have `valid_to IS NULL`; otherwise a far-future sentinel instant (ISO, UTC). */
 export type OpenEnd = null | string
 
@@ -114,6 +132,8 @@ export interface TableSpec {
   readonly tracked: TrackedSpec
   /** Types 0, 3 and 6 (absent: none). */
   readonly policies?: ColumnPolicies
+  /** Absent: every row holds the full state of its key. */
+  readonly partialUpdates?: PartialUpdateSpec
   /** Source columns not stored in the dimension at all. */
   readonly exclude: readonly string[]
   readonly deletes: DeletePolicy

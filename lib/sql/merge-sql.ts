@@ -19,6 +19,7 @@ export const TEMP = Object.freeze({
   lateAttributes: '__dimsync_late_attributes',
   lateMatches: '__dimsync_late_matches',
   policyKeys: '__dimsync_policy_keys',
+  folded: '__dimsync_folded',
 })
 
 /** Working columns added to staged rows (the reserved prefix keeps them apart from source columns). */
@@ -151,8 +152,13 @@ export class MergeSql {
   get dim(): string {
     return this.d.table(this.p.objects.dimension)
   }
-  get stage(): string {
+  /** The staged rows as loaded. */
+  get rawStage(): string {
     return this.d.table(this.p.stage ?? { name: TEMP.stage })
+  }
+  /** The staged rows the merge reads: as loaded, or with partial updates folded into their keys' state. */
+  get stage(): string {
+    return this.p.layout.partial === undefined ? this.rawStage : this.tmp(TEMP.folded)
   }
   /** `alias` is the key's current version (see version-predicates.ts). */
   current(alias: string): string {

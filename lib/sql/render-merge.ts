@@ -5,6 +5,7 @@ import { renderColumnPolicies } from './render-column-policies.ts'
 import { renderChangeFeedChecks } from './render-change-feed-checks.ts'
 import { renderAppend } from './render-append.ts'
 import { renderLatePath } from './render-late-path.ts'
+import { renderPartialUpdates } from './render-partial-updates.ts'
 import { CAPTURE_SEQUENCE_COLUMN } from './render-ddl.ts'
 import { DELETED_STATE, renderRowHash } from './row-hash.ts'
 import { currentVersion } from './version-predicates.ts'
@@ -23,6 +24,7 @@ export function renderMerge(d: SqlDialect, plan: MergePlan): CompiledStatement[]
 
 class MergeRenderer extends MergeSql {
   render(): CompiledStatement[] {
+    if (this.p.layout.partial !== undefined) renderPartialUpdates(this)
     this.#checkGrain()
     if (this.p.table.mode === 'append') {
       this.#checkExtractionOrder()

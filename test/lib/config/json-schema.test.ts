@@ -71,6 +71,8 @@ describe('schema/dimsync.schema.json', () => {
       'keep_first',
       'previous_value',
       'current_value',
+      'ignore_null_updates',
+      'columns_to_update',
       'mode',
       'extract',
       'valid_from',

@@ -152,6 +152,31 @@ function cases(): Case[] {
       }),
     })
   }
+  // Partial updates over every input shape: NULLs ignored in some columns, one column never updated.
+  for (const shape of SHAPES) {
+    const feed = shape === 'change feed' || shape === 'sequenced change feed'
+    out.push({
+      title: `partial updates, ${shape}`,
+      table: tableSpec({
+        key: ['tenant_id', 'customer_id'],
+        deletes: 'invalidate',
+        partialUpdates: {
+          ignoreNulls: { kind: 'all_except', columns: ['score', 'signup'] },
+          columnsToUpdate: ['name', 'region', 'score', 'balance', 'updated_at', 'last_login'],
+        },
+        validFrom: shape === 'snapshot' ? { kind: 'extracted_at' } : { kind: 'column', column: 'changed_at' },
+        extract: { mode: 'incremental', cursor: 'updated_at', lookbackMinutes: 0 },
+        ...(feed
+          ? {
+              changes: {
+                operation: DMS,
+                ...(shape === 'sequenced change feed' ? { sequence: 'change_seq' } : {}),
+              },
+            }
+          : {}),
+      }),
+    })
+  }
   for (const openEnd of [null, '9999-12-31T23:59:59.000Z'])
     for (const extract of [
       { mode: 'full' },
@@ -246,6 +271,7 @@ describe('every BigQuery statement of the merge passes the GoogleSQL analyzer (Z
     expect(all.filter((c) => c.table.mode === 'mirror').length).toBe(SHAPES.length)
     expect(all.filter((c) => c.table.mode === 'append').length).toBe(4)
     expect(all.filter((c) => c.table.policies !== undefined).length).toBe(SHAPES.length)
+    expect(all.filter((c) => c.table.partialUpdates !== undefined).length).toBe(SHAPES.length)
   })
 
   it.each(all.map((c) => [c.title, c] as const))('%s', async (_title, c) => {

@@ -157,4 +157,50 @@ describe('history features give the same rows on DuckDB and on the BigQuery emul
     )
     expect(bigquery).toEqual(duckdb)
   })
+
+  it('partial updates: events of a key fold in time order, NULLs ignored where configured', async () => {
+    const table = tableSpec({
+      validFrom: { kind: 'column', column: 'changed_at' },
+      changes: { operation: { column: 'Op', insert: ['I'], update: ['U'], delete: ['D'] } },
+      deletes: 'invalidate',
+      partialUpdates: {
+        ignoreNulls: { kind: 'list', columns: ['region'] },
+        columnsToUpdate: ['region', 'score'],
+      },
+    })
+    const columns = [
+      { name: 'Op', type: 'VARCHAR' },
+      { name: 'customer_id', type: 'BIGINT' },
+      { name: 'region', type: 'VARCHAR' },
+      { name: 'score', type: 'BIGINT' },
+      { name: 'born', type: 'DATE' },
+      { name: 'changed_at', type: 'TIMESTAMP' },
+    ]
+    const e = (Op: string, region: string | null, score: number | null, born: string, day: number) => ({
+      Op,
+      customer_id: 1,
+      region,
+      score,
+      born,
+      changed_at: `2024-01-0${day} 00:00:00`,
+    })
+    const { duckdb, bigquery } = await both.run(
+      table,
+      columns,
+      [
+        { rows: [e('I', 'South', 20, '1980-01-01', 1)], extractedAt: '2024-02-01T00:00:00Z' },
+        {
+          rows: [e('U', null, 30, '1999-09-09', 3), e('U', 'North', null, '1999-09-09', 2)],
+          extractedAt: '2024-02-02T00:00:00Z',
+        },
+      ],
+      versions(table, ['region', 'score', 'born']),
+    )
+    expect(duckdb.map((x) => [x.region, x.score, x.born, x.valid_from])).toEqual([
+      ['South', '20', '1980-01-01', '2024-01-01 00:00:00+00'],
+      ['North', null, '1980-01-01', '2024-01-02 00:00:00+00'],
+      ['North', '30', '1980-01-01', '2024-01-03 00:00:00+00'],
+    ])
+    expect(bigquery).toEqual(duckdb)
+  })
 })

@@ -1,0 +1,41 @@
+import { TEMP, type MergeSql } from './merge-sql.ts'
+
+/**
+ * Partial updates: the staged rows with each ignored NULL and each column not to update replaced by the value the
+ * key had, folding the rows of a key in time (then sequence) order: an ignored NULL takes the newest non-NULL value
+ * of the key's earlier rows in the batch, else its live current version's; a column not to update keeps the
+ * current version's value (a new key: its first row's). Every later step reads these rows instead of the staged
+ * ones. A late row folds into the key's current state, not the state at its own time.
+ */
+export function renderPartialUpdates(m: MergeSql): void {
+  const partial = m.p.layout.partial!
+  const q = (name: string) => m.q(name)
+  const attrs = [...new Set([...partial.ignoreNulls, ...partial.kept].map((c) => c.name))]
+  const hasCurrent = `cur.${q(m.keys[0]!)} IS NOT NULL`
+  const sequence = m.p.layout.sequence
+  const order = `${m.eventTime}${sequence === undefined ? '' : `, ${m.col('s', sequence.name)}`}`
+  const w = `PARTITION BY ${m.keyList('s')} ORDER BY ${order}`
+  const keptNames = new Set(partial.kept.map((c) => c.name))
+  // BigQuery allows no analytic function inside SELECT * REPLACE: each column's fold is computed first, as a
+  // working column beside the staged ones.
+  const foldColumn = (i: number) => q(`__dimsync_fold_${i}`)
+  const fold = (c: string) => {
+    if (m.oneEventPerKey) return m.col('s', c)
+    return keptNames.has(c)
+      ? `FIRST_VALUE(${m.col('s', c)}) OVER (${w})`
+      : `LAST_VALUE(${m.col('s', c)} IGNORE NULLS) OVER (${w} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)`
+  }
+  const folded = (c: string, i: number) =>
+    keptNames.has(c)
+      ? `CASE WHEN ${hasCurrent} THEN ${m.col('cur', c)} ELSE s.${foldColumn(i)} END`
+      : `COALESCE(s.${foldColumn(i)}, ${m.col('cur', c)})`
+  m.emit(
+    "partial updates: fold rows into their keys' state",
+    m.d.createTempTableAs(
+      TEMP.folded,
+      `SELECT s.* REPLACE (${attrs.map((c, i) => `${folded(c, i)} AS ${q(c)}`).join(',\n  ')})\n` +
+        `FROM (\n  SELECT s.*, ${attrs.map((c, i) => `${fold(c)} AS ${foldColumn(i)}`).join(',\n    ')}\n  FROM ${m.rawStage} s\n) s\n` +
+        `LEFT JOIN (\n  SELECT ${[...m.keys, ...attrs].map((c) => m.col('d', c)).join(', ')} FROM ${m.dim} d WHERE ${m.liveCurrent('d')}\n) cur ON ${m.keyEq('cur', 's')}`,
+    ),
+  )
+}
