@@ -256,10 +256,7 @@ export async function buildAwsDeps(
   }
 }
 
-/**
- * The warehouse factory. ───── WAREHOUSE SWITCH ─────: one case per `DIMSYNC_WAREHOUSE` value. The BigQuery
- * issue adds its `case 'bigquery'` here (reading `settings.bigQuerySecretArn`).
- */
+/** The warehouse the functions merge into: one case per `DIMSYNC_WAREHOUSE` value. */
 async function openWarehouse(
   settings: AwsSettings,
   project: ProjectSpec,
@@ -269,8 +266,8 @@ async function openWarehouse(
     case 'duckdb':
       return await DuckDbWarehouse.open({ path: settings.duckdbPath! })
     case 'bigquery': {
-      // ── BigQuery (BigQuery issue): project/dataset/location from dimsync.yaml; the service-account key from
-      // DIMSYNC_BIGQUERY_SECRET_ARN (or warehouse.credentials_secret), else Application Default Credentials. ──
+      // Project, dataset and location from dimsync.yaml; the service-account key from
+      // DIMSYNC_BIGQUERY_SECRET_ARN (or warehouse.credentials_secret), else Application Default Credentials.
       if (project.warehouse.type !== 'bigquery')
         throw new ConfigError(project.configPath, [
           `warehouse: ${AWS_ENV.warehouse}=bigquery needs warehouse: { type: bigquery, project, dataset, location }`,
@@ -283,7 +280,7 @@ async function openWarehouse(
   }
 }
 
-// ---- Store locations for the CLI (`--staging s3://bucket/prefix --state dynamodb://table`) ----
+/* Store locations for the CLI (`--staging s3://bucket/prefix --state dynamodb://table`). */
 
 export type StagingLocation =
   | { readonly type: 'local'; readonly path: string }

@@ -57,9 +57,8 @@ export async function buildLocalDeps(
   // A wrong warehouse path is refused before anything runs, although the file is opened only for a merge.
   if (project.warehouse.type === 'duckdb' && project.warehouse.path !== ':memory:')
     await assertDuckDbFileOrNew(project.warehouse.path)
-  // ---- store overrides (AWS runtime) ----
+  // --staging and --state may point the run at S3 and DynamoDB instead of the config's folders.
   const overridden = openStoreOverrides(stores)
-  // ---- end store overrides ----
   const localState =
     overridden.state === undefined ? new LocalStateStore({ root: project.state.path }) : undefined
   const state: StateStore = overridden.state ?? localState!
