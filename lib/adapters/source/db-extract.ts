@@ -124,166 +124,275 @@ export async function extractDatabaseTable(
   request: ExtractRequest,
   options: DbExtractOptions = {},
 ): Promise<ExtractResult> {
-  const { table, writer } = request
+  const { table } = request
   const spec = databaseSpec(table)
-  const flavor = driver.flavor
-  const q = (name: string) => quoteIdent(flavor, name)
-  const relation = relationSql(flavor, spec)
   const resumed = request.resume === undefined ? undefined : parseResume(table, request.resume)
   const snapshot = await driver.openSnapshot(table, spec.chunks ?? 1)
-  let converter: CsvPartConverter | undefined
-  const spools: CsvSpool[] = []
-  let doing = 'reading the columns of'
+  const pass: ExtractPass = {
+    driver,
+    request,
+    options,
+    table,
+    spec,
+    relation: relationSql(driver.flavor, spec),
+    key: table.key.map((k) => quoteIdent(driver.flavor, k)),
+    snapshot,
+    doing: 'reading the columns of',
+    spools: [],
+  }
   try {
-    const main = snapshot.sessions[0]!
-    const columns = await describeChecked(driver, table, main, relation)
+    const columns = await describeChecked(driver, table, snapshot.sessions[0]!, pass.relation)
     const staged = columns.map(({ name, type }) => ({ name, type }))
     if (resumed) assertSameColumns(table, spec, driver, resumed.columns, staged)
     const byName = new Map(columns.map((c) => [c.name, c]))
-    const key = table.key.map(q)
     const cursor = table.extract.mode === 'incremental' ? byName.get(table.extract.cursor) : undefined
-    const delta = cursor === undefined ? undefined : buildDelta(driver, table, cursor, key, request.watermark)
-    const where = whereClause([delta])
-
-    let plan: ExtractPlan
-    if (resumed) {
-      plan = resumed
-    } else {
-      plan = await planExtract({ driver, table, spec, main, relation, byName, key, cursor, delta, request })
-      doing = 'splitting into key ranges'
-      const sessions = snapshot.sessions.length
-      const wanted = Math.max(1, Math.min(sessions, Math.floor(plan.expected / MIN_CHUNK_ROWS)))
-      const sliceRows = Math.max(1, spec.sliceRows ?? options.sliceRows ?? DEFAULT_SLICE_ROWS)
-      const ranges =
-        request.timeLeftMs !== undefined ? Math.max(wanted, Math.ceil(plan.expected / sliceRows)) : wanted
-      if (ranges > 1) {
-        const keyText = table.key.map((k) => driver.valueText(q(k), byName.get(k)!))
-        const step = Math.ceil(plan.expected / ranges)
-        const bounds = chunkBoundsSql(relation, keyText, key, where, step, byName.keys())
-        plan.bounds = (await main.rows(bounds)).map((row) => row.map((value) => boundValue(value)))
-      }
-    }
-    const predicates = chunkPredicates(key, plan.bounds, driver.literal)
-    const incomplete = (what: string) =>
-      new SourceError(
-        table.name,
-        `table ${table.name}: incomplete extract of ${sourceName(spec)} (${driver.endpoint}): ${what}; the batch ` +
-          `was discarded and nothing was merged`,
-        { retryable: true },
-      )
-    // More ranges than connections: read in rounds, and a pass may stop between two of them.
-    const inRounds = predicates.length > snapshot.sessions.length
-    // The rows of ranges `from`..last in this snapshot (NULL keys are in range 1, so from 1 on they are excluded).
-    const rowsFrom = async (from: number): Promise<number> => {
-      if (from === 0) return plan.expected
-      const tail = `${table.key.map((k) => `${q(k)} IS NOT NULL`).join(' AND ')} AND ${tupleAfter(key, plan.bounds[from - 1]!, '>=', driver.literal)}`
-      return await countOf(main, `SELECT COUNT(*) FROM ${relation}${whereClause([delta, tail])}`)
-    }
-
-    converter = await CsvPartConverter.open({
-      workDir: join(writer.scratchDir, `db-source-${randomBytes(6).toString('hex')}`),
-      threads: options.duckdbThreads,
-      maxRecordBytes: options.maxRowBytes,
-      memoryLimit: {
-        limit: options.duckdbMemoryLimit ?? DEFAULT_SOURCE_MEMORY_LIMIT,
-        variable: SOURCE_MEMORY_LIMIT_VARIABLE,
-      },
-      keyColumns: table.key,
-    })
-    let stagedRows = 0
-    const selectList = columns.map((c) => c.select).join(', ')
-    // One spool per connection for the whole pass: the next range is read while the last one's parts are still
-    // being converted, so key ranges cost no pipeline stall. Staged rows are therefore proven per pass.
-    const sessionSpools = snapshot.sessions.map(() => {
-      const spool = new CsvSpool({
-        converter: converter!,
-        columns,
-        writer,
-        spoolBytes: options.spoolBytes,
-        onPart: (rows) => {
-          stagedRows += rows
-          request.onProgress?.(plan.staged + stagedRows)
-        },
-      })
-      spools.push(spool)
-      return spool
-    })
-    let next = plan.next
-    // The completeness proof of a pass: the rows of its ranges, counted in its snapshot before and after it.
-    doing = 'counting the rows left to read of'
-    const passStart = await rowsFrom(next)
-    let sent = 0
-    let slowestRoundMs = 0
-    while (next < predicates.length) {
-      const round = predicates.slice(next, next + snapshot.sessions.length)
-      const first = next
-      const roundStarted = Date.now()
-      doing = inRounds
-        ? `reading key ranges ${first + 1}-${first + round.length} of ${predicates.length} of`
-        : `reading ${plan.expected} rows of`
-      const results = await Promise.allSettled(
-        round.map(async (predicate, i) => {
-          const rangeWhere = whereClause([delta, predicate])
-          return await snapshot.sessions[i]!.streamCsv(
-            `SELECT ${selectList} FROM ${relation}${rangeWhere}`,
-            sessionSpools[i]!,
-          )
-        }),
-      )
-      const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')
-      if (failed) throw failed.reason
-      sent += results.reduce((sum, r) => sum + (r as PromiseFulfilledResult<number>).value, 0)
-      next += round.length
-      slowestRoundMs = Math.max(slowestRoundMs, Date.now() - roundStarted)
-      // Go on only while another round surely fits (a round cut by the time limit would be lost with its
-      // snapshot); a round too quick for the clock to see still stops when no time is left.
-      const timeLeft = request.timeLeftMs?.()
-      if (next < predicates.length && timeLeft !== undefined && timeLeft <= slowestRoundMs * ROUND_MARGIN)
-        break
-    }
-    doing = 'counting the rows left to read of'
-    const holds = passStart - (next < predicates.length ? await rowsFrom(next) : 0)
-    if (sent !== holds) {
-      const which = inRounds ? `key ranges ${plan.next + 1}-${next} hold` : 'the snapshot holds'
-      throw incomplete(`${which} ${holds} rows, the server sent ${sent}`)
-    }
-    doing = `staging the rows read from`
-    const finished = await Promise.all(
-      sessionSpools.map((spool, i) => spool.finish(plan.next === 0 && i === 0)),
-    )
-    const stagedThisPass = finished.reduce((sum, rows) => sum + rows, 0)
-    if (stagedThisPass !== sent) {
-      throw incomplete(`the server sent ${sent} rows, ${stagedThisPass} were staged`)
-    }
-
-    const snapshots = [...plan.snapshots, snapshot.id]
-    const complete = next >= predicates.length
-    const description = describeExtract(driver, table, spec, request, snapshots, predicates.length, inRounds)
-    return {
-      rows: stagedRows,
-      columns: staged,
-      ...(plan.watermarkCandidate !== undefined ? { watermarkCandidate: plan.watermarkCandidate } : {}),
-      sourceDescription: description,
-      ...(complete
-        ? {}
-        : {
-            resume: encodeResume({
-              ...plan,
-              next,
-              snapshots,
-              staged: plan.staged + stagedRows,
-              columns: staged,
-            }),
-          }),
-    }
+    const delta =
+      cursor === undefined ? undefined : buildDelta(driver, table, cursor, pass.key, request.watermark)
+    const plan = resumed ?? (await planNewExtract(pass, byName, cursor, delta))
+    const ranges = chunkPredicates(pass.key, plan.bounds, driver.literal)
+    pass.converter = await openConverter(pass)
+    const read = await readRanges(pass, { plan, ranges, delta, columns })
+    return passResult(pass, plan, read, staged)
   } catch (error) {
     if (error instanceof SourceError) throw error
     if (error instanceof StagingProblem) throw stagingFailure(driver, table, spec, error)
-    throw driver.translate(table, error, doing)
+    throw driver.translate(table, error, pass.doing)
   } finally {
     await snapshot.close()
-    await Promise.allSettled(spools.map((spool) => spool.discard()))
-    await converter?.close().catch(() => undefined)
+    await Promise.allSettled(pass.spools.map((spool) => spool.discard()))
+    await pass.converter?.close().catch(() => undefined)
+  }
+}
+
+/** One pass of a database extract: what every step reads, and what the pass holds open until it ends. */
+interface ExtractPass {
+  readonly driver: DbDriver
+  readonly request: ExtractRequest
+  readonly options: DbExtractOptions
+  readonly table: TableSpec
+  readonly spec: DatabaseSourceSpec
+  readonly relation: string
+  /** The key columns, quoted. */
+  readonly key: readonly string[]
+  readonly snapshot: DbSnapshot
+  /** What the pass is doing, for the message of a driver error (`… while counting the rows of …`). */
+  doing: string
+  converter?: CsvPartConverter
+  readonly spools: CsvSpool[]
+}
+
+/** The ranges of one pass and how far it got. */
+interface RangesRead {
+  /** Index of the next range to read (every range read: `ranges`). */
+  readonly next: number
+  readonly ranges: number
+  readonly inRounds: boolean
+  /** Rows staged by this pass. */
+  readonly stagedRows: number
+}
+
+/**
+ * The first pass's plan (see planExtract), split into key ranges: as many as connections for a table large enough
+ * to share among them, and, for a pass that may stop early, ranges of at most `sliceRows` rows.
+ */
+async function planNewExtract(
+  pass: ExtractPass,
+  byName: ReadonlyMap<string, DbColumn>,
+  cursor: DbColumn | undefined,
+  delta: string | undefined,
+): Promise<ExtractPlan> {
+  const { driver, table, spec, relation, key, snapshot, request, options } = pass
+  const main = snapshot.sessions[0]!
+  const plan = await planExtract({ driver, table, spec, main, relation, byName, key, cursor, delta, request })
+  pass.doing = 'splitting into key ranges'
+  const sessions = snapshot.sessions.length
+  const wanted = Math.max(1, Math.min(sessions, Math.floor(plan.expected / MIN_CHUNK_ROWS)))
+  const sliceRows = Math.max(1, spec.sliceRows ?? options.sliceRows ?? DEFAULT_SLICE_ROWS)
+  const ranges =
+    request.timeLeftMs !== undefined ? Math.max(wanted, Math.ceil(plan.expected / sliceRows)) : wanted
+  if (ranges > 1) {
+    const keyText = table.key.map((k) => driver.valueText(quoteIdent(driver.flavor, k), byName.get(k)!))
+    const step = Math.ceil(plan.expected / ranges)
+    const bounds = chunkBoundsSql(relation, keyText, key, whereClause([delta]), step, byName.keys())
+    plan.bounds = (await main.rows(bounds)).map((row) => row.map((value) => boundValue(value)))
+  }
+  return plan
+}
+
+/** The CSV-to-Parquet converter of the pass, within the source memory limit. */
+async function openConverter(pass: ExtractPass): Promise<CsvPartConverter> {
+  const { options, request, table } = pass
+  return await CsvPartConverter.open({
+    workDir: join(request.writer.scratchDir, `db-source-${randomBytes(6).toString('hex')}`),
+    threads: options.duckdbThreads,
+    maxRecordBytes: options.maxRowBytes,
+    memoryLimit: {
+      limit: options.duckdbMemoryLimit ?? DEFAULT_SOURCE_MEMORY_LIMIT,
+      variable: SOURCE_MEMORY_LIMIT_VARIABLE,
+    },
+    keyColumns: table.key,
+  })
+}
+
+/**
+ * Reads the pass's key ranges, a round of one range per connection at a time, and proves that it staged every
+ * row: the rows of its ranges are counted in its snapshot before and after, and must equal the rows the server
+ * sent, which must equal the rows staged. A pass that may stop early stops between two rounds.
+ */
+async function readRanges(
+  pass: ExtractPass,
+  input: {
+    readonly plan: ExtractPlan
+    readonly ranges: readonly string[]
+    readonly delta: string | undefined
+    readonly columns: readonly DbColumn[]
+  },
+): Promise<RangesRead> {
+  const { snapshot, request } = pass
+  const { plan, ranges, delta, columns } = input
+  // More ranges than connections: read in rounds, and a pass may stop between two of them.
+  const inRounds = ranges.length > snapshot.sessions.length
+  let stagedRows = 0
+  const sessionSpools = openSpools(pass, columns, (rows) => {
+    stagedRows += rows
+    request.onProgress?.(plan.staged + stagedRows)
+  })
+  let next = plan.next
+  // The completeness proof of a pass: the rows of its ranges, counted in its snapshot before and after it.
+  pass.doing = 'counting the rows left to read of'
+  const passStart = await rowsFrom(pass, plan, delta, next)
+  const selectList = columns.map((c) => c.select).join(', ')
+  let sent = 0
+  let slowestRoundMs = 0
+  while (next < ranges.length) {
+    const round = ranges.slice(next, next + snapshot.sessions.length)
+    const roundStarted = Date.now()
+    pass.doing = inRounds
+      ? `reading key ranges ${next + 1}-${next + round.length} of ${ranges.length} of`
+      : `reading ${plan.expected} rows of`
+    sent += await readRound(pass, round, delta, selectList, sessionSpools)
+    next += round.length
+    slowestRoundMs = Math.max(slowestRoundMs, Date.now() - roundStarted)
+    // Go on only while another round surely fits (a round cut by the time limit would be lost with its
+    // snapshot); a round too quick for the clock to see still stops when no time is left.
+    const timeLeft = request.timeLeftMs?.()
+    if (next < ranges.length && timeLeft !== undefined && timeLeft <= slowestRoundMs * ROUND_MARGIN) break
+  }
+  pass.doing = 'counting the rows left to read of'
+  const holds = passStart - (next < ranges.length ? await rowsFrom(pass, plan, delta, next) : 0)
+  if (sent !== holds) {
+    const which = inRounds ? `key ranges ${plan.next + 1}-${next} hold` : 'the snapshot holds'
+    throw incompleteExtract(pass, `${which} ${holds} rows, the server sent ${sent}`)
+  }
+  pass.doing = `staging the rows read from`
+  const finished = await Promise.all(
+    sessionSpools.map((spool, i) => spool.finish(plan.next === 0 && i === 0)),
+  )
+  const stagedThisPass = finished.reduce((sum, rows) => sum + rows, 0)
+  if (stagedThisPass !== sent)
+    throw incompleteExtract(pass, `the server sent ${sent} rows, ${stagedThisPass} were staged`)
+  return { next, ranges: ranges.length, inRounds, stagedRows }
+}
+
+/**
+ * One spool per connection for the whole pass: the next range is read while the last one's parts are still being
+ * converted, so key ranges cost no pipeline stall. Staged rows are therefore proven per pass.
+ */
+function openSpools(
+  pass: ExtractPass,
+  columns: readonly DbColumn[],
+  onPart: (rows: number) => void,
+): CsvSpool[] {
+  return pass.snapshot.sessions.map(() => {
+    const spool = new CsvSpool({
+      converter: pass.converter!,
+      columns,
+      writer: pass.request.writer,
+      spoolBytes: pass.options.spoolBytes,
+      onPart,
+    })
+    pass.spools.push(spool)
+    return spool
+  })
+}
+
+/** Reads one range per connection at once; returns the rows the server sent. */
+async function readRound(
+  pass: ExtractPass,
+  round: readonly string[],
+  delta: string | undefined,
+  selectList: string,
+  spools: readonly CsvSpool[],
+): Promise<number> {
+  const results = await Promise.allSettled(
+    round.map(async (predicate, i) => {
+      const rangeWhere = whereClause([delta, predicate])
+      return await pass.snapshot.sessions[i]!.streamCsv(
+        `SELECT ${selectList} FROM ${pass.relation}${rangeWhere}`,
+        spools[i]!,
+      )
+    }),
+  )
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')
+  if (failed) throw failed.reason
+  return results.reduce((sum, r) => sum + (r as PromiseFulfilledResult<number>).value, 0)
+}
+
+/** The rows of ranges `from`..last in this snapshot (NULL keys are in range 1, so from 1 on they are excluded). */
+async function rowsFrom(
+  pass: ExtractPass,
+  plan: ExtractPlan,
+  delta: string | undefined,
+  from: number,
+): Promise<number> {
+  if (from === 0) return plan.expected
+  const { table, key, driver, relation } = pass
+  const notNull = table.key.map((k) => `${quoteIdent(driver.flavor, k)} IS NOT NULL`).join(' AND ')
+  const tail = `${notNull} AND ${tupleAfter(key, plan.bounds[from - 1]!, '>=', driver.literal)}`
+  return await countOf(
+    pass.snapshot.sessions[0]!,
+    `SELECT COUNT(*) FROM ${relation}${whereClause([delta, tail])}`,
+  )
+}
+
+/** A read that did not stage every row: retryable, since the next snapshot may read them all. */
+function incompleteExtract(pass: ExtractPass, what: string): SourceError {
+  const { table, spec, driver } = pass
+  return new SourceError(
+    table.name,
+    `table ${table.name}: incomplete extract of ${sourceName(spec)} (${driver.endpoint}): ${what}; the batch ` +
+      `was discarded and nothing was merged`,
+    { retryable: true },
+  )
+}
+
+/** What the pass staged, and (when ranges are left) what the next pass resumes from. */
+function passResult(
+  pass: ExtractPass,
+  plan: ExtractPlan,
+  read: RangesRead,
+  staged: readonly StagedColumn[],
+): ExtractResult {
+  const { driver, table, spec, request, snapshot } = pass
+  const snapshots = [...plan.snapshots, snapshot.id]
+  const complete = read.next >= read.ranges
+  const description = describeExtract(driver, table, spec, request, snapshots, read.ranges, read.inRounds)
+  return {
+    rows: read.stagedRows,
+    columns: staged,
+    ...(plan.watermarkCandidate !== undefined ? { watermarkCandidate: plan.watermarkCandidate } : {}),
+    sourceDescription: description,
+    ...(complete
+      ? {}
+      : {
+          resume: encodeResume({
+            ...plan,
+            next: read.next,
+            snapshots,
+            staged: plan.staged + read.stagedRows,
+            columns: staged,
+          }),
+        }),
   }
 }
 
