@@ -99,6 +99,59 @@ describe.each(['deletes: invalidate', 'deletes: ignore', 'deletes: new_record'])
   },
 )
 
+describe('a snapshot delivered again, with type 1 columns', () => {
+  beforeEach(async () => {
+    at = await makeEmbeddedProject(customersYaml('tracked: [region]'))
+  })
+  afterEach(() => at.dispose())
+
+  const write = (rows: string[]) => at.writeCsv('customers.csv', 'customer_id,name,region', rows)
+
+  it('compares type 1 values at the last merged time only: later snapshots overwrite them on every version', async () => {
+    write(['1,Ana,South'])
+    await runTable(at.deps, table(), { extractedAt: JAN })
+    write(['1,Anna,South'])
+    await runTable(at.deps, table(), { extractedAt: FEB })
+
+    write(['1,Ana,South'])
+    expect((await runTable(at.deps, table(), { extractedAt: JAN })).merge.status).toBe('already-applied')
+    const refused = await runTable(at.deps, table(), { extractedAt: FEB }).catch((e: unknown) => e)
+    expect((refused as Error).message).toContain('but a different snapshot at that extraction time')
+    write(['1,Anna,South'])
+    expect((await runTable(at.deps, table(), { extractedAt: FEB })).merge.status).toBe('already-applied')
+    expect(await staged()).toEqual([])
+  })
+})
+
+describe.each(['deletes: invalidate', 'deletes: new_record', 'deletes: ignore'])(
+  'a snapshot delivered again, with a soft-delete column (%s)',
+  (deletes) => {
+    beforeEach(async () => {
+      at = await makeEmbeddedProject(customersYaml(deletes, 'soft_delete_column: deleted'))
+    })
+    afterEach(() => at.dispose())
+
+    const write = (rows: string[]) => at.writeCsv('customers.csv', 'customer_id,region,deleted', rows)
+
+    it('a soft delete counts as content: the same flags are already applied, another flag is refused', async () => {
+      write(['1,South,false', '2,North,false'])
+      await runTable(at.deps, table(), { extractedAt: JAN })
+      write(['1,South,false', '2,North,true'])
+      await runTable(at.deps, table(), { extractedAt: FEB })
+      const before = await history()
+
+      expect((await runTable(at.deps, table(), { extractedAt: FEB })).merge.status).toBe('already-applied')
+      write(['1,South,false', '2,North,false'])
+      const again = await runTable(at.deps, table(), { extractedAt: FEB }).catch((e: unknown) => e)
+      if (deletes === 'deletes: ignore')
+        expect((again as { merge: { status: string } }).merge.status).toBe('already-applied')
+      else expect((again as Error).message).toContain('but a different snapshot at that extraction time')
+      expect(await history()).toEqual(before)
+      expect(await staged()).toEqual([])
+    })
+  },
+)
+
 describe('re-runs after a crash and of a finished backfill', () => {
   beforeEach(async () => {
     at = await makeEmbeddedProject(customersYaml('deletes: invalidate'))
