@@ -24,8 +24,8 @@ for (const required of ['project', 'out', 'arch', 'config']) {
 }
 
 const binding = `@duckdb/node-bindings-linux-${args.arch}`
-// Where a binding for another architecture than this machine's can be installed without touching node_modules:
-// npm install --prefix .lambda-native --no-save --force --os=linux --cpu=arm64 @duckdb/node-bindings-linux-arm64@<version>
+// A binding for another platform than this machine's is fetched by synth into .lambda-native, verified against
+// package-lock.json's integrity (infra/bundling/native-binding.ts), without touching node_modules.
 const searchRoots = [
   path.join(args.project, 'node_modules'),
   path.join(args.project, '.lambda-native', 'node_modules'),
@@ -45,9 +45,8 @@ for (const name of packages) {
   if (from === undefined) {
     console.error(
       `stage-native-modules: ${name} is not installed, so the Lambda (linux ${args.arch}) would have no DuckDB binary.\n` +
-        `Install it beside the project, then synth again:\n` +
-        `  npm install --prefix .lambda-native --no-save --force --os=linux --cpu=${args.arch} ${name}@${version}\n` +
-        `or deploy with aws: { architecture: x86_64 } in dimsync.yaml.`,
+        `cdk synth fetches it once (verified against package-lock.json) into .lambda-native: synth with access to ` +
+        `the npm registry, or deploy with aws: { architecture: x86_64 } in dimsync.yaml.`,
     )
     process.exit(1)
   }

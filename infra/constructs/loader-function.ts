@@ -3,8 +3,7 @@
  * binding for the target architecture and dimsync.yaml copied into the bundle, its own role (no managed
  * policies) and its own log group. Permissions beyond logging are granted by the caller, per table.
  */
-import { spawnSync } from 'node:child_process'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import path from 'node:path'
 import { ArnFormat, Duration, RemovalPolicy, Size, Stack, Validations } from 'aws-cdk-lib'
@@ -15,6 +14,7 @@ import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs'
 import * as logs from 'aws-cdk-lib/aws-logs'
 import { Construct } from 'constructs'
 import { AWS_ENV } from '../../lib/runtime/aws-env.ts'
+import { bindingName, installLockedBinding, type FetchTarball } from '../bundling/native-binding.ts'
 import { scopedPolicy, type ScopedPolicyProps } from '../nag-acknowledgements.ts'
 import {
   BUNDLED_CONFIG_FILE,
@@ -60,63 +60,31 @@ export function defaultEntry(kind: 'extract' | 'merge'): string {
 }
 
 /**
- * Where the DuckDB binding for a Lambda architecture is installed: the project's node_modules (this machine's
- * platform) or `.lambda-native/node_modules` (another platform, installed with npm's --os/--cpu options).
- * Returns a message saying how to install it when it is missing.
- */
-export function nativeBindingProblem(
-  nodeArch: 'x64' | 'arm64',
-  projectRoot = PROJECT_ROOT,
-): string | undefined {
-  const name = `@duckdb/node-bindings-linux-${nodeArch}`
-  const roots = [
-    path.join(projectRoot, 'node_modules'),
-    path.join(projectRoot, '.lambda-native', 'node_modules'),
-  ]
-  if (roots.some((root) => existsSync(path.join(root, name, 'duckdb.node')))) return undefined
-  const bindings = path.join(projectRoot, 'node_modules', '@duckdb', 'node-bindings', 'package.json')
-  const version = existsSync(bindings)
-    ? (JSON.parse(readFileSync(bindings, 'utf8')) as { version: string }).version
-    : 'latest'
-  return (
-    `${name} is not installed, so a linux ${nodeArch} Lambda would have no DuckDB binary. Install it beside the ` +
-    `project (node_modules stays as it is), then synth again:\n` +
-    `  npm install --prefix .lambda-native --no-save --force --os=linux --cpu=${nodeArch} ${name}@${version}\n` +
-    `or deploy with aws: { architecture: ${nodeArch === 'arm64' ? 'x86_64' : 'arm64'} } in dimsync.yaml`
-  )
-}
-
-/**
- * npm installs only this machine's DuckDB binding; the Lambda's (arm64 by default) is fetched once from the npm
- * registry into `.lambda-native`, beside node_modules, so the project's own install is never touched. Returns the
- * install instructions when the binding is still missing (no registry access, say).
+ * Makes DuckDB's binding for a linux `nodeArch` Lambda available to the bundle: the project's node_modules has
+ * it when this machine is that platform (`npm ci` verified it); otherwise it is fetched once at the lockfile's
+ * version and integrity into `.lambda-native` (see infra/bundling/native-binding.ts). Returns what to do when
+ * that fails (no registry access, a hash mismatch).
  */
 export function ensureNativeBinding(
   nodeArch: 'x64' | 'arm64',
   projectRoot = PROJECT_ROOT,
+  fetchTarball?: FetchTarball,
 ): string | undefined {
-  if (nativeBindingProblem(nodeArch, projectRoot) === undefined) return undefined
-  const bindings = path.join(projectRoot, 'node_modules', '@duckdb', 'node-bindings', 'package.json')
-  if (existsSync(bindings)) {
-    const { version } = JSON.parse(readFileSync(bindings, 'utf8')) as { version: string }
-    spawnSync(
-      'npm',
-      [
-        'install',
-        '--prefix',
-        path.join(projectRoot, '.lambda-native'),
-        '--no-save',
-        '--force',
-        '--no-audit',
-        '--no-fund',
-        '--os=linux',
-        `--cpu=${nodeArch}`,
-        `@duckdb/node-bindings-linux-${nodeArch}@${version}`,
-      ],
-      { stdio: ['ignore', 'ignore', 'inherit'] },
+  const name = bindingName(nodeArch)
+  if (existsSync(path.join(projectRoot, 'node_modules', name, 'duckdb.node'))) return undefined
+  try {
+    installLockedBinding(projectRoot, name, fetchTarball)
+    return undefined
+  } catch (error) {
+    return (
+      `${name} is not installed, so a linux ${nodeArch} Lambda would have no DuckDB binary; synth fetches it ` +
+      `once, at the version and integrity hash of package-lock.json, into .lambda-native, and that failed: ` +
+      `${(error as Error).message}
+` +
+      `Synth again with access to the npm registry, or deploy with aws: { architecture: ` +
+      `${nodeArch === 'arm64' ? 'x86_64' : 'arm64'} } in dimsync.yaml`
     )
   }
-  return nativeBindingProblem(nodeArch, projectRoot)
 }
 
 function shellQuote(value: string): string {
