@@ -45,6 +45,11 @@ export interface DimensionLayout {
   readonly sequence?: DimensionColumn
   /** Columns the dimension lacks and that are added before the merge (schema evolution). */
   readonly addColumns: readonly DimensionColumn[]
+  /**
+   * Columns the dimension has and the source no longer sends: kept, with their values on existing versions and
+   * NULL on new ones; they open no versions (schema evolution).
+   */
+  readonly removed: readonly DimensionColumn[]
   /** True when the dimension does not exist yet. */
   readonly createDimension: boolean
 }
@@ -55,7 +60,8 @@ export const RESERVED_PREFIX = '__dimsync_'
 /**
  * Derives the layout of `table` from the staged columns of a batch and the columns the dimension already has
  * (undefined when it does not exist). Throws `BatchRejectedError` naming the table and column when the batch
- * cannot be merged: a configured column is missing, a stored column changed type, a dimension column vanished.
+ * cannot be merged: a configured column is missing, a stored column changed type. A dimension column the source
+ * no longer has is kept (`removed`).
  */
 export function planDimensionLayout(
   table: TableSpec,
@@ -147,6 +153,7 @@ export function planDimensionLayout(
   }
 
   const addColumns: DimensionColumn[] = []
+  const removed: DimensionColumn[] = []
   if (existing !== undefined) {
     const existingByName = new Map(existing.map((c) => [c.name, c]))
     for (const m of metadata) {
@@ -161,15 +168,14 @@ export function planDimensionLayout(
       else if (normalizeType(have.type) !== normalizeType(c.type))
         reject(
           `column "${c.name}" changed type from ${have.type} (dimension ${table.target}) to ${c.type} (source); ` +
-            `nothing was written. Cast it in the source or migrate the dimension`,
+            `nothing was written. Either give the new type a new column name in the source (the dimension keeps ` +
+            `the old column), or rewrite the column in the dimension: dimsync evolve --table ${table.name} ` +
+            `--column ${c.name}`,
         )
     }
     const storedNames = new Set([...stored, ...derived].map((c) => c.name))
     for (const c of existing) {
-      if (!metadataNames.has(c.name) && !storedNames.has(c.name))
-        reject(
-          `column "${c.name}" of dimension ${table.target} is missing from the source; nothing was written`,
-        )
+      if (!metadataNames.has(c.name) && !storedNames.has(c.name)) removed.push(c)
     }
   }
   return Object.freeze({
@@ -185,6 +191,7 @@ export function planDimensionLayout(
     operation,
     sequence,
     addColumns,
+    removed,
     createDimension: existing === undefined,
   })
 }

@@ -24,6 +24,8 @@ export function renderMerge(d: SqlDialect, plan: MergePlan): CompiledStatement[]
 
 class MergeRenderer extends MergeSql {
   render(): CompiledStatement[] {
+    if (this.p.layout.removed.length > 0 && this.p.table.mode !== 'append')
+      this.#rehashWithoutRemovedColumns()
     if (this.p.layout.partial !== undefined) renderPartialUpdates(this)
     this.#checkGrain()
     if (this.p.table.mode === 'append') {
@@ -126,6 +128,19 @@ class MergeRenderer extends MergeSql {
               'in extraction order (dimsync backfill sorts them); nothing was written',
           ),
       )}\nFROM ${b} b WHERE b.target = ${this.str(this.p.table.target)} AND b.extracted_at >= ${this.d.timestampLiteral(this.p.extractedAt)}\nLIMIT 1`,
+    )
+  }
+
+  /**
+   * A column the source stopped sending stays in the dimension, but its old values must not make every current
+   * version differ from the staged rows: current versions are hashed again over the columns still tracked.
+   */
+  #rehashWithoutRemovedColumns(): void {
+    const n = this.names
+    const hash = renderRowHash(this.d, this.p.layout.tracked, 'd')
+    this.emit(
+      'schema evolution: hash current versions without the removed columns',
+      `UPDATE ${this.dim} AS d SET ${this.q(n.rowHash)} = ${hash}\nWHERE ${this.current('d')} AND d.${this.q(n.rowHash)} <> ${hash}`,
     )
   }
 

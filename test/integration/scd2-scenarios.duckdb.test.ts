@@ -508,19 +508,44 @@ describe('bad batches are refused with a clear error and nothing is written', ()
     await expect(
       h.load([{ customer_id: 101, name: 'Ana', region: 7 }], { extractedAt: MAR, columns: changed } as never),
     ).rejects.toThrow(
-      'table customers: column "region" changed type from VARCHAR (dimension dim_customer) to INTEGER (source); nothing was written',
+      'table customers: column "region" changed type from VARCHAR (dimension dim_customer) to INTEGER (source); nothing was written. ' +
+        'Either give the new type a new column name in the source (the dimension keeps the old column), or rewrite the column ' +
+        'in the dimension: dimsync evolve --table customers --column region',
     )
     expect(await h.history()).toEqual(before)
   })
 
-  it('a dimension column that vanished from the source', async () => {
-    const h = await setup()
-    await h.load([ana('South')], { extractedAt: JAN })
+  it('a dimension column that vanished from the source is kept: NULL on new versions, no version opened by it', async () => {
+    const h = await setup({ deletes: 'invalidate' })
+    await h.load([ana('South'), bruno], { extractedAt: JAN })
     const narrower = CUSTOMER.filter((c) => c.name !== 'region')
-    await expect(
-      h.load([{ customer_id: 101, name: 'Ana' }], { extractedAt: MAR, columns: narrower } as never),
-    ).rejects.toThrow(
-      'column "region" of dimension dim_customer is missing from the source; nothing was written',
+    const result = await h.load(
+      [
+        { customer_id: 101, name: 'Ana' },
+        { customer_id: 102, name: 'Bruno B' },
+      ],
+      {
+        extractedAt: MAR,
+        columns: narrower,
+      } as never,
     )
+    expect(result.counts).toMatchObject({ insertedVersions: 1, closedVersions: 1, unchangedEvents: 1 })
+    expect((await h.history()).map((r) => [r.customer_id, r.name, r.region, r.is_current])).toEqual([
+      [101, 'Ana', 'South', true],
+      [102, 'Bruno', 'North', false],
+      [102, 'Bruno B', null, true],
+    ])
+    // Later batches without the column change nothing by themselves either.
+    const again = await h.load(
+      [
+        { customer_id: 101, name: 'Ana' },
+        { customer_id: 102, name: 'Bruno B' },
+      ],
+      {
+        extractedAt: MAY,
+        columns: narrower,
+      } as never,
+    )
+    expect(again.counts).toMatchObject({ insertedVersions: 0, closedVersions: 0 })
   })
 })

@@ -177,6 +177,18 @@ function cases(): Case[] {
       }),
     })
   }
+  // A column the source stopped sending: the dimension keeps it, current versions are hashed again without it.
+  for (const feed of [false, true])
+    out.push({
+      title: `removed source column, ${feed ? 'change feed' : 'snapshot'}`,
+      table: tableSpec({
+        deletes: 'new_record',
+        ...(feed
+          ? { validFrom: { kind: 'column', column: 'changed_at' }, changes: { operation: DMS } }
+          : { softDeleteColumn: 'deleted_at' }),
+      }),
+      existing: [...STAGED, { name: 'legacy_code', type: 'VARCHAR' }],
+    })
   for (const openEnd of [null, '9999-12-31T23:59:59.000Z'])
     for (const extract of [
       { mode: 'full' },
