@@ -172,7 +172,8 @@ const SNAPSHOTS: Record<string, Scenario> = {
           { name: 'segment', type: 'VARCHAR' },
         ],
       }),
-      refused([{ customer_id: 101, name: 'Ana', segment: null }], MAY, {
+      // Kept in the dimension, NULL on new versions, opening none.
+      merged([{ customer_id: 101, name: 'Ana', segment: null }], MAY, {
         columns: [...CUSTOMER.filter((c) => c.name !== 'region'), { name: 'segment', type: 'VARCHAR' }],
       }),
     ],
