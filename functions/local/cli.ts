@@ -17,12 +17,14 @@ import {
   type StagedBatchEntry,
 } from '../../lib/use-cases/discard-batches.ts'
 import { readHistory } from '../../lib/use-cases/read-history.ts'
+import { runFact } from '../../lib/use-cases/run-fact.ts'
 import { runTable, type RunTableResult } from '../../lib/use-cases/run-table.ts'
 import { assertNoObjectNameConflicts, validateProject } from '../../lib/use-cases/validate-project.ts'
 import { formatHistory, type HistoryFormat } from './format-history.ts'
 import { describePlan } from './format-plan.ts'
 import { oneLineArgumentError } from './argument-errors.ts'
 import { createReporter } from './reporter.ts'
+import { describeFactRun, factNamed, selectRunnable } from './fact-runs.ts'
 import { runTables } from './run-tables.ts'
 
 const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
@@ -67,9 +69,9 @@ const withStoreOptions = (command: Command): Command => {
 }
 
 withStoreOptions(program.command('run'))
-  .description('extract every table (or one) and merge it into its dimension')
+  .description('extract every table (or one) and merge it into its dimension, then load every fact table')
   .addOption(configOption())
-  .option('-t, --table <name>', 'only this table')
+  .option('-t, --table <name>', 'only this table (or fact table)')
   .option(
     '--extracted-at <iso>',
     `business time of this snapshot, ISO 8601 (a date-time without zone is UTC; at most ${CLOCK_SKEW_VARIABLE}, default ${DEFAULT_CLOCK_SKEW_SECONDS}, in the future; default: now)`,
@@ -92,7 +94,7 @@ withStoreOptions(program.command('run'))
       await withProject(
         opts.config,
         async (project, deps, reporter) => {
-          await runTables(selectTables(project, opts.table), {
+          await runTables(selectRunnable(project, opts.table), {
             run: async (table) => {
               if (opts.extractedAt !== undefined) {
                 const problem = extractionTimeProblem(opts.extractedAt, {
@@ -102,6 +104,11 @@ withStoreOptions(program.command('run'))
                 })
                 if (problem !== undefined)
                   throw new DimsyncError(`table ${table.name}: --extracted-at ${problem}`)
+              }
+              const fact = factNamed(project, table.name)
+              if (fact !== undefined) {
+                const loaded = await runFact(deps, fact, project.tables, { extractedAt: opts.extractedAt })
+                return reporter.summary(describeFactRun(fact, loaded))
               }
               const result = await runTable(deps, table, {
                 extractedAt: opts.extractedAt,

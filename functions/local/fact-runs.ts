@@ -1,0 +1,42 @@
+import { DimsyncError } from '../../lib/core/errors.ts'
+import { factStagingTable, type FactSpec } from '../../lib/core/fact-spec.ts'
+import type { ProjectSpec, TableSpec } from '../../lib/core/table-spec.ts'
+import type { RunFactResult } from '../../lib/use-cases/run-fact.ts'
+
+/**
+ * What `dimsync run` runs: every table, then every fact table (facts resolve against the dimensions as the run
+ * left them), or the one table or fact named. Facts are run as the tables their extract stages.
+ */
+export function selectRunnable(project: ProjectSpec, name: string | undefined): readonly TableSpec[] {
+  const facts = project.facts ?? []
+  if (name === undefined) return [...project.tables, ...facts.map(factStagingTable)]
+  const table = project.tables.find((t) => t.name === name)
+  if (table !== undefined) return [table]
+  const fact = facts.find((f) => f.name === name)
+  if (fact !== undefined) return [factStagingTable(fact)]
+  const names = [...project.tables, ...facts].map((t) => t.name)
+  throw new DimsyncError(
+    `table ${name} is not in ${project.configPath} (tables and facts: ${names.join(', ')})`,
+  )
+}
+
+/** The fact table a runnable name stands for, if it is one. */
+export function factNamed(project: ProjectSpec, name: string): FactSpec | undefined {
+  return project.facts?.find((f) => f.name === name)
+}
+
+/** `orders → fact_orders: batch …, 3 rows; 3 facts loaded, 1 to the unknown member of customers`. */
+export function describeFactRun(fact: FactSpec, result: RunFactResult): string {
+  const resumed = result.resumed.length
+    ? ` (first loaded ${result.resumed.length} batch(es) left by an interrupted run)`
+    : ''
+  if (result.load.status === 'already-applied')
+    return `${fact.name}: batch ${result.batchId} was already loaded${resumed}`
+  const unknown = (result.load.unknown ?? [])
+    .map((u) => `${u.facts} to the unknown member of ${u.dimension} (${u.column})`)
+    .join(', ')
+  return (
+    `${fact.name} → ${fact.target}: batch ${result.batchId}, ${result.rows} rows; ` +
+    `${result.load.facts ?? 0} facts loaded${unknown === '' ? '' : `, ${unknown}`}${resumed}`
+  )
+}

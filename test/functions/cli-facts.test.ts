@@ -1,0 +1,64 @@
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+
+const ROOT = join(import.meta.dirname, '..', '..')
+const CLI = join(ROOT, 'bin', 'dimsync.mjs')
+let work: string
+
+beforeEach(() => {
+  work = mkdtempSync(join(tmpdir(), 'dimsync-cli-facts-'))
+  writeFileSync(
+    join(work, 'dimsync.yaml'),
+    `version: 1
+tables:
+  - name: customers
+    source: { type: file, path: customers.csv }
+    key: customer_id
+facts:
+  - name: orders
+    source: { type: file, path: orders.csv }
+    grain: order_id
+    event_time: ordered_at
+    measures: [amount]
+    references:
+      - { dimension: customers, key: customer_id, as: customer }
+`,
+  )
+})
+afterEach(() => rmSync(work, { recursive: true, force: true }))
+
+function dimsync(...args: string[]) {
+  const r = spawnSync(process.execPath, [CLI, ...args], {
+    cwd: work,
+    encoding: 'utf8',
+    env: { ...process.env, CI: '1' },
+  })
+  return { code: r.status, out: r.stdout, err: r.stderr }
+}
+const write = (name: string, lines: string[]) => writeFileSync(join(work, name), `${lines.join('\n')}\n`)
+
+describe('dimsync run with facts (real process)', () => {
+  it('merges the dimensions, then loads the facts and says how many went to the unknown member', () => {
+    write('customers.csv', ['customer_id,region', '101,South'])
+    write('orders.csv', [
+      'order_id,customer_id,ordered_at,amount',
+      '1,101,2024-02-01T10:00:00Z,10',
+      '2,999,2024-02-01T10:00:00Z,5',
+    ])
+    const first = dimsync('run', '--extracted-at', '2024-01-01T00:00:00Z')
+    expect(first.code).toBe(0)
+    expect(first.out).toMatch(/^customers → dim_customers: batch \S+, 1 rows; 1 versions inserted/m)
+    expect(first.out).toMatch(
+      /^orders → fact_orders: batch \S+, 2 rows; 2 facts loaded, 1 to the unknown member of customers \(customer_sk\)$/m,
+    )
+    // One fact table alone, by name; a name that is neither a table nor a fact is refused, listing both.
+    expect(dimsync('run', '--table', 'orders').out).toMatch(/^orders → fact_orders: .* 2 facts loaded/m)
+    const unknown = dimsync('run', '--table', 'order')
+    expect(unknown.code).not.toBe(0)
+    expect(unknown.err).toContain('table order is not in')
+    expect(unknown.err).toContain('(tables and facts: customers, orders)')
+  })
+})
