@@ -35,8 +35,12 @@ export function describeFactRun(fact: FactSpec, result: RunFactResult): string {
   const unknown = (result.load.unknown ?? [])
     .map((u) => `${u.facts} to the unknown member of ${u.dimension} (${u.column})`)
     .join(', ')
+  const moved = result.repointed
+    .filter((r) => r.facts > 0)
+    .map((r) => `${r.facts} re-pointed to later versions of ${r.dimension} (${r.column})`)
+    .join(', ')
   return (
     `${fact.name} → ${fact.target}: batch ${result.batchId}, ${result.rows} rows; ` +
-    `${result.load.facts ?? 0} facts loaded${unknown === '' ? '' : `, ${unknown}`}${resumed}`
+    `${result.load.facts ?? 0} facts loaded${unknown === '' ? '' : `, ${unknown}`}${moved === '' ? '' : `; ${moved}`}${resumed}`
   )
 }

@@ -132,3 +132,32 @@ export function planFactLayout(
   }
   return Object.freeze({ copied, eventTime, references, createTable: existing === undefined })
 }
+
+/**
+ * The fact's references with the dimensions as the warehouse holds them (their columns from `describeTable`),
+ * for work on stored facts (re-pointing). Throws naming the fact when a dimension does not exist.
+ */
+export function resolveFactReferences(
+  fact: FactSpec,
+  dimensions: readonly {
+    readonly table: TableSpec
+    readonly columns: readonly DimensionColumn[] | undefined
+  }[],
+): ResolvedFactReference[] {
+  return fact.references.map((reference, i) => {
+    const found = dimensions[i]
+    if (found?.columns === undefined)
+      throw new Error(`fact ${fact.name}: dimension ${reference.dimension} does not exist in the warehouse`)
+    const { table, columns } = found
+    const byColumn = new Map(columns.map((c) => [c.name, c]))
+    const dimensionKey = table.key.map((k) => {
+      const column = byColumn.get(k)
+      if (column === undefined) throw new Error(`fact ${fact.name}: ${table.target} has no key column "${k}"`)
+      return column
+    })
+    const metadata = new Set(metadataColumnList(table.columns).map((c) => c.name))
+    const keyNames = new Set(table.key)
+    const attributes = columns.filter((c) => !metadata.has(c.name) && !keyNames.has(c.name))
+    return { reference, dimension: table, dimensionKey, attributes }
+  })
+}

@@ -4,7 +4,8 @@ import { compareManifests } from '../core/batch-manifest.ts'
 import { factStagingTable, type FactSpec } from '../core/fact-spec.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import { extractInRun } from './extract-table.ts'
-import { loadFactBatch, type LoadFactBatchResult } from './load-fact-batch.ts'
+import { loadFactBatch, type LoadFactBatchResult, type UnknownMemberCount } from './load-fact-batch.ts'
+import { repointFacts } from './repoint-facts.ts'
 import { advanceWatermark } from './merge-step.ts'
 import type { PipelineDeps } from './run-table.ts'
 import { inTableRun, type TableRun } from './table-run.ts'
@@ -23,6 +24,8 @@ export interface RunFactResult {
   readonly batchId: string
   readonly rows: number
   readonly load: LoadFactBatchResult
+  /** Per reference, stored facts re-pointed after the load (late dimension changes). */
+  readonly repointed: readonly UnknownMemberCount[]
 }
 
 const DEFAULT_LEASE_TTL_MS = 10 * 60_000
@@ -30,7 +33,8 @@ const DEFAULT_LEASE_TTL_MS = 10 * 60_000
 /**
  * One run of one fact table (`dimsync run`, after the dimensions): under the fact's lease, load the batches an
  * interrupted run left staged, extract a new batch of the fact's source (whole, or after the cursor's watermark),
- * load it (loadFactBatch), advance the watermark, record the run and remove the staged batch. As for tables, a
+ * load it (loadFactBatch), advance the watermark, re-point the stored facts whose version changed since they were
+ * loaded (repointFacts), record the run and remove the staged batch. As for tables, a
  * crash anywhere leaves a state the next run completes, and a batch is never loaded twice.
  */
 export async function runFact(
@@ -69,6 +73,9 @@ export async function runFact(
         abandonedAfterMs: 0,
       })
       const load = await loadStaged(deps, run, fact, dimensions, batchId)
+      // Late dimension events may have moved windows facts already point through: re-point those facts.
+      const warehouse = await deps.openWarehouse()
+      const repointed = await repointFacts({ warehouse }, { fact, dimensions, schema: deps.schema })
       await run.record({
         status: 'succeeded',
         finishedAt: deps.clock().toISOString(),
@@ -76,7 +83,7 @@ export async function runFact(
         rowsExtracted: rows,
         error: undefined,
       })
-      return { runId, fact: fact.name, resumed, batchId, rows, load }
+      return { runId, fact: fact.name, resumed, batchId, rows, load, repointed }
     } finally {
       await deps.releaseWarehouse?.()
     }

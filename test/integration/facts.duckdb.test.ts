@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import type { StagedColumn } from '../../lib/core/batch.ts'
 import { BatchRejectedError } from '../../lib/core/errors.ts'
 import type { FactReference, FactSpec } from '../../lib/core/fact-spec.ts'
+import { repointFacts } from '../../lib/use-cases/repoint-facts.ts'
 import { FactHarness } from '../support/fact-harness.ts'
 import { tableSpec } from '../support/table-spec-builder.ts'
 
@@ -379,5 +380,80 @@ describe('facts read as they were and as they are (type 7), on DuckDB', () => {
       ['I-1', 'HOME', 1, '0.250'],
       ['I-2', 'NIGHT', 0, '0.100'],
     ])
+  })
+})
+
+describe('re-pointing facts after late dimension changes, on DuckDB', () => {
+  const CHANGES: StagedColumn[] = [
+    { name: 'customer_id', type: 'BIGINT' },
+    { name: 'region', type: 'VARCHAR' },
+    { name: 'changed_at', type: 'TIMESTAMP WITH TIME ZONE' },
+  ]
+  const changing = tableSpec({
+    extract: { mode: 'incremental', cursor: 'changed_at', lookbackMinutes: 0 },
+    validFrom: { kind: 'column', column: 'changed_at' },
+  })
+  const change = (customer_id: number, region: string, changed_at: string) => ({
+    customer_id,
+    region,
+    changed_at,
+  })
+
+  it('a late event splitting a window and a key arriving late move exactly the facts they concern', async () => {
+    h = await FactHarness.duckdb([changing])
+    await h.mergeDimension(
+      changing,
+      CHANGES,
+      [change(101, 'South', JAN), change(101, 'West', '2024-04-01T00:00:00Z')],
+      {
+        extractedAt: '2024-04-02T00:00:00Z',
+        mode: 'incremental',
+      },
+    )
+    const kept = ordersFact({ references: [customerReference({ keepNaturalKey: true })] })
+    const batch = await h.stageFacts(
+      kept,
+      ORDER,
+      [
+        order(1, 101, '2024-01-15T00:00:00Z'),
+        order(2, 101, '2024-02-15T00:00:00Z'),
+        order(3, 102, '2024-02-15T00:00:00Z'),
+        order(4, 102, '2023-06-01T00:00:00Z'),
+      ],
+      { extractedAt: '2024-04-03T00:00:00Z' },
+    )
+    await h.loadFacts(kept, batch)
+    expect(await facts(h)).toEqual([
+      [1, 1, '10.00'],
+      [2, 1, '10.00'],
+      [3, 0, '10.00'],
+      [4, 0, '10.00'],
+    ])
+    // Late: Ana was in the North from 1 February (splits her South window); Bruno existed from 1 January.
+    const late = await h.mergeDimension(
+      changing,
+      CHANGES,
+      [change(101, 'North', '2024-02-01T00:00:00Z'), change(102, 'East', JAN)],
+      { extractedAt: '2024-04-04T00:00:00Z', mode: 'incremental' },
+    )
+    expect(late.counts?.lateKeys).toBeGreaterThan(0)
+    const skOf = async (key: number, from: string) =>
+      (
+        await h!.query(
+          `SELECT dimsync_sk FROM dim_customer WHERE customer_id = ${key} AND valid_from = '${from}'`,
+        )
+      )[0]!.dimsync_sk
+    const north = await skOf(101, '2024-02-01 00:00:00+00')
+    const bruno = await skOf(102, '2024-01-01 00:00:00+00')
+    const repoint = () =>
+      repointFacts({ warehouse: h!.warehouse }, { fact: kept, dimensions: [changing], schema: 'main' })
+    expect(await repoint()).toEqual([{ dimension: 'customers', column: 'customer_sk', facts: 2 }])
+    expect(await facts(h)).toEqual([
+      [1, 1, '10.00'],
+      [2, north, '10.00'],
+      [3, bruno, '10.00'],
+      [4, 0, '10.00'],
+    ])
+    expect(await repoint()).toEqual([{ dimension: 'customers', column: 'customer_sk', facts: 0 }])
   })
 })
