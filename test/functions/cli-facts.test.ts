@@ -60,5 +60,6 @@ describe('dimsync run with facts (real process)', () => {
     expect(unknown.code).not.toBe(0)
     expect(unknown.err).toContain('table order is not in')
     expect(unknown.err).toContain('(tables and facts: customers, orders)')
-  })
+    // Four CLI processes, each starting Node and DuckDB.
+  }, 180_000)
 })
