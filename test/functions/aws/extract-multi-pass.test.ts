@@ -1,7 +1,8 @@
 import { ListObjectsV2Command } from '@aws-sdk/client-s3'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 
-import type { LockHeldError } from '../../../lib/core/errors.ts'
+import type { FunctionDeps } from '../../../functions/shared/function-deps.ts'
+import { SourceError, type LockHeldError } from '../../../lib/core/errors.ts'
 import { createMergeHandler } from '../../../functions/shared/handlers.ts'
 import type { StagedExtractOutput } from '../../../functions/shared/events.ts'
 import { captureStdout, fakeContext, nearTheDeadline, stagingExtract } from '../../support/aws/lambda.ts'
@@ -96,6 +97,46 @@ describe.skipIf(!available)('extract function: an extract continued over several
       )
     ).result
     expect(next).toMatchObject({ batchId: first.batchId, complete: true, rows: 450 })
+  })
+
+  it('a resumed pass that fails with a retryable error keeps the table: another run meets the lock, the retry continues', async () => {
+    const { box, deps } = await env.sandbox(ITEMS)
+    let failNext = true
+    // The source connection drops during the second pass (a retryable SourceError).
+    const flaky: FunctionDeps = {
+      ...deps,
+      openSource: (table) => {
+        const source = deps.openSource(table)
+        if (!failNext) return source
+        failNext = false
+        return {
+          describe: (t) => source.describe(t),
+          extract: () =>
+            Promise.reject(new SourceError('items', 'table items: connection dropped', { retryable: true })),
+          close: () => source.close(),
+        }
+      },
+    }
+    const extract = stagingExtract({ deps: async () => deps })
+    const first = (await captureStdout(() => extract({ table: 'items' }, nearTheDeadline()))).result
+    const event = { table: 'items', batchId: first.batchId, resume: first.resume }
+    const failed = await captureStdout(() =>
+      stagingExtract({ deps: async () => flaky })(event, fakeContext()),
+    ).catch((e: unknown) => e as Error)
+    expect((failed as Error).name).toBe('RetryableError')
+
+    // While the state machine waits to retry, the lease is still handed over: no other run takes the table.
+    const other = await captureStdout(() => extract({ table: 'items' }, fakeContext())).catch(
+      (e: unknown) => e as Error,
+    )
+    expect((other as Error).name).toBe('LockHeldError')
+
+    const retried = (await captureStdout(() => extract(event, fakeContext()))).result
+    expect(retried).toMatchObject({ batchId: first.batchId, complete: true, rows: 450 })
+    await captureStdout(() => createMergeHandler({ deps: async () => deps })(retried, fakeContext()))
+    expect(await env.currentVersions(box, deps, 'dim_items', 'n')).toEqual([
+      { versions: 450, keys: 450, lo: 1, hi: 450, wrong: 0 },
+    ])
   })
 
   it('a retried last pass whose answer was lost returns the committed batch instead of failing', async () => {
