@@ -43,7 +43,9 @@ export interface ScriptWarehouse<Dialect = unknown> extends Warehouse<Dialect> {
   readonly mergeMode: 'script'
   /**
    * Loads the batch's Parquet parts into `stage` (created with an expiration if missing), one load job per part
-   * with a job id derived from table, batch and part: a retry skips the parts already loaded.
+   * with a job id derived from table, batch and part: a retry skips the parts already loaded. Resolves only when
+   * `stage` holds the manifest's row count (a missing, expired or partial table is reloaded from the parts);
+   * else throws a retryable WarehouseError.
    */
   loadBatch(request: LoadBatchRequest): Promise<void>
   /**
@@ -61,6 +63,8 @@ export interface LoadBatchRequest {
   readonly partPaths: readonly string[]
   /** Staged columns (manifest), in file order. */
   readonly columns: readonly StagedColumn[]
+  /** Rows the batch holds (manifest): the staging table must hold exactly these before a merge reads it. */
+  readonly rowCount: number
 }
 
 export interface MergeScriptRequest {

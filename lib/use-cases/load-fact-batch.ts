@@ -149,7 +149,14 @@ async function runAsScript(
   const table = factStagingTable(request.fact)
   const { batchId } = request
   const columns = batch.manifest.columns
-  await warehouse.loadBatch({ table, batchId, stage: plan.stage, partPaths: batch.partPaths, columns })
+  await warehouse.loadBatch({
+    table,
+    batchId,
+    stage: plan.stage,
+    partPaths: batch.partPaths,
+    columns,
+    rowCount: batch.manifest.rowCount,
+  })
   const script = renderFactScript(warehouse.dialect, plan)
   const result = await warehouse.runMergeScript({ table, batchId, script, dryRun: request.dryRun ?? false })
   return { row: result.row, statements: [...script.ddl, ...script.merge, ...script.after] }

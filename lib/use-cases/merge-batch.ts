@@ -115,7 +115,14 @@ async function mergeAsScript(
   const objects = dimensionObjects(table, request.schema)
   const stage = { schema: request.schema, name: stagingTableName(table.target, batchId) }
   const columns = batch.manifest.columns
-  await warehouse.loadBatch({ table, batchId, stage, partPaths: batch.partPaths, columns })
+  await warehouse.loadBatch({
+    table,
+    batchId,
+    stage,
+    partPaths: batch.partPaths,
+    columns,
+    rowCount: batch.manifest.rowCount,
+  })
   const existing = await warehouse.describeTable(objects.dimension)
   assertNotEmptyFirstLoad(request, batch, existing)
   const layout = planDimensionLayout(table, batchId, columns, existing)

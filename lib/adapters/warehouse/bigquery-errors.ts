@@ -47,7 +47,11 @@ export function jobFailure(
   })
 }
 
+/** dimsync's reason for an API call that got no answer (connection failed or timed out); transient. */
+export const NO_RESPONSE = 'noResponse'
+
 const TRANSIENT_REASONS: ReadonlySet<string> = new Set([
+  NO_RESPONSE,
   'backendError',
   'internalError',
   'rateLimitExceeded',

@@ -18,7 +18,7 @@ import {
   stagedTypeOfBigQueryField,
 } from '../../sql/bigquery/bigquery-types.ts'
 import type { CompiledStatement, SqlDialect, TableRef } from '../../sql/dialect.ts'
-import { jobFailure, type JobError } from './bigquery-errors.ts'
+import { jobFailure, NO_RESPONSE, transientReason, type JobError } from './bigquery-errors.ts'
 import { backoffDelayMs, latestAttempt } from './bigquery-job-attempts.ts'
 import { jobId, jobLabels } from './bigquery-job-ids.ts'
 import { INTEGER_VALUES, toRow } from './bigquery-rows.ts'
@@ -41,6 +41,10 @@ export interface BigQueryWarehouseOptions {
   readonly maxAttempts?: number
   /** Wait before the second attempt of a job that failed transiently; doubles per attempt, up to 32× (default 1000). */
   readonly retryDelayMs?: number
+  /** Milliseconds a job is awaited before the call gives up, leaving it running for the retry (default 600,000). */
+  readonly jobTimeoutMs?: number
+  /** Milliseconds an upload of one part may take before it is retried (default 300,000). */
+  readonly uploadTimeoutMs?: number
   /** Test seam: how a wait between attempts is done (default a timer). */
   readonly sleep?: (ms: number) => Promise<void>
 }
@@ -61,6 +65,15 @@ interface ApiError {
 }
 
 const DAY_MS = 86_400_000
+/** Below the merge Lambda's 15 minutes, so a long job is left running and adopted by the retry. */
+const DEFAULT_JOB_TIMEOUT_MS = 600_000
+const DEFAULT_UPLOAD_TIMEOUT_MS = 300_000
+
+/** A request that got no answer: the connection failed or timed out (the client's errors carry a `type`). */
+function isNoResponse(error: unknown): boolean {
+  const type = (error as { type?: unknown }).type
+  return type === 'request-timeout' || type === 'system'
+}
 
 /**
  * BigQuery as the warehouse. Building it makes no network call (the client authenticates lazily on the first
@@ -111,7 +124,35 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
     )
   }
 
+  /**
+   * Loads the parts into the batch's staging table, then proves the load complete: the table must hold the
+   * manifest's row count (the same proof the extract gives). The staging table is a copy of the staged batch
+   * that expires (`stagingExpirationDays` after the last attempt touched it): a batch that waited longer (refused,
+   * or its merge failed) finds it gone, or re-created empty while every part's load job is already done; it is
+   * then reloaded from the parts under new job ids. A count that still differs fails retryably.
+   */
   async loadBatch(request: LoadBatchRequest): Promise<void> {
+    await this.#createStage(request)
+    for (const [part, path] of request.partPaths.entries()) await this.#loadPart(request, part, path, 'adopt')
+    if ((await this.#stagedRows(request.stage)) === request.rowCount) return
+    await this.#dropStage(request.stage)
+    await this.#createStage(request)
+    for (const [part, path] of request.partPaths.entries())
+      await this.#loadPart(request, part, path, 'reload')
+    const staged = await this.#stagedRows(request.stage)
+    if (staged === request.rowCount) return
+    const { table, batchId } = request
+    throw new WarehouseError(`load batch ${batchId}`, '', {
+      cause: new Error(
+        `staging table ${this.#name(request.stage)} holds ${staged} rows after reloading every part, but batch ` +
+          `${batchId} of table ${table.name} has ${request.rowCount} (its manifest); nothing was merged`,
+      ),
+      retryable: true,
+    })
+  }
+
+  /** Creates the staging table; one an earlier attempt created gets its expiration pushed back instead. */
+  async #createStage(request: LoadBatchRequest): Promise<void> {
     const { table, batchId, stage } = request
     const dataset = this.#client.dataset(this.#dataset(stage), { location: this.#options.location })
     const fields = request.columns.map((c) => ({
@@ -119,25 +160,67 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
       type: bigQueryColumnType(c.type, { table: table.name, column: c.name }).replace(/\(.*\)$/, ''),
       description: `${SOURCE_TYPE_PREFIX}${c.type}`,
     }))
-    const days = this.#options.stagingExpirationDays ?? 7
+    const expirationTime = String(Date.now() + (this.#options.stagingExpirationDays ?? 7) * DAY_MS)
     try {
       await dataset.table(stage.name).create({
         schema: { fields },
-        expirationTime: String(Date.now() + days * DAY_MS),
+        expirationTime,
         labels: jobLabels(table.name, batchId),
         description: `dimsync: staged batch ${batchId} of table ${table.name}; dropped after the merge`,
       })
     } catch (error) {
-      // 409: an earlier attempt created it; its loaded parts are skipped below by their job ids.
       if ((error as ApiError).code !== 409)
         throw this.#apiError(`create staging table ${this.#name(stage)}`, error)
+      await dataset
+        .table(stage.name)
+        .setMetadata({ expirationTime })
+        .catch((patchError: unknown) => {
+          throw this.#apiError(`extend the expiration of staging table ${this.#name(stage)}`, patchError)
+        })
     }
-    for (const [part, path] of request.partPaths.entries()) {
-      await this.#runOnce(
-        (attempt) => jobId('load', table.target, batchId, { part, attempt }),
-        (id) => this.#startLoad(id, request, path),
-        [{ label: `load part ${part} (${path})`, sql: '' }],
-      )
+  }
+
+  /**
+   * One part's load job. `adopt`: a job an earlier attempt ran for this part is adopted (its rows are in the
+   * table, unless the table was re-created since: the row count tells). `reload`: a new attempt, always.
+   */
+  async #loadPart(
+    request: LoadBatchRequest,
+    part: number,
+    path: string,
+    mode: 'adopt' | 'reload',
+  ): Promise<void> {
+    const { table, batchId } = request
+    await this.#runOnce(
+      (attempt) => jobId('load', table.target, batchId, { part, attempt }),
+      (id) => this.#startLoad(id, request, path),
+      [{ label: `load part ${part} (${path})`, sql: '' }],
+      mode === 'reload',
+    )
+  }
+
+  async #stagedRows(stage: TableRef): Promise<number> {
+    try {
+      const [metadata] = await this.#client
+        .dataset(this.#dataset(stage), { location: this.#options.location })
+        .table(stage.name)
+        .getMetadata()
+      return Number((metadata as { numRows?: string }).numRows ?? 0)
+    } catch (error) {
+      if ((error as ApiError).code === 404) return 0
+      throw this.#apiError(`count the rows of staging table ${this.#name(stage)}`, error)
+    }
+  }
+
+  async #dropStage(stage: TableRef): Promise<void> {
+    try {
+      await this.#client
+        .dataset(this.#dataset(stage), { location: this.#options.location })
+        .table(stage.name)
+        .delete()
+    } catch (error) {
+      if ((error as ApiError).code !== 404)
+        throw this.#apiError(`drop staging table ${this.#name(stage)}`, error)
     }
   }
 
@@ -241,18 +324,20 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
    * being repeated; one that failed wrote nothing (a failed load loads nothing, a failed merge rolled back), so
    * this call submits the next attempt: a batch refused before is not refused again by replaying the old job
    * once the cause is fixed (`--allow-mass-delete`, a permission granted). A job of this call that fails
-   * transiently is retried under the next attempt's id.
+   * transiently is retried under the next attempt's id. `fresh`: submit a new attempt even when the latest one
+   * succeeded (its result is known to be lost, as a load into a staging table since re-created).
    */
   async #runOnce(
     makeId: (attempt: number) => string,
     start: (id: string) => Promise<void>,
     statements: readonly CompiledStatement[],
+    fresh = false,
   ): Promise<{ id: string; metadata: JobResource }> {
     const maxAttempts = this.#options.maxAttempts ?? 5
     const latest = await latestAttempt((attempt) => this.#getJob(makeId(attempt)))
     let attempt = latest?.attempt ?? 1
     let adopted = latest?.job
-    if (adopted?.status?.errorResult !== undefined) {
+    if (adopted !== undefined && (fresh || adopted.status?.errorResult !== undefined)) {
       attempt++
       adopted = undefined
     }
@@ -300,19 +385,54 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
     }
   }
 
+  /**
+   * Polls job `id` until it is DONE. A job still running after `jobTimeoutMs` is left running: the error is
+   * retryable, and the next attempt adopts the job (its id is found) instead of submitting it again.
+   */
   async #waitForJob(id: string): Promise<JobResource> {
     const interval = this.#options.pollIntervalMs ?? 1000
+    const timeout = this.#options.jobTimeoutMs ?? DEFAULT_JOB_TIMEOUT_MS
+    const deadline = Date.now() + timeout
     for (;;) {
       const metadata = await this.#getJob(id)
       if (metadata === undefined)
         throw new WarehouseError(`job ${id}`, '', { cause: new Error('job not found') })
       if (metadata.status?.state === 'DONE') return metadata
-      await new Promise((resolve) => setTimeout(resolve, interval))
+      if (Date.now() >= deadline)
+        throw new WarehouseError(`job ${id}`, '', {
+          cause: new Error(
+            `BigQuery job ${id} is still running after ${timeout} ms; a retry waits for it instead of starting it again`,
+          ),
+          retryable: true,
+        })
+      await new Promise((resolve) =>
+        setTimeout(resolve, Math.min(interval, Math.max(deadline - Date.now(), 1))),
+      )
+    }
+  }
+
+  /**
+   * Uploads a part as a load job, retrying an upload that failed in transit (5xx, 429, no answer within
+   * `uploadTimeoutMs`) with the part reopened: a stream is read once, so the client's own retry (disabled here)
+   * would send nothing and hang. A 409 means an upload whose answer was lost did arrive: the caller adopts the job.
+   */
+  async #startLoad(id: string, request: LoadBatchRequest, path: string): Promise<void> {
+    const maxAttempts = this.#options.maxAttempts ?? 5
+    for (let tries = 1; ; tries++) {
+      try {
+        await this.#upload(id, request, path)
+        return
+      } catch (error) {
+        const api = error as ApiError
+        const transient = isNoResponse(error) || transientReason(undefined, '', api.code) !== undefined
+        if (api.code === 409 || !transient || tries >= maxAttempts) throw error
+        await this.#sleep(backoffDelayMs(tries, this.#options.retryDelayMs ?? 1000, Math.random()))
+      }
     }
   }
 
   /** One multipart upload (`/upload/bigquery/v2/projects/P/jobs?uploadType=multipart`): job resource + the Parquet file. */
-  async #startLoad(id: string, request: LoadBatchRequest, path: string): Promise<void> {
+  async #upload(id: string, request: LoadBatchRequest, path: string): Promise<void> {
     const { stage, table, batchId } = request
     const resource = {
       jobReference: { projectId: this.#options.project, jobId: id, location: this.#options.location },
@@ -336,7 +456,23 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
       apiEndpoint: string
       makeAuthenticatedRequest(options: object, callback: (error: Error | null, body?: unknown) => void): void
     }
-    await new Promise<void>((resolve, reject) => {
+    const file = createReadStream(path)
+    const timeout = this.#options.uploadTimeoutMs ?? DEFAULT_UPLOAD_TIMEOUT_MS
+    let timer: NodeJS.Timeout | undefined
+    // The client's HTTP layer takes no timeout or abort signal for uploads: the wait is bounded here, and the
+    // file is closed so that a request still sending it fails.
+    const timedOut = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(
+            Object.assign(new Error(`upload of ${path} got no answer within ${timeout} ms`), {
+              type: 'request-timeout',
+            }),
+          ),
+        timeout,
+      )
+    })
+    const uploaded = new Promise<void>((resolve, reject) => {
       client.makeAuthenticatedRequest(
         {
           method: 'POST',
@@ -344,12 +480,17 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
           qs: { uploadType: 'multipart' },
           multipart: [
             { 'Content-Type': 'application/json', body: JSON.stringify(resource) },
-            { 'Content-Type': 'application/octet-stream', body: createReadStream(path) },
+            { 'Content-Type': 'application/octet-stream', body: file },
           ],
-          timeout: 0,
+          // A retry must reopen the file (see #startLoad); the client's would resend a consumed stream.
+          maxRetries: 0,
         },
         (error) => (error ? reject(error) : resolve()),
       )
+    })
+    await Promise.race([uploaded, timedOut]).finally(() => {
+      clearTimeout(timer)
+      file.destroy()
     })
   }
 
@@ -375,6 +516,7 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
   #scriptError(label: string, error: unknown, statements: readonly CompiledStatement[]): DimsyncError {
     const api = error as ApiError
     const message = api.message ?? String(error)
-    return jobFailure(label, { reason: api.errors?.[0]?.reason ?? 'invalid', message }, statements, api.code)
+    const reason = isNoResponse(error) ? NO_RESPONSE : (api.errors?.[0]?.reason ?? 'invalid')
+    return jobFailure(label, { reason, message }, statements, api.code)
   }
 }

@@ -23,13 +23,15 @@ export interface RequestInfo {
 /**
  * Failures a test asks the emulator for, to see how a client copes with what BigQuery does under load: a
  * statement failing inside a script (its exception handler sees it, as a concurrent update or backendError),
- * a job failing before it runs, an HTTP call answered with an error status (a 503 on an upload). Each rule
+ * a job failing before it runs, an HTTP call answered with an error status (a 503 on an upload) or never
+ * answered (a hanging connection). Each rule
  * fires `times` times, then is spent.
  */
 export class Faults {
   readonly #statements: Rule<StatementInfo>[] = []
   readonly #jobs: Rule<{ readonly jobId: string; readonly kind: 'query' | 'load' }>[] = []
   readonly #requests: Rule<RequestInfo>[] = []
+  readonly #stalls: Rule<RequestInfo>[] = []
 
   /** Fails the next statement(s) of a query job that `match` selects, with `error` (catchable in the script). */
   failStatement(match: (statement: StatementInfo) => boolean, error: InjectedError, times = 1): void {
@@ -55,6 +57,11 @@ export class Faults {
     this.#requests.push({ match, error, remaining: times, status })
   }
 
+  /** Never answers the next HTTP request(s) `match` selects (a connection that hangs), until the emulator stops. */
+  stallRequest(match: (request: RequestInfo) => boolean, times = 1): void {
+    this.#stalls.push({ match, error: { reason: 'stalled', message: '' }, remaining: times })
+  }
+
   beforeStatement(statement: StatementInfo): void {
     const rule = take(this.#statements, statement)
     if (rule) throw new BigQueryError(rule.error.reason, rule.error.message, 'query')
@@ -65,8 +72,9 @@ export class Faults {
     if (rule) throw new BigQueryError(rule.error.reason, rule.error.message)
   }
 
-  /** The status and error to answer a request with, if a rule selects it. */
-  forRequest(request: RequestInfo): { status: number; error: BigQueryError } | undefined {
+  /** The status and error to answer a request with, `stall` to never answer it, if a rule selects it. */
+  forRequest(request: RequestInfo): { status: number; error: BigQueryError } | 'stall' | undefined {
+    if (take(this.#stalls, request) !== undefined) return 'stall'
     const rule = take(this.#requests, request)
     return rule
       ? { status: rule.status!, error: new BigQueryError(rule.error.reason, rule.error.message) }

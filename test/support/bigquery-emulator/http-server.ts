@@ -95,6 +95,7 @@ export class HttpServer {
           }),
     })
     const fault = this.#faults.forRequest({ method, path: url.pathname, query: url.searchParams })
+    if (fault === 'stall') return new Promise<ApiResponse>(() => undefined)
     if (fault !== undefined)
       return { status: fault.status, body: errorResponseBody(fault.status, [fault.error]) }
     const upload = url.pathname.startsWith(UPLOAD_PREFIX)

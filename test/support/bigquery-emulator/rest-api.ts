@@ -163,7 +163,7 @@ export class RestApi {
     const now = store.now()
     const metadata = metadataOfResource(body, columns, {})
     const defaultExpiration = dataset.defaultTableExpirationMs
-    store.putTable({
+    const table: StoredTable = {
       ref,
       type: 'TABLE',
       columns,
@@ -174,8 +174,10 @@ export class RestApi {
       },
       creationMs: now,
       lastModifiedMs: now,
-    })
-    return ok(this.#tableResource(store.getTable(ref)!))
+    }
+    store.putTable(table)
+    // Answered as created even when its expiration has already passed (it is gone at the next read).
+    return ok(this.#tableResource(table))
   }
 
   #patchTable(ref: TableRef, request: ApiRequest): ApiResponse {

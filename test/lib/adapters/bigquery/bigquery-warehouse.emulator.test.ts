@@ -209,6 +209,7 @@ describe('BigQueryWarehouse on the BigQuery emulator (the real client, SQL run b
       stage: { schema: DATASET, name: stagingTableName(table.target, batchId) },
       partPaths: opened.partPaths,
       columns: COLUMNS,
+      rowCount: 2,
     })
     expect(uploads().length).toBe(uploadsBefore)
     const [a, b] = await Promise.all([firstAttempt, merge(w, batchId)])
@@ -352,6 +353,94 @@ describe('BigQueryWarehouse on the BigQuery emulator (the real client, SQL run b
       ['102', null],
     ])
   })
+
+  it('a staging table that expired while its batch waited is reloaded from the staged parts before the merge, never merged empty', async () => {
+    const batchId = await stage('20240310T151000.000Z-rrrrrr')
+    const stageRef = { schema: DATASET, name: stagingTableName(table.target, batchId) }
+    const opened = await batches.openBatch(table.name, batchId)
+    // An earlier attempt loaded the batch, then its merge failed and the batch waited past the expiration.
+    const load = {
+      table,
+      batchId,
+      stage: stageRef,
+      partPaths: opened.partPaths,
+      columns: COLUMNS,
+      rowCount: 2,
+    }
+    await warehouse().loadBatch(load)
+    await opened.release()
+    await new BigQuery({ projectId: PROJECT, ...emulator.clientOptions() })
+      .dataset(DATASET)
+      .table(stageRef.name)
+      .setMetadata({ expirationTime: String(Date.now() + 20) })
+    await new Promise((r) => setTimeout(r, 30))
+    expect(
+      emulator.store.getTable({ projectId: PROJECT, datasetId: DATASET, tableId: stageRef.name }),
+    ).toBeUndefined()
+    expect((await merge(warehouse(), batchId)).counts).toMatchObject({ events: 2, insertedVersions: 2 })
+    expect(versions()).toHaveLength(2)
+    expect(uploads()).toHaveLength(2)
+  })
+
+  it('a partial staging table is reloaded; one that stays short of the manifest fails the merge retryably, naming the counts', async () => {
+    const batchId = await stage('20240310T152000.000Z-ssssss')
+    const stageRef = { schema: DATASET, name: stagingTableName(table.target, batchId) }
+    const tableId = { projectId: PROJECT, datasetId: DATASET, tableId: stageRef.name }
+    const w = warehouse()
+    const opened = await batches.openBatch(table.name, batchId)
+    const load = {
+      table,
+      batchId,
+      stage: stageRef,
+      partPaths: opened.partPaths,
+      columns: COLUMNS,
+      rowCount: 2,
+    }
+    await w.loadBatch(load)
+    // Rows lost after the load (a table emptied by hand): the next load finds 0 of 2 and reloads.
+    await emulator.query(PROJECT, `TRUNCATE TABLE ${DATASET}.${stageRef.name}`, { location: LOCATION })
+    await w.loadBatch(load)
+    expect(emulator.rows(tableId)).toHaveLength(2)
+    // A manifest that promises more rows than the parts hold: reloading cannot help, the merge must not run.
+    const short = (await w.loadBatch({ ...load, rowCount: 3 }).catch((e: unknown) => e)) as WarehouseError
+    await opened.release()
+    expect(short).toBeInstanceOf(WarehouseError)
+    expect(short.message).toContain(`staging table ${PROJECT}.${DATASET}.${stageRef.name} holds 2 rows`)
+    expect(short.message).toContain(`batch ${batchId} of table customers has 3`)
+    expect(short.retryable).toBe(true)
+  })
+
+  it('an upload answered 503, or never answered, is retried with the part reopened, and times out instead of hanging', async () => {
+    const batchId = await stage('20240310T153000.000Z-tttttt')
+    const isUpload = (r: { path: string }) => r.path.startsWith('/upload/')
+    emulator.faults.failRequest(isUpload, 503, { reason: 'backendError', message: 'Service Unavailable' })
+    emulator.faults.stallRequest(isUpload)
+    const result = await merge(warehouse({ uploadTimeoutMs: 500 }), batchId)
+    expect(result.status).toBe('merged')
+    expect(versions()).toHaveLength(2)
+    // Three uploads of the whole part (PAR1 … of the same size): the 503, the one that hung, the one that loaded.
+    const sent = uploads()
+    expect(sent).toHaveLength(3)
+    expect(new Set(sent.map((u) => `${u.upload!.head} ${u.upload!.bytes}`)).size).toBe(1)
+  }, 20_000)
+
+  it('a job still running past the wait is a retryable error; the next attempt adopts it instead of submitting again', async () => {
+    await emulator.stop()
+    emulator = await BigQueryEmulator.start({ zetaSql: zeta, minimumJobRunMs: 1500 })
+    emulator.createDataset(PROJECT, DATASET, { location: LOCATION })
+    const batchId = await stage('20240310T154000.000Z-uuuuuu')
+    const slow = (await merge(warehouse({ jobTimeoutMs: 200 }), batchId).catch(
+      (e: unknown) => e,
+    )) as WarehouseError
+    expect(slow).toBeInstanceOf(WarehouseError)
+    expect(slow.message).toMatch(/still running after 200 ms/)
+    expect(slow.retryable).toBe(true)
+    expect((await merge(warehouse(), batchId)).status).toBe('merged')
+    expect(uploads()).toHaveLength(1)
+    expect(
+      jobInserts().filter((r) => r.json!.jobReference?.jobId?.startsWith('dimsync_merge_')),
+    ).toHaveLength(1)
+  }, 30_000)
 
   it('dimsync’s checks failing inside the script are BatchRejectedError / MassDeleteRefusedError; nothing is written', async () => {
     const duplicates = await stage('20240310T180000.000Z-ffffff', [
