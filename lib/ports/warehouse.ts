@@ -50,7 +50,8 @@ export interface ScriptWarehouse<Dialect = unknown> extends Warehouse<Dialect> {
   loadBatch(request: LoadBatchRequest): Promise<void>
   /**
    * Runs the script as one query job (job id derived from table and batch; an existing job is awaited, not
-   * repeated). Dry run: validates it and returns the bytes BigQuery estimates it would process.
+   * repeated). Dry run: validates it and returns the bytes BigQuery estimates it would process, then drops the
+   * staging table (a plan leaves nothing behind).
    * Throws BatchRejectedError / MassDeleteRefusedError for dimsync's checks, WarehouseError otherwise.
    */
   runMergeScript(request: MergeScriptRequest): Promise<MergeScriptResult>
@@ -72,6 +73,8 @@ export interface MergeScriptRequest {
   readonly batchId: string
   readonly script: CompiledScript
   readonly dryRun: boolean
+  /** The batch's staging table the script reads (its run drops it): a dry run drops it too, leaving nothing. */
+  readonly stage: TableRef
 }
 
 export interface MergeScriptResult {

@@ -158,7 +158,13 @@ async function runAsScript(
     rowCount: batch.manifest.rowCount,
   })
   const script = renderFactScript(warehouse.dialect, plan)
-  const result = await warehouse.runMergeScript({ table, batchId, script, dryRun: request.dryRun ?? false })
+  const result = await warehouse.runMergeScript({
+    table,
+    batchId,
+    script,
+    stage: plan.stage,
+    dryRun: request.dryRun ?? false,
+  })
   return { row: result.row, statements: [...script.ddl, ...script.merge, ...script.after] }
 }
 

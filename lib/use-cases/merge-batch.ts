@@ -132,7 +132,13 @@ async function mergeAsScript(
   const script = renderMergeScript(warehouse.dialect, plan)
   const statements = [...script.ddl, ...script.merge, ...script.after]
   if (!request.dryRun) await request.beforeCommit?.()
-  const result = await warehouse.runMergeScript({ table, batchId, script, dryRun: request.dryRun ?? false })
+  const result = await warehouse.runMergeScript({
+    table,
+    batchId,
+    script,
+    stage,
+    dryRun: request.dryRun ?? false,
+  })
   const row = result.row
   return {
     status: request.dryRun ? 'dry-run' : 'merged',

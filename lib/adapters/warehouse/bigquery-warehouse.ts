@@ -238,6 +238,8 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
           throw this.#scriptError('dry run', error, statements)
         })
       const metadata = job.metadata as JobResource
+      // The staging table was loaded only to be read by the dry run: a plan leaves nothing behind.
+      await this.#dropStage(request.stage)
       return { bytesProcessed: Number(metadata.statistics?.totalBytesProcessed ?? 0) }
     }
     const { id, metadata } = await this.#runOnce(

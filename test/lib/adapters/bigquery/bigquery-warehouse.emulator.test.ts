@@ -519,6 +519,9 @@ describe('BigQueryWarehouse on the BigQuery emulator (the real client, SQL run b
     expect(jobInserts().filter((r) => r.json!.configuration.dryRun)).toHaveLength(1)
     expect(emulator.jobs.list(PROJECT).some((j) => j.jobId.startsWith('dimsync_merge_'))).toBe(false)
     expect(emulator.store.getTable(DIMENSION)).toBeUndefined()
+    // No staging table left behind either.
+    const left = emulator.store.listTables(PROJECT, DATASET)
+    expect(left.map((t) => t.ref.tableId).filter((name) => name.startsWith('_dimsync_stage_'))).toEqual([])
   })
 
   it('describeTable reads back the source types dimsync recorded in column descriptions; a missing table is undefined', async () => {
