@@ -28,7 +28,12 @@ export default defineConfig({
       include: ['lib/core/**/*.ts', 'lib/sql/**/*.ts'],
       reporter: ['text-summary', 'json-summary'],
       reportsDirectory: '.ci/out/coverage',
-      thresholds: { lines: 0, branches: 0 },
+      // The floor CI checks (.ci/run prints what a run reached): raise it when coverage rises, never lower it to
+      // let a change through.
+      thresholds: {
+        'lib/core/**': { lines: 55, branches: 48 },
+        'lib/sql/**': { lines: 40, branches: 32 },
+      },
     },
   },
 })

@@ -74,7 +74,7 @@ describe.each<[DeletePolicy, string | null]>([
     )
     // The late path (windows recomputed from the capture log) must actually have been exercised.
     expect(lateMerges).toBeGreaterThan(0)
-  })
+  }, 300_000)
 })
 
 /** Snapshots: each key present with some state or absent, taken at increasing extraction times. */
@@ -122,6 +122,6 @@ describe.each<DeletePolicy>(['invalidate', 'new_record', 'ignore'])(
         }),
         { numRuns: Number(process.env.DIMSYNC_PROPERTY_RUNS ?? 25) },
       )
-    })
+    }, 300_000)
   },
 )
