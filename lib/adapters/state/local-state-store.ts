@@ -246,8 +246,8 @@ export class LocalStateStore implements StateStore {
 
   /**
    * Runs `action` while holding the table's mutex file. The mutex only guards a few file operations, so it is
-   * held for milliseconds; waiting is a short randomized backoff, and a mutex older than `staleMutexMs` was left
-   * by a crashed process and is broken.
+   * held for milliseconds; waiting is a short randomized backoff, and a mutex older than `staleMutexMs`, or held
+   * by a process of this host that is gone, was left by a crashed process and is broken.
    */
   async #withMutex<T>(table: string, action: (dir: string) => Promise<T>): Promise<T> {
     const dir = this.#tableDir(table)
@@ -290,7 +290,9 @@ export class LocalStateStore implements StateStore {
       // Gone (released meanwhile) or caught half-written: try again on the next round.
       return
     }
-    if (Date.now() - mtimeMs < this.#staleMutexMs) return
+    // A holder on this host whose process is gone (killed while writing state) will never release it either.
+    const holderGone = seen.hostname === this.#hostname && !isProcessAlive(seen.pid)
+    if (!holderGone && Date.now() - mtimeMs < this.#staleMutexMs) return
     // Break by renaming first, then check we moved the stale file and not a fresh one created meanwhile by a
     // process that broke it just before us; a fresh one is put back with link(), which never overwrites.
     const aside = `${mutexPath}.stale-${randomBytes(6).toString('hex')}`

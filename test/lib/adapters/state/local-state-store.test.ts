@@ -1,6 +1,6 @@
-import { spawn } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { mkdir, mkdtemp, readFile, rm, utimes, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { hostname, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -153,6 +153,18 @@ describe('LocalStateStore (local specifics)', () => {
     )
     const old = new Date(Date.now() - 60_000)
     await utimes(mutex, old, old)
+    const lease = await fresh.acquireLease('customers', 'run-a', 60_000, new Date())
+    expect(lease.token).toBe(1)
+  })
+
+  it('breaks at once a mutex file whose process on this host is gone (a run killed while writing state)', async () => {
+    await mkdir(join(root, 'customers'), { recursive: true })
+    const dead = spawnSync(process.execPath, ['-e', '0']).pid!
+    await writeFile(
+      join(root, 'customers', '.mutex'),
+      JSON.stringify({ nonce: 'dead', pid: dead, hostname: hostname(), createdAt: new Date().toISOString() }),
+    )
+    const fresh = new LocalStateStore({ root, mutexTimeoutMs: 300 })
     const lease = await fresh.acquireLease('customers', 'run-a', 60_000, new Date())
     expect(lease.token).toBe(1)
   })
