@@ -408,6 +408,12 @@ const OPEN_END_TEXT = "null or an ISO timestamp with a time zone, like '9999-12-
 
 /** Options a table may set and `defaults` may set for every table. */
 export const tableOptionsShape = {
+  removed_columns: oneOf(['null', 'keep_last'])
+    .optional()
+    .describe(
+      'What new versions hold in a column the source stopped sending: null (default) or keep_last (the ' +
+        "key's last value).",
+    ),
   mode: oneOf(TABLE_MODES)
     .optional()
     .describe(

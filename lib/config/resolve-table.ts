@@ -117,6 +117,7 @@ export function resolveTable(
       : resolveLambdaSize(table.lambda, defaults.lambda)
 
   if (issues.items.length > before) return undefined
+  const removedColumns = ctx.pick('removed_columns').value
   const openEnd = ctx.pick('open_end').value
   return {
     name: table.name,
@@ -130,6 +131,7 @@ export function resolveTable(
     tracked: tracked.value,
     ...(policies !== undefined ? { policies } : {}),
     ...(partialUpdates !== undefined ? { partialUpdates } : {}),
+    ...(removedColumns === 'keep_last' ? { removedColumns } : {}),
     exclude: exclude.value,
     deletes,
     maxDeleteShare: ctx.pick('max_delete_share').value ?? DEFAULT_MAX_DELETE_SHARE,

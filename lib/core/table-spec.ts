@@ -134,6 +134,11 @@ export interface TableSpec {
   readonly policies?: ColumnPolicies
   /** Absent: every row holds the full state of its key. */
   readonly partialUpdates?: PartialUpdateSpec
+  /**
+   * What new versions hold in a column the source stopped sending: NULL (absent) or the key's last value
+   * (`keep_last`).
+   */
+  readonly removedColumns?: 'keep_last'
   /** Source columns not stored in the dimension at all. */
   readonly exclude: readonly string[]
   readonly deletes: DeletePolicy

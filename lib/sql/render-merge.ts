@@ -65,6 +65,8 @@ class MergeRenderer extends MergeSql {
     this.#insertNewVersions()
     if (this.p.objects.captures !== undefined) renderLatePath(this, this.p.objects.captures)
     if (this.p.layout.type1.length > 0) this.#overwriteType1()
+    if (this.p.table.removedColumns === 'keep_last' && this.p.layout.removed.length > 0)
+      this.#keepLastRemoved()
     renderColumnPolicies(this)
     if (this.p.table.mode === 'mirror') this.#removeReplacedRows(this.p.objects.retired!)
     this.#recordBatch()
@@ -426,6 +428,23 @@ class MergeRenderer extends MergeSql {
       `UPDATE ${this.dim} AS d SET ${type1.map((c) => `${this.q(c)} = l.${this.q(c)}`).join(', ')}\n` +
         `FROM (\n  ${latest}\n) l\n` +
         `WHERE ${this.keyEq('d', 'l')} AND (${type1.map((c) => `d.${this.q(c)} IS DISTINCT FROM l.${this.q(c)}`).join(' OR ')})`,
+    )
+  }
+
+  /** `removed_columns: keep_last`: the versions of this batch take the key's last value of each removed column. */
+  #keepLastRemoved(): void {
+    const n = this.names
+    const removed = this.p.layout.removed.map((c) => c.name)
+    const batch = this.str(this.p.batchId)
+    const last =
+      `SELECT ${[...this.keys, ...removed].map((c) => this.col('x', c)).join(', ')} FROM ${this.dim} x\n` +
+      `  WHERE x.${this.q(n.batchId)} <> ${batch} AND EXISTS (SELECT 1 FROM ${this.dim} y WHERE y.${this.q(n.batchId)} = ${batch} AND ${this.keyEq('y', 'x')})\n` +
+      `  QUALIFY ROW_NUMBER() OVER (PARTITION BY ${this.keyList('x')} ORDER BY x.${this.q(n.validFrom)} DESC, x.${this.q(n.surrogateKey)} DESC) = 1`
+    this.emit(
+      'schema evolution: new versions keep the last value of removed columns',
+      `UPDATE ${this.dim} AS d SET ${removed.map((c) => `${this.q(c)} = l.${this.q(c)}`).join(', ')}\n` +
+        `FROM (\n  ${last}\n) l\n` +
+        `WHERE ${this.keyEq('d', 'l')} AND d.${this.q(n.batchId)} = ${batch} AND (${removed.map((c) => `d.${this.q(c)} IS DISTINCT FROM l.${this.q(c)}`).join(' OR ')})`,
     )
   }
 

@@ -548,4 +548,28 @@ describe('bad batches are refused with a clear error and nothing is written', ()
     )
     expect(again.counts).toMatchObject({ insertedVersions: 0, closedVersions: 0 })
   })
+
+  it("removed_columns: keep_last: new versions carry the key's last value of a column the source stopped sending", async () => {
+    const h = await setup({ removedColumns: 'keep_last' })
+    await h.load([ana('South'), bruno], { extractedAt: JAN })
+    const narrower = CUSTOMER.filter((c) => c.name !== 'region')
+    await h.load(
+      [
+        { customer_id: 102, name: 'Bruno B' },
+        { customer_id: 105, name: 'Eva' },
+      ],
+      {
+        extractedAt: MAR,
+        columns: narrower,
+      } as never,
+    )
+    await h.load([{ customer_id: 102, name: 'Bruno C' }], { extractedAt: MAY, columns: narrower } as never)
+    expect((await h.history()).map((r) => [r.customer_id, r.name, r.region])).toEqual([
+      [101, 'Ana', 'South'],
+      [102, 'Bruno', 'North'],
+      [102, 'Bruno B', 'North'],
+      [102, 'Bruno C', 'North'],
+      [105, 'Eva', null],
+    ])
+  })
 })

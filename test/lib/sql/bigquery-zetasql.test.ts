@@ -184,7 +184,11 @@ function cases(): Case[] {
       table: tableSpec({
         deletes: 'new_record',
         ...(feed
-          ? { validFrom: { kind: 'column', column: 'changed_at' }, changes: { operation: DMS } }
+          ? {
+              validFrom: { kind: 'column', column: 'changed_at' },
+              changes: { operation: DMS },
+              removedColumns: 'keep_last',
+            }
           : { softDeleteColumn: 'deleted_at' }),
       }),
       existing: [...STAGED, { name: 'legacy_code', type: 'VARCHAR' }],

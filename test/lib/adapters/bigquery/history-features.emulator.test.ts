@@ -204,40 +204,46 @@ describe('history features give the same rows on DuckDB and on the BigQuery emul
     expect(bigquery).toEqual(duckdb)
   })
 
-  it('a column the source stopped sending is kept, NULL on new versions, and opens no versions', async () => {
-    const table = tableSpec({})
-    const wide = [
-      { name: 'customer_id', type: 'BIGINT' },
-      { name: 'region', type: 'VARCHAR' },
-      { name: 'legacy_code', type: 'VARCHAR' },
-    ]
-    const dimension = await both.open(table, wide)
-    try {
-      await dimension.load(
-        [
-          { customer_id: 1, region: 'South', legacy_code: 'X1' },
-          { customer_id: 2, region: 'East', legacy_code: 'X2' },
-        ],
-        { extractedAt: '2024-02-01T00:00:00Z' },
-      )
-      const narrower = await dimension.load(
-        [
-          { customer_id: 1, region: 'South' },
-          { customer_id: 2, region: 'West' },
-        ],
-        { extractedAt: '2024-02-02T00:00:00Z', columns: wide.filter((c) => c.name !== 'legacy_code') },
-      )
-      expect(narrower.duckdb).toMatchObject({ counts: { insertedVersions: 1, closedVersions: 1 } })
-      expect(narrower.bigquery).toEqual(narrower.duckdb)
-      const { duckdb, bigquery } = await dimension.read(versions(table, ['region', 'legacy_code']))
-      expect(duckdb.map((x) => [x.customer_id, x.region, x.legacy_code, x.is_current])).toEqual([
-        ['1', 'South', 'X1', 'true'],
-        ['2', 'East', 'X2', 'false'],
-        ['2', 'West', null, 'true'],
-      ])
-      expect(bigquery).toEqual(duckdb)
-    } finally {
-      await dimension.close()
-    }
-  })
+  it.each([
+    ['NULL on new versions', undefined, null],
+    ['its last value on new versions (removed_columns: keep_last)', 'keep_last', 'X2'],
+  ] as const)(
+    'a column the source stopped sending is kept, %s, and opens no versions',
+    async (_what, removedColumns, carried) => {
+      const table = tableSpec(removedColumns === undefined ? {} : { removedColumns })
+      const wide = [
+        { name: 'customer_id', type: 'BIGINT' },
+        { name: 'region', type: 'VARCHAR' },
+        { name: 'legacy_code', type: 'VARCHAR' },
+      ]
+      const dimension = await both.open(table, wide)
+      try {
+        await dimension.load(
+          [
+            { customer_id: 1, region: 'South', legacy_code: 'X1' },
+            { customer_id: 2, region: 'East', legacy_code: 'X2' },
+          ],
+          { extractedAt: '2024-02-01T00:00:00Z' },
+        )
+        const narrower = await dimension.load(
+          [
+            { customer_id: 1, region: 'South' },
+            { customer_id: 2, region: 'West' },
+          ],
+          { extractedAt: '2024-02-02T00:00:00Z', columns: wide.filter((c) => c.name !== 'legacy_code') },
+        )
+        expect(narrower.duckdb).toMatchObject({ counts: { insertedVersions: 1, closedVersions: 1 } })
+        expect(narrower.bigquery).toEqual(narrower.duckdb)
+        const { duckdb, bigquery } = await dimension.read(versions(table, ['region', 'legacy_code']))
+        expect(duckdb.map((x) => [x.customer_id, x.region, x.legacy_code, x.is_current])).toEqual([
+          ['1', 'South', 'X1', 'true'],
+          ['2', 'East', 'X2', 'false'],
+          ['2', 'West', carried, 'true'],
+        ])
+        expect(bigquery).toEqual(duckdb)
+      } finally {
+        await dimension.close()
+      }
+    },
+  )
 })
