@@ -155,7 +155,10 @@ function tableOptions(role: TableRole, request: TableOptionsRequest, str: (v: st
   const parts: string[] = []
   if (role === 'dimension' && request.validTo !== undefined)
     parts.push(`PARTITION BY TIMESTAMP_TRUNC(${request.validTo}, MONTH)`)
-  if (role !== 'ledger') {
+  // The ledger is read for one target and batch at every merge: clustered, a lookup reads a few blocks, not the
+  // ledger of every table.
+  if (role === 'ledger') parts.push('CLUSTER BY target, batch_id')
+  else {
     const cluster = request.key
       .filter((c) => CLUSTERABLE.has(safeColumnType(c.type)))
       .slice(0, MAX_CLUSTER_COLUMNS)

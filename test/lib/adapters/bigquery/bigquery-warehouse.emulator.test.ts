@@ -127,6 +127,11 @@ describe('BigQueryWarehouse on the BigQuery emulator (the real client, SQL run b
     ])
     expect(created.schema.fields[2].description).toBe('dimsync source type: DECIMAL(12,2)')
     expect(Number(created.expirationTime)).toBeGreaterThan(Date.now() + 6 * 86_400_000)
+    // The ledger is clustered on the target, so a lookup of one table's batch reads few blocks.
+    expect(
+      emulator.store.getTable({ projectId: PROJECT, datasetId: DATASET, tableId: '_dimsync_batches' })
+        ?.metadata.clustering?.fields,
+    ).toEqual(['target', 'batch_id'])
     // Dropped after the merge committed.
     expect(
       emulator.store.getTable({ projectId: PROJECT, datasetId: DATASET, tableId: stage1 }),
