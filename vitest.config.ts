@@ -32,7 +32,7 @@ export default defineConfig({
       // let a change through.
       thresholds: {
         'lib/core/**': { lines: 55, branches: 48 },
-        'lib/sql/**': { lines: 40, branches: 32 },
+        'lib/sql/**': { lines: 60, branches: 62 },
       },
     },
   },
