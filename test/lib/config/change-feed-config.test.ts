@@ -1,25 +1,13 @@
 import { describe, expect, it } from 'vitest'
-import { ConfigError } from '../../../lib/core/errors.ts'
 import { parseProject } from '../../../lib/config/parse-project.ts'
+import { CONFIG_PATH, configIssues, oneTableYaml } from '../../support/config-text.ts'
 
-const CONFIG = '/projects/shop/dimsync.yaml'
+const CONFIG = CONFIG_PATH
 const FILE = 'source: { type: file, path: data/changes/*.parquet }'
 const DATABASE = 'source: { type: postgres, url_env: SHOP_DB, table: public.customer_changes }'
 
-function table(body: string, source = FILE): string {
-  const lines = [`name: customers`, source, ...body.split('\n').filter((line) => line.trim() !== '')]
-  return `version: 1\ntables:\n  - ${lines.join('\n    ')}\n`
-}
-
-function issuesOf(text: string): readonly string[] {
-  try {
-    parseProject(text, CONFIG)
-  } catch (error) {
-    expect(error).toBeInstanceOf(ConfigError)
-    return (error as ConfigError).issues
-  }
-  throw new Error('expected a ConfigError')
-}
+const table = (body: string, source = FILE) => oneTableYaml(`${source}\n${body}`)
+const issuesOf = configIssues
 
 describe('extract: { mode: changes }', () => {
   it('reads AWS DMS output out of the box: Op = I/U/D, delete events close versions, a file feed is read whole', () => {

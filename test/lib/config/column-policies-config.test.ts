@@ -1,28 +1,11 @@
 import { describe, expect, it } from 'vitest'
-import { ConfigError } from '../../../lib/core/errors.ts'
 import { parseProject } from '../../../lib/config/parse-project.ts'
+import { CONFIG_PATH, configIssues, oneTableYaml } from '../../support/config-text.ts'
 
-const CONFIG = '/projects/shop/dimsync.yaml'
-
-function project(body: string): string {
-  const lines = [
-    'name: customers',
-    'source: { type: file, path: data/customers.csv }',
-    'key: id',
-    ...body.split('\n').filter((line) => line.trim() !== ''),
-  ]
-  return `version: 1\ntables:\n  - ${lines.join('\n    ')}\n`
-}
-
-function issuesOf(text: string): readonly string[] {
-  try {
-    parseProject(text, CONFIG)
-  } catch (error) {
-    expect(error).toBeInstanceOf(ConfigError)
-    return (error as ConfigError).issues
-  }
-  throw new Error('expected a ConfigError')
-}
+const CONFIG = CONFIG_PATH
+const project = (body: string) =>
+  oneTableYaml(`source: { type: file, path: data/customers.csv }\nkey: id\n${body}`)
+const issuesOf = configIssues
 
 describe('keep_first (type 0), previous_value (type 3), current_value (type 6)', () => {
   it('resolves the three lists; a table without them has no policies', () => {

@@ -1,29 +1,13 @@
 import { describe, expect, it } from 'vitest'
-import { ConfigError } from '../../../lib/core/errors.ts'
 import { parseProject } from '../../../lib/config/parse-project.ts'
+import { CONFIG_PATH, configIssues, oneTableYaml } from '../../support/config-text.ts'
 
-const CONFIG = '/projects/shop/dimsync.yaml'
-
-function project(body: string): string {
-  const lines = [
-    'name: customers',
-    'source: { type: postgres, url_env: SHOP_DB, table: public.customers }',
-    'key: id',
-    'extract: { mode: incremental, cursor: updated_at }',
-    ...body.split('\n').filter((line) => line.trim() !== ''),
-  ]
-  return `version: 1\ntables:\n  - ${lines.join('\n    ')}\n`
-}
-
-function issuesOf(text: string): readonly string[] {
-  try {
-    parseProject(text, CONFIG)
-  } catch (error) {
-    expect(error).toBeInstanceOf(ConfigError)
-    return (error as ConfigError).issues
-  }
-  throw new Error('expected a ConfigError')
-}
+const CONFIG = CONFIG_PATH
+const project = (body: string) =>
+  oneTableYaml(
+    `source: { type: postgres, url_env: SHOP_DB, table: public.customers }\nkey: id\nextract: { mode: incremental, cursor: updated_at }\n${body}`,
+  )
+const issuesOf = configIssues
 
 const spec = (body: string) => parseProject(project(body), CONFIG).tables[0]!
 

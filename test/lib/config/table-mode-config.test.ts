@@ -1,34 +1,20 @@
 import { describe, expect, it } from 'vitest'
-import { ConfigError } from '../../../lib/core/errors.ts'
 import { parseProject } from '../../../lib/config/parse-project.ts'
+import { CONFIG_PATH, configIssues, oneTableYaml } from '../../support/config-text.ts'
 
-const CONFIG = '/projects/shop/dimsync.yaml'
+const CONFIG = CONFIG_PATH
 const FILE = 'source: { type: file, path: data/customers.csv }'
 const DATABASE = 'source: { type: postgres, url_env: SHOP_DB, table: public.customers }'
 
 function project(body: string, source = FILE, defaults = ''): string {
-  const lines = [
-    `name: customers`,
-    source,
-    'key: id',
-    ...body.split('\n').filter((line) => line.trim() !== ''),
-  ]
-  return `version: 1\n${defaults}tables:\n  - ${lines.join('\n    ')}\n`
+  return oneTableYaml(`${source}\nkey: id\n${body}`, defaults)
 }
 
 function specOf(body: string, source = FILE, defaults = '') {
   return parseProject(project(body, source, defaults), CONFIG).tables[0]!
 }
 
-function issuesOf(text: string): readonly string[] {
-  try {
-    parseProject(text, CONFIG)
-  } catch (error) {
-    expect(error).toBeInstanceOf(ConfigError)
-    return (error as ConfigError).issues
-  }
-  throw new Error('expected a ConfigError')
-}
+const issuesOf = configIssues
 
 describe('mode: history | mirror | append', () => {
   it('history is the default and changes nothing else', () => {
