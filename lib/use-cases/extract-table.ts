@@ -2,7 +2,7 @@ import type { BatchManifest } from '../core/batch.ts'
 import { LeaseLostError, LockHeldError } from '../core/errors.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import { extractPass, type ExtractPassDeps } from './extract-pass.ts'
-import { inTableRun, type RunOfStep, type TableRun, type TableRunDeps } from './table-run.ts'
+import { inTableRun, RECENT_RUNS, type RunOfStep, type TableRun, type TableRunDeps } from './table-run.ts'
 
 export interface ExtractTableDeps extends ExtractPassDeps, TableRunDeps {
   /** Prepares what sources need (resolves their secrets); called once the lease is held, before the extract. */
@@ -95,7 +95,7 @@ export async function extractTable(
         if (request.resume && holder !== owner) {
           const committed = await committedResult(deps, table, request.batchId)
           if (committed !== undefined) return committed
-          if (await isSuspended(deps, table, request.batchId))
+          if (await wasStarted(deps, table, request))
             throw await abandonBatch(deps, table, request.batchId, owner, holder)
         }
         try {
@@ -112,7 +112,7 @@ export async function extractTable(
     if (request.resume) {
       const committed = await committedResult(deps, table, request.batchId)
       if (committed !== undefined) return committed
-      if (!(await isSuspended(deps, table, request.batchId))) throw error
+      if (!(await wasStarted(deps, table, request))) throw error
       const lost = await abandonBatch(deps, table, request.batchId, owner, error.holder)
       await recordEnded(deps, table, request, 'failed', lost.message)
       throw lost
@@ -129,14 +129,26 @@ export async function extractTable(
   }
 }
 
-/** Whether `batchId` is a batch an earlier pass suspended (not committed, not removed). */
-async function isSuspended(deps: ExtractTableDeps, table: TableSpec, batchId: string): Promise<boolean> {
-  return (await deps.staging.listUncommitted(table.name)).some((b) => b.batchId === batchId && b.suspended)
+/**
+ * Whether an earlier pass of this run staged the batch: it is still suspended, or the run has a record (the
+ * run that took the table may have removed the batch meanwhile). A batch id nothing ever staged is left to
+ * `resumeBatch`'s own refusal.
+ */
+async function wasStarted(
+  deps: ExtractTableDeps,
+  table: TableSpec,
+  request: ExtractTableRequest,
+): Promise<boolean> {
+  const { batchId } = request
+  if ((await deps.staging.listUncommitted(table.name)).some((b) => b.batchId === batchId && b.suspended))
+    return true
+  return (await deps.state.listRuns(table.name, RECENT_RUNS)).some((r) => r.runId === request.run.runId)
 }
 
 /**
- * Removes the suspended batch of a run that lost the table between two passes, and returns the error that
- * says so. The batch is this run's own: removing it needs no lease.
+ * Removes the suspended batch of a run that lost the table between two passes (unless the run that took the
+ * table removed it already), and returns the error that says so. The batch is this run's own: removing it needs
+ * no lease.
  */
 async function abandonBatch(
   deps: ExtractTableDeps,
