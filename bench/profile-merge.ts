@@ -1,37 +1,106 @@
-// Per-statement timing of one dimsync merge on the benchmark data (a development aid: npx tsx bench/profile-merge.ts).
-import { copyFileSync, rmSync } from 'node:fs'
+/**
+ * Where a merge's time goes: one dimsync merge on the benchmark data with every statement timed and profiled by
+ * DuckDB's query profiler (JSON, one file per statement), written to bench/profiles/<merge>/ with a summary.md
+ * (statements by time, each with its three most expensive operators). A development aid, checked in so that the
+ * next change can see where time goes:
+ *   npx tsx bench/profile-merge.ts first-load   (a 1,000,000-key full extract into an empty dimension)
+ *   npx tsx bench/profile-merge.ts change       (5% changed, 1% new, 0.5% deleted keys on a 1,000,000-key dimension)
+ */
+import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import type { LocalStagingStore } from '../lib/adapters/staging/local-staging-store.ts'
+import { LocalStagingStore } from '../lib/adapters/staging/local-staging-store.ts'
 import { DuckDbWarehouse } from '../lib/adapters/warehouse/duckdb-warehouse.ts'
+import { duckDbDialect } from '../lib/sql/duckdb/duckdb-dialect.ts'
 import { mergeBatch } from '../lib/use-cases/merge-batch.ts'
+import { stageFirstLoad } from './first-load.ts'
 import { benchTable, prepareMergeBenchmark } from './merge.ts'
-import { TMP } from './support.ts'
+import { BENCH_ROOT, TMP } from './support.ts'
 
-const { base1, batchId, staging } = await prepareMergeBenchmark()
+const which = process.argv[2] ?? 'first-load'
+const MEMORY_LIMIT = process.env.DIMSYNC_DUCKDB_MEMORY_LIMIT ?? '128MB'
+const out = join(BENCH_ROOT, 'profiles', which)
+rmSync(out, { recursive: true, force: true })
+mkdirSync(out, { recursive: true })
+mkdirSync(TMP, { recursive: true })
+
 const work = join(TMP, 'profile.duckdb')
-rmSync(work, { force: true })
-copyFileSync(base1, work)
-const warehouse = await DuckDbWarehouse.open({ path: work })
-const times: [string, number][] = []
-const original = warehouse.transaction.bind(warehouse)
+for (const f of [work, `${work}.wal`]) rmSync(f, { force: true })
+let staging: LocalStagingStore
+let batchId: string
+if (which === 'first-load') {
+  staging = new LocalStagingStore({ root: join(TMP, 'first-load-staging') })
+  await stageFirstLoad(staging, Number(process.env.BENCH_KEYS ?? 1_000_000))
+  batchId = 'first-load'
+} else if (which === 'change') {
+  const prepared = await prepareMergeBenchmark()
+  staging = prepared.staging
+  batchId = prepared.batchId
+  copyFileSync(prepared.base1, work)
+} else throw new Error(`unknown merge ${which}: first-load or change`)
+
+const warehouse = await DuckDbWarehouse.open({ path: work, memoryLimit: MEMORY_LIMIT })
+const statements: { label: string; ms: number; file: string }[] = []
+const profiled = async (label: string, run: () => Promise<void>) => {
+  const file = `${String(statements.length + 1).padStart(2, '0')}-${label.replace(/[^a-z0-9]+/gi, '-')}.json`
+  await warehouse.query(`SET profiling_output = ${duckDbDialect.stringLiteral(join(out, file))}`)
+  const t = performance.now()
+  await run()
+  statements.push({ label, ms: performance.now() - t, file })
+}
+await warehouse.query(`SET enable_profiling = 'json'`)
+await warehouse.query(`SET profiling_mode = 'detailed'`)
+const originalTransaction = warehouse.transaction.bind(warehouse)
 warehouse.transaction = (fn, options) =>
-  original(
-    (tx) =>
-      fn({
-        query: tx.query,
-        execute: async (s) => {
-          const t = performance.now()
-          await tx.execute(s)
-          times.push([s.label, performance.now() - t])
-        },
-      }),
+  originalTransaction(
+    (tx) => fn({ query: tx.query, execute: (s) => profiled(s.label, () => tx.execute(s)) }),
     options,
   )
+const originalLoad = warehouse.loadStaging.bind(warehouse)
+let columns: Awaited<ReturnType<typeof originalLoad>> = []
+warehouse.loadStaging = async (paths) => {
+  await profiled('load staged parts', async () => void (columns = await originalLoad(paths)))
+  return columns
+}
 const t = performance.now()
-await mergeBatch(
-  { warehouse, staging: staging as LocalStagingStore },
-  { table: benchTable, schema: 'main', batchId, now: new Date() },
-)
-console.log(`total ${(performance.now() - t).toFixed(0)} ms`)
-for (const [label, ms] of times) console.log(`${ms.toFixed(0).padStart(6)} ms  ${label}`)
+await mergeBatch({ warehouse, staging }, { table: benchTable, schema: 'main', batchId, now: new Date() })
+const total = performance.now() - t
 await warehouse.close()
+
+interface ProfileNode {
+  operator_name?: string
+  operator_timing?: number
+  extra_info?: Record<string, unknown>
+  children?: ProfileNode[]
+}
+function operators(node: ProfileNode, acc: { name: string; seconds: number }[] = []) {
+  if (node.operator_name) acc.push({ name: node.operator_name.trim(), seconds: node.operator_timing ?? 0 })
+  for (const child of node.children ?? []) operators(child, acc)
+  return acc
+}
+const lines = [
+  `# Profile: ${which} merge`,
+  '',
+  `\`npx tsx bench/profile-merge.ts ${which}\`, DuckDB memory limit ${MEMORY_LIMIT}, ${new Date().toISOString()}.`,
+  `mergeBatch took ${(total / 1000).toFixed(2)} s; its statements (the rest is reading the manifest, verifying`,
+  'checksums, DDL and queries outside the transaction):',
+  '',
+  '| ms | statement | top operators (s) | profile |',
+  '| --: | --- | --- | --- |',
+]
+for (const s of [...statements].sort((a, b) => b.ms - a.ms)) {
+  let top: string
+  try {
+    const ops = operators(JSON.parse(readFileSync(join(out, s.file), 'utf8')) as ProfileNode)
+    top = ops
+      .sort((a, b) => b.seconds - a.seconds)
+      .slice(0, 3)
+      .map((o) => `${o.name} ${o.seconds.toFixed(2)}`)
+      .join(', ')
+  } catch {
+    top = '(no profile)'
+  }
+  lines.push(`| ${s.ms.toFixed(0)} | ${s.label} | ${top} | ${s.file} |`)
+}
+writeFileSync(join(out, 'summary.md'), lines.join('\n') + '\n')
+console.log(lines.join('\n'))
+for (const f of [work, `${work}.wal`]) rmSync(f, { force: true })

@@ -22,7 +22,7 @@ export interface Warehouse<Dialect = unknown> {
   readonly dialect: Dialect
   /** Columns of a table, or undefined when it does not exist. */
   describeTable(ref: TableRef): Promise<DimensionColumn[] | undefined>
-  /** Loads staged Parquet parts into the temporary table `__dimsync_stage`; returns its columns. */
+  /** Makes the staged Parquet parts readable as the temporary table (or view) `__dimsync_stage`; returns its columns. */
   loadStaging(partPaths: readonly string[]): Promise<StagedColumn[]>
   /**
    * Runs `work` in one transaction. Commits when `work` resolves and `commit` is true; rolls back when it throws

@@ -4,6 +4,7 @@ import { MergeSql, TEMP, WORK, type MergePlan } from './merge-sql.ts'
 import { renderColumnPolicies } from './render-column-policies.ts'
 import { renderChangeFeedChecks } from './render-change-feed-checks.ts'
 import { renderAppend } from './render-append.ts'
+import { foundsDimension, renderFirstLoad } from './render-first-load.ts'
 import { renderLatePath } from './render-late-path.ts'
 import { renderPartialUpdates } from './render-partial-updates.ts'
 import { CAPTURE_SEQUENCE_COLUMN } from './render-ddl.ts'
@@ -36,6 +37,14 @@ class MergeRenderer extends MergeSql {
         )
       }
       renderAppend(this)
+      return this.out
+    }
+    if (foundsDimension(this.p)) {
+      // Nothing to diff against: one INSERT of the staged rows (render-first-load.ts).
+      this.#checkExtractionOrder()
+      renderFirstLoad(this)
+      renderColumnPolicies(this)
+      this.#recordBatch()
       return this.out
     }
     if (this.oneEventPerKey) {

@@ -73,9 +73,11 @@ export class DuckDbWarehouse implements Warehouse<SqlDialect> {
 
   async loadStaging(partPaths: readonly string[]): Promise<StagedColumn[]> {
     const files = partPaths.map((p) => duckDbDialect.stringLiteral(p)).join(', ')
+    // A view, not a copy: each statement reads only the columns it needs from the Parquet parts, and a batch
+    // larger than the memory limit is not written to DuckDB's temporary storage first.
     await this.#run({
       label: 'load staged parts',
-      sql: duckDbDialect.createTempTableAs(TEMP.stage, `SELECT * FROM read_parquet([${files}])`),
+      sql: `CREATE OR REPLACE TEMP VIEW ${duckDbDialect.quoteIdentifier(TEMP.stage)} AS SELECT * FROM read_parquet([${files}])`,
     })
     const rows = await this.query(`DESCRIBE ${duckDbDialect.table({ name: TEMP.stage })}`)
     return rows.map((r) => ({ name: String(r.column_name), type: String(r.column_type) }))

@@ -67,7 +67,8 @@ describe('a dialect that states only what has no standard form', () => {
     expect(d.capabilities).toEqual({ transactionalDdl: false, partitionedOnValidTo: false })
     const close = renderMerge(d, {
       table,
-      layout,
+      // An existing dimension: a batch founding one has no versions to close.
+      layout: { ...layout, createDimension: false },
       objects,
       batchId: 'b1',
       extractedAt: '2024-03-10T14:30:00Z',

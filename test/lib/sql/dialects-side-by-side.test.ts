@@ -20,7 +20,8 @@ function render(d: SqlDialect, schema: string, stage?: TableRef) {
   const objects = dimensionObjects(table, schema)
   const merge = renderMerge(d, {
     table,
-    layout,
+    // The general merge, into an existing dimension (a batch founding one is a single INSERT).
+    layout: { ...layout, createDimension: false },
     objects,
     batchId: 'b1',
     extractedAt: '2024-03-10T14:30:00.000Z',

@@ -236,7 +236,7 @@ describe('BigQueryWarehouse on the BigQuery emulator (the real client, SQL run b
     const error = await merge(warehouse(), batchId).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(WarehouseError)
     const failure = error as WarehouseError
-    expect(failure.label).toBe('insert new versions')
+    expect(failure.label).toBe('insert first versions') // the dimension's first batch: one INSERT
     expect(failure.sql).toMatch(/^INSERT INTO `acme-dw`\.`history`\.`dim_customer`/)
     expect(failure.message).toContain('Column name is ambiguous')
     expect(failure.message).toContain(jobId('merge', table.target, batchId))

@@ -1,0 +1,160 @@
+/**
+ * First-load benchmark: a staged full extract of 1,000,000 (and 10,000,000) keys, 6 columns, merged into an empty
+ * dimension by dimsync (mergeBatch: checksum verify, load, checks, the merge, ledger, views) against the
+ * hand-written `CREATE TABLE AS SELECT row_number() OVER (ORDER BY key), *, md5(…), metadata…` a data engineer
+ * would write, on the same DuckDB with the same memory limit as the CLI (128 MB), interleaved, median of 3.
+ * Both produce the same rows: the benchmark compares them (surrogate keys, hash, windows) after the first repeat.
+ */
+import { existsSync, mkdirSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { DuckDBInstance } from '@duckdb/node-api'
+import { LocalStagingStore } from '../lib/adapters/staging/local-staging-store.ts'
+import { DuckDbWarehouse } from '../lib/adapters/warehouse/duckdb-warehouse.ts'
+import { duckDbDialect } from '../lib/sql/duckdb/duckdb-dialect.ts'
+import { renderRowHash } from '../lib/sql/row-hash.ts'
+import { mergeBatch } from '../lib/use-cases/merge-batch.ts'
+import { tableSpec } from '../test/support/table-spec-builder.ts'
+import { median, timed, TMP, writeResults } from './support.ts'
+
+const SIZES = (process.env.BENCH_FIRST_LOAD_KEYS ?? '1000000,10000000').split(',').map(Number)
+const REPEATS = Number(process.env.BENCH_REPEATS ?? 3)
+const MEMORY_LIMIT = process.env.DIMSYNC_DUCKDB_MEMORY_LIMIT ?? '128MB'
+const EXTRACTED_AT = '2024-01-01T00:00:00.000Z'
+const BATCH_ID = 'first-load'
+const COLUMNS = [
+  { name: 'customer_id', type: 'BIGINT' },
+  { name: 'name', type: 'VARCHAR' },
+  { name: 'region', type: 'VARCHAR' },
+  { name: 'segment', type: 'VARCHAR' },
+  { name: 'score', type: 'DOUBLE' },
+  { name: 'city', type: 'VARCHAR' },
+]
+const table = tableSpec({ deletes: 'invalidate' })
+
+async function withDuckDb<T>(
+  path: string,
+  work: (run: (sql: string) => Promise<void>) => Promise<T>,
+): Promise<T> {
+  const instance = await DuckDBInstance.create(path, { memory_limit: MEMORY_LIMIT })
+  const connection = await instance.connect()
+  try {
+    await connection.run(`SET TimeZone = 'UTC'`)
+    return await work(async (sql) => void (await connection.run(sql)))
+  } finally {
+    connection.closeSync()
+    instance.closeSync()
+  }
+}
+
+/** A full extract of `keys` rows as one staged batch (rows in no particular key order, as a source gives them). */
+export async function stageFirstLoad(staging: LocalStagingStore, keys: number): Promise<string[]> {
+  await staging.deleteBatch(table.name, BATCH_ID).catch(() => undefined)
+  const writer = await staging.beginBatch(table.name, BATCH_ID)
+  const part = join(writer.scratchDir, 'extract.parquet')
+  await withDuckDb(':memory:', async (run) => {
+    await run(`COPY (
+      SELECT id AS customer_id, 'name_' || id AS name, 'region_' || (id % 7) AS region, 'seg_' || (id % 13) AS segment,
+        CAST(id % 1000 AS DOUBLE) / 10 AS score, CASE WHEN id % 11 = 0 THEN NULL ELSE 'city_' || (id % 101) END AS city
+      FROM (SELECT (i * 7919) % ${keys} + 1 AS id FROM range(0, ${keys}) t(i))
+    ) TO '${part}' (FORMAT parquet, COMPRESSION zstd)`)
+  })
+  const staged = await writer.addPart(part, keys)
+  await writer.commit({
+    table: table.name,
+    batchId: BATCH_ID,
+    extractedAt: EXTRACTED_AT,
+    mode: 'full',
+    rowCount: keys,
+    columns: COLUMNS,
+    sourceDescription: 'generated',
+  })
+  return [join(staging.root, table.name, BATCH_ID, staged.name)]
+}
+
+function fresh(path: string): string {
+  for (const f of [path, `${path}.wal`]) rmSync(f, { force: true })
+  return path
+}
+
+async function dimsyncFirstLoad(db: string, staging: LocalStagingStore, keys: number): Promise<number> {
+  const warehouse = await DuckDbWarehouse.open({ path: fresh(db), memoryLimit: MEMORY_LIMIT })
+  try {
+    const { seconds, result } = await timed(() =>
+      mergeBatch({ warehouse, staging }, { table, schema: 'main', batchId: BATCH_ID, now: new Date() }),
+    )
+    if (result.counts?.insertedVersions !== keys)
+      throw new Error(`unexpected merge result ${JSON.stringify(result.counts)}`)
+    return seconds
+  } finally {
+    await warehouse.close()
+  }
+}
+
+/** The hand-written first load: one CREATE TABLE AS SELECT with the same surrogate keys, hash and metadata. */
+async function handWrittenFirstLoad(db: string, partPaths: readonly string[]): Promise<number> {
+  const hash = renderRowHash(duckDbDialect, COLUMNS.slice(1), 's')
+  const files = partPaths.map((p) => duckDbDialect.stringLiteral(p)).join(', ')
+  return withDuckDb(fresh(db), async (run) => {
+    const { seconds } = await timed(() =>
+      run(`CREATE TABLE main.dim_customer AS
+        SELECT ROW_NUMBER() OVER (ORDER BY s.customer_id) AS dimsync_sk, s.*, TIMESTAMPTZ '${EXTRACTED_AT}' AS valid_from,
+          CAST(NULL AS TIMESTAMPTZ) AS valid_to, TRUE AS is_current, FALSE AS is_deleted, ${hash} AS dimsync_row_hash,
+          '${BATCH_ID}' AS dimsync_batch_id
+        FROM read_parquet([${files}]) s`),
+    )
+    return seconds
+  })
+}
+
+/** Both loads hold the same rows: same surrogate key per key, same hash, same window and flags. */
+async function assertSameRows(dimsyncDb: string, handDb: string): Promise<void> {
+  await withDuckDb(':memory:', async (run) => {
+    await run(`ATTACH '${dimsyncDb}' AS a (READ_ONLY)`)
+    await run(`ATTACH '${handDb}' AS b (READ_ONLY)`)
+    const columns =
+      'dimsync_sk, customer_id, name, region, segment, score, city, valid_from, valid_to, is_current, is_deleted, dimsync_row_hash'
+    await run(`CREATE TEMP TABLE diff AS
+      (SELECT ${columns} FROM a.main.dim_customer EXCEPT ALL SELECT ${columns} FROM b.main.dim_customer)
+      UNION ALL (SELECT ${columns} FROM b.main.dim_customer EXCEPT ALL SELECT ${columns} FROM a.main.dim_customer)`)
+    await run(`SELECT CASE WHEN (SELECT COUNT(*) FROM diff) > 0 THEN error('first loads differ') END`)
+  })
+}
+
+export async function runFirstLoadBenchmark(): Promise<Record<string, unknown>> {
+  mkdirSync(TMP, { recursive: true })
+  const staging = new LocalStagingStore({ root: join(TMP, 'first-load-staging') })
+  const dimsyncDb = join(TMP, 'first-load-dimsync.duckdb')
+  const handDb = join(TMP, 'first-load-hand.duckdb')
+  const runs: Record<string, unknown>[] = []
+  for (const keys of SIZES) {
+    console.log(`first load: staging ${keys} keys…`)
+    const partPaths = await stageFirstLoad(staging, keys)
+    const dimsync: number[] = []
+    const hand: number[] = []
+    for (let i = 0; i < REPEATS; i++) {
+      hand.push(await handWrittenFirstLoad(handDb, partPaths))
+      dimsync.push(await dimsyncFirstLoad(dimsyncDb, staging, keys))
+      if (i === 0) await assertSameRows(dimsyncDb, handDb)
+      console.log(
+        `first load ${keys}: run ${i + 1}: dimsync ${dimsync.at(-1)!.toFixed(3)} s, hand-written ${hand.at(-1)!.toFixed(3)} s`,
+      )
+    }
+    runs.push({
+      keys,
+      dimsyncSeconds: median(dimsync),
+      handWrittenSeconds: median(hand),
+      ratioToHandWritten: median(dimsync) / median(hand),
+      dimsyncRuns: dimsync,
+      handWrittenRuns: hand,
+    })
+  }
+  for (const f of [dimsyncDb, handDb]) for (const g of [f, `${f}.wal`]) if (existsSync(g)) rmSync(g)
+  await staging.deleteBatch(table.name, BATCH_ID)
+  const result = { memoryLimit: MEMORY_LIMIT, repeats: REPEATS, runs, targetRatioToHandWritten: 1.3 }
+  writeResults('firstLoad', result)
+  return result
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  console.log(JSON.stringify(await runFirstLoadBenchmark(), null, 2))
+}
