@@ -32,6 +32,8 @@ interface Variant {
   readonly deletes: DeletePolicy
   readonly openEnd: string | null
   readonly softDeletes: boolean
+  /** Types 0, 3 and 6 on the staged columns (the general path applies them after inserting too). */
+  readonly policies?: boolean
 }
 
 function tableOf(v: Variant): TableSpec {
@@ -42,6 +44,9 @@ function tableOf(v: Variant): TableSpec {
     // nickname is a type 1 column: the general path overwrites it after inserting, the first load inserts it.
     tracked: { kind: 'all_except', columns: ['nickname'] },
     ...(v.softDeletes ? { softDeleteColumn: 'deleted_at' } : {}),
+    ...(v.policies
+      ? { policies: { keepFirst: ['score'], previousValue: ['region'], currentValue: ['region'] } }
+      : {}),
   })
 }
 
@@ -50,6 +55,7 @@ const variantArb = fc.record({
   deletes: fc.constantFrom<DeletePolicy>('ignore', 'invalidate', 'new_record'),
   openEnd: fc.constantFrom(null, '9999-12-31T00:00:00.000Z'),
   softDeletes: fc.boolean(),
+  policies: fc.boolean(),
 })
 
 /** Rows with distinct keys, in no key order; NULLs, empty strings and soft deletes among them. */
@@ -129,8 +135,10 @@ describe('a batch founding its dimension (real DuckDB)', () => {
         { warehouse, staging: batches },
         { table, schema: 'main', batchId: id, now: new Date('2024-03-01T00:00:00Z'), allowMassDelete: true },
       )
+    const data = ['tenant_id', 'customer_id', 'region', 'score', 'nickname']
+    const derived = v.policies ? ['previous_region', 'current_region'] : []
     const read = async (warehouse: DuckDbWarehouse, result: MergeBatchResult) => ({
-      versions: await warehouse.query(readAll(table)(warehouse.dialect, 'main')),
+      versions: await warehouse.query(readAll(table, [...data, ...derived])(warehouse.dialect, 'main')),
       ledger: await warehouse.query(readLedger(warehouse.dialect, 'main', batchId)),
       counts: result.counts,
       keys: result.keys,
@@ -155,6 +163,7 @@ describe('a batch founding its dimension (real DuckDB)', () => {
     await fc.assert(
       fc.asyncProperty(variantArb, rowsArb, async (v, rows) => {
         const { founding, general } = await bothPaths(v, rows)
+        if (v.policies) expect(founding.versions[0]).toHaveProperty('current_region')
         expect(founding.labels).toContain(FOUNDING_LABEL)
         expect(general.labels).not.toContain(FOUNDING_LABEL)
         expect(founding.versions).toEqual(general.versions)
