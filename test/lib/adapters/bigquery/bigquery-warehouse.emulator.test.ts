@@ -314,7 +314,7 @@ describe('BigQueryWarehouse on the BigQuery emulator (the real client, SQL run b
     const error = (await merge(w, batchId).catch((e: unknown) => e)) as WarehouseError
     expect(error).toBeInstanceOf(WarehouseError)
     expect(error.message).toContain('(backendError)')
-    expect(error.label).toBe('insert new versions')
+    expect(error.label).toBe('insert first versions') // the dimension's first batch: one INSERT
     expect(reportedErrorName(error)).toBe('RetryableError')
     emulator.faults.failStatement(
       (s) => s.text.startsWith('INSERT INTO `acme-dw`.`history`.`dim_customer`'),
