@@ -1,5 +1,5 @@
 /**
- * Merge benchmark (issue 2): a 1,000,000-key dimension and a full extract with 5% changed, 1% new and 0.5%
+ * Merge benchmark: a 1,000,000-key dimension and a full extract with 5% changed, 1% new and 0.5%
  * deleted keys, on the same DuckDB in the same run:
  *  - dimsync's merge (mergeBatch: load staged Parquet, checks, diff, close, insert, ledger, views) against the
  *    hand-written two-statement SQL (load the same Parquet, UPDATE then INSERT in one transaction);

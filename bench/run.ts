@@ -1,11 +1,13 @@
 /**
  * `npm run bench`: every benchmark, each measured against a baseline in the same run; results merged into
- * bench/results/latest.json. BENCH_ONLY=merge,endToEnd,sources,s3Extract runs a subset.
+ * bench/results/latest.json. BENCH_ONLY=firstLoad,merge,backfill,endToEnd,sources,s3Extract runs a subset.
  */
 import { spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { runBackfillBenchmark } from './backfill.ts'
 import { runEndToEndBenchmark } from './end-to-end.ts'
+import { runFirstLoadBenchmark } from './first-load.ts'
 import { runMergeBenchmark } from './merge.ts'
 import { BENCH_ROOT, writeResults } from './support.ts'
 
@@ -20,7 +22,9 @@ function script(file: string, results: string) {
 
 const only = process.env.BENCH_ONLY?.split(',')
 const benchmarks: Record<string, () => Promise<unknown>> = {
+  firstLoad: runFirstLoadBenchmark,
   merge: runMergeBenchmark,
+  backfill: runBackfillBenchmark,
   endToEnd: runEndToEndBenchmark,
   sources: script('sources.ts', 'sources.json'),
   s3Extract: script('s3-extract.ts', 's3-extract.json'),

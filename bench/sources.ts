@@ -2,14 +2,18 @@
  * `npx tsx bench/sources.ts`: extract of a 10-column table from PostgreSQL and from MariaDB/MySQL into staged
  * Parquet parts, against the server's raw stream measured in the same run:
  * - PostgreSQL: `COPY (SELECT ...) TO STDOUT` read with pg-copy-streams and thrown away;
- * - MySQL: a plain unbuffered SELECT read by mysql2 (the same driver), rows thrown away.
+ * - MySQL: a plain unbuffered SELECT read by mysql2 (the same driver), rows thrown away;
+ * - the servers' own clients, the wire and server limit: `psql -c "\copy (SELECT * FROM t) TO /dev/null"` and
+ *   `mariadb --quick --batch -e 'SELECT * FROM t' > /dev/null`;
+ * and `dimsync run` of the whole table (extract, stage, merge into a new DuckDB dimension) against the client dump.
  * Each measurement runs in a fresh child process that reports its wall time and peak RSS
  * (`process.resourceUsage().maxRSS`). Also: 1M vs 3M rows (peak RSS must not grow), 4 parallel chunks vs 1, and
  * the same extract in 10 passes (the AWS function near its time limit: a snapshot and a count per key range).
  * Creates and drops its own schema/database. Writes bench/results/sources.json.
  * BENCH_ROWS (default 1,000,000), BENCH_BIG_ROWS (3,000,000), BENCH_SERVERS=postgres,mysql, BENCH_REPEAT (3).
  */
-import { spawn } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
+import { closeSync, mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs'
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 
@@ -25,7 +29,7 @@ import { LocalStateStore } from '../lib/adapters/state/local-state-store.ts'
 import { extractPass } from '../lib/use-cases/extract-pass.ts'
 import type { TableSpec } from '../lib/core/table-spec.ts'
 import type { Source } from '../lib/ports/source.ts'
-import { BENCH_ROOT, CHILD_ENV, TMP } from './support.ts'
+import { BENCH_ROOT, CHILD_ENV, measureProcess, TMP } from './support.ts'
 import { tableSpec } from '../test/support/table-spec-builder.ts'
 
 const PG_URL = process.env.DIMSYNC_TEST_PG_URL ?? 'postgres://root@127.0.0.1:5432/test'
@@ -38,13 +42,18 @@ const SCHEMA = 'dimsync_bench_sources'
 const PASSES = 10
 /** Each measurement is repeated (BENCH_REPEAT, default 3); the machine's noise is larger than the effects. */
 const REPEAT = Math.max(1, Number(process.env.BENCH_REPEAT ?? 3))
+/** Which measurements to make (BENCH_SOURCES_PLAN=cli,one,run,… ; default all). */
+const PLAN = (process.env.BENCH_SOURCES_PLAN ?? 'cli,raw,one,four,ranges,passes,big,cliBig,run,runBig').split(
+  ',',
+)
+const CLI = join(BENCH_ROOT, '..', 'bin', 'dimsync.mjs')
 
 type Server = 'postgres' | 'mysql'
 /**
  * `ranges`: the extract of the AWS function with time to spare (10 key ranges, each counted, one pass);
  * `passes`: the same stopped after every range (10 passes, each with its own snapshot).
  */
-type Mode = 'raw' | 'extract' | 'ranges' | 'passes'
+type Mode = 'raw' | 'cli' | 'extract' | 'ranges' | 'passes'
 
 interface ChildReport {
   readonly rows: number
@@ -69,6 +78,7 @@ async function child(server: Server, mode: Mode, table: string, chunks: number):
   const started = process.hrtime.bigint()
   let rows: number
   if (mode === 'raw') rows = server === 'postgres' ? await rawCopy(table) : await rawSelect(table)
+  else if (mode === 'cli') rows = cliDump(server, table, chunks)
   else if (mode === 'passes' || mode === 'ranges')
     rows = await extractInPasses(server, table, mode === 'passes')
   else rows = await extract(server, table, chunks)
@@ -84,6 +94,39 @@ async function rawCopy(table: string): Promise<number> {
   for await (const piece of stream as AsyncIterable<Buffer>) void piece
   await client.end()
   return stream.rowCount
+}
+
+/**
+ * The server's own client dumping the table (the wire and server limit): `psql -c "\copy (SELECT * FROM t) TO
+ * /dev/null"` or `mariadb --quick --batch -e 'SELECT * FROM t' > /dev/null`. Returns `rows` (the table's size).
+ */
+function cliDump(server: Server, table: string, rows: number): number {
+  const devNull = openSync('/dev/null', 'w')
+  try {
+    const mysqlUrl = new URL(MYSQL_URL)
+    const run =
+      server === 'postgres'
+        ? spawnSync('psql', [PG_URL, '-X', '-q', '-c', `\\copy (SELECT * FROM ${table}) TO '/dev/null'`], {
+            stdio: ['ignore', devNull, 'inherit'],
+          })
+        : spawnSync(
+            'mariadb',
+            [
+              '--quick',
+              '--batch',
+              `--host=${mysqlUrl.hostname}`,
+              `--port=${mysqlUrl.port || '3306'}`,
+              `--user=${decodeURIComponent(mysqlUrl.username)}`,
+              '-e',
+              `SELECT * FROM ${table}`,
+            ],
+            { stdio: ['ignore', devNull, 'inherit'] },
+          )
+    if (run.status !== 0) throw new Error(`${server} client dump of ${table} failed (${run.status})`)
+    return rows
+  } finally {
+    closeSync(devNull)
+  }
 }
 
 async function rawSelect(table: string): Promise<number> {
@@ -176,6 +219,28 @@ async function extract(server: Server, table: string, chunks: number): Promise<n
     return result.rows
   } finally {
     await rm(root, { recursive: true, force: true })
+  }
+}
+
+/**
+ * `dimsync run` (the real CLI process) of the whole table into a new DuckDB dimension: extract, stage, merge. Wall
+ * time and peak RSS (GNU time).
+ */
+function dimsyncRun(server: Server, table: string, rows: number): ChildReport {
+  const dir = join(TMP, `sources-run-${server}`)
+  rmSync(dir, { recursive: true, force: true })
+  mkdirSync(dir, { recursive: true })
+  writeFileSync(
+    join(dir, 'dimsync.yaml'),
+    `version: 1\ntables:\n  - name: bench\n    source: { type: ${server}, url_env: BENCH_URL, table: ${table} }\n    key: id\n`,
+  )
+  try {
+    const env = { ...CHILD_ENV, CI: '1', BENCH_URL: server === 'postgres' ? PG_URL : MYSQL_URL }
+    const run = measureProcess(process.execPath, [CLI, 'run'], { cwd: dir, env })
+    if (!run.stdout.includes(`${rows} versions inserted`)) throw new Error(`unexpected run: ${run.stdout}`)
+    return { rows, seconds: run.seconds, maxRssMb: run.peakRssMb }
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
   }
 }
 
@@ -273,25 +338,42 @@ async function parent(): Promise<void> {
       // Every measurement REPEAT times, interleaved so that a noisy moment hits all of them alike; the median
       // run by time is reported, with the highest peak RSS of the repeats.
       const runs: Record<string, ChildReport[]> = {}
-      const plan: [string, Mode, string, number][] = [
+      const plan: [string, Mode | 'run', string, number][] = [
+        ['cli', 'cli', tables.small, ROWS],
         ['raw', 'raw', tables.small, 1],
         ['one', 'extract', tables.small, 1],
         ['four', 'extract', tables.small, 4],
         ['ranges', 'ranges', tables.small, 1],
         ['passes', 'passes', tables.small, 1],
         ['big', 'extract', tables.big, 1],
+        ['cliBig', 'cli', tables.big, BIG_ROWS],
+        ['run', 'run', tables.small, ROWS],
+        ['runBig', 'run', tables.big, BIG_ROWS],
       ]
       for (let r = 0; r < REPEAT; r++) {
         for (const [name, mode, table, chunks] of plan) {
-          ;(runs[name] ??= []).push(await measure(server, mode, table, chunks))
+          if (!PLAN.includes(name)) continue
+          const report =
+            mode === 'run' ? dimsyncRun(server, table, chunks) : await measure(server, mode, table, chunks)
+          ;(runs[name] ??= []).push(report)
+          console.log(
+            `${server} ${name} run ${r + 1}: ${report.seconds.toFixed(2)} s, ${report.maxRssMb.toFixed(0)} MB`,
+          )
         }
       }
       const median = (name: string): ChildReport => {
+        if (runs[name] === undefined) return { rows: 0, seconds: Number.NaN, maxRssMb: Number.NaN }
         const sorted = [...runs[name]!].sort((a, b) => a.seconds - b.seconds)
         const middle = sorted[Math.floor(sorted.length / 2)]!
         return { ...middle, maxRssMb: Math.max(...sorted.map((run) => run.maxRssMb)) }
       }
-      const [raw, one, four, ranges, passes, big] = plan.map(([name]) => median(name)) as [
+      const [cli, raw, one, four, ranges, passes, big, cliBig, run, runBig] = plan.map(([name]) =>
+        median(name),
+      ) as ChildReport[] as [
+        ChildReport,
+        ChildReport,
+        ChildReport,
+        ChildReport,
         ChildReport,
         ChildReport,
         ChildReport,
@@ -301,6 +383,21 @@ async function parent(): Promise<void> {
       ]
       const rate = (r: ChildReport) => Math.round(r.rows / r.seconds)
       const summary = {
+        clientDump: {
+          command:
+            server === 'postgres'
+              ? 'psql -c "\\copy (SELECT * FROM t) TO /dev/null"'
+              : "mariadb --quick --batch -e 'SELECT * FROM t' > /dev/null",
+          ...cli,
+          rowsPerSecond: rate(cli),
+        },
+        extractShareOfClientDump: Number((rate(one) / rate(cli)).toFixed(3)),
+        targetExtractShareOfClientDump: 0.6,
+        clientDumpBig: { ...cliBig, rowsPerSecond: rate(cliBig) },
+        extractBigShareOfClientDump: Number((rate(big) / rate(cliBig)).toFixed(3)),
+        dimsyncRun: { ...run, ratioToClientDump: Number((run.seconds / cli.seconds).toFixed(2)) },
+        targetRunRatioToClientDump: 3,
+        dimsyncRunBig: { ...runBig, ratioToClientDump: Number((runBig.seconds / cliBig.seconds).toFixed(2)) },
         baseline:
           server === 'postgres'
             ? 'COPY (SELECT *) TO STDOUT, pg-copy-streams'
