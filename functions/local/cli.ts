@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs'
+import { resolve } from 'node:path'
 
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander'
 import { loadProject } from '../../lib/config/index.ts'
@@ -11,6 +12,7 @@ import type { StoreOverrides } from '../../lib/runtime/aws-deps.ts'
 import { renderOfflineBigQueryPlan } from '../../lib/sql/bigquery/offline-plan.ts'
 import { openSource } from '../../lib/runtime/open-source.ts'
 import { backfill } from '../../lib/use-cases/backfill.ts'
+import { buildDateDimension } from '../../lib/use-cases/build-date-dimension.ts'
 import {
   discardBatches,
   listStagedBatches,
@@ -24,6 +26,7 @@ import { formatHistory, type HistoryFormat } from './format-history.ts'
 import { describePlan } from './format-plan.ts'
 import { oneLineArgumentError } from './argument-errors.ts'
 import { createReporter } from './reporter.ts'
+import { readHolidays } from './date-command.ts'
 import { describeFactRun, factNamed, selectRunnable } from './fact-runs.ts'
 import { runTables } from './run-tables.ts'
 
@@ -209,6 +212,26 @@ withStoreOptions(program.command('plan'))
       )
     },
   )
+
+program
+  .command('dates')
+  .description('create dim_date, or extend it to cover --from .. --to (one row per day, key yyyymmdd)')
+  .addOption(configOption())
+  .requiredOption('--from <date>', 'first day, YYYY-MM-DD')
+  .requiredOption('--to <date>', 'last day, YYYY-MM-DD')
+  .option('--holidays <file>', 'CSV of YYYY-MM-DD,name lines: the holiday column')
+  .action(async (opts: { config: string; from: string; to: string; holidays?: string }) => {
+    await withProject(opts.config, async (project, deps, reporter) => {
+      const holidays =
+        opts.holidays === undefined ? undefined : readHolidays(resolve(project.baseDir, opts.holidays))
+      const warehouse = await deps.openWarehouse()
+      const days = await buildDateDimension(
+        { warehouse },
+        { schema: project.warehouse.schema, from: opts.from, to: opts.to, ...(holidays ? { holidays } : {}) },
+      )
+      reporter.summary(`dim_date: ${days} days written, ${opts.from} to ${opts.to}`)
+    })
+  })
 
 withStoreOptions(program.command('discard'))
   .description(

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { DuckDbWarehouse } from '../../lib/adapters/warehouse/duckdb-warehouse.ts'
 
 const ROOT = join(import.meta.dirname, '..', '..')
 const CLI = join(ROOT, 'bin', 'dimsync.mjs')
@@ -62,4 +63,30 @@ describe('dimsync run with facts (real process)', () => {
     expect(unknown.err).toContain('(tables and facts: customers, orders)')
     // Four CLI processes, each starting Node and DuckDB.
   }, 180_000)
+})
+
+describe('dimsync dates (real process)', () => {
+  it('writes dim_date with holidays from a file, and refuses a date that does not exist in one line', async () => {
+    write('holidays.csv', ['date,name', '2025-01-01,New Year'])
+    const built = dimsync('dates', '--from', '2024-12-30', '--to', '2025-01-02', '--holidays', 'holidays.csv')
+    expect(built.code).toBe(0)
+    expect(built.out).toContain('dim_date: 4 days written, 2024-12-30 to 2025-01-02')
+    const warehouse = await DuckDbWarehouse.open({ path: join(work, '.dimsync', 'warehouse.duckdb') })
+    try {
+      const rows = await warehouse.query(
+        `SELECT date_key, iso_year, iso_week, holiday FROM dim_date ORDER BY date_key`,
+      )
+      expect(rows.map((r) => [r.date_key, r.iso_year, r.iso_week, r.holiday])).toEqual([
+        [20241230, 2025, 1, null],
+        [20241231, 2025, 1, null],
+        [20250101, 2025, 1, 'New Year'],
+        [20250102, 2025, 1, null],
+      ])
+    } finally {
+      await warehouse.close()
+    }
+    const bad = dimsync('dates', '--from', '2023-02-29', '--to', '2023-03-01')
+    expect(bad.code).not.toBe(0)
+    expect(bad.err.trim().split('\n').at(-1)).toContain('--from 2023-02-29 is not a date (YYYY-MM-DD)')
+  }, 120_000)
 })
