@@ -40,35 +40,49 @@ async function synthWithBundling(architecture: 'x86_64' | 'arm64') {
   return { dir, configPath, yaml, synth: () => app.synth() }
 }
 
-describe('function bundles (real esbuild bundling)', () => {
-  it('ship the linux x64 DuckDB binary and dimsync.yaml, and the bundle runs', async () => {
-    const { dir, synth, yaml } = await synthWithBundling('x86_64')
-    synth()
-    const assets = readdirSync(path.join(dir, 'cdk.out')).filter((name) => name.startsWith('asset.'))
-    expect(assets.length).toBeGreaterThan(0)
-    for (const asset of assets) {
-      const root = path.join(dir, 'cdk.out', asset)
-      const duckdb = path.join(root, 'node_modules', '@duckdb')
-      expect(readdirSync(duckdb).sort()).toEqual(['node-api', 'node-bindings', 'node-bindings-linux-x64'])
-      expect(elfMachine(path.join(duckdb, 'node-bindings-linux-x64', 'duckdb.node'))).toBe(0x3e)
-      expect(readFileSync(path.join(root, 'dimsync.yaml'), 'utf8')).toBe(yaml)
-      // The bundle loads DuckDB from its own node_modules, as it will in /var/task.
-      const mod = (await import(pathToFileURL(path.join(root, 'index.mjs')).href)) as {
-        handler: () => Promise<unknown>
-      }
-      await expect(mod.handler()).resolves.toEqual({ ok: true })
-    }
-  })
+/**
+ * Two real esbuild bundles and a copy of DuckDB's packages per test: about 20 s on a quiet machine, over 60 s
+ * measured with six engineers' tests sharing two cores.
+ */
+const BUNDLING_TIMEOUT_MS = 180_000
 
-  it('for arm64 (the default), fetch and ship the linux arm64 DuckDB binary, whatever machine runs cdk', async () => {
-    const { dir, synth } = await synthWithBundling('arm64')
-    synth()
-    const assets = readdirSync(path.join(dir, 'cdk.out')).filter((name) => name.startsWith('asset.'))
-    expect(assets.length).toBeGreaterThan(0)
-    for (const asset of assets) {
-      const duckdb = path.join(dir, 'cdk.out', asset, 'node_modules', '@duckdb')
-      expect(readdirSync(duckdb).sort()).toEqual(['node-api', 'node-bindings', 'node-bindings-linux-arm64'])
-      expect(elfMachine(path.join(duckdb, 'node-bindings-linux-arm64', 'duckdb.node'))).toBe(0xb7)
-    }
-  })
+describe('function bundles (real esbuild bundling)', () => {
+  it(
+    'ship the linux x64 DuckDB binary and dimsync.yaml, and the bundle runs',
+    async () => {
+      const { dir, synth, yaml } = await synthWithBundling('x86_64')
+      synth()
+      const assets = readdirSync(path.join(dir, 'cdk.out')).filter((name) => name.startsWith('asset.'))
+      expect(assets.length).toBeGreaterThan(0)
+      for (const asset of assets) {
+        const root = path.join(dir, 'cdk.out', asset)
+        const duckdb = path.join(root, 'node_modules', '@duckdb')
+        expect(readdirSync(duckdb).sort()).toEqual(['node-api', 'node-bindings', 'node-bindings-linux-x64'])
+        expect(elfMachine(path.join(duckdb, 'node-bindings-linux-x64', 'duckdb.node'))).toBe(0x3e)
+        expect(readFileSync(path.join(root, 'dimsync.yaml'), 'utf8')).toBe(yaml)
+        // The bundle loads DuckDB from its own node_modules, as it will in /var/task.
+        const mod = (await import(pathToFileURL(path.join(root, 'index.mjs')).href)) as {
+          handler: () => Promise<unknown>
+        }
+        await expect(mod.handler()).resolves.toEqual({ ok: true })
+      }
+    },
+    BUNDLING_TIMEOUT_MS,
+  )
+
+  it(
+    'for arm64 (the default), fetch and ship the linux arm64 DuckDB binary, whatever machine runs cdk',
+    async () => {
+      const { dir, synth } = await synthWithBundling('arm64')
+      synth()
+      const assets = readdirSync(path.join(dir, 'cdk.out')).filter((name) => name.startsWith('asset.'))
+      expect(assets.length).toBeGreaterThan(0)
+      for (const asset of assets) {
+        const duckdb = path.join(dir, 'cdk.out', asset, 'node_modules', '@duckdb')
+        expect(readdirSync(duckdb).sort()).toEqual(['node-api', 'node-bindings', 'node-bindings-linux-arm64'])
+        expect(elfMachine(path.join(duckdb, 'node-bindings-linux-arm64', 'duckdb.node'))).toBe(0xb7)
+      }
+    },
+    BUNDLING_TIMEOUT_MS,
+  )
 })
