@@ -81,7 +81,7 @@ export function resolveProject(document: unknown, configPath: string): ProjectSp
     aws.success && aws.data != null
       ? resolveAws(aws.data, tables, (where, message) => issues.add(where, message))
       : undefined
-  // ---- BigQuery warehouse (BigQuery issue): `type` picks the shape whose messages are reported ----
+  // The warehouse's `type` picks the schema whose messages are reported, so a BigQuery block is not told DuckDB's.
   const bigQuery = isRecord(document.warehouse) && document.warehouse.type === 'bigquery'
   const warehouse = (bigQuery ? bigQueryWarehouseSchema : warehouseSchema)
     .nullable()
@@ -90,7 +90,6 @@ export function resolveProject(document: unknown, configPath: string): ProjectSp
   if (!warehouse.success)
     for (const issue of fromZodIssues(warehouse.error.issues))
       issues.add(['warehouse', ...issue.path], issue.message)
-  // ---- end BigQuery warehouse ----
   const staging = localStoreSchema.nullable().optional().safeParse(document.staging)
   const state = localStoreSchema.nullable().optional().safeParse(document.state)
   const rendered = issues.render()
@@ -117,7 +116,7 @@ export function resolveProject(document: unknown, configPath: string): ProjectSp
   })
 }
 
-/** BigQuery warehouse (BigQuery issue): the dataset is also the `schema` every warehouse places dimensions in. */
+/** A BigQuery warehouse's dataset is also the `schema` every warehouse places dimensions in. */
 function resolveWarehouse(data: unknown, duckdb: () => WarehouseSpec): WarehouseSpec {
   if (!isRecord(data) || data.type !== 'bigquery') return duckdb()
   const w = data as { project: string; dataset: string; location: string; credentials_secret?: string }

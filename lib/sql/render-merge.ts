@@ -82,8 +82,6 @@ class MergeRenderer extends MergeSql {
     return this.out
   }
 
-  // ---- 1. grain --------------------------------------------------------------------------------------------
-
   #checkGrain(): void {
     const stage = this.stage
     const count = (expr: string) => this.d.castToString(expr)
@@ -154,8 +152,6 @@ class MergeRenderer extends MergeSql {
       `UPDATE ${this.dim} AS d SET ${this.q(n.rowHash)} = ${hash}\nWHERE ${this.current('d')} AND d.${this.q(n.rowHash)} <> ${hash}`,
     )
   }
-
-  // ---- 2. events -------------------------------------------------------------------------------------------
 
   #buildEvents(): void {
     const del = this.deleteEvent('s') ?? 'FALSE'
@@ -271,8 +267,6 @@ class MergeRenderer extends MergeSql {
     )
   }
 
-  // ---- 3. capture log (change-time tables) --------------------------------------------------------------------
-
   #logCaptures(captures: TableRef): void {
     const log = this.d.table(captures)
     const ev = this.tmp(TEMP.events)
@@ -328,8 +322,6 @@ class MergeRenderer extends MergeSql {
         `AND l.${this.q(W.t)} = ${ev}.${this.q(W.t)} AND l.${this.q(W.order)} > ${ev}.${this.q(W.order)})`,
     )
   }
-
-  // ---- 4. fast path ---------------------------------------------------------------------------------------------
 
   #buildChanges(): void {
     const n = this.names
@@ -400,8 +392,6 @@ class MergeRenderer extends MergeSql {
     )
   }
 
-  // ---- 6. type 1 columns ---------------------------------------------------------------------------------------
-
   /** Untracked columns take the value of the key's newest capture on every version of the key. */
   #overwriteType1(): void {
     const type1 = this.p.layout.type1.map((c) => c.name)
@@ -457,8 +447,6 @@ class MergeRenderer extends MergeSql {
     )
   }
 
-  // ---- 7. mirror tables --------------------------------------------------------------------------------------
-
   /**
    * A mirror holds only the source's current state: the merge above versioned deletions and re-inserts like
    * history does (so late events and re-deliveries are handled the same way), then every row that is not a key's
@@ -472,8 +460,6 @@ class MergeRenderer extends MergeSql {
       'replaced or deleted',
     )
   }
-
-  // ---- 8. batch record ------------------------------------------------------------------------------------------
 
   #recordBatch(): void {
     const changes = this.tmp(TEMP.changes)
