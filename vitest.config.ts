@@ -31,8 +31,8 @@ export default defineConfig({
       // The floor CI checks (.ci/run prints what a run reached): raise it when coverage rises, never lower it to
       // let a change through.
       thresholds: {
-        'lib/core/**': { lines: 55, branches: 48 },
-        'lib/sql/**': { lines: 60, branches: 62 },
+        'lib/core/**': { lines: 92, branches: 85 },
+        'lib/sql/**': { lines: 92, branches: 84 },
       },
     },
   },
