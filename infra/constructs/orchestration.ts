@@ -108,20 +108,25 @@ export class Orchestration extends Construct {
     return this.#example.replace(/"/g, '\\"')
   }
 
-  /**
-   * A refusal told to whoever started the execution (it fails at once with the reason): counted as reported,
-   * so the alarm on failures nobody was told about stays quiet. The input passes through.
-   */
-  #reportRefusal(id: string): sfn.CustomState {
+  /** A task that puts run metrics into the dimsync namespace; `output` replaces the state's output when given. */
+  #putMetrics(id: string, metricData: readonly object[], output?: string): sfn.CustomState {
     return new sfn.CustomState(this, id, {
       stateJson: {
         Type: 'Task',
         QueryLanguage: 'JSONata',
         Resource: this.#integration('aws-sdk:cloudwatch:putMetricData'),
-        Arguments: { Namespace: METRICS_NAMESPACE, MetricData: [failureReported('{% 1 %}')] },
-        Output: '{% $states.input %}',
+        Arguments: { Namespace: METRICS_NAMESPACE, MetricData: metricData },
+        ...(output !== undefined ? { Output: output } : {}),
       },
     })
+  }
+
+  /**
+   * A refusal told to whoever started the execution (it fails at once with the reason): counted as reported,
+   * so the alarm on failures nobody was told about stays quiet. The input passes through.
+   */
+  #reportRefusal(id: string): sfn.CustomState {
+    return this.#putMetrics(id, [failureReported('{% 1 %}')], '{% $states.input %}')
   }
 
   /** Notify → RecordFailure → Failed: a failure is told once, by the notice; its metrics count whether it was. */
@@ -143,17 +148,10 @@ export class Orchestration extends Construct {
         Assign: { notified: true },
       },
     })
-    const recordFailure = new sfn.CustomState(this, 'RecordFailure', {
-      stateJson: {
-        Type: 'Task',
-        QueryLanguage: 'JSONata',
-        Resource: this.#integration('aws-sdk:cloudwatch:putMetricData'),
-        Arguments: {
-          Namespace: METRICS_NAMESPACE,
-          MetricData: [metric(METRIC.failed, '{% 1 %}', 'Count'), failureReported('{% $notified ? 1 : 0 %}')],
-        },
-      },
-    })
+    const recordFailure = this.#putMetrics('RecordFailure', [
+      metric(METRIC.failed, '{% 1 %}', 'Count'),
+      failureReported('{% $notified ? 1 : 0 %}'),
+    ])
     const failed = sfn.Fail.jsonata(this, 'Failed', {
       error: '{% $error.Error %}',
       cause: '{% $error.Cause %}',
@@ -273,27 +271,17 @@ export class Orchestration extends Construct {
 
   /** RecordSuccess → Done: the run metrics, then the execution's output. */
   #succeeded(): sfn.IChainable {
-    const recordSuccess = new sfn.CustomState(this, 'RecordSuccess', {
-      stateJson: {
-        Type: 'Task',
-        QueryLanguage: 'JSONata',
-        Resource: this.#integration('aws-sdk:cloudwatch:putMetricData'),
-        Arguments: {
-          Namespace: METRICS_NAMESPACE,
-          MetricData: [
-            metric(METRIC.succeeded, '{% 1 %}', 'Count'),
-            metric(METRIC.rows, orZero('$extract.rows'), 'Count'),
-            metric(METRIC.versionsInserted, orZero('$merged.counts.insertedVersions'), 'Count'),
-            metric(METRIC.versionsClosed, orZero('$merged.counts.closedVersions'), 'Count'),
-            metric(
-              METRIC.duration,
-              '{% ($millis() - $toMillis($states.context.Execution.StartTime)) / 1000 %}',
-              'Seconds',
-            ),
-          ],
-        },
-      },
-    })
+    const recordSuccess = this.#putMetrics('RecordSuccess', [
+      metric(METRIC.succeeded, '{% 1 %}', 'Count'),
+      metric(METRIC.rows, orZero('$extract.rows'), 'Count'),
+      metric(METRIC.versionsInserted, orZero('$merged.counts.insertedVersions'), 'Count'),
+      metric(METRIC.versionsClosed, orZero('$merged.counts.closedVersions'), 'Count'),
+      metric(
+        METRIC.duration,
+        '{% ($millis() - $toMillis($states.context.Execution.StartTime)) / 1000 %}',
+        'Seconds',
+      ),
+    ])
     const done = sfn.Succeed.jsonata(this, 'Done', {
       outputs: {
         table: '{% $table %}',
@@ -309,14 +297,7 @@ export class Orchestration extends Construct {
 
   /** RecordSkipped → Skipped: a scheduled start that found the table busy succeeds, counted as skipped. */
   #skipped(): sfn.IChainable {
-    const recordSkipped = new sfn.CustomState(this, 'RecordSkipped', {
-      stateJson: {
-        Type: 'Task',
-        QueryLanguage: 'JSONata',
-        Resource: this.#integration('aws-sdk:cloudwatch:putMetricData'),
-        Arguments: { Namespace: METRICS_NAMESPACE, MetricData: [metric(METRIC.skipped, '{% 1 %}', 'Count')] },
-      },
-    })
+    const recordSkipped = this.#putMetrics('RecordSkipped', [metric(METRIC.skipped, '{% 1 %}', 'Count')])
     const skipped = sfn.Succeed.jsonata(this, 'Skipped', {
       outputs: {
         table: '{% $table %}',
