@@ -1,5 +1,6 @@
 import { expect } from 'vitest'
-import type { ModelVersion } from './history-model.ts'
+import type { DeletePolicy } from '../../lib/core/table-spec.ts'
+import { expectedAsOf, type ModelEvent, type ModelVersion } from './history-model.ts'
 import type { VersionRow } from './scd-harness.ts'
 
 /**
@@ -60,4 +61,22 @@ export const SENTINEL = '9999-12-31T23:59:59Z'
 /** Open versions as the model writes them (valid_to null), whichever open end the table is configured with. */
 export function withOpenEndAsNull(rows: VersionRow[]): VersionRow[] {
   return rows.map((r) => (String(r.valid_to).startsWith('9999-12-31') ? { ...r, valid_to: null } : r))
+}
+
+/** Invariant 8: at each hour given, dim_customer_as_of returns the last state the model captured at or before it. */
+export async function expectAsOfMatchesModel(
+  query: (sql: string) => Promise<readonly Record<string, unknown>[]>,
+  captures: readonly ModelEvent[],
+  policy: DeletePolicy,
+  hours: readonly number[],
+): Promise<void> {
+  for (const t of hours) {
+    const rows = await query(`SELECT * FROM dim_customer_as_of('${iso(t)}') ORDER BY customer_id`)
+    const expected = expectedAsOf(captures, policy, t)
+    expect(rows.map((r) => [Number(r.customer_id), r.region, r.tier])).toEqual(
+      [...expected.values()]
+        .sort((a, b) => a.key - b.key)
+        .map((e) => [e.key, e.attrs!.region, e.attrs!.tier]),
+    )
+  }
 }
