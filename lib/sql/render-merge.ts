@@ -5,6 +5,7 @@ import { renderColumnPolicies } from './render-column-policies.ts'
 import { renderChangeFeedChecks } from './render-change-feed-checks.ts'
 import { renderAppend } from './render-append.ts'
 import { foundsDimension, renderFirstLoad } from './render-first-load.ts'
+import { renderInferredCompletion } from './render-inferred-completion.ts'
 import { renderLatePath } from './render-late-path.ts'
 import { renderPartialUpdates } from './render-partial-updates.ts'
 import { CAPTURE_SEQUENCE_COLUMN } from './render-ddl.ts'
@@ -29,6 +30,7 @@ class MergeRenderer extends MergeSql {
       this.#rehashWithoutRemovedColumns()
     if (this.p.layout.partial !== undefined) renderPartialUpdates(this)
     this.#checkGrain()
+    renderInferredCompletion(this)
     if (this.p.table.mode === 'append') {
       this.#checkExtractionOrder()
       if (this.p.mode === 'full' && !this.p.allowMassDelete) {
