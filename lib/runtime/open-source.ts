@@ -22,6 +22,8 @@ export function openSource(table: TableSpec, environment: SourceEnvironment): So
       return new FileSource({
         baseDir: environment.baseDir,
         memoryLimit: memoryLimit(environment),
+        // s3:// paths: the S3 endpoint override (emulators) and credentials come from the same environment.
+        env: environment.env,
       })
     case 'postgres':
       return new PostgresSource({ env: environment.env, duckdbMemoryLimit: memoryLimit(environment) })

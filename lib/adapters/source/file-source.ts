@@ -38,6 +38,11 @@ export interface FileSourceOptions {
   readonly threads?: number
   /** Target size of one staged part file; DuckDB starts a new part once a file passes it. Default 64 MiB. */
   readonly partFileSizeBytes?: number
+  /**
+   * Where `s3://` paths find their settings: `DIMSYNC_S3_ENDPOINT` (an emulator) besides the SDK's own variables
+   * (region, credentials; in Lambda the function's role). Default: `process.env`.
+   */
+  readonly env?: Readonly<Record<string, string | undefined>>
 }
 
 /** Row group size of the staged parts (DuckDB's default; a good unit for BigQuery and DuckDB loads alike). */
