@@ -414,6 +414,13 @@ export const tableOptionsShape = {
       'What new versions hold in a column the source stopped sending: null (default) or keep_last (the ' +
         "key's last value).",
     ),
+  system_time: z
+    .boolean({ error: expecting('true or false') })
+    .optional()
+    .describe(
+      'Bitemporal history: each row also records when dimsync learned it (system_from) and when a later merge ' +
+        'superseded it (system_to); no row is ever rewritten. Default false. See docs/bitemporal.md.',
+    ),
   mode: oneOf(TABLE_MODES)
     .optional()
     .describe(

@@ -3,7 +3,13 @@
  * extracted, tracked and excluded columns, then the rules that span them (roles, extracted columns, deletes,
  * metadata names). Options a table leaves out come from `defaults`; problems name where the value came from.
  */
-import { COLUMN_PRESETS, METADATA_COLUMN_KEYS, METADATA_COLUMN_OPTIONS } from '../core/metadata-columns.ts'
+import {
+  COLUMN_PRESETS,
+  METADATA_COLUMN_KEYS,
+  METADATA_COLUMN_OPTIONS,
+  systemTimeColumnNames,
+  type MetadataColumn,
+} from '../core/metadata-columns.ts'
 import type {
   ColumnPolicies,
   ColumnSelection,
@@ -95,7 +101,8 @@ export function resolveTable(
   if (changeFeed === undefined)
     checkDeletesNeedFullExtract(ctx, extract, { value: deletes, note: deletesOpt.note }, softDelete.value)
   const columns = resolveMetadataNames(ctx)
-  checkMetadataClashes(ctx, columns, [
+  const systemTime = resolveSystemTime(ctx, mode, columns)
+  checkMetadataClashes(ctx, columns, systemTime, [
     ...key.map((name, i): NamedColumn => [keyPath(ctx, i), name, '']),
     ...tracked.value.columns.map((name, i): NamedColumn => [
       trackedPath(ctx, tracked.value, i),
@@ -132,6 +139,7 @@ export function resolveTable(
     ...(policies !== undefined ? { policies } : {}),
     ...(partialUpdates !== undefined ? { partialUpdates } : {}),
     ...(removedColumns === 'keep_last' ? { removedColumns } : {}),
+    ...(systemTime !== undefined ? { systemTime } : {}),
     exclude: exclude.value,
     deletes,
     maxDeleteShare: ctx.pick('max_delete_share').value ?? DEFAULT_MAX_DELETE_SHARE,
@@ -518,15 +526,50 @@ function checkDeletesNeedFullExtract(
 }
 
 /** A user column may not share its name with a metadata column the dimension adds. */
+/**
+ * `system_time: true`: the table's system-time column names. Refused where the table keeps no history to version
+ * in system time (a mirror overwrites and deletes rows; an append table only ever appends).
+ */
+function resolveSystemTime(
+  ctx: TableContext,
+  mode: Picked<TableMode>,
+  columns: TableSpec['columns'],
+): TableSpec['systemTime'] {
+  const picked = ctx.pick('system_time')
+  if (picked.value !== true) return undefined
+  if (mode.value !== 'history') {
+    ctx.issues.add(
+      ctx.at('system_time'),
+      `does not apply to mode ${mode.value}${mode.note === '' ? '' : ' (inherited from defaults)'}: bitemporal ` +
+        `history versions the rows of a history table in system time, and ` +
+        `${mode.value === 'mirror' ? 'a mirror overwrites and deletes its rows' : 'an append table keeps no versions'}; use mode history` +
+        picked.note,
+    )
+    return undefined
+  }
+  return systemTimeColumnNames(columns)
+}
+
 function checkMetadataClashes(
   ctx: TableContext,
   columns: TableSpec['columns'],
+  systemTime: TableSpec['systemTime'],
   userColumns: readonly NamedColumn[],
 ): void {
-  const metadataByName = new Map(METADATA_COLUMN_KEYS.map((k) => [columns[k].toLowerCase(), k]))
+  const metadataByName = new Map<string, MetadataColumn | 'system_time'>(
+    METADATA_COLUMN_KEYS.map((k) => [columns[k].toLowerCase(), k]),
+  )
+  for (const name of systemTime === undefined ? [] : [systemTime.systemFrom, systemTime.systemTo])
+    metadataByName.set(name.toLowerCase(), 'system_time')
   for (const [where, name, note] of userColumns) {
     const clash = metadataByName.get(name.toLowerCase())
-    if (clash !== undefined) {
+    if (clash === 'system_time') {
+      ctx.issues.add(
+        where,
+        `${show(name)} is also the name of a system-time column of this bitemporal table (system_time: true); ` +
+          `rename or exclude the source column${note}`,
+      )
+    } else if (clash !== undefined) {
       const option = METADATA_COLUMN_OPTIONS[clash]
       ctx.issues.add(
         where,

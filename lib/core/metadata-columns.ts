@@ -146,3 +146,49 @@ export function metadataColumnList(
 export function metadataColumnNamed(names: MetadataColumnNames, column: string): MetadataColumn | undefined {
   return METADATA_COLUMN_KEYS.find((k) => names[k] === column)
 }
+
+/**
+ * The system-time columns of a bitemporal table (`system_time: true`): when dimsync learned a row and when a
+ * later merge superseded it. Only bitemporal tables have them, so they are not in METADATA_COLUMNS (every
+ * dimension has those). Named after the preset whose valid_from name the table uses, with the preset's prefix
+ * (none of the tools the presets come from has a system-time column); other names get the dimsync names.
+ */
+export const SYSTEM_TIME_COLUMNS = Object.freeze({
+  systemFrom: {
+    type: 'TIMESTAMPTZ',
+    notNull: true,
+    meaning: 'when dimsync learned this row: the applied time of the merge that wrote it (inclusive, UTC)',
+    names: {
+      dimsync: 'system_from',
+      dbt: 'dbt_system_from',
+      fivetran: '_fivetran_system_start',
+      databricks: '__SYSTEM_START_AT',
+    },
+  },
+  systemTo: {
+    type: 'TIMESTAMPTZ',
+    notNull: false,
+    meaning:
+      'when a later merge superseded this row (exclusive, UTC); rows still known hold the open end, like valid_to',
+    names: {
+      dimsync: 'system_to',
+      dbt: 'dbt_system_to',
+      fivetran: '_fivetran_system_end',
+      databricks: '__SYSTEM_END_AT',
+    },
+  },
+} as const satisfies Record<string, Omit<MetadataColumnContract, 'option'>>)
+
+export interface SystemTimeColumnNames {
+  readonly systemFrom: string
+  readonly systemTo: string
+}
+
+/** The system-time column names that go with a dimension's metadata names (see SYSTEM_TIME_COLUMNS). */
+export function systemTimeColumnNames(names: MetadataColumnNames): SystemTimeColumnNames {
+  const preset = PRESET_NAMES.find((p) => COLUMN_PRESETS[p].validFrom === names.validFrom) ?? 'dimsync'
+  return Object.freeze({
+    systemFrom: SYSTEM_TIME_COLUMNS.systemFrom.names[preset],
+    systemTo: SYSTEM_TIME_COLUMNS.systemTo.names[preset],
+  })
+}

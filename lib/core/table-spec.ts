@@ -4,7 +4,7 @@
  */
 
 import type { FactSpec } from './fact-spec.ts'
-import type { MetadataColumnNames } from './metadata-columns.ts'
+import type { MetadataColumnNames, SystemTimeColumnNames } from './metadata-columns.ts'
 
 export type DeletePolicy = 'ignore' | 'invalidate' | 'new_record'
 
@@ -139,6 +139,11 @@ export interface TableSpec {
    * (`keep_last`).
    */
   readonly removedColumns?: 'keep_last'
+  /**
+   * Bitemporal history (`system_time: true`): besides business validity, every row records when dimsync learned
+   * it and when a later merge superseded it; rows are never updated except to close them in system time.
+   */
+  readonly systemTime?: SystemTimeColumnNames
   /** Source columns not stored in the dimension at all. */
   readonly exclude: readonly string[]
   readonly deletes: DeletePolicy

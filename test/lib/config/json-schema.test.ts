@@ -74,6 +74,7 @@ describe('schema/dimsync.schema.json', () => {
       'ignore_null_updates',
       'columns_to_update',
       'removed_columns',
+      'system_time',
       'mode',
       'extract',
       'valid_from',
