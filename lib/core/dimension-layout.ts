@@ -96,7 +96,7 @@ export function planDimensionLayout(
   const validFromColumn =
     table.validFrom.kind === 'column' ? need(table.validFrom.column, 'valid_from') : undefined
   if (table.extract.mode === 'incremental') need(table.extract.cursor, 'cursor')
-  for (const name of table.exclude) need(name, 'excluded')
+  // Excluded columns are not staged (the extract drops them); a batch staged before that still has them.
   const operation =
     table.changes === undefined ? undefined : need(table.changes.operation.column, 'operation')
   const sequence =

@@ -109,10 +109,8 @@ export async function extractPass(
       ...(request.timeLeftMs ? { timeLeftMs: request.timeLeftMs } : {}),
       ...(progress.source !== undefined ? { resume: progress.source } : {}),
     })
-    deps.checkSourceColumns?.(
-      table,
-      result.columns.map((c) => c.name),
-    )
+    // The source refuses an excluded column it lacks and stages the others without it: it had them all.
+    deps.checkSourceColumns?.(table, [...result.columns.map((c) => c.name), ...table.exclude])
     if (result.resume !== undefined) {
       if (!request.timeLeftMs) {
         throw new DimsyncError(

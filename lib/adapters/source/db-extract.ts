@@ -671,6 +671,7 @@ async function describeChecked(
   if (table.extract.mode === 'incremental') needed.push([table.extract.cursor, 'cursor column'])
   if (table.softDeleteColumn !== undefined) needed.push([table.softDeleteColumn, 'soft delete column'])
   if (table.validFrom.kind === 'column') needed.push([table.validFrom.column, 'valid_from column'])
+  for (const name of table.exclude) needed.push([name, 'excluded column'])
   for (const [name, role] of needed) {
     if (seen.has(name)) continue
     const nearly = columns.find((c) => c.name.toLowerCase() === name.toLowerCase())
@@ -702,12 +703,16 @@ async function describeChecked(
   // not NULL", which would mark every row deleted, so the flag is staged as a BOOLEAN.
   const soft = table.softDeleteColumn
   const validFrom = table.validFrom.kind === 'column' ? table.validFrom.column : undefined
-  return columns.map((column) => {
-    if (column.name === soft && wholeNumberType(column.type) !== undefined)
-      return { ...column, type: 'BOOLEAN', convert: (ref: string) => `(${ref} <> 0)` }
-    if (column.name === validFrom) return validFromColumn(table, column, where)
-    return column
-  })
+  // An excluded column is never read: it is not staged, so no copy of it reaches the warehouse (nor its staging).
+  const excluded = new Set(table.exclude)
+  return columns
+    .filter((column) => !excluded.has(column.name))
+    .map((column) => {
+      if (column.name === soft && wholeNumberType(column.type) !== undefined)
+        return { ...column, type: 'BOOLEAN', convert: (ref: string) => `(${ref} <> 0)` }
+      if (column.name === validFrom) return validFromColumn(table, column, where)
+      return column
+    })
 }
 
 /**

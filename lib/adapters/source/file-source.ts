@@ -182,10 +182,11 @@ export class FileSource implements Source {
       })
       connection = await instance.connect()
       await connection.run(`SET TimeZone='UTC'`)
-      const select =
+      const everything =
         spec.format === 'csv'
           ? await this.#csvSelect(connection, table, spec, files, names)
           : await this.#parquetSelect(connection, table.name, files, names)
+      const select = await withoutExcluded(connection, table, everything, names)
       return await action(connection, select, files, names)
     } catch (error) {
       if (error instanceof SourceError) throw error
@@ -463,6 +464,32 @@ async function assertCsvHead(
         : 'a file without rows has no column types; leave it out of the change feed'
     throw refuse(`${spec.csv.header ? 'has a header but no rows' : 'has no rows'}; ${why}`, ' ')
   }
+}
+
+/**
+ * The SELECT without the table's excluded columns: they are never staged, so no copy of them reaches the
+ * warehouse (nor its staging table). An excluded column the files lack is a mistake in the config: refused.
+ */
+async function withoutExcluded(
+  connection: DuckDBConnection,
+  table: TableSpec,
+  select: string,
+  names: ReadonlyMap<string, string>,
+): Promise<string> {
+  if (table.exclude.length === 0) return select
+  const columns = await describeQuery(connection, select)
+  const present = new Set(columns.map((c) => c.name))
+  for (const name of table.exclude) {
+    if (present.has(name)) continue
+    throw new SourceError(
+      table.name,
+      `${table.name}: excluded column ${name} is not a column of ${[...names.values()].join(', ')}; ` +
+        `its columns are ${columns.map((c) => c.name).join(', ')}`,
+    )
+  }
+  const excluded = new Set(table.exclude)
+  const kept = columns.filter((c) => !excluded.has(c.name)).map((c) => sqlIdentifier(c.name))
+  return `SELECT ${kept.join(', ')} FROM (${select})`
 }
 
 /**

@@ -61,11 +61,6 @@ describe('planDimensionLayout refuses a batch it cannot merge, naming the table 
       `cursor column "modified" is not in the source ${SOURCE_LIST}`,
     ],
     [
-      'an excluded column',
-      { exclude: ['secret'] },
-      `excluded column "secret" is not in the source ${SOURCE_LIST}`,
-    ],
-    [
       'the operation column',
       {
         validFrom: { kind: 'column', column: 'updated_at' },
@@ -160,6 +155,19 @@ describe('planDimensionLayout accepts', () => {
     expect(layout.removed).toEqual(EXISTING.filter((c) => c.name === 'name'))
     expect(names(layout.stored)).not.toContain('name')
     expect(names(layout.tracked)).not.toContain('name')
+  })
+
+  it('a batch without its excluded column (the extract drops it); one staged with it (older versions) leaves it out', () => {
+    const table = tableSpec({ exclude: ['secret'] })
+    const withoutIt = planDimensionLayout(table, 'b1', STAGED, undefined)
+    const withIt = planDimensionLayout(
+      table,
+      'b1',
+      [...STAGED, { name: 'secret', type: 'VARCHAR' }],
+      undefined,
+    )
+    expect(names(withoutIt.stored)).toEqual(['customer_id', 'name', 'region', 'updated_at'])
+    expect(names(withIt.stored)).toEqual(names(withoutIt.stored))
   })
 
   it('type names that differ only by alias or case (STRING is VARCHAR, int8 is BIGINT)', () => {
