@@ -1,7 +1,9 @@
 import { checkTableAgainstSource } from '../config/index.ts'
+import type { StagedColumn } from '../core/batch.ts'
 import { ConfigError } from '../core/errors.ts'
 import type { ProjectSpec, TableSpec } from '../core/table-spec.ts'
 import type { Source } from '../ports/source.ts'
+import { bigQueryStorableType } from '../sql/bigquery/bigquery-types.ts'
 import { dimensionObjects } from '../sql/render-ddl.ts'
 
 /** Name prefixes of dimsync's own objects (staging tables, the merge's temporary tables, the ledger). */
@@ -21,10 +23,17 @@ export async function validateProject(
     const source = openSource(table)
     try {
       const columns = await source.describe(table)
-      const problems = checkTableAgainstSource(
-        project,
-        index,
-        columns.map((c) => c.name),
+      // The source refuses an excluded column it lacks and describes the others without it: it had them all.
+      const problems = checkTableAgainstSource(project, index, [
+        ...columns.map((c) => c.name),
+        ...table.exclude,
+      ])
+      problems.push(
+        ...unstorableColumns(project, columns).map(
+          (c) =>
+            `tables[${index}] (${table.name}): column "${c.name}" has type ${c.type}, which ` +
+            `${WAREHOUSE_NAMES[project.warehouse.type]} cannot store`,
+        ),
       )
       issues.push(...problems)
       if (problems.length === 0)
@@ -39,6 +48,21 @@ export async function validateProject(
   }
   if (issues.length > 0) throw new ConfigError(project.configPath, issues)
   return lines
+}
+
+const WAREHOUSE_NAMES: Record<ProjectSpec['warehouse']['type'], string> = {
+  bigquery: 'BigQuery',
+  duckdb: 'DuckDB',
+}
+
+/**
+ * The staged columns the project's warehouse cannot store: found here they cost a line of `dimsync validate`,
+ * found by the merge a failed batch. DuckDB stores every type a source stages; BigQuery not all (see
+ * bigQueryStorableType).
+ */
+function unstorableColumns(project: ProjectSpec, columns: readonly StagedColumn[]): StagedColumn[] {
+  if (project.warehouse.type !== 'bigquery') return []
+  return columns.filter((c) => bigQueryStorableType(c.type) === undefined)
 }
 
 /** Throws one ConfigError when a table's target is an object dimsync keeps for another table or for itself. */

@@ -11,6 +11,20 @@ import { typeFamily } from '../../core/staged-types.ts'
  * with a message naming the table and column, never silently turned into text.
  */
 export function bigQueryColumnType(stagedType: string, where: { table: string; column: string }): string {
+  const type = bigQueryStorableType(stagedType)
+  if (type !== undefined) return type
+  throw new DimsyncError(
+    `table ${where.table}: column "${where.column}" has type ${stagedType}, which dimsync cannot store in BigQuery ` +
+      `without loss (supported: ${BIGQUERY_SUPPORTED}); cast it in the source query`,
+  )
+}
+
+/** What BigQuery stores, for messages. */
+export const BIGQUERY_SUPPORTED =
+  'text, integers up to 64 bits, booleans, dates, times, timestamps, decimals, floating point, bytes'
+
+/** The BigQuery column type of a staged type, or undefined when BigQuery cannot store it without loss. */
+export function bigQueryStorableType(stagedType: string): string | undefined {
   const family = typeFamily(stagedType)
   switch (family.kind) {
     case 'string':
@@ -41,11 +55,7 @@ export function bigQueryColumnType(stagedType: string, where: { table: string; c
     case 'other':
       break
   }
-  throw new DimsyncError(
-    `table ${where.table}: column "${where.column}" has type ${stagedType}, which dimsync cannot store in BigQuery ` +
-      `without loss (supported: text, integers up to 64 bits, booleans, dates, times, timestamps, decimals, ` +
-      `floating point, bytes); cast it in the source query`,
-  )
+  return undefined
 }
 
 /** The metadata column types dimsync writes (DuckDB names, see metadataColumnList) in BigQuery. */

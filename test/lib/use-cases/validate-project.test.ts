@@ -2,7 +2,13 @@ import { describe, expect, it } from 'vitest'
 
 import { parseProject } from '../../../lib/config/index.ts'
 import { ConfigError } from '../../../lib/core/errors.ts'
-import { assertNoObjectNameConflicts, objectNameConflicts } from '../../../lib/use-cases/validate-project.ts'
+import type { StagedColumn } from '../../../lib/core/batch.ts'
+import type { Source } from '../../../lib/ports/source.ts'
+import {
+  assertNoObjectNameConflicts,
+  objectNameConflicts,
+  validateProject,
+} from '../../../lib/use-cases/validate-project.ts'
 
 const project = (tables: string) => parseProject(`version: 1\ntables:\n${tables}`, '/project/dimsync.yaml')
 const table = (name: string, target: string, extra = '') =>
@@ -52,5 +58,60 @@ describe('objectNameConflicts', () => {
     )
     // dim_cust keeps its valid_from from extraction times: it has no capture log.
     expect(objectNameConflicts(spec)).toEqual([])
+  })
+})
+
+describe('validateProject names every column the warehouse cannot store (table, column, type)', () => {
+  const columns: readonly StagedColumn[] = [
+    { name: 'id', type: 'BIGINT' },
+    { name: 'huge', type: 'HUGEINT' },
+    { name: 'counter', type: 'UBIGINT' },
+    { name: 'address', type: 'STRUCT(street VARCHAR, city VARCHAR)' },
+    { name: 'name', type: 'VARCHAR' },
+  ]
+  const source = (described: readonly StagedColumn[]): Source => ({
+    describe: async () => described,
+    extract: async () => {
+      throw new Error('validate extracts nothing')
+    },
+    close: async () => {},
+  })
+  const withWarehouse = (warehouse: string) =>
+    parseProject(
+      `version: 1\nwarehouse: ${warehouse}\ntables:\n${table('accounts', 'dim_accounts')}${table('orders', 'dim_orders')}`,
+      '/project/dimsync.yaml',
+    )
+
+  it('BigQuery: each unstorable column of each table is an issue; the whole project fails', async () => {
+    const spec = withWarehouse('{ type: bigquery, project: acme-dw, dataset: history, location: EU }')
+    const error = await validateProject(spec, (t) =>
+      source(t.name === 'accounts' ? columns : [{ name: 'id', type: 'DECIMAL(60,2)' }]),
+    ).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(ConfigError)
+    expect((error as ConfigError).issues).toEqual([
+      'tables[0] (accounts): column "huge" has type HUGEINT, which BigQuery cannot store',
+      'tables[0] (accounts): column "counter" has type UBIGINT, which BigQuery cannot store',
+      'tables[0] (accounts): column "address" has type STRUCT(street VARCHAR, city VARCHAR), which BigQuery cannot store',
+      'tables[1] (orders): column "id" has type DECIMAL(60,2), which BigQuery cannot store',
+    ])
+  })
+
+  it('an excluded column the source describes without (it is never staged) is ok, whatever its type', async () => {
+    const spec = parseProject(
+      `version: 1\nwarehouse: { type: bigquery, project: acme-dw, dataset: history, location: EU }\ntables:\n` +
+        table('accounts', 'dim_accounts', '    exclude: [huge]\n'),
+      '/project/dimsync.yaml',
+    )
+    expect(await validateProject(spec, () => source([{ name: 'id', type: 'BIGINT' }]))).toEqual([
+      'accounts: ok (id BIGINT)',
+    ])
+  })
+
+  it('DuckDB stores every staged type: the same columns are ok', async () => {
+    const lines = await validateProject(withWarehouse('{ type: duckdb, path: w.duckdb }'), () =>
+      source(columns),
+    )
+    expect(lines).toHaveLength(2)
+    expect(lines[0]).toMatch(/^accounts: ok \(id BIGINT, huge HUGEINT/)
   })
 })
