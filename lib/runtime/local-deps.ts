@@ -1,10 +1,7 @@
 import { existsSync } from 'node:fs'
 
-import { makeSecretsManagerClient } from '../adapters/aws/aws-clients.ts'
-import { secretsManagerGetter } from '../adapters/aws/source-secrets.ts'
 import { LocalStagingStore } from '../adapters/staging/local-staging-store.ts'
 import { LocalStateStore } from '../adapters/state/local-state-store.ts'
-import { openBigQueryWarehouse } from '../adapters/warehouse/bigquery-credentials.ts'
 import type { BigQueryWarehouseOptions } from '../adapters/warehouse/bigquery-warehouse.ts'
 import { openWaitingForLock, type FileLockHolder } from '../adapters/warehouse/duckdb-file-lock.ts'
 import { assertDuckDbFileOrNew, DuckDbWarehouse } from '../adapters/warehouse/duckdb-warehouse.ts'
@@ -17,7 +14,7 @@ import type { Warehouse } from '../ports/warehouse.ts'
 import type { SqlDialect } from '../sql/dialect.ts'
 import type { RunEvent } from '../use-cases/run-event.ts'
 import type { PipelineDeps } from '../use-cases/run-table.ts'
-import { openStoreOverrides, type StoreOverrides } from './aws-deps.ts'
+import { openStoreOverrides, type StoreOverrides } from './store-overrides.ts'
 
 export interface LocalDeps extends PipelineDeps {
   /**
@@ -58,7 +55,7 @@ export async function buildLocalDeps(
   if (project.warehouse.type === 'duckdb' && project.warehouse.path !== ':memory:')
     await assertDuckDbFileOrNew(project.warehouse.path)
   // --staging and --state may point the run at S3 and DynamoDB instead of the config's folders.
-  const overridden = openStoreOverrides(stores)
+  const overridden = await openStoreOverrides(stores)
   const localState =
     overridden.state === undefined ? new LocalStateStore({ root: project.state.path }) : undefined
   const state: StateStore = overridden.state ?? localState!
@@ -134,7 +131,14 @@ async function openLocalWarehouse(
   const { project, options } = opener
   if (project.warehouse.type === 'bigquery') {
     // From a laptop the key comes from Application Default Credentials; a Secrets Manager secret is read with the
-    // AWS credential chain, as on Lambda.
+    // AWS credential chain, as on Lambda. The BigQuery and AWS client libraries are loaded only here: a DuckDB
+    // run does without their memory (about 30 MB).
+    const [{ openBigQueryWarehouse }, { makeSecretsManagerClient }, { secretsManagerGetter }] =
+      await Promise.all([
+        import('../adapters/warehouse/bigquery-credentials.ts'),
+        import('../adapters/aws/aws-clients.ts'),
+        import('../adapters/aws/source-secrets.ts'),
+      ])
     return await openBigQueryWarehouse(project.warehouse, {
       getSecret: secretsManagerGetter(makeSecretsManagerClient({})),
       endpoint: process.env[BIGQUERY_ENDPOINT_VARIABLE],
