@@ -274,11 +274,19 @@ program
     'only the versions valid at this time, ISO 8601 (a date-time without zone is UTC)',
     instantOption('--as-of'),
   )
+  .option(
+    '--known-at <iso>',
+    'bitemporal tables (system_time: true): as the table said at this time, not as it says now',
+    instantOption('--known-at'),
+  )
   .addOption(
     new Option('-f, --format <format>', 'output format').choices(['table', 'csv', 'json']).default('table'),
   )
   .action(
-    async (name: string, opts: { config: string; key?: string; asOf?: Date; format: HistoryFormat }) => {
+    async (
+      name: string,
+      opts: { config: string; key?: string; asOf?: Date; knownAt?: Date; format: HistoryFormat },
+    ) => {
       await withProject(opts.config, async (project, deps) => {
         const [table] = selectTables(project, name)
         const rows = await readHistory(await deps.openWarehouseForReading(), {
@@ -286,6 +294,7 @@ program
           schema: project.warehouse.schema,
           key: opts.key,
           asOf: opts.asOf?.toISOString(),
+          knownAt: opts.knownAt?.toISOString(),
         })
         process.stdout.write(formatHistory(table!, rows, opts.format))
       })

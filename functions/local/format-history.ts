@@ -12,7 +12,8 @@ export function formatHistory(table: TableSpec, rows: readonly Row[], format: Hi
 
 function timeline(table: TableSpec, rows: readonly Row[]): string {
   const n = table.columns
-  const metadata = new Set(Object.values(n))
+  const system = table.systemTime
+  const metadata = new Set([...Object.values(n), ...(system ? [system.systemFrom, system.systemTo] : [])])
   const keys = new Set(table.key)
   const lines: string[] = []
   const keyCount = new Set(rows.map((r) => table.key.map((k) => String(r[k])).join('\u0000'))).size
@@ -26,6 +27,13 @@ function timeline(table: TableSpec, rows: readonly Row[]): string {
       : String(v)
           .replace(/\+00(:00)?$/, '')
           .slice(0, 19)
+  // Bitemporal tables: when dimsync learned the row and, for a row a later merge superseded, until when.
+  const knownWhen = (r: Row) => {
+    if (system === undefined) return ''
+    const until = time(r[system.systemTo])
+    const open = until === '' || until.startsWith('9999-12-31')
+    return `  (known ${time(r[system.systemFrom])} → ${open ? 'now' : until})`
+  }
   for (const r of rows) {
     const key = table.key.map((k) => `${k}=${String(r[k])}`).join(', ')
     if (key !== previousKey) lines.push(key)
@@ -39,7 +47,7 @@ function timeline(table: TableSpec, rows: readonly Row[]): string {
       .filter(([c]) => !metadata.has(c) && !keys.has(c))
       .map(([c, v]) => `${c}=${v === null ? 'NULL' : JSON.stringify(v)}`)
       .join(' ')
-    const flag = r[n.isDeleted] ? ' [deleted]' : ''
+    const flag = (r[n.isDeleted] ? ' [deleted]' : '') + knownWhen(r)
     lines.push(
       `  #${String(r[n.surrogateKey]).padEnd(6)} ${time(r[n.validFrom])} → ${to.padEnd(19)}  ${attributes}${flag}`,
     )

@@ -11,6 +11,7 @@ export const CHECK_KINDS = Object.freeze([
   'bad-operation',
   'null-sequence',
   'sequence-tie',
+  'system-time-order',
 ] as const)
 export type CheckKind = (typeof CHECK_KINDS)[number]
 

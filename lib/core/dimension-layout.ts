@@ -1,6 +1,6 @@
 import type { StagedColumn } from './batch.ts'
 import { BatchRejectedError } from './errors.ts'
-import { metadataColumnList } from './metadata-columns.ts'
+import { metadataColumnList, SYSTEM_TIME_COLUMNS, systemTimeColumnNames } from './metadata-columns.ts'
 import type { TableSpec } from './table-spec.ts'
 
 /** A stored column of a dimension: name and warehouse-neutral type text (DuckDB logical type names). */
@@ -81,7 +81,7 @@ export function planDimensionLayout(
     if (c.name.startsWith(RESERVED_PREFIX))
       reject(`source column "${c.name}" uses the reserved prefix ${RESERVED_PREFIX}`)
   }
-  const metadata = metadataColumnList(table.columns)
+  const metadata = [...metadataColumnList(table.columns), ...systemTimeColumnList(table)]
   const metadataNames = new Set(metadata.map((c) => c.name))
   for (const c of staged) {
     if (metadataNames.has(c.name))
@@ -156,6 +156,7 @@ export function planDimensionLayout(
   const removed: DimensionColumn[] = []
   if (existing !== undefined) {
     const existingByName = new Map(existing.map((c) => [c.name, c]))
+    checkSystemTimeMatches(table, existingByName, reject)
     for (const m of metadata) {
       if (!existingByName.has(m.name))
         reject(
@@ -194,6 +195,40 @@ export function planDimensionLayout(
     removed,
     createDimension: existing === undefined,
   })
+}
+
+/** The system-time columns of a bitemporal table (none for other tables), in dimension order. */
+export function systemTimeColumnList(table: TableSpec): readonly DimensionColumn[] {
+  const names = table.systemTime
+  if (names === undefined) return []
+  return [
+    { name: names.systemFrom, type: SYSTEM_TIME_COLUMNS.systemFrom.type },
+    { name: names.systemTo, type: SYSTEM_TIME_COLUMNS.systemTo.type },
+  ]
+}
+
+/**
+ * A dimension keeps the time axes it was created with: system time cannot be known for rows written before it
+ * was turned on, and turning it off would leave superseded rows looking like versions.
+ */
+function checkSystemTimeMatches(
+  table: TableSpec,
+  existing: ReadonlyMap<string, DimensionColumn>,
+  reject: (message: string) => never,
+): void {
+  const names = table.systemTime ?? systemTimeColumnNames(table.columns)
+  const has = existing.has(names.systemFrom) && existing.has(names.systemTo)
+  if (table.systemTime !== undefined && !has)
+    reject(
+      `dimension ${table.target} was created without system time (no ${names.systemFrom} and ${names.systemTo} ` +
+        `columns), so system_time: true cannot apply to it: when its rows were learned is not known. Load the ` +
+        `table into a new target to keep bitemporal history, or leave system_time out`,
+    )
+  if (table.systemTime === undefined && has)
+    reject(
+      `dimension ${table.target} keeps bitemporal history (columns ${names.systemFrom} and ${names.systemTo}); ` +
+        `set system_time: true on table ${table.name} again: without it superseded rows would read as versions`,
+    )
 }
 
 function partialColumns(

@@ -82,6 +82,11 @@ export interface SqlDialect {
 export interface TableFunctionParameter {
   readonly name: string
   readonly type: LogicalType
+  /**
+   * May be left out of a call, and is then NULL (DuckDB macros; BigQuery table functions take every argument,
+   * so a caller passes NULL there). Optional parameters come last.
+   */
+  readonly optional?: boolean
 }
 
 /** The parts of a merge script, before the dialect renders them as one text. */

@@ -67,6 +67,11 @@ export interface MergePlan {
    * per-batch table in the dataset.
    */
   readonly stage?: TableRef
+  /**
+   * Further tables whose surrogate keys are already given out (a bitemporal merge works on a copy of the rows it
+   * may change; the dimension itself holds the keys).
+   */
+  readonly keysGivenOutIn?: readonly TableRef[]
 }
 
 /** The ledger's counts of a merged batch, as SQL expressions. */
@@ -211,11 +216,13 @@ export class MergeSql {
    */
   nextSurrogateKeyBase(): string {
     const sk = this.q(this.names.surrogateKey)
-    const inDimension = `(SELECT COALESCE(MAX(${sk}), 0) FROM ${this.dim})`
-    const retired = this.p.objects.retired
-    return retired === undefined
-      ? inDimension
-      : `GREATEST(${inDimension}, (SELECT COALESCE(MAX(${sk}), 0) FROM ${this.d.table(retired)}))`
+    const tables = [
+      this.p.objects.dimension,
+      ...(this.p.objects.retired === undefined ? [] : [this.p.objects.retired]),
+      ...(this.p.keysGivenOutIn ?? []),
+    ]
+    const highest = tables.map((t) => `(SELECT COALESCE(MAX(${sk}), 0) FROM ${this.d.table(t)})`)
+    return highest.length === 1 ? highest[0]! : `GREATEST(${highest.join(', ')})`
   }
 
   /**

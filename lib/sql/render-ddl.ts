@@ -1,5 +1,11 @@
 import type { DimensionColumn, DimensionLayout } from '../core/dimension-layout.ts'
-import { METADATA_COLUMNS, metadataColumnList, metadataColumnNamed } from '../core/metadata-columns.ts'
+import { systemTimeColumnList } from '../core/dimension-layout.ts'
+import {
+  METADATA_COLUMNS,
+  metadataColumnList,
+  metadataColumnNamed,
+  SYSTEM_TIME_COLUMNS,
+} from '../core/metadata-columns.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import type { CompiledStatement, SqlDialect, TableRef } from './dialect.ts'
 import { assertSafeTypeText } from './safe-type.ts'
@@ -25,8 +31,9 @@ export function dimensionObjects(table: TableSpec, schema: string): DimensionObj
     dimension: { schema, name: table.target },
     captures:
       table.validFrom.kind === 'column' ? { schema, name: `${table.target}_dimsync_captures` } : undefined,
+    // A bitemporal table keeps every row it ever held: a replaced version is closed in system time instead.
     retired:
-      statesCanBeCorrected(table) || table.mode === 'mirror'
+      table.systemTime === undefined && (statesCanBeCorrected(table) || table.mode === 'mirror')
         ? { schema, name: `${table.target}_dimsync_retired` }
         : undefined,
     batches: { schema, name: '_dimsync_batches' },
@@ -98,6 +105,10 @@ export function renderDimensionDdl(
         column(c, false, `dimsync: the ${c.kind} value of ${c.from}\n${SOURCE_TYPE_NOTE}${c.type}`),
       ),
       ...rest.map((c) => meta(c)),
+      ...systemTimeColumnList(table).map((c, i) => {
+        const contract = i === 0 ? SYSTEM_TIME_COLUMNS.systemFrom : SYSTEM_TIME_COLUMNS.systemTo
+        return column(c, contract.notNull, `dimsync: ${contract.meaning}\n${SOURCE_TYPE_NOTE}${c.type}`)
+      }),
     ]
     out.push({
       label: 'create dimension',

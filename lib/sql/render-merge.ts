@@ -8,6 +8,7 @@ import { foundsDimension, renderFirstLoad } from './render-first-load.ts'
 import { renderInferredCompletion } from './render-inferred-completion.ts'
 import { renderLatePath } from './render-late-path.ts'
 import { renderPartialUpdates } from './render-partial-updates.ts'
+import { renderSystemTimeMerge } from './render-system-time.ts'
 import { CAPTURE_SEQUENCE_COLUMN } from './render-ddl.ts'
 import { DELETED_STATE, renderRowHash } from './row-hash.ts'
 import { currentVersion } from './version-predicates.ts'
@@ -21,7 +22,8 @@ const W = WORK
  * error, so a rejected batch aborts the transaction and nothing is written.
  */
 export function renderMerge(d: SqlDialect, plan: MergePlan): CompiledStatement[] {
-  return new MergeRenderer(d, plan).render()
+  const ordinary = (p: MergePlan) => new MergeRenderer(d, p).render()
+  return plan.table.systemTime === undefined ? ordinary(plan) : renderSystemTimeMerge(d, plan, ordinary)
 }
 
 class MergeRenderer extends MergeSql {

@@ -14,12 +14,48 @@ import type { SqlDialect } from './dialect.ts'
  */
 export function currentVersion(d: SqlDialect, table: TableSpec, alias?: string): string {
   const col = qualify(d, alias)
-  const flag = col(table.columns.isCurrent)
+  const flag = col(table.columns.isCurrent) + knownNow(d, table, alias)
   if (!d.capabilities.partitionedOnValidTo) return flag
-  const validTo = col(table.columns.validTo)
-  const open =
-    table.openEnd === null ? `${validTo} IS NULL` : `${validTo} = ${d.timestampLiteral(table.openEnd)}`
-  return `${flag} AND ${open}`
+  return `${flag} AND ${isOpen(d, table, col(table.columns.validTo))}`
+}
+
+/**
+ * Bitemporal tables: ` AND <row not superseded in system time>` (what the table says now); '' for other tables,
+ * whose rows are all known now. Every predicate that means "now" includes it.
+ */
+function knownNow(d: SqlDialect, table: TableSpec, alias?: string): string {
+  const open = knownNowCondition(d, table, alias)
+  return open === undefined ? '' : ` AND ${open}`
+}
+
+/** Bitemporal tables: the row is not superseded in system time; undefined for other tables. */
+export function knownNowCondition(d: SqlDialect, table: TableSpec, alias?: string): string | undefined {
+  if (table.systemTime === undefined) return undefined
+  return isOpen(d, table, qualify(d, alias)(table.systemTime.systemTo))
+}
+
+/**
+ * Bitemporal tables: the row was known at `instant` (an instant expression): learned at or before it and not
+ * superseded by then (half-open, like business windows).
+ */
+export function knownAt(d: SqlDialect, table: TableSpec, instant: string, alias?: string): string {
+  const systemTime = table.systemTime
+  if (systemTime === undefined) throw new Error(`table ${table.name} has no system time (system_time: true)`)
+  const col = qualify(d, alias)
+  return `${col(systemTime.systemFrom)} <= ${instant} AND ${notEndedBy(d, table, col(systemTime.systemTo), instant)}`
+}
+
+/** `column` holds the table's open end (NULL or the sentinel instant). */
+function isOpen(d: SqlDialect, table: TableSpec, column: string): string {
+  return table.openEnd === null ? `${column} IS NULL` : `${column} = ${d.timestampLiteral(table.openEnd)}`
+}
+
+/**
+ * `end` (an exclusive end) is after `instant`. An open end given as a sentinel instant is later than any instant
+ * asked for, so only a NULL open end needs its own test.
+ */
+function notEndedBy(d: SqlDialect, table: TableSpec, end: string, instant: string): string {
+  return table.openEnd === null ? `(${end} IS NULL OR ${end} > ${instant})` : `${end} > ${instant}`
 }
 
 /** The key's current version, unless it records a deletion: what `<target>_current` shows. */
@@ -28,15 +64,31 @@ export function liveCurrentVersion(d: SqlDialect, table: TableSpec, alias?: stri
 }
 
 /**
- * The version valid at `instant`, unless it records a deletion (invariant 8). Windows are half-open: a version
- * closed at exactly `instant` is not returned, its successor is. An open end given as a sentinel instant is later
- * than any instant asked for, so only a NULL open end needs its own test.
+ * The version valid at `instant`, unless it records a deletion (invariant 8), as the table says now. Windows are
+ * half-open: a version closed at exactly `instant` is not returned, its successor is.
  */
 export function liveVersionAt(d: SqlDialect, table: TableSpec, instant: string, alias?: string): string {
+  return liveValidAt(d, table, instant, alias) + knownNow(d, table, alias)
+}
+
+/**
+ * Bitemporal tables: the version valid at business instant `validAt` as the table said at system instant
+ * `knownAtInstant` (both instant expressions; a NULL `knownAtInstant` means now), unless it records a deletion.
+ */
+export function liveVersionAtKnownAt(
+  d: SqlDialect,
+  table: TableSpec,
+  validAt: string,
+  knownAtInstant: string,
+  alias?: string,
+): string {
+  const now = `${knownAtInstant} IS NULL${knownNow(d, table, alias)}`
+  return `${liveValidAt(d, table, validAt, alias)} AND ((${now}) OR (${knownAt(d, table, knownAtInstant, alias)}))`
+}
+
+function liveValidAt(d: SqlDialect, table: TableSpec, instant: string, alias?: string): string {
   const col = qualify(d, alias)
-  const validTo = col(table.columns.validTo)
-  const notEnded =
-    table.openEnd === null ? `(${validTo} IS NULL OR ${validTo} > ${instant})` : `${validTo} > ${instant}`
+  const notEnded = notEndedBy(d, table, col(table.columns.validTo), instant)
   return `${col(table.columns.validFrom)} <= ${instant} AND ${notEnded} AND ${notDeleted(d, table, alias)}`
 }
 

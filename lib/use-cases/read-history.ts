@@ -12,6 +12,8 @@ export interface HistoryRequest {
   readonly key?: string
   /** ISO instant: only the versions valid at that time. */
   readonly asOf?: string
+  /** ISO instant, bitemporal tables only: the versions as the table said then (absent: as it says now). */
+  readonly knownAt?: string
 }
 
 /** The versions of a dimension, ordered by key and valid_from. */
@@ -24,13 +26,19 @@ export async function readHistory(warehouse: Warehouse<SqlDialect>, request: His
       `table ${table.name}: dimension ${table.target} does not exist yet; run dimsync run first`,
     )
   const key = request.key === undefined ? undefined : parseKey(table, request.key)
-  const asOf = request.asOf === undefined ? undefined : parseAsOf(request.asOf)
-  return warehouse.query(renderHistoryQuery(d, table, objects.dimension, { key, asOf }))
+  const asOf = request.asOf === undefined ? undefined : parseInstant('--as-of', request.asOf)
+  if (request.knownAt !== undefined && table.systemTime === undefined)
+    throw new DimsyncError(
+      `--known-at: table ${table.name} keeps no system time (set system_time: true for bitemporal history); ` +
+        'its versions are the same whenever you ask',
+    )
+  const knownAt = request.knownAt === undefined ? undefined : parseInstant('--known-at', request.knownAt)
+  return warehouse.query(renderHistoryQuery(d, table, objects.dimension, { key, asOf, knownAt }))
 }
 
-function parseAsOf(text: string): string {
+function parseInstant(option: string, text: string): string {
   const at = Date.parse(text)
-  if (Number.isNaN(at)) throw new DimsyncError(`--as-of: "${text}" is not an ISO date or date-time`)
+  if (Number.isNaN(at)) throw new DimsyncError(`${option}: "${text}" is not an ISO date or date-time`)
   return new Date(at).toISOString()
 }
 

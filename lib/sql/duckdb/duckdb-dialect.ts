@@ -69,7 +69,8 @@ class DuckDbDialect extends SqlDialectBase {
   ): string {
     const names = parameters.map((p) => this.quoteIdentifier(p.name))
     const args = parameters.map((p, i) => `CAST(${names[i]} AS ${this.type(p.type)})`)
-    return `CREATE OR REPLACE MACRO ${this.table(ref)}(${names.join(', ')}) AS TABLE\n${body(args)}`
+    const declared = parameters.map((p, i) => (p.optional ? `${names[i]} := NULL` : names[i]))
+    return `CREATE OR REPLACE MACRO ${this.table(ref)}(${declared.join(', ')}) AS TABLE\n${body(args)}`
   }
 }
 
