@@ -26,6 +26,7 @@ export const OPEN_END_PATTERN = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9
 export const DELETE_POLICIES = ['ignore', 'invalidate', 'new_record'] as const
 export const TABLE_MODES = ['history', 'mirror', 'append'] as const
 export const FILE_FORMATS = ['csv', 'parquet'] as const
+export const FILE_SELECTIONS = ['all', 'new_only'] as const
 export const SOURCE_TYPES = ['file', 'postgres', 'mysql'] as const
 
 const IDENTIFIER_TEXT = 'letters, digits and _, not starting with a digit'
@@ -67,7 +68,15 @@ const columnList = list(column, 'a list of column names')
 
 export const fileSourceSchema = strict({
   type: z.literal('file'),
-  path: nonEmpty('a file path or glob').describe("Path or glob relative to the config file's folder."),
+  path: nonEmpty('a file path or glob').describe(
+    "Path or glob relative to the config file's folder, or s3://bucket/key-or-glob.",
+  ),
+  files: oneOf(FILE_SELECTIONS)
+    .optional()
+    .describe(
+      'all (default): every run reads every matching file as one snapshot. new_only: each run reads only the ' +
+        'files not merged yet, as a delta (a key missing from it is not deleted).',
+    ),
   format: oneOf(FILE_FORMATS)
     .optional()
     .describe('Inferred from the extension (.csv, .parquet) when omitted.'),

@@ -31,6 +31,7 @@ export function resolveSource(base: Path, source: TableDocument['source'], issue
       path: source.path,
       format: format ?? 'csv',
       csv: { delimiter: source.delimiter ?? ',', header: source.header ?? true },
+      ...(source.files !== undefined ? { files: source.files } : {}),
     }
   }
   const hasTable = source.table !== undefined

@@ -88,7 +88,8 @@ export function resolveTable(
   // A change feed says when a key was deleted, so its delete events close versions unless told otherwise.
   const deletes =
     deletesOpt.value ??
-    (changeFeed !== undefined || (mode.value === 'mirror' && seesDeletes(extract, softOpt.value))
+    (changeFeed !== undefined ||
+    (mode.value === 'mirror' && !readsNewFilesOnly(source) && seesDeletes(extract, softOpt.value))
       ? 'invalidate'
       : 'ignore')
 
@@ -99,7 +100,13 @@ export function resolveTable(
   checkRoleColumnsExtracted(ctx, roleColumns, exclude.value)
   checkSoftDeleteNotKey(ctx, softDelete, key)
   if (changeFeed === undefined)
-    checkDeletesNeedFullExtract(ctx, extract, { value: deletes, note: deletesOpt.note }, softDelete.value)
+    checkDeletesNeedFullExtract(
+      ctx,
+      extract,
+      source,
+      { value: deletes, note: deletesOpt.note },
+      softDelete.value,
+    )
   const columns = resolveMetadataNames(ctx)
   const systemTime = resolveSystemTime(ctx, mode, columns)
   checkMetadataClashes(ctx, columns, systemTime, [
@@ -203,6 +210,11 @@ function checkOptionsOfMode(ctx: TableContext, mode: Picked<TableMode>): void {
 }
 
 /** A mirror sees deletes when the extract is whole, or when a column marks deleted rows. */
+/** A file source that reads only the files it has not merged: each batch is a delta. */
+function readsNewFilesOnly(source: SourceSpec): boolean {
+  return source.type === 'file' && source.files === 'new_only'
+}
+
 function seesDeletes(extract: ExtractSpec, softDeleteColumn: string | null | undefined): boolean {
   return extract.mode === 'full' || (softDeleteColumn !== undefined && softDeleteColumn !== null)
 }
@@ -513,14 +525,23 @@ function checkSoftDeleteNotKey(
 function checkDeletesNeedFullExtract(
   ctx: TableContext,
   extract: ExtractSpec,
+  source: SourceSpec,
   deletes: Picked<TableSpec['deletes']>,
   softDeleteColumn: string | undefined,
 ): void {
-  if (extract.mode === 'incremental' && deletes.value !== 'ignore' && softDeleteColumn === undefined) {
+  if (deletes.value === 'ignore' || softDeleteColumn !== undefined) return
+  if (extract.mode === 'incremental') {
     ctx.issues.add(
       ctx.at('deletes'),
       `${show(deletes.value)} needs a full extract: a row missing from an incremental delta is not deleted ` +
         `(use deletes: ignore, or set soft_delete_column to read deletes from a column)${deletes.note}`,
+    )
+  } else if (readsNewFilesOnly(source)) {
+    ctx.issues.add(
+      ctx.at('deletes'),
+      `${show(deletes.value)} needs every file read: with source.files: new_only a key missing from the new ` +
+        `files is not deleted (use deletes: ignore, or set soft_delete_column to read deletes from a column)` +
+        deletes.note,
     )
   }
 }

@@ -20,11 +20,19 @@ export type SourceSpec = FileSourceSpec | DatabaseSourceSpec
 
 export interface FileSourceSpec {
   readonly type: 'file'
-  /** A path or a glob, relative to the config file's folder; all matching files form one snapshot. */
+  /**
+   * A path or a glob, relative to the config file's folder, or `s3://bucket/key-or-glob`; all matching files form
+   * one snapshot (or, with `files: new_only`, the new ones form one delta).
+   */
   readonly path: string
   readonly format: 'csv' | 'parquet'
   /** CSV options; ignored for Parquet. */
   readonly csv: { readonly delimiter: string; readonly header: boolean }
+  /**
+   * `new_only`: each run reads only the files not merged yet (a watermark of processed files, committed after
+   * the merge), staged as a delta. Absent or `all`: every run reads every file as one full snapshot.
+   */
+  readonly files?: 'all' | 'new_only'
 }
 
 export interface DatabaseSourceSpec {

@@ -87,13 +87,13 @@ export async function extractPass(
     earlier = resumed.checkpoint.parts
     progress = readPassProgress(table, batchId, resumed.checkpoint.state)
   } else {
-    const watermark =
-      table.extract.mode === 'incremental' ? await deps.state.getWatermark(table.name) : undefined
+    const mode = stagedMode(table)
+    const watermark = mode === 'incremental' ? await deps.state.getWatermark(table.name) : undefined
     writer = await deps.staging.beginBatch(table.name, batchId)
     progress = {
       version: 1,
       extractedAt: request.extractedAt.toISOString(),
-      mode: table.extract.mode,
+      mode,
       ...(watermark !== undefined ? { watermark } : {}),
     }
   }
@@ -148,6 +148,16 @@ export async function extractPass(
   }
 }
 
+/**
+ * How a batch of `table` is staged, read and merged: a file source that reads new files only (`files:
+ * new_only`) stages what is new since its watermark, a delta like an incremental extract (a key absent from
+ * it was not deleted), read after the committed watermark and advancing it once merged.
+ */
+export function stagedMode(table: TableSpec): 'full' | 'incremental' {
+  if (table.source.type === 'file' && table.source.files === 'new_only') return 'incremental'
+  return table.extract.mode
+}
+
 /** What the extract keeps in a suspended batch's checkpoint besides its parts. */
 interface PassProgress {
   readonly version: 1
@@ -164,9 +174,9 @@ function readPassProgress(table: TableSpec, batchId: string, state: unknown): Pa
   if (s.version !== 1 || typeof s.extractedAt !== 'string' || Number.isNaN(Date.parse(s.extractedAt))) {
     throw new StagingError(`${where}: the saved progress is damaged; start a new extract`)
   }
-  if (s.mode !== table.extract.mode) {
+  if (s.mode !== stagedMode(table)) {
     throw new StagingError(
-      `${where} was started as a ${String(s.mode)} extract and cannot be continued as a ${table.extract.mode} ` +
+      `${where} was started as a ${String(s.mode)} extract and cannot be continued as a ${stagedMode(table)} ` +
         `one; continue it with the same mode, or start a new extract`,
     )
   }

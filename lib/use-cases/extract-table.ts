@@ -250,6 +250,7 @@ export async function extractInRun(
     bytes,
     parts: manifest.parts.length,
     seconds: seconds(),
+    source: manifest.sourceDescription,
   })
   return { complete: true, batchId, manifest, rows: manifest.rowCount, bytes }
 }

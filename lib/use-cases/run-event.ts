@@ -44,6 +44,8 @@ export type RunEvent =
       readonly bytes: number
       readonly parts: number
       readonly seconds: number
+      /** What was read, as the source describes it (a new-files source: which files, or that none was new). */
+      readonly source?: string
     }
   /** The pass stopped before its time limit; the batch is suspended with a checkpoint for the next pass. */
   | {

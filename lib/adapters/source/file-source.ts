@@ -5,10 +5,12 @@ import { isAbsolute, join, relative, resolve } from 'node:path'
 
 import { DuckDBInstance } from '@duckdb/node-api'
 import type { DuckDBConnection } from '@duckdb/node-api'
+import type { S3Client } from '@aws-sdk/client-s3'
 import { glob, isDynamicPattern } from 'tinyglobby'
 
 import type { StagedColumn } from '../../core/batch.ts'
 import { SourceError } from '../../core/errors.ts'
+import { nextFileWatermark, selectNewFiles, type ListedFile } from '../../core/file-watermark.ts'
 import { isPointInTimeType } from '../../core/staged-types.ts'
 import type { FileSourceSpec, TableSpec } from '../../core/table-spec.ts'
 import type { ExtractRequest, ExtractResult, Source } from '../../ports/source.ts'
@@ -26,8 +28,10 @@ import {
   sqlString,
   sqlStringList,
 } from '../duckdb/parquet-schema.ts'
+import { makeS3Client } from '../aws/aws-clients.ts'
 import { readCsvRecords, type CsvRecord } from './csv-records.ts'
 import { formatSize, MAX_RECORD_BYTES } from './db-csv-parts.ts'
+import { downloadS3File, isS3Path, listS3Files, type S3File } from './s3-files.ts'
 
 export interface FileSourceOptions {
   /** Folder that relative source paths and globs are resolved against (the project's `baseDir`). */
@@ -43,6 +47,18 @@ export interface FileSourceOptions {
    * (region, credentials; in Lambda the function's role). Default: `process.env`.
    */
   readonly env?: Readonly<Record<string, string | undefined>>
+  /** The S3 client for `s3://` paths (tests); default: one made from `env`, destroyed by `close()`. */
+  readonly s3Client?: S3Client
+}
+
+/** The S3 endpoint override (LocalStack, MinIO, s3rver), the variable the staging store reads too. */
+const S3_ENDPOINT_VARIABLE = 'DIMSYNC_S3_ENDPOINT'
+
+/** One file a source reads: a local file, or an S3 object (read through a local copy). */
+interface SourceFile extends ListedFile {
+  /** Local path, or `s3://bucket/key`. */
+  readonly path: string
+  readonly s3?: S3File
 }
 
 /** Row group size of the staged parts (DuckDB's default; a good unit for BigQuery and DuckDB loads alike). */
@@ -80,21 +96,31 @@ export class FileSource implements Source {
   readonly #memoryLimit: string
   readonly #threads: number
   readonly #partFileSizeBytes: number
+  readonly #env: Readonly<Record<string, string | undefined>>
+  readonly #ownsS3Client: boolean
+  #s3Client: S3Client | undefined
 
   constructor(options: FileSourceOptions) {
     this.#baseDir = resolve(options.baseDir)
     this.#memoryLimit = options.memoryLimit ?? '512MB'
     this.#threads = options.threads ?? Math.max(1, Math.min(4, availableParallelism()))
     this.#partFileSizeBytes = options.partFileSizeBytes ?? 64 * 1024 * 1024
+    this.#env = options.env ?? process.env
+    this.#s3Client = options.s3Client
+    this.#ownsS3Client = options.s3Client === undefined
   }
 
   /**
    * The columns (names and DuckDB types) an extract of `table` would stage, without staging anything. Same
-   * checks and errors as `extract`; for CSV it costs one full read of each file (type detection).
+   * checks and errors as `extract`; for CSV it costs one full read of each file (type detection). A source that
+   * reads new files only is described by its newest file.
    */
   async describe(table: TableSpec): Promise<readonly StagedColumn[]> {
+    const spec = fileSpec(table)
+    const listed = await this.#listFiles(table.name, spec.path)
+    const files = spec.files === 'new_only' ? [newest(listed)] : listed
     const workDir = await mkdtemp(join(tmpdir(), 'dimsync-file-source-'))
-    return await this.#withSelect(table, workDir, async (connection, select, _files, names) => {
+    return await this.#withSelect(table, files, workDir, async (connection, select, _files, names) => {
       const columns = await describeQuery(connection, select)
       await assertValidFromColumn(connection, table, select, columns, names)
       return columns
@@ -105,12 +131,25 @@ export class FileSource implements Source {
    * Reads the table's file(s) and hands them to `request.writer` as Parquet parts. Returns the row count, the
    * staged columns (DuckDB types) and the file names. Every failure is a `SourceError` naming the table and the
    * file (and, for a malformed CSV line, its line number). The manifest is left to the caller.
+   *
+   * With `files: new_only` only the files `request.watermark` does not cover are read, and the watermark that
+   * covers them too is returned as the candidate (committed after the merge). When no file is new, the batch is
+   * empty: no rows, the columns of the newest file.
    */
   async extract(request: ExtractRequest): Promise<ExtractResult> {
     const { table, writer } = request
+    const spec = fileSpec(table)
+    const listed = await this.#listFiles(table.name, spec.path)
+    const newOnly = spec.files === 'new_only'
+    const chosen = newOnly ? selectNewFiles(listed, request.watermark) : listed
+    const nothingNew = chosen.length === 0
+    const candidate = newOnly ? nextFileWatermark(request.watermark, chosen) : undefined
     const workDir = join(writer.scratchDir, `file-source-${randomBytes(6).toString('hex')}`)
-    return await this.#withSelect(table, workDir, async (connection, select, files, names) => {
+    const read = nothingNew ? [newest(listed)] : chosen
+    return await this.#withSelect(table, read, workDir, async (connection, fullSelect, files, names) => {
       const outDir = join(workDir, 'parts')
+      // No new file: an empty part that still carries the columns (the merge then changes nothing).
+      const select = nothingNew ? `SELECT * FROM (${fullSelect}) LIMIT 0` : fullSelect
       await assertValidFromColumn(connection, table, select, await describeQuery(connection, select), names)
       try {
         await connection.run(
@@ -132,17 +171,21 @@ export class FileSource implements Source {
       return {
         rows,
         columns,
-        sourceDescription: describeSource(table.source as FileSourceSpec, [...names.values()]),
+        sourceDescription: nothingNew
+          ? `${spec.format} ${spec.path}: no new file (${listed.length} merged already)`
+          : describeSource(spec, [...names.values()]),
+        ...(candidate !== undefined ? { watermarkCandidate: candidate } : {}),
       }
     })
   }
 
   /**
-   * Checks the spec, finds the files, opens a DuckDB instance working in `workDir` (removed afterwards) and calls
-   * `action` with the SELECT that reads all files as one relation. Any non-`SourceError` becomes one.
+   * Opens a DuckDB instance working in `workDir` (removed afterwards), brings S3 objects of `files` into it, and
+   * calls `action` with the SELECT that reads all files as one relation. Any non-`SourceError` becomes one.
    */
   async #withSelect<T>(
     table: TableSpec,
+    sourceFiles: readonly SourceFile[],
     workDir: string,
     action: (
       connection: DuckDBConnection,
@@ -151,22 +194,13 @@ export class FileSource implements Source {
       names: ReadonlyMap<string, string>,
     ) => Promise<T>,
   ): Promise<T> {
-    const spec = table.source
-    if (spec.type !== 'file') {
-      throw new SourceError(table.name, `${table.name}: FileSource cannot read a ${spec.type} source`)
-    }
-    if (table.extract.mode !== 'full') {
-      throw new SourceError(
-        table.name,
-        `${table.name}: a file source supports full extracts only (extract.mode is ${table.extract.mode})`,
-      )
-    }
+    const spec = fileSpec(table)
     await mkdir(workDir, { recursive: true })
     let instance: DuckDBInstance | undefined
     let connection: DuckDBConnection | undefined
     try {
-      const files = await this.#resolveFiles(table.name, spec.path)
-      const names = new Map(files.map((file) => [file, this.#displayName(file)]))
+      const files = await this.#localize(table.name, sourceFiles, workDir)
+      const names = new Map(files.map((file, i) => [file, sourceFiles[i]!.name]))
       for (const file of files) {
         if ((await stat(file)).size === 0) {
           throw new SourceError(table.name, `${table.name}: ${names.get(file)} is empty (0 bytes)`)
@@ -199,12 +233,60 @@ export class FileSource implements Source {
     }
   }
 
+  /**
+   * The local paths of `files`: S3 objects are streamed to `workDir` first (one at a time: the disk, not
+   * memory, holds them), under plain numbered names that DuckDB cannot mistake for a pattern.
+   */
+  async #localize(tableName: string, files: readonly SourceFile[], workDir: string): Promise<string[]> {
+    const paths: string[] = []
+    for (const [i, file] of files.entries()) {
+      if (file.s3 === undefined) {
+        paths.push(file.path)
+        continue
+      }
+      const folder = join(workDir, 'objects')
+      await mkdir(folder, { recursive: true })
+      const path = join(folder, `object-${i}${extensionOf(file.s3.key)}`)
+      await downloadS3File(this.#s3(), tableName, file.s3, path)
+      paths.push(path)
+    }
+    return paths
+  }
+
+  #s3(): S3Client {
+    this.#s3Client ??= makeS3Client({ endpoint: this.#env[S3_ENDPOINT_VARIABLE] || undefined })
+    return this.#s3Client
+  }
+
   #memory(): MemoryLimitSetting {
     return { limit: this.#memoryLimit, variable: SOURCE_MEMORY_LIMIT_VARIABLE }
   }
 
-  /** Nothing to free: each extract opens and closes its own DuckDB instance. */
-  async close(): Promise<void> {}
+  /** Each extract opens and closes its own DuckDB instance; only an S3 client this source made is left. */
+  async close(): Promise<void> {
+    if (this.#ownsS3Client) this.#s3Client?.destroy()
+    this.#s3Client = undefined
+  }
+
+  /** The files `pattern` names (local, or S3 objects), sorted by name; none is an error naming the pattern. */
+  async #listFiles(tableName: string, pattern: string): Promise<SourceFile[]> {
+    if (isS3Path(pattern)) {
+      const objects = await listS3Files(this.#s3(), tableName, pattern)
+      if (objects.length === 0) throw new SourceError(tableName, `${tableName}: no object matches ${pattern}`)
+      return objects.map((object) => ({
+        name: object.name,
+        path: object.name,
+        modified: object.modified,
+        s3: object,
+      }))
+    }
+    const paths = await this.#resolveFiles(tableName, pattern)
+    const files: SourceFile[] = []
+    for (const path of paths) {
+      files.push({ name: this.#displayName(path), path, modified: (await stat(path)).mtime.toISOString() })
+    }
+    return files
+  }
 
   async #resolveFiles(tableName: string, pattern: string): Promise<string[]> {
     let files: string[]
@@ -585,6 +667,32 @@ function unifyTypes(order: readonly StagedColumn[], layouts: readonly CsvLayout[
     else types.set(name, 'VARCHAR')
   }
   return types
+}
+
+/** The file of `files` modified last (ties: the last name). */
+function newest(files: readonly SourceFile[]): SourceFile {
+  return selectNewFiles(files, undefined).at(-1)!
+}
+
+function extensionOf(key: string): string {
+  const lower = key.toLowerCase()
+  if (lower.endsWith('.csv.gz')) return '.csv.gz'
+  return /\.[a-z0-9]{1,8}$/.exec(lower)?.[0] ?? ''
+}
+
+/** The table's file source spec; a file source reads whole files, so its extract mode is full. */
+function fileSpec(table: TableSpec): FileSourceSpec {
+  const spec = table.source
+  if (spec.type !== 'file') {
+    throw new SourceError(table.name, `${table.name}: FileSource cannot read a ${spec.type} source`)
+  }
+  if (table.extract.mode !== 'full') {
+    throw new SourceError(
+      table.name,
+      `${table.name}: a file source supports full extracts only (extract.mode is ${table.extract.mode})`,
+    )
+  }
+  return spec
 }
 
 async function describeQuery(connection: DuckDBConnection, select: string): Promise<StagedColumn[]> {
