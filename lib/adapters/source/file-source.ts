@@ -28,10 +28,10 @@ import {
   sqlString,
   sqlStringList,
 } from '../duckdb/parquet-schema.ts'
-import { makeS3Client } from '../aws/aws-clients.ts'
 import { readCsvRecords, type CsvRecord } from './csv-records.ts'
 import { formatSize, MAX_RECORD_BYTES } from './db-csv-parts.ts'
-import { downloadS3File, isS3Path, listS3Files, type S3File } from './s3-files.ts'
+import type * as S3FilesModule from './s3-files.ts'
+import type { S3File } from './s3-files.ts'
 
 export interface FileSourceOptions {
   /** Folder that relative source paths and globs are resolved against (the project's `baseDir`). */
@@ -50,6 +50,9 @@ export interface FileSourceOptions {
   /** The S3 client for `s3://` paths (tests); default: one made from `env`, destroyed by `close()`. */
   readonly s3Client?: S3Client
 }
+
+/** The prefix of a source path on S3 (its code is imported only for such paths). */
+const S3_SCHEME = 's3://'
 
 /** The S3 endpoint override (LocalStack, MinIO, s3rver), the variable the staging store reads too. */
 const S3_ENDPOINT_VARIABLE = 'DIMSYNC_S3_ENDPOINT'
@@ -247,15 +250,24 @@ export class FileSource implements Source {
       const folder = join(workDir, 'objects')
       await mkdir(folder, { recursive: true })
       const path = join(folder, `object-${i}${extensionOf(file.s3.key)}`)
-      await downloadS3File(this.#s3(), tableName, file.s3, path)
+      const s3 = await this.#s3()
+      await s3.files.downloadS3File(s3.client, tableName, file.s3, path)
       paths.push(path)
     }
     return paths
   }
 
-  #s3(): S3Client {
-    this.#s3Client ??= makeS3Client({ endpoint: this.#env[S3_ENDPOINT_VARIABLE] || undefined })
-    return this.#s3Client
+  /**
+   * The S3 client and helpers, imported on first use: a run that reads local files only never loads the AWS SDK
+   * (10-20 MB of memory for the life of the process).
+   */
+  async #s3(): Promise<{ client: S3Client; files: typeof S3FilesModule }> {
+    const files = await import('./s3-files.ts')
+    if (this.#s3Client === undefined) {
+      const { makeS3Client } = await import('../aws/aws-clients.ts')
+      this.#s3Client = makeS3Client({ endpoint: this.#env[S3_ENDPOINT_VARIABLE] || undefined })
+    }
+    return { client: this.#s3Client, files }
   }
 
   #memory(): MemoryLimitSetting {
@@ -270,8 +282,9 @@ export class FileSource implements Source {
 
   /** The files `pattern` names (local, or S3 objects), sorted by name; none is an error naming the pattern. */
   async #listFiles(tableName: string, pattern: string): Promise<SourceFile[]> {
-    if (isS3Path(pattern)) {
-      const objects = await listS3Files(this.#s3(), tableName, pattern)
+    if (pattern.startsWith(S3_SCHEME)) {
+      const s3 = await this.#s3()
+      const objects = await s3.files.listS3Files(s3.client, tableName, pattern)
       if (objects.length === 0) throw new SourceError(tableName, `${tableName}: no object matches ${pattern}`)
       return objects.map((object) => ({
         name: object.name,

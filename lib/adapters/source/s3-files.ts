@@ -33,10 +33,6 @@ export interface S3Pattern {
   readonly pattern: string
 }
 
-export function isS3Path(path: string): boolean {
-  return path.startsWith(S3_SCHEME)
-}
-
 /** Splits `s3://bucket/key-pattern`; a path without a bucket or a key is refused naming the table. */
 export function parseS3Path(tableName: string, path: string): S3Pattern {
   const rest = path.slice(S3_SCHEME.length)
