@@ -75,6 +75,12 @@ export interface MergeScriptRequest {
   readonly dryRun: boolean
   /** The batch's staging table the script reads (its run drops it): a dry run drops it too, leaving nothing. */
   readonly stage: TableRef
+  /**
+   * The dimension's columns after this merge with their staged types. A warehouse whose column types are coarser
+   * than the staged ones (BigQuery's INT64 for INTEGER and BIGINT) records them for `describeTable`, somewhere
+   * users do not edit (not in column descriptions).
+   */
+  readonly columns?: readonly DimensionColumn[]
 }
 
 export interface MergeScriptResult {

@@ -83,10 +83,13 @@ export function renderDimensionDdl(
 ): CompiledStatement[] {
   const out: CompiledStatement[] = []
   const keyNames = new Set(layout.key.map((c) => c.name))
-  const column = (c: DimensionColumn, notNull: boolean, description = `${SOURCE_TYPE_NOTE}${c.type}`) => {
+  // Source columns get no description: descriptions are their users' (the staged types are recorded by the
+  // warehouse adapter where users do not edit them); dimsync's own columns say what they hold.
+  const column = (c: DimensionColumn, notNull: boolean, description?: string) => {
     assertSafeType(table.name, c)
     const type = d.columnType(c.type, { table: table.name, column: c.name })
-    return `${d.quoteIdentifier(c.name)} ${type}${notNull ? ' NOT NULL' : ''}${d.columnDescription(description)}`
+    const described = description === undefined ? '' : d.columnDescription(description)
+    return `${d.quoteIdentifier(c.name)} ${type}${notNull ? ' NOT NULL' : ''}${described}`
   }
   const keyTypes = layout.key.map((c) => ({ name: c.name, type: c.type }))
   if (layout.createDimension) {
@@ -96,14 +99,12 @@ export function renderDimensionDdl(
     const rest = metadata.slice(1)
     const meta = (c: DimensionColumn) => {
       const contract = METADATA_COLUMNS[metadataColumnNamed(n, c.name)!]
-      return column(c, contract.notNull, `dimsync: ${contract.meaning}\n${SOURCE_TYPE_NOTE}${c.type}`)
+      return column(c, contract.notNull, `dimsync: ${contract.meaning}`)
     }
     const columns = [
       meta(first),
       ...layout.stored.map((c) => column(c, keyNames.has(c.name))),
-      ...layout.derived.map((c) =>
-        column(c, false, `dimsync: the ${c.kind} value of ${c.from}\n${SOURCE_TYPE_NOTE}${c.type}`),
-      ),
+      ...layout.derived.map((c) => column(c, false, `dimsync: the ${c.kind} value of ${c.from}`)),
       ...rest.map((c) => meta(c)),
       ...systemTimeColumnList(table).map((c, i) => {
         const contract = i === 0 ? SYSTEM_TIME_COLUMNS.systemFrom : SYSTEM_TIME_COLUMNS.systemTo
@@ -166,5 +167,8 @@ export function renderDimensionDdl(
 /** The capture log's column holding a sequenced change feed's sequence value (its source type). */
 export const CAPTURE_SEQUENCE_COLUMN = 'captured_sequence'
 
-/** Description line recording a column's staged type (read back by the BigQuery adapter). */
+/**
+ * Description line recording a column's staged type: what dimension tables written by earlier versions carry
+ * (still read back by the BigQuery adapter), and what fact tables carry.
+ */
 export const SOURCE_TYPE_NOTE = 'dimsync source type: '

@@ -1,3 +1,4 @@
+import { BigQuery } from '@google-cloud/bigquery'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { COLUMN_PRESETS } from '../../lib/config/index.ts'
 import type { StagedColumn } from '../../lib/core/batch.ts'
@@ -557,6 +558,80 @@ describe.each([
     180_000,
   )
 })
+
+describe("column descriptions belong to users: dimsync's source types are kept elsewhere", () => {
+  const columns = [
+    { name: 'customer_id', type: 'BIGINT' },
+    { name: 'seats', type: 'INTEGER' },
+    { name: 'price', type: 'DECIMAL(12,2)' },
+    { name: 'score', type: 'FLOAT' },
+    { name: 'name', type: 'VARCHAR' },
+  ]
+  /** What a person documenting columns in the console does: a tables.patch of the schema's descriptions. */
+  const describeAs = async (
+    dimension: PairedDimensionLike,
+    description: (field: { name: string; description?: string }) => string | undefined,
+  ) => {
+    const table = new BigQuery({ projectId: 'acme-dw', ...dimension.emulator.clientOptions() })
+      .dataset('history')
+      .table('dim_customer')
+    const [metadata] = await table.getMetadata()
+    const fields = (metadata.schema.fields as { name: string; description?: string }[]).map((f) => {
+      const text = description(f)
+      return { ...f, description: text ?? '' }
+    })
+    await table.setMetadata({ schema: { fields } })
+  }
+  const describeColumns = async (dimension: PairedDimensionLike) =>
+    (await dimension.warehouses.bigquery.describeTable({ schema: 'history', name: 'dim_customer' }))!
+
+  it('a description a user sets (or clears) on any column does not change the next batch', async () => {
+    const dimension = await both.open(tableSpec(), columns)
+    try {
+      const row = (seats: number) => ({ customer_id: 1, seats, price: '9.99', score: 0.5, name: 'Ana' })
+      await dimension.load([row(2)], { extractedAt: JAN })
+      const fields = await describeColumns(dimension)
+      expect(fields.filter((c) => columns.some((s) => s.name === c.name))).toEqual(columns)
+      await describeAs(dimension, (f) =>
+        f.name === 'name' ? undefined : `Documented by a person: ${f.name}`,
+      )
+      const outcome = await dimension.load([row(3)], { extractedAt: MAR })
+      expect(outcome.bigquery).toEqual(outcome.duckdb)
+      expect(outcome.bigquery).toMatchObject({ status: 'merged', counts: { insertedVersions: 1 } })
+      expect(await describeColumns(dimension)).toEqual(fields)
+    } finally {
+      await dimension.close()
+    }
+  })
+
+  it('a dimension an older version wrote (source types in descriptions, no record of them) still merges', async () => {
+    const dimension = await both.open(tableSpec(), columns)
+    try {
+      const row = (seats: number) => ({ customer_id: 1, seats, price: '9.99', score: 0.5, name: 'Ana' })
+      await dimension.load([row(2)], { extractedAt: JAN })
+      const fields = await describeColumns(dimension)
+      // What an older version left: every type in its column's description, nothing recorded anywhere else.
+      await dimension.emulator.query('acme-dw', 'DROP TABLE IF EXISTS `acme-dw.history._dimsync_columns`')
+      await describeAs(
+        dimension,
+        (f) => `dimsync source type: ${fields.find((c) => c.name === f.name)!.type}`,
+      )
+      expect(await describeColumns(dimension)).toEqual(fields)
+      const outcome = await dimension.load([row(3)], { extractedAt: MAR })
+      expect(outcome.bigquery).toEqual(outcome.duckdb)
+      expect(outcome.bigquery).toMatchObject({ status: 'merged', counts: { insertedVersions: 1 } })
+      // Merged once by this version, its types are recorded: the descriptions are the users' from now on.
+      await describeAs(dimension, (f) => (f.name === 'seats' ? 'Seats sold' : f.description))
+      const next = await dimension.load([row(4)], { extractedAt: MAY })
+      expect(next.bigquery).toEqual(next.duckdb)
+      expect(next.bigquery).toMatchObject({ status: 'merged' })
+    } finally {
+      await dimension.close()
+    }
+  })
+})
+
+type PairedDimensionLike = Awaited<ReturnType<BothWarehouses['open']>>
 
 describe('known differences between the warehouses, pinned', () => {
   it("values read back as text: BigQuery's NUMERIC keeps no scale and a whole FLOAT64 has no '.0'; the row hash is the same", async () => {

@@ -13,6 +13,11 @@ import type {
 } from '../../ports/warehouse.ts'
 import { createBigQueryDialect } from '../../sql/bigquery/bigquery-dialect.ts'
 import {
+  renderColumnTypesDdl,
+  renderRecordColumnTypes,
+  renderRecordedColumnTypesQuery,
+} from '../../sql/bigquery/column-types.ts'
+import {
   bigQueryColumnType,
   SOURCE_TYPE_PREFIX,
   stagedTypeOfBigQueryField,
@@ -99,21 +104,63 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
     })
   }
 
-  /** Columns of a table (staged types, read back from the descriptions dimsync wrote), or undefined if absent. */
+  /**
+   * Columns of a table, or undefined if absent. Their staged types are the ones recorded for the dimension (see
+   * column-types.ts); a column with none recorded (a table an earlier version wrote) takes the type from its
+   * description when that version wrote it there, else from its BigQuery type.
+   */
   async describeTable(ref: TableRef): Promise<DimensionColumn[] | undefined> {
     const table = this.#client
       .dataset(this.#dataset(ref), { location: this.#options.location })
       .table(ref.name)
+    let fields: Parameters<typeof stagedTypeOfBigQueryField>[0][]
     try {
       const [metadata] = await table.getMetadata()
-      const fields = (metadata.schema?.fields ?? []) as Parameters<typeof stagedTypeOfBigQueryField>[0][]
-      return fields.map((f) => ({
-        name: String((f as { name?: string }).name),
-        type: stagedTypeOfBigQueryField(f),
-      }))
+      fields = (metadata.schema?.fields ?? []) as typeof fields
     } catch (error) {
       if ((error as ApiError).code === 404) return undefined
       throw this.#apiError(`read the schema of ${this.#name(ref)}`, error)
+    }
+    const recorded = await this.#recordedColumnTypes(ref)
+    return fields.map((f) => {
+      const name = String((f as { name?: string }).name)
+      return { name, type: recorded?.get(name) ?? stagedTypeOfBigQueryField(f) }
+    })
+  }
+
+  /** The staged types recorded for the columns of `dimension`; undefined when nothing was ever recorded. */
+  async #recordedColumnTypes(dimension: TableRef): Promise<Map<string, string> | undefined> {
+    try {
+      const [rows] = await this.#client.query({
+        query: renderRecordedColumnTypesQuery(this.dialect, dimension),
+        location: this.#options.location,
+        useLegacySql: false,
+      })
+      return new Map(
+        (rows as Record<string, unknown>[]).map((r) => [String(r.column_name), String(r.source_type)]),
+      )
+    } catch (error) {
+      const api = error as ApiError
+      if (api.code === 404 || api.errors?.[0]?.reason === 'notFound') return undefined
+      throw this.#apiError(`read the column types recorded for ${this.#name(dimension)}`, error)
+    }
+  }
+
+  /** Records the staged types of the dimension's columns that are not recorded yet (or changed): usually none. */
+  async #recordColumnTypes(dimension: TableRef, columns: readonly DimensionColumn[]): Promise<void> {
+    const recorded = await this.#recordedColumnTypes(dimension)
+    const changed = columns.filter((c) => recorded?.get(c.name) !== c.type)
+    if (changed.length === 0) return
+    const statements = [
+      ...(recorded === undefined ? [renderColumnTypesDdl(this.dialect, dimension)] : []),
+      renderRecordColumnTypes(this.dialect, dimension, changed),
+    ]
+    for (const sql of statements) {
+      try {
+        await this.#client.query({ query: sql, location: this.#options.location, useLegacySql: false })
+      } catch (error) {
+        throw new WarehouseError(`record the column types of ${this.#name(dimension)}`, sql, { cause: error })
+      }
     }
   }
 
@@ -242,6 +289,9 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
       await this.#dropStage(request.stage)
       return { bytesProcessed: Number(metadata.statistics?.totalBytesProcessed ?? 0) }
     }
+    // Before the script: its DDL (columns added) stays when its transaction fails, and so do these types.
+    if (request.columns !== undefined)
+      await this.#recordColumnTypes({ schema: request.stage.schema, name: table.target }, request.columns)
     const { id, metadata } = await this.#runOnce(
       (attempt) => jobId('merge', table.target, batchId, { attempt }),
       async (jobIdentifier) => {

@@ -9,6 +9,7 @@ import {
   PRESET_NAMES,
 } from '../../../lib/core/metadata-columns.ts'
 import { createBigQueryDialect } from '../../../lib/sql/bigquery/bigquery-dialect.ts'
+import { bigQueryColumnType } from '../../../lib/sql/bigquery/bigquery-types.ts'
 import { dimensionObjects, renderDimensionDdl } from '../../../lib/sql/render-ddl.ts'
 import { tableSpec } from '../../support/table-spec-builder.ts'
 
@@ -42,7 +43,9 @@ describe('the metadata column contract (one table for config, layout and DDL)', 
           .find((l) => l.trimStart().startsWith(`\`${COLUMN_PRESETS[preset][key]}\` `))
         expect(line, key).toBeDefined()
         expect(line!.includes(' NOT NULL '), key).toBe(notNull)
-        expect(line, key).toContain(`'dimsync: ${meaning}\\ndimsync source type: ${type}'`)
+        expect(line, key).toContain(
+          `${bigQueryColumnType(type, { table: 'customers', column: key })}${notNull ? ' NOT NULL' : ''} OPTIONS(description = 'dimsync: ${meaning}')`,
+        )
       }
     },
   )

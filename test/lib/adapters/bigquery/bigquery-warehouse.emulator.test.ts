@@ -529,7 +529,7 @@ describe('BigQueryWarehouse on the BigQuery emulator (the real client, SQL run b
     expect(left.map((t) => t.ref.tableId).filter((name) => name.startsWith('_dimsync_stage_'))).toEqual([])
   })
 
-  it('describeTable reads back the source types dimsync recorded in column descriptions; a missing table is undefined', async () => {
+  it('describeTable reads back the source types dimsync recorded (beside the dimension, not in descriptions); a missing table is undefined', async () => {
     const w = warehouse()
     await merge(w, await stage('20240310T210000.000Z-jjjjjj'))
     const columns = await w.describeTable({ schema: DATASET, name: table.target })
