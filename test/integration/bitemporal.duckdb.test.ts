@@ -210,4 +210,56 @@ describe('bitemporal history (system_time: true) on real DuckDB', () => {
         'set system_time: true on table customers again',
     )
   })
+
+  it('a type 1 overwrite and a delete by absence on a snapshot table close rows in system time and insert corrected copies', async () => {
+    const SNAPSHOT = [
+      { name: 'customer_id', type: 'BIGINT' },
+      { name: 'city', type: 'VARCHAR' },
+      { name: 'email', type: 'VARCHAR' },
+    ]
+    const table = tableSpec({
+      tracked: { kind: 'list', columns: ['city'] },
+      deletes: 'invalidate',
+      systemTime: SYSTEM_TIME,
+    })
+    const h = (harness = await ScdHarness.create(table, SNAPSHOT))
+    const snapshot = async (rows: Record<string, string | number>[], at: string) => {
+      const batchId = await h.stage(rows, { extractedAt: at })
+      return mergeBatch(
+        { warehouse: h.warehouse, staging: h.batches },
+        { table, schema: 'main', batchId, now: new Date(at), allowMassDelete: true },
+      )
+    }
+    const read = async (where: string) =>
+      (
+        await h.query(
+          `SELECT customer_id, city, email, valid_to IS NULL AS open FROM dim_customer WHERE ${where} ORDER BY customer_id, valid_from`,
+        )
+      ).map((r) => [Number(r.customer_id), r.city, r.email, r.open])
+    await snapshot(
+      [
+        { customer_id: 1, city: 'Paris', email: 'a@x' },
+        { customer_id: 2, city: 'Rome', email: 'r@x' },
+      ],
+      day(1, 2),
+    )
+    const before = await allRows(h)
+    await snapshot([{ customer_id: 1, city: 'Lyon', email: 'b@x' }], day(1, 5))
+    expectOnlySystemToClosed(before, await allRows(h), day(1, 5))
+    // Now: both versions of 1 carry the new email (type 1), 2 is closed by its absence.
+    expect(await read('system_to IS NULL')).toEqual([
+      [1, 'Paris', 'b@x', false],
+      [1, 'Lyon', 'b@x', true],
+      [2, 'Rome', 'r@x', false],
+    ])
+    // As known on 3 January: the old email, and 2 still open.
+    expect(
+      await read(
+        `system_from <= TIMESTAMPTZ '${day(1, 3)}' AND (system_to IS NULL OR system_to > TIMESTAMPTZ '${day(1, 3)}')`,
+      ),
+    ).toEqual([
+      [1, 'Paris', 'a@x', true],
+      [2, 'Rome', 'r@x', true],
+    ])
+  })
 })
