@@ -13,6 +13,7 @@ import * as lambda from 'aws-cdk-lib/aws-lambda'
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs'
 import * as logs from 'aws-cdk-lib/aws-logs'
 import { Construct } from 'constructs'
+import { isDynamicPattern } from 'tinyglobby'
 import { AWS_ENV } from '../../lib/runtime/aws-env.ts'
 import { bindingName, installLockedBinding, type FetchTarball } from '../bundling/native-binding.ts'
 import { scopedPolicy, type ScopedPolicyProps } from '../nag-acknowledgements.ts'
@@ -46,6 +47,29 @@ export interface LoaderFunctionProps {
   readonly reservedConcurrency?: number
   /** Describes which tables the function serves (in the console). */
   readonly description: string
+}
+
+/** Where a file source on S3 reads: the bucket, and the key prefix the extract lists (a whole key if `exact`). */
+export interface S3SourceLocation {
+  readonly bucket: string
+  readonly prefix: string
+  readonly exact: boolean
+}
+
+/**
+ * The location of `s3://bucket/key-or-glob`, or undefined for a local path. The prefix is the path up to the
+ * first segment that is a glob (as tinyglobby sees it), with its trailing slash: the prefix the extract lists
+ * with (lib/adapters/source/s3-files.ts).
+ */
+export function s3SourceLocation(path: string): S3SourceLocation | undefined {
+  const match = /^s3:\/\/([^/]+)\/(.+)$/.exec(path)
+  if (match === null) return undefined
+  const [, bucket, key] = match as unknown as [string, string, string]
+  const segments = key.split('/')
+  const firstGlob = segments.findIndex((segment) => isDynamicPattern(segment))
+  if (firstGlob < 0) return { bucket, prefix: key, exact: true }
+  const fixed = segments.slice(0, firstGlob).join('/')
+  return { bucket, prefix: fixed === '' ? '' : `${fixed}/`, exact: false }
 }
 
 /** functions/<kind>/handler.ts, or index.ts where the functions keep their entry point. */
@@ -267,6 +291,49 @@ export class LoaderFunction extends Construct {
     })
     // Lambda refuses to create a VPC function whose role cannot create network interfaces yet.
     this.function.node.addDependency(policy)
+  }
+
+  /**
+   * Lets an extract function read the file sources on S3 at `paths` (`s3://bucket/key-or-glob`; other paths are
+   * ignored) and nothing else: `s3:GetObject` on the objects under each path's fixed prefix (the key before its
+   * first glob character; exactly the key when it has none), and `s3:ListBucket` of each bucket only for the
+   * prefixes the source lists (the condition matches the `prefix` the extract sends, so listing elsewhere in the
+   * bucket is refused).
+   */
+  grantSourceRead(paths: readonly string[]): void {
+    const locations = paths.flatMap((p) => {
+      const location = s3SourceLocation(p)
+      return location === undefined ? [] : [location]
+    })
+    if (locations.length === 0) return
+    const partition = Stack.of(this).partition
+    const buckets = [...new Set(locations.map((l) => l.bucket))].sort()
+    this.addPolicy('SourceFiles', {
+      statements: [
+        new iam.PolicyStatement({
+          actions: ['s3:GetObject'],
+          resources: [
+            ...new Set(
+              locations.map(
+                (l) => `arn:${partition}:s3:::${l.bucket}/${l.exact ? l.prefix : `${l.prefix}*`}`,
+              ),
+            ),
+          ],
+        }),
+        ...buckets.map((bucket) => {
+          const prefixes = [...new Set(locations.filter((l) => l.bucket === bucket).map((l) => l.prefix))]
+          return new iam.PolicyStatement({
+            actions: ['s3:ListBucket'],
+            resources: [`arn:${partition}:s3:::${bucket}`],
+            // A glob at the bucket's root lists the whole bucket (no prefix is sent to match a condition on).
+            ...(prefixes.includes('') ? {} : { conditions: { StringEquals: { 's3:prefix': prefixes } } }),
+          })
+        }),
+      ],
+      reason:
+        'The extract reads the file sources on S3 the config names: the objects under each source path ' +
+        'prefix, which are named by whoever drops the files (a glob picks them).',
+    })
   }
 
   /**
