@@ -2,11 +2,17 @@ import type { StagedColumn } from './batch.ts'
 import { BatchRejectedError } from './errors.ts'
 import { metadataColumnList, SYSTEM_TIME_COLUMNS, systemTimeColumnNames } from './metadata-columns.ts'
 import type { TableSpec } from './table-spec.ts'
+import { isWidening } from './type-widening.ts'
 
 /** A stored column of a dimension: name and warehouse-neutral type text (DuckDB logical type names). */
 export interface DimensionColumn {
   readonly name: string
   readonly type: string
+}
+
+/** A column whose type is widened in place: its type in the dimension (`from`) and in the source (`type`). */
+export interface WidenedColumn extends DimensionColumn {
+  readonly from: string
 }
 
 /** A column the merge derives from a stored one: `previous_<col>` (type 3) or `current_<col>` (type 6). */
@@ -45,6 +51,11 @@ export interface DimensionLayout {
   readonly sequence?: DimensionColumn
   /** Columns the dimension lacks and that are added before the merge (schema evolution). */
   readonly addColumns: readonly DimensionColumn[]
+  /**
+   * Columns whose type the source widened (INTEGER → BIGINT, a decimal's precision up, ...; see
+   * type-widening.ts): the dimension's column takes the new type in place before the merge (schema evolution).
+   */
+  readonly widened: readonly WidenedColumn[]
   /**
    * Columns the dimension has and the source no longer sends: kept, with their values on existing versions and
    * NULL on new ones; they open no versions (schema evolution).
@@ -153,6 +164,7 @@ export function planDimensionLayout(
   }
 
   const addColumns: DimensionColumn[] = []
+  const widened: WidenedColumn[] = []
   const removed: DimensionColumn[] = []
   if (existing !== undefined) {
     const existingByName = new Map(existing.map((c) => [c.name, c]))
@@ -166,7 +178,9 @@ export function planDimensionLayout(
     for (const c of [...stored, ...derived]) {
       const have = existingByName.get(c.name)
       if (have === undefined) addColumns.push(c)
-      else if (normalizeType(have.type) !== normalizeType(c.type))
+      else if (normalizeType(have.type) === normalizeType(c.type)) continue
+      else if (isWidening(have.type, c.type)) widened.push({ name: c.name, type: c.type, from: have.type })
+      else
         reject(
           `column "${c.name}" changed type from ${have.type} (dimension ${table.target}) to ${c.type} (source); ` +
             `nothing was written. Either give the new type a new column name in the source (the dimension keeps ` +
@@ -192,6 +206,7 @@ export function planDimensionLayout(
     operation,
     sequence,
     addColumns,
+    widened,
     removed,
     createDimension: existing === undefined,
   })

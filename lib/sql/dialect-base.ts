@@ -1,6 +1,8 @@
 import type { TableRef } from '../core/table-ref.ts'
 import { DEFAULT_CAPABILITIES, type DialectCapabilities } from './capabilities.ts'
 import type {
+  ColumnTypeChange,
+  ColumnWhere,
   LogicalType,
   ScriptParts,
   SqlDialect,
@@ -83,6 +85,12 @@ export abstract class SqlDialectBase implements SqlDialect {
 
   tableOptions(_role: TableRole, _options: TableOptionsRequest): string {
     return ''
+  }
+
+  /** `ALTER TABLE … ALTER COLUMN … TYPE` (DuckDB, PostgreSQL); no descriptions kept. */
+  alterColumnType(ref: TableRef, column: string, change: ColumnTypeChange, where: ColumnWhere): string[] {
+    const type = this.columnType(change.to, where)
+    return [`ALTER TABLE ${this.table(ref)} ALTER COLUMN ${this.quoteIdentifier(column)} TYPE ${type}`]
   }
 
   createView(ref: TableRef, select: string, _description: string): string {

@@ -60,6 +60,12 @@ export interface SqlDialect {
   columnDescription(text: string): string
   /** Text appended after a CREATE TABLE's column list (partitioning, clustering, options); '' when none. */
   tableOptions(role: TableRole, options: TableOptionsRequest): string
+  /**
+   * Statements that widen a column's type in place (schema evolution: staged type `change.from` → `change.to`,
+   * a widening by lib/core/type-widening.ts), each idempotent, and record `change.description` where the
+   * warehouse keeps column descriptions.
+   */
+  alterColumnType(ref: TableRef, column: string, change: ColumnTypeChange, where: ColumnWhere): string[]
   /** `CREATE OR REPLACE VIEW` of `select`, described as `description` where the warehouse keeps descriptions. */
   createView(ref: TableRef, select: string, description: string): string
   /**
@@ -77,6 +83,18 @@ export interface SqlDialect {
    * then `after`. Dialects without scripting throw.
    */
   scriptText(script: ScriptParts): string
+}
+
+export interface ColumnTypeChange {
+  readonly from: string
+  readonly to: string
+  readonly description: string
+}
+
+/** Where a column is, for messages. */
+export interface ColumnWhere {
+  readonly table: string
+  readonly column: string
 }
 
 export interface TableFunctionParameter {

@@ -122,6 +122,20 @@ export function renderDimensionDdl(
         }),
     })
   }
+  for (const c of layout.widened) {
+    const description = descriptionOf(layout, c)
+    const change = { from: c.from, to: c.type, description }
+    const where = { table: table.name, column: c.name }
+    // A key column is also in the capture log and the retired versions.
+    const tables = [
+      objects.dimension,
+      ...(keyNames.has(c.name) ? [objects.captures, objects.retired].filter((t) => t !== undefined) : []),
+    ]
+    for (const ref of tables) {
+      for (const sql of d.alterColumnType(ref, c.name, change, where))
+        out.push({ label: `widen column ${c.name} from ${c.from} to ${c.type}`, sql })
+    }
+  }
   for (const c of layout.addColumns) {
     out.push({
       label: `add column ${c.name}`,
@@ -162,6 +176,14 @@ export function renderDimensionDdl(
     })
   }
   return out
+}
+
+/** The description a stored or derived column is created with (its staged type, read back by BigQuery). */
+function descriptionOf(layout: DimensionLayout, c: DimensionColumn): string {
+  const derived = layout.derived.find((x) => x.name === c.name)
+  return derived === undefined
+    ? `${SOURCE_TYPE_NOTE}${c.type}`
+    : `dimsync: the ${derived.kind} value of ${derived.from}\n${SOURCE_TYPE_NOTE}${c.type}`
 }
 
 /** The capture log's column holding a sequenced change feed's sequence value (its source type). */

@@ -3,6 +3,8 @@ import { DEFAULT_CAPABILITIES, type DialectCapabilities } from '../capabilities.
 import { typeFamily } from '../../core/staged-types.ts'
 import { SqlDialectBase } from '../dialect-base.ts'
 import type {
+  ColumnTypeChange,
+  ColumnWhere,
   LogicalType,
   ScriptParts,
   SqlDialect,
@@ -120,6 +122,26 @@ class BigQueryDialect extends SqlDialectBase {
 
   override columnDescription(text: string): string {
     return ` OPTIONS(description = ${this.stringLiteral(text)})`
+  }
+
+  /**
+   * BigQuery widens a column with `SET DATA TYPE` where the BigQuery types differ (NUMERIC(10, 2) →
+   * NUMERIC(18, 2), NUMERIC → BIGNUMERIC; INTEGER and BIGINT are both INT64), and the description records the new
+   * staged type (the adapter reads the staged type back from it).
+   * https://cloud.google.com/bigquery/docs/reference/standard-sql/data-definition-language#alter_column_set_data_type_statement
+   */
+  override alterColumnType(
+    ref: TableRef,
+    column: string,
+    change: ColumnTypeChange,
+    where: ColumnWhere,
+  ): string[] {
+    const alter = `ALTER TABLE ${this.table(ref)} ALTER COLUMN ${this.quoteIdentifier(column)}`
+    const [from, to] = [this.columnType(change.from, where), this.columnType(change.to, where)]
+    return [
+      ...(from === to ? [] : [`${alter} SET DATA TYPE ${to}`]),
+      `${alter} SET OPTIONS (description = ${this.stringLiteral(change.description)})`,
+    ]
   }
 
   override createView(ref: TableRef, select: string, description: string): string {

@@ -193,6 +193,50 @@ function cases(): Case[] {
       }),
       existing: [...STAGED, { name: 'legacy_code', type: 'VARCHAR' }],
     })
+  // Bitemporal history over every input shape: the merge runs on a working copy, then closes and inserts rows
+  // in system time.
+  for (const [i, shape] of SHAPES.entries()) {
+    const incremental = shape === 'change-time delta' || shape === 'sequenced change feed'
+    const feed = shape === 'change feed' || shape === 'sequenced change feed'
+    out.push({
+      title: `bitemporal, ${shape}`,
+      table: tableSpec({
+        key: ['tenant_id', 'customer_id'],
+        deletes: i % 2 === 0 ? 'invalidate' : 'new_record',
+        openEnd: i % 2 === 0 ? null : '9999-12-31T23:59:59.000Z',
+        systemTime: { systemFrom: 'system_from', systemTo: 'system_to' },
+        tracked: { kind: 'all_except', columns: ['last_login'] },
+        validFrom: shape === 'snapshot' ? { kind: 'extracted_at' } : { kind: 'column', column: 'changed_at' },
+        extract: incremental
+          ? { mode: 'incremental', cursor: 'updated_at', lookbackMinutes: 0 }
+          : { mode: 'full' },
+        ...(feed
+          ? {
+              changes: {
+                operation: DMS,
+                ...(shape === 'sequenced change feed' ? { sequence: 'change_seq' } : {}),
+              },
+            }
+          : {}),
+      }),
+    })
+  }
+  // Widened types: the dimension's columns (a key among them) take the source's wider types in place.
+  const narrower: Record<string, string> = {
+    customer_id: 'INTEGER',
+    balance: 'DECIMAL(10,2)',
+    visits: 'SMALLINT',
+  }
+  out.push({
+    title: 'widened types (key, decimal precision, integer)',
+    table: tableSpec({
+      deletes: 'invalidate',
+      validFrom: { kind: 'column', column: 'changed_at' },
+      extract: { mode: 'incremental', cursor: 'updated_at', lookbackMinutes: 0 },
+      softDeleteColumn: 'deleted_at',
+    }),
+    existing: STAGED.map((c) => ({ ...c, type: narrower[c.name] ?? c.type })),
+  })
   for (const openEnd of [null, '9999-12-31T23:59:59.000Z'])
     for (const extract of [
       { mode: 'full' },
@@ -288,6 +332,7 @@ describe('every BigQuery statement of the merge passes the GoogleSQL analyzer (Z
     expect(all.filter((c) => c.table.mode === 'append').length).toBe(4)
     expect(all.filter((c) => c.table.policies !== undefined).length).toBe(SHAPES.length)
     expect(all.filter((c) => c.table.partialUpdates !== undefined).length).toBe(SHAPES.length)
+    expect(all.filter((c) => c.table.systemTime !== undefined).length).toBe(SHAPES.length)
   })
 
   it.each(all.map((c) => [c.title, c] as const))('%s', async (_title, c) => {
