@@ -8,7 +8,7 @@ import type { DuckDBConnection } from '@duckdb/node-api'
 import type { S3Client } from '@aws-sdk/client-s3'
 import { glob, isDynamicPattern } from 'tinyglobby'
 
-import type { StagedColumn } from '../../core/batch.ts'
+import type { StagedColumn, Watermark } from '../../core/batch.ts'
 import { SourceError } from '../../core/errors.ts'
 import { nextFileWatermark, selectNewFiles, type ListedFile } from '../../core/file-watermark.ts'
 import { isPointInTimeType } from '../../core/staged-types.ts'
@@ -140,19 +140,96 @@ export class FileSource implements Source {
    * empty: no rows, the columns of the newest file.
    */
   async extract(request: ExtractRequest): Promise<ExtractResult> {
-    const { table, writer } = request
+    const { table } = request
     const spec = fileSpec(table)
+    if (request.resume !== undefined)
+      return await this.#continuePasses(request, readPassState(table, request.resume))
     const listed = await this.#listFiles(table.name, spec.path)
     const newOnly = spec.files === 'new_only'
     const chosen = newOnly ? selectNewFiles(listed, request.watermark) : listed
-    const nothingNew = chosen.length === 0
     const candidate = newOnly ? nextFileWatermark(request.watermark, chosen) : undefined
-    const workDir = join(writer.scratchDir, `file-source-${randomBytes(6).toString('hex')}`)
-    const read = nothingNew ? [newest(listed)] : chosen
-    return await this.#withSelect(table, read, workDir, async (connection, fullSelect, files, names) => {
-      const outDir = join(workDir, 'parts')
+    const withCandidate = candidate !== undefined ? { watermarkCandidate: candidate } : {}
+    if (chosen.length === 0) {
       // No new file: an empty part that still carries the columns (the merge then changes nothing).
-      const select = nothingNew ? `SELECT * FROM (${fullSelect}) LIMIT 0` : fullSelect
+      const staged = await this.#stage(request, [newest(listed)], true)
+      return {
+        ...staged,
+        sourceDescription: `${spec.format} ${spec.path}: no new file (${listed.length} merged already)`,
+        ...withCandidate,
+      }
+    }
+    // CSV column types are chosen over all files at once, so only Parquet files may be split over passes.
+    if (request.timeLeftMs !== undefined && spec.format === 'parquet' && chosen.length > 1) {
+      const files = chosen.map((f) => ({
+        name: f.name,
+        path: f.path,
+        modified: f.modified,
+        ...(f.s3 ? { s3: f.s3 } : {}),
+      }))
+      return await this.#continuePasses(request, { version: 1, files, next: 0, ...withCandidate })
+    }
+    const staged = await this.#stage(request, chosen, false)
+    return {
+      ...staged,
+      sourceDescription: describeSource(
+        spec,
+        chosen.map((f) => f.name),
+      ),
+      ...withCandidate,
+    }
+  }
+
+  /**
+   * Stages the files of `state` from `state.next` on, one file a round, while another round surely fits in the
+   * time left (twice the slowest round so far); returns a `resume` when files are left. The files and the
+   * watermark candidate were fixed by the first pass, so the batch is what that pass listed.
+   */
+  async #continuePasses(request: ExtractRequest, state: FilePassState): Promise<ExtractResult> {
+    const spec = fileSpec(request.table)
+    let rows = 0
+    let columns: readonly StagedColumn[] = state.columns ?? []
+    let next = state.next
+    let slowestMs = 0
+    while (next < state.files.length) {
+      const started = Date.now()
+      const file = state.files[next]!
+      const staged = await this.#stage(request, [file], false, rows)
+      if (state.columns !== undefined || next > state.next) {
+        assertSameStagedColumns(request.table.name, state.files[0]!.name, columns, file.name, staged.columns)
+      }
+      columns = staged.columns
+      rows += staged.rows
+      next++
+      slowestMs = Math.max(slowestMs, Date.now() - started)
+      const timeLeft = request.timeLeftMs?.()
+      if (next < state.files.length && timeLeft !== undefined && timeLeft <= slowestMs * ROUND_MARGIN) break
+    }
+    const description = describeSource(
+      spec,
+      state.files.map((f) => f.name),
+    )
+    const candidate = state.watermarkCandidate
+    return {
+      rows,
+      columns,
+      sourceDescription: description,
+      ...(candidate !== undefined ? { watermarkCandidate: candidate } : {}),
+      ...(next < state.files.length ? { resume: { ...state, next, columns } satisfies FilePassState } : {}),
+    }
+  }
+
+  /** Reads `files` as one relation and hands it to the writer as parts (none of its rows when `empty`). */
+  async #stage(
+    request: ExtractRequest,
+    files: readonly SourceFile[],
+    empty: boolean,
+    rowsBefore = 0,
+  ): Promise<{ rows: number; columns: readonly StagedColumn[] }> {
+    const { table, writer } = request
+    const workDir = join(writer.scratchDir, `file-source-${randomBytes(6).toString('hex')}`)
+    return await this.#withSelect(table, files, workDir, async (connection, fullSelect, paths, names) => {
+      const outDir = join(workDir, 'parts')
+      const select = empty ? `SELECT * FROM (${fullSelect}) LIMIT 0` : fullSelect
       await assertValidFromColumn(connection, table, select, await describeQuery(connection, select), names)
       try {
         await connection.run(
@@ -160,7 +237,7 @@ export class FileSource implements Source {
             `ROW_GROUP_SIZE ${ROW_GROUP_SIZE}, FILE_SIZE_BYTES ${this.#partFileSizeBytes}, FILENAME_PATTERN 'data_{i}')`,
         )
       } catch (error) {
-        throw await explainReadError(table, error, names, files, this.#memory())
+        throw await explainReadError(table, error, names, paths, this.#memory())
       }
       const partPaths = await listParts(outDir)
       const columns = await readParquetColumns(partPaths, connection)
@@ -169,16 +246,9 @@ export class FileSource implements Source {
       for (const { path, rows: partRows } of counts) {
         await writer.addPart(path, partRows)
         rows += partRows
-        request.onProgress?.(rows)
+        request.onProgress?.(rowsBefore + rows)
       }
-      return {
-        rows,
-        columns,
-        sourceDescription: nothingNew
-          ? `${spec.format} ${spec.path}: no new file (${listed.length} merged already)`
-          : describeSource(spec, [...names.values()]),
-        ...(candidate !== undefined ? { watermarkCandidate: candidate } : {}),
-      }
+      return { rows, columns }
     })
   }
 
@@ -680,6 +750,57 @@ function unifyTypes(order: readonly StagedColumn[], layouts: readonly CsvLayout[
     else types.set(name, 'VARCHAR')
   }
   return types
+}
+
+/** A pass starts another file only if the time left is this many times its slowest file so far. */
+const ROUND_MARGIN = 2
+
+/** Where a file extract split over passes stands (`ExtractResult.resume`). */
+interface FilePassState {
+  readonly version: 1
+  /** The files of the batch, fixed by its first pass, in reading order. */
+  readonly files: readonly SourceFile[]
+  /** Index of the next file to read. */
+  readonly next: number
+  /** The columns the earlier passes staged: every later file must stage the same. */
+  readonly columns?: readonly StagedColumn[]
+  readonly watermarkCandidate?: Watermark
+}
+
+function readPassState(table: TableSpec, resume: unknown): FilePassState {
+  const state = resume as Partial<FilePassState> | null
+  if (
+    state === null ||
+    typeof state !== 'object' ||
+    state.version !== 1 ||
+    !Array.isArray(state.files) ||
+    typeof state.next !== 'number'
+  ) {
+    throw new SourceError(
+      table.name,
+      `${table.name}: the saved progress of the file extract is damaged; start a new extract`,
+    )
+  }
+  return state as FilePassState
+}
+
+function assertSameStagedColumns(
+  tableName: string,
+  firstName: string,
+  first: readonly StagedColumn[],
+  otherName: string,
+  other: readonly StagedColumn[],
+): void {
+  assertSameColumns(tableName, firstName, first, otherName, other, false)
+  const types = new Map(first.map((column) => [column.name, column.type]))
+  for (const column of other) {
+    if (types.get(column.name) !== column.type) {
+      throw new SourceError(
+        tableName,
+        `${tableName}: column "${column.name}" is ${column.type} in ${otherName} but ${types.get(column.name)} in ${firstName}`,
+      )
+    }
+  }
 }
 
 /** The file of `files` modified last (ties: the last name). */

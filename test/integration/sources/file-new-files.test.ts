@@ -1,11 +1,13 @@
-import { mkdirSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
 import { PutObjectCommand } from '@aws-sdk/client-s3'
+import { DuckDBInstance } from '@duckdb/node-api'
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 
 import type { TableSpec } from '../../../lib/core/table-spec.ts'
-import { extractStep } from '../../../lib/use-cases/extract-pass.ts'
+import { extractPass, extractStep } from '../../../lib/use-cases/extract-pass.ts'
 import { readHistory } from '../../../lib/use-cases/read-history.ts'
 import { runTable } from '../../../lib/use-cases/run-table.ts'
 import { S3RVER_CREDENTIALS, startS3rver, type S3rverHandle } from '../../support/aws/s3rver.ts'
@@ -27,7 +29,7 @@ interface Place {
   readonly name: string
   /** The source path for files under `folder/`. */
   path(pattern: string): Promise<string>
-  put(name: string, body: string): Promise<void>
+  put(name: string, body: string | Uint8Array): Promise<void>
 }
 
 let embedded: EmbeddedProject | undefined
@@ -69,9 +71,27 @@ const FEB = new Date('2024-02-01T00:00:00Z')
 const MAR = new Date('2024-03-01T00:00:00Z')
 const APR = new Date('2024-04-01T00:00:00Z')
 
-async function setUp(makePlace: () => Promise<Place>, options = '') {
+/** A Parquet file of (customer_id BIGINT, region VARCHAR) rows. */
+async function parquetBytes(rows: readonly [number, string][]): Promise<Uint8Array> {
+  const dir = mkdtempSync(join(tmpdir(), 'dimsync-parquet-'))
+  const instance = await DuckDBInstance.create(':memory:')
+  const connection = await instance.connect()
+  try {
+    const values = rows.map(([id, region]) => `(${id}::BIGINT, '${region}')`).join(', ')
+    await connection.run(
+      `COPY (SELECT * FROM (VALUES ${values}) t(customer_id, region)) TO '${join(dir, 'f.parquet')}' (FORMAT parquet)`,
+    )
+    return readFileSync(join(dir, 'f.parquet'))
+  } finally {
+    connection.closeSync()
+    instance.closeSync()
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+async function setUp(makePlace: () => Promise<Place>, options = '', pattern = 'exports/*.csv') {
   const place = await makePlace()
-  const path = await place.path('exports/*.csv')
+  const path = await place.path(pattern)
   embedded = await makeEmbeddedProject(
     [
       'version: 1',
@@ -173,6 +193,37 @@ describe.each(places.map((make, i) => [i === 0 ? 'local folder' : 's3', make] as
       expect(await history()).toEqual([
         [1, 'South', false],
         [1, 'East', true],
+      ])
+    })
+
+    it('a large extract on AWS continues over several passes, one file a round, and merges as one batch', async () => {
+      const { place, deps, table, history } = await setUp(makePlace, '', 'exports/*.parquet')
+      await place.put('exports/a.parquet', await parquetBytes([[1, 'South']]))
+      await place.put('exports/b.parquet', await parquetBytes([[2, 'North']]))
+      await place.put('exports/c.parquet', await parquetBytes([[3, 'West']]))
+      const batchId = '20240101T000000.000Z-aaaaaa'
+      const passes: number[] = []
+      let result = await extractPass(deps, table, { batchId, extractedAt: JAN, timeLeftMs: () => 0 })
+      while (!result.complete) {
+        passes.push(result.rows)
+        result = await extractPass(deps, table, {
+          batchId,
+          extractedAt: JAN,
+          timeLeftMs: () => 0,
+          resume: true,
+        })
+      }
+      // No time left: each pass reads one file, and the last pass commits the batch.
+      expect(passes).toEqual([1, 2])
+      expect(result.manifest).toMatchObject({ rowCount: 3, mode: 'incremental' })
+      expect(result.manifest.watermarkCandidate?.key).toHaveLength(3)
+      const next = await runTable(deps, table, { extractedAt: FEB })
+      expect(next.resumed.map((r) => r.batchId)).toEqual([batchId])
+      expect(next.rows).toBe(0)
+      expect(await history()).toEqual([
+        [1, 'South', true],
+        [2, 'North', true],
+        [3, 'West', true],
       ])
     })
   },
