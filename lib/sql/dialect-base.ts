@@ -4,6 +4,7 @@ import type {
   ColumnTypeChange,
   ColumnWhere,
   LogicalType,
+  RowHashPiece,
   ScriptParts,
   SqlDialect,
   TableFunctionParameter,
@@ -56,6 +57,14 @@ export abstract class SqlDialectBase implements SqlDialect {
 
   concat(parts: readonly string[], multiline = false): string {
     return parts.join(multiline ? '\n    || ' : ' || ')
+  }
+
+  rowHashOf(pieces: readonly RowHashPiece[]): string {
+    const parts = pieces.map(({ tag, column, text }) => {
+      const piece = this.concat([tag, this.castToString(`LENGTH(${text})`), "':'", text, "';'"])
+      return `CASE WHEN ${column} IS NULL THEN '' ELSE ${piece} END`
+    })
+    return this.md5Hex(parts.length === 1 ? parts[0]! : this.concat(parts, true))
   }
 
   /** `md5()` returning lowercase hex text (DuckDB, PostgreSQL, Snowflake, MySQL). */

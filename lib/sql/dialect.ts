@@ -7,6 +7,15 @@ export type { TableRef } from '../core/table-ref.ts'
 
 export type LogicalType = 'string' | 'int64' | 'bool' | 'timestamp'
 
+/** One tracked column in the row hash: its tag literal, the column, and the canonical text of its value. */
+export interface RowHashPiece {
+  /** SQL string literal of `<name length>:<name>=`. */
+  readonly tag: string
+  readonly column: string
+  /** The column's canonical text (`canonicalText`). */
+  readonly text: string
+}
+
 /** The tables whose physical layout a dialect may tune (partitioning, clustering). */
 export type TableRole = 'dimension' | 'captures' | 'ledger' | 'fact'
 
@@ -41,6 +50,12 @@ export interface SqlDialect {
   concat(parts: readonly string[], multiline?: boolean): string
   /** Hex MD5 of a STRING expression, same bytes → same text in every dialect. */
   md5Hex(expression: string): string
+  /**
+   * The row hash of tagged values, at least one (see row-hash.ts for the definition): the hex MD5 of the
+   * concatenation, in order, of `tag || LENGTH(text) || ':' || text || ';'` for every piece whose `column` is not
+   * NULL. Every dialect must give the same hex; a dialect may render it shorter (BigQuery limits a script's length).
+   */
+  rowHashOf(pieces: readonly RowHashPiece[]): string
   /** Casts a source column to the instant type used for valid_from / valid_to. */
   castToTimestamp(expression: string): string
   /** An expression that aborts the statement (and the transaction) with `message` (a STRING expression). */

@@ -27,12 +27,14 @@ export function renderRowHash(
   const typed = columns.map((c) => (typeof c === 'string' ? { name: c, type: undefined } : c))
   const sorted = [...typed].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
   if (sorted.length === 0) return dialect.md5Hex(dialect.stringLiteral(''))
-  const pieces = sorted.map(({ name, type }) => {
-    const column = (qualifier ? `${qualifier}.` : '') + dialect.quoteIdentifier(name)
-    const value = dialect.canonicalText(column, type)
-    const tag = dialect.stringLiteral(`${name.length}:${name}=`)
-    const piece = dialect.concat([tag, dialect.castToString(`LENGTH(${value})`), "':'", value, "';'"])
-    return `CASE WHEN ${column} IS NULL THEN '' ELSE ${piece} END`
-  })
-  return dialect.md5Hex(pieces.length === 1 ? pieces[0]! : dialect.concat(pieces, true))
+  return dialect.rowHashOf(
+    sorted.map(({ name, type }) => {
+      const column = (qualifier ? `${qualifier}.` : '') + dialect.quoteIdentifier(name)
+      return {
+        tag: dialect.stringLiteral(`${name.length}:${name}=`),
+        column,
+        text: dialect.canonicalText(column, type),
+      }
+    }),
+  )
 }

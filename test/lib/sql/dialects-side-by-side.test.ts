@@ -97,13 +97,15 @@ describe('the same merge plan in DuckDB SQL and GoogleSQL', () => {
     expect({ duckdb: duck.by(label), bigquery: bq.by(label) }).toEqual(expected)
   })
 
-  it('hashes with md5() in DuckDB and TO_HEX(MD5(CONCAT(...))) in BigQuery, with the type-specific canonical text', () => {
+  it('hashes with md5() in DuckDB and TO_HEX(MD5(...)) of (tag, text) pairs in BigQuery, with the type-specific canonical text', () => {
     const diff = (r: typeof duck) => r.by('diff snapshot against current versions')
     expect(diff(duck)).toContain(
       `md5(CASE WHEN s."balance" IS NULL THEN '' ELSE '7:balance=' || CAST(LENGTH(CAST(s."balance" AS VARCHAR)) AS VARCHAR)`,
     )
     expect(diff(bq)).toContain(
-      "TO_HEX(MD5(CONCAT(\n    CASE WHEN s.`balance` IS NULL THEN '' ELSE CONCAT('7:balance=', CAST(LENGTH(FORMAT('%.2f', s.`balance`)) AS STRING)",
+      "TO_HEX(MD5(ARRAY_TO_STRING(ARRAY(SELECT IFNULL(CONCAT(p.t, CAST(LENGTH(p.v) AS STRING), ':', p.v, ';'), '') " +
+        'FROM UNNEST(ARRAY<STRUCT<t STRING, v STRING>>[\n' +
+        "    ('7:balance=', IF(s.`balance` IS NULL, NULL, FORMAT('%.2f', s.`balance`))),",
     )
   })
 })
