@@ -33,7 +33,11 @@ export function describeFactRun(fact: FactSpec, result: RunFactResult): string {
   if (result.load.status === 'already-applied')
     return `${fact.name}: batch ${result.batchId} was already loaded${resumed}`
   const unknown = (result.load.unknown ?? [])
-    .map((u) => `${u.facts} to the unknown member of ${u.dimension} (${u.column})`)
+    .map(
+      (u) =>
+        `${u.facts} to the unknown member of ${u.dimension} (${u.column})` +
+        (u.inferredMembers ? `, ${u.inferredMembers} inferred member(s) added to ${u.dimension}` : ''),
+    )
     .join(', ')
   const moved = result.repointed
     .filter((r) => r.facts > 0)

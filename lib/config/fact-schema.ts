@@ -44,6 +44,12 @@ export const factReferenceSchema = strict(
       .boolean({ error: expecting('true or false') })
       .optional()
       .describe('Also store the natural key columns (type 7): the as-is view joins by them. Default false.'),
+    inferred: z
+      .boolean({ error: expecting('true or false') })
+      .optional()
+      .describe(
+        'A natural key the dimension has never held creates a placeholder version of it (flagged is_inferred) that the fact points at; the first real extract of the key completes it in place. Default false.',
+      ),
     unknown_member_key: z
       .number({ error: expecting(UNKNOWN_KEY_TEXT) })
       .int({ error: expecting(UNKNOWN_KEY_TEXT) })

@@ -68,7 +68,24 @@ function resolveFact(
       issues.add(
         [...at, 'key'],
         `gives ${key.length} column${key.length === 1 ? '' : 's'} (${key.join(', ')}) but the key of ` +
-          `${dimension.name} has ${dimension.key.length} (${dimension.key.join(', ')}); give one fact column per key column, in that order`,
+          `${dimension.name} has ${dimension.key.length} (${dimension.key.join(', ')}); give one fact column per key column, in that order` +
+          (r.inferred === true ? ' (an inferred member is a version of the whole key)' : ''),
+      )
+      return undefined
+    }
+    if (r.inferred === true && dimension.systemTime !== undefined) {
+      issues.add(
+        [...at, 'inferred'],
+        `cannot infer members of ${dimension.name}: it is bitemporal, and a bitemporal table never updates a row ` +
+          'in place, which completing a placeholder does; remove inferred (its facts go to the unknown member)',
+      )
+      return undefined
+    }
+    if (r.inferred === true && dimension.mode !== 'history') {
+      issues.add(
+        [...at, 'inferred'],
+        `cannot infer members of ${dimension.name}: its mode is ${dimension.mode}, and only history tables ` +
+          'complete a placeholder version in place; remove inferred or make the table mode: history',
       )
       return undefined
     }
@@ -80,6 +97,7 @@ function resolveFact(
       alias,
       unknownMemberKey: r.unknown_member_key ?? DEFAULT_UNKNOWN_MEMBER_KEY,
       keepNaturalKey: r.natural_key ?? false,
+      inferred: r.inferred ?? false,
     }
   })
   const resolved = references.filter((r): r is FactReference => r !== undefined)

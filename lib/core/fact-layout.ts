@@ -3,6 +3,7 @@ import type { DimensionColumn } from './dimension-layout.ts'
 import { RESERVED_PREFIX } from './dimension-layout.ts'
 import { BatchRejectedError } from './errors.ts'
 import type { FactReference, FactSpec } from './fact-spec.ts'
+import { inferredColumnName } from './inferred-member.ts'
 import { metadataColumnList } from './metadata-columns.ts'
 import { isPointInTimeType, typeFamily } from './staged-types.ts'
 import type { TableSpec } from './table-spec.ts'
@@ -18,6 +19,11 @@ export interface ResolvedFactReference {
   readonly dimensionKey: readonly DimensionColumn[]
   /** The dimension's other data columns (not key, not metadata): what the views show, prefixed. */
   readonly attributes: readonly DimensionColumn[]
+  /**
+   * The dimension's inferred-member flag column, when the reference infers members and the dimension has the
+   * column (load-fact-batch.ts adds it first): facts whose key the dimension never held get a placeholder.
+   */
+  readonly inferredFlag?: string
 }
 
 /** How a staged fact batch maps onto the fact table. */
@@ -91,10 +97,7 @@ export function planFactLayout(
             `(${dimensionColumn.type}) of ${table.target}; cast it in the source`,
         )
     })
-    const metadata = new Set(metadataColumnList(table.columns).map((c) => c.name))
-    const keyNames = new Set(table.key)
-    const attributes = columns.filter((c) => !metadata.has(c.name) && !keyNames.has(c.name))
-    return { reference, dimension: table, dimensionKey, attributes }
+    return { reference, dimension: table, dimensionKey, ...dimensionColumnsOf(reference, table, columns) }
   })
 
   const names = [
@@ -155,9 +158,23 @@ export function resolveFactReferences(
       if (column === undefined) throw new Error(`fact ${fact.name}: ${table.target} has no key column "${k}"`)
       return column
     })
-    const metadata = new Set(metadataColumnList(table.columns).map((c) => c.name))
-    const keyNames = new Set(table.key)
-    const attributes = columns.filter((c) => !metadata.has(c.name) && !keyNames.has(c.name))
-    return { reference, dimension: table, dimensionKey, attributes }
+    return { reference, dimension: table, dimensionKey, ...dimensionColumnsOf(reference, table, columns) }
   })
+}
+
+/**
+ * The dimension's attributes (not key, not metadata, not the inferred-member flag) and, for a reference that
+ * infers members, the flag column when the dimension has it.
+ */
+function dimensionColumnsOf(
+  reference: FactReference,
+  table: TableSpec,
+  columns: readonly DimensionColumn[],
+): { attributes: readonly DimensionColumn[]; inferredFlag?: string } {
+  const flag = inferredColumnName(table.columns)
+  const metadata = new Set([...metadataColumnList(table.columns).map((c) => c.name), flag])
+  const keyNames = new Set(table.key)
+  const attributes = columns.filter((c) => !metadata.has(c.name) && !keyNames.has(c.name))
+  const hasFlag = columns.some((c) => c.name === flag)
+  return { attributes, ...(reference.inferred && hasFlag ? { inferredFlag: flag } : {}) }
 }

@@ -36,6 +36,11 @@ export interface FactReference {
    * `<target>_as_was` (attributes of the version true at the event) and `<target>_as_is` (of the current one).
    */
   readonly keepNaturalKey: boolean
+  /**
+   * Inferred members: a natural key the dimension has never held creates a placeholder version of it (see
+   * lib/core/inferred-member.ts) instead of pointing the fact at the unknown member.
+   */
+  readonly inferred: boolean
 }
 
 export interface FactSpec {

@@ -9,6 +9,7 @@ import { dimensionObjects } from './render-ddl.ts'
 import { raiseCheck } from './raise-check.ts'
 import { TEMP } from './merge-sql.ts'
 import { liveVersionAt } from './version-predicates.ts'
+import { renderInferredCount, renderInferredMembers } from './render-inferred-member.ts'
 
 /** Everything the load of one fact batch depends on. Pure data: rendering does no I/O and reads no clock. */
 export interface FactLoadPlan {
@@ -27,10 +28,11 @@ export interface FactLoadPlan {
 
 /**
  * The load of one fact batch, to run inside one transaction: the grain checks (which refuse the whole batch),
- * then the facts the batch replaces are removed (all of them for a full extract, those with a grain in the
+ * then the inferred members references that infer them need (render-inferred-member.ts), then the facts the
+ * batch replaces are removed (all of them for a full extract, those with a grain in the
  * batch for an incremental one), then every staged fact is inserted with each reference resolved, in one
  * set-based join per reference, to the surrogate key of the live version whose half-open window contains the
- * event time, or to the dimension's unknown member; last the ledger row that makes a re-delivered batch a no-op.
+ * event time (an inferred member included), or to the dimension's unknown member; last the ledger row that makes a re-delivered batch a no-op.
  */
 export function renderFactLoad(d: SqlDialect, plan: FactLoadPlan): CompiledStatement[] {
   const { fact, layout, objects } = plan
@@ -81,6 +83,20 @@ export function renderFactLoad(d: SqlDialect, plan: FactLoadPlan): CompiledState
       )}\nFROM (SELECT COUNT(*) AS c FROM dup) x WHERE x.c > 0`,
   })
 
+  for (const reference of layout.references) {
+    const inferredFlag = reference.inferredFlag
+    if (inferredFlag !== undefined)
+      out.push(
+        ...renderInferredMembers(d, {
+          fact,
+          reference: { ...reference, inferredFlag },
+          schema: plan.schema,
+          batchId: plan.batchId,
+          stage,
+        }),
+      )
+  }
+
   const grainEq = fact.grain.map((g) => `f.${q(g)} = ${s(g)}`).join(' AND ')
   out.push(
     plan.mode === 'full'
@@ -130,9 +146,15 @@ export function unknownCountColumn(index: number): string {
   return `unknown_${index}`
 }
 
+/** Column of the load report counting the inferred members reference `index` created. */
+export function inferredCountColumn(index: number): string {
+  return `inferred_${index}`
+}
+
 /**
  * One row read after the load: `facts` (the batch's facts now stored) and, per reference, how many of them point
- * at the dimension's unknown member (`unknown_0`, `unknown_1`, ...).
+ * at the dimension's unknown member (`unknown_0`, `unknown_1`, ...) and, per reference that infers members, how
+ * many placeholders the batch created (`inferred_0`, ...).
  */
 export function renderFactReport(d: SqlDialect, plan: FactLoadPlan): string {
   const q = (name: string) => d.quoteIdentifier(name)
@@ -140,6 +162,12 @@ export function renderFactReport(d: SqlDialect, plan: FactLoadPlan): string {
     (r, i) =>
       `,\n  COALESCE(SUM(CASE WHEN ${q(r.surrogateKeyColumn)} = ${r.unknownMemberKey} THEN 1 ELSE 0 END), 0) AS ${unknownCountColumn(i)}`,
   )
+  plan.layout.references.forEach((r, i) => {
+    if (r.inferredFlag !== undefined)
+      counts.push(
+        `,\n  ${renderInferredCount(d, r.dimension, plan.schema, r.inferredFlag, plan.batchId)} AS ${inferredCountColumn(i)}`,
+      )
+  })
   return (
     `SELECT COUNT(*) AS facts${counts.join('')}\nFROM ${d.table(plan.objects.table)}\n` +
     `WHERE ${q(FACT_BATCH_COLUMN)} = ${d.stringLiteral(plan.batchId)}`

@@ -13,10 +13,13 @@ import { renderFactDdl, renderFactScript } from '../sql/render-fact-script.ts'
 import {
   renderFactLoad,
   renderFactReport,
+  inferredCountColumn,
   unknownCountColumn,
   type FactLoadPlan,
 } from '../sql/render-fact-load.ts'
 import { stagingTableName } from '../sql/render-merge-script.ts'
+import { inferredColumnName } from '../core/inferred-member.ts'
+import { renderInferredFlagColumn } from '../sql/render-inferred-member.ts'
 import { renderUnknownMember, renderUnknownMemberQuery } from '../sql/render-unknown-member.ts'
 
 export interface LoadFactBatchRequest {
@@ -35,6 +38,8 @@ export interface UnknownMemberCount {
   readonly dimension: string
   readonly column: string
   readonly facts: number
+  /** References that infer members: the placeholder versions the batch created in the dimension. */
+  readonly inferredMembers?: number
 }
 
 export interface LoadFactBatchResult {
@@ -73,6 +78,7 @@ export async function loadFactBatch(
 
   const batch = await deps.staging.openBatch(fact.name, batchId)
   try {
+    const flags = request.dryRun ? [] : await addMissingInferredFlags(warehouse, request)
     const dimensions = await Promise.all(
       fact.references.map(async (r) => {
         const table = request.dimensions.find((t) => t.name === r.dimension)
@@ -111,7 +117,7 @@ export async function loadFactBatch(
       status: request.dryRun ? 'dry-run' : 'loaded',
       batchId,
       ...(row !== undefined ? reportOf(fact, row) : {}),
-      statements: [...unknownMembers, ...statements],
+      statements: [...flags, ...unknownMembers, ...statements],
     }
   } finally {
     await batch.release()
@@ -197,6 +203,35 @@ async function addMissingUnknownMembers(
   return statements
 }
 
+/**
+ * Adds the inferred-member flag column to each dimension a reference infers members of and that lacks it, before
+ * the load (DDL cannot run in the load's transaction on BigQuery). A dimension that does not exist yet is left
+ * to planFactLayout, which refuses the batch naming it.
+ */
+async function addMissingInferredFlags(
+  warehouse: Warehouse<SqlDialect>,
+  request: LoadFactBatchRequest,
+): Promise<CompiledStatement[]> {
+  const d = warehouse.dialect
+  const statements: CompiledStatement[] = []
+  const done = new Set<string>()
+  for (const r of request.fact.references) {
+    const table = request.dimensions.find((t) => t.name === r.dimension)
+    if (!r.inferred || table === undefined || done.has(table.name)) continue
+    done.add(table.name)
+    const ref = dimensionObjects(table, request.schema).dimension
+    const columns = await warehouse.describeTable(ref)
+    const flag = inferredColumnName(table.columns)
+    if (columns === undefined || columns.some((c) => c.name === flag)) continue
+    const { ddl, fill } = renderInferredFlagColumn(d, table, ref, flag)
+    await runDdl(warehouse, ddl)
+    if (isScriptWarehouse(warehouse)) await warehouse.query(fill.sql)
+    else await warehouse.transaction((tx) => tx.execute(fill), { commit: true })
+    statements.push(ddl, fill)
+  }
+  return statements
+}
+
 /** A DDL statement on its own: in a transaction where DDL may run in one, else as a plain statement. */
 async function runDdl(warehouse: Warehouse<SqlDialect>, statement: CompiledStatement): Promise<void> {
   if (warehouse.dialect.capabilities.transactionalDdl)
@@ -211,6 +246,9 @@ function reportOf(fact: FactSpec, row: Row): { facts: number; unknown: UnknownMe
       dimension: r.dimension,
       column: r.surrogateKeyColumn,
       facts: Number(row[unknownCountColumn(i)] ?? 0),
+      ...(row[inferredCountColumn(i)] !== undefined
+        ? { inferredMembers: Number(row[inferredCountColumn(i)]) }
+        : {}),
     })),
   }
 }

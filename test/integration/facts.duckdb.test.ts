@@ -29,6 +29,7 @@ function customerReference(overrides: Partial<FactReference> = {}): FactReferenc
     alias: 'customer',
     unknownMemberKey: 0,
     keepNaturalKey: false,
+    inferred: false,
     ...overrides,
   }
 }
@@ -339,6 +340,7 @@ describe('facts read as they were and as they are (type 7), on DuckDB', () => {
         alias: 'tariff',
         unknownMemberKey: 0,
         keepNaturalKey: true,
+        inferred: false,
       },
     ],
   }

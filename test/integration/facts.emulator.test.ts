@@ -54,6 +54,7 @@ const orders: FactSpec = {
       alias: 'customer',
       unknownMemberKey: -1,
       keepNaturalKey: false,
+      inferred: false,
     },
   ],
 }
@@ -73,6 +74,7 @@ const invoices: FactSpec = {
       alias: 'tariff',
       unknownMemberKey: 0,
       keepNaturalKey: true,
+      inferred: false,
     },
   ],
 }

@@ -33,7 +33,7 @@ describe('facts: in dimsync.yaml', () => {
     measures: [amount]
     references:
       - { dimension: customers, key: [order_tenant, order_customer] }
-      - { dimension: tariffs, key: tariff, as: tariff_then, natural_key: true, unknown_member_key: -1 }
+      - { dimension: tariffs, key: tariff, as: tariff_then, natural_key: true, unknown_member_key: -1, inferred: true }
   - name: invoices
     source: { type: file, path: invoices.parquet }
     target: invoice_facts
@@ -60,6 +60,7 @@ describe('facts: in dimsync.yaml', () => {
             alias: 'customers',
             unknownMemberKey: 0,
             keepNaturalKey: false,
+            inferred: false,
           },
           {
             dimension: 'tariffs',
@@ -68,6 +69,7 @@ describe('facts: in dimsync.yaml', () => {
             alias: 'tariff_then',
             unknownMemberKey: -1,
             keepNaturalKey: true,
+            inferred: true,
           },
         ],
       },
@@ -124,6 +126,42 @@ describe('facts: in dimsync.yaml', () => {
       'facts[1].references[0].unknown_member_key: must be a whole number, 0 or below (got 1)',
       "facts[2].references[1].unknown_member_key: is -1 but facts[2].references[0] gives tariffs's unknown member the key 0; a dimension has one unknown member",
     ])
+  })
+
+  it('refuses inferred members of a table that is not a history or is bitemporal, or from part of the key', () => {
+    expect(
+      issues(`${TABLES}  - name: events
+    source: { type: file, path: events.csv }
+    key: event_id
+    mode: append
+  - name: plans
+    source: { type: file, path: plans.csv }
+    key: plan_id
+    system_time: true
+facts:
+  - name: orders
+    source: { type: file, path: orders.csv }
+    grain: order_id
+    event_time: ordered_at
+    references:
+      - { dimension: events, key: event_id, inferred: true }
+      - { dimension: customers, key: customer_id, inferred: true }
+      - { dimension: plans, key: plan_id, inferred: true }
+`),
+    ).toEqual([
+      'facts[0].references[0].inferred: cannot infer members of events: its mode is append, and only history tables complete a placeholder version in place; remove inferred or make the table mode: history',
+      'facts[0].references[1].key: gives 1 column (customer_id) but the key of customers has 2 (tenant_id, customer_id); give one fact column per key column, in that order (an inferred member is a version of the whole key)',
+      'facts[0].references[2].inferred: cannot infer members of plans: it is bitemporal, and a bitemporal table never updates a row in place, which completing a placeholder does; remove inferred (its facts go to the unknown member)',
+    ])
+    expect(
+      issues(`${TABLES}facts:
+  - name: orders
+    source: { type: file, path: orders.csv }
+    grain: order_id
+    event_time: ordered_at
+    references: [{ dimension: tariffs, key: tariff, inferred: yes }]
+`),
+    ).toEqual(['facts[0].references[0].inferred: must be true or false (got "yes")'])
   })
 
   it('refuses names and targets shared with tables, repeated references, unknown keys and missing fields', () => {

@@ -12,6 +12,8 @@ import { dimensionObjects, renderDimensionDdl } from '../../../lib/sql/render-dd
 import { factObjects } from '../../../lib/sql/render-fact-ddl.ts'
 import { renderFactScript } from '../../../lib/sql/render-fact-script.ts'
 import { stagingTableName } from '../../../lib/sql/render-merge-script.ts'
+import { inferredColumnName } from '../../../lib/core/inferred-member.ts'
+import { renderInferredFlagColumn } from '../../../lib/sql/render-inferred-member.ts'
 import { renderUnknownMember, renderUnknownMemberQuery } from '../../../lib/sql/render-unknown-member.ts'
 import { tableSpec } from '../../support/table-spec-builder.ts'
 import { ZetaSqlAnalyzer } from '../../support/zetasql/zetasql-analyzer.ts'
@@ -69,6 +71,7 @@ function cases(): Case[] {
               alias: 'customer',
               unknownMemberKey,
               keepNaturalKey,
+              inferred: keepNaturalKey,
             },
             {
               dimension: 'customers',
@@ -77,6 +80,7 @@ function cases(): Case[] {
               alias: 'ship_to',
               unknownMemberKey,
               keepNaturalKey: !keepNaturalKey,
+              inferred: false,
             },
           ],
         }
@@ -126,7 +130,17 @@ describe('every BigQuery statement of a fact load passes the GoogleSQL analyzer 
     const dimensionLayout = planDimensionLayout(c.dimension, BATCH, CUSTOMER, undefined)
     const dimObjects = dimensionObjects(c.dimension, DATASET)
     await run(renderDimensionDdl(d, c.dimension, dimensionLayout, dimObjects))
-    const dimensionColumns = [...dimensionLayout.stored, ...metadataColumnList(c.dimension.columns)]
+    const flag = inferredColumnName(c.dimension.columns)
+    const inferring = c.fact.references.some((r) => r.inferred)
+    const dimensionColumns = [
+      ...dimensionLayout.stored,
+      ...metadataColumnList(c.dimension.columns),
+      ...(inferring ? [{ name: flag, type: 'BOOLEAN' }] : []),
+    ]
+    if (inferring) {
+      const { ddl, fill } = renderInferredFlagColumn(d, c.dimension, dimObjects.dimension, flag)
+      await run([ddl, fill])
+    }
     const stage = { schema: DATASET, name: stagingTableName(c.fact.target, BATCH) }
     analyzer.addTable(
       `${PROJECT}.${DATASET}.${stage.name}`,

@@ -10,7 +10,8 @@ import {
   captureScenarioArb,
   captureTable,
 } from '../../support/history-arbitraries.ts'
-import { iso, SENTINEL } from '../../support/history-checks.ts'
+import { assertInvariants, hourOf, iso, SENTINEL, withOpenEndAsNull } from '../../support/history-checks.ts'
+import type { VersionRow } from '../../support/scd-harness.ts'
 import { expectedHistory } from '../../support/history-model.ts'
 import { repointFacts } from '../../../lib/use-cases/repoint-facts.ts'
 import { FactHarness } from '../../support/fact-harness.ts'
@@ -39,6 +40,7 @@ const orders: FactSpec = {
       alias: 'customer',
       unknownMemberKey: UNKNOWN,
       keepNaturalKey: true,
+      inferred: false,
     },
   ],
 }
@@ -158,4 +160,138 @@ describe.each<[DeletePolicy, string | null]>([
     // Re-pointing must actually have been needed in some runs.
     expect(repointed).toBeGreaterThan(0)
   }, 240_000)
+
+  it("with inferred members: a fact points at its key's version containing its time, an inferred member or the unknown member", async () => {
+    let completed = 0
+    await fc.assert(
+      fc.asyncProperty(captureScenarioArb, ordersArb, async ({ events, batches }, facts) => {
+        const customers = captureTable(policy, openEnd)
+        const h = await FactHarness.duckdb([customers])
+        const placeholders = new Set<number>()
+        try {
+          // Half the facts after the first dimension batch, the rest in slices after the others: keys not
+          // extracted yet get placeholders, which later batches complete (or late events move around).
+          const rows = orderRows(facts)
+          const half = Math.ceil(rows.length / 2)
+          const slice = Math.ceil((rows.length - half) / Math.max(1, batches.length - 1))
+          const partAfter = (i: number) =>
+            i === 0 ? rows.slice(0, half) : rows.slice(half + (i - 1) * slice, half + i * slice)
+          for (const [i, batch] of batches.entries()) {
+            await h.mergeDimension(customers, CAPTURE_COLUMNS, batch.map(captureRow), {
+              extractedAt: iso(100 + i),
+              mode: 'incremental',
+            })
+            const part = partAfter(i)
+            if (part.length > 0) {
+              await h.loadFacts(
+                inferring,
+                await h.stageFacts(inferring, ORDER, part, { extractedAt: iso(150 + i) }),
+              )
+              for (const r of await h.query(`SELECT dimsync_sk FROM dim_customer WHERE is_inferred`))
+                placeholders.add(Number(r.dimsync_sk))
+            }
+          }
+          await repointFacts(
+            { warehouse: h.warehouse },
+            { fact: inferring, dimensions: [customers], schema: 'main' },
+          )
+          completed += await expectFactsAtVersionsOrInferred(h, events, facts, policy, placeholders)
+        } finally {
+          await h.dispose()
+        }
+      }),
+      { numRuns: Number(process.env.DIMSYNC_PROPERTY_RUNS ?? 5), endOnFailure: true },
+    )
+    // Placeholders must actually have been completed in some runs.
+    expect(completed).toBeGreaterThan(0)
+  }, 240_000)
 })
+
+const inferring: FactSpec = {
+  ...orders,
+  references: [{ ...orders.references[0]!, inferred: true }],
+}
+
+/**
+ * With inferred members (`placeholders`: the surrogate keys fact loads created as placeholders): every fact
+ * points at the live version of its key valid at its time (as stored), else at the unknown member, and a key
+ * never extracted has a placeholder holding all its facts. The history keeps DESIGN.md's invariants 1-5 and,
+ * outside placeholders still inferred, reads at every half hour as its capture log says: the events, plus for a
+ * completed placeholder the state it was completed with, from the start it kept (so the facts loaded early stay
+ * in it); for keys that never had a placeholder logged, exactly the model. Returns how many placeholders were
+ * completed.
+ */
+async function expectFactsAtVersionsOrInferred(
+  h: FactHarness,
+  events: Parameters<typeof captureModel>[0],
+  facts: readonly Order[],
+  policy: DeletePolicy,
+  placeholders: ReadonlySet<number>,
+): Promise<number> {
+  const rows = withOpenEndAsNull(
+    (await h.query(
+      `SELECT dimsync_sk, customer_id, region, tier, CAST(valid_from AS VARCHAR) AS valid_from, ` +
+        `CAST(valid_to AS VARCHAR) AS valid_to, is_current, is_deleted, is_inferred ` +
+        `FROM dim_customer WHERE customer_id IS NOT NULL ORDER BY customer_id, valid_from`,
+    )) as VersionRow[],
+  )
+  assertInvariants(rows)
+  const versions = rows.map((r) => ({
+    sk: Number(r.dimsync_sk),
+    key: Number(r.customer_id),
+    from: hourOf(String(r.valid_from)),
+    to: r.valid_to === null ? null : hourOf(String(r.valid_to)),
+    deleted: Boolean(r.is_deleted),
+    inferred: r.is_inferred === true,
+    attrs: { region: r.region as string | null, tier: r.tier as string | null },
+  }))
+  const liveAt = <V extends { key: number; from: number; to: number | null; deleted: boolean }>(
+    list: readonly V[],
+    key: number | null,
+    t: number,
+  ) => list.find((v) => v.key === key && !v.deleted && v.from <= t && (v.to === null || t < v.to))
+  const model = expectedHistory(captureModel(events), policy)
+  const expected = facts.map((f, i) => {
+    const v = liveAt(versions, f.key, f.t)
+    if (f.key !== null && !events.some((e) => e.key === f.key))
+      expect(v?.inferred, `order ${i + 1} of never-extracted key ${f.key} at its placeholder`).toBe(true)
+    return [i + 1, v === undefined ? UNKNOWN : v.sk]
+  })
+  const stored = await h.query(`SELECT order_id, customer_sk FROM fact_orders ORDER BY order_id`)
+  expect(stored.map((r) => [r.order_id, r.customer_sk])).toEqual(expected)
+
+  // The capture log holds the events and, for placeholders, the state a completion gave them from their start
+  // (or their own, while a placeholder): history must be what that log says, as for any captured state.
+  const states = new Map(
+    (await h.query(`SELECT DISTINCT dimsync_row_hash AS hash, region, tier FROM dim_customer`)).map((r) => [
+      String(r.hash),
+      { region: r.region as string | null, tier: r.tier as string | null },
+    ]),
+  )
+  const captured = new Set(events.map((e) => `${e.key}@${e.t}`))
+  const synthetic = (
+    await h.query(
+      `SELECT customer_id, CAST(captured_at AS VARCHAR) AS t, state_hash FROM dim_customer_dimsync_captures WHERE NOT is_deleted`,
+    )
+  )
+    .map((c) => ({ key: Number(c.customer_id), t: hourOf(String(c.t)), hash: String(c.state_hash) }))
+    .filter((c) => !captured.has(`${c.key}@${c.t}`))
+  for (const c of synthetic)
+    expect(states.has(c.hash), `state of the logged placeholder of key ${c.key} at ${c.t}`).toBe(true)
+  const logged = expectedHistory(
+    [...captureModel(events), ...synthetic.map((c) => ({ key: c.key, t: c.t, attrs: states.get(c.hash)! }))],
+    policy,
+  )
+  for (let t = -2; t <= 46; t += 0.5)
+    for (const key of [1, 2, 3, 4, 5]) {
+      const got = liveAt(versions, key, t)
+      if (got?.inferred) continue
+      expect(got?.attrs, `key ${key} at hour ${t}: as the capture log says`).toEqual(
+        liveAt(logged, key, t)?.attrs,
+      )
+      // Without placeholders the log is the events: history is the model's.
+      if (synthetic.every((c) => c.key !== key))
+        expect(got?.attrs, `key ${key} at hour ${t}: as the model`).toEqual(liveAt(model, key, t)?.attrs)
+    }
+  return versions.filter((v) => placeholders.has(v.sk) && !v.inferred).length
+}
