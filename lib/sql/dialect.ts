@@ -77,8 +77,8 @@ export interface SqlDialect {
   tableOptions(role: TableRole, options: TableOptionsRequest): string
   /**
    * Statements that widen a column's type in place (schema evolution: staged type `change.from` → `change.to`,
-   * a widening by lib/core/type-widening.ts), each idempotent, and record `change.description` where the
-   * warehouse keeps column descriptions.
+   * a widening by lib/core/type-widening.ts), each idempotent; none where the warehouse stores both staged types
+   * alike.
    */
   alterColumnType(ref: TableRef, column: string, change: ColumnTypeChange, where: ColumnWhere): string[]
   /** `CREATE OR REPLACE VIEW` of `select`, described as `description` where the warehouse keeps descriptions. */
@@ -103,7 +103,6 @@ export interface SqlDialect {
 export interface ColumnTypeChange {
   readonly from: string
   readonly to: string
-  readonly description: string
 }
 
 /** Where a column is, for messages. */

@@ -108,7 +108,7 @@ export function renderDimensionDdl(
       ...rest.map((c) => meta(c)),
       ...systemTimeColumnList(table).map((c, i) => {
         const contract = i === 0 ? SYSTEM_TIME_COLUMNS.systemFrom : SYSTEM_TIME_COLUMNS.systemTo
-        return column(c, contract.notNull, `dimsync: ${contract.meaning}\n${SOURCE_TYPE_NOTE}${c.type}`)
+        return column(c, contract.notNull, `dimsync: ${contract.meaning}`)
       }),
     ]
     out.push({
@@ -123,8 +123,7 @@ export function renderDimensionDdl(
     })
   }
   for (const c of layout.widened) {
-    const description = descriptionOf(layout, c)
-    const change = { from: c.from, to: c.type, description }
+    const change = { from: c.from, to: c.type }
     const where = { table: table.name, column: c.name }
     // A key column is also in the capture log and the retired versions.
     const tables = [
@@ -176,14 +175,6 @@ export function renderDimensionDdl(
     })
   }
   return out
-}
-
-/** The description a stored or derived column is created with (its staged type, read back by BigQuery). */
-function descriptionOf(layout: DimensionLayout, c: DimensionColumn): string {
-  const derived = layout.derived.find((x) => x.name === c.name)
-  return derived === undefined
-    ? `${SOURCE_TYPE_NOTE}${c.type}`
-    : `dimsync: the ${derived.kind} value of ${derived.from}\n${SOURCE_TYPE_NOTE}${c.type}`
 }
 
 /** The capture log's column holding a sequenced change feed's sequence value (its source type). */

@@ -1,6 +1,6 @@
 import { MassDeleteRefusedError } from '../core/errors.ts'
 import type { MergeCounts } from '../core/run-record.ts'
-import { planDimensionLayout, type DimensionLayout } from '../core/dimension-layout.ts'
+import { planDimensionLayout, systemTimeColumnList, type DimensionLayout } from '../core/dimension-layout.ts'
 import { metadataColumnList } from '../core/metadata-columns.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import type { StagingStore } from '../ports/staging-store.ts'
@@ -139,7 +139,12 @@ async function mergeAsScript(
     script,
     stage,
     dryRun: request.dryRun ?? false,
-    columns: [...metadataColumnList(table.columns), ...layout.stored, ...layout.derived],
+    columns: [
+      ...metadataColumnList(table.columns),
+      ...systemTimeColumnList(table),
+      ...layout.stored,
+      ...layout.derived,
+    ],
   })
   const row = result.row
   return {

@@ -145,8 +145,8 @@ class BigQueryDialect extends SqlDialectBase {
 
   /**
    * BigQuery widens a column with `SET DATA TYPE` where the BigQuery types differ (NUMERIC(10, 2) →
-   * NUMERIC(18, 2), NUMERIC → BIGNUMERIC; INTEGER and BIGINT are both INT64), and the description records the new
-   * staged type (the adapter reads the staged type back from it).
+   * NUMERIC(18, 2), NUMERIC → BIGNUMERIC; INTEGER and BIGINT are both INT64: nothing to do). The adapter records
+   * the new staged type with the merge.
    * https://cloud.google.com/bigquery/docs/reference/standard-sql/data-definition-language#alter_column_set_data_type_statement
    */
   override alterColumnType(
@@ -157,10 +157,7 @@ class BigQueryDialect extends SqlDialectBase {
   ): string[] {
     const alter = `ALTER TABLE ${this.table(ref)} ALTER COLUMN ${this.quoteIdentifier(column)}`
     const [from, to] = [this.columnType(change.from, where), this.columnType(change.to, where)]
-    return [
-      ...(from === to ? [] : [`${alter} SET DATA TYPE ${to}`]),
-      `${alter} SET OPTIONS (description = ${this.stringLiteral(change.description)})`,
-    ]
+    return from === to ? [] : [`${alter} SET DATA TYPE ${to}`]
   }
 
   override createView(ref: TableRef, select: string, description: string): string {
