@@ -69,10 +69,14 @@ export function planDeployment(project: ProjectSpec): DeploymentPlan {
       `warehouse.type: "${warehouseType}" cannot be deployed to AWS: a function's disk lasts one invocation; ` +
         'set warehouse: { type: bigquery, ... } (DuckDB is for dimsync run on one machine)',
     )
-  } else if (bigQuerySecret === undefined) {
+  } else if (
+    bigQuerySecret === undefined &&
+    (project.warehouse as { readonly workloadIdentity?: unknown }).workloadIdentity === undefined
+  ) {
     issues.push(
       'warehouse.credentials_secret: is required to deploy a BigQuery warehouse (the name or ARN of a Secrets ' +
-        'Manager secret holding the service-account JSON)',
+        'Manager secret holding the service-account JSON), unless warehouse.workload_identity gives keyless ' +
+        "access from the functions' AWS role",
     )
   }
 

@@ -535,6 +535,12 @@ export const GCP_PROJECT_PATTERN = /^(?:[a-z][a-z0-9.-]*[a-z0-9]:)?[a-z][a-z0-9-
 /** BigQuery dataset names: letters, digits and _, at most 1,024 characters. */
 export const DATASET_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,1023}$/
 
+/** `//iam.googleapis.com/projects/123/locations/global/workloadIdentityPools/pool/providers/provider`. */
+export const WORKLOAD_IDENTITY_AUDIENCE_PATTERN =
+  /^\/\/iam\.googleapis\.com\/projects\/\d+\/locations\/global\/workloadIdentityPools\/[a-z0-9-]+\/providers\/[a-z0-9-]+$/
+export const SERVICE_ACCOUNT_PATTERN =
+  /^[a-z][a-z0-9-]{4,28}[a-z0-9]@[a-z0-9.:-]+\.iam\.gserviceaccount\.com$/
+
 export const bigQueryWarehouseSchema = strict({
   type: z.literal('bigquery'),
   project: patterned(GCP_PROJECT_PATTERN, 'a Google Cloud project id (my-project-123)').describe(
@@ -550,6 +556,27 @@ export const bigQueryWarehouseSchema = strict({
     .optional()
     .describe(
       'Secrets Manager secret holding a service-account key JSON (Lambda). Default: Application Default Credentials.',
+    ),
+  workload_identity: strict(
+    {
+      audience: patterned(
+        WORKLOAD_IDENTITY_AUDIENCE_PATTERN,
+        'a workload identity provider (//iam.googleapis.com/projects/NUMBER/locations/global/workloadIdentityPools/POOL/providers/PROVIDER)',
+      ).describe('The workload identity pool provider that trusts the AWS account.'),
+      service_account: patterned(
+        SERVICE_ACCOUNT_PATTERN,
+        'a service account email (name@project.iam.gserviceaccount.com)',
+      )
+        .optional()
+        .describe(
+          'Service account to impersonate; absent: the federated identity is granted BigQuery access itself.',
+        ),
+    },
+    'a mapping { audience, service_account }',
+  )
+    .optional()
+    .describe(
+      "Keyless auth from AWS (workload identity federation): the functions' AWS role is exchanged for Google credentials. Instead of credentials_secret.",
     ),
 })
 

@@ -119,7 +119,14 @@ export function resolveProject(document: unknown, configPath: string): ProjectSp
 /** A BigQuery warehouse's dataset is also the `schema` every warehouse places dimensions in. */
 function resolveWarehouse(data: unknown, duckdb: () => WarehouseSpec): WarehouseSpec {
   if (!isRecord(data) || data.type !== 'bigquery') return duckdb()
-  const w = data as { project: string; dataset: string; location: string; credentials_secret?: string }
+  const w = data as {
+    project: string
+    dataset: string
+    location: string
+    credentials_secret?: string
+    workload_identity?: { audience: string; service_account?: string }
+  }
+  const identity = w.workload_identity
   return {
     type: 'bigquery',
     project: w.project,
@@ -127,6 +134,14 @@ function resolveWarehouse(data: unknown, duckdb: () => WarehouseSpec): Warehouse
     schema: w.dataset,
     location: w.location,
     ...(w.credentials_secret !== undefined ? { credentialsSecret: w.credentials_secret } : {}),
+    ...(identity !== undefined
+      ? {
+          workloadIdentity: {
+            audience: identity.audience,
+            ...(identity.service_account !== undefined ? { serviceAccount: identity.service_account } : {}),
+          },
+        }
+      : {}),
   }
 }
 

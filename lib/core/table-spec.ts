@@ -193,6 +193,15 @@ export interface BigQueryWarehouseSpec {
    * Application Default Credentials (GOOGLE_APPLICATION_CREDENTIALS, gcloud login, workload identity).
    */
   readonly credentialsSecret?: string
+  /** Keyless auth from AWS: workload identity federation (instead of `credentialsSecret`). */
+  readonly workloadIdentity?: WorkloadIdentitySpec
+}
+
+/** A workload identity pool provider trusting the AWS account, and the service account to impersonate. */
+export interface WorkloadIdentitySpec {
+  /** `//iam.googleapis.com/projects/NUMBER/locations/global/workloadIdentityPools/POOL/providers/PROVIDER`. */
+  readonly audience: string
+  readonly serviceAccount?: string
 }
 
 export interface ProjectSpec {

@@ -382,6 +382,38 @@ describe('deployment rules and bad configs', () => {
     }
   })
 
+  it('a BigQuery warehouse needs a service-account key secret, or workload_identity (keyless, no secret)', () => {
+    const yaml = (warehouse: string) =>
+      [
+        'version: 1',
+        `warehouse: { type: bigquery, project: acme-dw, dataset: history, location: EU${warehouse} }`,
+        'tables:',
+        '  - { name: shops, source: { type: postgres, url_env: SHOPS_URL, table: shops }, key: id }',
+        'aws: { secrets: { SHOPS_URL: dimsync/shops } }',
+      ].join('\n')
+    const keyless = planDeployment(
+      parseProject(
+        yaml(
+          ', workload_identity: { audience: "//iam.googleapis.com/projects/123/locations/global/workloadIdentityPools/aws/providers/dimsync" }',
+        ),
+        '/deploy/dimsync.yaml',
+      ),
+    )
+    expect(keyless.bigQuerySecret).toBeUndefined()
+    const error = (() => {
+      try {
+        planDeployment(parseProject(yaml(''), '/deploy/dimsync.yaml'))
+      } catch (e) {
+        return e
+      }
+    })()
+    expect((error as ConfigError).issues).toEqual([
+      'warehouse.credentials_secret: is required to deploy a BigQuery warehouse (the name or ARN of a Secrets ' +
+        'Manager secret holding the service-account JSON), unless warehouse.workload_identity gives keyless ' +
+        "access from the functions' AWS role",
+    ])
+  })
+
   it('watches staleness over twice the interval, however rare the schedule; never for one that fires no more', () => {
     const weekly = planDeployment(
       bigQueryProject(AWS_YAML.replace('cron(0 3 * * ? *)', 'cron(0 3 ? * MON *)')),

@@ -11,6 +11,8 @@ export interface RecordedRequest {
   readonly path: string
   readonly query: URLSearchParams
   readonly json?: Proto
+  /** The `Authorization` header the client sent (`Bearer <token>`), if any. */
+  readonly authorization?: string
   /** Multipart uploads: the job resource, and the file's size and first four bytes (`PAR1` for Parquet). */
   readonly upload?: { readonly resource: Proto; readonly bytes: number; readonly head: string }
 }
@@ -79,10 +81,12 @@ export class HttpServer {
         throw invalid('The request body is not JSON')
       }
     }
+    const authorization = req.headers.authorization
     this.requests.push({
       method,
       path: url.pathname,
       query: url.searchParams,
+      ...(authorization === undefined ? {} : { authorization }),
       ...(json === undefined ? {} : { json }),
       ...(parts === undefined
         ? {}
