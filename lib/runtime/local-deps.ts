@@ -31,6 +31,13 @@ export interface LocalDeps extends PipelineDeps {
  */
 export const BIGQUERY_ENDPOINT_VARIABLE = 'DIMSYNC_BIGQUERY_ENDPOINT'
 
+/**
+ * DuckDB's memory limit for the warehouse (DIMSYNC_DUCKDB_MEMORY_LIMIT overrides it); beyond it DuckDB spills to
+ * disk. Its allocations outside the buffer pool come on top: a 1M-row first load peaked about 70 MB lower at 64MB
+ * than at 128MB and was not measurably slower (docs/benchmarks.md).
+ */
+export const DEFAULT_WAREHOUSE_MEMORY_LIMIT = '64MB'
+
 /** How long a command waits for a DuckDB warehouse file another process has open (seconds). */
 export const WAREHOUSE_WAIT_VARIABLE = 'DIMSYNC_WAREHOUSE_WAIT_SECONDS'
 const DEFAULT_WAREHOUSE_WAIT_SECONDS = 60
@@ -146,7 +153,7 @@ async function openLocalWarehouse(
     })
   }
   const { path } = project.warehouse
-  const memoryLimit = process.env.DIMSYNC_DUCKDB_MEMORY_LIMIT ?? '128MB'
+  const memoryLimit = process.env.DIMSYNC_DUCKDB_MEMORY_LIMIT ?? DEFAULT_WAREHOUSE_MEMORY_LIMIT
   if (access === 'read' && path !== ':memory:' && !existsSync(path))
     return await DuckDbWarehouse.open({ path: ':memory:', memoryLimit })
   return await openWaitingForLock(

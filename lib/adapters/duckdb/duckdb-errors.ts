@@ -6,12 +6,16 @@
 
 /** The variable that sets DuckDB's memory limit while sources are read (files, and the CSV-to-Parquet converter). */
 export const SOURCE_MEMORY_LIMIT_VARIABLE = 'DIMSYNC_SOURCE_MEMORY_LIMIT'
-/** Default memory limit of source reading, as DuckDB spells it. */
-export const DEFAULT_SOURCE_MEMORY_LIMIT = '128MB'
+/**
+ * Default memory limit of source reading, as DuckDB spells it. DuckDB's allocations outside its buffer pool (read
+ * buffers, row groups being written) come on top: reading a 1M-row CSV peaked 40-70 MB higher at 128MB than at
+ * 64MB, and was not measurably faster (docs/benchmarks.md).
+ */
+export const DEFAULT_SOURCE_MEMORY_LIMIT = '64MB'
 
 /** Where a DuckDB instance's memory limit comes from, to say what to raise when it runs out. */
 export interface MemoryLimitSetting {
-  /** The limit, as given to DuckDB (`128MB`). */
+  /** The limit, as given to DuckDB (`64MB`). */
   readonly limit: string
   /** The environment variable that sets it. */
   readonly variable: string
@@ -32,7 +36,7 @@ export function duckDbTrouble(error: unknown): DuckDbTrouble {
 
 /**
  * One line saying what went wrong while `doing` something: `the disk is full while …`, `… ran out of memory
- * (DIMSYNC_SOURCE_MEMORY_LIMIT is 128MB); raise DIMSYNC_SOURCE_MEMORY_LIMIT`, or DuckDB's first line.
+ * (DIMSYNC_SOURCE_MEMORY_LIMIT is 64MB); raise DIMSYNC_SOURCE_MEMORY_LIMIT`, or DuckDB's first line.
  */
 export function describeDuckDbError(error: unknown, doing: string, memory?: MemoryLimitSetting): string {
   switch (duckDbTrouble(error)) {

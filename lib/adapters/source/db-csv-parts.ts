@@ -13,7 +13,12 @@ import { join } from 'node:path'
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api'
 
 import type { BatchWriter } from '../../ports/staging-store.ts'
-import { describeDuckDbError, duckDbTrouble, type MemoryLimitSetting } from '../duckdb/duckdb-errors.ts'
+import {
+  DEFAULT_SOURCE_MEMORY_LIMIT,
+  describeDuckDbError,
+  duckDbTrouble,
+  type MemoryLimitSetting,
+} from '../duckdb/duckdb-errors.ts'
 import { readParquetRowCounts, sqlIdentifier, sqlString } from '../duckdb/parquet-schema.ts'
 import { readCsvRecords } from './csv-records.ts'
 import type { DbColumn } from './db-types.ts'
@@ -23,7 +28,7 @@ export interface CsvPartConverterOptions {
   readonly workDir: string
   /** DuckDB threads used to convert (default: 2, or 1 on a single-CPU machine). */
   readonly threads?: number
-  /** DuckDB memory limit, and the variable that sets it (default '128MB'). */
+  /** DuckDB memory limit, and the variable that sets it (default DEFAULT_SOURCE_MEMORY_LIMIT). */
   readonly memoryLimit?: MemoryLimitSetting
   /** Largest single CSV record (row) DuckDB accepts, in bytes (default 8 MiB). */
   readonly maxRecordBytes?: number
@@ -92,7 +97,7 @@ export class CsvPartConverter {
     await mkdir(options.workDir, { recursive: true })
     const instance = await DuckDBInstance.create(':memory:', {
       threads: String(options.threads ?? Math.min(2, availableParallelism())),
-      memory_limit: options.memoryLimit?.limit ?? '128MB',
+      memory_limit: options.memoryLimit?.limit ?? DEFAULT_SOURCE_MEMORY_LIMIT,
       preserve_insertion_order: 'false',
       temp_directory: join(options.workDir, 'duckdb-tmp'),
     })

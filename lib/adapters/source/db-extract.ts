@@ -69,7 +69,7 @@ export interface DbExtractOptions {
   readonly duckdbThreads?: number
   /** Largest row DuckDB reads, as CSV bytes (default 8 MiB); a larger row fails the extract, naming this limit. */
   readonly maxRowBytes?: number
-  /** DuckDB memory limit while converting (default '128MB'; the CLI and Lambdas: DIMSYNC_SOURCE_MEMORY_LIMIT). */
+  /** DuckDB memory limit while converting (default '64MB'; the CLI and Lambdas: DIMSYNC_SOURCE_MEMORY_LIMIT). */
   readonly duckdbMemoryLimit?: string
   /**
    * Rows per key range of an extract that may stop early (`ExtractRequest.timeLeftMs`), default 1,000,000: a
