@@ -60,7 +60,13 @@ export const factReferenceSchema = strict(
   'a mapping { dimension, key }',
 )
 
-const EXTRACT_TEXT = '"full" or a mapping { mode: incremental, cursor: <column> }'
+const EXTRACT_TEXT =
+  '"full" or a mapping { mode: incremental, cursor: <column> } or { mode: changes, operation, sequence, cursor }'
+const OPERATION_VALUES_TEXT = 'a value or a non-empty list of values'
+const operationValues = z.union(
+  [z.string({ error: expecting(OPERATION_VALUES_TEXT) }).min(1), z.array(z.string().min(1)).min(1)],
+  { error: expecting(OPERATION_VALUES_TEXT) },
+)
 const factExtractSchema = z.union(
   [
     z.literal('full'),
@@ -69,6 +75,47 @@ const factExtractSchema = z.union(
       {
         mode: z.literal('incremental'),
         cursor: column.describe('Source column that grows with every new fact.'),
+        lookback_minutes: z
+          .number({ error: expecting('a whole number of minutes, 0 or more') })
+          .int({ error: expecting('a whole number of minutes, 0 or more') })
+          .min(0, { error: expecting('a whole number of minutes, 0 or more') })
+          .optional(),
+      },
+      EXTRACT_TEXT,
+    ),
+    strict(
+      {
+        mode: z.literal('changes'),
+        operation: z
+          .union(
+            [
+              column,
+              strict(
+                {
+                  column: column.optional().describe('Default Op.'),
+                  insert: operationValues.optional().describe('Default I.'),
+                  update: operationValues.optional().describe('Default U.'),
+                  delete: operationValues.optional().describe('Default D.'),
+                },
+                'a mapping { column, insert, update, delete }',
+              ),
+            ],
+            { error: expecting('a column name or a mapping { column, insert, update, delete }') },
+          )
+          .optional()
+          .describe(
+            'The operation column and its values. Default { column: Op, insert: I, update: U, delete: D } (AWS DMS).',
+          ),
+        sequence: column
+          .optional()
+          .describe(
+            'Orders the changes of one fact within a batch (the last one wins). Default: the cursor; without either, a batch may hold one change per fact.',
+          ),
+        cursor: column
+          .optional()
+          .describe(
+            "Database sources: read the changes after this column's watermark. Default: the sequence.",
+          ),
         lookback_minutes: z
           .number({ error: expecting('a whole number of minutes, 0 or more') })
           .int({ error: expecting('a whole number of minutes, 0 or more') })
@@ -96,7 +143,9 @@ export const factSchema = strict(
       .describe('Fact table in the warehouse. Default fact_<name>.'),
     extract: factExtractSchema
       .optional()
-      .describe('full (default: each batch is the whole fact table) or { mode: incremental, cursor }.'),
+      .describe(
+        'full (default: each batch is the whole fact table), { mode: incremental, cursor } or { mode: changes } (a change feed: inserts add facts, updates replace them, deletes remove them).',
+      ),
     grain: columns.describe('Columns that identify one fact.'),
     event_time: column.describe('Column holding when the fact happened (a timestamp or a date).'),
     measures: z

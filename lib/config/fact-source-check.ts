@@ -15,6 +15,10 @@ export function checkFactAgainstSource(fact: FactSpec, sourceColumns: readonly s
     ...fact.references.flatMap((r) => r.key.map((c): [string, string] => [`reference to ${r.dimension}`, c])),
   ]
   if (fact.extract.mode === 'incremental') wanted.push(['extract.cursor', fact.extract.cursor])
+  if (fact.changes !== undefined) {
+    wanted.push(['extract.operation', fact.changes.operation.column])
+    if (fact.changes.sequence !== undefined) wanted.push(['extract.sequence', fact.changes.sequence])
+  }
   const present = new Set(sourceColumns)
   return wanted
     .filter(([, column]) => !present.has(column))

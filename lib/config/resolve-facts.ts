@@ -4,7 +4,8 @@
  * the dimensions' (facts are staged and tracked under their name like tables).
  */
 import { DEFAULT_UNKNOWN_MEMBER_KEY, type FactReference, type FactSpec } from '../core/fact-spec.ts'
-import type { TableSpec } from '../core/table-spec.ts'
+import type { ChangeFeedSpec, ExtractSpec, SourceSpec, TableSpec } from '../core/table-spec.ts'
+import { DMS_OPERATION } from './config-schema.ts'
 import { didYouMean } from './did-you-mean.ts'
 import { factSchema, type FactDocument } from './fact-schema.ts'
 import type { IssueList, Path } from './issue-list.ts'
@@ -119,19 +120,86 @@ function resolveFact(
   }
   if (issues.items.length > before) return undefined
   const extract = doc.extract
+  const feed =
+    extract !== undefined && extract !== 'full' && extract.mode === 'changes'
+      ? resolveFactChangeFeed([...base, 'extract'], extract, source, issues)
+      : undefined
+  if (issues.items.length > before) return undefined
   return {
     name: doc.name,
     source,
     target: doc.target ?? `fact_${doc.name}`,
     extract:
-      extract === undefined || extract === 'full' || extract.mode === 'full'
-        ? { mode: 'full' }
-        : { mode: 'incremental', cursor: extract.cursor, lookbackMinutes: extract.lookback_minutes ?? 0 },
+      feed !== undefined
+        ? feed.extract
+        : extract === undefined || extract === 'full' || extract.mode !== 'incremental'
+          ? { mode: 'full' }
+          : { mode: 'incremental', cursor: extract.cursor, lookbackMinutes: extract.lookback_minutes ?? 0 },
+    ...(feed !== undefined ? { changes: feed.changes } : {}),
     grain,
     eventTime: doc.event_time,
     measures: doc.measures ?? [],
     references: resolved,
   }
+}
+
+type ChangesDocument = Extract<NonNullable<FactDocument['extract']>, { mode: 'changes' }>
+
+/**
+ * A change feed of facts: the operation column and values (AWS DMS by default), the column ordering the changes
+ * of one fact within a batch (`sequence`, else the cursor), how it is read (database sources after the cursor,
+ * by default the sequence; files whole: re-applying a file's changes gives the same facts).
+ */
+function resolveFactChangeFeed(
+  at: Path,
+  doc: ChangesDocument,
+  source: SourceSpec,
+  issues: IssueList,
+): { extract: ExtractSpec; changes: ChangeFeedSpec } {
+  const op = typeof doc.operation === 'string' ? { column: doc.operation } : (doc.operation ?? {})
+  const values = (v: string | readonly string[] | undefined, fallback: readonly string[]) =>
+    v === undefined ? fallback : typeof v === 'string' ? [v] : v
+  const operation = {
+    column: op.column ?? DMS_OPERATION.column,
+    insert: values(op.insert, DMS_OPERATION.insert),
+    update: values(op.update, DMS_OPERATION.update),
+    delete: values(op.delete, DMS_OPERATION.delete),
+  }
+  const seen = new Map<string, string>()
+  for (const kind of ['insert', 'update', 'delete'] as const)
+    for (const value of operation[kind]) {
+      const other = seen.get(value)
+      if (other !== undefined && other !== kind)
+        issues.add(
+          [...at, 'operation', kind],
+          `${show(value)} is also an ${other} value; each value must mean one thing`,
+        )
+      seen.set(value, kind)
+    }
+  if (doc.sequence !== undefined && doc.sequence === operation.column)
+    issues.add([...at, 'sequence'], `${show(doc.sequence)} is also the operation column`)
+  const changes: ChangeFeedSpec = {
+    operation,
+    ...(doc.sequence !== undefined ? { sequence: doc.sequence } : {}),
+  }
+  if (source.type === 'file') {
+    for (const option of ['cursor', 'lookback_minutes'] as const)
+      if (doc[option] !== undefined)
+        issues.add(
+          [...at, option],
+          `a file change feed is read whole on every run (re-applying its changes gives the same facts); ${option} applies to database sources only`,
+        )
+    return { extract: { mode: 'full' }, changes }
+  }
+  const cursor = doc.cursor ?? doc.sequence
+  if (cursor === undefined) {
+    issues.add(
+      at,
+      'a change feed read from a database needs a cursor (or a sequence, used as the cursor): the column that grows with every change',
+    )
+    return { extract: { mode: 'full' }, changes }
+  }
+  return { extract: { mode: 'incremental', cursor, lookbackMinutes: doc.lookback_minutes ?? 0 }, changes }
 }
 
 /** Facts share staging, state and the warehouse schema with tables: names and targets must all differ. */

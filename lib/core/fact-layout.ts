@@ -68,6 +68,10 @@ export function planFactLayout(
   }
 
   const eventTime = need(fact.eventTime, 'event time')
+  if (fact.changes !== undefined) {
+    need(fact.changes.operation.column, 'operation')
+    if (fact.changes.sequence !== undefined) need(fact.changes.sequence, 'sequence')
+  }
   if (!isPointInTimeType(eventTime.type))
     reject(
       `event time column "${eventTime.name}" has type ${eventTime.type}; it must be a timestamp or a date`,

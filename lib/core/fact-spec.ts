@@ -5,7 +5,7 @@
  */
 
 import { COLUMN_PRESETS } from './metadata-columns.ts'
-import type { ExtractSpec, SourceSpec, TableSpec } from './table-spec.ts'
+import type { ChangeFeedSpec, ExtractSpec, SourceSpec, TableSpec } from './table-spec.ts'
 
 /** The surrogate key a dimension's unknown member gets unless the references to it say otherwise. */
 export const DEFAULT_UNKNOWN_MEMBER_KEY = 0
@@ -54,6 +54,13 @@ export interface FactSpec {
    * facts; a fact whose grain is already stored replaces the stored one.
    */
   readonly extract: ExtractSpec
+  /**
+   * A change feed of facts (`extract: { mode: changes }`): each staged row is an insert, update or delete of the
+   * fact of its grain; within a batch the last change of a grain (by `sequence`) is the one applied: a delete
+   * removes the stored fact, an insert or update stores the row in place of it. `extract` then says how the
+   * feed is read (database sources after the cursor's watermark, files whole).
+   */
+  readonly changes?: ChangeFeedSpec
   /** Columns identifying one fact; never NULL, unique within a batch. */
   readonly grain: readonly string[]
   /** Column holding when the fact happened (a timestamp or a date); never NULL. */
@@ -82,5 +89,6 @@ export function factStagingTable(fact: FactSpec): TableSpec {
     maxDeleteShare: 1,
     openEnd: null,
     columns: COLUMN_PRESETS.dimsync,
+    ...(fact.changes !== undefined ? { changes: fact.changes } : {}),
   }
 }

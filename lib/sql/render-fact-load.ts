@@ -47,6 +47,7 @@ export function renderFactLoad(d: SqlDialect, plan: FactLoadPlan): CompiledState
   const s = (column: string) => `s.${q(column)}`
   const out: CompiledStatement[] = []
 
+  const feed = changeFeedSql(d, fact)
   const nullGrain = fact.grain.map((g) => `${s(g)} IS NULL`).join(' OR ')
   out.push({
     label: 'check NULL grain',
@@ -64,25 +65,52 @@ export function renderFactLoad(d: SqlDialect, plan: FactLoadPlan): CompiledState
         'null-valid-from',
         `${str(`${prefix} has `)} || ${count('COUNT(*)')} || ` +
           str(` facts with a NULL event time (${fact.eventTime}); nothing was written`),
-      )}\n` + `FROM ${stage} s WHERE ${s(fact.eventTime)} IS NULL HAVING COUNT(*) > 0`,
+      )}\n` +
+      `FROM ${stage} s WHERE ${s(fact.eventTime)} IS NULL${feed ? ` AND NOT ${feed.isDelete('s')}` : ''} HAVING COUNT(*) > 0`,
   })
+  if (feed !== undefined) {
+    out.push({
+      label: 'check operations',
+      sql:
+        `SELECT ${raise(
+          'bad-operation',
+          `${str(`${prefix} has `)} || ${count('COUNT(*)')} || ` +
+            str(
+              ` changes whose operation (${feed.column}) is none of ${feed.known.join(', ')}, for example `,
+            ) +
+            ` || COALESCE(${d.castToString(`MIN(${d.castToString(s(feed.column))})`)}, 'NULL') || ${str('; nothing was written')}`,
+        )}\n` + `FROM ${stage} s WHERE NOT (${feed.isKnown('s')}) HAVING COUNT(*) > 0`,
+    })
+  }
   const grainText = fact.grain
     .map((g, i) => `${str(`${i > 0 ? ', ' : ''}${g}=`)} || ${d.castToString(s(g))}`)
     .join(' || ')
   out.push({
     label: 'check duplicate grain',
     sql:
-      `WITH dup AS (\n  SELECT ${grainText} AS k, COUNT(*) AS n FROM ${stage} s GROUP BY ${fact.grain.map(s).join(', ')} HAVING COUNT(*) > 1\n),\n` +
+      `WITH dup AS (\n  SELECT ${grainText} AS k, COUNT(*) AS n FROM ${stage} s GROUP BY ${[...fact.grain, ...(feed?.order !== undefined ? [feed.order] : [])].map(s).join(', ')} HAVING COUNT(*) > 1\n),\n` +
       `sample AS (SELECT k, n FROM dup ORDER BY k LIMIT 10)\n` +
       `SELECT ${raise(
         'duplicate-key',
         `${str(`${prefix} has `)} || ${count('(SELECT COUNT(*) FROM dup)')} || ` +
-          `${str(` grain values held by more than one fact (grain ${fact.grain.join(', ')}), for example: `)} || ` +
+          `${str(
+            feed?.order !== undefined
+              ? ` grain values with two changes at one ${feed.order} (grain ${fact.grain.join(', ')}), for example: `
+              : ` grain values held by more than one ${feed ? 'change (give the feed a sequence to order them)' : 'fact'} (grain ${fact.grain.join(', ')}), for example: `,
+          )} || ` +
           `(SELECT STRING_AGG(k || ${str(' (')} || ${d.castToString('n')} || ${str(' facts)')}, '; ' ORDER BY k) FROM sample) || ` +
           str('; nothing was written'),
       )}\nFROM (SELECT COUNT(*) AS c FROM dup) x WHERE x.c > 0`,
   })
 
+  // A change feed applies the last change of each grain: the rows stored are those whose last change is not a
+  // delete (the facts the batch touches are all removed first).
+  const rows =
+    feed === undefined
+      ? stage
+      : `(\n  SELECT * FROM (\n    SELECT s.*, ROW_NUMBER() OVER (PARTITION BY ${fact.grain.map(s).join(', ')}` +
+        `${feed.order !== undefined ? ` ORDER BY ${s(feed.order)} DESC` : ''}) AS ${q(LAST_CHANGE)}\n    FROM ${stage} s\n  ) x\n` +
+        `  WHERE x.${q(LAST_CHANGE)} = 1 AND NOT ${feed.isDelete('x')}\n)`
   for (const reference of layout.references) {
     const inferredFlag = reference.inferredFlag
     if (inferredFlag !== undefined)
@@ -92,14 +120,14 @@ export function renderFactLoad(d: SqlDialect, plan: FactLoadPlan): CompiledState
           reference: { ...reference, inferredFlag },
           schema: plan.schema,
           batchId: plan.batchId,
-          stage,
+          stage: rows,
         }),
       )
   }
 
   const grainEq = fact.grain.map((g) => `f.${q(g)} = ${s(g)}`).join(' AND ')
   out.push(
-    plan.mode === 'full'
+    plan.mode === 'full' && feed === undefined
       ? { label: 'remove the facts a full extract replaces', sql: `DELETE FROM ${table} WHERE TRUE` }
       : {
           label: 'remove the facts the batch replaces',
@@ -129,7 +157,7 @@ export function renderFactLoad(d: SqlDialect, plan: FactLoadPlan): CompiledState
     label: 'insert facts keyed to the versions true at their event time',
     sql:
       `INSERT INTO ${table} (${columns.map(q).join(', ')})\n` +
-      `SELECT ${values.join(', ')}\nFROM ${stage} s${joins.join('')}`,
+      `SELECT ${values.join(', ')}\nFROM ${rows} s${joins.join('')}`,
   })
   out.push({
     label: 'record batch as applied',
@@ -139,6 +167,27 @@ export function renderFactLoad(d: SqlDialect, plan: FactLoadPlan): CompiledState
       `${str(plan.mode)}, ${d.timestampLiteral(plan.appliedAt)},\n  x.n, x.n, 0, 0, 0, 0\nFROM (SELECT COUNT(*) AS n FROM ${stage}) x`,
   })
   return out
+}
+
+/** Working column ranking the changes of one grain, latest first (the reserved prefix keeps it apart). */
+const LAST_CHANGE = '__dimsync_last_change'
+
+/** The SQL a change feed of facts needs: which changes delete, which operations are known, their order. */
+function changeFeedSql(d: SqlDialect, fact: FactSpec) {
+  const feed = fact.changes
+  if (feed === undefined) return undefined
+  const q = (name: string) => d.quoteIdentifier(name)
+  const column = feed.operation.column
+  const isIn = (alias: string, values: readonly string[]) =>
+    `COALESCE(${d.castToString(`${alias}.${q(column)}`)} IN (${values.map((v) => d.stringLiteral(v)).join(', ')}), FALSE)`
+  const known = [...feed.operation.insert, ...feed.operation.update, ...feed.operation.delete]
+  return {
+    column,
+    known,
+    order: feed.sequence ?? (fact.extract.mode === 'incremental' ? fact.extract.cursor : undefined),
+    isDelete: (alias: string) => isIn(alias, feed.operation.delete),
+    isKnown: (alias: string) => isIn(alias, known),
+  }
 }
 
 /** Column of the load report counting the facts of reference `index` that went to the unknown member. */

@@ -164,6 +164,52 @@ facts:
     ).toEqual(['facts[0].references[0].inferred: must be true or false (got "yes")'])
   })
 
+  it('resolves a change feed of facts: database sources after the cursor (default the sequence), files whole', () => {
+    const project = parseProject(
+      `${TABLES}facts:
+  - name: orders
+    source: { type: postgres, url_env: PG_URL, table: order_changes }
+    extract: { mode: changes, sequence: lsn }
+    grain: order_id
+    event_time: ordered_at
+  - name: refunds
+    source: { type: file, path: refunds.csv }
+    extract: { mode: changes, operation: { column: kind, insert: [new], update: edit, delete: gone } }
+    grain: refund_id
+    event_time: refunded_at
+`,
+      '/project/dimsync.yaml',
+    )
+    expect(project.facts?.map((f) => [f.extract, f.changes])).toEqual([
+      [
+        { mode: 'incremental', cursor: 'lsn', lookbackMinutes: 0 },
+        { operation: { column: 'Op', insert: ['I'], update: ['U'], delete: ['D'] }, sequence: 'lsn' },
+      ],
+      [
+        { mode: 'full' },
+        { operation: { column: 'kind', insert: ['new'], update: ['edit'], delete: ['gone'] } },
+      ],
+    ])
+    expect(
+      issues(`${TABLES}facts:
+  - name: orders
+    source: { type: postgres, url_env: PG_URL, table: order_changes }
+    extract: { mode: changes, operation: { insert: I, delete: I } }
+    grain: order_id
+    event_time: ordered_at
+  - name: refunds
+    source: { type: file, path: refunds.csv }
+    extract: { mode: changes, cursor: changed_at }
+    grain: refund_id
+    event_time: refunded_at
+`),
+    ).toEqual([
+      'facts[0].extract.operation.delete: "I" is also an insert value; each value must mean one thing',
+      'facts[0].extract: a change feed read from a database needs a cursor (or a sequence, used as the cursor): the column that grows with every change',
+      'facts[1].extract.cursor: a file change feed is read whole on every run (re-applying its changes gives the same facts); cursor applies to database sources only',
+    ])
+  })
+
   it('refuses names and targets shared with tables, repeated references, unknown keys and missing fields', () => {
     expect(
       issues(`${TABLES}facts:

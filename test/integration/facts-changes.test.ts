@@ -1,0 +1,177 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { StagedColumn } from '../../lib/core/batch.ts'
+import type { FactSpec } from '../../lib/core/fact-spec.ts'
+import { ZetaSqlService } from '../support/bigquery-emulator/zetasql-service.ts'
+import { FactHarness } from '../support/fact-harness.ts'
+import { tableSpec } from '../support/table-spec-builder.ts'
+
+const CUSTOMER: StagedColumn[] = [
+  { name: 'customer_id', type: 'BIGINT' },
+  { name: 'name', type: 'VARCHAR' },
+]
+const CHANGE: StagedColumn[] = [
+  { name: 'op', type: 'VARCHAR' },
+  { name: 'seq', type: 'BIGINT' },
+  { name: 'order_id', type: 'BIGINT' },
+  { name: 'customer_id', type: 'BIGINT' },
+  { name: 'ordered_at', type: 'TIMESTAMP WITH TIME ZONE' },
+  { name: 'amount', type: 'BIGINT' },
+]
+const customers = tableSpec()
+
+function ordersFeed(overrides: Partial<FactSpec> = {}): FactSpec {
+  return {
+    name: 'orders',
+    source: { type: 'postgres', urlEnv: 'ORDERS_URL', table: 'orders_changes' },
+    target: 'fact_orders',
+    extract: { mode: 'incremental', cursor: 'seq', lookbackMinutes: 0 },
+    changes: { operation: { column: 'op', insert: ['I'], update: ['U'], delete: ['D'] }, sequence: 'seq' },
+    grain: ['order_id'],
+    eventTime: 'ordered_at',
+    measures: ['amount'],
+    references: [
+      {
+        dimension: 'customers',
+        key: ['customer_id'],
+        surrogateKeyColumn: 'customer_sk',
+        alias: 'customer',
+        unknownMemberKey: 0,
+        keepNaturalKey: false,
+        inferred: false,
+      },
+    ],
+    ...overrides,
+  }
+}
+
+const FEB = '2024-02-01T00:00:00Z'
+const change = (
+  op: string,
+  seq: number,
+  order_id: number,
+  amount: number,
+  ordered_at: string | null = FEB,
+) => ({
+  op,
+  seq,
+  order_id,
+  customer_id: 101,
+  ordered_at,
+  amount,
+})
+
+async function scenario(h: FactHarness) {
+  const fact = ordersFeed()
+  const stored = async () =>
+    (await h.query(`SELECT order_id, amount, customer_sk FROM ${h.t('fact_orders')} ORDER BY order_id`)).map(
+      (r) => [Number(r.order_id), Number(r.amount), Number(r.customer_sk)],
+    )
+  await h.mergeDimension(customers, CUSTOMER, [{ customer_id: 101, name: 'Ana' }], {
+    extractedAt: '2024-01-01T00:00:00Z',
+  })
+  // Changes in any row order: the sequence orders them.
+  const first = await h.stageFacts(
+    fact,
+    CHANGE,
+    [
+      change('U', 4, 2, 25),
+      change('I', 1, 1, 10),
+      change('D', 5, 3, 30, null),
+      change('I', 2, 2, 20),
+      change('I', 3, 3, 30),
+    ],
+    { extractedAt: '2024-03-01T00:00:00Z' },
+  )
+  const loaded = await h.loadFacts(fact, first)
+  const afterFirst = await stored()
+  const again = await h.loadFacts(fact, first)
+  const second = await h.stageFacts(
+    fact,
+    CHANGE,
+    [change('D', 6, 1, 10), change('U', 7, 2, 30), change('I', 8, 4, 40), change('D', 9, 9, 0)],
+    { extractedAt: '2024-03-02T00:00:00Z' },
+  )
+  await h.loadFacts(fact, second)
+  const afterSecond = await stored()
+  const refusal = async (rows: Record<string, unknown>[], spec = fact) => {
+    const batch = await h.stageFacts(spec, CHANGE, rows as never, { extractedAt: '2024-03-03T00:00:00Z' })
+    try {
+      await h.loadFacts(spec, batch)
+      return 'loaded'
+    } catch (error) {
+      return (error as Error).message.replace(batch, '<batch>')
+    }
+  }
+  return {
+    reports: [loaded, again].map((r) => [r.status, r.facts]),
+    afterFirst,
+    afterSecond,
+    unknownOperation: await refusal([change('I', 10, 5, 1), change('X', 11, 6, 1)]),
+    sameSequence: await refusal([change('I', 12, 7, 1), change('U', 12, 7, 2)]),
+    unsequenced: await refusal(
+      [change('I', 13, 8, 1), change('U', 14, 8, 2)],
+      ordersFeed({
+        source: { type: 'file', path: 'orders.csv', format: 'csv', csv: { delimiter: ',', header: true } },
+        extract: { mode: 'full' },
+        changes: { operation: { column: 'op', insert: ['I'], update: ['U'], delete: ['D'] } },
+      }),
+    ),
+    untouched: await stored(),
+  }
+}
+
+async function observe(open: () => Promise<FactHarness>) {
+  const h = await open()
+  try {
+    return await scenario(h)
+  } finally {
+    await h.dispose()
+  }
+}
+
+function expectChangeFeed(o: Awaited<ReturnType<typeof scenario>>): void {
+  expect(o.reports).toEqual([
+    ['loaded', 2],
+    ['already-applied', undefined],
+  ])
+  // Inserted 1, 2, 3; 2 updated; 3 deleted (a delete needs no event time).
+  expect(o.afterFirst).toEqual([
+    [1, 10, 1],
+    [2, 25, 1],
+  ])
+  // 1 deleted, 2 updated again, 4 inserted; the delete of 9, never stored, changes nothing.
+  expect(o.afterSecond).toEqual([
+    [2, 30, 1],
+    [4, 40, 1],
+  ])
+  expect(o.unknownOperation).toContain(
+    'fact orders: batch <batch> has 1 changes whose operation (op) is none of I, U, D, for example X; nothing was written',
+  )
+  expect(o.sameSequence).toContain(
+    'has 1 grain values with two changes at one seq (grain order_id), for example: order_id=7 (2 facts); nothing was written',
+  )
+  expect(o.unsequenced).toContain(
+    'has 1 grain values held by more than one change (give the feed a sequence to order them) (grain order_id)',
+  )
+  expect(o.untouched).toEqual(o.afterSecond)
+}
+
+describe('facts from a change feed', () => {
+  it('on DuckDB: inserts add facts, updates replace them, deletes remove them; bad feeds are refused', async () => {
+    expectChangeFeed(await observe(() => FactHarness.duckdb([customers])))
+  })
+
+  describe('on the BigQuery emulator', () => {
+    let zeta: ZetaSqlService
+    beforeAll(async () => {
+      zeta = await ZetaSqlService.start()
+    })
+    afterAll(async () => {
+      await zeta?.stop()
+    })
+
+    it('gives the same facts and refusals as DuckDB', async () => {
+      expectChangeFeed(await observe(() => FactHarness.bigquery(zeta, [customers])))
+    })
+  })
+})
