@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: every benchmark, each measured against a baseline in the same run; results merged into
- * bench/results/latest.json. BENCH_ONLY=firstLoad,merge,backfill,endToEnd,sources,s3Extract runs a subset.
+ * bench/results/latest.json. BENCH_ONLY=firstLoad,merge,backfill,endToEnd,sources,s3Extract,changeFeed runs a subset.
  */
 import { spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
@@ -28,11 +28,12 @@ const benchmarks: Record<string, () => Promise<unknown>> = {
   endToEnd: runEndToEndBenchmark,
   sources: script('sources.ts', 'sources.json'),
   s3Extract: script('s3-extract.ts', 's3-extract.json'),
+  changeFeed: script('change-feed.ts', 'change-feed.json'),
 }
 for (const [name, run] of Object.entries(benchmarks)) {
   if (only && !only.includes(name)) continue
   console.log(`\n== ${name}`)
   const result = await run()
-  if (name === 'sources' || name === 's3Extract') writeResults(name, result)
+  if (name === 'sources' || name === 's3Extract' || name === 'changeFeed') writeResults(name, result)
   console.log(JSON.stringify(result, null, 2))
 }
