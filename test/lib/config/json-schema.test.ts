@@ -91,4 +91,41 @@ describe('schema/dimsync.schema.json', () => {
     expect(table.properties.deletes!.description).toMatch(/Default ignore/)
     expect(table.properties.mode!.description).toMatch(/^history \(default/)
   })
+
+  it('describes facts: a fact table with references and a change feed validates, mistakes are named', () => {
+    const schema = configJsonSchema()
+    const facts = parse(`
+- name: orders
+  source: { type: postgres, url_env: PG_URL, table: public.order_changes }
+  extract: { mode: changes, operation: { column: op, delete: [D, X] }, sequence: lsn }
+  grain: [order_id, line]
+  event_time: ordered_at
+  measures: [amount]
+  references:
+    - { dimension: customers, key: customer_id, as: buyer, natural_key: true, inferred: true }
+    - { dimension: customers, key: seller_id, as: seller, unknown_member_key: -1 }
+- name: invoices
+  source: { type: file, path: invoices.csv }
+  extract: { mode: incremental, cursor: invoiced_at }
+  grain: invoice_id
+  event_time: invoiced_on
+`) as Record<string, unknown>[]
+    expect(validate(schema, { ...VALID, facts })).toEqual([])
+    expect(validate(schema, { ...VALID, facts: null })).toEqual([])
+    // `facts:` may be empty (null) or a list: the list's own schema names the mistake.
+    const list = (schema as { properties: { facts: { anyOf: Record<string, unknown>[] } } }).properties.facts
+      .anyOf[0]!
+    const [orders] = facts as [Record<string, unknown>]
+    const withOrders = (change: Record<string, unknown>) => [{ ...orders, ...change }]
+    expect(validate(list, withOrders({ refs: [] }))).toEqual(['$[0]: unknown property refs'])
+    expect(
+      validate(list, withOrders({ references: [{ dimension: 'customers', key: 'c', inferred: 'yes' }] })),
+    ).toEqual(['$[0].references[0].inferred: expected boolean, got string'])
+    expect(validate(list, withOrders({ extract: { mode: 'changes', order: 'lsn' } }))).toEqual([
+      '$[0].extract: anyOf failed',
+    ])
+    const withoutGrain = { ...orders }
+    delete withoutGrain.grain
+    expect(validate(list, [withoutGrain])).toEqual(['$[0]: missing grain'])
+  })
 })
