@@ -26,7 +26,7 @@ import type { DbColumn } from './db-types.ts'
 export interface CsvPartConverterOptions {
   /** Folder for spooled CSV, Parquet parts and DuckDB spills (inside the batch's scratch folder). */
   readonly workDir: string
-  /** DuckDB threads used to convert (default: 2, or 1 on a single-CPU machine). */
+  /** DuckDB threads used to convert (default: `defaultConverterThreads()`). */
   readonly threads?: number
   /** DuckDB memory limit, and the variable that sets it (default DEFAULT_SOURCE_MEMORY_LIMIT). */
   readonly memoryLimit?: MemoryLimitSetting
@@ -66,6 +66,15 @@ const QUOTE = 0x22
 const NEWLINE = 0x0a
 
 /**
+ * DuckDB threads converting an extract's CSV: the CPUs less one, at most 2. The JavaScript thread that reads the
+ * wire and spools the rows needs a core of its own; on 2 CPUs a second DuckDB thread competed with it and made a
+ * 1M-row PostgreSQL extract slower (median 4.1 s against 3.3 s with one thread, docs/benchmarks.md).
+ */
+export function defaultConverterThreads(cpus = availableParallelism()): number {
+  return Math.max(1, Math.min(2, cpus - 1))
+}
+
+/**
  * One in-memory DuckDB instance for one extract. Conversions run one at a time, in the order they were queued,
  * and each finished part is added to the batch writer in that order.
  */
@@ -96,7 +105,7 @@ export class CsvPartConverter {
   static async open(options: CsvPartConverterOptions): Promise<CsvPartConverter> {
     await mkdir(options.workDir, { recursive: true })
     const instance = await DuckDBInstance.create(':memory:', {
-      threads: String(options.threads ?? Math.min(2, availableParallelism())),
+      threads: String(options.threads ?? defaultConverterThreads()),
       memory_limit: options.memoryLimit?.limit ?? DEFAULT_SOURCE_MEMORY_LIMIT,
       preserve_insertion_order: 'false',
       temp_directory: join(options.workDir, 'duckdb-tmp'),

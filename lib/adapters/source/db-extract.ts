@@ -65,7 +65,7 @@ export interface DbDriver {
 export interface DbExtractOptions {
   /** Size at which spooled CSV is cut into a Parquet part (default 6 MiB: above it DuckDB's read buffers grow the peak RSS). */
   readonly spoolBytes?: number
-  /** DuckDB threads converting CSV to Parquet (default 2, 1 on a single CPU). */
+  /** DuckDB threads converting CSV to Parquet (default: the CPUs less one, at most 2). */
   readonly duckdbThreads?: number
   /** Largest row DuckDB reads, as CSV bytes (default 8 MiB); a larger row fails the extract, naming this limit. */
   readonly maxRowBytes?: number

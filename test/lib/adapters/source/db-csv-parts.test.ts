@@ -5,7 +5,11 @@ import { join } from 'node:path'
 import { DuckDBInstance } from '@duckdb/node-api'
 import { afterEach, describe, expect, it } from 'vitest'
 
-import { CsvPartConverter, CsvSpool } from '../../../../lib/adapters/source/db-csv-parts.ts'
+import {
+  CsvPartConverter,
+  CsvSpool,
+  defaultConverterThreads,
+} from '../../../../lib/adapters/source/db-csv-parts.ts'
 import type { DbColumn } from '../../../../lib/adapters/source/db-types.ts'
 import { LocalStagingStore } from '../../../../lib/adapters/staging/local-staging-store.ts'
 
@@ -83,5 +87,16 @@ describe('CsvSpool', () => {
     const { rows, parts } = await stage(pieces, undefined)
     expect(rows).toBe(14_000)
     expect(parts).toBe(3)
+  })
+})
+
+describe('the converter leaves a CPU to the thread that reads the wire', () => {
+  it.each([
+    [1, 1],
+    [2, 1],
+    [3, 2],
+    [16, 2],
+  ])('%i CPUs: %i DuckDB threads', (cpus, threads) => {
+    expect(defaultConverterThreads(cpus)).toBe(threads)
   })
 })
