@@ -7,6 +7,7 @@ import { AwsSolutionsChecks } from 'cdk-nag'
 import { DEFAULT_CONFIG_FILE, loadProject } from '../lib/config/index.ts'
 import type { ProjectSpec } from '../lib/core/table-spec.ts'
 import { planDeployment, type DeploymentPlan } from './deploy-plan.ts'
+import { FACTS_CONTEXT, refuseFactsOnAws } from './facts-on-aws.ts'
 import { DimsyncStack, type DimsyncStackProps } from './stacks/dimsync-stack.ts'
 
 export interface BuildAppOptions {
@@ -29,6 +30,7 @@ export async function buildApp(options: BuildAppOptions): Promise<BuiltApp> {
   const app = new App(options.appProps)
   const configPath = options.configPath ?? String(app.node.tryGetContext('config') ?? DEFAULT_CONFIG_FILE)
   const project = options.project ?? (await loadProject(configPath))
+  refuseFactsOnAws(project, app.node.tryGetContext(FACTS_CONTEXT.key))
   const plan = planDeployment(project)
   Validations.of(app).addPlugins(new AwsSolutionsChecks(app))
   const stack = new DimsyncStack(app, plan.stackName, {
