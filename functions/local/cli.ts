@@ -18,6 +18,7 @@ import {
   listStagedBatches,
   type StagedBatchEntry,
 } from '../../lib/use-cases/discard-batches.ts'
+import { evolveColumn } from '../../lib/use-cases/evolve-column.ts'
 import { readHistory } from '../../lib/use-cases/read-history.ts'
 import { runFact } from '../../lib/use-cases/run-fact.ts'
 import { runTable, type RunTableResult } from '../../lib/use-cases/run-table.ts'
@@ -230,6 +231,32 @@ program
         { schema: project.warehouse.schema, from: opts.from, to: opts.to, ...(holidays ? { holidays } : {}) },
       )
       reporter.summary(`dim_date: ${days} days written, ${opts.from} to ${opts.to}`)
+    })
+  })
+
+program
+  .command('evolve')
+  .description(
+    'rewrite a dimension column as the type the source now sends (the way out of a type change a merge refused)',
+  )
+  .addOption(configOption())
+  .requiredOption('-t, --table <name>', 'table whose dimension holds the column')
+  .requiredOption(
+    '--column <name>',
+    'the column; its new type is read from the staged batch the merge refused',
+  )
+  .action(async (opts: { config: string; table: string; column: string }) => {
+    await withProject(opts.config, async (project, deps, reporter) => {
+      const [table] = selectTables(project, opts.table)
+      const warehouse = await deps.openWarehouse()
+      const result = await evolveColumn(
+        { warehouse, staging: deps.staging },
+        { table: table!, schema: project.warehouse.schema, column: opts.column },
+      )
+      reporter.summary(
+        `${table!.name}: ${result.columns.join(', ')} of ${table!.target} rewritten from ${result.from} to ` +
+          `${result.to} (the type in staged batch ${result.batchId}); the next run merges that batch`,
+      )
     })
   })
 

@@ -96,7 +96,19 @@ export abstract class SqlDialectBase implements SqlDialect {
     return ''
   }
 
-  /** `ALTER TABLE … ALTER COLUMN … TYPE` (DuckDB, PostgreSQL); no descriptions kept. */
+  /** `TRY_CAST` (DuckDB; SQL Server). */
+  tryCast(expression: string, stagedType: string, where: ColumnWhere): string {
+    return `TRY_CAST(${expression} AS ${this.columnType(stagedType, where)})`
+  }
+
+  /** `ALTER TABLE … ALTER COLUMN … TYPE … USING CAST(…)` (DuckDB, PostgreSQL). */
+  rewriteColumnType(ref: TableRef, column: string, change: ColumnTypeChange, where: ColumnWhere): string[] {
+    const name = this.quoteIdentifier(column)
+    const type = this.columnType(change.to, where)
+    return [`ALTER TABLE ${this.table(ref)} ALTER COLUMN ${name} TYPE ${type} USING CAST(${name} AS ${type})`]
+  }
+
+  /** `ALTER TABLE … ALTER COLUMN … TYPE` (DuckDB, PostgreSQL). */
   alterColumnType(ref: TableRef, column: string, change: ColumnTypeChange, where: ColumnWhere): string[] {
     const type = this.columnType(change.to, where)
     return [`ALTER TABLE ${this.table(ref)} ALTER COLUMN ${this.quoteIdentifier(column)} TYPE ${type}`]

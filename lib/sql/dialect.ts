@@ -81,6 +81,16 @@ export interface SqlDialect {
    * alike.
    */
   alterColumnType(ref: TableRef, column: string, change: ColumnTypeChange, where: ColumnWhere): string[]
+  /**
+   * `expression` cast to the column type of staged type `stagedType`, NULL where the value does not convert
+   * (DuckDB `TRY_CAST`, BigQuery `SAFE_CAST`).
+   */
+  tryCast(expression: string, stagedType: string, where: ColumnWhere): string
+  /**
+   * Statements that rewrite a column's values cast to a new type (`dimsync evolve`, after a check that every value
+   * converts without loss): the column keeps its name and position where the warehouse allows it.
+   */
+  rewriteColumnType(ref: TableRef, column: string, change: ColumnTypeChange, where: ColumnWhere): string[]
   /** `CREATE OR REPLACE VIEW` of `select`, described as `description` where the warehouse keeps descriptions. */
   createView(ref: TableRef, select: string, description: string): string
   /**

@@ -160,6 +160,33 @@ class BigQueryDialect extends SqlDialectBase {
     return from === to ? [] : [`${alter} SET DATA TYPE ${to}`]
   }
 
+  override tryCast(expression: string, stagedType: string, where: ColumnWhere): string {
+    return `SAFE_CAST(${expression} AS ${this.columnType(stagedType, where)})`
+  }
+
+  /**
+   * BigQuery changes a column's type in place only where the new type is a superset: the values go through a
+   * new column `<column>__dimsync_evolve` (added, filled, then renamed over the old one). BigQuery DDL does not
+   * roll back: a rewrite that stops half-way leaves that column, named in the error.
+   */
+  override rewriteColumnType(
+    ref: TableRef,
+    column: string,
+    change: ColumnTypeChange,
+    where: ColumnWhere,
+  ): string[] {
+    const table = this.table(ref)
+    const name = this.quoteIdentifier(column)
+    const next = this.quoteIdentifier(`${column}__dimsync_evolve`)
+    const type = this.columnType(change.to, where)
+    return [
+      `ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS ${next} ${type}`,
+      `UPDATE ${table} SET ${next} = CAST(${name} AS ${type}) WHERE TRUE`,
+      `ALTER TABLE ${table} DROP COLUMN IF EXISTS ${name}`,
+      `ALTER TABLE ${table} RENAME COLUMN ${next} TO ${name}`,
+    ]
+  }
+
   override createView(ref: TableRef, select: string, description: string): string {
     return `CREATE OR REPLACE VIEW ${this.table(ref)}\nOPTIONS(description = ${this.stringLiteral(description)}) AS\n${select}`
   }

@@ -1,0 +1,93 @@
+import type { DimensionColumn } from '../core/dimension-layout.ts'
+import type { TableSpec } from '../core/table-spec.ts'
+import type { CompiledStatement, SqlDialect } from './dialect.ts'
+import type { DimensionObjects } from './render-ddl.ts'
+import { renderRowHash } from './row-hash.ts'
+
+/** What `dimsync evolve` changes: a column of the dimension (and the columns derived from it), to a new type. */
+export interface EvolveRequest {
+  readonly table: TableSpec
+  readonly objects: DimensionObjects
+  /** The column and the columns derived from it (`previous_<col>`, `current_<col>`) the dimension has. */
+  readonly columns: readonly string[]
+  readonly from: string
+  readonly to: string
+}
+
+const where = (r: EvolveRequest, column: string) => ({ table: r.table.name, column })
+
+/**
+ * The versions holding a value of one of the columns that does not convert to the new type without loss: the
+ * cast fails, or casting back does not give the same value. Rows: the key columns, the surrogate key, `column`
+ * and `value` (as text); at most `limit`, and `total` (the count of such values) on every row.
+ */
+export function renderLossyValuesQuery(d: SqlDialect, r: EvolveRequest, limit: number): string {
+  const n = r.table.columns
+  const q = (c: string) => d.quoteIdentifier(c)
+  const lossy = r.columns.map((c) => {
+    const value = `d.${q(c)}`
+    const converted = d.tryCast(value, r.to, where(r, c))
+    const back = d.tryCast(converted, r.from, where(r, c))
+    return (
+      `SELECT ${r.table.key.map((k) => `d.${q(k)}`).join(', ')}, d.${q(n.surrogateKey)} AS sk, ${d.stringLiteral(c)} AS column_name, ` +
+      `${d.castToString(value)} AS value\n  FROM ${d.table(r.objects.dimension)} d\n` +
+      `  WHERE ${value} IS NOT NULL AND (${converted} IS NULL OR ${back} IS DISTINCT FROM ${value})`
+    )
+  })
+  return (
+    `WITH lossy AS (\n  ${lossy.join('\n  UNION ALL\n  ')}\n)\n` +
+    `SELECT l.*, (SELECT COUNT(*) FROM lossy) AS total FROM lossy l ORDER BY l.sk LIMIT ${limit}`
+  )
+}
+
+/**
+ * The rewrite: each column cast to the new type (a key column in the capture log and retired versions too),
+ * then, when the column is tracked, every version's row hash computed again over `tracked` (the columns with
+ * their new types) and the capture log's state hashes mapped from each version's old hash to its new one, so
+ * later batches compare with the same hashes.
+ */
+export function renderEvolveColumn(
+  d: SqlDialect,
+  r: EvolveRequest,
+  tracked: readonly DimensionColumn[],
+): CompiledStatement[] {
+  const out: CompiledStatement[] = []
+  const n = r.table.columns
+  const q = (c: string) => d.quoteIdentifier(c)
+  const change = { from: r.from, to: r.to }
+  const isKey = r.table.key.includes(r.columns[0]!)
+  const tables = [
+    r.objects.dimension,
+    ...(isKey ? [r.objects.captures, r.objects.retired].filter((t) => t !== undefined) : []),
+  ]
+  for (const ref of tables)
+    for (const c of ref === r.objects.dimension ? r.columns : r.columns.slice(0, 1))
+      for (const sql of d.rewriteColumnType(ref, c, change, where(r, c)))
+        out.push({ label: `evolve: rewrite ${c} of ${ref.name} as ${r.to}`, sql })
+  if (!tracked.some((c) => r.columns.includes(c.name))) return out
+  const dim = d.table(r.objects.dimension)
+  const hash = renderRowHash(d, tracked, 'd')
+  const keys = r.table.key
+  const map = d.table({ name: '__dimsync_evolve_hashes' })
+  out.push({
+    label: 'evolve: old and new row hash of every version',
+    sql: d.createTempTableAs(
+      '__dimsync_evolve_hashes',
+      `SELECT DISTINCT ${keys.map((k) => `d.${q(k)}`).join(', ')}, d.${q(n.rowHash)} AS old_hash, ${hash} AS new_hash\n` +
+        `FROM ${dim} d WHERE d.${q(n.rowHash)} <> ${hash}`,
+    ),
+  })
+  if (r.objects.captures !== undefined) {
+    out.push({
+      label: 'evolve: captured states take the new hashes',
+      sql:
+        `UPDATE ${d.table(r.objects.captures)} AS c SET state_hash = m.new_hash\nFROM ${map} m\n` +
+        `WHERE ${keys.map((k) => `c.${q(k)} = m.${q(k)}`).join(' AND ')} AND c.state_hash = m.old_hash`,
+    })
+  }
+  out.push({
+    label: 'evolve: versions take the new hashes',
+    sql: `UPDATE ${dim} AS d SET ${q(n.rowHash)} = ${hash}\nWHERE d.${q(n.rowHash)} <> ${hash}`,
+  })
+  return out
+}

@@ -1,0 +1,133 @@
+import { planDimensionLayout } from '../core/dimension-layout.ts'
+import { DimsyncError } from '../core/errors.ts'
+import type { TableSpec } from '../core/table-spec.ts'
+import { isWidening } from '../core/type-widening.ts'
+import type { StagingStore } from '../ports/staging-store.ts'
+import type { Warehouse } from '../ports/warehouse.ts'
+import type { CompiledStatement, SqlDialect } from '../sql/dialect.ts'
+import { dimensionObjects } from '../sql/render-ddl.ts'
+import { renderEvolveColumn, renderLossyValuesQuery, type EvolveRequest } from '../sql/render-evolve.ts'
+
+export interface EvolveColumnRequest {
+  readonly table: TableSpec
+  readonly schema: string
+  readonly column: string
+}
+
+export interface EvolveColumnResult {
+  readonly column: string
+  readonly from: string
+  readonly to: string
+  /** The staged batch whose type the column takes. */
+  readonly batchId: string
+  /** The columns rewritten: the column and those derived from it. */
+  readonly columns: readonly string[]
+  readonly statements: readonly CompiledStatement[]
+}
+
+/** How many values that cannot convert an error names. */
+const SHOWN = 5
+
+/**
+ * `dimsync evolve --table T --column C`: the way out of a type change the merge refuses (a change that is not a
+ * widening). The new type is the one the source now sends, read from the oldest staged batch of the table that
+ * holds the column with another type (the batch the merge refused stays staged). Every value of the column (and
+ * of the columns derived from it) is cast to the new type, in the dimension (and, for a key, in the capture log
+ * and retired versions), after a check that none is lost: a value that does not convert, or does not convert
+ * back to itself, stops the command naming its key, and nothing is changed. Row hashes are computed again where
+ * the column is tracked, so the next merge opens no version for the change of type alone.
+ *
+ * Refused on a bitemporal table, whose rows are never rewritten.
+ */
+export async function evolveColumn(
+  deps: { readonly warehouse: Warehouse<SqlDialect>; readonly staging: StagingStore },
+  request: EvolveColumnRequest,
+): Promise<EvolveColumnResult> {
+  const { table, column } = request
+  const d = deps.warehouse.dialect
+  const prefix = `dimsync evolve: table ${table.name}, column ${column}`
+  if (table.systemTime !== undefined)
+    throw new DimsyncError(
+      `${prefix}: ${table.target} keeps bitemporal history (system_time: true), whose rows are never rewritten; ` +
+        'give the new type a new column name in the source instead',
+    )
+  const objects = dimensionObjects(table, request.schema)
+  const existing = await deps.warehouse.describeTable(objects.dimension)
+  if (existing === undefined)
+    throw new DimsyncError(`${prefix}: dimension ${table.target} does not exist yet; nothing to rewrite`)
+  const current = existing.find((c) => c.name === column)
+  if (current === undefined)
+    throw new DimsyncError(
+      `${prefix}: dimension ${table.target} has no column ${column} (columns: ${existing.map((c) => c.name).join(', ')})`,
+    )
+  const batch = (await deps.staging.listBatches(table.name)).find((m) =>
+    m.columns.some((c) => c.name === column && c.type !== current.type),
+  )
+  const staged = batch?.columns.find((c) => c.name === column)
+  if (batch === undefined || staged === undefined)
+    throw new DimsyncError(
+      `${prefix}: no staged batch of the table holds ${column} with a type other than ${current.type}, so the ` +
+        'new type is not known; run the table (its refused batch stays staged), then evolve',
+    )
+  const derived = existing
+    .filter((c) => c.name === `previous_${column}` || c.name === `current_${column}`)
+    .map((c) => c.name)
+  const evolve: EvolveRequest = {
+    table,
+    objects,
+    columns: [column, ...derived],
+    from: current.type,
+    to: staged.type,
+  }
+  if (!isWidening(current.type, staged.type)) await assertLossless(deps.warehouse, evolve, prefix)
+  // The layout the next merge will see: the dimension as it will be, and the batch's columns.
+  const after = existing.map((c) => (evolve.columns.includes(c.name) ? { ...c, type: staged.type } : c))
+  const layout = planDimensionLayout(table, batch.batchId, batch.columns, after)
+  const statements = renderEvolveColumn(d, evolve, layout.tracked)
+  const rewrite = statements.filter((s) => s.label.startsWith('evolve: rewrite'))
+  const rest = statements.filter((s) => !rewrite.includes(s))
+  if (d.capabilities.transactionalDdl) {
+    await deps.warehouse.transaction(
+      async (tx) => {
+        for (const s of statements) await tx.execute(s)
+      },
+      { commit: true },
+    )
+  } else {
+    for (const s of rewrite) await deps.warehouse.query(s.sql)
+    await deps.warehouse.transaction(
+      async (tx) => {
+        for (const s of rest) await tx.execute(s)
+      },
+      { commit: true },
+    )
+  }
+  return {
+    column,
+    from: current.type,
+    to: staged.type,
+    batchId: batch.batchId,
+    columns: evolve.columns,
+    statements,
+  }
+}
+
+async function assertLossless(
+  warehouse: Warehouse<SqlDialect>,
+  r: EvolveRequest,
+  prefix: string,
+): Promise<void> {
+  const rows = await warehouse.query(renderLossyValuesQuery(warehouse.dialect, r, SHOWN))
+  if (rows.length === 0) return
+  const total = Number(rows[0]!.total)
+  const shown = rows.map((row) => {
+    const key = r.table.key.map((k) => `${k}=${String(row[k])}`).join(', ')
+    const where = row.column_name === r.columns[0] ? '' : ` in ${String(row.column_name)}`
+    return `${key} (version ${String(row.sk)}) holds ${JSON.stringify(row.value)}${where}`
+  })
+  throw new DimsyncError(
+    `${prefix}: ${total} value(s) cannot become ${r.to} without loss (from ${r.from}): ${shown.join('; ')}` +
+      `${total > shown.length ? `; and ${total - shown.length} more` : ''}. Nothing was changed. Correct those ` +
+      'values in the dimension, or give the new type a new column name in the source',
+  )
+}

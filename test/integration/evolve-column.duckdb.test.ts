@@ -1,0 +1,149 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import type { StagedColumn } from '../../lib/core/batch.ts'
+import type { TableSpec } from '../../lib/core/table-spec.ts'
+import { evolveColumn } from '../../lib/use-cases/evolve-column.ts'
+import { ScdHarness } from '../support/scd-harness.ts'
+import { tableSpec } from '../support/table-spec-builder.ts'
+
+let harness: ScdHarness | undefined
+afterEach(async () => {
+  await harness?.dispose()
+  harness = undefined
+})
+
+const withRegion = (type: string): StagedColumn[] => [
+  { name: 'customer_id', type: 'BIGINT' },
+  { name: 'region', type },
+  { name: 'changed_at', type: 'TIMESTAMP' },
+]
+const TEXT = withRegion('VARCHAR')
+const NUMBER = withRegion('INTEGER')
+const at = (day: number) => `2024-01-${String(day).padStart(2, '0')} 00:00:00`
+const extracted = (day: number) => `2024-02-${String(day).padStart(2, '0')}T00:00:00Z`
+
+/** A delta keyed on a change time: late events go through the capture log, whose state hashes evolve too. */
+const TABLE: TableSpec = tableSpec({
+  extract: { mode: 'incremental', cursor: 'changed_at', lookbackMinutes: 0 },
+  validFrom: { kind: 'column', column: 'changed_at' },
+})
+
+async function versions(h: ScdHarness) {
+  const rows = await h.query(
+    `SELECT customer_id, region, typeof(region) AS type, CAST(valid_from AS VARCHAR) AS f FROM dim_customer ORDER BY customer_id, valid_from`,
+  )
+  return rows.map((r) => [Number(r.customer_id), r.region, r.type, String(r.f).slice(0, 10)])
+}
+
+describe('dimsync evolve --table T --column C (real DuckDB)', () => {
+  it('rewrites the column as the type the source now sends; the refused batch then merges with no new version, and a late re-delivery conflicts with nothing', async () => {
+    const h = (harness = await ScdHarness.create(TABLE, TEXT))
+    await h.load([{ customer_id: 1, region: '7', changed_at: at(1) }], { extractedAt: extracted(1) })
+    await h.load([{ customer_id: 1, region: '8', changed_at: at(5) }], { extractedAt: extracted(2) })
+    const refused = await h.stage([{ customer_id: 1, region: 8, changed_at: at(9) }], {
+      extractedAt: extracted(3),
+      columns: NUMBER,
+    })
+    await expect(h.merge(refused)).rejects.toThrow(
+      'column "region" changed type from VARCHAR (dimension dim_customer) to INTEGER (source)',
+    )
+    const result = await evolveColumn(
+      { warehouse: h.warehouse, staging: h.batches },
+      { table: TABLE, schema: 'main', column: 'region' },
+    )
+    expect(result).toMatchObject({ from: 'VARCHAR', to: 'INTEGER', batchId: refused, columns: ['region'] })
+    expect(await versions(h)).toEqual([
+      [1, 7, 'INTEGER', '2024-01-01'],
+      [1, 8, 'INTEGER', '2024-01-05'],
+    ])
+    const merged = await h.merge(refused)
+    expect(merged.counts).toMatchObject({ insertedVersions: 0, closedVersions: 0, unchangedEvents: 1 })
+    // The first event again, now typed INTEGER: the same state as captured, so no conflict and no change.
+    const again = await h.load([{ customer_id: 1, region: 7, changed_at: at(1) }], {
+      extractedAt: extracted(4),
+      columns: NUMBER,
+    } as never)
+    expect(again.counts).toMatchObject({ insertedVersions: 0, closedVersions: 0 })
+    // A late event between them is slotted in with the same hashes as its neighbours.
+    await h.load([{ customer_id: 1, region: 7, changed_at: at(3) }], {
+      extractedAt: extracted(5),
+      columns: NUMBER,
+    } as never)
+    expect(await versions(h)).toEqual([
+      [1, 7, 'INTEGER', '2024-01-01'],
+      [1, 8, 'INTEGER', '2024-01-05'],
+    ])
+  })
+
+  it('a type whose canonical text differs (text to double): row hashes and captured states are computed again, so nothing re-versions', async () => {
+    const h = (harness = await ScdHarness.create(TABLE, TEXT))
+    await h.load([{ customer_id: 1, region: '0.1', changed_at: at(1) }], { extractedAt: extracted(1) })
+    await h.load([{ customer_id: 1, region: '0.2', changed_at: at(5) }], { extractedAt: extracted(2) })
+    const DOUBLE = withRegion('DOUBLE')
+    const refused = await h.stage([{ customer_id: 1, region: 0.2, changed_at: at(9) }], {
+      extractedAt: extracted(3),
+      columns: DOUBLE,
+    })
+    await expect(h.merge(refused)).rejects.toThrow('changed type from VARCHAR')
+    const result = await evolveColumn(
+      { warehouse: h.warehouse, staging: h.batches },
+      { table: TABLE, schema: 'main', column: 'region' },
+    )
+    expect(result.statements.map((s) => s.label)).toContain('evolve: captured states take the new hashes')
+    expect((await h.merge(refused)).counts).toMatchObject({ insertedVersions: 0, closedVersions: 0 })
+    const late = { extractedAt: extracted(4), columns: DOUBLE } as never
+    await h.load(
+      [
+        { customer_id: 1, region: 0.1, changed_at: at(1) },
+        { customer_id: 1, region: 0.1, changed_at: at(3) },
+      ],
+      late,
+    )
+    expect(await versions(h)).toEqual([
+      [1, 0.1, 'DOUBLE', '2024-01-01'],
+      [1, 0.2, 'DOUBLE', '2024-01-05'],
+    ])
+  })
+
+  it('refuses a rewrite that loses values, naming the key and the value; nothing is changed', async () => {
+    const h = (harness = await ScdHarness.create(TABLE, TEXT))
+    await h.load(
+      [
+        { customer_id: 1, region: '7', changed_at: at(1) },
+        { customer_id: 2, region: 'North', changed_at: at(1) },
+        { customer_id: 3, region: '007', changed_at: at(1) },
+      ],
+      { extractedAt: extracted(1) },
+    )
+    const before = await h.history()
+    await h.stage([{ customer_id: 1, region: 8, changed_at: at(9) }], {
+      extractedAt: extracted(2),
+      columns: NUMBER,
+    })
+    await expect(
+      evolveColumn(
+        { warehouse: h.warehouse, staging: h.batches },
+        { table: TABLE, schema: 'main', column: 'region' },
+      ),
+    ).rejects.toThrow(
+      'dimsync evolve: table customers, column region: 2 value(s) cannot become INTEGER without loss (from VARCHAR): ' +
+        'customer_id=2 (version 2) holds "North"; customer_id=3 (version 3) holds "007". Nothing was changed.',
+    )
+    expect(await h.history()).toEqual(before)
+  })
+
+  it('says what is missing: no staged batch with the new type, no such column, a bitemporal table', async () => {
+    const h = (harness = await ScdHarness.create(TABLE, TEXT))
+    await h.load([{ customer_id: 1, region: '7', changed_at: at(1) }], { extractedAt: extracted(1) })
+    const deps = { warehouse: h.warehouse, staging: h.batches }
+    await expect(evolveColumn(deps, { table: TABLE, schema: 'main', column: 'region' })).rejects.toThrow(
+      'dimsync evolve: table customers, column region: no staged batch of the table holds region with a type other than VARCHAR',
+    )
+    await expect(evolveColumn(deps, { table: TABLE, schema: 'main', column: 'segment' })).rejects.toThrow(
+      'dimsync evolve: table customers, column segment: dimension dim_customer has no column segment',
+    )
+    const bitemporal = { ...TABLE, systemTime: { systemFrom: 'system_from', systemTo: 'system_to' } }
+    await expect(evolveColumn(deps, { table: bitemporal, schema: 'main', column: 'region' })).rejects.toThrow(
+      'keeps bitemporal history (system_time: true), whose rows are never rewritten',
+    )
+  })
+})
