@@ -254,6 +254,48 @@ const SNAPSHOTS: Record<string, Scenario> = {
   },
 }
 
+const SOURCE_TYPES: Record<string, Scenario> = {
+  'UUID columns (STRING on BigQuery), a UUID key; a changed UUID opens a version': {
+    table: { key: ['account_id'], deletes: 'invalidate' },
+    columns: [
+      { name: 'account_id', type: 'UUID' },
+      { name: 'owner', type: 'UUID' },
+      { name: 'name', type: 'VARCHAR' },
+    ],
+    steps: [
+      merged(
+        [
+          {
+            account_id: '0b6d1a52-3c55-4f2e-9f8a-2a1d5e0c7b01',
+            owner: 'f3a1c2d4-0000-4000-8000-000000000001',
+            name: 'a',
+          },
+          { account_id: '0b6d1a52-3c55-4f2e-9f8a-2a1d5e0c7b02', owner: null, name: 'b' },
+        ],
+        JAN,
+      ),
+      merged(
+        [
+          {
+            account_id: '0b6d1a52-3c55-4f2e-9f8a-2a1d5e0c7b01',
+            owner: 'F3A1C2D4-0000-4000-8000-000000000002',
+            name: 'a',
+          },
+          { account_id: '0b6d1a52-3c55-4f2e-9f8a-2a1d5e0c7b02', owner: null, name: 'b' },
+        ],
+        MAR,
+      ),
+    ],
+  },
+  'PostgreSQL intervals, staged as their exact ISO 8601 text: a changed interval opens a version': {
+    columns: [...CUSTOMER, { name: 'term', type: 'VARCHAR' }],
+    steps: [
+      merged([{ ...ana('South'), term: 'P1Y2M3DT4H5M6.000007S' }], JAN),
+      merged([{ ...ana('South'), term: 'P1Y2M3DT4H5M6.000008S' }], MAR),
+    ],
+  },
+}
+
 const CHANGE_TIMES: Record<string, Scenario> = {
   'several events of one key in one delta': {
     table: CHANGE_TIME,
@@ -544,6 +586,7 @@ function kind(outcome: MergeOutcome): Step['expect'] {
 
 describe.each([
   ['snapshots', SNAPSHOTS],
+  ['source types', SOURCE_TYPES],
   ['change times', CHANGE_TIMES],
   ['soft deletes', SOFT_DELETES],
   ['bad batches', BAD_BATCHES],
@@ -632,6 +675,35 @@ describe("column descriptions belong to users: dimsync's source types are kept e
 })
 
 type PairedDimensionLike = Awaited<ReturnType<BothWarehouses['open']>>
+
+describe('NUMERIC and BIGNUMERIC keys are clustered on BigQuery', () => {
+  it.each([
+    ['DECIMAL(12,0)', 'NUMERIC', '12345678901'],
+    ['DECIMAL(38,10)', 'BIGNUMERIC', '1234567890123456789012345678.0123456789'],
+  ])('a %s key: clustered, merged as on DuckDB', async (type, bigQueryType, value) => {
+    const columns = [
+      { name: 'account_no', type },
+      { name: 'name', type: 'VARCHAR' },
+    ]
+    const dimension = await both.open(tableSpec({ key: ['account_no'] }), columns)
+    try {
+      const jan = await dimension.load([{ account_no: value, name: 'Ana' }], { extractedAt: JAN })
+      expect(jan.bigquery).toEqual(jan.duckdb)
+      const mar = await dimension.load([{ account_no: value, name: 'Anna' }], { extractedAt: MAR })
+      expect(mar.duckdb).toMatchObject({ status: 'merged', counts: { insertedVersions: 1 } })
+      expect(mar.bigquery).toEqual(mar.duckdb)
+      const table = dimension.emulator.store.getTable({
+        projectId: 'acme-dw',
+        datasetId: 'history',
+        tableId: 'dim_customer',
+      })!
+      expect(table.columns.find((c) => c.field.name === 'account_no')!.field.type).toBe(bigQueryType)
+      expect(table.metadata.clustering).toEqual({ fields: ['account_no'] })
+    } finally {
+      await dimension.close()
+    }
+  })
+})
 
 describe('known differences between the warehouses, pinned', () => {
   it("values read back as text: BigQuery's NUMERIC keeps no scale and a whole FLOAT64 has no '.0'; the row hash is the same", async () => {

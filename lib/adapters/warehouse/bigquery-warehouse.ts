@@ -19,6 +19,7 @@ import {
 } from '../../sql/bigquery/column-types.ts'
 import {
   bigQueryColumnType,
+  loadTextColumns,
   SOURCE_TYPE_PREFIX,
   stagedTypeOfBigQueryField,
 } from '../../sql/bigquery/bigquery-types.ts'
@@ -26,6 +27,14 @@ import type { CompiledStatement, SqlDialect, TableRef } from '../../sql/dialect.
 import { jobFailure, NO_RESPONSE, transientReason, type JobError } from './bigquery-errors.ts'
 import { backoffDelayMs, latestAttempt } from './bigquery-job-attempts.ts'
 import { jobId, jobLabels } from './bigquery-job-ids.ts'
+import {
+  DEFAULT_LOAD_CONCURRENCY,
+  DEFAULT_LOAD_GROUP_BYTES,
+  fileSizes,
+  groupFile,
+  inParallel,
+  planLoadGroups,
+} from './bigquery-load-groups.ts'
 import { INTEGER_VALUES, toRow } from './bigquery-rows.ts'
 
 export interface BigQueryWarehouseOptions {
@@ -50,6 +59,10 @@ export interface BigQueryWarehouseOptions {
   readonly jobTimeoutMs?: number
   /** Milliseconds an upload of one part may take before it is retried (default 300,000). */
   readonly uploadTimeoutMs?: number
+  /** Parts are combined into one load job up to this many bytes (default 256 MiB; see bigquery-load-groups.ts). */
+  readonly loadGroupBytes?: number
+  /** Load jobs of one batch run at once (default 2). */
+  readonly loadConcurrency?: number
   /** Test seam: how a wait between attempts is done (default a timer). */
   readonly sleep?: (ms: number) => Promise<void>
 }
@@ -84,7 +97,8 @@ function isNoResponse(error: unknown): boolean {
  * BigQuery as the warehouse. Building it makes no network call (the client authenticates lazily on the first
  * request). Every job gets a deterministic id, labels naming the table and batch, and the dataset's location.
  * A merge is one multi-statement script job (see renderMergeScript); a staged batch is loaded from the
- * local Parquet parts (BigQuery cannot read S3) with one load job per part into a per-batch staging table.
+ * local Parquet parts (BigQuery cannot read S3) into a per-batch staging table, consecutive parts combined into
+ * one load job of up to 256 MiB, two jobs at once.
  */
 export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
   readonly mergeMode = 'script' as const
@@ -179,13 +193,20 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
    * then reloaded from the parts under new job ids. A count that still differs fails retryably.
    */
   async loadBatch(request: LoadBatchRequest): Promise<void> {
+    const groups = planLoadGroups(
+      await fileSizes(request.partPaths),
+      this.#options.loadGroupBytes ?? DEFAULT_LOAD_GROUP_BYTES,
+    ).map((indexes) => indexes.map((i) => request.partPaths[i]!))
+    const loadAll = (mode: 'adopt' | 'reload') =>
+      inParallel(groups, this.#options.loadConcurrency ?? DEFAULT_LOAD_CONCURRENCY, (paths, group) =>
+        this.#loadGroup(request, group, paths, mode),
+      )
     await this.#createStage(request)
-    for (const [part, path] of request.partPaths.entries()) await this.#loadPart(request, part, path, 'adopt')
+    await loadAll('adopt')
     if ((await this.#stagedRows(request.stage)) === request.rowCount) return
     await this.#dropStage(request.stage)
     await this.#createStage(request)
-    for (const [part, path] of request.partPaths.entries())
-      await this.#loadPart(request, part, path, 'reload')
+    await loadAll('reload')
     const staged = await this.#stagedRows(request.stage)
     if (staged === request.rowCount) return
     const { table, batchId } = request
@@ -228,20 +249,28 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
   }
 
   /**
-   * One part's load job. `adopt`: a job an earlier attempt ran for this part is adopted (its rows are in the
-   * table, unless the table was re-created since: the row count tells). `reload`: a new attempt, always.
+   * One group's load job (its parts as one file, see bigquery-load-groups.ts). `adopt`: a job an earlier attempt
+   * ran for this group is adopted (its rows are in the table, unless the table was re-created since: the row
+   * count tells). `reload`: a new attempt, always. The group's file is written only when a job is submitted.
    */
-  async #loadPart(
+  async #loadGroup(
     request: LoadBatchRequest,
-    part: number,
-    path: string,
+    group: number,
+    paths: readonly string[],
     mode: 'adopt' | 'reload',
   ): Promise<void> {
     const { table, batchId } = request
     await this.#runOnce(
-      (attempt) => jobId('load', table.target, batchId, { part, attempt }),
-      (id) => this.#startLoad(id, request, path),
-      [{ label: `load part ${part} (${path})`, sql: '' }],
+      (attempt) => jobId('load', table.target, batchId, { part: group, attempt }),
+      async (id) => {
+        const file = await groupFile(paths, loadTextColumns(request.columns))
+        try {
+          await this.#startLoad(id, request, file.path)
+        } finally {
+          await file.release()
+        }
+      },
+      [{ label: `load parts ${paths.join(', ')}`, sql: '' }],
       mode === 'reload',
     )
   }

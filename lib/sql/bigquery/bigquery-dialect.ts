@@ -16,8 +16,20 @@ import type {
 import { renderBigQueryScriptText } from './bigquery-script.ts'
 import { BIGQUERY_LOGICAL_TYPES, bigQueryColumnType } from './bigquery-types.ts'
 
-/** Types BigQuery accepts as clustering columns (FLOAT64, BYTES, TIME are not among them). */
-const CLUSTERABLE = new Set(['STRING', 'INT64', 'BOOL', 'DATE', 'DATETIME', 'TIMESTAMP'])
+/**
+ * Types BigQuery accepts as clustering columns, without their parameters (FLOAT64, BYTES, TIME are not among them).
+ * https://cloud.google.com/bigquery/docs/clustered-tables#cluster_column_types
+ */
+const CLUSTERABLE = new Set([
+  'STRING',
+  'INT64',
+  'BOOL',
+  'DATE',
+  'DATETIME',
+  'TIMESTAMP',
+  'NUMERIC',
+  'BIGNUMERIC',
+])
 const MAX_CLUSTER_COLUMNS = 4
 
 export interface BigQueryDialectOptions {
@@ -236,7 +248,7 @@ function tableOptions(role: TableRole, request: TableOptionsRequest, str: (v: st
 
 function safeColumnType(stagedType: string): string {
   try {
-    return bigQueryColumnType(stagedType, { table: '', column: '' })
+    return bigQueryColumnType(stagedType, { table: '', column: '' }).replace(/\(.*\)$/, '')
   } catch {
     return ''
   }

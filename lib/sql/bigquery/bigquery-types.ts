@@ -7,7 +7,7 @@ import { typeFamily } from '../../core/staged-types.ts'
  * job converts them as BigQuery documents (INT32/INT64 → INT64, DOUBLE/FLOAT → FLOAT64, DECIMAL → NUMERIC or
  * BIGNUMERIC, TIMESTAMP(UTC) → TIMESTAMP, TIMESTAMP(local) → DATETIME, BYTE_ARRAY → BYTES).
  *
- * Types BigQuery cannot hold without loss (UBIGINT, HUGEINT, UUID, INTERVAL, lists, structs, maps) are refused
+ * Types BigQuery cannot hold without loss (UBIGINT, HUGEINT, INTERVAL, lists, structs, maps) are refused
  * with a message naming the table and column, never silently turned into text.
  */
 export function bigQueryColumnType(stagedType: string, where: { table: string; column: string }): string {
@@ -21,10 +21,18 @@ export function bigQueryColumnType(stagedType: string, where: { table: string; c
 
 /** What BigQuery stores, for messages. */
 export const BIGQUERY_SUPPORTED =
-  'text, integers up to 64 bits, booleans, dates, times, timestamps, decimals, floating point, bytes'
+  'text, integers up to 64 bits, booleans, dates, times, timestamps, decimals, floating point, bytes, UUIDs'
+
+/** Staged columns whose Parquet values BigQuery cannot load as they are: staged as text before the load. */
+export function loadTextColumns(columns: readonly { name: string; type: string }[]): string[] {
+  return columns.filter((c) => c.type.trim().toUpperCase() === 'UUID').map((c) => c.name)
+}
 
 /** The BigQuery column type of a staged type, or undefined when BigQuery cannot store it without loss. */
 export function bigQueryStorableType(stagedType: string): string | undefined {
+  // A UUID is kept as its canonical text (lowercase, hyphenated: DuckDB's text of it, so the row hash agrees);
+  // BigQuery has no UUID type, and the load converts the staged Parquet's 16 bytes (see loadTextColumns).
+  if (stagedType.trim().toUpperCase() === 'UUID') return 'STRING'
   const family = typeFamily(stagedType)
   switch (family.kind) {
     case 'string':

@@ -1,0 +1,101 @@
+import { mkdtemp, rm, stat } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+/**
+ * Load jobs per batch, bounded. BigQuery allows 1,500 load jobs per table per day, and one job per staged part
+ * (a part is cut at about 6 MiB of CSV) made a 10M-row batch about 170 jobs, run one after another. An upload
+ * carries one file, and Parquet files cannot be concatenated byte-wise, so consecutive parts are combined into
+ * one Parquet file of up to `maxBytes` (DuckDB rewrites them, streaming: the types are the parts' own) and each
+ * group is one load job. Grouping is deterministic (the manifest's parts and sizes), so a retried load finds
+ * the jobs of the same groups.
+ */
+export const DEFAULT_LOAD_GROUP_BYTES = 256 * 1024 * 1024
+/** Load jobs (and uploads) of one batch in flight at once: each holds a group file of up to 256 MiB on disk. */
+export const DEFAULT_LOAD_CONCURRENCY = 2
+
+/** Consecutive parts whose sizes add up to at most `maxBytes` (a larger part is a group of its own). */
+export function planLoadGroups(sizes: readonly number[], maxBytes: number): number[][] {
+  const groups: number[][] = []
+  let current: number[] = []
+  let bytes = 0
+  for (const [index, size] of sizes.entries()) {
+    if (current.length > 0 && bytes + size > maxBytes) {
+      groups.push(current)
+      current = []
+      bytes = 0
+    }
+    current.push(index)
+    bytes += size
+  }
+  if (current.length > 0) groups.push(current)
+  return groups
+}
+
+export async function fileSizes(paths: readonly string[]): Promise<number[]> {
+  return await Promise.all(paths.map(async (path) => (await stat(path)).size))
+}
+
+/**
+ * The file one load job uploads: the part itself, or the parts rewritten as one Parquet file in a scratch folder
+ * (removed by `release`), `textColumns` cast to text. Only one group per job in flight is on disk at a time.
+ */
+export async function groupFile(
+  paths: readonly string[],
+  textColumns: readonly string[] = [],
+): Promise<{ readonly path: string; release(): Promise<void> }> {
+  if (paths.length === 1 && textColumns.length === 0) return { path: paths[0]!, release: async () => {} }
+  const dir = await mkdtemp(join(tmpdir(), 'dimsync-load-group-'))
+  const path = join(dir, 'group.parquet')
+  const { DuckDBInstance } = await import('@duckdb/node-api')
+  const instance = await DuckDBInstance.create(':memory:', {
+    threads: '1',
+    memory_limit: '256MB',
+    preserve_insertion_order: 'false',
+    temp_directory: join(dir, 'tmp'),
+  })
+  try {
+    const connection = await instance.connect()
+    try {
+      const list = paths.map((p) => `'${p.replaceAll("'", "''")}'`).join(', ')
+      const quote = (name: string) => `"${name.replaceAll('"', '""')}"`
+      const replace =
+        textColumns.length === 0
+          ? ''
+          : ` REPLACE (${textColumns.map((c) => `CAST(${quote(c)} AS VARCHAR) AS ${quote(c)}`).join(', ')})`
+      await connection.run(
+        `COPY (SELECT *${replace} FROM read_parquet([${list}])) TO '${path.replaceAll("'", "''")}' (FORMAT parquet, COMPRESSION zstd)`,
+      )
+    } finally {
+      connection.closeSync()
+    }
+  } catch (error) {
+    await rm(dir, { recursive: true, force: true })
+    throw error
+  } finally {
+    instance.closeSync()
+  }
+  return { path, release: () => rm(dir, { recursive: true, force: true }) }
+}
+
+/** Runs `work` for every item, at most `concurrency` at once; the first failure is thrown once all settled. */
+export async function inParallel<T>(
+  items: readonly T[],
+  concurrency: number,
+  work: (item: T, index: number) => Promise<void>,
+): Promise<void> {
+  let next = 0
+  let failure: { error: unknown } | undefined
+  const worker = async () => {
+    while (failure === undefined && next < items.length) {
+      const index = next++
+      try {
+        await work(items[index]!, index)
+      } catch (error) {
+        failure ??= { error }
+      }
+    }
+  }
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, items.length)) }, worker))
+  if (failure !== undefined) throw failure.error
+}
