@@ -146,6 +146,15 @@ describe.each(places.map((make, i) => [i === 0 ? 'local folder' : 's3', make] as
       expect((await deps.state.getWatermark('customers'))?.key).toHaveLength(2)
     })
 
+    it('describe (dimsync validate) reads the newest file only, the one a run with nothing new stages empty', async () => {
+      const { place, deps, table } = await setUp(makePlace)
+      await place.put('exports/a.csv', 'customer_id,region\n1,South\n')
+      await new Promise((done) => setTimeout(done, 1100))
+      await place.put('exports/b.csv', 'customer_id,region,tier\n1,South,gold\n')
+      const columns = await deps.openSource(table).describe(table)
+      expect(columns.map((c) => c.name)).toEqual(['customer_id', 'region', 'tier'])
+    })
+
     it('an extract that dies before its batch is committed leaves the watermark, so the next run reads the files again', async () => {
       const { place, deps, table, history } = await setUp(makePlace)
       await place.put('exports/a.csv', 'customer_id,region\n1,South\n')
