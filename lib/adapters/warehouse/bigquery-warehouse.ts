@@ -20,6 +20,7 @@ import {
 import {
   bigQueryColumnType,
   loadTextColumns,
+  recordedTypeFits,
   SOURCE_TYPE_PREFIX,
   stagedTypeOfBigQueryField,
 } from '../../sql/bigquery/bigquery-types.ts'
@@ -120,8 +121,9 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
 
   /**
    * Columns of a table, or undefined if absent. Their staged types are the ones recorded for the dimension (see
-   * column-types.ts); a column with none recorded (a table an earlier version wrote) takes the type from its
-   * description when that version wrote it there, else from its BigQuery type.
+   * column-types.ts) where the column's BigQuery type still fits the record; a column with none recorded (a table
+   * an earlier version wrote) or rewritten since takes the type from its description when an earlier version
+   * wrote it there, else from its BigQuery type.
    */
   async describeTable(ref: TableRef): Promise<DimensionColumn[] | undefined> {
     const table = this.#client
@@ -138,7 +140,11 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
     const recorded = await this.#recordedColumnTypes(ref)
     return fields.map((f) => {
       const name = String((f as { name?: string }).name)
-      return { name, type: recorded?.get(name) ?? stagedTypeOfBigQueryField(f) }
+      const type = recorded?.get(name)
+      return {
+        name,
+        type: type !== undefined && recordedTypeFits(type, f) ? type : stagedTypeOfBigQueryField(f),
+      }
     })
   }
 

@@ -112,3 +112,33 @@ export function stagedTypeOfBigQueryField(field: {
   const base = map[type]?.() ?? type
   return field.mode === 'REPEATED' ? `${base}[]` : base
 }
+
+/** BigQuery's legacy type names in table schemas, as GoogleSQL names them. */
+const GOOGLE_SQL_NAMES: Readonly<Record<string, string>> = {
+  INTEGER: 'INT64',
+  FLOAT: 'FLOAT64',
+  BOOLEAN: 'BOOL',
+  RECORD: 'STRUCT',
+}
+
+/**
+ * Whether a column of this BigQuery schema field can hold the staged type recorded for it: the same BigQuery
+ * type (and precision and scale). A recorded type that does not fit is stale: the column was rewritten since
+ * (`dimsync evolve`, or by hand), and the field's own type is the truth until the next merge records it again.
+ */
+export function recordedTypeFits(
+  stagedType: string,
+  field: {
+    readonly type?: string
+    readonly precision?: string
+    readonly scale?: string
+    readonly mode?: string
+  },
+): boolean {
+  const expected = bigQueryStorableType(stagedType)
+  if (expected === undefined || field.mode === 'REPEATED') return false
+  const [, base, precision, scale] = /^(\w+)(?:\((\d+), (\d+)\))?$/.exec(expected) ?? []
+  const type = (field.type ?? '').toUpperCase()
+  if ((GOOGLE_SQL_NAMES[type] ?? type) !== base) return false
+  return precision === undefined || (field.precision === precision && (field.scale ?? '0') === scale)
+}
