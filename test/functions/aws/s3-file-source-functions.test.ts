@@ -1,0 +1,101 @@
+import { writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+
+import { PutObjectCommand } from '@aws-sdk/client-s3'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+
+import { createMergeHandler } from '../../../functions/shared/handlers.ts'
+import { buildAwsDeps, type AwsDeps } from '../../../lib/runtime/aws-deps.ts'
+import { startDynalite, type DynaliteHandle } from '../../support/aws/dynalite.ts'
+import {
+  captureStdout,
+  fakeContext,
+  makeSandbox,
+  stagingExtract,
+  useEmulatorCredentials,
+} from '../../support/aws/lambda.ts'
+import { startS3rver, type S3rverHandle } from '../../support/aws/s3rver.ts'
+
+/**
+ * The extract and merge functions on a file source on S3 that reads new files only (the DMS-in-a-bucket use
+ * case): the functions' own environment (endpoint, role credentials) reaches the source, each scheduled pair
+ * loads only the objects dropped since the last merge, and a pair with nothing new changes nothing.
+ */
+
+let s3: S3rverHandle
+let dynamo: DynaliteHandle
+const opened: AwsDeps[] = []
+
+beforeAll(async () => {
+  useEmulatorCredentials()
+  ;[s3, dynamo] = await Promise.all([startS3rver(), startDynalite()])
+})
+afterEach(async () => {
+  for (const deps of opened.splice(0)) await deps.close()
+})
+afterAll(async () => {
+  await Promise.all([s3?.stop(), dynamo?.stop()])
+})
+
+describe('extract and merge functions on an S3 change feed read as new files only', () => {
+  it('each pair loads the objects dropped since the last merge; a pair with nothing new changes nothing', async () => {
+    const box = await makeSandbox(s3, dynamo)
+    const source = await s3.createBucket('dms')
+    await writeFile(
+      join(box.dir, 'dimsync.yaml'),
+      [
+        'version: 1',
+        'warehouse: { type: duckdb, path: unused.duckdb }',
+        'tables:',
+        '  - name: customers',
+        `    source: { type: file, path: 's3://${source}/dms/public/customers/*.csv', files: new_only }`,
+        '    target: dim_customer',
+        '    key: customer_id',
+        '    extract: { mode: changes }',
+        '    valid_from: { column: changed_at }',
+        '',
+      ].join('\n'),
+    )
+    const drop = (name: string, rows: readonly string[]) =>
+      s3.client.send(
+        new PutObjectCommand({
+          Bucket: source,
+          Key: `dms/public/customers/${name}`,
+          Body: ['Op,customer_id,region,changed_at', ...rows, ''].join('\n'),
+        }),
+      )
+    const deps = await buildAwsDeps(box.env)
+    opened.push(deps)
+    const extract = stagingExtract({ deps: async () => deps })
+    const merge = createMergeHandler({ deps: async () => deps })
+    const pair = async () => {
+      const staged = (await captureStdout(() => extract({ table: 'customers' }, fakeContext()))).result
+      const merged = (await captureStdout(() => merge(staged, fakeContext()))).result
+      return { staged, merged }
+    }
+
+    await drop('20240101-000000.csv', ['I,1,South,2024-01-01 00:00:00', 'I,2,North,2024-01-01 00:00:00'])
+    const first = await pair()
+    expect(first.staged.rows).toBe(2)
+    expect(first.merged).toMatchObject({ status: 'merged', watermark: 'advanced' })
+
+    await drop('20240102-000000.csv', ['U,1,West,2024-01-02 00:00:00', 'D,2,North,2024-01-02 00:00:00'])
+    const second = await pair()
+    expect(second.staged.rows).toBe(2)
+    expect(second.merged).toMatchObject({ status: 'merged', counts: { insertedVersions: 1 } })
+
+    const idle = await pair()
+    expect(idle.staged.rows).toBe(0)
+    expect(idle.merged).toMatchObject({ counts: { insertedVersions: 0, closedVersions: 0 } })
+
+    const warehouse = await deps.warehouse()
+    const rows = await warehouse.query(
+      'SELECT customer_id, region, valid_to IS NULL AS current FROM main.dim_customer ORDER BY customer_id, valid_from',
+    )
+    expect(rows.map((r) => [Number(r.customer_id), r.region, r.current])).toEqual([
+      [1, 'South', false],
+      [1, 'West', true],
+      [2, 'North', false],
+    ])
+  })
+})
