@@ -33,10 +33,10 @@ export const BIGQUERY_ENDPOINT_VARIABLE = 'DIMSYNC_BIGQUERY_ENDPOINT'
 
 /**
  * DuckDB's memory limit for the warehouse (DIMSYNC_DUCKDB_MEMORY_LIMIT overrides it); beyond it DuckDB spills to
- * disk. Its allocations outside the buffer pool come on top: a 1M-row first load peaked about 70 MB lower at 64MB
- * than at 128MB and was not measurably slower (docs/benchmarks.md).
+ * disk. Not lower: at 64MB the diff of a 1M-key snapshot against the current versions ran out of memory, and so
+ * did the benchmark's 10M-key first load (docs/benchmarks.md).
  */
-export const DEFAULT_WAREHOUSE_MEMORY_LIMIT = '64MB'
+export const DEFAULT_WAREHOUSE_MEMORY_LIMIT = '128MB'
 
 /** How long a command waits for a DuckDB warehouse file another process has open (seconds). */
 export const WAREHOUSE_WAIT_VARIABLE = 'DIMSYNC_WAREHOUSE_WAIT_SECONDS'
