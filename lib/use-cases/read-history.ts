@@ -20,6 +20,11 @@ export interface HistoryRequest {
 export async function readHistory(warehouse: Warehouse<SqlDialect>, request: HistoryRequest): Promise<Row[]> {
   const { table } = request
   const d = warehouse.dialect
+  if (request.knownAt !== undefined && table.systemTime === undefined)
+    throw new DimsyncError(
+      `--known-at: table ${table.name} keeps no system time (set system_time: true for bitemporal history); ` +
+        'its versions are the same whenever you ask',
+    )
   const objects = dimensionObjects(table, request.schema)
   if ((await warehouse.describeTable(objects.dimension)) === undefined)
     throw new DimsyncError(
@@ -27,11 +32,6 @@ export async function readHistory(warehouse: Warehouse<SqlDialect>, request: His
     )
   const key = request.key === undefined ? undefined : parseKey(table, request.key)
   const asOf = request.asOf === undefined ? undefined : parseInstant('--as-of', request.asOf)
-  if (request.knownAt !== undefined && table.systemTime === undefined)
-    throw new DimsyncError(
-      `--known-at: table ${table.name} keeps no system time (set system_time: true for bitemporal history); ` +
-        'its versions are the same whenever you ask',
-    )
   const knownAt = request.knownAt === undefined ? undefined : parseInstant('--known-at', request.knownAt)
   return warehouse.query(renderHistoryQuery(d, table, objects.dimension, { key, asOf, knownAt }))
 }
