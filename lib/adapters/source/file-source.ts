@@ -10,7 +10,13 @@ import { glob, isDynamicPattern } from 'tinyglobby'
 
 import type { StagedColumn, Watermark } from '../../core/batch.ts'
 import { SourceError } from '../../core/errors.ts'
-import { nextFileWatermark, selectNewFiles, type ListedFile } from '../../core/file-watermark.ts'
+import {
+  isFileWatermark,
+  nextFileWatermark,
+  selectNewFiles,
+  type ListedFile,
+} from '../../core/file-watermark.ts'
+import { canonicalJson } from '../../core/watermark.ts'
 import { isPointInTimeType } from '../../core/staged-types.ts'
 import type { FileSourceSpec, TableSpec } from '../../core/table-spec.ts'
 import type { ExtractRequest, ExtractResult, Source } from '../../ports/source.ts'
@@ -144,8 +150,15 @@ export class FileSource implements Source {
     const spec = fileSpec(table)
     if (request.resume !== undefined)
       return await this.#continuePasses(request, readPassState(table, request.resume))
-    const listed = await this.#listFiles(table.name, spec.path)
     const newOnly = spec.files === 'new_only'
+    if (newOnly && request.watermark !== undefined && !isFileWatermark(request.watermark)) {
+      throw new SourceError(
+        table.name,
+        `${table.name}: the saved watermark ${canonicalJson(request.watermark)} was not written by a new-files ` +
+          'source (the table was read by a cursor before?); remove it from the state store to read every file again',
+      )
+    }
+    const listed = await this.#listFiles(table.name, spec.path)
     const chosen = newOnly ? selectNewFiles(listed, request.watermark) : listed
     const candidate = newOnly ? nextFileWatermark(request.watermark, chosen) : undefined
     const withCandidate = candidate !== undefined ? { watermarkCandidate: candidate } : {}

@@ -155,6 +155,16 @@ describe.each(places.map((make, i) => [i === 0 ? 'local folder' : 's3', make] as
       expect(columns.map((c) => c.name)).toEqual(['customer_id', 'region', 'tier'])
     })
 
+    it('a watermark some other kind of extract wrote is refused, naming the table, and nothing is staged', async () => {
+      const { place, deps, table } = await setUp(makePlace)
+      await place.put('exports/a.csv', 'customer_id,region\n1,South\n')
+      await deps.state.commitWatermark('customers', { cursor: 42, key: [7] }, undefined)
+      await expect(runTable(deps, table, { extractedAt: JAN })).rejects.toThrow(
+        /^customers: the saved watermark \{"cursor":42,"key":\[7\]\} was not written by a new-files source/,
+      )
+      expect(await deps.staging.listBatches('customers')).toEqual([])
+    })
+
     it('an extract that dies before its batch is committed leaves the watermark, so the next run reads the files again', async () => {
       const { place, deps, table, history } = await setUp(makePlace)
       await place.put('exports/a.csv', 'customer_id,region\n1,South\n')
