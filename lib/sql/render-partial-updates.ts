@@ -4,17 +4,28 @@ import { TEMP, type MergeSql } from './merge-sql.ts'
  * Partial updates: the staged rows with each ignored NULL and each column not to update replaced by the value the
  * key had, folding the rows of a key in time (then sequence) order: an ignored NULL takes the newest non-NULL value
  * of the key's earlier rows in the batch, else its live current version's; a column not to update keeps the
- * current version's value (a new key: its first row's). Every later step reads these rows instead of the staged
- * ones. A late row folds into the key's current state, not the state at its own time.
+ * current version's value (a new key: its first row's). A delete ends the key's state: a row after a delete of its
+ * key in the batch folds only from the rows after that delete, like a new key. Every later step reads these rows
+ * instead of the staged ones. A late row folds into the key's current state, not the state at its own time.
  */
 export function renderPartialUpdates(m: MergeSql): void {
   const partial = m.p.layout.partial!
   const q = (name: string) => m.q(name)
   const attrs = [...new Set([...partial.ignoreNulls, ...partial.kept].map((c) => c.name))]
-  const hasCurrent = `cur.${q(m.keys[0]!)} IS NOT NULL`
   const sequence = m.p.layout.sequence
   const order = `${m.eventTime}${sequence === undefined ? '' : `, ${m.col('s', sequence.name)}`}`
-  const w = `PARTITION BY ${m.keyList('s')} ORDER BY ${order}`
+  // The key's era: how many deletes of the key precede the row in the batch. Rows fold within their era, and only
+  // era 0 continues the version that was current before the batch.
+  const deleted = m.oneEventPerKey ? undefined : m.deleteEvent('s')
+  const era = q('__dimsync_fold_era')
+  const staged =
+    deleted === undefined
+      ? m.rawStage
+      : `(\n  SELECT s.*, COALESCE(SUM(CASE WHEN ${deleted} THEN 1 ELSE 0 END) OVER (PARTITION BY ${m.keyList('s')} ` +
+        `ORDER BY ${order} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS ${era}\n  FROM ${m.rawStage} s\n)`
+  const continuesCurrent = deleted === undefined ? '' : ` AND s.${era} = 0`
+  const hasCurrent = `cur.${q(m.keys[0]!)} IS NOT NULL${continuesCurrent}`
+  const w = `PARTITION BY ${m.keyList('s')}${deleted === undefined ? '' : `, s.${era}`} ORDER BY ${order}`
   const keptNames = new Set(partial.kept.map((c) => c.name))
   // BigQuery allows no analytic function inside SELECT * REPLACE: each column's fold is computed first, as a
   // working column beside the staged ones.
@@ -28,13 +39,15 @@ export function renderPartialUpdates(m: MergeSql): void {
   const folded = (c: string, i: number) =>
     keptNames.has(c)
       ? `CASE WHEN ${hasCurrent} THEN ${m.col('cur', c)} ELSE s.${foldColumn(i)} END`
-      : `COALESCE(s.${foldColumn(i)}, ${m.col('cur', c)})`
+      : deleted === undefined
+        ? `COALESCE(s.${foldColumn(i)}, ${m.col('cur', c)})`
+        : `COALESCE(s.${foldColumn(i)}, CASE WHEN s.${era} = 0 THEN ${m.col('cur', c)} END)`
   m.emit(
     "partial updates: fold rows into their keys' state",
     m.d.createTempTableAs(
       TEMP.folded,
       `SELECT s.* REPLACE (${attrs.map((c, i) => `${folded(c, i)} AS ${q(c)}`).join(',\n  ')})\n` +
-        `FROM (\n  SELECT s.*, ${attrs.map((c, i) => `${fold(c)} AS ${foldColumn(i)}`).join(',\n    ')}\n  FROM ${m.rawStage} s\n) s\n` +
+        `FROM (\n  SELECT s.*, ${attrs.map((c, i) => `${fold(c)} AS ${foldColumn(i)}`).join(',\n    ')}\n  FROM ${staged} s\n) s\n` +
         `LEFT JOIN (\n  SELECT ${[...m.keys, ...attrs].map((c) => m.col('d', c)).join(', ')} FROM ${m.dim} d WHERE ${m.liveCurrent('d')}\n) cur ON ${m.keyEq('cur', 's')}`,
     ),
   )

@@ -95,6 +95,19 @@ describe('partial updates', () => {
     expect((await states(h)).at(-1)).toEqual([2, null, 5, true])
   })
 
+  it('an event after a delete of its key in the same batch starts from nothing: neither the delete row nor the closed version fills its NULLs', async () => {
+    const h = await feed({ partialUpdates: { ignoreNulls: { kind: 'list', columns: ['name'] } } })
+    await h.load([ev('I', 1, 'South', 20, 1)], { extractedAt: extractedAt(1) })
+    await h.load([ev('D', 1, 'South', 20, 6), ev('I', 1, null, 30, 7), ev('U', 1, null, 40, 8)], {
+      extractedAt: extractedAt(2),
+    })
+    expect(await states(h)).toEqual([
+      [1, 'South', 20, false],
+      [1, null, 30, false],
+      [1, null, 40, true],
+    ])
+  })
+
   it('columns_to_update: the other columns of an existing key keep their values; a new key takes its first row', async () => {
     harness = await ScdHarness.create(
       tableSpec({
