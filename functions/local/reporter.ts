@@ -75,7 +75,10 @@ export function createReporter(err: Stream, out: Stream) {
           log(`${event.table} merged batch ${event.batchId}, left staged by an interrupted run`)
           return
         case 'extract':
-          if (live) clear()
+          // A run that found nothing (a new-files source with no new file, an empty delta) says what it read.
+          if (event.rows === 0 && event.source !== undefined)
+            log(`${event.table} extracted no rows: ${event.source}`)
+          else if (live) clear()
           else
             log(
               `${event.table} extracted batch ${event.batchId}: ${event.rows} rows in ${event.seconds.toFixed(1)} s (${rate(event.rows, event.seconds)} rows/s)`,

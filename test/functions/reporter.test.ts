@@ -60,4 +60,25 @@ describe('the CLI reporter', () => {
     expect(err.text()).toBe('2026-01-01T00:00:00.000Z customers merging batch b1 (1,000,000 rows)\n')
     reporter.done()
   })
+
+  it('an extract that found no rows says what it read, on a terminal too', () => {
+    for (const isTTY of [true, false]) {
+      const err = stream(isTTY)
+      const reporter = createReporter(err, stream(false))
+      reporter.onEvent({
+        step: 'extract',
+        table: 'customers',
+        batchId: 'b2',
+        rows: 0,
+        bytes: 900,
+        parts: 1,
+        seconds: 0.2,
+        source: 'csv s3://b/exports/*.csv: no new file (3 merged already)',
+      })
+      expect(err.text()).toBe(
+        '2026-01-01T00:00:00.000Z customers extracted no rows: csv s3://b/exports/*.csv: no new file (3 merged already)\n',
+      )
+      reporter.done()
+    }
+  })
 })
