@@ -8,7 +8,7 @@ import type { FactObjects } from './render-fact-ddl.ts'
 import { dimensionObjects } from './render-ddl.ts'
 import { raiseCheck } from './raise-check.ts'
 import { TEMP } from './merge-sql.ts'
-import { liveVersionAt } from './version-predicates.ts'
+import { versionAtInJoin } from './fact-version-join.ts'
 import { renderInferredCount, renderInferredMembers } from './render-inferred-member.ts'
 
 /** Everything the load of one fact batch depends on. Pure data: rendering does no I/O and reads no clock. */
@@ -139,7 +139,7 @@ export function renderFactLoad(d: SqlDialect, plan: FactLoadPlan): CompiledState
   const joins = layout.references.map((r, i) => {
     const ref = d.table(dimensionObjects(r.dimension, plan.schema).dimension)
     const keyEq = r.dimensionKey.map((k, j) => `r${i}.${q(k.name)} = ${s(r.reference.key[j]!)}`)
-    return `\nLEFT JOIN ${ref} r${i}\n  ON ${keyEq.join(' AND ')}\n  AND ${liveVersionAt(d, r.dimension, eventTime, `r${i}`)}`
+    return `\nLEFT JOIN ${ref} r${i}\n  ON ${keyEq.join(' AND ')}\n  AND ${versionAtInJoin(d, r.dimension, eventTime, `r${i}`)}`
   })
   const columns = [
     ...layout.copied.map((c) => c.name),

@@ -2,7 +2,7 @@ import type { ResolvedFactReference } from '../core/fact-layout.ts'
 import type { FactSpec } from '../core/fact-spec.ts'
 import type { SqlDialect } from './dialect.ts'
 import { dimensionObjects } from './render-ddl.ts'
-import { liveVersionAt } from './version-predicates.ts'
+import { versionAtInJoin } from './fact-version-join.ts'
 
 /** Working column holding a fact's re-resolved surrogate key (the reserved prefix keeps it apart from sources). */
 const RESOLVED = '__dimsync_resolved_sk'
@@ -40,7 +40,7 @@ function resolvedKeys(d: SqlDialect, fact: FactSpec, r: ResolvedFactReference, s
   const dsk = q(r.dimension.columns.surrogateKey)
   const sk = q(r.reference.surrogateKeyColumn)
   const eventTime = d.castToTimestamp(`f.${q(fact.eventTime)}`)
-  const live = liveVersionAt(d, r.dimension, eventTime, 'r')
+  const live = versionAtInJoin(d, r.dimension, eventTime, 'r')
   const via = r.reference.keepNaturalKey ? '' : `\n  JOIN ${dim} v ON v.${dsk} = f.${sk}`
   const keyEq = r.dimensionKey.map((k, j) =>
     r.reference.keepNaturalKey
