@@ -53,6 +53,11 @@ export interface FileSourceOptions {
    * (region, credentials; in Lambda the function's role). Default: `process.env`.
    */
   readonly env?: Readonly<Record<string, string | undefined>>
+  /**
+   * An extract with a time limit (a Lambda) reads Parquet files in rounds of about this many bytes (at least one
+   * file), and may stop between two rounds. Default 256 MiB: many small files (DMS output) make few parts.
+   */
+  readonly roundBytes?: number
   /** The S3 client for `s3://` paths (tests); default: one made from `env`, destroyed by `close()`. */
   readonly s3Client?: S3Client
 }
@@ -67,6 +72,7 @@ const S3_ENDPOINT_VARIABLE = 'DIMSYNC_S3_ENDPOINT'
 interface SourceFile extends ListedFile {
   /** Local path, or `s3://bucket/key`. */
   readonly path: string
+  readonly size: number
   readonly s3?: S3File
 }
 
@@ -106,6 +112,7 @@ export class FileSource implements Source {
   readonly #threads: number
   readonly #partFileSizeBytes: number
   readonly #env: Readonly<Record<string, string | undefined>>
+  readonly #roundBytes: number
   readonly #ownsS3Client: boolean
   #s3Client: S3Client | undefined
 
@@ -115,6 +122,7 @@ export class FileSource implements Source {
     this.#threads = options.threads ?? Math.max(1, Math.min(4, availableParallelism()))
     this.#partFileSizeBytes = options.partFileSizeBytes ?? 64 * 1024 * 1024
     this.#env = options.env ?? process.env
+    this.#roundBytes = options.roundBytes ?? 256 * 1024 * 1024
     this.#s3Client = options.s3Client
     this.#ownsS3Client = options.s3Client === undefined
   }
@@ -177,6 +185,7 @@ export class FileSource implements Source {
         name: f.name,
         path: f.path,
         modified: f.modified,
+        size: f.size,
         ...(f.s3 ? { s3: f.s3 } : {}),
       }))
       return await this.#continuePasses(request, { version: 1, files, next: 0, ...withCandidate })
@@ -193,7 +202,7 @@ export class FileSource implements Source {
   }
 
   /**
-   * Stages the files of `state` from `state.next` on, one file a round, while another round surely fits in the
+   * Stages the files of `state` from `state.next` on, a round of files at a time, while another round surely fits in the
    * time left (twice the slowest round so far); returns a `resume` when files are left. The files and the
    * watermark candidate were fixed by the first pass, so the batch is what that pass listed.
    */
@@ -205,14 +214,22 @@ export class FileSource implements Source {
     let slowestMs = 0
     while (next < state.files.length) {
       const started = Date.now()
-      const file = state.files[next]!
-      const staged = await this.#stage(request, [file], false, rows)
+      // A round: the next files up to `roundBytes` (at least one), read as one relation into its own parts.
+      const round: SourceFile[] = []
+      let bytes = 0
+      for (const file of state.files.slice(next)) {
+        if (round.length > 0 && bytes + file.size > this.#roundBytes) break
+        round.push(file)
+        bytes += file.size
+      }
+      const staged = await this.#stage(request, round, false, rows)
       if (state.columns !== undefined || next > state.next) {
-        assertSameStagedColumns(request.table.name, state.files[0]!.name, columns, file.name, staged.columns)
+        const names = round.map((f) => f.name).join(', ')
+        assertSameStagedColumns(request.table.name, state.files[0]!.name, columns, names, staged.columns)
       }
       columns = staged.columns
       rows += staged.rows
-      next++
+      next += round.length
       slowestMs = Math.max(slowestMs, Date.now() - started)
       const timeLeft = request.timeLeftMs?.()
       if (next < state.files.length && timeLeft !== undefined && timeLeft <= slowestMs * ROUND_MARGIN) break
@@ -373,13 +390,15 @@ export class FileSource implements Source {
         name: object.name,
         path: object.name,
         modified: object.modified,
+        size: object.size,
         s3: object,
       }))
     }
     const paths = await this.#resolveFiles(tableName, pattern)
     const files: SourceFile[] = []
     for (const path of paths) {
-      files.push({ name: this.#displayName(path), path, modified: (await stat(path)).mtime.toISOString() })
+      const info = await stat(path)
+      files.push({ name: this.#displayName(path), path, modified: info.mtime.toISOString(), size: info.size })
     }
     return files
   }

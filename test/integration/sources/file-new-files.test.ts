@@ -6,6 +6,7 @@ import { PutObjectCommand } from '@aws-sdk/client-s3'
 import { DuckDBInstance } from '@duckdb/node-api'
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 
+import { FileSource } from '../../../lib/adapters/source/file-source.ts'
 import type { TableSpec } from '../../../lib/core/table-spec.ts'
 import { extractPass, extractStep } from '../../../lib/use-cases/extract-pass.ts'
 import { readHistory } from '../../../lib/use-cases/read-history.ts'
@@ -222,10 +223,15 @@ describe.each(places.map((make, i) => [i === 0 ? 'local folder' : 's3', make] as
       await place.put('exports/c.parquet', await parquetBytes([[3, 'West']]))
       const batchId = '20240101T000000.000Z-aaaaaa'
       const passes: number[] = []
-      let result = await extractPass(deps, table, { batchId, extractedAt: JAN, timeLeftMs: () => 0 })
+      // Rounds of one file (the default groups files up to 256 MiB a round).
+      const oneFileRounds = {
+        ...deps,
+        openSource: () => new FileSource({ baseDir: embedded!.dir, roundBytes: 1 }),
+      }
+      let result = await extractPass(oneFileRounds, table, { batchId, extractedAt: JAN, timeLeftMs: () => 0 })
       while (!result.complete) {
         passes.push(result.rows)
-        result = await extractPass(deps, table, {
+        result = await extractPass(oneFileRounds, table, {
           batchId,
           extractedAt: JAN,
           timeLeftMs: () => 0,
@@ -236,6 +242,7 @@ describe.each(places.map((make, i) => [i === 0 ? 'local folder' : 's3', make] as
       expect(passes).toEqual([1, 2])
       expect(result.manifest).toMatchObject({ rowCount: 3, mode: 'incremental' })
       expect(result.manifest.watermarkCandidate?.key).toHaveLength(3)
+      expect(result.manifest.parts).toHaveLength(3)
       const next = await runTable(deps, table, { extractedAt: FEB })
       expect(next.resumed.map((r) => r.batchId)).toEqual([batchId])
       expect(next.rows).toBe(0)
@@ -244,6 +251,15 @@ describe.each(places.map((make, i) => [i === 0 ? 'local folder' : 's3', make] as
         [2, 'North', true],
         [3, 'West', true],
       ])
+      // By default small files share a round: two new files, one pass, one part.
+      await place.put('exports/d.parquet', await parquetBytes([[4, 'East']]))
+      await place.put('exports/e.parquet', await parquetBytes([[5, 'East']]))
+      const grouped = await extractPass(deps, table, {
+        batchId: '20240301T000000.000Z-bbbbbb',
+        extractedAt: MAR,
+        timeLeftMs: () => 0,
+      })
+      expect(grouped.complete && grouped.manifest).toMatchObject({ rowCount: 2, parts: [expect.anything()] })
     })
   },
 )
