@@ -1,7 +1,7 @@
 /**
  * What the CDK app deploys for a dimsync.yaml, decided without constructing anything: function size classes and
  * which tables use them, schedules, staleness windows, secrets. Pure, so the rules that only matter on AWS (no
- * file sources, a secret for every database URL, a BigQuery warehouse) fail with the CLI's ConfigError format.
+ * local file sources, a secret for every database URL, a BigQuery warehouse) fail with the CLI's ConfigError format.
  */
 import { ConfigError } from '../lib/core/errors.ts'
 import type { AwsDeploymentSpec, LambdaSizeSpec, ProjectSpec, ScheduleSpec } from '../lib/core/table-spec.ts'
@@ -27,6 +27,8 @@ export interface TablePlan {
   readonly stalenessSkipped?: string
   /** url_env of a database source and the secret that holds its URL. */
   readonly source?: { readonly urlEnv: string; readonly secret: string }
+  /** The s3:// path (or glob) of a file source: the extract function may read there and nowhere else. */
+  readonly sourceFiles?: string
 }
 
 export interface DeploymentPlan {
@@ -93,11 +95,14 @@ export function planDeployment(project: ProjectSpec): DeploymentPlan {
     classes.set(id, entry)
 
     let source: TablePlan['source']
+    let sourceFiles: string | undefined
     if (table.source.type === 'file') {
-      issues.push(
-        `tables[${index}].source.type: file sources cannot run on AWS Lambda (the function cannot read your ` +
-          `files); use a postgres or mysql source, or load table ${table.name} with dimsync run`,
-      )
+      if (table.source.path.startsWith('s3://')) sourceFiles = table.source.path
+      else
+        issues.push(
+          `tables[${index}].source.path: ${table.source.path} is a local path, which the functions cannot read; ` +
+            `put the files on S3 (path: s3://bucket/prefix/*.csv) or load table ${table.name} with dimsync run`,
+        )
     } else {
       const secret = aws?.secrets[table.source.urlEnv]
       if (secret === undefined) {
@@ -123,6 +128,7 @@ export function planDeployment(project: ProjectSpec): DeploymentPlan {
       ...(stalenessWindowMinutes !== undefined ? { stalenessWindowMinutes } : {}),
       ...(stalenessSkipped !== undefined ? { stalenessSkipped } : {}),
       ...(source !== undefined ? { source } : {}),
+      ...(sourceFiles !== undefined ? { sourceFiles } : {}),
     }
   })
   if (issues.length > 0) throw new ConfigError(project.configPath, issues)

@@ -101,6 +101,7 @@ export class DimsyncStack extends Stack {
         's3:AbortMultipartUpload',
       ])
       this.#grantStaging(merge, fnClass, ['s3:GetObject', 's3:DeleteObject'])
+      extract.grantSourceRead(tables.flatMap((t) => (t.sourceFiles === undefined ? [] : [t.sourceFiles])))
       for (const fn of [extract, merge]) {
         fn.role.addToPolicy(
           new iam.PolicyStatement({

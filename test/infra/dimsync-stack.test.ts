@@ -376,7 +376,7 @@ describe('deployment rules and bad configs', () => {
     } catch (error) {
       expect((error as ConfigError).issues).toEqual([
         'warehouse.type: "duckdb" cannot be deployed to AWS: a function\'s disk lasts one invocation; set warehouse: { type: bigquery, ... } (DuckDB is for dimsync run on one machine)',
-        'tables[0].source.type: file sources cannot run on AWS Lambda (the function cannot read your files); use a postgres or mysql source, or load table seeds with dimsync run',
+        'tables[0].source.path: seeds.csv is a local path, which the functions cannot read; put the files on S3 (path: s3://bucket/prefix/*.csv) or load table seeds with dimsync run',
         "tables[1].source.url_env: SHOPS_URL has no secret; add aws: { secrets: { SHOPS_URL: <secret name or ARN> } } (the secret's value is the connection URL)",
       ])
     }

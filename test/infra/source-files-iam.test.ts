@@ -68,4 +68,29 @@ describe('the extract function reads file sources on S3 with least privilege', (
     const merge = statementsOf(synthesized.template, 'MergeMediumRole')
     expect(JSON.stringify(merge)).not.toContain('dms-output')
   })
+
+  it('a table whose file source is on S3 deploys: its extract function alone may read that prefix', async () => {
+    const synthesized = await synthStack(
+      deploymentYaml({
+        tables: [
+          '  - name: orders',
+          "    source: { type: file, path: 's3://dms-output/shop/orders/*.parquet', files: new_only }",
+          '    key: order_id',
+          '    deletes: ignore',
+        ].join('\n'),
+      }),
+    )
+    expect(synthesized.violations).toEqual([])
+    const gets = statementsOf(synthesized.template, 'ExtractMediumRole').filter(
+      (s) => actionsOf(s).includes('s3:GetObject') && JSON.stringify(s).includes('dms-output'),
+    )
+    expect(gets).toEqual([
+      {
+        Action: 's3:GetObject',
+        Effect: 'Allow',
+        Resource: { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':s3:::dms-output/shop/orders/*']] },
+      },
+    ])
+    expect(JSON.stringify(statementsOf(synthesized.template, 'MergeMediumRole'))).not.toContain('dms-output')
+  })
 })
