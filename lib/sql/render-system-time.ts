@@ -37,6 +37,9 @@ export function renderSystemTimeMerge(
 ): CompiledStatement[] {
   const systemTime = plan.table.systemTime
   if (systemTime === undefined) throw new Error(`table ${plan.table.name} is not bitemporal`)
+  // The config refuses these (resolve-table.ts); a spec built another way must not reach the merge either.
+  if (plan.table.mode !== 'history')
+    throw new Error(`table ${plan.table.name}: system_time applies to mode history, not ${plan.table.mode}`)
   const m = new MergeSql(d, plan)
   const q = (name: string) => m.q(name)
   const n = m.names
