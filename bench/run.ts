@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: every benchmark, each measured against a baseline in the same run; results merged into
- * bench/results/latest.json. BENCH_ONLY=firstLoad,merge,backfill,endToEnd,sources,s3Extract,changeFeed runs a subset.
+ * bench/results/latest.json. BENCH_ONLY=firstLoad,merge,backfill,endToEnd,sources,s3Extract,changeFeed,facts runs a subset.
  */
 import { spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
@@ -29,11 +29,12 @@ const benchmarks: Record<string, () => Promise<unknown>> = {
   sources: script('sources.ts', 'sources.json'),
   s3Extract: script('s3-extract.ts', 's3-extract.json'),
   changeFeed: script('change-feed.ts', 'change-feed.json'),
+  facts: script('facts.ts', 'facts.json'),
 }
 for (const [name, run] of Object.entries(benchmarks)) {
   if (only && !only.includes(name)) continue
   console.log(`\n== ${name}`)
   const result = await run()
-  if (name === 'sources' || name === 's3Extract' || name === 'changeFeed') writeResults(name, result)
+  if (['sources', 's3Extract', 'changeFeed', 'facts'].includes(name)) writeResults(name, result)
   console.log(JSON.stringify(result, null, 2))
 }

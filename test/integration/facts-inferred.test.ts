@@ -142,6 +142,18 @@ async function observe(open: () => Promise<FactHarness>): Promise<Observed> {
   }
 }
 
+async function observeWith<T>(
+  open: () => Promise<FactHarness>,
+  run: (h: FactHarness) => Promise<T>,
+): Promise<T> {
+  const h = await open()
+  try {
+    return await run(h)
+  } finally {
+    await h.dispose()
+  }
+}
+
 function expectInferredMembers(o: Observed): void {
   const counts = (unknown: number, inferredMembers: number) => [
     { dimension: 'customers', column: 'customer_sk', facts: unknown, inferredMembers },
@@ -207,6 +219,66 @@ describe('inferred members', () => {
 
     it('gives the same placeholders, completion and surrogate keys as DuckDB', async () => {
       expectInferredMembers(await observe(() => FactHarness.bigquery(zeta, [customers])))
+    })
+  })
+
+  describe('on a table with late events (capture log), on DuckDB and the BigQuery emulator', () => {
+    let zeta: ZetaSqlService
+    beforeAll(async () => {
+      zeta = await ZetaSqlService.start()
+    })
+    afterAll(async () => {
+      await zeta?.stop()
+    })
+    const changing = tableSpec({
+      extract: { mode: 'incremental', cursor: 'changed_at', lookbackMinutes: 0 },
+      validFrom: { kind: 'column', column: 'changed_at' },
+    })
+    const CHANGE: StagedColumn[] = [...CUSTOMER, { name: 'changed_at', type: 'TIMESTAMP WITH TIME ZONE' }]
+    const change = (customer_id: number, region: string, changed_at: string) => ({
+      customer_id,
+      name: 'Eve',
+      region,
+      changed_at,
+    })
+
+    /** Eve's order of 10 February makes a placeholder; her first change (1 March) completes it from 10 February; a
+     *  late change of 20 February then splits the completed window. */
+    async function lateScenario(h: FactHarness) {
+      const fact = ordersFact()
+      const merge = (rows: ReturnType<typeof change>[], at: string) =>
+        h.mergeDimension(changing, CHANGE, rows, { extractedAt: at, mode: 'incremental' })
+      await merge([change(101, 'South', '2024-01-01T00:00:00Z')], '2024-01-02T00:00:00Z')
+      await h.loadFacts(
+        fact,
+        await h.stageFacts(fact, ORDER, [order(1, 555, '2024-02-10T00:00:00Z')], {
+          extractedAt: '2024-02-11T00:00:00Z',
+        }),
+      )
+      await merge([change(555, 'West', '2024-03-01T00:00:00Z')], '2024-03-02T00:00:00Z')
+      await merge([change(555, 'North', '2024-02-20T00:00:00Z')], '2024-03-03T00:00:00Z')
+      return (
+        await h.query(
+          `SELECT dimsync_sk AS sk, region, CAST(valid_from AS STRING) AS f, CAST(valid_to AS STRING) AS t, is_inferred IS TRUE AS inferred ` +
+            `FROM ${h.t('dim_customer')} WHERE customer_id = 555 ORDER BY valid_from`,
+        )
+      ).map((r) => [
+        r.sk,
+        r.region,
+        String(r.f).slice(0, 10),
+        r.t === null ? null : String(r.t).slice(0, 10),
+        r.inferred,
+      ])
+    }
+
+    it('completes the placeholder from its start; a late change splits it as any captured state', async () => {
+      const expected = [
+        [2, 'West', '2024-02-10', '2024-02-20', false],
+        [3, 'North', '2024-02-20', '2024-03-01', false],
+        [4, 'West', '2024-03-01', null, false],
+      ]
+      expect(await observeWith(() => FactHarness.duckdb([changing]), lateScenario)).toEqual(expected)
+      expect(await observeWith(() => FactHarness.bigquery(zeta, [changing]), lateScenario)).toEqual(expected)
     })
   })
 
