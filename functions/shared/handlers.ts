@@ -141,6 +141,13 @@ export function createMergeHandler(options: HandlerOptions = {}) {
 
 /** The table with its extract mode overridden by the event (a full reload of an incremental table). */
 function withMode(table: TableSpec, mode: ExtractEvent['mode']): TableSpec {
+  if (mode === 'full' && table.source.type === 'file' && table.source.files === 'new_only') {
+    throw new ConfigError('extract event', [
+      `mode: table ${table.name} reads new files only (source.files: new_only), so "full" would not read the files ` +
+        'merged already; start it without a mode to load the new files, or set files: all to read every file as ' +
+        'one snapshot',
+    ])
+  }
   if (mode === undefined || mode === table.extract.mode) return table
   if (mode === 'full') return { ...table, extract: { mode: 'full' } }
   throw new ConfigError('extract event', [

@@ -88,6 +88,13 @@ describe('extract and merge functions on an S3 change feed read as new files onl
     expect(idle.staged.rows).toBe(0)
     expect(idle.merged).toMatchObject({ counts: { insertedVersions: 0, closedVersions: 0 } })
 
+    // A full reload from the console cannot re-read what new_only skips: refused, naming the table and the ways out.
+    await expect(
+      captureStdout(() => extract({ table: 'customers', mode: 'full' }, fakeContext())),
+    ).rejects.toThrow(
+      'extract event: mode: table customers reads new files only (source.files: new_only), so "full" would not read the files merged already; start it without a mode to load the new files, or set files: all to read every file as one snapshot',
+    )
+
     const warehouse = await deps.warehouse()
     const rows = await warehouse.query(
       'SELECT customer_id, region, valid_to IS NULL AS current FROM main.dim_customer ORDER BY customer_id, valid_from',
