@@ -12,6 +12,7 @@ export const CHECK_KINDS = Object.freeze([
   'null-sequence',
   'sequence-tie',
   'system-time-order',
+  'late-partial-event',
 ] as const)
 export type CheckKind = (typeof CHECK_KINDS)[number]
 

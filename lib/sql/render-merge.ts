@@ -307,10 +307,46 @@ class MergeRenderer extends MergeSql {
         `SELECT DISTINCT ${this.keyList('e')} FROM ${ev} e\nWHERE EXISTS (SELECT 1 FROM ${log} c WHERE ${this.keyEq('c', 'e')} AND ${later} e.${this.q(W.t)})`,
       ),
     )
+    if (this.p.layout.partial !== undefined) this.#refuseLatePartialEvents(log)
     this.emit(
       'append capture log',
       `INSERT INTO ${log} (${this.keyList()}, captured_at, ${seq ? `${this.q(CAPTURE_SEQUENCE_COLUMN)}, ` : ''}state_hash, is_deleted, batch_id)\n` +
         `SELECT ${this.keyList('e')}, e.${this.q(W.t)}, ${seq ? `e.${this.q(W.order)}, ` : ''}e.${this.q(W.state)}, e.${this.q(W.del)}, ${this.str(this.p.batchId)} FROM ${ev} e`,
+    )
+  }
+
+  /**
+   * Partial updates fold each event into the state of its key before it (render-partial-updates.ts), from the
+   * rows of the batch and the key's current version. A late event would have to fold into the state at its own
+   * time and refold every later capture of its key, which the capture log (folded states only) cannot do yet: the
+   * batch is refused, naming the key, its earliest late event and its newest capture, rather than folding the
+   * event into the current state (a silently wrong history).
+   */
+  #refuseLatePartialEvents(log: string): void {
+    const lateKeys = this.tmp(TEMP.lateKeys)
+    const t = this.q(W.t)
+    const at = (e: string) => this.d.castToString(e)
+    const newest =
+      `SELECT ${this.keyList('c')}, c.captured_at, c.batch_id FROM ${log} c WHERE EXISTS (SELECT 1 FROM ${lateKeys} l WHERE ${this.keyEq('l', 'c')})\n` +
+      `  QUALIFY ROW_NUMBER() OVER (PARTITION BY ${this.keyList('c')} ORDER BY c.captured_at DESC, c.batch_id) = 1`
+    const earliest =
+      `SELECT ${this.keyList('e')}, MIN(e.${t}) AS ${t} FROM ${this.tmp(TEMP.events)} e\n` +
+      `  WHERE EXISTS (SELECT 1 FROM ${lateKeys} l WHERE ${this.keyEq('l', 'e')}) GROUP BY ${this.keyList('e')}`
+    // The first late key in key order, so the message is the same on every warehouse and every run.
+    const first =
+      `SELECT ${this.keyText('e')} AS key_text, e.${t} AS event_at, c.captured_at, c.batch_id\n` +
+      `  FROM (\n  ${earliest}\n  ) e JOIN (\n  ${newest}\n  ) c ON ${this.keyEq('c', 'e')}\n  ORDER BY key_text LIMIT 1`
+    this.emit(
+      'check late events of a table with partial updates',
+      `SELECT ${this.raise(
+        'late-partial-event',
+        `${this.str(`${this.prefix()}: key `)} || x.key_text || ${this.str(' has an event at ')} || ${at('x.event_at')} || ` +
+          `${this.str(', not after its state captured at ')} || ${at('x.captured_at')} || ${this.str(' (batch ')} || x.batch_id || ` +
+          this.str(
+            '): a late event of a table with partial updates (ignore_null_updates, columns_to_update) cannot be ' +
+              'folded into the state at its time yet; merge the events in change-time order; nothing was written',
+          ),
+      )}\nFROM (\n  ${first}\n) x`,
     )
   }
 

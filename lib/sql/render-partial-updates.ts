@@ -6,7 +6,8 @@ import { TEMP, type MergeSql } from './merge-sql.ts'
  * of the key's earlier rows in the batch, else its live current version's; a column not to update keeps the
  * current version's value (a new key: its first row's). A delete ends the key's state: a row after a delete of its
  * key in the batch folds only from the rows after that delete, like a new key. Every later step reads these rows
- * instead of the staged ones. A late row folds into the key's current state, not the state at its own time.
+ * instead of the staged ones. A late row cannot be folded into the state at its own time yet: the merge refuses its
+ * batch (render-merge.ts, check late-partial-event).
  */
 export function renderPartialUpdates(m: MergeSql): void {
   const partial = m.p.layout.partial!
