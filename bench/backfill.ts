@@ -9,6 +9,7 @@ import { join } from 'node:path'
 import { DuckDBInstance } from '@duckdb/node-api'
 import { LocalStagingStore } from '../lib/adapters/staging/local-staging-store.ts'
 import { DuckDbWarehouse } from '../lib/adapters/warehouse/duckdb-warehouse.ts'
+import { DEFAULT_WAREHOUSE_MEMORY_LIMIT } from '../lib/runtime/local-deps.ts'
 import { mergeBatch } from '../lib/use-cases/merge-batch.ts'
 import { tableSpec } from '../test/support/table-spec-builder.ts'
 import { median, timed, TMP, writeResults } from './support.ts'
@@ -16,7 +17,7 @@ import { median, timed, TMP, writeResults } from './support.ts'
 const KEYS = Number(process.env.BENCH_BACKFILL_KEYS ?? 1_000_000)
 const DAYS = Number(process.env.BENCH_BACKFILL_DAYS ?? 30)
 const REPEATS = Number(process.env.BENCH_REPEATS ?? 3)
-const MEMORY_LIMIT = process.env.DIMSYNC_DUCKDB_MEMORY_LIMIT ?? '128MB'
+const MEMORY_LIMIT = process.env.DIMSYNC_DUCKDB_MEMORY_LIMIT ?? DEFAULT_WAREHOUSE_MEMORY_LIMIT
 const table = tableSpec({ deletes: 'invalidate' })
 const COLUMNS = [
   { name: 'customer_id', type: 'BIGINT' },

@@ -28,6 +28,33 @@ async function writeCsv(path: string, rows: number, changedEvery: number): Promi
   }
 }
 
+/**
+ * One `dimsync run`: wall time, rows/s and peak RSS, or why it failed (a run out of memory at one size must not
+ * lose the figures of the others).
+ */
+function measuredRun(
+  dir: string,
+  env: NodeJS.ProcessEnv,
+  rows: number,
+  extractedAt: string,
+): { seconds: number; rowsPerSecond: number; peakRssMb: number; summary: string } | { failed: string } {
+  try {
+    const run = measureProcess(process.execPath, [CLI, 'run', '--extracted-at', extractedAt], {
+      cwd: dir,
+      env,
+    })
+    return {
+      seconds: run.seconds,
+      rowsPerSecond: rows / run.seconds,
+      peakRssMb: run.peakRssMb,
+      summary: run.stdout.trim(),
+    }
+  } catch (error) {
+    const reason = (error instanceof Error ? error.message : String(error)).split('\n')
+    return { failed: reason.find((line) => line.startsWith('dimsync:')) ?? reason[0]! }
+  }
+}
+
 export async function runEndToEndBenchmark(): Promise<Record<string, unknown>> {
   const results: Record<string, unknown>[] = []
   for (const rows of SIZES) {
@@ -42,33 +69,19 @@ export async function runEndToEndBenchmark(): Promise<Record<string, unknown>> {
     console.log(`end-to-end: ${rows} rows…`)
     await writeCsv(csv, rows, 0)
     const env = { ...process.env, CI: '1' }
-    const first = measureProcess(process.execPath, [CLI, 'run', '--extracted-at', '2024-01-01T00:00:00Z'], {
-      cwd: dir,
-      env,
-    })
+    const first = measuredRun(dir, env, rows, '2024-01-01T00:00:00Z')
     await writeCsv(csv, rows, 20)
-    const second = measureProcess(process.execPath, [CLI, 'run', '--extracted-at', '2024-02-01T00:00:00Z'], {
-      cwd: dir,
-      env,
-    })
-    const entry = {
-      rows,
-      firstLoad: { seconds: first.seconds, rowsPerSecond: rows / first.seconds, peakRssMb: first.peakRssMb },
-      changedRun: {
-        seconds: second.seconds,
-        rowsPerSecond: rows / second.seconds,
-        peakRssMb: second.peakRssMb,
-      },
-      summary: second.stdout.trim(),
-    }
+    const second = 'failed' in first ? first : measuredRun(dir, env, rows, '2024-02-01T00:00:00Z')
+    const entry = { rows, firstLoad: first, changedRun: second }
     console.log(entry)
     results.push(entry)
     rmSync(dir, { recursive: true, force: true })
   }
+  // A failed run has no peak: NaN, so the growth figure says it is missing.
   const peak = (r: Record<string, unknown>) =>
     Math.max(
-      (r.firstLoad as { peakRssMb: number }).peakRssMb,
-      (r.changedRun as { peakRssMb: number }).peakRssMb,
+      (r.firstLoad as { peakRssMb?: number }).peakRssMb ?? Number.NaN,
+      (r.changedRun as { peakRssMb?: number }).peakRssMb ?? Number.NaN,
     )
   const result = {
     runs: results,

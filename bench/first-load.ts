@@ -2,7 +2,8 @@
  * First-load benchmark: a staged full extract of 1,000,000 (and 10,000,000) keys, 6 columns, merged into an empty
  * dimension by dimsync (mergeBatch: checksum verify, load, checks, the merge, ledger, views) against the
  * hand-written `CREATE TABLE AS SELECT row_number() OVER (ORDER BY key), *, md5(…), metadata…` a data engineer
- * would write, on the same DuckDB with the same memory limit as the CLI (128 MB), interleaved, median of 3.
+ * would write, on the same DuckDB with the CLI's memory limit (DEFAULT_WAREHOUSE_MEMORY_LIMIT), interleaved,
+ * median of 3.
  * Both produce the same rows: the benchmark compares them (surrogate keys, hash, windows) after the first repeat.
  */
 import { existsSync, mkdirSync, rmSync } from 'node:fs'
@@ -10,6 +11,7 @@ import { join } from 'node:path'
 import { DuckDBInstance } from '@duckdb/node-api'
 import { LocalStagingStore } from '../lib/adapters/staging/local-staging-store.ts'
 import { DuckDbWarehouse } from '../lib/adapters/warehouse/duckdb-warehouse.ts'
+import { DEFAULT_WAREHOUSE_MEMORY_LIMIT } from '../lib/runtime/local-deps.ts'
 import { duckDbDialect } from '../lib/sql/duckdb/duckdb-dialect.ts'
 import { renderRowHash } from '../lib/sql/row-hash.ts'
 import { mergeBatch } from '../lib/use-cases/merge-batch.ts'
@@ -18,7 +20,7 @@ import { median, timed, TMP, writeResults } from './support.ts'
 
 const SIZES = (process.env.BENCH_FIRST_LOAD_KEYS ?? '1000000,10000000').split(',').map(Number)
 const REPEATS = Number(process.env.BENCH_REPEATS ?? 3)
-const MEMORY_LIMIT = process.env.DIMSYNC_DUCKDB_MEMORY_LIMIT ?? '128MB'
+const MEMORY_LIMIT = process.env.DIMSYNC_DUCKDB_MEMORY_LIMIT ?? DEFAULT_WAREHOUSE_MEMORY_LIMIT
 const EXTRACTED_AT = '2024-01-01T00:00:00.000Z'
 const BATCH_ID = 'first-load'
 const COLUMNS = [
@@ -52,13 +54,18 @@ export async function stageFirstLoad(staging: LocalStagingStore, keys: number): 
   await staging.deleteBatch(table.name, BATCH_ID).catch(() => undefined)
   const writer = await staging.beginBatch(table.name, BATCH_ID)
   const part = join(writer.scratchDir, 'extract.parquet')
-  await withDuckDb(':memory:', async (run) => {
-    await run(`COPY (
+  await withDuckDb(
+    ':memory:',
+    async (run) => {
+      await run(`COPY (
       SELECT id AS customer_id, 'name_' || id AS name, 'region_' || (id % 7) AS region, 'seg_' || (id % 13) AS segment,
         CAST(id % 1000 AS DOUBLE) / 10 AS score, CASE WHEN id % 11 = 0 THEN NULL ELSE 'city_' || (id % 101) END AS city
       FROM (SELECT (i * 7919) % ${keys} + 1 AS id FROM range(0, ${keys}) t(i))
     ) TO '${part}' (FORMAT parquet, COMPRESSION zstd)`)
-  })
+      // Not measured: generating 10M shuffled rows in one ordered file needs more than the loads are given.
+    },
+    '2GB',
+  )
   const staged = await writer.addPart(part, keys)
   await writer.commit({
     table: table.name,

@@ -10,6 +10,7 @@ import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'no
 import { join } from 'node:path'
 import { LocalStagingStore } from '../lib/adapters/staging/local-staging-store.ts'
 import { DuckDbWarehouse } from '../lib/adapters/warehouse/duckdb-warehouse.ts'
+import { DEFAULT_WAREHOUSE_MEMORY_LIMIT } from '../lib/runtime/local-deps.ts'
 import { duckDbDialect } from '../lib/sql/duckdb/duckdb-dialect.ts'
 import { mergeBatch } from '../lib/use-cases/merge-batch.ts'
 import { stageFirstLoad } from './first-load.ts'
@@ -17,7 +18,7 @@ import { benchTable, prepareMergeBenchmark } from './merge.ts'
 import { BENCH_ROOT, TMP } from './support.ts'
 
 const which = process.argv[2] ?? 'first-load'
-const MEMORY_LIMIT = process.env.DIMSYNC_DUCKDB_MEMORY_LIMIT ?? '128MB'
+const MEMORY_LIMIT = process.env.DIMSYNC_DUCKDB_MEMORY_LIMIT ?? DEFAULT_WAREHOUSE_MEMORY_LIMIT
 const out = join(BENCH_ROOT, 'profiles', which)
 rmSync(out, { recursive: true, force: true })
 mkdirSync(out, { recursive: true })
