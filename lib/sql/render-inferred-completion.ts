@@ -2,7 +2,7 @@ import { inferredColumnName } from '../core/inferred-member.ts'
 import type { TableRef } from '../core/table-ref.ts'
 import { WORK, type MergeSql } from './merge-sql.ts'
 import { CAPTURE_SEQUENCE_COLUMN } from './render-ddl.ts'
-import { renderRowHash } from './row-hash.ts'
+import { DELETED_STATE, renderRowHash } from './row-hash.ts'
 
 /**
  * Completes inferred members (placeholders facts created for keys the dimension did not hold yet; see
@@ -80,12 +80,15 @@ function logPlaceholderStates(m: MergeSql, captures: TableRef, placeholder: stri
     'is_deleted',
     'batch_id',
   ]
+  // Only deletions of the key, one of them at the placeholder's very start: that deletion is the state logged
+  // there (the event is then the logged one, and a placeholder window is never closed where it starts).
+  const deletedAtStart = `(f.${t} IS NULL AND EXISTS (SELECT 1 FROM ${m.stage} s WHERE ${m.keyEq('s', 'd')} AND ${m.eventTime} = ${start}))`
   const values = [
     ...m.keys.map((k) => m.col('d', k)),
     start,
     ...(seq ? [`COALESCE(f.${m.q(WORK.order)}, a.${m.q(WORK.order)})`] : []),
-    `COALESCE(f.${m.q(WORK.rowHash)}, d.${m.q(n.rowHash)})`,
-    'FALSE',
+    `CASE WHEN ${deletedAtStart} THEN ${m.str(DELETED_STATE)} ELSE COALESCE(f.${m.q(WORK.rowHash)}, d.${m.q(n.rowHash)}) END`,
+    deletedAtStart,
     m.str(m.p.batchId),
   ]
   const log = m.d.table(captures)
@@ -104,7 +107,6 @@ function logPlaceholderStates(m: MergeSql, captures: TableRef, placeholder: stri
       `LEFT JOIN (\n  ${firstEvents(m, false)}\n) f ON ${m.keyEq('f', 'd')} AND f.${m.q(WORK.rank)} = 1\n` +
       `WHERE ${placeholder}\n` +
       `  AND (f.${t} IS NULL OR f.${t} > ${validFrom} OR a.${t} < f.${t})\n` +
-      `  AND NOT EXISTS (SELECT 1 FROM ${log} c WHERE ${m.keyEq('c', 'd')} AND c.captured_at = ${start})\n` +
-      `  AND (f.${t} IS NOT NULL OR NOT EXISTS (SELECT 1 FROM ${m.stage} s WHERE ${m.keyEq('s', 'd')} AND ${m.eventTime} = ${start}))`,
+      `  AND NOT EXISTS (SELECT 1 FROM ${log} c WHERE ${m.keyEq('c', 'd')} AND c.captured_at = ${start})`,
   )
 }

@@ -155,7 +155,11 @@ describe.each<[DeletePolicy, string | null]>([
           await h.dispose()
         }
       }),
-      { numRuns: Number(process.env.DIMSYNC_PROPERTY_RUNS ?? 5), endOnFailure: true },
+      {
+        numRuns: Number(process.env.DIMSYNC_PROPERTY_RUNS ?? 5),
+        endOnFailure: true,
+        examples: [[SPLITTING.scenario, SPLITTING.facts]],
+      },
     )
     // Re-pointing must actually have been needed in some runs.
     expect(repointed).toBeGreaterThan(0)
@@ -200,12 +204,48 @@ describe.each<[DeletePolicy, string | null]>([
           await h.dispose()
         }
       }),
-      { numRuns: Number(process.env.DIMSYNC_PROPERTY_RUNS ?? 5), endOnFailure: true },
+      {
+        numRuns: Number(process.env.DIMSYNC_PROPERTY_RUNS ?? 5),
+        endOnFailure: true,
+        examples: [[COMPLETING.scenario, COMPLETING.facts]],
+      },
     )
     // Placeholders must actually have been completed in some runs.
     expect(completed).toBeGreaterThan(0)
   }, 240_000)
 })
+
+/**
+ * Always run first: orders of hours 15 and 16 are loaded while key 1 has one version from hour 0; the late
+ * event of hour 10 (last batch) splits that window, so both must be re-pointed.
+ */
+const SPLITTING = (() => {
+  const first = { key: 1, t: 0, deleted: false, region: 'South', tier: 'gold' }
+  const next = { key: 1, t: 20, deleted: false, region: 'North', tier: 'gold' }
+  const late = { key: 1, t: 10, deleted: false, region: '', tier: null }
+  return {
+    scenario: { events: [first, next, late], batches: [[first], [next], [late], [next]] },
+    facts: [
+      { key: 1, t: 15 },
+      { key: 1, t: 16 },
+      { key: 1, t: 17 },
+      { key: 1, t: 18 },
+    ],
+  }
+})()
+
+/** Always run first: key 2's order (hour 15) comes before key 2 is extracted (hour 20), so a placeholder is completed. */
+const COMPLETING = (() => {
+  const first = { key: 1, t: 10, deleted: false, region: 'South', tier: 'gold' }
+  const late = { key: 2, t: 20, deleted: false, region: 'North', tier: null }
+  return {
+    scenario: { events: [first, late], batches: [[first], [late], [first]] },
+    facts: [
+      { key: 2, t: 15 },
+      { key: 2, t: 25 },
+    ],
+  }
+})()
 
 const inferring: FactSpec = {
   ...orders,
