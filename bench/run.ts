@@ -1,6 +1,7 @@
 /**
  * `npm run bench`: every benchmark, each measured against a baseline in the same run; results merged into
- * bench/results/latest.json. BENCH_ONLY=firstLoad,merge,backfill,endToEnd,sources,s3Extract,changeFeed,facts runs a subset.
+ * bench/results/latest.json. A subset: BENCH_ONLY=firstLoad,merge,backfill,endToEnd,sources,s3Extract,changeFeed,
+ * facts,runMemory.
  */
 import { spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
@@ -30,11 +31,12 @@ const benchmarks: Record<string, () => Promise<unknown>> = {
   s3Extract: script('s3-extract.ts', 's3-extract.json'),
   changeFeed: script('change-feed.ts', 'change-feed.json'),
   facts: script('facts.ts', 'facts.json'),
+  runMemory: script('run-memory.ts', 'run-memory.json'),
 }
 for (const [name, run] of Object.entries(benchmarks)) {
   if (only && !only.includes(name)) continue
   console.log(`\n== ${name}`)
   const result = await run()
-  if (['sources', 's3Extract', 'changeFeed', 'facts'].includes(name)) writeResults(name, result)
+  if (['sources', 's3Extract', 'changeFeed', 'facts', 'runMemory'].includes(name)) writeResults(name, result)
   console.log(JSON.stringify(result, null, 2))
 }
