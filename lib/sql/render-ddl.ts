@@ -33,7 +33,8 @@ export function dimensionObjects(table: TableSpec, schema: string): DimensionObj
       table.validFrom.kind === 'column' ? { schema, name: `${table.target}_dimsync_captures` } : undefined,
     // A bitemporal table keeps every row it ever held: a replaced version is closed in system time instead.
     retired:
-      table.systemTime === undefined && (statesCanBeCorrected(table) || table.mode === 'mirror')
+      table.systemTime === undefined &&
+      (statesCanBeCorrected(table) || refoldsPartialUpdates(table) || table.mode === 'mirror')
         ? { schema, name: `${table.target}_dimsync_retired` }
         : undefined,
     batches: { schema, name: '_dimsync_batches' },
@@ -48,6 +49,17 @@ export function dimensionObjects(table: TableSpec, schema: string): DimensionObj
  */
 export function statesCanBeCorrected(table: TableSpec): boolean {
   return table.changes?.sequence !== undefined
+}
+
+/**
+ * Whether the capture log keeps what each event said (its raw values), so a late partial event can be folded into
+ * the state at its time and the later captures of its key folded again (render-partial-refold.ts). Bitemporal
+ * tables refuse late partial events instead.
+ */
+export function refoldsPartialUpdates(table: TableSpec): boolean {
+  return (
+    table.partialUpdates !== undefined && table.systemTime === undefined && table.validFrom.kind === 'column'
+  )
 }
 
 /** Throws naming the table and column when a staged type is not plain type text (never pasted into SQL). */
@@ -158,6 +170,22 @@ export function renderDimensionDdl(
         }),
     })
   }
+  if (objects.captures !== undefined && refoldsPartialUpdates(table) && layout.partial !== undefined) {
+    // Added, not created: logs written before raw values were kept gain the columns (their rows hold NULL in
+    // raw_logged, and a late event of such a key is refused).
+    const raw = [
+      column({ name: CAPTURE_RAW_LOGGED_COLUMN, type: 'BOOLEAN' }, false),
+      ...layout.stored
+        .filter((c) => !keyNames.has(c.name))
+        .map((c) => column({ name: captureRawColumn(c.name), type: c.type }, false)),
+    ]
+    for (const definition of raw) {
+      out.push({
+        label: 'capture log: raw values of partial events',
+        sql: `ALTER TABLE ${d.table(objects.captures)} ADD COLUMN IF NOT EXISTS ${definition}`,
+      })
+    }
+  }
   if (objects.retired !== undefined) {
     const n = table.columns
     const keys = layout.key.map((c) => column(c, true))
@@ -185,3 +213,11 @@ export const CAPTURE_SEQUENCE_COLUMN = 'captured_sequence'
  * (still read back by the BigQuery adapter), and what fact tables carry.
  */
 export const SOURCE_TYPE_NOTE = 'dimsync source type: '
+
+/** Partial-update tables: the capture log's flag that a row holds its event's raw values (NULL on older rows). */
+export const CAPTURE_RAW_LOGGED_COLUMN = 'raw_logged'
+
+/** Partial-update tables: the capture log's column holding what an event said in attribute `name` (before folding). */
+export function captureRawColumn(name: string): string {
+  return `raw_${name}`
+}

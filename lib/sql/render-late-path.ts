@@ -1,6 +1,7 @@
 import type { TableRef } from '../core/table-ref.ts'
 import { TEMP, WORK as W, type MergeSql } from './merge-sql.ts'
-import { CAPTURE_SEQUENCE_COLUMN } from './render-ddl.ts'
+import { CAPTURE_SEQUENCE_COLUMN, refoldsPartialUpdates } from './render-ddl.ts'
+import { REFOLDED } from './render-partial-refold.ts'
 import { DELETED_STATE } from './row-hash.ts'
 
 /**
@@ -73,7 +74,8 @@ export function renderLatePath(m: MergeSql, captures: TableRef): void {
     `SELECT ${m.keyList('e')}, e.${q(W.rowHash)} AS h, 1 AS ${q(W.priority)}${attrs.map((c) => `, ${m.col('e', c)}`).join('')}\n` +
     `    FROM ${m.tmp(TEMP.events)} e WHERE NOT e.${q(W.del)}\n    UNION ALL\n` +
     `    SELECT ${m.keyList('d')}, d.${q(n.rowHash)}, 2${attrs.map((c) => `, ${m.col('d', c)}`).join('')}\n` +
-    `    FROM ${m.dim} d WHERE EXISTS (SELECT 1 FROM ${lateKeys} l WHERE ${m.keyEq('l', 'd')})`
+    `    FROM ${m.dim} d WHERE EXISTS (SELECT 1 FROM ${lateKeys} l WHERE ${m.keyEq('l', 'd')})` +
+    refoldedAttributes(m)
   m.emit(
     'late keys: attributes of each state',
     m.d.createTempTableAs(
@@ -126,5 +128,15 @@ function retireVersionsWithoutRun(m: MergeSql, retired: TableRef): void {
     `${q(m.names.surrogateKey)} IN (\n  ${doomed}\n)`,
     'late keys: ',
     'a correction replaced',
+  )
+}
+
+/** Partial updates: a late key's states folded again (render-partial-refold.ts) come first. */
+function refoldedAttributes(m: MergeSql): string {
+  if (m.p.layout.partial === undefined || !refoldsPartialUpdates(m.p.table)) return ''
+  const q = (name: string) => m.q(name)
+  return (
+    `\n    UNION ALL\n    SELECT ${m.keyList('r')}, r.${q(W.state)}, 0${m.attributes.map((c) => `, ${m.col('r', c)}`).join('')}\n` +
+    `    FROM ${m.tmp(REFOLDED)} r WHERE NOT r.is_deleted`
   )
 }

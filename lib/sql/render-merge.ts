@@ -9,7 +9,13 @@ import { renderInferredCompletion } from './render-inferred-completion.ts'
 import { renderLatePath } from './render-late-path.ts'
 import { renderPartialUpdates } from './render-partial-updates.ts'
 import { renderSystemTimeMerge } from './render-system-time.ts'
-import { CAPTURE_SEQUENCE_COLUMN } from './render-ddl.ts'
+import {
+  CAPTURE_RAW_LOGGED_COLUMN,
+  CAPTURE_SEQUENCE_COLUMN,
+  captureRawColumn,
+  refoldsPartialUpdates,
+} from './render-ddl.ts'
+import { rawCaptureColumns, rawWorkColumn, renderRefoldLateKeys } from './render-partial-refold.ts'
 import { DELETED_STATE, renderRowHash } from './row-hash.ts'
 import { currentVersion } from './version-predicates.ts'
 
@@ -160,7 +166,8 @@ class MergeRenderer extends MergeSql {
   #buildEvents(): void {
     const del = this.deleteEvent('s') ?? 'FALSE'
     const rowHash = renderRowHash(this.d, this.p.layout.tracked, 's')
-    const columns = this.stored.map((c) => this.col('s', c)).join(', ')
+    const raw = this.#refolds ? this.attributes.map((_, i) => `, s.${this.q(rawWorkColumn(i))}`).join('') : ''
+    const columns = this.stored.map((c) => this.col('s', c)).join(', ') + raw
     const sequence = this.p.layout.sequence
     const order = sequence === undefined ? '' : `, ${this.col('s', sequence.name)} AS ${this.q(W.order)}`
     // A change feed may deliver the same event twice in one batch (the grain check refused different ones).
@@ -292,7 +299,7 @@ class MergeRenderer extends MergeSql {
         `${this.str(`${this.prefix()}: key `)} || ${this.keyText('e')} || ${this.str(' already has a different state captured')} || ` +
           `${at} || ${this.str(' (batch ')} || c.batch_id || ${this.str(`): ${why}; nothing was written`)}`,
       )}\nFROM ${ev} e JOIN ${log} c ON ${this.keyEq('c', 'e')} AND ${sameEvent('e')}\n` +
-        `WHERE c.state_hash <> e.${this.q(W.state)}\nLIMIT 1`,
+        `WHERE ${this.#refolds ? this.#saidOtherwise() : `c.state_hash <> e.${this.q(W.state)}`}\nLIMIT 1`,
     )
     this.emit(
       'drop re-delivered events',
@@ -308,10 +315,35 @@ class MergeRenderer extends MergeSql {
       ),
     )
     if (this.p.layout.partial !== undefined) this.#refuseLatePartialEvents(log)
+    const rawNames = this.#refolds
+      ? rawCaptureColumns(this)
+          .map((c) => `, ${this.q(c)}`)
+          .join('')
+      : ''
+    const rawValues = this.#refolds
+      ? `, TRUE${this.attributes.map((_, i) => `, e.${this.q(rawWorkColumn(i))}`).join('')}`
+      : ''
     this.emit(
       'append capture log',
-      `INSERT INTO ${log} (${this.keyList()}, captured_at, ${seq ? `${this.q(CAPTURE_SEQUENCE_COLUMN)}, ` : ''}state_hash, is_deleted, batch_id)\n` +
-        `SELECT ${this.keyList('e')}, e.${this.q(W.t)}, ${seq ? `e.${this.q(W.order)}, ` : ''}e.${this.q(W.state)}, e.${this.q(W.del)}, ${this.str(this.p.batchId)} FROM ${ev} e`,
+      `INSERT INTO ${log} (${this.keyList()}, captured_at, ${seq ? `${this.q(CAPTURE_SEQUENCE_COLUMN)}, ` : ''}state_hash, is_deleted, batch_id${rawNames})\n` +
+        `SELECT ${this.keyList('e')}, e.${this.q(W.t)}, ${seq ? `e.${this.q(W.order)}, ` : ''}e.${this.q(W.state)}, e.${this.q(W.del)}, ${this.str(this.p.batchId)}${rawValues} FROM ${ev} e`,
+    )
+    if (this.#refolds) renderRefoldLateKeys(this, captures)
+  }
+
+  /** Partial-update tables whose capture log keeps raw values (render-partial-refold.ts). */
+  get #refolds(): boolean {
+    return this.p.layout.partial !== undefined && refoldsPartialUpdates(this.p.table)
+  }
+
+  /** A logged capture `c` and an event `e` of the same key and time that said different things. */
+  #saidOtherwise(): string {
+    const rawDiffers = this.attributes
+      .map((c, i) => ` OR c.${this.q(captureRawColumn(c))} IS DISTINCT FROM e.${this.q(rawWorkColumn(i))}`)
+      .join('')
+    return (
+      `(CASE WHEN c.${this.q(CAPTURE_RAW_LOGGED_COLUMN)} THEN (c.is_deleted <> e.${this.q(W.del)}${rawDiffers}) ` +
+      `ELSE c.state_hash <> e.${this.q(W.state)} END)`
     )
   }
 
@@ -323,7 +355,10 @@ class MergeRenderer extends MergeSql {
    * event into the current state (a silently wrong history).
    */
   #refuseLatePartialEvents(log: string): void {
-    const lateKeys = this.tmp(TEMP.lateKeys)
+    // Tables that refold late keys refuse only keys with a capture logged before raw values were kept.
+    const lateKeys = this.#refolds
+      ? `(SELECT * FROM ${this.tmp(TEMP.lateKeys)} k WHERE EXISTS (SELECT 1 FROM ${log} u WHERE ${this.keyEq('u', 'k')} AND u.${this.q(CAPTURE_RAW_LOGGED_COLUMN)} IS NULL))`
+      : this.tmp(TEMP.lateKeys)
     const t = this.q(W.t)
     const at = (e: string) => this.d.castToString(e)
     const newest =

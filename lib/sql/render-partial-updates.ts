@@ -1,4 +1,6 @@
 import { TEMP, type MergeSql } from './merge-sql.ts'
+import { refoldsPartialUpdates } from './render-ddl.ts'
+import { rawWorkColumn } from './render-partial-refold.ts'
 
 /**
  * Partial updates: the staged rows with each ignored NULL and each column not to update replaced by the value the
@@ -6,8 +8,8 @@ import { TEMP, type MergeSql } from './merge-sql.ts'
  * of the key's earlier rows in the batch, else its live current version's; a column not to update keeps the
  * current version's value (a new key: its first row's). A delete ends the key's state: a row after a delete of its
  * key in the batch folds only from the rows after that delete, like a new key. Every later step reads these rows
- * instead of the staged ones. A late row cannot be folded into the state at its own time yet: the merge refuses its
- * batch (render-merge.ts, check late-partial-event).
+ * instead of the staged ones. A late row (older than a capture of its key) is folded again, with the later captures
+ * of its key, from the raw values the capture log keeps (render-partial-refold.ts).
  */
 export function renderPartialUpdates(m: MergeSql): void {
   const partial = m.p.layout.partial!
@@ -43,12 +45,16 @@ export function renderPartialUpdates(m: MergeSql): void {
       : deleted === undefined
         ? `COALESCE(s.${foldColumn(i)}, ${m.col('cur', c)})`
         : `COALESCE(s.${foldColumn(i)}, CASE WHEN s.${era} = 0 THEN ${m.col('cur', c)} END)`
+  // What each row said, before folding: the capture log keeps it so a late row can be folded again in time order.
+  const raw = refoldsPartialUpdates(m.p.table)
+    ? m.attributes.map((c, i) => `${m.col('s', c)} AS ${q(rawWorkColumn(i))}`)
+    : []
   m.emit(
     "partial updates: fold rows into their keys' state",
     m.d.createTempTableAs(
       TEMP.folded,
       `SELECT s.* REPLACE (${attrs.map((c, i) => `${folded(c, i)} AS ${q(c)}`).join(',\n  ')})\n` +
-        `FROM (\n  SELECT s.*, ${attrs.map((c, i) => `${fold(c)} AS ${foldColumn(i)}`).join(',\n    ')}\n  FROM ${staged} s\n) s\n` +
+        `FROM (\n  SELECT s.*, ${[...attrs.map((c, i) => `${fold(c)} AS ${foldColumn(i)}`), ...raw].join(',\n    ')}\n  FROM ${staged} s\n) s\n` +
         `LEFT JOIN (\n  SELECT ${[...m.keys, ...attrs].map((c) => m.col('d', c)).join(', ')} FROM ${m.dim} d WHERE ${m.liveCurrent('d')}\n) cur ON ${m.keyEq('cur', 's')}`,
     ),
   )

@@ -108,70 +108,85 @@ describe('partial updates', () => {
     ])
   })
 
-  /**
-   * A late partial event (older than a capture of its key) would have to fold into the state at its own time and
-   * recompute the later versions of its key; dimsync cannot do that yet, so it refuses the whole batch, naming the
-   * table and the key, rather than folding the event into the key's current state (a wrong history).
-   */
-  describe('a late partial event is refused, naming the table and the key; nothing is written', () => {
-    const lateRefusal = (key: number, at: string, captured: string) =>
-      new RegExp(
-        `^table customers: batch b0002: key id=${key} has an event at ${at}, not after its state captured at ${captured} ` +
-          '\\(batch b0001\\): a late event of a table with partial updates \\(ignore_null_updates, ' +
-          'columns_to_update\\) cannot be folded into the state at its time yet; merge the events in change-time order; ' +
-          'nothing was written',
-      )
-    const day = (d: number) => `2024-01-${String(d).padStart(2, '0')} 00:00:00\\+00`
-
-    it('the late event between two captures: (A, 20) at 1, (B, NULL) at 5, then (NULL, 30) at 3', async () => {
+  describe('a late partial event folds into the state at its own time, and the later versions of its key follow', () => {
+    it('the late event between two captures: (A, 20) at 1, (B, NULL) at 5, then (NULL, 30) at 3 gives (A, 30) from 3 and (B, 30) from 5', async () => {
       const h = await feed({ partialUpdates: { ignoreNulls: { kind: 'all' } } })
-      await h.load([ev('I', 1, 'A', 20, 1), ev('U', 1, 'B', null, 5)], { extractedAt: extractedAt(1) })
-      const before = await h.history()
-      expect(before.map((r) => [r.id, r.name, r.score, r.is_current])).toEqual([
+      const first = [ev('I', 1, 'A', 20, 1), ev('U', 1, 'B', null, 5)]
+      await h.load(first, { extractedAt: extractedAt(1) })
+      expect(await states(h)).toEqual([
         [1, 'A', 20, false],
         [1, 'B', 20, true],
       ])
-      await expect(h.load([ev('U', 1, null, 30, 3)], { extractedAt: extractedAt(2) })).rejects.toThrow(
-        lateRefusal(1, day(3), day(5)),
-      )
-      expect(await h.history()).toEqual(before)
-      // The refused batch left the capture log as it was: a batch in time order still merges.
-      await h.load([ev('U', 1, null, 40, 6)], { extractedAt: extractedAt(3) })
+      await h.load([ev('U', 1, null, 30, 3)], { extractedAt: extractedAt(2) })
+      const expected = [
+        [1, 'A', 20, false],
+        [1, 'A', 30, false],
+        [1, 'B', 30, true],
+      ]
+      expect(await states(h)).toEqual(expected)
+      expect((await h.history()).map((r) => [r.valid_from, r.valid_to])).toEqual([
+        ['2024-01-01 00:00:00+00', '2024-01-03 00:00:00+00'],
+        ['2024-01-03 00:00:00+00', '2024-01-05 00:00:00+00'],
+        ['2024-01-05 00:00:00+00', null],
+      ])
+      // The first batch delivered again (as a new batch) says what it said before: nothing changes.
+      await h.load(first, { extractedAt: extractedAt(3) })
+      expect(await states(h)).toEqual(expected)
+      // A later event still folds from the current state.
+      await h.load([ev('U', 1, null, 40, 6)], { extractedAt: extractedAt(4) })
       expect((await states(h)).at(-1)).toEqual([1, 'B', 40, true])
     })
 
-    it('several late events of several keys: the batch is refused whole, its new keys too', async () => {
+    it('several late events of several keys, with a new key, in one batch', async () => {
       const h = await feed({ partialUpdates: { ignoreNulls: { kind: 'list', columns: ['name'] } } })
       await h.load(
         [ev('I', 1, 'A', 20, 1), ev('U', 1, 'B', 21, 5), ev('I', 2, 'X', 1, 1), ev('U', 2, null, 2, 4)],
-        {
-          extractedAt: extractedAt(1),
-        },
+        { extractedAt: extractedAt(1) },
       )
-      const before = await h.history()
-      await expect(
-        h.load(
-          [ev('U', 2, 'Y', 3, 2), ev('U', 1, null, 30, 3), ev('U', 1, null, 31, 4), ev('I', 3, 'N', 9, 2)],
-          {
-            extractedAt: extractedAt(2),
-          },
-        ),
-      ).rejects.toThrow(lateRefusal(1, day(3), day(5)))
-      expect(await h.history()).toEqual(before)
+      await h.load(
+        [ev('U', 2, 'Y', 3, 2), ev('U', 1, null, 30, 3), ev('U', 1, null, 31, 4), ev('I', 3, 'N', 9, 2)],
+        { extractedAt: extractedAt(2) },
+      )
+      expect(await states(h)).toEqual([
+        [1, 'A', 20, false],
+        [1, 'A', 30, false],
+        [1, 'A', 31, false],
+        [1, 'B', 21, true],
+        [2, 'X', 1, false],
+        [2, 'Y', 3, false],
+        [2, 'Y', 2, true],
+        [3, 'N', 9, true],
+      ])
     })
 
-    it('a late event before a delete of its key (the fold starts again after the delete)', async () => {
+    it('a late event before a delete of its key: the fold starts again after the delete; columns_to_update keeps the value at its time', async () => {
       const h = await feed({ partialUpdates: { ignoreNulls: { kind: 'all' }, columnsToUpdate: ['score'] } })
       await h.load([ev('I', 1, 'A', 20, 1), ev('D', 1, null, null, 5), ev('I', 1, 'C', null, 6)], {
         extractedAt: extractedAt(1),
       })
-      const before = await h.history()
-      expect(before.map((r) => [r.id, r.name, r.score, r.is_current])).toEqual([
+      expect(await states(h)).toEqual([
         [1, 'A', 20, false],
         [1, 'C', null, true],
       ])
-      await expect(h.load([ev('U', 1, 'Z', 30, 3)], { extractedAt: extractedAt(2) })).rejects.toThrow(
-        lateRefusal(1, day(3), day(6)),
+      await h.load([ev('U', 1, 'Z', 30, 3)], { extractedAt: extractedAt(2) })
+      expect(await states(h)).toEqual([
+        [1, 'A', 20, false],
+        [1, 'A', 30, false],
+        [1, 'C', null, true],
+      ])
+    })
+
+    it('a key whose capture log predates raw values is refused, naming the table and the key; nothing is written', async () => {
+      const h = await feed({ partialUpdates: { ignoreNulls: { kind: 'all' } } })
+      await h.load([ev('I', 1, 'A', 20, 1), ev('U', 1, 'B', null, 5), ev('I', 2, 'X', 1, 1)], {
+        extractedAt: extractedAt(1),
+      })
+      await h.query('UPDATE main.dim_customer_dimsync_captures SET raw_logged = NULL WHERE id = 1')
+      const before = await h.history()
+      await expect(
+        h.load([ev('U', 1, null, 30, 3), ev('U', 2, null, 2, 2)], { extractedAt: extractedAt(2) }),
+      ).rejects.toThrow(
+        /^table customers: batch b0002: key id=1 has an event at 2024-01-03 00:00:00\+00, not after its state captured at 2024-01-05 00:00:00\+00 \(batch b0001\): a late event of a table with partial updates .*nothing was written$/,
       )
       expect(await h.history()).toEqual(before)
     })
