@@ -65,6 +65,69 @@ describe('dimsync run with facts (real process)', () => {
   }, 180_000)
 })
 
+describe('dimsync run with inferred members (real process)', () => {
+  it('adds a placeholder for an order of a customer not extracted yet; the next run completes it in place', async () => {
+    writeFileSync(
+      join(work, 'dimsync.yaml'),
+      `version: 1
+tables:
+  - name: customers
+    source: { type: file, path: customers.csv }
+    key: customer_id
+facts:
+  - name: orders
+    source: { type: file, path: orders.csv }
+    grain: order_id
+    event_time: ordered_at
+    measures: [amount]
+    references:
+      - { dimension: customers, key: customer_id, as: customer, inferred: true }
+`,
+    )
+    write('customers.csv', ['customer_id,region', '101,South'])
+    write('orders.csv', [
+      'order_id,customer_id,ordered_at,amount',
+      '1,101,2024-02-01T10:00:00Z,10',
+      '2,999,2024-02-01T10:00:00Z,5',
+    ])
+    const first = dimsync('run', '--extracted-at', '2024-01-01T00:00:00Z')
+    expect(first.code).toBe(0)
+    expect(first.out).toMatch(
+      /^orders → fact_orders: batch \S+, 2 rows; 2 facts loaded, 0 to the unknown member of customers \(customer_sk\), 1 inferred member\(s\) added to customers$/m,
+    )
+    write('customers.csv', ['customer_id,region', '101,South', '999,North'])
+    expect(dimsync('run', '--table', 'customers', '--extracted-at', '2024-04-01T00:00:00Z').code).toBe(0)
+    const warehouse = await DuckDbWarehouse.open({ path: join(work, '.dimsync', 'warehouse.duckdb') })
+    try {
+      const rows = await warehouse.query(
+        `SELECT o.order_id, c.customer_id, c.region, CAST(c.valid_from AS VARCHAR) AS valid_from, c.is_inferred ` +
+          `FROM fact_orders o JOIN dim_customers c ON c.dimsync_sk = o.customer_sk ORDER BY o.order_id`,
+      )
+      expect(rows).toEqual([
+        {
+          order_id: 1,
+          customer_id: 101,
+          region: 'South',
+          valid_from: '2024-01-01 00:00:00+00',
+          is_inferred: false,
+        },
+        {
+          order_id: 2,
+          customer_id: 999,
+          region: 'North',
+          valid_from: '2024-02-01 10:00:00+00',
+          is_inferred: false,
+        },
+      ])
+      expect(
+        await warehouse.query(`SELECT COUNT(*) AS n FROM dim_customers WHERE customer_id = 999`),
+      ).toEqual([{ n: 1 }])
+    } finally {
+      await warehouse.close()
+    }
+  }, 180_000)
+})
+
 describe('dimsync dates (real process)', () => {
   it('writes dim_date with holidays from a file, and refuses a date that does not exist in one line', async () => {
     write('holidays.csv', ['date,name', '2025-01-01,New Year'])
