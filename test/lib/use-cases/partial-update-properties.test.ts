@@ -1,31 +1,41 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 
-import type { ColumnSelection } from '../../../lib/core/table-spec.ts'
+import type { PartialUpdateSpec } from '../../../lib/core/table-spec.ts'
 import { expectedHistory, type FeedEvent, type ModelEvent } from '../../support/history-model.ts'
 import { actual, assertInvariants, iso } from '../../support/history-checks.ts'
-import { FEED_COLUMNS, batchesArb, feedArb, feedRow, feedTable } from '../../support/history-arbitraries.ts'
+import { FEED_COLUMNS, feedRow, feedScenarioArb, feedTable } from '../../support/history-arbitraries.ts'
 import { ScdHarness } from '../../support/scd-harness.ts'
 
 /**
  * Partial updates (`ignore_null_updates`) on a change feed against the in-memory model: in the ignored columns a
  * NULL means "unchanged", so each event is first folded into its key's state (the newest non-NULL value of the
  * earlier events, the state starting again after a delete), then the folded states are the captures of the
- * ordinary history model. The feed is split into batches (several events of a key per batch) merged in any order,
+ * ordinary history model. The feed is split into batches (several events of a key per batch) merged in any order
+ * (then one batch and the events of the first two delivered again as new batches),
  * each twice: a late event folds into the state at its own time and the later versions of its key follow, so after
  * every batch the history is that of the merged events folded in time order.
  */
 
-/** The captures a partial feed means, folded in time order per key (ignored columns keep the last non-NULL). */
-function foldedCaptures(events: readonly FeedEvent[], ignored: readonly ('region' | 'tier')[]): ModelEvent[] {
+/**
+ * The captures a partial feed means, folded in time (then sequence) order per key: ignored columns keep the last
+ * non-NULL value, kept columns (not in columns_to_update) the value of the first event since the key began or was
+ * deleted; of the events of a key at one time the last in sequence order is the capture.
+ */
+function foldedCaptures(
+  events: readonly FeedEvent[],
+  ignored: readonly Column[],
+  kept: readonly Column[],
+): ModelEvent[] {
+  const once = new Map(events.map((e) => [`${e.key}@${e.t}@${e.seq ?? 0}`, e]))
   const byKey = new Map<number, FeedEvent[]>()
-  for (const e of events) byKey.set(e.key, [...(byKey.get(e.key) ?? []), e])
-  const captures: ModelEvent[] = []
+  for (const e of once.values()) byKey.set(e.key, [...(byKey.get(e.key) ?? []), e])
+  const captures = new Map<string, ModelEvent>()
   for (const [key, list] of byKey) {
     let state: Record<string, string | null> | undefined
-    for (const e of [...list].sort((a, b) => a.t - b.t)) {
+    for (const e of [...list].sort((a, b) => a.t - b.t || (a.seq ?? 0) - (b.seq ?? 0))) {
       if (e.op === 'D') {
-        captures.push({ key, t: e.t })
+        captures.set(`${key}@${e.t}`, { key, t: e.t })
         state = undefined
         continue
       }
@@ -33,29 +43,55 @@ function foldedCaptures(events: readonly FeedEvent[], ignored: readonly ('region
       for (const column of ignored) {
         if (next[column] === null && state !== undefined) next[column] = state[column] ?? null
       }
-      captures.push({ key, t: e.t, attrs: next })
+      for (const column of kept) if (state !== undefined) next[column] = state[column] ?? null
+      captures.set(`${key}@${e.t}`, { key, t: e.t, attrs: next })
       state = next
     }
   }
-  return captures
+  return [...captures.values()]
 }
 
-/** The feed split into at most 4 batches, each event in one, the batches in any order. */
-const scenarioArb = feedArb(false).chain((events) => batchesArb(events).map((batches) => ({ batches })))
+type Column = 'region' | 'tier'
 
-describe.each<[string, ColumnSelection, ('region' | 'tier')[]]>([
-  ['[region]', { kind: 'list', columns: ['region'] }, ['region']],
-  ['all', { kind: 'all' }, ['region', 'tier']],
-  ['{ except: [region] }', { kind: 'all_except', columns: ['region'] }, ['tier']],
+describe.each<[string, PartialUpdateSpec, Column[], Column[], boolean]>([
+  [
+    'ignore_null_updates: [region]',
+    { ignoreNulls: { kind: 'list', columns: ['region'] } },
+    ['region'],
+    [],
+    false,
+  ],
+  ['ignore_null_updates: all', { ignoreNulls: { kind: 'all' } }, ['region', 'tier'], [], false],
+  [
+    'ignore_null_updates: { except: [region] }',
+    { ignoreNulls: { kind: 'all_except', columns: ['region'] } },
+    ['tier'],
+    [],
+    false,
+  ],
+  [
+    'ignore_null_updates: all, columns_to_update: [tier]',
+    { ignoreNulls: { kind: 'all' }, columnsToUpdate: ['tier'] },
+    ['tier'],
+    ['region'],
+    false,
+  ],
+  [
+    'ignore_null_updates: all, sequenced feed',
+    { ignoreNulls: { kind: 'all' } },
+    ['region', 'tier'],
+    [],
+    true,
+  ],
 ])(
-  'partial updates on a change feed, ignore_null_updates: %s (real DuckDB)',
-  (_name, ignoreNulls, ignored) => {
+  'partial updates on a change feed, %s (real DuckDB)',
+  (_name, partialUpdates, ignored, kept, sequenced) => {
     it('batches in any order, each merged twice, give the history of the merged events folded in time order', async () => {
       let folded = 0
       let late = 0
       await fc.assert(
-        fc.asyncProperty(scenarioArb, async ({ batches }) => {
-          const table = { ...feedTable('invalidate', false, null), partialUpdates: { ignoreNulls } }
+        fc.asyncProperty(feedScenarioArb(sequenced), async ({ batches }) => {
+          const table = { ...feedTable('invalidate', sequenced, null), partialUpdates }
           const h = await ScdHarness.create(table, FEED_COLUMNS)
           try {
             let applied: FeedEvent[] = []
@@ -68,7 +104,7 @@ describe.each<[string, ColumnSelection, ('region' | 'tier')[]]>([
               applied = [...applied, ...batch]
               const rows = await h.history()
               assertInvariants(rows)
-              const captures = foldedCaptures(applied, ignored)
+              const captures = foldedCaptures(applied, ignored, kept)
               // The scenario exercised the folding: a NULL of an ignored column took an earlier value.
               if (
                 captures.some((c) =>
