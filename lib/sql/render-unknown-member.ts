@@ -43,12 +43,31 @@ export function renderUnknownMember(
 ): { readonly ddl: readonly CompiledStatement[]; readonly insert: CompiledStatement } {
   const q = (name: string) => d.quoteIdentifier(name)
   const n = dimension.columns
-  const metadata = new Set(metadataColumnList(n).map((c) => c.name))
+  const metadata = new Set([
+    ...metadataColumnList(n).map((c) => c.name),
+    ...(dimension.systemTime === undefined
+      ? []
+      : [dimension.systemTime.systemFrom, dimension.systemTime.systemTo]),
+  ])
   const keys = new Set(dimension.key)
   const data = columns.filter((c) => !metadata.has(c.name))
   const value = (c: DimensionColumn) =>
     keys.has(c.name) || typeFamily(c.type).kind !== 'string' ? 'NULL' : d.stringLiteral(UNKNOWN_MEMBER.label)
-  const names = [n.surrogateKey, ...data.map((c) => c.name), n.validFrom, n.validTo, n.isCurrent, n.isDeleted]
+  // A bitemporal dimension knows its unknown member from the start of time on, and never supersedes it.
+  const system = dimension.systemTime
+  const openEnd =
+    dimension.openEnd === null
+      ? `CAST(NULL AS ${d.type('timestamp')})`
+      : d.timestampLiteral(dimension.openEnd)
+  const names = [
+    n.surrogateKey,
+    ...data.map((c) => c.name),
+    n.validFrom,
+    n.validTo,
+    n.isCurrent,
+    n.isDeleted,
+    ...(system === undefined ? [] : [system.systemFrom, system.systemTo]),
+  ]
   const values = [
     integer(key),
     ...data.map(value),
@@ -56,6 +75,7 @@ export function renderUnknownMember(
     d.timestampLiteral(UNKNOWN_MEMBER.validTo),
     'FALSE',
     'FALSE',
+    ...(system === undefined ? [] : [d.timestampLiteral(UNKNOWN_MEMBER.validFrom), openEnd]),
   ]
   return {
     ddl: dimension.key.map((k) => ({

@@ -458,4 +458,72 @@ describe('re-pointing facts after late dimension changes, on DuckDB', () => {
     ])
     expect(await repoint()).toEqual([{ dimension: 'customers', column: 'customer_sk', facts: 0 }])
   })
+
+  it('against a bitemporal dimension: facts point at the version known now, the unknown member included, and re-pointing after a correction moves them', async () => {
+    const bitemporal = { ...changing, systemTime: { systemFrom: 'system_from', systemTo: 'system_to' } }
+    h = await FactHarness.duckdb([bitemporal])
+    await h.mergeDimension(
+      bitemporal,
+      CHANGES,
+      [change(101, 'South', JAN), change(101, 'West', '2024-04-01T00:00:00Z')],
+      { extractedAt: '2024-04-02T00:00:00Z', mode: 'incremental' },
+    )
+    const batch = await h.stageFacts(
+      ordersFact(),
+      ORDER,
+      [order(1, 101, '2024-01-15T00:00:00Z'), order(2, 101, '2024-02-15T00:00:00Z'), order(3, 102, JAN)],
+      { extractedAt: '2024-04-03T00:00:00Z' },
+    )
+    await h.loadFacts(ordersFact(), batch)
+    const south = await h.query(
+      `SELECT dimsync_sk FROM dim_customer WHERE customer_id = 101 AND region = 'South'`,
+    )
+    expect(await facts(h)).toEqual([
+      [1, south[0]!.dimsync_sk, '10.00'],
+      [2, south[0]!.dimsync_sk, '10.00'],
+      [3, 0, '10.00'],
+    ])
+    // A correction: Ana was in the North from 1 February. The South window is closed in system time and its
+    // corrected copy (ending 1 February) inserted; a fact of 15 February must follow the row known now.
+    await h.mergeDimension(bitemporal, CHANGES, [change(101, 'North', '2024-02-01T00:00:00Z')], {
+      extractedAt: '2024-04-04T00:00:00Z',
+      mode: 'incremental',
+    })
+    await repointFacts(
+      { warehouse: h.warehouse },
+      { fact: ordersFact(), dimensions: [bitemporal], schema: 'main' },
+    )
+    const north = await h.query(
+      `SELECT dimsync_sk FROM dim_customer WHERE customer_id = 101 AND region = 'North' AND system_to IS NULL`,
+    )
+    expect(await facts(h)).toEqual([
+      [1, south[0]!.dimsync_sk, '10.00'],
+      [2, north[0]!.dimsync_sk, '10.00'],
+      [3, 0, '10.00'],
+    ])
+    // A fact loaded after the correction matches one row: the superseded South row no longer counts.
+    const later = await h.stageFacts(ordersFact(), ORDER, [order(4, 101, '2024-02-20T00:00:00Z')], {
+      extractedAt: '2024-04-05T00:00:00Z',
+    })
+    await h.loadFacts(ordersFact(), later)
+    expect((await facts(h)).filter((f) => f[0] === 4)).toEqual([[4, north[0]!.dimsync_sk, '10.00']])
+    // Both readings hold each fact once, with the rows known now.
+    const reading = async (view: string) =>
+      (await h!.query(`SELECT order_id, customer_region FROM ${view} ORDER BY order_id`)).map((r) => [
+        r.order_id,
+        r.customer_region,
+      ])
+    expect(await reading('fact_orders_as_was')).toEqual([
+      [1, 'South'],
+      [2, 'North'],
+      [3, 'Unknown'],
+      [4, 'North'],
+    ])
+    expect(await reading('fact_orders_as_is')).toEqual([
+      [1, 'West'],
+      [2, 'West'],
+      [3, null],
+      [4, 'West'],
+    ])
+  })
 })
