@@ -2,6 +2,12 @@
 export interface CompiledStatement {
   readonly label: string
   readonly sql: string
+  /**
+   * A condition (a SQL expression) the statement is needed under, e.g. "the batch has late keys". A warehouse
+   * that runs scripts (BigQuery) skips the statement when it is false, so it reads nothing; a warehouse may also
+   * run it regardless: when the condition is false the statement changes nothing.
+   */
+  readonly onlyIf?: string
 }
 
 /**

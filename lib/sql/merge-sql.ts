@@ -19,6 +19,7 @@ export const TEMP = Object.freeze({
   lateAttributes: '__dimsync_late_attributes',
   lateMatches: '__dimsync_late_matches',
   policyKeys: '__dimsync_policy_keys',
+  type1Before: '__dimsync_type1_before',
   folded: '__dimsync_folded',
 })
 
@@ -148,8 +149,23 @@ export class MergeSql {
   openEnd(): string {
     return this.p.table.openEnd === null ? 'NULL' : this.d.timestampLiteral(this.p.table.openEnd)
   }
+  #onlyIf: string | undefined
   emit(label: string, sql: string): void {
-    this.out.push({ label, sql })
+    this.out.push(this.#onlyIf === undefined ? { label, sql } : { label, sql, onlyIf: this.#onlyIf })
+  }
+  /**
+   * Renders the statements `body` emits to be needed only when `condition` holds (CompiledStatement.onlyIf): a
+   * warehouse that runs scripts skips them otherwise, so what they read is not read (and not billed). They must
+   * change nothing when `condition` is false, since a warehouse may run them regardless.
+   */
+  guarded(condition: string, body: () => void): void {
+    const outer = this.#onlyIf
+    this.#onlyIf = outer === undefined ? condition : `(${outer}) AND (${condition})`
+    try {
+      body()
+    } finally {
+      this.#onlyIf = outer
+    }
   }
   prefix(): string {
     return `table ${this.p.table.name}: batch ${this.p.batchId}`

@@ -19,6 +19,11 @@ import { DELETED_STATE } from './row-hash.ts'
  * never given out again).
  */
 export function renderLatePath(m: MergeSql, captures: TableRef): void {
+  // Most batches have no late key: then the late path reads neither the capture log nor the dimension's history.
+  m.guarded(`EXISTS (SELECT 1 FROM ${m.tmp(TEMP.lateKeys)})`, () => renderGuardedLatePath(m, captures))
+}
+
+function renderGuardedLatePath(m: MergeSql, captures: TableRef): void {
   const n = m.names
   const q = (name: string) => m.q(name)
   const log = m.d.table(captures)
@@ -112,7 +117,15 @@ export function renderLatePath(m: MergeSql, captures: TableRef): void {
       `FROM ${lv} v JOIN ${m.tmp(TEMP.lateAttributes)} a ON ${m.keyEq('a', 'v')} AND a.h = ${attributeState}\n` +
       `WHERE v.${q(W.existingSk)} IS NULL`,
   )
+  // The ledger counts them from the batch's stats, which exist whether or not the late path ran.
+  m.emit(
+    'late keys: count inserted versions',
+    `UPDATE ${m.tmp(TEMP.stats)} SET ${q(LATE_INSERTED)} = (SELECT COUNT(*) FROM ${lv} WHERE ${q(W.existingSk)} IS NULL) WHERE TRUE`,
+  )
 }
+
+/** Column of the batch's stats table: versions the late path inserted (0 when it did not run). */
+export const LATE_INSERTED = '__dimsync_late_inserted'
 
 /**
  * Versions whose run a correction took away (two runs merged into one, or the state at the version's start

@@ -6,7 +6,7 @@ import { renderChangeFeedChecks } from './render-change-feed-checks.ts'
 import { renderAppend } from './render-append.ts'
 import { foundsDimension, renderFirstLoad } from './render-first-load.ts'
 import { renderInferredCompletion } from './render-inferred-completion.ts'
-import { renderLatePath } from './render-late-path.ts'
+import { LATE_INSERTED, renderLatePath } from './render-late-path.ts'
 import { renderPartialUpdates } from './render-partial-updates.ts'
 import { renderSystemTimeMerge } from './render-system-time.ts'
 import {
@@ -72,14 +72,19 @@ class MergeRenderer extends MergeSql {
           `DELETE FROM ${this.tmp(TEMP.events)} WHERE ${this.q(W.del)}`,
         )
       }
+      const lateInserted = `, CAST(0 AS ${this.d.type('int64')}) AS ${this.q(LATE_INSERTED)}`
       this.emit(
         'count events',
-        this.d.createTempTableAs(TEMP.stats, `SELECT COUNT(*) AS events FROM ${this.tmp(TEMP.events)}`),
+        this.d.createTempTableAs(
+          TEMP.stats,
+          `SELECT COUNT(*) AS events${this.p.objects.captures === undefined ? '' : lateInserted} FROM ${this.tmp(TEMP.events)}`,
+        ),
       )
       if (this.p.objects.captures !== undefined) this.#logCaptures(this.p.objects.captures)
       if (this.sequenced) this.#dropSupersededEvents()
       this.#buildChanges()
     }
+    if (this.p.layout.type1.length > 0) this.#type1BeforeBatch()
     this.#closeCurrentVersions()
     this.#insertNewVersions()
     if (this.p.objects.captures !== undefined) renderLatePath(this, this.p.objects.captures)
@@ -467,42 +472,95 @@ class MergeRenderer extends MergeSql {
     )
   }
 
-  /** Untracked columns take the value of the key's newest capture on every version of the key. */
+  /**
+   * Type 1 values of the batch's keys before the merge, read from their current versions (the open partition on
+   * BigQuery): every version of a key holds the same type 1 values, so these are the values of all its versions.
+   */
+  #type1BeforeBatch(): void {
+    const cols = [...this.keys, ...this.p.layout.type1.map((c) => c.name)]
+    this.emit(
+      'type 1 values before the batch',
+      this.d.createTempTableAs(
+        TEMP.type1Before,
+        `SELECT ${cols.map((c) => this.col('d', c)).join(', ')} FROM ${this.dim} d\n` +
+          `WHERE ${this.current('d')} AND EXISTS (SELECT 1 FROM ${this.stage} s WHERE ${this.keyEq('s', 'd')})`,
+      ),
+    )
+  }
+
+  /**
+   * Untracked columns take the value of the key's newest capture on every version of the key. Rewriting every
+   * version reads the keys' whole history, so it runs only when a version may hold another value (see
+   * #type1MayDiffer); when none can, it would change nothing.
+   */
   #overwriteType1(): void {
     const type1 = this.p.layout.type1.map((c) => c.name)
+    const newest = this.#newestType1FromBatch()
     let latest: string
     if (this.oneEventPerKey) {
-      const softDeleted = this.softDeleted('e')
-      latest = `SELECT * FROM ${this.stage} e${softDeleted ? ` WHERE NOT (${softDeleted})` : ''}`
+      latest = newest
     } else {
-      const newer =
-        this.p.objects.captures === undefined
-          ? ''
-          : ` AND NOT EXISTS (SELECT 1 FROM ${this.d.table(this.p.objects.captures)} c WHERE ${this.keyEq('c', 'e')} AND (c.captured_at > e.${this.q(W.t)}` +
-            (this.sequenced
-              ? ` OR (c.captured_at = e.${this.q(W.t)} AND c.${this.q(CAPTURE_SEQUENCE_COLUMN)} > e.${this.q(W.order)})`
-              : '') +
-            '))'
       // A key whose newest capture is not in this batch keeps the values it had (all its versions share them):
       // this also repairs a version the late path just inserted with the late event's older values.
       const cols = (alias: string) => [...this.keys, ...type1].map((c) => this.col(alias, c)).join(', ')
       latest =
         `SELECT * FROM (\n` +
-        `    SELECT ${cols('e')}, 1 AS ${this.q(W.priority)} FROM (\n` +
-        `      SELECT * FROM ${this.tmp(TEMP.events)} e WHERE NOT e.${this.q(W.del)}${newer}\n` +
-        `      QUALIFY ROW_NUMBER() OVER (PARTITION BY ${this.keyList('e')} ORDER BY e.${this.q(W.t)} DESC) = 1\n    ) e\n` +
+        `    SELECT ${cols('e')}, 1 AS ${this.q(W.priority)} FROM (\n      ${newest}\n    ) e\n` +
         `    UNION ALL\n` +
         `    SELECT ${cols('x')}, 2 FROM ${this.dim} x WHERE x.${this.q(this.names.batchId)} <> ${this.str(this.p.batchId)}\n` +
         `      AND EXISTS (SELECT 1 FROM ${this.tmp(TEMP.events)} e WHERE ${this.keyEq('e', 'x')})\n` +
         `  ) l WHERE TRUE\n` +
         `  QUALIFY ROW_NUMBER() OVER (PARTITION BY ${this.keyList('l')} ORDER BY l.${this.q(W.priority)}) = 1`
     }
-    this.emit(
-      'overwrite type 1 columns',
-      `UPDATE ${this.dim} AS d SET ${type1.map((c) => `${this.q(c)} = l.${this.q(c)}`).join(', ')}\n` +
-        `FROM (\n  ${latest}\n) l\n` +
-        `WHERE ${this.keyEq('d', 'l')} AND (${type1.map((c) => `d.${this.q(c)} IS DISTINCT FROM l.${this.q(c)}`).join(' OR ')})`,
+    this.guarded(this.#type1MayDiffer(newest), () =>
+      this.emit(
+        'overwrite type 1 columns',
+        `UPDATE ${this.dim} AS d SET ${type1.map((c) => `${this.q(c)} = l.${this.q(c)}`).join(', ')}\n` +
+          `FROM (\n  ${latest}\n) l\n` +
+          `WHERE ${this.keyEq('d', 'l')} AND (${type1.map((c) => `d.${this.q(c)} IS DISTINCT FROM l.${this.q(c)}`).join(' OR ')})`,
+      ),
     )
+  }
+
+  /** Per key of the batch, its newest state's row when that is the key's newest capture (not deleted). */
+  #newestType1FromBatch(): string {
+    if (this.oneEventPerKey) {
+      const softDeleted = this.softDeleted('e')
+      return `SELECT * FROM ${this.stage} e${softDeleted ? ` WHERE NOT (${softDeleted})` : ''}`
+    }
+    const newer =
+      this.p.objects.captures === undefined
+        ? ''
+        : ` AND NOT EXISTS (SELECT 1 FROM ${this.d.table(this.p.objects.captures)} c WHERE ${this.keyEq('c', 'e')} AND (c.captured_at > e.${this.q(W.t)}` +
+          (this.sequenced
+            ? ` OR (c.captured_at = e.${this.q(W.t)} AND c.${this.q(CAPTURE_SEQUENCE_COLUMN)} > e.${this.q(W.order)})`
+            : '') +
+          '))'
+    return (
+      `SELECT * FROM ${this.tmp(TEMP.events)} e WHERE NOT e.${this.q(W.del)}${newer}\n` +
+      `      QUALIFY ROW_NUMBER() OVER (PARTITION BY ${this.keyList('e')} ORDER BY e.${this.q(W.t)} DESC) = 1`
+    )
+  }
+
+  /**
+   * SQL condition, reading only this batch's tables: some version of a key may hold type 1 values other than the
+   * key's newest. That is when the newest values differ from those before the batch (or the key had no current
+   * version and may still have older versions: deletes close keys under `invalidate`), when a version this batch
+   * inserted holds older values (several events of a key), or when the late path ran.
+   */
+  #type1MayDiffer(newest: string): string {
+    const type1 = this.p.layout.type1.map((c) => c.name)
+    const differ = (a: string, b: string) =>
+      type1.map((c) => `${this.col(a, c)} IS DISTINCT FROM ${this.col(b, c)}`).join(' OR ')
+    const firstKey = this.q(this.keys[0]!)
+    const noCurrent = this.p.table.deletes === 'invalidate' ? `b.${firstKey} IS NULL OR ` : ''
+    const conditions = [
+      `EXISTS (SELECT 1 FROM (${newest}) l LEFT JOIN ${this.tmp(TEMP.type1Before)} b ON ${this.keyEq('b', 'l')}\n` +
+        `  WHERE ${noCurrent}(b.${firstKey} IS NOT NULL AND (${differ('b', 'l')})))`,
+      `EXISTS (SELECT 1 FROM ${this.tmp(TEMP.changes)} c JOIN (${newest}) l ON ${this.keyEq('c', 'l')} WHERE ${differ('c', 'l')})`,
+      ...(this.p.objects.captures === undefined ? [] : [`EXISTS (SELECT 1 FROM ${this.tmp(TEMP.lateKeys)})`]),
+    ]
+    return conditions.join('\nOR ')
   }
 
   /** `removed_columns: keep_last`: the versions of this batch take the key's last value of each removed column. */
@@ -542,10 +600,7 @@ class MergeRenderer extends MergeSql {
       this.p.table.deletes === 'new_record'
         ? `(SELECT COUNT(*) FROM ${changes})`
         : `(SELECT COUNT(*) FROM ${changes} WHERE NOT ${this.q(W.del)})`
-    const lateInserted =
-      this.p.objects.captures === undefined
-        ? ''
-        : ` + (SELECT COUNT(*) FROM ${this.tmp(TEMP.lateVersions)} WHERE ${this.q(W.existingSk)} IS NULL)`
+    const lateInserted = this.p.objects.captures === undefined ? '' : ` + s.${this.q(LATE_INSERTED)}`
     const lateKeys =
       this.p.objects.captures === undefined ? '0' : `(SELECT COUNT(*) FROM ${this.tmp(TEMP.lateKeys)})`
     const lateEvents =

@@ -155,6 +155,44 @@ const SNAPSHOTS: Record<string, Scenario> = {
       merged([{ ...ana('North'), email: 'a@new' }], MAY),
     ],
   },
+  // The type 1 rewrite of every version runs only when a version may differ (render-merge.ts): a key that had no
+  // current version (deleted under invalidate) may still have older versions to rewrite.
+  'type 1 reaches the older versions of a key deleted and back (invalidate)': {
+    table: { deletes: 'invalidate', tracked: { kind: 'list', columns: ['region'] } },
+    columns: [...CUSTOMER, { name: 'email', type: 'VARCHAR' }],
+    steps: [
+      merged(
+        [
+          { ...ana('South'), email: 'a@old' },
+          { ...bruno, email: 'b' },
+          { ...carla, email: 'c' },
+        ],
+        JAN,
+      ),
+      merged(
+        [
+          { ...ana('North'), email: 'a@old' },
+          { ...bruno, email: 'b' },
+          { ...carla, email: 'c' },
+        ],
+        MAR,
+      ),
+      merged(
+        [
+          { ...bruno, email: 'b' },
+          { ...carla, email: 'c' },
+        ],
+        MAY,
+      ),
+      merged(
+        [
+          { ...ana('North'), email: 'a@new' },
+          { ...bruno, email: 'b' },
+        ],
+        '2024-07-01T00:00:00Z',
+      ),
+    ],
+  },
   'a new source column; a column whose type changed; a column that vanished': {
     steps: [
       merged([ana('South'), bruno], JAN),
@@ -320,6 +358,20 @@ const CHANGE_TIMES: Record<string, Scenario> = {
       merged([{ ...ana('North'), email: 'a@feb', updated_at: '2024-02-01 00:00:00' }], MAY),
     ],
     asOf: ['2024-02-01T00:00:00Z', '2024-02-15T00:00:00Z'],
+  },
+  'several changes of a key in one batch: type 1 takes the newest on every version': {
+    table: { ...CHANGE_TIME, deletes: 'ignore', tracked: { kind: 'list', columns: ['region'] } },
+    columns: [...WITH_UPDATED_AT, { name: 'email', type: 'VARCHAR' }],
+    steps: [
+      merged(
+        [
+          { ...ana('South'), email: 'a@jan', updated_at: '2024-01-01 00:00:00' },
+          { ...ana('North'), email: 'a@feb', updated_at: '2024-02-01 00:00:00' },
+        ],
+        MAR,
+      ),
+      merged([{ ...ana('West'), email: 'a@feb', updated_at: '2024-04-01 00:00:00' }], MAY),
+    ],
   },
   "a late event of a composite key splits only that key's window": {
     table: { ...CHANGE_TIME, key: ['tenant', 'customer_id'] },

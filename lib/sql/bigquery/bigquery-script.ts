@@ -17,14 +17,24 @@ export function renderBigQueryScriptText(d: SqlDialect, script: ScriptParts): st
   const v = STEP_VARIABLE
   const step = (s: CompiledStatement, indent: string) =>
     `${indent}SET ${v} = ${d.stringLiteral(s.label)};\n${indent}${s.sql.replaceAll('\n', `\n${indent}`)};`
+  const steps = (statements: readonly CompiledStatement[], indent: string) =>
+    guardedRuns(statements).map(({ onlyIf, run }) =>
+      onlyIf === undefined
+        ? run.map((s) => step(s, indent)).join('\n')
+        : [
+            `${indent}IF ${onlyIf.replaceAll('\n', `\n${indent}`)} THEN`,
+            ...run.map((s) => step(s, `${indent}  `)),
+            `${indent}END IF;`,
+          ].join('\n'),
+    )
   const text = [
     `-- ${oneLine(script.title)}`,
     `DECLARE ${v} STRING DEFAULT '';`,
     `DECLARE ${ERROR_VARIABLE} STRING DEFAULT '';`,
-    ...script.ddl.map((s) => step(s, '')),
+    ...steps(script.ddl, ''),
     'BEGIN',
     '  BEGIN TRANSACTION;',
-    ...script.merge.map((s) => step(s, '  ')),
+    ...steps(script.merge, '  '),
     '  COMMIT TRANSACTION;',
     'EXCEPTION WHEN ERROR THEN',
     // Keep the message first: a failing ROLLBACK (no open transaction) would replace @@error.
@@ -36,9 +46,23 @@ export function renderBigQueryScriptText(d: SqlDialect, script: ScriptParts): st
     '  END;',
     `  RAISE USING MESSAGE = ${ERROR_VARIABLE};`,
     'END;',
-    ...script.after.map((s) => step(s, '')),
+    ...steps(script.after, ''),
   ].join('\n')
   return `${text}\n`
+}
+
+/**
+ * Consecutive statements with the same guard, in order: each run of guarded statements becomes one
+ * `IF <guard> THEN … END IF` block, so a skipped part (the late path of a batch without late keys) reads nothing.
+ */
+function guardedRuns(statements: readonly CompiledStatement[]) {
+  const runs: { onlyIf: string | undefined; run: CompiledStatement[] }[] = []
+  for (const s of statements) {
+    const last = runs.at(-1)
+    if (last !== undefined && last.onlyIf === s.onlyIf) last.run.push(s)
+    else runs.push({ onlyIf: s.onlyIf, run: [s] })
+  }
+  return runs
 }
 
 const oneLine = (text: string) => text.replace(/[\r\n]+/g, ' ')

@@ -22,6 +22,8 @@ export interface StatementVerdict {
   readonly label: string
   readonly ok: boolean
   readonly error?: string
+  /** The resolved statement tree (ZetaSQL's AnyResolvedStatementProto, as the client decodes it), when ok. */
+  readonly resolved?: unknown
 }
 
 const LOC = /\s*\[at \d+:\d+\]/
@@ -118,7 +120,7 @@ export class ZetaSqlAnalyzer {
       return { label, ok: false, error: String(e.details ?? error).replace(LOC, '') }
     }
     this.#track(response.resolvedStatement)
-    return { label, ok: true }
+    return { label, ok: true, resolved: response.resolvedStatement }
   }
 
   /** Parses a whole script (DECLARE, SET, BEGIN … EXCEPTION … END, transactions); returns the syntax error or undefined. */

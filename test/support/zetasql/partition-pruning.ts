@@ -1,0 +1,101 @@
+/* The resolved tree is the analyzer client's decoded protobuf (loose objects); this walk reads it structurally. */
+/* eslint-disable @typescript-eslint/no-explicit-any */
+
+/**
+ * The scans of table `table` in a resolved statement (ZetaSQL's tree, as ZetaSqlAnalyzer.analyze returns it) that
+ * BigQuery cannot prune to the open versions' partition: the scan's `partitionColumn` is not constrained by a
+ * conjunct of a WHERE, filter or join condition of the form `column IS NULL` or `column = <literal>`. Statements that
+ * only define objects (views, table functions) read nothing when they run and have no scans here.
+ * Returns one line per unpruned scan, naming its alias.
+ */
+export function unprunedScans(resolved: unknown, table: string, partitionColumn: string): string[] {
+  const root = resolved as any
+  if (/Create(View|TableFunction|MaterializedView)/i.test(unwrap(root).kind)) return []
+  const scans: { alias: string; column: number | undefined }[] = []
+  const pruned = new Set<number>()
+  walk(root, (node, key) => {
+    if (
+      node?.table?.name !== undefined &&
+      Array.isArray(node.columnIndexList) &&
+      key !== 'tableScan+target'
+    ) {
+      if (node.table.name.toLowerCase() !== table.toLowerCase()) return
+      const columns: any[] = node.parent?.columnList ?? []
+      const column = columns.find((c) => c.name?.toLowerCase() === partitionColumn.toLowerCase())
+      scans.push({
+        alias: node.alias || table,
+        column: column === undefined ? undefined : id(column.columnId),
+      })
+    }
+    if (key === 'filterExpr' || key === 'whereExpr' || key === 'joinExpr')
+      for (const conjunct of conjuncts(node)) {
+        const pinned = pinnedColumn(conjunct)
+        if (pinned !== undefined) pruned.add(pinned)
+      }
+  })
+  return scans
+    .filter((s) => s.column === undefined || !pruned.has(s.column))
+    .map((s) => `scan of ${table} (as ${s.alias}) without a filter on ${partitionColumn}`)
+}
+
+/** Visits every object of the tree with the key it hangs under (the INSERT target is not a read). */
+function walk(node: any, visit: (node: any, key: string) => void, key = ''): void {
+  if (node === null || typeof node !== 'object') return
+  if (Array.isArray(node)) {
+    for (const item of node) walk(item, visit, key)
+    return
+  }
+  visit(node, key)
+  const isInsert = 'insertMode' in node && 'tableScan' in node
+  for (const [k, v] of Object.entries(node))
+    walk(v, visit, isInsert && k === 'tableScan' ? 'tableScan+target' : k)
+}
+
+function id(columnId: any): number {
+  return typeof columnId === 'object' && columnId !== null ? Number(columnId.low) : Number(columnId)
+}
+
+/** The concrete node under a oneof wrapper (`{ node: 'resolvedXNode', resolvedXNode: {...} }`, nested). */
+function unwrap(expr: any): { kind: string; node: any } {
+  let kind = ''
+  let node = expr
+  while (node && typeof node.node === 'string' && node[node.node]) {
+    kind = node.node
+    node = node[node.node]
+  }
+  return { kind, node }
+}
+
+function functionCall(expr: any): { name: string; args: any[] } | undefined {
+  const { kind, node } = unwrap(expr)
+  if (kind !== 'resolvedFunctionCallNode') return undefined
+  let name = ''
+  let args: any[] = []
+  for (let x = node; x; x = x.parent) {
+    if (x.function?.name && !name) name = String(x.function.name).replace(/^ZetaSQL:/, '')
+    if (Array.isArray(x.argumentList) && args.length === 0) args = x.argumentList
+  }
+  return { name, args }
+}
+
+function conjuncts(expr: any): any[] {
+  const call = functionCall(expr)
+  if (call?.name === '$and') return call.args.flatMap(conjuncts)
+  return [expr]
+}
+
+/** The column a conjunct pins to one partition: `col IS NULL`, `col = literal` or `literal = col`. */
+function pinnedColumn(conjunct: any): number | undefined {
+  const call = functionCall(conjunct)
+  if (call === undefined) return undefined
+  const parts = call.args.map(unwrap)
+  const column = (p: { kind: string; node: any }) =>
+    p.kind === 'resolvedColumnRefNode' ? id(p.node.column.columnId) : undefined
+  if (call.name === '$is_null' && parts.length === 1) return column(parts[0]!)
+  if (call.name === '$equal' && parts.length === 2) {
+    const [a, b] = parts as [{ kind: string; node: any }, { kind: string; node: any }]
+    if (b.kind === 'resolvedLiteralNode') return column(a)
+    if (a.kind === 'resolvedLiteralNode') return column(b)
+  }
+  return undefined
+}
