@@ -1,5 +1,6 @@
 import type { StagedColumn } from './batch.ts'
 import { BatchRejectedError } from './errors.ts'
+import { inferredColumnName } from './inferred-member.ts'
 import { metadataColumnList, SYSTEM_TIME_COLUMNS, systemTimeColumnNames } from './metadata-columns.ts'
 import type { TableSpec } from './table-spec.ts'
 import { isWidening } from './type-widening.ts'
@@ -61,6 +62,11 @@ export interface DimensionLayout {
    * NULL on new ones; they open no versions (schema evolution).
    */
   readonly removed: readonly DimensionColumn[]
+  /**
+   * The dimension has the inferred-member flag column (a fact inferred a member of it; see inferred-member.ts):
+   * dimsync's own column, so not among `removed`.
+   */
+  readonly hasInferredFlag: boolean
   /** True when the dimension does not exist yet. */
   readonly createDimension: boolean
 }
@@ -166,6 +172,8 @@ export function planDimensionLayout(
   const addColumns: DimensionColumn[] = []
   const widened: WidenedColumn[] = []
   const removed: DimensionColumn[] = []
+  const inferredFlag = inferredColumnName(table.columns)
+  let hasInferredFlag = false
   if (existing !== undefined) {
     const existingByName = new Map(existing.map((c) => [c.name, c]))
     checkSystemTimeMatches(table, existingByName, reject)
@@ -190,7 +198,8 @@ export function planDimensionLayout(
     }
     const storedNames = new Set([...stored, ...derived].map((c) => c.name))
     for (const c of existing) {
-      if (!metadataNames.has(c.name) && !storedNames.has(c.name)) removed.push(c)
+      if (c.name === inferredFlag) hasInferredFlag = true
+      else if (!metadataNames.has(c.name) && !storedNames.has(c.name)) removed.push(c)
     }
   }
   return Object.freeze({
@@ -208,6 +217,7 @@ export function planDimensionLayout(
     addColumns,
     widened,
     removed,
+    hasInferredFlag,
     createDimension: existing === undefined,
   })
 }

@@ -15,7 +15,7 @@ import { DELETED_STATE, renderRowHash } from './row-hash.ts'
  */
 export function renderInferredCompletion(m: MergeSql): void {
   const flag = inferredColumnName(m.names)
-  if (m.p.table.mode === 'append' || !m.p.layout.removed.some((c) => c.name === flag)) return
+  if (m.p.table.mode === 'append' || !m.p.layout.hasInferredFlag) return
   const n = m.names
   const validFrom = m.q(n.validFrom)
   const t = m.q(WORK.t)
