@@ -185,6 +185,16 @@ export function renderDimensionDdl(
         sql: `ALTER TABLE ${d.table(objects.captures)} ADD COLUMN IF NOT EXISTS ${definition}`,
       })
     }
+    // A widened attribute is widened in the log too, so refolded values hash like the dimension's.
+    for (const c of layout.widened.filter((w) => !keyNames.has(w.name))) {
+      const name = captureRawColumn(c.name)
+      const change = { from: c.from, to: c.type }
+      for (const sql of d.alterColumnType(objects.captures, name, change, {
+        table: table.name,
+        column: name,
+      }))
+        out.push({ label: `capture log: widen column ${name} from ${c.from} to ${c.type}`, sql })
+    }
   }
   if (objects.retired !== undefined) {
     const n = table.columns

@@ -176,6 +176,22 @@ describe('partial updates', () => {
       ])
     })
 
+    it("after a widened type (INTEGER to BIGINT) the capture log's raw column is widened too and a late event still folds", async () => {
+      const h = await feed({ partialUpdates: { ignoreNulls: { kind: 'all' } } })
+      await h.load([ev('I', 1, 'A', 20, 1), ev('U', 1, 'B', null, 5)], { extractedAt: extractedAt(1) })
+      const wide = FEED.map((c) => (c.name === 'score' ? { ...c, type: 'BIGINT' } : c))
+      await h.merge(await h.stage([ev('U', 1, null, 30, 3)], { extractedAt: extractedAt(2), columns: wide }))
+      expect(await states(h)).toEqual([
+        [1, 'A', 20, false],
+        [1, 'A', 30, false],
+        [1, 'B', 30, true],
+      ])
+      const types = await h.query(
+        "SELECT data_type FROM information_schema.columns WHERE table_name = 'dim_customer_dimsync_captures' AND column_name = 'raw_score'",
+      )
+      expect(types).toEqual([{ data_type: 'BIGINT' }])
+    })
+
     it('a key whose capture log predates raw values is refused, naming the table and the key; nothing is written', async () => {
       const h = await feed({ partialUpdates: { ignoreNulls: { kind: 'all' } } })
       await h.load([ev('I', 1, 'A', 20, 1), ev('U', 1, 'B', null, 5), ev('I', 2, 'X', 1, 1)], {
