@@ -10,6 +10,7 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    setupFiles: ['test/support/fast-check-seed.ts'],
     maxWorkers: 2,
     projects: [
       { extends: true, test: { name: 'unit', include: UNIT_TESTS } },
