@@ -38,11 +38,12 @@ export function renderRefoldLateKeys(m: MergeSql, captures: TableRef): void {
         ? `LAST_VALUE(${raw(c)} IGNORE NULLS) OVER (${w} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)`
         : raw(c)
   const lateKeys = m.tmp(TEMP.lateKeys)
+  const hash = renderRowHash(m.d, m.p.layout.tracked, 'r')
   m.emit(
     'partial updates: fold the captures of late keys again in time order',
     m.d.createTempTableAs(
       REFOLDED,
-      `SELECT r.*, CASE WHEN r.is_deleted THEN ${m.str(DELETED_STATE)} ELSE ${renderRowHash(m.d, m.p.layout.tracked, 'r')} END AS ${q(W.state)}\n` +
+      `SELECT r.*, ${hash} AS ${q(W.rowHash)}, CASE WHEN r.is_deleted THEN ${m.str(DELETED_STATE)} ELSE ${hash} END AS ${q(W.state)}\n` +
         `FROM (\n  SELECT ${m.keyList('c')}, c.captured_at${sequence}, c.is_deleted, ${m.attributes.map((c) => `${folded(c)} AS ${q(c)}`).join(', ')}\n` +
         `  FROM (\n    SELECT c.*, COALESCE(SUM(CASE WHEN c.is_deleted THEN 1 ELSE 0 END) OVER (PARTITION BY ${m.keyList('c')} ORDER BY ${order} ` +
         `ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS ${era}\n` +
@@ -55,6 +56,16 @@ export function renderRefoldLateKeys(m: MergeSql, captures: TableRef): void {
       `WHERE ${m.keyEq('c', 'r')} AND c.captured_at = r.captured_at` +
       (m.sequenced ? ` AND c.${q(CAPTURE_SEQUENCE_COLUMN)} = r.${q(CAPTURE_SEQUENCE_COLUMN)}` : '') +
       ` AND c.state_hash <> r.${q(W.state)}`,
+  )
+  // The batch's own events of late keys take their refolded values too: every later step (type 1 overwrite,
+  // column policies) reads them.
+  const ev = m.tmp(TEMP.events)
+  m.emit(
+    'partial updates: events of late keys take their refolded values',
+    `UPDATE ${ev} AS e SET ${[...m.attributes.map((c) => `${q(c)} = r.${q(c)}`), `${q(W.rowHash)} = r.${q(W.rowHash)}`, `${q(W.state)} = r.${q(W.state)}`].join(', ')}\n` +
+      `FROM ${m.tmp(REFOLDED)} r\nWHERE ${m.keyEq('e', 'r')} AND e.${q(W.t)} = r.captured_at` +
+      (m.sequenced ? ` AND e.${q(W.order)} = r.${q(CAPTURE_SEQUENCE_COLUMN)}` : '') +
+      ` AND NOT r.is_deleted`,
   )
 }
 

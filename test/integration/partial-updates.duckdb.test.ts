@@ -176,6 +176,20 @@ describe('partial updates', () => {
       ])
     })
 
+    it('a type 1 column takes the value of the newest capture folded in time order, not the batch fold', async () => {
+      const h = await feed({
+        tracked: { kind: 'list', columns: ['name'] },
+        partialUpdates: { ignoreNulls: { kind: 'all' } },
+      })
+      await h.load([ev('I', 1, 'A', 20, 1), ev('U', 1, 'B', 25, 5)], { extractedAt: extractedAt(1) })
+      // Folded in time order: (A, 20) at 1, (A, 30) at 3, (B, 25) at 5, (B, 25) at 7; score is type 1.
+      await h.load([ev('U', 1, null, 30, 3), ev('U', 1, null, null, 7)], { extractedAt: extractedAt(2) })
+      expect(await states(h)).toEqual([
+        [1, 'A', 25, false],
+        [1, 'B', 25, true],
+      ])
+    })
+
     it("after a widened type (INTEGER to BIGINT) the capture log's raw column is widened too and a late event still folds", async () => {
       const h = await feed({ partialUpdates: { ignoreNulls: { kind: 'all' } } })
       await h.load([ev('I', 1, 'A', 20, 1), ev('U', 1, 'B', null, 5)], { extractedAt: extractedAt(1) })
