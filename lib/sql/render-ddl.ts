@@ -53,13 +53,11 @@ export function statesCanBeCorrected(table: TableSpec): boolean {
 
 /**
  * Whether the capture log keeps what each event said (its raw values), so a late partial event can be folded into
- * the state at its time and the later captures of its key folded again (render-partial-refold.ts). Bitemporal
- * tables refuse late partial events instead.
+ * the state at its time and the later captures of its key folded again (render-partial-refold.ts). Refolding can
+ * change the state at a captured time, so such tables keep retired versions like sequenced change feeds.
  */
 export function refoldsPartialUpdates(table: TableSpec): boolean {
-  return (
-    table.partialUpdates !== undefined && table.systemTime === undefined && table.validFrom.kind === 'column'
-  )
+  return table.partialUpdates !== undefined && table.validFrom.kind === 'column'
 }
 
 /** Throws naming the table and column when a staged type is not plain type text (never pasted into SQL). */

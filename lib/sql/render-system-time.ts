@@ -1,7 +1,7 @@
 import type { TableRef } from '../core/table-ref.ts'
 import type { CompiledStatement, SqlDialect } from './dialect.ts'
 import { MergeSql, type MergePlan } from './merge-sql.ts'
-import { statesCanBeCorrected } from './render-ddl.ts'
+import { refoldsPartialUpdates, statesCanBeCorrected } from './render-ddl.ts'
 import { knownNowCondition } from './version-predicates.ts'
 
 /** The temporary tables of a bitemporal merge (beside those of the merge it wraps, see TEMP). */
@@ -86,9 +86,10 @@ export function renderSystemTimeMerge(
     'system time: working copy the merge changes',
     d.createTempTableAs(SYSTEM_TEMP.now, `SELECT * FROM ${m.tmp(SYSTEM_TEMP.before)}`),
   )
-  const retired: TableRef | undefined = statesCanBeCorrected(plan.table)
-    ? { name: SYSTEM_TEMP.retired }
-    : undefined
+  const retired: TableRef | undefined =
+    statesCanBeCorrected(plan.table) || refoldsPartialUpdates(plan.table)
+      ? { name: SYSTEM_TEMP.retired }
+      : undefined
   if (retired !== undefined) {
     const retiredColumns = [
       n.surrogateKey,

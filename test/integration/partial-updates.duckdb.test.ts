@@ -206,6 +206,27 @@ describe('partial updates', () => {
       expect(types).toEqual([{ data_type: 'BIGINT' }])
     })
 
+    it('a bitemporal table: the refolded versions are known from this merge, the rows they replace keep everything but system_to', async () => {
+      const h = await feed({
+        systemTime: { systemFrom: 'system_from', systemTo: 'system_to' },
+        partialUpdates: { ignoreNulls: { kind: 'all' } },
+      })
+      await h.load([ev('I', 1, 'A', 20, 1), ev('U', 1, 'B', null, 5)], { extractedAt: extractedAt(1) })
+      const all = 'SELECT * EXCLUDE (system_to) FROM main.dim_customer ORDER BY dimsync_sk, system_from'
+      const before = await h.query(all)
+      await h.load([ev('U', 1, null, 30, 3)], { extractedAt: extractedAt(2) })
+      const knownNow = await h.query(
+        'SELECT name, score, CAST(valid_from AS VARCHAR) AS valid_from, CAST(valid_to AS VARCHAR) AS valid_to FROM main.dim_customer WHERE system_to IS NULL ORDER BY valid_from',
+      )
+      expect(knownNow.map((r) => [r.name, r.score, r.valid_from, r.valid_to])).toEqual([
+        ['A', 20, '2024-01-01 00:00:00+00', '2024-01-03 00:00:00+00'],
+        ['A', 30, '2024-01-03 00:00:00+00', '2024-01-05 00:00:00+00'],
+        ['B', 30, '2024-01-05 00:00:00+00', null],
+      ])
+      const after = await h.query(all)
+      for (const row of before) expect(after).toContainEqual(row)
+    })
+
     it('a key whose capture log predates raw values is refused, naming the table and the key; nothing is written', async () => {
       const h = await feed({ partialUpdates: { ignoreNulls: { kind: 'all' } } })
       await h.load([ev('I', 1, 'A', 20, 1), ev('U', 1, 'B', null, 5), ev('I', 2, 'X', 1, 1)], {
