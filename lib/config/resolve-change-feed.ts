@@ -25,6 +25,35 @@ export interface ChangesDocument {
   readonly lookback_minutes?: number
 }
 
+/**
+ * The operation column of a change feed and the values meaning insert, update and delete (AWS DMS's `Op` with
+ * I/U/D where not given); a value given for two operations is reported under the second one's name.
+ */
+export function resolveOperation(
+  doc: ChangesDocument['operation'],
+  report: (kind: 'insert' | 'update' | 'delete', message: string) => void,
+): ChangeFeedSpec['operation'] {
+  const op = typeof doc === 'string' ? { column: doc } : (doc ?? {})
+  const values = (v: string | readonly string[] | undefined, fallback: readonly string[]) =>
+    v === undefined ? fallback : typeof v === 'string' ? [v] : v
+  const operation = {
+    column: op.column ?? DMS_OPERATION.column,
+    insert: values(op.insert, DMS_OPERATION.insert),
+    update: values(op.update, DMS_OPERATION.update),
+    delete: values(op.delete, DMS_OPERATION.delete),
+  }
+  const seen = new Map<string, string>()
+  for (const kind of ['insert', 'update', 'delete'] as const) {
+    for (const value of operation[kind]) {
+      const other = seen.get(value)
+      if (other !== undefined && other !== kind)
+        report(kind, `${show(value)} is also an ${other} value; each operation value must mean one thing`)
+      seen.set(value, kind)
+    }
+  }
+  return operation
+}
+
 export interface ResolvedChangeFeed {
   readonly extract: ExtractSpec
   readonly changes: ChangeFeedSpec
@@ -42,27 +71,9 @@ export function resolveChangeFeed(
   note: string,
   report: (where: Path, message: string) => void,
 ): ResolvedChangeFeed {
-  const op = typeof doc.operation === 'string' ? { column: doc.operation } : (doc.operation ?? {})
-  const values = (v: string | readonly string[] | undefined, fallback: readonly string[]) =>
-    v === undefined ? fallback : typeof v === 'string' ? [v] : v
-  const operation = {
-    column: op.column ?? DMS_OPERATION.column,
-    insert: values(op.insert, DMS_OPERATION.insert),
-    update: values(op.update, DMS_OPERATION.update),
-    delete: values(op.delete, DMS_OPERATION.delete),
-  }
-  const seen = new Map<string, string>()
-  for (const kind of ['insert', 'update', 'delete'] as const) {
-    for (const value of operation[kind]) {
-      const other = seen.get(value)
-      if (other !== undefined && other !== kind)
-        report(
-          at('extract', 'operation', kind),
-          `${show(value)} is also an ${other} value; each operation value must mean one thing${note}`,
-        )
-      seen.set(value, kind)
-    }
-  }
+  const operation = resolveOperation(doc.operation, (kind, message) =>
+    report(at('extract', 'operation', kind), `${message}${note}`),
+  )
   if (validFrom.kind !== 'column')
     report(
       at('valid_from'),

@@ -5,11 +5,11 @@
  */
 import { DEFAULT_UNKNOWN_MEMBER_KEY, type FactReference, type FactSpec } from '../core/fact-spec.ts'
 import type { ChangeFeedSpec, ExtractSpec, SourceSpec, TableSpec } from '../core/table-spec.ts'
-import { DMS_OPERATION } from './config-schema.ts'
 import { didYouMean } from './did-you-mean.ts'
 import { factSchema, type FactDocument } from './fact-schema.ts'
 import type { IssueList, Path } from './issue-list.ts'
 import { show } from './messages.ts'
+import { resolveOperation } from './resolve-change-feed.ts'
 import { resolveSource } from './resolve-source.ts'
 import { fallbackErrorMap, fromZodIssues } from './zod-issues.ts'
 
@@ -156,26 +156,9 @@ function resolveFactChangeFeed(
   source: SourceSpec,
   issues: IssueList,
 ): { extract: ExtractSpec; changes: ChangeFeedSpec } {
-  const op = typeof doc.operation === 'string' ? { column: doc.operation } : (doc.operation ?? {})
-  const values = (v: string | readonly string[] | undefined, fallback: readonly string[]) =>
-    v === undefined ? fallback : typeof v === 'string' ? [v] : v
-  const operation = {
-    column: op.column ?? DMS_OPERATION.column,
-    insert: values(op.insert, DMS_OPERATION.insert),
-    update: values(op.update, DMS_OPERATION.update),
-    delete: values(op.delete, DMS_OPERATION.delete),
-  }
-  const seen = new Map<string, string>()
-  for (const kind of ['insert', 'update', 'delete'] as const)
-    for (const value of operation[kind]) {
-      const other = seen.get(value)
-      if (other !== undefined && other !== kind)
-        issues.add(
-          [...at, 'operation', kind],
-          `${show(value)} is also an ${other} value; each value must mean one thing`,
-        )
-      seen.set(value, kind)
-    }
+  const operation = resolveOperation(doc.operation, (kind, message) =>
+    issues.add([...at, 'operation', kind], message),
+  )
   if (doc.sequence !== undefined && doc.sequence === operation.column)
     issues.add([...at, 'sequence'], `${show(doc.sequence)} is also the operation column`)
   const changes: ChangeFeedSpec = {

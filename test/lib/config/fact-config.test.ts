@@ -204,7 +204,7 @@ facts:
     event_time: refunded_at
 `),
     ).toEqual([
-      'facts[0].extract.operation.delete: "I" is also an insert value; each value must mean one thing',
+      'facts[0].extract.operation.delete: "I" is also an insert value; each operation value must mean one thing',
       'facts[0].extract: a change feed read from a database needs a cursor (or a sequence, used as the cursor): the column that grows with every change',
       'facts[1].extract.cursor: a file change feed is read whole on every run (re-applying its changes gives the same facts); cursor applies to database sources only',
     ])
