@@ -17,7 +17,7 @@ import {
 } from '../../support/zetasql/merge-config-matrix.ts'
 import { ZetaSqlAnalyzer } from '../../support/zetasql/zetasql-analyzer.ts'
 import { tableSpec } from '../../support/table-spec-builder.ts'
-import { unprunedScans } from '../../support/zetasql/partition-pruning.ts'
+import { serialRowNumbers, unprunedScans } from '../../support/zetasql/partition-pruning.ts'
 
 /*
  * Issue 11 item 14: the cost of a merge on BigQuery grows with the batch and the open versions, not with the depth
@@ -45,6 +45,12 @@ const NOT_PRUNED_YET: readonly (readonly [label: string, why: string])[] = [
   ['append the extract', 'append tables: the next surrogate key is MAX over the dimension (as above)'],
 ]
 
+/**
+ * Statements that still number new surrogate keys with one ROW_NUMBER() over the whole batch, which BigQuery runs
+ * on one worker (issue 11 item 11, still open). Same rule as above: the list only shrinks.
+ */
+const SERIAL_YET: readonly string[] = ['insert first versions', 'insert new versions', 'append the extract']
+
 let analyzer: ZetaSqlAnalyzer
 
 beforeAll(async () => {
@@ -54,8 +60,11 @@ afterAll(async () => {
   await analyzer?.stop()
 })
 
-/** `label: what` for every unpruned read of the dimension by a statement the merge always runs. */
-async function unprunedReads(c: MatrixCase): Promise<string[]> {
+/**
+ * `label: what` for every unpruned read of the dimension by a statement the merge always runs, and the labels of
+ * those that number rows with one ROW_NUMBER() over all of them.
+ */
+async function unprunedReads(c: MatrixCase): Promise<{ found: string[]; serial: string[] }> {
   analyzer.reset()
   const objects = dimensionObjects(c.table, DATASET)
   const stage = { schema: DATASET, name: stagingTableName(c.table.target, BATCH) }
@@ -74,10 +83,13 @@ async function unprunedReads(c: MatrixCase): Promise<string[]> {
   const dimension = objects.dimension.name
   const validTo = c.table.columns.validTo
   const found: string[] = []
+  const serial: string[] = []
   const check = async (label: string, sql: string) => {
     const verdict = await analyzer.analyze(label, sql)
     if (!verdict.ok) throw new Error(`${label}: ${verdict.error}`)
     for (const scan of unprunedScans(verdict.resolved, dimension, validTo)) found.push(`${label}: ${scan}`)
+    // Issue 11 item 11: a batch's surrogate keys are not numbered by one worker.
+    if (serialRowNumbers(verdict.resolved) > 0) serial.push(label)
   }
   const all: readonly CompiledStatement[] = [...script.ddl, ...script.merge, ...script.after]
   for (const s of all) {
@@ -86,7 +98,7 @@ async function unprunedReads(c: MatrixCase): Promise<string[]> {
     if (s.onlyIf === undefined) await check(s.label, s.sql)
     else await analyzer.analyze(s.label, s.sql)
   }
-  return found
+  return { found, serial }
 }
 
 describe('every statement of a BigQuery merge reads only the open partition of the dimension (ZetaSQL tree)', () => {
@@ -95,7 +107,10 @@ describe('every statement of a BigQuery merge reads only the open partition of t
 
   it.each(all.map((c) => [c.title, c] as const))('%s', async (_title, c) => {
     const unexpected = []
-    for (const read of await unprunedReads(c)) {
+    const { found, serial } = await unprunedReads(c)
+    expect(serial.filter((label) => !SERIAL_YET.includes(label))).toEqual([])
+    for (const label of serial) listed.add(label)
+    for (const read of found) {
       const known = NOT_PRUNED_YET.find(([label]) => read.startsWith(label))
       if (known === undefined) unexpected.push(read)
       else listed.add(known[0])
@@ -105,6 +120,7 @@ describe('every statement of a BigQuery merge reads only the open partition of t
 
   it('every read listed as not pruned yet is still rendered (remove the ones that are pruned now)', () => {
     expect(NOT_PRUNED_YET.map(([label]) => label).filter((label) => !listed.has(label))).toEqual([])
+    expect(SERIAL_YET.filter((label) => !listed.has(label))).toEqual([])
   })
 })
 

@@ -99,3 +99,16 @@ function pinnedColumn(conjunct: any): number | undefined {
   }
   return undefined
 }
+
+/**
+ * Window function groups of a resolved statement that number rows with `ROW_NUMBER()` and no `PARTITION BY`: one
+ * worker computes them over every input row.
+ */
+export function serialRowNumbers(resolved: unknown): number {
+  let found = 0
+  walk(resolved, (node) => {
+    if (!Array.isArray(node.analyticFunctionList) || !('partitionBy' in node) || node.partitionBy) return
+    if (JSON.stringify(node.analyticFunctionList).includes('ZetaSQL:row_number')) found++
+  })
+  return found
+}
