@@ -3,6 +3,7 @@ import type { StagedColumn } from '../../lib/core/batch.ts'
 import type { FactSpec } from '../../lib/core/fact-spec.ts'
 import { ZetaSqlService } from '../support/bigquery-emulator/zetasql-service.ts'
 import { FactHarness } from '../support/fact-harness.ts'
+import { customerReference } from '../support/fact-specs.ts'
 import { tableSpec } from '../support/table-spec-builder.ts'
 
 const CUSTOMER: StagedColumn[] = [
@@ -29,17 +30,7 @@ function ordersFeed(overrides: Partial<FactSpec> = {}): FactSpec {
     grain: ['order_id'],
     eventTime: 'ordered_at',
     measures: ['amount'],
-    references: [
-      {
-        dimension: 'customers',
-        key: ['customer_id'],
-        surrogateKeyColumn: 'customer_sk',
-        alias: 'customer',
-        unknownMemberKey: 0,
-        keepNaturalKey: false,
-        inferred: false,
-      },
-    ],
+    references: [customerReference()],
     ...overrides,
   }
 }

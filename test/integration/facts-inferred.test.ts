@@ -4,6 +4,12 @@ import type { FactReference, FactSpec } from '../../lib/core/fact-spec.ts'
 import type { TableSpec } from '../../lib/core/table-spec.ts'
 import { ZetaSqlService } from '../support/bigquery-emulator/zetasql-service.ts'
 import { FactHarness } from '../support/fact-harness.ts'
+import {
+  customerReference,
+  ORDER_COLUMNS as ORDER,
+  order,
+  ordersFact as orders,
+} from '../support/fact-specs.ts'
 import { tableSpec } from '../support/table-spec-builder.ts'
 
 const CUSTOMER: StagedColumn[] = [
@@ -11,43 +17,10 @@ const CUSTOMER: StagedColumn[] = [
   { name: 'name', type: 'VARCHAR' },
   { name: 'region', type: 'VARCHAR' },
 ]
-const ORDER: StagedColumn[] = [
-  { name: 'order_id', type: 'BIGINT' },
-  { name: 'customer_id', type: 'BIGINT' },
-  { name: 'ordered_at', type: 'TIMESTAMP WITH TIME ZONE' },
-  { name: 'amount', type: 'BIGINT' },
-]
 const customers = tableSpec({ deletes: 'ignore' })
 
-const reference: FactReference = {
-  dimension: 'customers',
-  key: ['customer_id'],
-  surrogateKeyColumn: 'customer_sk',
-  alias: 'customer',
-  unknownMemberKey: 0,
-  keepNaturalKey: false,
-  inferred: true,
-}
-
-function ordersFact(references: readonly FactReference[] = [reference]): FactSpec {
-  return {
-    name: 'orders',
-    source: { type: 'file', path: 'orders.csv', format: 'csv', csv: { delimiter: ',', header: true } },
-    target: 'fact_orders',
-    extract: { mode: 'incremental', cursor: 'ordered_at', lookbackMinutes: 0 },
-    grain: ['order_id'],
-    eventTime: 'ordered_at',
-    measures: ['amount'],
-    references,
-  }
-}
-
-const order = (order_id: number, customer_id: number | null, ordered_at: string, amount = 10) => ({
-  order_id,
-  customer_id,
-  ordered_at,
-  amount,
-})
+const reference = customerReference({ inferred: true })
+const ordersFact = (references: readonly FactReference[] = [reference]) => orders({ references })
 
 /**
  * Ana (101) is known from January. Orders of Eve (555) and of Zoe (777) arrive before either is extracted; a

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import type { StagedColumn } from '../../lib/core/batch.ts'
-import type { FactSpec } from '../../lib/core/fact-spec.ts'
 import { FactHarness } from '../support/fact-harness.ts'
+import { customerReference, ordersFact } from '../support/fact-specs.ts'
 import { tableSpec } from '../support/table-spec-builder.ts'
 
 const customers = tableSpec()
@@ -10,26 +10,7 @@ const ORDER: StagedColumn[] = [
   { name: 'customer_id', type: 'BIGINT' },
   { name: 'ordered_at', type: 'TIMESTAMP WITH TIME ZONE' },
 ]
-const orders: FactSpec = {
-  name: 'orders',
-  source: { type: 'file', path: 'orders.csv', format: 'csv', csv: { delimiter: ',', header: true } },
-  target: 'fact_orders',
-  extract: { mode: 'incremental', cursor: 'ordered_at', lookbackMinutes: 0 },
-  grain: ['order_id'],
-  eventTime: 'ordered_at',
-  measures: [],
-  references: [
-    {
-      dimension: 'customers',
-      key: ['customer_id'],
-      surrogateKeyColumn: 'customer_sk',
-      alias: 'customer',
-      unknownMemberKey: 0,
-      keepNaturalKey: true,
-      inferred: false,
-    },
-  ],
-}
+const orders = ordersFact({ measures: [], references: [customerReference({ keepNaturalKey: true })] })
 
 let h: FactHarness | undefined
 afterEach(async () => {

@@ -1,9 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import type { StagedColumn } from '../../lib/core/batch.ts'
 import { BatchRejectedError } from '../../lib/core/errors.ts'
-import type { FactReference, FactSpec } from '../../lib/core/fact-spec.ts'
+import type { FactSpec } from '../../lib/core/fact-spec.ts'
 import { repointFacts } from '../../lib/use-cases/repoint-facts.ts'
 import { FactHarness } from '../support/fact-harness.ts'
+import { customerReference, order, ordersFact } from '../support/fact-specs.ts'
 import { tableSpec } from '../support/table-spec-builder.ts'
 
 const CUSTOMER: StagedColumn[] = [
@@ -20,40 +21,6 @@ const ORDER: StagedColumn[] = [
 const JAN = '2024-01-01T00:00:00Z'
 const MAR = '2024-03-01T00:00:00Z'
 const customers = tableSpec({ deletes: 'invalidate' })
-
-function customerReference(overrides: Partial<FactReference> = {}): FactReference {
-  return {
-    dimension: 'customers',
-    key: ['customer_id'],
-    surrogateKeyColumn: 'customer_sk',
-    alias: 'customer',
-    unknownMemberKey: 0,
-    keepNaturalKey: false,
-    inferred: false,
-    ...overrides,
-  }
-}
-
-function ordersFact(overrides: Partial<FactSpec> = {}): FactSpec {
-  return {
-    name: 'orders',
-    source: { type: 'file', path: 'orders.csv', format: 'csv', csv: { delimiter: ',', header: true } },
-    target: 'fact_orders',
-    extract: { mode: 'incremental', cursor: 'ordered_at', lookbackMinutes: 0 },
-    grain: ['order_id'],
-    eventTime: 'ordered_at',
-    measures: ['amount'],
-    references: [customerReference()],
-    ...overrides,
-  }
-}
-
-const order = (order_id: number, customer_id: number | null, ordered_at: string | null, amount = 10) => ({
-  order_id,
-  customer_id,
-  ordered_at,
-  amount,
-})
 
 let h: FactHarness | undefined
 afterEach(async () => {

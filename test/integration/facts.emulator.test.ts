@@ -5,6 +5,7 @@ import type { FactSpec } from '../../lib/core/fact-spec.ts'
 import type { Row } from '../../lib/ports/warehouse.ts'
 import { ZetaSqlService } from '../support/bigquery-emulator/zetasql-service.ts'
 import { FactHarness } from '../support/fact-harness.ts'
+import { customerReference, ordersFact } from '../support/fact-specs.ts'
 import { tableSpec } from '../support/table-spec-builder.ts'
 
 /**
@@ -38,26 +39,7 @@ const customers = tableSpec({ deletes: 'invalidate' })
 const tariffs = tableSpec({ name: 'tariffs', target: 'dim_tariff', key: ['tariff_code'] })
 const file = { type: 'file', path: 'x.csv', format: 'csv', csv: { delimiter: ',', header: true } } as const
 
-const orders: FactSpec = {
-  name: 'orders',
-  source: file,
-  target: 'fact_orders',
-  extract: { mode: 'incremental', cursor: 'ordered_at', lookbackMinutes: 0 },
-  grain: ['order_id'],
-  eventTime: 'ordered_at',
-  measures: ['amount'],
-  references: [
-    {
-      dimension: 'customers',
-      key: ['customer_id'],
-      surrogateKeyColumn: 'customer_sk',
-      alias: 'customer',
-      unknownMemberKey: -1,
-      keepNaturalKey: false,
-      inferred: false,
-    },
-  ],
-}
+const orders = ordersFact({ source: file, references: [customerReference({ unknownMemberKey: -1 })] })
 const invoices: FactSpec = {
   name: 'invoices',
   source: file,

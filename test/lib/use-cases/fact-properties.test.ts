@@ -15,6 +15,7 @@ import type { VersionRow } from '../../support/scd-harness.ts'
 import { expectedHistory } from '../../support/history-model.ts'
 import { repointFacts } from '../../../lib/use-cases/repoint-facts.ts'
 import { FactHarness } from '../../support/fact-harness.ts'
+import { customerReference, ordersFact } from '../../support/fact-specs.ts'
 
 const ORDER: StagedColumn[] = [
   { name: 'order_id', type: 'BIGINT' },
@@ -24,26 +25,9 @@ const ORDER: StagedColumn[] = [
 ]
 const UNKNOWN = -1
 
-const orders: FactSpec = {
-  name: 'orders',
-  source: { type: 'file', path: 'orders.csv', format: 'csv', csv: { delimiter: ',', header: true } },
-  target: 'fact_orders',
-  extract: { mode: 'incremental', cursor: 'ordered_at', lookbackMinutes: 0 },
-  grain: ['order_id'],
-  eventTime: 'ordered_at',
-  measures: ['amount'],
-  references: [
-    {
-      dimension: 'customers',
-      key: ['customer_id'],
-      surrogateKeyColumn: 'customer_sk',
-      alias: 'customer',
-      unknownMemberKey: UNKNOWN,
-      keepNaturalKey: true,
-      inferred: false,
-    },
-  ],
-}
+const orders = ordersFact({
+  references: [customerReference({ unknownMemberKey: UNKNOWN, keepNaturalKey: true })],
+})
 
 interface Order {
   readonly key: number | null
