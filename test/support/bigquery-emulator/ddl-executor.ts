@@ -1,4 +1,5 @@
 import { duplicate, invalidQuery, notFound } from './api-errors.ts'
+import { convertValue, setDataTypeRefusal } from './column-type-change.ts'
 import { fieldOfZetaType } from './field-types.ts'
 import { child, childList, pathNames, type TreeNode } from './sql-tree.ts'
 import {
@@ -42,8 +43,8 @@ export function isDdl(kind: string): boolean {
 
 /**
  * Runs CREATE [OR REPLACE] [TEMP] TABLE [IF NOT EXISTS] [AS SELECT], CREATE [OR REPLACE] VIEW, CREATE [OR REPLACE]
- * TABLE FUNCTION, ALTER TABLE ADD COLUMN [IF NOT EXISTS] / SET OPTIONS / ALTER COLUMN DROP NOT NULL, DROP TABLE / VIEW / TABLE FUNCTION [IF
- * EXISTS]. ZetaSQL resolves the statement (types, NOT NULL, PARTITION BY, CLUSTER BY); BigQuery's own rules
+ * TABLE FUNCTION, ALTER TABLE ADD COLUMN [IF NOT EXISTS] / SET OPTIONS / ALTER COLUMN DROP NOT NULL / ALTER COLUMN
+ * SET DATA TYPE / DROP COLUMN / RENAME COLUMN, DROP TABLE / VIEW / TABLE FUNCTION [IF EXISTS]. ZetaSQL resolves the statement (types, NOT NULL, PARTITION BY, CLUSTER BY); BigQuery's own rules
  * are checked on top (partitioning, clustering, options, no DDL on permanent objects in a transaction), and
  * what BigQuery keeps (descriptions, partitioning, clustering, expiration) is stored with the table.
  */
@@ -426,6 +427,12 @@ async function alterTable(
           i === index ? { ...c, field: { ...c.field, mode: 'NULLABLE' as const } } : c,
         ),
       }
+    } else if (action.kind === 'resolvedAlterColumnSetDataTypeActionNode') {
+      table = setDataType(table, action)
+    } else if (action.kind === 'resolvedDropColumnActionNode') {
+      table = dropColumn(table, action)
+    } else if (action.kind === 'resolvedRenameColumnActionNode') {
+      table = renameColumn(table, action)
     } else {
       throw invalidQuery(`The BigQuery emulator does not run ALTER TABLE action ${action.kind}`)
     }
@@ -434,6 +441,83 @@ async function alterTable(
   if (temp) scope.putTempTable(table)
   else scope.store.putTable(table)
   return { statementType: 'ALTER_TABLE', operation: 'ALTER', target: ref, bytesProcessed: 0 }
+}
+
+/** The position of a column by name (BigQuery's names are case-insensitive), -1 when there is none. */
+function columnIndex(table: StoredTable, name: string): number {
+  return table.columns.findIndex((c) => c.field.name.toLowerCase() === name.toLowerCase())
+}
+
+/**
+ * ALTER COLUMN [IF EXISTS] SET DATA TYPE: only to a less restrictive type (column-type-change.ts); the stored
+ * values are converted, and the mode and description stay.
+ */
+function setDataType(table: StoredTable, action: Resolved): StoredTable {
+  const name = String(action.fields.column)
+  const index = columnIndex(table, name)
+  if (index < 0) {
+    if (action.fields.isIfExists === true) return table
+    throw invalidQuery(`Column not found: ${name}`)
+  }
+  const column = table.columns[index]!
+  const toType: Proto = action.fields.updatedType
+  const parameters: Proto | undefined = action.fields.updatedTypeParameters
+  const { mode, description } = column.field
+  const field = {
+    ...fieldOfZetaType(column.field.name, toType, { required: mode === 'REQUIRED', parameters }),
+    ...(description === undefined ? {} : { description }),
+  }
+  const refusal = setDataTypeRefusal(column.field, column.type, field, toType)
+  if (refusal !== undefined) throw invalidQuery(refusal)
+  return {
+    ...table,
+    columns: table.columns.map((c, i) => (i === index ? { field, type: toType } : c)),
+    rows: table.rows.map((r) => ({
+      id: r.id,
+      cells: r.cells.map((cell, i) => (i === index ? convertValue(column.type, toType, cell) : cell)),
+    })),
+  }
+}
+
+/** DROP COLUMN [IF EXISTS]: the column and its values go; a table keeps at least one column. */
+function dropColumn(table: StoredTable, action: Resolved): StoredTable {
+  const name = String(action.fields.name)
+  const index = columnIndex(table, name)
+  if (index < 0) {
+    if (action.fields.isIfExists === true) return table
+    throw invalidQuery(`Column not found: ${name}`)
+  }
+  if (table.columns.length === 1)
+    throw invalidQuery(`Cannot drop column ${name}: it is the only column of ${tableName(table.ref)}`)
+  // BigQuery does not drop a column the table is partitioned or clustered by.
+  const { timePartitioning, rangePartitioning, clustering } = table.metadata
+  const keys = [timePartitioning?.field, rangePartitioning?.field, ...(clustering?.fields ?? [])]
+  if (keys.some((key) => key?.toLowerCase() === name.toLowerCase()))
+    throw invalidQuery(
+      `Cannot drop column ${name}: ${tableName(table.ref)} is partitioned or clustered by it`,
+    )
+  return {
+    ...table,
+    columns: table.columns.filter((_, i) => i !== index),
+    rows: table.rows.map((r) => ({ id: r.id, cells: r.cells.filter((_, i) => i !== index) })),
+  }
+}
+
+/** RENAME COLUMN [IF EXISTS] a TO b: the values stay; b may not name another column. */
+function renameColumn(table: StoredTable, action: Resolved): StoredTable {
+  const name = String(action.fields.name)
+  const newName = String(action.fields.newName)
+  const index = columnIndex(table, name)
+  if (index < 0) {
+    if (action.fields.isIfExists === true) return table
+    throw invalidQuery(`Column not found: ${name}`)
+  }
+  const clash = columnIndex(table, newName)
+  if (clash >= 0 && clash !== index) throw invalidQuery(`Column already exists: ${newName}`)
+  return {
+    ...table,
+    columns: table.columns.map((c, i) => (i === index ? { ...c, field: { ...c.field, name: newName } } : c)),
+  }
 }
 
 function drop(scope: DdlScope, resolved: Resolved): DdlOutcome {

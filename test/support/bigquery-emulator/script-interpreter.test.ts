@@ -263,6 +263,96 @@ OPTIONS(description = 'a table', expiration_timestamp = TIMESTAMP '2024-07-01 00
     expect(table('t')?.columns[0]?.field.mode).toBe('NULLABLE')
   })
 
+  it('ALTER COLUMN SET DATA TYPE widens a type and converts the values; a narrowing or other type is refused as BigQuery does', async () => {
+    await run(`CREATE TABLE d.t (amount NUMERIC(10, 2) NOT NULL OPTIONS(description = 'paid'), n INT64, s STRING(5), day DATE);
+INSERT INTO d.t (amount, n, s, day) VALUES (12345678.91, 5000000000, 'abc', DATE '2024-01-02'), (0.5, NULL, NULL, NULL);`)
+    await run(
+      `ALTER TABLE d.t ALTER COLUMN amount SET DATA TYPE NUMERIC(18, 2), ALTER COLUMN n SET DATA TYPE NUMERIC`,
+    )
+    await run(`ALTER TABLE d.t ALTER COLUMN s SET DATA TYPE STRING(10)`)
+    expect(table('t')?.columns.map((c) => c.field)).toEqual([
+      { name: 'amount', type: 'NUMERIC', mode: 'REQUIRED', precision: '18', scale: '2', description: 'paid' },
+      { name: 'n', type: 'NUMERIC', mode: 'NULLABLE' },
+      { name: 's', type: 'STRING', mode: 'NULLABLE', maxLength: '10' },
+      { name: 'day', type: 'DATE', mode: 'NULLABLE' },
+    ])
+    await run(`INSERT INTO d.t (amount, n) VALUES (9999999999999999.99, 1.25)`)
+    expect(await rows(`SELECT amount, n, s FROM d.t ORDER BY amount`)).toEqual([
+      { amount: '0.5', n: null, s: null },
+      { amount: '12345678.91', n: '5000000000', s: 'abc' },
+      { amount: '9999999999999999.99', n: '1.25', s: null },
+    ])
+    await run(
+      `ALTER TABLE d.t ALTER COLUMN amount SET DATA TYPE BIGNUMERIC, ALTER COLUMN n SET DATA TYPE FLOAT64`,
+    )
+    expect(await rows(`SELECT amount, n FROM d.t WHERE s = 'abc'`)).toEqual([
+      { amount: '12345678.91', n: '5000000000' },
+    ])
+    expect(table('t')?.columns[1]?.type).toEqual(expect.objectContaining({ typeKind: 'TYPE_DOUBLE' }))
+    const refused = async (sql: string) => (await failure(sql)).message
+    expect(await refused(`ALTER TABLE d.t ALTER COLUMN s SET DATA TYPE STRING(3)`)).toMatch(
+      'requires that the existing column type (STRING(10)) is assignable to the new type (STRING(3))',
+    )
+    expect(await refused(`ALTER TABLE d.t ALTER COLUMN amount SET DATA TYPE NUMERIC`)).toMatch(
+      'existing column type (BIGNUMERIC) is assignable to the new type (NUMERIC)',
+    )
+    expect(await refused(`ALTER TABLE d.t ALTER COLUMN day SET DATA TYPE DATETIME`)).toMatch(
+      'existing column type (DATE) is assignable to the new type (DATETIME)',
+    )
+    expect(await refused(`ALTER TABLE d.t ALTER COLUMN s SET DATA TYPE INT64`)).toMatch(
+      /existing column type \(STRING.*\) is assignable to the new type \(INT64\)/,
+    )
+    expect(await refused(`ALTER TABLE d.t ALTER COLUMN missing SET DATA TYPE INT64`)).toMatch(
+      /Column not found: missing/,
+    )
+    await run(`ALTER TABLE d.t ALTER COLUMN IF EXISTS missing SET DATA TYPE INT64`)
+    await run(`CREATE TABLE d.narrow (x NUMERIC(18, 2))`)
+    expect(await refused(`ALTER TABLE d.narrow ALTER COLUMN x SET DATA TYPE NUMERIC(10, 2)`)).toMatch(
+      '(NUMERIC(18, 2)) is assignable to the new type (NUMERIC(10, 2))',
+    )
+    expect(await refused(`ALTER TABLE d.narrow ALTER COLUMN x SET DATA TYPE NUMERIC(19, 1)`)).toMatch(
+      'is assignable to the new type (NUMERIC(19, 1))',
+    )
+    expect(table('narrow')?.columns[0]?.field).toEqual({
+      name: 'x',
+      type: 'NUMERIC',
+      mode: 'NULLABLE',
+      precision: '18',
+      scale: '2',
+    })
+  })
+
+  it('DROP COLUMN [IF EXISTS] removes a column and its values; a missing, partitioning or only column is refused', async () => {
+    await run(`CREATE TABLE d.t (a INT64, b STRING, c INT64); INSERT INTO d.t (a, b, c) VALUES (1, 'x', 3);`)
+    await run(`ALTER TABLE d.t DROP COLUMN b`)
+    expect(await rows(`SELECT * FROM d.t`)).toEqual([{ a: '1', c: '3' }])
+    expect((await failure(`SELECT b FROM d.t`)).message).toMatch(/Unrecognized name: b/)
+    expect((await failure(`ALTER TABLE d.t DROP COLUMN b`)).message).toMatch(/Column not found: b/)
+    expect((await run(`ALTER TABLE d.t DROP COLUMN IF EXISTS b`)).ddl?.operation).toBe('ALTER')
+    await run(`ALTER TABLE d.t DROP COLUMN c`)
+    expect((await failure(`ALTER TABLE d.t DROP COLUMN a`)).message).toMatch('only column of p:d.t')
+    await run(`CREATE TABLE d.p (day DATE, k INT64, v INT64) PARTITION BY day CLUSTER BY k`)
+    expect((await failure(`ALTER TABLE d.p DROP COLUMN day`)).message).toMatch(
+      /partitioned or clustered by it/,
+    )
+    expect((await failure(`ALTER TABLE d.p DROP COLUMN k`)).message).toMatch(/partitioned or clustered by it/)
+    expect(table('p')?.columns).toHaveLength(3)
+  })
+
+  it('RENAME COLUMN [IF EXISTS] keeps the values under the new name; a missing column or a taken name is refused', async () => {
+    await run(`CREATE TABLE d.t (a INT64, b STRING); INSERT INTO d.t (a, b) VALUES (1, 'x');`)
+    await run(`ALTER TABLE d.t RENAME COLUMN b TO renamed`)
+    expect(await rows(`SELECT a, renamed FROM d.t`)).toEqual([{ a: '1', renamed: 'x' }])
+    expect((await failure(`ALTER TABLE d.t RENAME COLUMN b TO c`)).message).toMatch(
+      /ALTER TABLE RENAME COLUMN not found: b/,
+    )
+    expect((await run(`ALTER TABLE d.t RENAME COLUMN IF EXISTS b TO c`)).ddl?.operation).toBe('ALTER')
+    expect((await failure(`ALTER TABLE d.t RENAME COLUMN a TO renamed`)).message).toMatch(
+      /Column already exists: renamed/,
+    )
+    expect(table('t')?.columns.map((c) => c.field.name)).toEqual(['a', 'renamed'])
+  })
+
   it('views and table functions are evaluated from their bodies when read, with the data of that moment', async () => {
     await run(`CREATE TABLE d.t (id INT64, ts TIMESTAMP);
 CREATE OR REPLACE VIEW d.v AS SELECT id FROM d.t WHERE id > 1;
