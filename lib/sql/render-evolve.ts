@@ -12,37 +12,55 @@ export interface EvolveRequest {
   readonly columns: readonly string[]
   readonly from: string
   readonly to: string
+  /**
+   * The capture log's column keeping what each partial event said in the column (`raw_<col>`), when the table
+   * refolds partial updates and its log has one: rewritten too, so a late event refolds with the new type.
+   */
+  readonly rawColumn?: string
 }
 
 const where = (r: EvolveRequest, column: string) => ({ table: r.table.name, column })
 
 /**
- * The versions holding a value of one of the columns that does not convert to the new type without loss: the
- * cast fails, or casting back does not give the same value. Rows: the key columns, the surrogate key, `column`
- * and `value` (as text); at most `limit`, and `total` (the count of such values) on every row.
+ * The versions (and captured partial events) holding a value of one of the columns that does not convert to the
+ * new type without loss: the cast fails, or casting back does not give the same value. Rows: the key columns, the
+ * surrogate key (`sk`, NULL for a capture), `captured_at` (as text, NULL for a version), `column_name` and `value` (as text);
+ * at most `limit`, and `total` (the count of such values) on every row.
  */
 export function renderLossyValuesQuery(d: SqlDialect, r: EvolveRequest, limit: number): string {
   const n = r.table.columns
   const q = (c: string) => d.quoteIdentifier(c)
-  const lossy = r.columns.map((c) => {
-    const value = `d.${q(c)}`
+  const keys = (alias: string) => r.table.key.map((k) => `${alias}.${q(k)}`).join(', ')
+  const isLossy = (value: string, c: string) => {
     const converted = d.tryCast(value, r.to, where(r, c))
     const back = d.tryCast(converted, r.from, where(r, c))
-    return (
-      `SELECT ${r.table.key.map((k) => `d.${q(k)}`).join(', ')}, d.${q(n.surrogateKey)} AS sk, ${d.stringLiteral(c)} AS column_name, ` +
-      `${d.castToString(value)} AS value\n  FROM ${d.table(r.objects.dimension)} d\n` +
-      `  WHERE ${value} IS NOT NULL AND (${converted} IS NULL OR ${back} IS DISTINCT FROM ${value})`
+    return `${value} IS NOT NULL AND (${converted} IS NULL OR ${back} IS DISTINCT FROM ${value})`
+  }
+  const noVersion = `CAST(NULL AS ${d.type('int64')})`
+  const noCapture = `CAST(NULL AS ${d.type('string')})`
+  const lossy = r.columns.map(
+    (c) =>
+      `SELECT ${keys('d')}, d.${q(n.surrogateKey)} AS sk, ${noCapture} AS captured_at, ${d.stringLiteral(c)} AS column_name, ` +
+      `${d.castToString(`d.${q(c)}`)} AS value\n  FROM ${d.table(r.objects.dimension)} d\n  WHERE ${isLossy(`d.${q(c)}`, c)}`,
+  )
+  if (r.rawColumn !== undefined && r.objects.captures !== undefined) {
+    const raw = `c.${q(r.rawColumn)}`
+    lossy.push(
+      `SELECT ${keys('c')}, ${noVersion} AS sk, ${d.castToString('c.captured_at')} AS captured_at, ${d.stringLiteral(r.rawColumn)} AS column_name, ` +
+        `${d.castToString(raw)} AS value\n  FROM ${d.table(r.objects.captures)} c\n  WHERE ${isLossy(raw, r.rawColumn)}`,
     )
-  })
+  }
+  // Versions first, then captures, each in order, so the message is the same on every warehouse.
   return (
     `WITH lossy AS (\n  ${lossy.join('\n  UNION ALL\n  ')}\n)\n` +
-    `SELECT l.*, (SELECT COUNT(*) FROM lossy) AS total FROM lossy l ORDER BY l.sk LIMIT ${limit}`
+    `SELECT l.*, (SELECT COUNT(*) FROM lossy) AS total FROM lossy l\n` +
+    `ORDER BY CASE WHEN l.sk IS NULL THEN 1 ELSE 0 END, l.sk, l.captured_at LIMIT ${limit}`
   )
 }
 
 /**
- * The rewrite: each column cast to the new type (a key column in the capture log and retired versions too),
- * then, when the column is tracked, every version's row hash computed again over `tracked` (the columns with
+ * The rewrite: each column cast to the new type (a key column in the capture log and retired versions too; an
+ * attribute of a partial-update table in the capture log's raw column too), then, when the column is tracked, every version's row hash computed again over `tracked` (the columns with
  * their new types) and the capture log's state hashes mapped from each version's old hash to its new one, so
  * later batches compare with the same hashes.
  */
@@ -64,6 +82,11 @@ export function renderEvolveColumn(
     for (const c of ref === r.objects.dimension ? r.columns : r.columns.slice(0, 1))
       for (const sql of d.rewriteColumnType(ref, c, change, where(r, c)))
         out.push({ label: `evolve: rewrite ${c} of ${ref.name} as ${r.to}`, sql })
+  if (r.rawColumn !== undefined && r.objects.captures !== undefined && !isKey) {
+    const c = r.rawColumn
+    for (const sql of d.rewriteColumnType(r.objects.captures, c, change, where(r, c)))
+      out.push({ label: `evolve: rewrite ${c} of ${r.objects.captures.name} as ${r.to}`, sql })
+  }
   if (!tracked.some((c) => r.columns.includes(c.name))) return out
   const dim = d.table(r.objects.dimension)
   const hash = renderRowHash(d, tracked, 'd')

@@ -5,7 +5,12 @@ import { isWidening } from '../core/type-widening.ts'
 import type { StagingStore } from '../ports/staging-store.ts'
 import type { Warehouse } from '../ports/warehouse.ts'
 import type { CompiledStatement, SqlDialect } from '../sql/dialect.ts'
-import { dimensionObjects } from '../sql/render-ddl.ts'
+import {
+  captureRawColumn,
+  dimensionObjects,
+  refoldsPartialUpdates,
+  type DimensionObjects,
+} from '../sql/render-ddl.ts'
 import { renderEvolveColumn, renderLossyValuesQuery, type EvolveRequest } from '../sql/render-evolve.ts'
 
 export interface EvolveColumnRequest {
@@ -78,6 +83,7 @@ export async function evolveColumn(
     columns: [column, ...derived],
     from: current.type,
     to: staged.type,
+    rawColumn: await rawCaptureColumn(deps.warehouse, table, objects, column),
   }
   if (!isWidening(current.type, staged.type)) await assertLossless(deps.warehouse, evolve, prefix)
   // The layout the next merge will see: the dimension as it will be, and the batch's columns.
@@ -112,6 +118,23 @@ export async function evolveColumn(
   }
 }
 
+/**
+ * The capture log's column keeping what partial events said in `column` (render-partial-refold.ts), when the
+ * table refolds partial updates and its log has it (a log from before raw values were kept has none).
+ */
+async function rawCaptureColumn(
+  warehouse: Warehouse<SqlDialect>,
+  table: TableSpec,
+  objects: DimensionObjects,
+  column: string,
+): Promise<string | undefined> {
+  if (objects.captures === undefined || !refoldsPartialUpdates(table) || table.key.includes(column))
+    return undefined
+  const raw = captureRawColumn(column)
+  const log = await warehouse.describeTable(objects.captures)
+  return log?.some((c) => c.name === raw) ? raw : undefined
+}
+
 async function assertLossless(
   warehouse: Warehouse<SqlDialect>,
   r: EvolveRequest,
@@ -122,12 +145,14 @@ async function assertLossless(
   const total = Number(rows[0]!.total)
   const shown = rows.map((row) => {
     const key = r.table.key.map((k) => `${k}=${String(row[k])}`).join(', ')
+    if (row.sk === null || row.sk === undefined)
+      return `${key} (event captured at ${String(row.captured_at)}) said ${JSON.stringify(row.value)} in capture log column ${String(row.column_name)}`
     const where = row.column_name === r.columns[0] ? '' : ` in ${String(row.column_name)}`
     return `${key} (version ${String(row.sk)}) holds ${JSON.stringify(row.value)}${where}`
   })
   throw new DimsyncError(
     `${prefix}: ${total} value(s) cannot become ${r.to} without loss (from ${r.from}): ${shown.join('; ')}` +
       `${total > shown.length ? `; and ${total - shown.length} more` : ''}. Nothing was changed. Correct those ` +
-      'values in the dimension, or give the new type a new column name in the source',
+      'values in the dimension (and its capture log), or give the new type a new column name in the source',
   )
 }

@@ -104,6 +104,40 @@ describe('dimsync evolve --table T --column C (real DuckDB)', () => {
     ])
   })
 
+  it("a partial-update table: the capture log's raw column is rewritten too, so a late partial event refolds with the new type (text to time)", async () => {
+    const partial: TableSpec = { ...TABLE, partialUpdates: { ignoreNulls: { kind: 'all' } } }
+    const h = (harness = await ScdHarness.create(partial, TEXT))
+    await h.load([{ customer_id: 1, region: '10:30:00', changed_at: at(1) }], { extractedAt: extracted(1) })
+    await h.load([{ customer_id: 1, region: '11:45:00', changed_at: at(5) }], { extractedAt: extracted(2) })
+    const TIME = withRegion('TIME')
+    const refused = await h.stage([{ customer_id: 1, region: '11:45:00', changed_at: at(9) }], {
+      extractedAt: extracted(3),
+      columns: TIME,
+    })
+    await expect(h.merge(refused)).rejects.toThrow('changed type from VARCHAR')
+    await evolveColumn(
+      { warehouse: h.warehouse, staging: h.batches },
+      { table: partial, schema: 'main', column: 'region' },
+    )
+    const raw = await h.query(`SELECT DISTINCT typeof(raw_region) AS type FROM dim_customer_dimsync_captures`)
+    expect(raw).toEqual([{ type: 'TIME' }])
+    expect((await h.merge(refused)).counts).toMatchObject({ insertedVersions: 0, closedVersions: 0 })
+    // A late event saying nothing about region at 3 folds into 10:30 (the state at its time): no version opens,
+    // and the later captures refold to the states they had.
+    const late = await h.load([{ customer_id: 1, region: null, changed_at: at(3) }], {
+      extractedAt: extracted(4),
+      columns: TIME,
+    } as never)
+    expect(late.counts).toMatchObject({ insertedVersions: 0, closedVersions: 0 })
+    const rows = await h.query(
+      `SELECT CAST(region AS VARCHAR) AS region, typeof(region) AS type, CAST(valid_from AS VARCHAR) AS f FROM dim_customer ORDER BY valid_from`,
+    )
+    expect(rows.map((r) => [r.region, r.type, String(r.f).slice(0, 10)])).toEqual([
+      ['10:30:00', 'TIME', '2024-01-01'],
+      ['11:45:00', 'TIME', '2024-01-05'],
+    ])
+  })
+
   it('refuses a rewrite that loses values, naming the key and the value; nothing is changed', async () => {
     const h = (harness = await ScdHarness.create(TABLE, TEXT))
     await h.load(
@@ -129,6 +163,45 @@ describe('dimsync evolve --table T --column C (real DuckDB)', () => {
         'customer_id=2 (version 2) holds "North"; customer_id=3 (version 3) holds "007". Nothing was changed.',
     )
     expect(await h.history()).toEqual(before)
+  })
+
+  it("a partial-update table: a value only the capture log's raw column holds is checked too, and refuses the rewrite naming its key and time", async () => {
+    const columns = (region: string): StagedColumn[] => [
+      ...withRegion(region),
+      { name: 'segment', type: 'VARCHAR' },
+    ]
+    // columns_to_update: [segment]: the event at 5 says region "North", which the key's versions never take.
+    const partial: TableSpec = { ...TABLE, partialUpdates: { columnsToUpdate: ['segment'] } }
+    const h = (harness = await ScdHarness.create(partial, columns('VARCHAR')))
+    await h.load([{ customer_id: 1, region: '7', segment: 'a', changed_at: at(1) }], {
+      extractedAt: extracted(1),
+    })
+    await h.load([{ customer_id: 1, region: 'North', segment: 'b', changed_at: at(5) }], {
+      extractedAt: extracted(2),
+    })
+    expect(await versions(h)).toEqual([
+      [1, '7', 'VARCHAR', '2024-01-01'],
+      [1, '7', 'VARCHAR', '2024-01-05'],
+    ])
+    const before = await h.history()
+    const log = await h.query(`SELECT raw_region FROM dim_customer_dimsync_captures ORDER BY captured_at`)
+    await h.stage([{ customer_id: 1, region: 8, segment: 'c', changed_at: at(9) }], {
+      extractedAt: extracted(3),
+      columns: columns('INTEGER'),
+    })
+    await expect(
+      evolveColumn(
+        { warehouse: h.warehouse, staging: h.batches },
+        { table: partial, schema: 'main', column: 'region' },
+      ),
+    ).rejects.toThrow(
+      'dimsync evolve: table customers, column region: 1 value(s) cannot become INTEGER without loss (from VARCHAR): ' +
+        'customer_id=1 (event captured at 2024-01-05 00:00:00+00) said "North" in capture log column raw_region. Nothing was changed.',
+    )
+    expect(await h.history()).toEqual(before)
+    expect(
+      await h.query(`SELECT raw_region FROM dim_customer_dimsync_captures ORDER BY captured_at`),
+    ).toEqual(log)
   })
 
   it('says what is missing: no staged batch with the new type, no such column, a bitemporal table', async () => {

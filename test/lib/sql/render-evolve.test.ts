@@ -20,9 +20,12 @@ const before = [
 const after = before.map((c) => (c.name === 'region' ? { ...c, type: 'DOUBLE' } : c))
 const bigQuery = createBigQueryDialect({ project: 'acme-dw' })
 
-function render(d: typeof bigQuery) {
-  const objects = dimensionObjects(table, 'history')
-  const request = { table, objects, columns: ['region'], from: 'VARCHAR', to: 'DOUBLE' }
+/** A partial-update table: its capture log keeps `raw_region`, which evolve rewrites too. */
+const partial = { ...table, partialUpdates: { ignoreNulls: { kind: 'all' as const } } }
+
+function render(d: typeof bigQuery, spec = table, rawColumn?: string) {
+  const objects = dimensionObjects(spec, 'history')
+  const request = { table: spec, objects, columns: ['region'], from: 'VARCHAR', to: 'DOUBLE', rawColumn }
   const tracked = planDimensionLayout(table, 'b1', after, undefined).tracked
   return {
     objects,
@@ -59,13 +62,13 @@ describe('dimsync evolve: the rewrite of a column', () => {
     })
 
     /** Creates the dimension (and its capture log) as a merge of `columns` would, in a fresh catalog. */
-    async function created(columns: typeof before) {
+    async function created(columns: typeof before, spec = table) {
       analyzer.reset()
-      const objects = dimensionObjects(table, 'history')
+      const objects = dimensionObjects(spec, 'history')
       const stage = { schema: 'history', name: stagingTableName(table.target, 'b1') }
       const script = renderMergeScript(bigQuery, {
-        table,
-        layout: planDimensionLayout(table, 'b1', columns, undefined),
+        table: spec,
+        layout: planDimensionLayout(spec, 'b1', columns, undefined),
         objects,
         stage,
         batchId: 'b1',
@@ -93,6 +96,19 @@ describe('dimsync evolve: the rewrite of a column', () => {
         verdicts.push(await analyzer.analyze(s.label, s.sql))
       expect(verdicts.filter((v) => !v.ok).map((v) => `${v.label}: ${v.error}`)).toEqual([])
       expect(verdicts.length).toBeGreaterThan(8)
+    })
+
+    it("a partial-update table: the loss check reads the capture log's raw column, and the rewrite casts it", async () => {
+      const { lossy, evolve } = render(bigQuery, partial, 'raw_region')
+      const rewrites = evolve.filter((x) => x.label.startsWith('evolve: rewrite'))
+      expect(rewrites.map((x) => x.label)).toContain(
+        'evolve: rewrite raw_region of dim_customer_dimsync_captures as DOUBLE',
+      )
+      const verdicts = await created(before, partial)
+      verdicts.push(await analyzer.analyze('lossy values', lossy))
+      for (const s of rewrites.filter((x) => !x.sql.includes('RENAME')))
+        verdicts.push(await analyzer.analyze(s.label, s.sql))
+      expect(verdicts.filter((v) => !v.ok).map((v) => `${v.label}: ${v.error}`)).toEqual([])
     })
   })
 })
