@@ -47,6 +47,33 @@ export interface OpenedBatch {
   release(): Promise<void>
 }
 
+/**
+ * A committed batch whose parts are fetched when a reader needs them, a few at a time, so that a load holds only
+ * the parts it is working on (the merge function's ephemeral storage is smaller than a large batch).
+ */
+export interface BatchOnDemand {
+  readonly manifest: BatchManifest
+  readonly parts: BatchParts
+}
+
+/** The parts of a batch, in manifest order, fetched on demand. */
+export interface BatchParts {
+  /** Part names, for messages. */
+  readonly names: readonly string[]
+  /** Part sizes in bytes. */
+  readonly bytes: readonly number[]
+  /**
+   * The parts at `indexes` as local files, each checked against the manifest (present, same size, same SHA-256;
+   * else a `StagingError` naming the batch and the part, nothing left behind). `release` frees the copies.
+   */
+  fetch(indexes: readonly number[]): Promise<LocalParts>
+}
+
+export interface LocalParts {
+  readonly paths: readonly string[]
+  release(): Promise<void>
+}
+
 /** A batch its extract never committed: one still at work, suspended between passes, or abandoned by a crash. */
 export interface UncommittedBatch {
   readonly batchId: string
@@ -72,6 +99,11 @@ export interface StagingStore {
   listBatches(table: string): Promise<readonly BatchManifest[]>
   /** Throws `StagingError` when the manifest is missing, a part is missing or a checksum differs. */
   openBatch(table: string, batchId: string): Promise<OpenedBatch>
+  /**
+   * A committed batch whose parts are fetched (and checked) only when asked for. Throws `StagingError` when the
+   * manifest is missing; a missing or damaged part fails its `fetch`.
+   */
+  openBatchOnDemand(table: string, batchId: string): Promise<BatchOnDemand>
   deleteBatch(table: string, batchId: string): Promise<void>
   /** Deletes batch folders that have no manifest and are older than `olderThan` (abandoned extracts). */
   removeAbandoned(table: string, olderThan: Date): Promise<readonly string[]>

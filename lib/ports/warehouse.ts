@@ -3,6 +3,7 @@ import type { CompiledScript, CompiledStatement } from '../core/compiled-sql.ts'
 import type { DimensionColumn } from '../core/dimension-layout.ts'
 import type { TableRef } from '../core/table-ref.ts'
 import type { TableSpec } from '../core/table-spec.ts'
+import type { BatchParts } from './staging-store.ts'
 
 export type Row = Record<string, string | number | boolean | null>
 
@@ -57,11 +58,14 @@ export interface ScriptWarehouse<Dialect = unknown> extends Warehouse<Dialect> {
   runMergeScript(request: MergeScriptRequest): Promise<MergeScriptResult>
 }
 
-export interface LoadBatchRequest {
+/** The batch's parts: local files already there, or fetched group by group as the load needs them. */
+export type LoadBatchRequest = LoadBatchCommon &
+  ({ readonly partPaths: readonly string[] } | { readonly parts: BatchParts })
+
+export interface LoadBatchCommon {
   readonly table: TableSpec
   readonly batchId: string
   readonly stage: TableRef
-  readonly partPaths: readonly string[]
   /** Staged columns (manifest), in file order. */
   readonly columns: readonly StagedColumn[]
   /** Rows the batch holds (manifest): the staging table must hold exactly these before a merge reads it. */

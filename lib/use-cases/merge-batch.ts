@@ -1,3 +1,4 @@
+import type { BatchManifest } from '../core/batch.ts'
 import { MassDeleteRefusedError } from '../core/errors.ts'
 import type { MergeCounts } from '../core/run-record.ts'
 import { planDimensionLayout, systemTimeColumnList, type DimensionLayout } from '../core/dimension-layout.ts'
@@ -11,7 +12,7 @@ import { renderBatchMerge } from '../sql/render-batch-merge.ts'
 import type { MergePlan } from '../sql/render-merge.ts'
 import { dimensionObjects, renderBatchLedgerDdl } from '../sql/render-ddl.ts'
 import { renderMergeScript, stagingTableName } from '../sql/render-merge-script.ts'
-import type { OpenedBatch } from '../ports/staging-store.ts'
+import type { BatchOnDemand } from '../ports/staging-store.ts'
 import { findRepeatedSnapshot } from './snapshot-redelivery.ts'
 
 export interface MergeBatchRequest {
@@ -62,11 +63,17 @@ export async function mergeBatch(deps: MergeDeps, request: MergeBatchRequest): P
   const d = warehouse.dialect
   const ledger = renderBatchLedgerDdl(d, objects.batches)
 
+  if (isScriptWarehouse(warehouse)) {
+    // The load fetches the parts group by group (the function's /tmp is smaller than a large batch).
+    const batch = await deps.staging.openBatchOnDemand(table.name, batchId)
+    const applied = await isApplied(warehouse, ledger, objects.batches, table.target, batchId)
+    if (applied) return { status: 'already-applied', batchId, statements: [] }
+    return await mergeAsScript(warehouse, request, batch)
+  }
   const batch = await deps.staging.openBatch(table.name, batchId)
   try {
     const applied = await isApplied(warehouse, ledger, objects.batches, table.target, batchId)
     if (applied) return { status: 'already-applied', batchId, statements: [] }
-    if (isScriptWarehouse(warehouse)) return await mergeAsScript(warehouse, request, batch)
 
     const staged = await warehouse.loadStaging(batch.partPaths)
     const existing = await warehouse.describeTable(objects.dimension)
@@ -110,7 +117,7 @@ export async function mergeBatch(deps: MergeDeps, request: MergeBatchRequest): P
 async function mergeAsScript(
   warehouse: ScriptWarehouse<SqlDialect>,
   request: MergeBatchRequest,
-  batch: OpenedBatch,
+  batch: BatchOnDemand,
 ): Promise<MergeBatchResult> {
   const { table, batchId } = request
   const objects = dimensionObjects(table, request.schema)
@@ -120,7 +127,7 @@ async function mergeAsScript(
     table,
     batchId,
     stage,
-    partPaths: batch.partPaths,
+    parts: batch.parts,
     columns,
     rowCount: batch.manifest.rowCount,
   })
@@ -163,7 +170,7 @@ async function mergeAsScript(
  */
 function assertNotEmptyFirstLoad(
   request: MergeBatchRequest,
-  batch: OpenedBatch,
+  batch: { readonly manifest: BatchManifest },
   existing: readonly unknown[] | undefined,
 ): void {
   const { table, batchId } = request
@@ -179,7 +186,11 @@ function assertNotEmptyFirstLoad(
   )
 }
 
-function batchMerge(request: MergeBatchRequest, batch: OpenedBatch, layout: DimensionLayout): MergePlan {
+function batchMerge(
+  request: MergeBatchRequest,
+  batch: { readonly manifest: BatchManifest },
+  layout: DimensionLayout,
+): MergePlan {
   return {
     table: request.table,
     layout,

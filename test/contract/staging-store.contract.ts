@@ -205,6 +205,53 @@ export function describeStagingStoreContract(
       await expect(store.openBatch(TABLE, 'nope')).rejects.toBeInstanceOf(StagingError)
     })
 
+    describe('openBatchOnDemand (parts fetched when asked for)', () => {
+      it('fetches the parts asked for, in the order asked, with the manifest sizes and names', async () => {
+        const manifest = await stage('b1', '2024-01-01T00:00:00.000Z', [
+          Buffer.from('first'),
+          Buffer.from('second'),
+          Buffer.from('third!!'),
+        ])
+        const batch = await store.openBatchOnDemand(TABLE, 'b1')
+        expect(batch.manifest).toEqual(manifest)
+        expect(batch.parts.bytes).toEqual([5, 6, 7])
+        expect(batch.parts.names).toEqual(manifest.parts.map((part) => part.name))
+        const local = await batch.parts.fetch([2, 0])
+        try {
+          expect(await Promise.all(local.paths.map((path) => readFile(path, 'utf8')))).toEqual([
+            'third!!',
+            'first',
+          ])
+        } finally {
+          await local.release()
+        }
+      })
+
+      it('a damaged or missing part fails its fetch only, naming the batch and the part', async () => {
+        await stage('b1', '2024-01-01T00:00:00.000Z', [Buffer.from('aaaa'), Buffer.from('bbbb')])
+        await fixture.damagePart(TABLE, 'b1', 'part-00001.parquet', 'corrupt')
+        const batch = await store.openBatchOnDemand(TABLE, 'b1')
+        const good = await batch.parts.fetch([0])
+        expect(await readFile(good.paths[0]!, 'utf8')).toBe('aaaa')
+        await good.release()
+        const corrupt = await batch.parts.fetch([1]).catch((e: unknown) => e)
+        expect(corrupt).toBeInstanceOf(StagingError)
+        expect((corrupt as Error).message).toMatch(/b1: part part-00001\.parquet checksum mismatch/)
+        await fixture.damagePart(TABLE, 'b1', 'part-00000.parquet', 'delete')
+        const missing = await batch.parts.fetch([0]).catch((e: unknown) => e)
+        expect(missing).toBeInstanceOf(StagingError)
+        expect((missing as Error).message).toMatch(/b1: part part-00000\.parquet is missing/)
+      })
+
+      it('an uncommitted or unknown batch is a StagingError naming it', async () => {
+        const writer = await store.beginBatch(TABLE, 'open')
+        await addBytes(writer, Buffer.from('x'), 1)
+        await expect(store.openBatchOnDemand(TABLE, 'open')).rejects.toThrow(/batch open is not committed/)
+        await expect(store.openBatchOnDemand(TABLE, 'nope')).rejects.toBeInstanceOf(StagingError)
+        await writer.abort()
+      })
+    })
+
     it('lists committed batches oldest extraction first, ties by batch id, per table', async () => {
       await stage('c', '2024-01-02T00:00:00.000Z')
       await stage('b', '2024-01-01T00:00:00.000500Z')

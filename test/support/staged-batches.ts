@@ -8,6 +8,7 @@ import { noCheckpointError } from '../../lib/core/batch-checkpoint.ts'
 import { StagingError } from '../../lib/core/errors.ts'
 import type {
   BatchCheckpoint,
+  BatchOnDemand,
   BatchWriter,
   OpenedBatch,
   StagingStore,
@@ -101,6 +102,20 @@ export class TestBatches implements StagingStore {
     const manifest = this.#manifests.get(`${table}/${batchId}`)
     if (!manifest) throw new StagingError(`table ${table}: batch ${batchId} has no manifest`)
     return { manifest, partPaths: this.#paths.get(`${table}/${batchId}`)!, release: async () => undefined }
+  }
+  async openBatchOnDemand(table: string, batchId: string): Promise<BatchOnDemand> {
+    const { manifest, partPaths } = await this.openBatch(table, batchId)
+    return {
+      manifest,
+      parts: {
+        names: partPaths,
+        bytes: await Promise.all(partPaths.map(async (path) => (await stat(path)).size)),
+        fetch: async (indexes) => ({
+          paths: indexes.map((index) => partPaths[index]!),
+          release: async () => {},
+        }),
+      },
+    }
   }
   async deleteBatch(table: string, batchId: string): Promise<void> {
     this.#manifests.delete(`${table}/${batchId}`)

@@ -5,6 +5,8 @@ import { StagingError } from '../../core/errors.ts'
 import type { BlobStore } from '../../ports/blob-store.ts'
 import type {
   BatchCheckpoint,
+  BatchOnDemand,
+  BatchParts,
   BatchWriter,
   OpenedBatch,
   StagingStore,
@@ -111,38 +113,67 @@ export class BlobStagingStore implements StagingStore {
    * part, and nothing is left behind. `release()` frees local copies (S3).
    */
   async openBatch(table: string, batchId: string): Promise<OpenedBatch> {
-    const keys = batchKeys(table, batchId)
-    const where = `table ${table}: batch ${batchId}`
+    const manifest = await this.#committedManifest(table, batchId)
+    const parts = this.#parts(table, manifest)
+    const local = await parts.fetch(manifest.parts.map((_, index) => index))
+    return { manifest, partPaths: local.paths, release: () => local.release() }
+  }
+
+  /**
+   * Opens a committed batch without reading its parts: each `fetch` downloads (S3) the parts asked for and checks
+   * them against the manifest like `openBatch`, so a load holds only the parts it is working on.
+   */
+  async openBatchOnDemand(table: string, batchId: string): Promise<BatchOnDemand> {
+    const manifest = await this.#committedManifest(table, batchId)
+    return { manifest, parts: this.#parts(table, manifest) }
+  }
+
+  async #committedManifest(table: string, batchId: string): Promise<BatchManifest> {
     const manifest = await this.#readManifest(table, batchId)
-    if (manifest === undefined) {
-      throw new StagingError(`${where} is not committed (no ${this.#blobs.locate(keys.manifest)})`)
-    }
-    const local = await this.#blobs.readLocally(
-      manifest.parts.map((part) => keys.part(part.name)),
-      where,
+    if (manifest !== undefined) return manifest
+    const keys = batchKeys(table, batchId)
+    throw new StagingError(
+      `table ${table}: batch ${batchId} is not committed (no ${this.#blobs.locate(keys.manifest)})`,
     )
-    try {
-      const partPaths = manifest.parts.map((part, index) => {
-        const file = local.files[index]
-        const location = this.#blobs.locate(keys.part(part.name))
-        if (file === undefined) throw new StagingError(`${where}: part ${part.name} is missing (${location})`)
-        if (file.bytes !== part.bytes) {
-          throw new StagingError(
-            `${where}: part ${part.name} has ${file.bytes} bytes, manifest says ${part.bytes} (${location})`,
-          )
+  }
+
+  #parts(table: string, manifest: BatchManifest): BatchParts {
+    const keys = batchKeys(table, manifest.batchId)
+    const where = `table ${table}: batch ${manifest.batchId}`
+    return {
+      names: manifest.parts.map((part) => part.name),
+      bytes: manifest.parts.map((part) => part.bytes),
+      fetch: async (indexes) => {
+        const parts = indexes.map((index) => manifest.parts[index]!)
+        const local = await this.#blobs.readLocally(
+          parts.map((part) => keys.part(part.name)),
+          where,
+        )
+        try {
+          const paths = parts.map((part, index) => {
+            const file = local.files[index]
+            const location = this.#blobs.locate(keys.part(part.name))
+            if (file === undefined)
+              throw new StagingError(`${where}: part ${part.name} is missing (${location})`)
+            if (file.bytes !== part.bytes) {
+              throw new StagingError(
+                `${where}: part ${part.name} has ${file.bytes} bytes, manifest says ${part.bytes} (${location})`,
+              )
+            }
+            if (file.sha256 !== part.sha256) {
+              throw new StagingError(
+                `${where}: part ${part.name} checksum mismatch (sha256 ${file.sha256}, manifest says ${part.sha256}; ` +
+                  `${location})`,
+              )
+            }
+            return file.path
+          })
+          return { paths, release: () => local.release() }
+        } catch (error) {
+          await local.release()
+          throw error
         }
-        if (file.sha256 !== part.sha256) {
-          throw new StagingError(
-            `${where}: part ${part.name} checksum mismatch (sha256 ${file.sha256}, manifest says ${part.sha256}; ` +
-              `${location})`,
-          )
-        }
-        return file.path
-      })
-      return { manifest, partPaths, release: () => local.release() }
-    } catch (error) {
-      await local.release()
-      throw error
+      },
     }
   }
 

@@ -1,6 +1,7 @@
 import { mkdtemp, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import type { BatchParts } from '../../ports/staging-store.ts'
 
 /**
  * Load jobs per batch, bounded. BigQuery allows 1,500 load jobs per table per day, and one job per staged part
@@ -32,13 +33,19 @@ export function planLoadGroups(sizes: readonly number[], maxBytes: number): numb
   return groups
 }
 
-export async function fileSizes(paths: readonly string[]): Promise<number[]> {
-  return await Promise.all(paths.map(async (path) => (await stat(path)).size))
+/** Part files already on local disk, as `BatchParts` (fetching is handing out their paths; nothing to free). */
+export async function partsOnDisk(paths: readonly string[]): Promise<BatchParts> {
+  return {
+    names: paths,
+    bytes: await Promise.all(paths.map(async (path) => (await stat(path)).size)),
+    fetch: async (indexes) => ({ paths: indexes.map((index) => paths[index]!), release: async () => {} }),
+  }
 }
 
 /**
  * The file one load job uploads: the part itself, or the parts rewritten as one Parquet file in a scratch folder
- * (removed by `release`), `textColumns` cast to text. Only one group per job in flight is on disk at a time.
+ * (removed by `release`), `textColumns` cast to text. Only one group per job in flight is on disk at a time,
+ * with its parts (fetched just before the rewrite, freed after the upload).
  */
 export async function groupFile(
   paths: readonly string[],

@@ -11,6 +11,7 @@ import type {
   ScriptWarehouse,
   WarehouseTransaction,
 } from '../../ports/warehouse.ts'
+import type { BatchParts } from '../../ports/staging-store.ts'
 import { createBigQueryDialect } from '../../sql/bigquery/bigquery-dialect.ts'
 import {
   renderColumnTypesDdl,
@@ -31,9 +32,9 @@ import { jobId, jobLabels } from './bigquery-job-ids.ts'
 import {
   DEFAULT_LOAD_CONCURRENCY,
   DEFAULT_LOAD_GROUP_BYTES,
-  fileSizes,
   groupFile,
   inParallel,
+  partsOnDisk,
   planLoadGroups,
 } from './bigquery-load-groups.ts'
 import { INTEGER_VALUES, toRow } from './bigquery-rows.ts'
@@ -199,13 +200,11 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
    * then reloaded from the parts under new job ids. A count that still differs fails retryably.
    */
   async loadBatch(request: LoadBatchRequest): Promise<void> {
-    const groups = planLoadGroups(
-      await fileSizes(request.partPaths),
-      this.#options.loadGroupBytes ?? DEFAULT_LOAD_GROUP_BYTES,
-    ).map((indexes) => indexes.map((i) => request.partPaths[i]!))
+    const parts = 'parts' in request ? request.parts : await partsOnDisk(request.partPaths)
+    const groups = planLoadGroups(parts.bytes, this.#options.loadGroupBytes ?? DEFAULT_LOAD_GROUP_BYTES)
     const loadAll = (mode: 'adopt' | 'reload') =>
-      inParallel(groups, this.#options.loadConcurrency ?? DEFAULT_LOAD_CONCURRENCY, (paths, group) =>
-        this.#loadGroup(request, group, paths, mode),
+      inParallel(groups, this.#options.loadConcurrency ?? DEFAULT_LOAD_CONCURRENCY, (indexes, group) =>
+        this.#loadGroup(request, group, parts, indexes, mode),
       )
     await this.#createStage(request)
     await loadAll('adopt')
@@ -257,26 +256,34 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
   /**
    * One group's load job (its parts as one file, see bigquery-load-groups.ts). `adopt`: a job an earlier attempt
    * ran for this group is adopted (its rows are in the table, unless the table was re-created since: the row
-   * count tells). `reload`: a new attempt, always. The group's file is written only when a job is submitted.
+   * count tells). `reload`: a new attempt, always. The group's parts are fetched (downloaded from S3) and its file
+   * written only when a job is submitted, and both are freed once it is: /tmp holds the groups in flight, never
+   * the whole batch. Each attempt fetches afresh.
    */
   async #loadGroup(
     request: LoadBatchRequest,
     group: number,
-    paths: readonly string[],
+    parts: BatchParts,
+    indexes: readonly number[],
     mode: 'adopt' | 'reload',
   ): Promise<void> {
     const { table, batchId } = request
     await this.#runOnce(
       (attempt) => jobId('load', table.target, batchId, { part: group, attempt }),
       async (id) => {
-        const file = await groupFile(paths, loadTextColumns(request.columns))
+        const local = await parts.fetch(indexes)
         try {
-          await this.#startLoad(id, request, file.path)
+          const file = await groupFile(local.paths, loadTextColumns(request.columns))
+          try {
+            await this.#startLoad(id, request, file.path)
+          } finally {
+            await file.release()
+          }
         } finally {
-          await file.release()
+          await local.release()
         }
       },
-      [{ label: `load parts ${paths.join(', ')}`, sql: '' }],
+      [{ label: `load parts ${indexes.map((index) => parts.names[index]).join(', ')}`, sql: '' }],
       mode === 'reload',
     )
   }
