@@ -1,12 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { StagedColumn } from '../../lib/core/batch.ts'
-import { BothWarehouses } from '../support/both-warehouses.ts'
+import { dimensionObjects } from '../../lib/sql/render-ddl.ts'
+import { evolveColumn } from '../../lib/use-cases/evolve-column.ts'
+import { BothWarehouses, type PairedDimension } from '../support/both-warehouses.ts'
 import { tableSpec } from '../support/table-spec-builder.ts'
 
 /**
  * Widened types on both warehouses: where BigQuery stores both types alike (INTEGER and BIGINT are INT64, FLOAT
  * and DOUBLE are FLOAT64) nothing is altered there and the widened staged type is recorded with the merge; the
- * dimension then holds the same rows as DuckDB's, which altered its columns.
+ * dimension then holds the same rows as DuckDB's, which altered its columns. A decimal that widens is altered in
+ * place on both (BigQuery's ALTER COLUMN SET DATA TYPE: NUMERIC(10, 2) → NUMERIC(18, 2) → BIGNUMERIC), and
+ * `dimsync evolve` rewrites a column on both (on BigQuery through a new column, DROP COLUMN and RENAME COLUMN).
  */
 let both: BothWarehouses
 beforeAll(async () => {
@@ -50,6 +54,120 @@ describe('a widened type on DuckDB and the BigQuery emulator', () => {
       expect(larger.bigquery).toEqual(larger.duckdb)
       const held = await dimension.holdings()
       expect(held.duckdb.dimension).toHaveLength(2)
+      expect(held.bigquery).toEqual(held.duckdb)
+    } finally {
+      await dimension.close()
+    }
+  }, 300_000)
+})
+
+/** A column of the dimension as the emulator stores it (the REST field: BigQuery's type and parameters). */
+function storedField(dimension: PairedDimension, column: string) {
+  const dataset = dimension.schemaOf('bigquery')
+  const tableId = dimensionObjects(dimension.table, dataset).dimension.name
+  const stored = dimension.emulator.store.getTable({ projectId: 'acme-dw', datasetId: dataset, tableId })
+  return stored?.columns.find((c) => c.field.name === column)?.field
+}
+
+describe('a decimal widening and `dimsync evolve` on DuckDB and the BigQuery emulator', () => {
+  it('DECIMAL(10,2) → DECIMAL(18,2) → DECIMAL(38,2): the column widens in place (NUMERIC, then BIGNUMERIC), no version opens, larger amounts fit', async () => {
+    const table = tableSpec({ deletes: 'invalidate' })
+    const typed = (amount: string) => columns({ customer_id: 'BIGINT', name: 'VARCHAR', amount })
+    const dimension = await both.open(table, typed('DECIMAL(10,2)'))
+    try {
+      const first = await dimension.load([{ customer_id: 1, name: 'Ana', amount: '12345678.91' }], {
+        extractedAt: '2024-01-01T00:00:00Z',
+      })
+      expect(first.duckdb).toMatchObject({ status: 'merged', counts: { insertedVersions: 1 } })
+      expect(first.bigquery).toEqual(first.duckdb)
+      // Each batch is a full extract: it repeats the customers before it and adds one whose amount needs the wider type.
+      const rows: Record<string, string | number>[] = [{ customer_id: 1, name: 'Ana', amount: '12345678.91' }]
+      expect(storedField(dimension, 'amount')).toMatchObject({ type: 'NUMERIC', precision: '10', scale: '2' })
+      for (const [month, type, amount, stored] of [
+        ['02', 'DECIMAL(18,2)', '1234567890123456.78', { type: 'NUMERIC', precision: '18', scale: '2' }],
+        ['03', 'DECIMAL(38,2)', '123456789012345678901234567890123456.78', { type: 'BIGNUMERIC' }],
+      ] as const) {
+        rows.push({ customer_id: Number(month), name: 'Chen', amount })
+        const widened = await dimension.load(rows, {
+          extractedAt: `2024-${month}-01T00:00:00Z`,
+          columns: typed(type),
+        })
+        expect(widened.duckdb).toMatchObject({
+          status: 'merged',
+          counts: { insertedVersions: 1, closedVersions: 0 },
+        })
+        expect(widened.bigquery).toEqual(widened.duckdb)
+        expect(storedField(dimension, 'amount')).toMatchObject(stored)
+      }
+      const held = await dimension.holdings()
+      expect(held.duckdb.dimension!.map((r) => r.amount)).toEqual(
+        expect.arrayContaining(['12345678.91', '123456789012345678901234567890123456.78']),
+      )
+      expect(held.bigquery).toEqual(held.duckdb)
+    } finally {
+      await dimension.close()
+    }
+  }, 300_000)
+
+  it('VARCHAR → BIGINT: both refuse the batch, `dimsync evolve` rewrites the column on each, the batch then merges with no new version; both hold the same rows', async () => {
+    const table = tableSpec({ deletes: 'invalidate' })
+    const typed = (region: string) => columns({ customer_id: 'BIGINT', name: 'VARCHAR', region })
+    const dimension = await both.open(table, typed('VARCHAR'))
+    try {
+      await dimension.load([{ customer_id: 1, name: 'Ana', region: '7' }], {
+        extractedAt: '2024-01-01T00:00:00Z',
+      })
+      const changed = await dimension.load(
+        [
+          { customer_id: 1, name: 'Ana', region: '42' },
+          { customer_id: 2, name: 'Chen', region: '-3' },
+        ],
+        { extractedAt: '2024-02-01T00:00:00Z' },
+      )
+      expect(changed.duckdb).toMatchObject({
+        status: 'merged',
+        counts: { insertedVersions: 2, closedVersions: 1 },
+      })
+      expect(changed.bigquery).toEqual(changed.duckdb)
+      const numbers = [
+        { customer_id: 1, name: 'Ana', region: 42 },
+        { customer_id: 2, name: 'Chen', region: -3 },
+      ]
+      const batchId = await dimension.stage(numbers, {
+        extractedAt: '2024-03-01T00:00:00Z',
+        columns: typed('BIGINT'),
+      })
+      const refused = await dimension.merge(batchId)
+      for (const side of ['duckdb', 'bigquery'] as const)
+        expect(refused[side]).toMatchObject({
+          message: expect.stringContaining('column "region" changed type'),
+        })
+      for (const side of ['duckdb', 'bigquery'] as const) {
+        const result = await evolveColumn(
+          { warehouse: dimension.warehouses[side], staging: both.batches },
+          { table, schema: dimension.schemaOf(side), column: 'region' },
+        )
+        expect(result).toMatchObject({ from: 'VARCHAR', to: 'BIGINT', batchId, columns: ['region'] })
+      }
+      const described = await dimension.warehouses.bigquery.describeTable(
+        dimensionObjects(table, dimension.schemaOf('bigquery')).dimension,
+      )
+      // BigQuery rewrites through a new column, so the column moves to the end there; the set of columns is the same.
+      expect(described?.map((c) => c.name).sort()).toEqual(
+        (await dimension.warehouses.duckdb.describeTable(dimensionObjects(table, 'main').dimension))
+          ?.map((c) => c.name)
+          .sort(),
+      )
+      expect(described?.find((c) => c.name === 'region')?.type).toBe('BIGINT')
+      expect(storedField(dimension, 'region')).toMatchObject({ type: 'INTEGER' })
+      const merged = await dimension.merge(batchId)
+      expect(merged.duckdb).toMatchObject({
+        status: 'merged',
+        counts: { insertedVersions: 0, closedVersions: 0 },
+      })
+      expect(merged.bigquery).toEqual(merged.duckdb)
+      const held = await dimension.holdings()
+      expect(held.duckdb.dimension!.map((r) => r.region).sort()).toEqual(['-3', '42', '7'])
       expect(held.bigquery).toEqual(held.duckdb)
     } finally {
       await dimension.close()
