@@ -43,10 +43,11 @@ export interface Warehouse<Dialect = unknown> {
 export interface ScriptWarehouse<Dialect = unknown> extends Warehouse<Dialect> {
   readonly mergeMode: 'script'
   /**
-   * Loads the batch's Parquet parts into `stage` (created with an expiration if missing), one load job per part
-   * with a job id derived from table, batch and part: a retry skips the parts already loaded. Resolves only when
-   * `stage` holds the manifest's row count (a missing, expired or partial table is reloaded from the parts);
-   * else throws a retryable WarehouseError.
+   * Loads the batch's Parquet parts into `stage` (created with an expiration if missing), one load job per group
+   * of consecutive parts with a job id derived from table, batch and group: a retry skips the groups already
+   * loaded. Given `parts`, each group's parts are fetched only as its job is submitted and freed after it, so
+   * local disk holds the groups in flight, not the batch. Resolves only when `stage` holds the manifest's row
+   * count (a missing, expired or partial table is reloaded from the parts); else throws a retryable WarehouseError.
    */
   loadBatch(request: LoadBatchRequest): Promise<void>
   /**
