@@ -3,7 +3,7 @@ import { planFactLayout, type FactLayout } from '../core/fact-layout.ts'
 import { factStagingTable, type FactSpec } from '../core/fact-spec.ts'
 import type { TableRef } from '../core/table-ref.ts'
 import type { TableSpec } from '../core/table-spec.ts'
-import type { OpenedBatch, StagingStore } from '../ports/staging-store.ts'
+import type { BatchOnDemand, OpenedBatch, StagingStore } from '../ports/staging-store.ts'
 import { isScriptWarehouse, type Row, type ScriptWarehouse, type Warehouse } from '../ports/warehouse.ts'
 import type { SqlDialect } from '../sql/dialect.ts'
 import { renderAppliedBatchQuery } from '../sql/render-batch-queries.ts'
@@ -76,7 +76,10 @@ export async function loadFactBatch(
   if ((await warehouse.query(renderAppliedBatchQuery(d, objects.batches, fact.target, batchId))).length > 0)
     return { status: 'already-applied', batchId, statements: [] }
 
-  const batch = await deps.staging.openBatch(fact.name, batchId)
+  // BigQuery's load fetches the parts group by group (a function's /tmp is smaller than a large batch).
+  const batch: OpenedBatch | BatchOnDemand = isScriptWarehouse(warehouse)
+    ? await deps.staging.openBatchOnDemand(fact.name, batchId)
+    : await deps.staging.openBatch(fact.name, batchId)
   try {
     const flags = request.dryRun ? [] : await addMissingInferredFlags(warehouse, request)
     const dimensions = await Promise.all(
@@ -90,11 +93,11 @@ export async function loadFactBatch(
         return { table, columns: await warehouse.describeTable(ref) }
       }),
     )
-    const script = isScriptWarehouse(warehouse)
-    const stage = script
+    const stage = isScriptWarehouse(warehouse)
       ? { schema: request.schema, name: stagingTableName(fact.target, batchId) }
       : undefined
-    const staged = script ? batch.manifest.columns : await warehouse.loadStaging(batch.partPaths)
+    const staged =
+      'partPaths' in batch ? await warehouse.loadStaging(batch.partPaths) : batch.manifest.columns
     const existing = await warehouse.describeTable(objects.table)
     const layout = planFactLayout(fact, batchId, staged, dimensions, existing)
     const plan: FactLoadPlan = {
@@ -110,7 +113,7 @@ export async function loadFactBatch(
     }
     const unknownMembers = request.dryRun ? [] : await addMissingUnknownMembers(warehouse, request, layout)
     const { row, statements } =
-      isScriptWarehouse(warehouse) && plan.stage !== undefined
+      isScriptWarehouse(warehouse) && plan.stage !== undefined && 'parts' in batch
         ? await runAsScript(warehouse, request, batch, { ...plan, stage: plan.stage })
         : await runInTransaction(warehouse, request, plan)
     return {
@@ -120,7 +123,7 @@ export async function loadFactBatch(
       statements: [...flags, ...unknownMembers, ...statements],
     }
   } finally {
-    await batch.release()
+    if ('release' in batch) await batch.release()
   }
 }
 
@@ -149,7 +152,7 @@ async function runInTransaction(
 async function runAsScript(
   warehouse: ScriptWarehouse<SqlDialect>,
   request: LoadFactBatchRequest,
-  batch: OpenedBatch,
+  batch: BatchOnDemand,
   plan: FactLoadPlan & { readonly stage: TableRef },
 ): Promise<{ row?: Row; statements: CompiledStatement[] }> {
   const table = factStagingTable(request.fact)
@@ -159,7 +162,7 @@ async function runAsScript(
     table,
     batchId,
     stage: plan.stage,
-    partPaths: batch.partPaths,
+    parts: batch.parts,
     columns,
     rowCount: batch.manifest.rowCount,
   })
