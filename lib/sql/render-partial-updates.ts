@@ -7,7 +7,8 @@ import { rawWorkColumn } from './render-partial-refold.ts'
  * key had, folding the rows of a key in time (then sequence) order: an ignored NULL takes the newest non-NULL value
  * of the key's earlier rows in the batch, else its live current version's; a column not to update keeps the
  * current version's value (a new key: its first row's). A delete ends the key's state: a row after a delete of its
- * key in the batch folds only from the rows after that delete, like a new key. Every later step reads these rows
+ * key in the batch folds only from the rows after that delete, like a new key (under `deletes: ignore` a delete
+ * means nothing, and the rows fold past it). Every later step reads these rows
  * instead of the staged ones. A late row (older than a capture of its key) is folded again, with the later captures
  * of its key, from the raw values the capture log keeps (render-partial-refold.ts).
  */
@@ -19,13 +20,20 @@ export function renderPartialUpdates(m: MergeSql): void {
   const order = `${m.eventTime}${sequence === undefined ? '' : `, ${m.col('s', sequence.name)}`}`
   // The key's era: how many deletes of the key precede the row in the batch. Rows fold within their era, and only
   // era 0 continues the version that was current before the batch.
+  // Under `deletes: ignore` a delete means nothing (its events are dropped, and never captured, so a late refold
+  // never sees them): the delete rows fold apart (era 1) and the other rows of the key fold on as if they were not
+  // there, neither restarting nor taking the delete's values.
   const deleted = m.oneEventPerKey ? undefined : m.deleteEvent('s')
   const era = q('__dimsync_fold_era')
+  const eraOf = (condition: string) =>
+    m.p.table.deletes === 'ignore'
+      ? `CASE WHEN ${condition} THEN 1 ELSE 0 END`
+      : `COALESCE(SUM(CASE WHEN ${condition} THEN 1 ELSE 0 END) OVER (PARTITION BY ${m.keyList('s')} ` +
+        `ORDER BY ${order} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)`
   const staged =
     deleted === undefined
       ? m.rawStage
-      : `(\n  SELECT s.*, COALESCE(SUM(CASE WHEN ${deleted} THEN 1 ELSE 0 END) OVER (PARTITION BY ${m.keyList('s')} ` +
-        `ORDER BY ${order} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS ${era}\n  FROM ${m.rawStage} s\n)`
+      : `(\n  SELECT s.*, ${eraOf(deleted)} AS ${era}\n  FROM ${m.rawStage} s\n)`
   const continuesCurrent = deleted === undefined ? '' : ` AND s.${era} = 0`
   const hasCurrent = `cur.${q(m.keys[0]!)} IS NOT NULL${continuesCurrent}`
   const w = `PARTITION BY ${m.keyList('s')}${deleted === undefined ? '' : `, s.${era}`} ORDER BY ${order}`

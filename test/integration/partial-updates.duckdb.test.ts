@@ -176,6 +176,28 @@ describe('partial updates', () => {
       ])
     })
 
+    it('deletes: ignore: a delete means nothing to the fold, in one batch and in a late refold alike (its values fill nothing either)', async () => {
+      const h = await feed({
+        deletes: 'ignore',
+        partialUpdates: { ignoreNulls: { kind: 'list', columns: ['name'] } },
+      })
+      await h.load([ev('I', 1, 'South', 20, 1), ev('D', 1, 'North', 99, 6), ev('I', 1, null, 30, 7)], {
+        extractedAt: extractedAt(1),
+      })
+      // The event at 7 folds from the state at 1, as if the delete had never been sent.
+      expect(await states(h)).toEqual([
+        [1, 'South', 20, false],
+        [1, 'South', 30, true],
+      ])
+      // A late event refolds the key's captures: the same states, with the late one slotted in.
+      await h.load([ev('U', 1, null, 25, 3)], { extractedAt: extractedAt(2) })
+      expect(await states(h)).toEqual([
+        [1, 'South', 20, false],
+        [1, 'South', 25, false],
+        [1, 'South', 30, true],
+      ])
+    })
+
     it('a type 1 column takes the value of the newest capture folded in time order, not the batch fold', async () => {
       const h = await feed({
         tracked: { kind: 'list', columns: ['name'] },
