@@ -5,7 +5,13 @@ import { describe, expect, it } from 'vitest'
 import type { DeletePolicy, PartialUpdateSpec } from '../../../lib/core/table-spec.ts'
 import { expectedHistory, type FeedEvent, type ModelEvent } from '../../support/history-model.ts'
 import { actual, assertInvariants, iso } from '../../support/history-checks.ts'
-import { FEED_COLUMNS, feedRow, feedScenarioArb, feedTable } from '../../support/history-arbitraries.ts'
+import {
+  FEED_COLUMNS,
+  feedArb,
+  feedRow,
+  feedScenarioArb,
+  feedTable,
+} from '../../support/history-arbitraries.ts'
 import { ScdHarness } from '../../support/scd-harness.ts'
 
 /**
@@ -159,3 +165,28 @@ describe.each<[string, PartialUpdateSpec, Column[], Column[], boolean, DeletePol
     }, 300_000)
   },
 )
+
+describe('partial updates on a change feed, deletes: ignore, the whole feed in one batch (real DuckDB)', () => {
+  it('the fold of one batch goes past deletes as the model (and a late refold) does', async () => {
+    let foldedPastDelete = 0
+    const ignored: Column[] = ['region', 'tier']
+    await fc.assert(
+      fc.asyncProperty(feedArb(false), async (events) => {
+        const partialUpdates: PartialUpdateSpec = { ignoreNulls: { kind: 'all' } }
+        const table = { ...feedTable('ignore', false, null), partialUpdates }
+        const h = await ScdHarness.create(table, FEED_COLUMNS)
+        try {
+          await h.merge(await h.stage(events.map(feedRow), { extractedAt: iso(100) }))
+          const expected = expectedHistory(foldedCaptures(events, ignored, [], 'ignore'), 'ignore')
+          const restarting = expectedHistory(foldedCaptures(events, ignored, [], 'invalidate'), 'ignore')
+          if (!isDeepStrictEqual(expected, restarting)) foldedPastDelete++
+          expect(actual(await h.history())).toEqual(expected)
+        } finally {
+          await h.dispose()
+        }
+      }),
+      { numRuns: Number(process.env.DIMSYNC_PROPERTY_RUNS ?? 20), seed: 4243 },
+    )
+    expect(foldedPastDelete).toBeGreaterThan(0)
+  }, 300_000)
+})
