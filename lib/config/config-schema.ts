@@ -158,25 +158,28 @@ const operationValues = z.union(
   { error: expecting(OPERATION_VALUE_TEXT) },
 )
 
+/** A change feed's operation: its column, or the column and the values of each operation (dimensions and facts). */
+export const operationSchema = z
+  .union(
+    [
+      column,
+      strict({
+        column: column.optional().describe('Default Op.'),
+        insert: operationValues.optional().describe('Default I.'),
+        update: operationValues.optional().describe('Default U.'),
+        delete: operationValues.optional().describe('Default D.'),
+      }),
+    ],
+    { error: expecting('a column name or a mapping { column, insert, update, delete }') },
+  )
+  .optional()
+  .describe(
+    'The operation column and its values. Default { column: Op, insert: I, update: U, delete: D } (AWS DMS).',
+  )
+
 const changesSchema = strict({
   mode: z.literal('changes'),
-  operation: z
-    .union(
-      [
-        column,
-        strict({
-          column: column.optional().describe('Default Op.'),
-          insert: operationValues.optional().describe('Default I.'),
-          update: operationValues.optional().describe('Default U.'),
-          delete: operationValues.optional().describe('Default D.'),
-        }),
-      ],
-      { error: expecting('a column name or a mapping { column, insert, update, delete }') },
-    )
-    .optional()
-    .describe(
-      'The operation column and its values. Default { column: Op, insert: I, update: U, delete: D } (AWS DMS).',
-    ),
+  operation: operationSchema,
   sequence: column
     .optional()
     .describe('Orders the events of a key that share a change time (the last one wins). Default: none.'),

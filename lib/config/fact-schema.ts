@@ -3,7 +3,13 @@
  * (a reference to a dimension that exists, with as many key columns as its key) live in resolve-facts.ts.
  */
 import { z } from 'zod'
-import { IDENTIFIER_PATTERN, sourceSchema, TABLE_NAME_PATTERN, TARGET_PATTERN } from './config-schema.ts'
+import {
+  IDENTIFIER_PATTERN,
+  operationSchema,
+  sourceSchema,
+  TABLE_NAME_PATTERN,
+  TARGET_PATTERN,
+} from './config-schema.ts'
 import { mustBe, unknownKeysMessage } from './messages.ts'
 
 type ErrorInput = { readonly input?: unknown }
@@ -62,11 +68,6 @@ export const factReferenceSchema = strict(
 
 const EXTRACT_TEXT =
   '"full" or a mapping { mode: incremental, cursor: <column> } or { mode: changes, operation, sequence, cursor }'
-const OPERATION_VALUES_TEXT = 'a value or a non-empty list of values'
-const operationValues = z.union(
-  [z.string({ error: expecting(OPERATION_VALUES_TEXT) }).min(1), z.array(z.string().min(1)).min(1)],
-  { error: expecting(OPERATION_VALUES_TEXT) },
-)
 const factExtractSchema = z.union(
   [
     z.literal('full'),
@@ -86,26 +87,7 @@ const factExtractSchema = z.union(
     strict(
       {
         mode: z.literal('changes'),
-        operation: z
-          .union(
-            [
-              column,
-              strict(
-                {
-                  column: column.optional().describe('Default Op.'),
-                  insert: operationValues.optional().describe('Default I.'),
-                  update: operationValues.optional().describe('Default U.'),
-                  delete: operationValues.optional().describe('Default D.'),
-                },
-                'a mapping { column, insert, update, delete }',
-              ),
-            ],
-            { error: expecting('a column name or a mapping { column, insert, update, delete }') },
-          )
-          .optional()
-          .describe(
-            'The operation column and its values. Default { column: Op, insert: I, update: U, delete: D } (AWS DMS).',
-          ),
+        operation: operationSchema,
         sequence: column
           .optional()
           .describe(
