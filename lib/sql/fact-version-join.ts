@@ -1,6 +1,6 @@
 import type { TableSpec } from '../core/table-spec.ts'
 import type { SqlDialect } from './dialect.ts'
-import { knownNowCondition, liveVersionAt } from './version-predicates.ts'
+import { andKnownNow, liveVersionAt } from './version-predicates.ts'
 
 /** Later than any instant a fact can have, in every dialect (BigQuery's largest TIMESTAMP). */
 const END_OF_TIME = '9999-12-31T23:59:59.999999Z'
@@ -19,6 +19,6 @@ export function versionAtInJoin(d: SqlDialect, table: TableSpec, instant: string
   return (
     `${col(n.validFrom)} <= ${instant} AND COALESCE(${col(n.validTo)}, ${d.timestampLiteral(END_OF_TIME)}) > ${instant}` +
     ` AND NOT ${col(n.isDeleted)}` +
-    (table.systemTime === undefined ? '' : ` AND ${knownNowCondition(d, table, alias)!}`)
+    andKnownNow(d, table, alias)
   )
 }

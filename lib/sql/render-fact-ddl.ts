@@ -6,7 +6,7 @@ import type { TableRef } from '../core/table-ref.ts'
 import type { SqlDialect } from './dialect.ts'
 import { dimensionObjects, SOURCE_TYPE_NOTE } from './render-ddl.ts'
 import { assertSafeTypeText } from './safe-type.ts'
-import { knownNowCondition, liveCurrentVersion } from './version-predicates.ts'
+import { andKnownNow, liveCurrentVersion } from './version-predicates.ts'
 
 /** The warehouse objects of one fact table; the batch ledger is the one dimensions use. */
 export interface FactObjects {
@@ -103,10 +103,7 @@ export function renderFactViews(
   const dim = (r: ResolvedFactReference) => d.table(dimensionObjects(r.dimension, schema).dimension)
   const sk = (r: ResolvedFactReference) => q(r.dimension.columns.surrogateKey)
   // A bitemporal dimension holds a version's superseded rows beside the row known now, all with its surrogate key.
-  const knownNow = (r: ResolvedFactReference, alias: string) => {
-    const condition = knownNowCondition(d, r.dimension, alias)
-    return condition === undefined ? '' : ` AND ${condition}`
-  }
+  const knownNow = (r: ResolvedFactReference, alias: string) => andKnownNow(d, r.dimension, alias)
   const asWas = layout.references.map(
     (r, i) =>
       `\nLEFT JOIN ${dim(r)} r${i} ON r${i}.${sk(r)} = f.${q(r.reference.surrogateKeyColumn)}${knownNow(r, `r${i}`)}`,

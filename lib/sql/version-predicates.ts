@@ -14,7 +14,7 @@ import type { SqlDialect } from './dialect.ts'
  */
 export function currentVersion(d: SqlDialect, table: TableSpec, alias?: string): string {
   const col = qualify(d, alias)
-  const flag = col(table.columns.isCurrent) + knownNow(d, table, alias)
+  const flag = col(table.columns.isCurrent) + andKnownNow(d, table, alias)
   if (!d.capabilities.partitionedOnValidTo) return flag
   return `${flag} AND ${isOpen(d, table, col(table.columns.validTo))}`
 }
@@ -23,7 +23,7 @@ export function currentVersion(d: SqlDialect, table: TableSpec, alias?: string):
  * Bitemporal tables: ` AND <row not superseded in system time>` (what the table says now); '' for other tables,
  * whose rows are all known now. Every predicate that means "now" includes it.
  */
-function knownNow(d: SqlDialect, table: TableSpec, alias?: string): string {
+export function andKnownNow(d: SqlDialect, table: TableSpec, alias?: string): string {
   const open = knownNowCondition(d, table, alias)
   return open === undefined ? '' : ` AND ${open}`
 }
@@ -68,7 +68,7 @@ export function liveCurrentVersion(d: SqlDialect, table: TableSpec, alias?: stri
  * half-open: a version closed at exactly `instant` is not returned, its successor is.
  */
 export function liveVersionAt(d: SqlDialect, table: TableSpec, instant: string, alias?: string): string {
-  return liveValidAt(d, table, instant, alias) + knownNow(d, table, alias)
+  return liveValidAt(d, table, instant, alias) + andKnownNow(d, table, alias)
 }
 
 /**
@@ -82,7 +82,7 @@ export function liveVersionAtKnownAt(
   knownAtInstant: string,
   alias?: string,
 ): string {
-  const now = `${knownAtInstant} IS NULL${knownNow(d, table, alias)}`
+  const now = `${knownAtInstant} IS NULL${andKnownNow(d, table, alias)}`
   return `${liveValidAt(d, table, validAt, alias)} AND ((${now}) OR (${knownAt(d, table, knownAtInstant, alias)}))`
 }
 
