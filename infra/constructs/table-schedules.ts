@@ -39,9 +39,12 @@ export function scheduleGroupName(stackName: string): string {
   return `${stackName.slice(0, MAX_GROUP_NAME - GROUP_SUFFIX.length - hash.length - 1)}-${hash}${GROUP_SUFFIX}`
 }
 
-/** The execution input a schedule sends; the console accepts the same JSON. */
+/**
+ * The execution input a schedule sends; the console accepts the same JSON. No mode: a schedule runs the table as
+ * configured, and a mode in the input means an override (a full reload), which some tables refuse.
+ */
 export function scheduledInput(table: ScheduledTable): Record<string, string> {
-  return { table: table.name, mode: table.mode, reason: 'schedule', whenBusy: 'skip' }
+  return { table: table.name, reason: 'schedule', whenBusy: 'skip' }
 }
 
 /** A schedule that starts a state machine, with its dead-letter queue. */

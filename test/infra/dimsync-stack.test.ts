@@ -88,14 +88,14 @@ describe('DimsyncStack (bundling skipped)', () => {
       FlexibleTimeWindow: { Mode: 'FLEXIBLE', MaximumWindowInMinutes: 15 },
       State: 'ENABLED',
       Target: Match.objectLike({
-        Input: JSON.stringify({ table: 'customers', mode: 'full', reason: 'schedule', whenBusy: 'skip' }),
+        Input: JSON.stringify({ table: 'customers', reason: 'schedule', whenBusy: 'skip' }),
       }),
     })
     template.hasResourceProperties('AWS::Scheduler::Schedule', {
       ScheduleExpression: 'cron(0 3 * * ? *)',
       FlexibleTimeWindow: { Mode: 'OFF' },
       Target: Match.objectLike({
-        Input: JSON.stringify({ table: 'orders', mode: 'incremental', reason: 'schedule', whenBusy: 'skip' }),
+        Input: JSON.stringify({ table: 'orders', reason: 'schedule', whenBusy: 'skip' }),
       }),
     })
     template.hasResourceProperties('AWS::Scheduler::Schedule', {

@@ -525,7 +525,7 @@ describe('state machine definition run by a JSONata interpreter (simulated Step 
       await holdTheTable(deps)
 
       const result = await machine.run({
-        input: { table: 'items', mode: 'full', reason: 'schedule', whenBusy: 'skip' },
+        input: { table: 'items', reason: 'schedule', whenBusy: 'skip' },
         executionName: 'scheduled-items',
         invoke: invoker(deps),
       })

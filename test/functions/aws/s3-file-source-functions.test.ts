@@ -5,6 +5,7 @@ import { PutObjectCommand } from '@aws-sdk/client-s3'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 
 import { createMergeHandler } from '../../../functions/shared/handlers.ts'
+import { scheduledInput } from '../../../infra/constructs/table-schedules.ts'
 import { buildAwsDeps, type AwsDeps } from '../../../lib/runtime/aws-deps.ts'
 import { startDynalite, type DynaliteHandle } from '../../support/aws/dynalite.ts'
 import {
@@ -87,6 +88,21 @@ describe('extract and merge functions on an S3 change feed read as new files onl
     const idle = await pair()
     expect(idle.staged.rows).toBe(0)
     expect(idle.merged).toMatchObject({ counts: { insertedVersions: 0, closedVersions: 0 } })
+
+    // The schedule's own start (infra/constructs/table-schedules.ts) runs the table as configured: accepted.
+    const scheduled = scheduledInput({
+      name: 'customers',
+      mode: 'full',
+      schedule: {
+        expression: 'rate(1 hour)',
+        timezone: 'UTC',
+        enabled: true,
+        flexibleWindowMinutes: 0,
+        maxIntervalMinutes: 60,
+      },
+    })
+    const onSchedule = (await captureStdout(() => extract(scheduled, fakeContext()))).result
+    expect(onSchedule.rows).toBe(0)
 
     // A full reload from the console cannot re-read what new_only skips: refused, naming the table and the ways out.
     await expect(
