@@ -19,8 +19,8 @@ import { DuckDBInstance } from '@duckdb/node-api'
 import { readParquetColumns } from '../lib/adapters/duckdb/parquet-schema.ts'
 import { LocalStagingStore } from '../lib/adapters/staging/local-staging-store.ts'
 import { DuckDbWarehouse } from '../lib/adapters/warehouse/duckdb-warehouse.ts'
-import type { FactSpec } from '../lib/core/fact-spec.ts'
 import { loadFactBatch } from '../lib/use-cases/load-fact-batch.ts'
+import { ordersFact } from '../test/support/fact-specs.ts'
 import { tableSpec } from '../test/support/table-spec-builder.ts'
 import { BENCH_ROOT, CHILD_ENV, measureProcess, median, timed, TMP } from './support.ts'
 
@@ -36,26 +36,7 @@ const BATCH_ID = '20240601T000000.000Z-facts1'
 type Variant = 'dimsync' | 'rangeJoin'
 
 const customers = tableSpec()
-const orders: FactSpec = {
-  name: 'orders',
-  source: { type: 'file', path: 'orders.csv', format: 'csv', csv: { delimiter: ',', header: true } },
-  target: 'fact_orders',
-  extract: { mode: 'incremental', cursor: 'ordered_at', lookbackMinutes: 0 },
-  grain: ['order_id'],
-  eventTime: 'ordered_at',
-  measures: ['amount'],
-  references: [
-    {
-      dimension: 'customers',
-      key: ['customer_id'],
-      surrogateKeyColumn: 'customer_sk',
-      alias: 'customer',
-      unknownMemberKey: 0,
-      keepNaturalKey: false,
-      inferred: false,
-    },
-  ],
-}
+const orders = ordersFact()
 
 /** Version v (0-9) of every key starts 30 days after the previous one; the last is open. */
 const versionStart = (v: string) =>

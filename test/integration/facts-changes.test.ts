@@ -3,7 +3,7 @@ import type { StagedColumn } from '../../lib/core/batch.ts'
 import type { FactSpec } from '../../lib/core/fact-spec.ts'
 import { ZetaSqlService } from '../support/bigquery-emulator/zetasql-service.ts'
 import { FactHarness } from '../support/fact-harness.ts'
-import { customerReference } from '../support/fact-specs.ts'
+import { ordersFact } from '../support/fact-specs.ts'
 import { tableSpec } from '../support/table-spec-builder.ts'
 
 const CUSTOMER: StagedColumn[] = [
@@ -21,18 +21,12 @@ const CHANGE: StagedColumn[] = [
 const customers = tableSpec()
 
 function ordersFeed(overrides: Partial<FactSpec> = {}): FactSpec {
-  return {
-    name: 'orders',
+  return ordersFact({
     source: { type: 'postgres', urlEnv: 'ORDERS_URL', table: 'orders_changes' },
-    target: 'fact_orders',
     extract: { mode: 'incremental', cursor: 'seq', lookbackMinutes: 0 },
     changes: { operation: { column: 'op', insert: ['I'], update: ['U'], delete: ['D'] }, sequence: 'seq' },
-    grain: ['order_id'],
-    eventTime: 'ordered_at',
-    measures: ['amount'],
-    references: [customerReference()],
     ...overrides,
-  }
+  })
 }
 
 const FEB = '2024-02-01T00:00:00Z'

@@ -5,7 +5,7 @@ import type { FactSpec } from '../../lib/core/fact-spec.ts'
 import type { Row } from '../../lib/ports/warehouse.ts'
 import { ZetaSqlService } from '../support/bigquery-emulator/zetasql-service.ts'
 import { FactHarness } from '../support/fact-harness.ts'
-import { customerReference, ordersFact } from '../support/fact-specs.ts'
+import { customerReference, ORDER_COLUMNS as ORDER, ordersFact } from '../support/fact-specs.ts'
 import { tableSpec } from '../support/table-spec-builder.ts'
 
 /**
@@ -16,12 +16,6 @@ import { tableSpec } from '../support/table-spec-builder.ts'
 const CUSTOMER: StagedColumn[] = [
   { name: 'customer_id', type: 'BIGINT' },
   { name: 'region', type: 'VARCHAR' },
-]
-const ORDER: StagedColumn[] = [
-  { name: 'order_id', type: 'BIGINT' },
-  { name: 'customer_id', type: 'BIGINT' },
-  { name: 'ordered_at', type: 'TIMESTAMP WITH TIME ZONE' },
-  { name: 'amount', type: 'BIGINT' },
 ]
 const TARIFF: StagedColumn[] = [
   { name: 'tariff_code', type: 'VARCHAR' },
