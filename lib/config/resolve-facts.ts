@@ -82,6 +82,14 @@ function resolveFact(
       )
       return undefined
     }
+    if (r.inferred === true && dimension.partialUpdates !== undefined) {
+      issues.add(
+        [...at, 'inferred'],
+        `cannot infer members of ${dimension.name}: it folds partial updates into the state of a key, and a ` +
+          'placeholder has none; remove inferred (its facts go to the unknown member) or the partial-update options',
+      )
+      return undefined
+    }
     if (r.inferred === true && dimension.mode !== 'history') {
       issues.add(
         [...at, 'inferred'],

@@ -128,6 +128,27 @@ describe('facts: in dimsync.yaml', () => {
     ])
   })
 
+  it('refuses inferred members of a table with partial updates (a placeholder is no state to fold into)', () => {
+    expect(
+      issues(`${TABLES}  - name: accounts
+    source: { type: file, path: accounts.csv }
+    key: account_id
+    extract: { mode: changes }
+    valid_from: { column: changed_at }
+    ignore_null_updates: all
+facts:
+  - name: orders
+    source: { type: file, path: orders.csv }
+    grain: order_id
+    event_time: ordered_at
+    references:
+      - { dimension: accounts, key: account_id, inferred: true }
+`),
+    ).toEqual([
+      'facts[0].references[0].inferred: cannot infer members of accounts: it folds partial updates into the state of a key, and a placeholder has none; remove inferred (its facts go to the unknown member) or the partial-update options',
+    ])
+  })
+
   it('refuses inferred members of a table that is not a history or is bitemporal, or from part of the key', () => {
     expect(
       issues(`${TABLES}  - name: events
