@@ -15,6 +15,7 @@ import * as logs from 'aws-cdk-lib/aws-logs'
 import { Construct } from 'constructs'
 import { isDynamicPattern } from 'tinyglobby'
 import { AWS_ENV } from '../../lib/runtime/aws-env.ts'
+import { splitS3Path } from '../../lib/core/s3-path.ts'
 import { bindingName, installLockedBinding, type FetchTarball } from '../bundling/native-binding.ts'
 import { scopedPolicy, type ScopedPolicyProps } from '../nag-acknowledgements.ts'
 import {
@@ -62,9 +63,9 @@ export interface S3SourceLocation {
  * with (lib/adapters/source/s3-files.ts).
  */
 export function s3SourceLocation(path: string): S3SourceLocation | undefined {
-  const match = /^s3:\/\/([^/]+)\/(.+)$/.exec(path)
-  if (match === null) return undefined
-  const [, bucket, key] = match as unknown as [string, string, string]
+  const split = splitS3Path(path)
+  if (split === undefined) return undefined
+  const { bucket, pattern: key } = split
   const segments = key.split('/')
   const firstGlob = segments.findIndex((segment) => isDynamicPattern(segment))
   if (firstGlob < 0) return { bucket, prefix: key, exact: true }

@@ -1,4 +1,5 @@
 /** The `source` of a table: a file (its format inferred from the name) or a database table or query. */
+import { S3_SCHEME, s3PathHint, splitS3Path } from '../core/s3-path.ts'
 import type { SourceSpec } from '../core/table-spec.ts'
 import type { TableDocument } from './config-schema.ts'
 import type { IssueList, Path } from './issue-list.ts'
@@ -20,6 +21,8 @@ export function resolveSource(base: Path, source: TableDocument['source'], issue
         `cannot infer the format from ${show(source.path)} (expected .csv or .parquet); set format: csv or parquet`,
       )
     }
+    if (source.path.startsWith(S3_SCHEME) && splitS3Path(source.path) === undefined)
+      issues.add([...base, 'source', 'path'], s3PathHint(source.path))
     if (format === 'parquet') {
       for (const option of ['delimiter', 'header'] as const) {
         if (source[option] !== undefined)

@@ -10,6 +10,7 @@ import { glob, isDynamicPattern } from 'tinyglobby'
 
 import type { StagedColumn, Watermark } from '../../core/batch.ts'
 import { SourceError } from '../../core/errors.ts'
+import { S3_SCHEME } from '../../core/s3-path.ts'
 import {
   isFileWatermark,
   nextFileWatermark,
@@ -63,7 +64,6 @@ export interface FileSourceOptions {
 }
 
 /** The prefix of a source path on S3 (its code is imported only for such paths). */
-const S3_SCHEME = 's3://'
 
 /** The S3 endpoint override (LocalStack, MinIO, s3rver), the variable the staging store reads too. */
 const S3_ENDPOINT_VARIABLE = 'DIMSYNC_S3_ENDPOINT'

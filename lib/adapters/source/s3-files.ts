@@ -6,6 +6,7 @@ import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/
 import { glob, isDynamicPattern, type GlobOptions } from 'tinyglobby'
 
 import { SourceError } from '../../core/errors.ts'
+import { S3_SCHEME, s3PathHint, splitS3Path } from '../../core/s3-path.ts'
 
 /**
  * File sources on S3 (`path: s3://bucket/prefix/*.parquet`). DuckDB cannot read S3 here (its httpfs extension
@@ -14,7 +15,7 @@ import { SourceError } from '../../core/errors.ts'
  * streamed to a local file that DuckDB reads like any other.
  */
 
-export const S3_SCHEME = 's3://'
+export { S3_SCHEME } from '../../core/s3-path.ts'
 
 /** One object of the listing. */
 export interface S3File {
@@ -35,17 +36,9 @@ export interface S3Pattern {
 
 /** Splits `s3://bucket/key-pattern`; a path without a bucket or a key is refused naming the table. */
 export function parseS3Path(tableName: string, path: string): S3Pattern {
-  const rest = path.slice(S3_SCHEME.length)
-  const slash = rest.indexOf('/')
-  const bucket = slash < 0 ? rest : rest.slice(0, slash)
-  const pattern = slash < 0 ? '' : rest.slice(slash + 1)
-  if (bucket === '' || pattern === '' || pattern.endsWith('/')) {
-    throw new SourceError(
-      tableName,
-      `${tableName}: ${path} names no objects; write s3://<bucket>/<key or glob>, for example s3://${bucket || 'bucket'}/exports/*.parquet`,
-    )
-  }
-  return { bucket, pattern }
+  const split = splitS3Path(path)
+  if (split === undefined) throw new SourceError(tableName, `${tableName}: ${s3PathHint(path)}`)
+  return split
 }
 
 /** Virtual root the listing is mounted at for tinyglobby (any absolute path works: nothing touches the disk). */

@@ -41,4 +41,18 @@ describe('source.files: all | new_only', () => {
     )
     expect(issues).toEqual([expect.stringMatching(/files.*all.*new_only/)])
   })
+
+  it('an s3:// path that names no objects is refused at config time, so validate and deploy say so', () => {
+    for (const [path, bucket] of [
+      ['s3://exports', 'exports'],
+      ['s3://exports/customers/', 'exports'],
+      ['s3:///customers.csv', 'bucket'],
+    ]) {
+      expect(
+        configIssues(oneTableYaml(`source: { type: file, path: '${path}', format: csv }\nkey: id`)),
+      ).toEqual([
+        `tables[0].source.path: ${path} names no objects; write s3://<bucket>/<key or glob>, for example s3://${bucket}/exports/*.parquet`,
+      ])
+    }
+  })
 })
