@@ -21,6 +21,11 @@ export interface DimensionObjects {
    */
   readonly retired?: TableRef
   readonly batches: TableRef
+  /**
+   * One row: the highest surrogate key given out so far (see surrogate-keys.ts). New versions are numbered after
+   * it, so a merge does not read the dimension's surrogate-key column to find the next key.
+   */
+  readonly keys: TableRef
   readonly currentView: TableRef
   readonly asOfFunction: TableRef
 }
@@ -38,6 +43,7 @@ export function dimensionObjects(table: TableSpec, schema: string): DimensionObj
         ? { schema, name: `${table.target}_dimsync_retired` }
         : undefined,
     batches: { schema, name: '_dimsync_batches' },
+    keys: { schema, name: `${table.target}_dimsync_keys` },
     currentView: { schema, name: `${table.target}_current` },
     asOfFunction: { schema, name: `${table.target}_as_of` },
   })
@@ -76,6 +82,26 @@ export function renderBatchLedgerDdl(d: SqlDialect, batches: TableRef): Compiled
       d.tableOptions('ledger', {
         key: [],
         description: 'dimsync: one row per merged batch (idempotence ledger)',
+      }),
+  }
+}
+
+/** The column of the surrogate-key record (objects.keys) holding the highest key given out. */
+export const HIGHEST_KEY_COLUMN = 'highest_surrogate_key'
+
+/** The surrogate-key record of a dimension (one row once a writer has recorded a key; see surrogate-keys.ts). */
+export function renderSurrogateKeyRecordDdl(
+  d: SqlDialect,
+  table: TableSpec,
+  keys: TableRef,
+): CompiledStatement {
+  return {
+    label: 'create surrogate key record',
+    sql:
+      `CREATE TABLE IF NOT EXISTS ${d.table(keys)} (\n  ${HIGHEST_KEY_COLUMN} ${d.type('int64')} NOT NULL\n)` +
+      d.tableOptions('captures', {
+        key: [],
+        description: `dimsync: the highest surrogate key given out in table ${table.name} (keys are never reused)`,
       }),
   }
 }
@@ -194,6 +220,7 @@ export function renderDimensionDdl(
         out.push({ label: `capture log: widen column ${name} from ${c.from} to ${c.type}`, sql })
     }
   }
+  out.push(renderSurrogateKeyRecordDdl(d, table, objects.keys))
   if (objects.retired !== undefined) {
     const n = table.columns
     const keys = layout.key.map((c) => column(c, true))

@@ -86,6 +86,7 @@ export function objectNameConflicts(project: ProjectSpec): string[] {
       [objects.asOfFunction.name, 'the as-of table function'],
       [objects.captures?.name, 'the capture log'],
       [objects.retired?.name, 'the retired versions'],
+      [objects.keys.name, 'the surrogate key record'],
     ]
     for (const [name, what] of helpers) {
       if (name !== undefined)
