@@ -6,7 +6,12 @@
 import path from 'node:path'
 import { ConfigError } from '../core/errors.ts'
 import { COLUMN_PRESETS } from '../core/metadata-columns.ts'
-import type { ProjectSpec, TableSpec, WarehouseSpec } from '../core/table-spec.ts'
+import {
+  BOTH_BIGQUERY_CREDENTIALS,
+  type ProjectSpec,
+  type TableSpec,
+  type WarehouseSpec,
+} from '../core/table-spec.ts'
 import {
   awsSchema,
   bigQueryWarehouseSchema,
@@ -90,6 +95,8 @@ export function resolveProject(document: unknown, configPath: string): ProjectSp
   if (!warehouse.success)
     for (const issue of fromZodIssues(warehouse.error.issues))
       issues.add(['warehouse', ...issue.path], issue.message)
+  if (warehouse.success && bigQuery && hasKeyAndKeylessAuth(warehouse.data))
+    issues.add(['warehouse'], BOTH_BIGQUERY_CREDENTIALS)
   const staging = localStoreSchema.nullable().optional().safeParse(document.staging)
   const state = localStoreSchema.nullable().optional().safeParse(document.state)
   const rendered = issues.render()
@@ -114,6 +121,14 @@ export function resolveProject(document: unknown, configPath: string): ProjectSp
     ...(facts.length > 0 ? { facts } : {}),
     ...(awsSpec !== undefined ? { aws: awsSpec } : {}),
   })
+}
+
+function hasKeyAndKeylessAuth(warehouse: unknown): boolean {
+  return (
+    isRecord(warehouse) &&
+    warehouse.credentials_secret !== undefined &&
+    warehouse.workload_identity !== undefined
+  )
 }
 
 /** A BigQuery warehouse's dataset is also the `schema` every warehouse places dimensions in. */

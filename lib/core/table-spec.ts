@@ -204,6 +204,11 @@ export interface WorkloadIdentitySpec {
   readonly serviceAccount?: string
 }
 
+/** One BigQuery credential source: said by validate and again when the warehouse opens (the Lambda's secret may come from its environment). */
+export const BOTH_BIGQUERY_CREDENTIALS =
+  'set either credentials_secret (a service-account key) or workload_identity (keyless auth from ' +
+  "the functions' AWS role), not both"
+
 export interface ProjectSpec {
   /** Absolute path of the config file it was read from (for messages). */
   readonly configPath: string

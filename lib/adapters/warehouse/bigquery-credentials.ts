@@ -1,6 +1,10 @@
 import { ExternalAccountClient, PassThroughClient } from 'google-auth-library'
 import { ConfigError } from '../../core/errors.ts'
-import type { BigQueryWarehouseSpec, WorkloadIdentitySpec } from '../../core/table-spec.ts'
+import {
+  BOTH_BIGQUERY_CREDENTIALS,
+  type BigQueryWarehouseSpec,
+  type WorkloadIdentitySpec,
+} from '../../core/table-spec.ts'
 import { BigQueryWarehouse, type BigQueryWarehouseOptions } from './bigquery-warehouse.ts'
 
 /** The fields of a service-account key JSON the BigQuery client needs. */
@@ -103,11 +107,7 @@ export async function openBigQueryWarehouse(
     })
   const secret = options.secretArn ?? spec.credentialsSecret
   if (spec.workloadIdentity !== undefined) {
-    if (secret !== undefined)
-      throw new ConfigError(secret, [
-        'warehouse: set either credentials_secret or workload_identity (a service-account key, or keyless auth ' +
-          "from the functions' AWS role), not both",
-      ])
+    if (secret !== undefined) throw new ConfigError(secret, [`warehouse: ${BOTH_BIGQUERY_CREDENTIALS}`])
     const config = workloadIdentityCredentialConfig(spec.workloadIdentity, options.google)
     const authClient = ExternalAccountClient.fromJSON({ ...config, scopes: [BIGQUERY_SCOPE] } as Parameters<
       typeof ExternalAccountClient.fromJSON

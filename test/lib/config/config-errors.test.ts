@@ -68,6 +68,17 @@ describe('BigQuery warehouse section', () => {
       'warehouse: unknown key "pth"',
     ])
   })
+
+  it('refuses a service-account key and keyless auth together before anything opens the warehouse', () => {
+    const top =
+      'warehouse:\n  type: bigquery\n  project: acme-dw\n  dataset: history\n  location: EU\n' +
+      '  credentials_secret: dimsync/bigquery-key\n' +
+      '  workload_identity: { audience: //iam.googleapis.com/projects/123/locations/global/workloadIdentityPools/aws/providers/dimsync }\n'
+    expect(issuesOf(withTable('key: id', top))).toEqual([
+      'warehouse: set either credentials_secret (a service-account key) or workload_identity (keyless auth from ' +
+        "the functions' AWS role), not both",
+    ])
+  })
 })
 
 describe('table fields', () => {

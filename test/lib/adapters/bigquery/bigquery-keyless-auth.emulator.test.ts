@@ -177,6 +177,6 @@ describe('BigQuery with workload identity federation from AWS (no service-accoun
   it('a service-account key in Secrets Manager stays supported, and is refused together with workload_identity', async () => {
     await expect(
       openBigQueryWarehouse({ ...spec, credentialsSecret: 'dimsync/bq' }, { getSecret: async () => '{}' }),
-    ).rejects.toThrow(/either credentials_secret or workload_identity/)
+    ).rejects.toThrow(/either credentials_secret \(a service-account key\) or workload_identity/)
   })
 })
