@@ -1,4 +1,6 @@
 import { checkTableAgainstSource } from '../config/index.ts'
+import { checkFactAgainstSource } from '../config/fact-source-check.ts'
+import { factStagingTable } from '../core/fact-spec.ts'
 import type { StagedColumn } from '../core/batch.ts'
 import { ConfigError } from '../core/errors.ts'
 import type { ProjectSpec, TableSpec } from '../core/table-spec.ts'
@@ -10,8 +12,9 @@ import { dimensionObjects } from '../sql/render-ddl.ts'
 const RESERVED_PREFIXES = ['__dimsync_', '_dimsync_']
 
 /**
- * Checks every table's source against its config (key, tracked, cursor ... columns exist) without staging
- * anything. Returns one line per table; throws one ConfigError listing every problem of every table.
+ * Checks every table's and every fact's source against its config (key, tracked, grain, event time, reference
+ * ... columns exist) without staging anything. Returns one line per table and fact; throws one ConfigError listing
+ * every problem of every one of them.
  */
 export async function validateProject(
   project: ProjectSpec,
@@ -42,6 +45,29 @@ export async function validateProject(
       issues.push(
         `tables[${index}] (${table.name}): ${error instanceof Error ? error.message : String(error)}`,
       )
+    } finally {
+      await source.close()
+    }
+  }
+  for (const [index, fact] of (project.facts ?? []).entries()) {
+    const source = openSource(factStagingTable(fact))
+    try {
+      const columns = await source.describe(factStagingTable(fact))
+      const problems = [
+        ...checkFactAgainstSource(
+          fact,
+          columns.map((c) => c.name),
+        ),
+        ...unstorableColumns(project, columns).map(
+          (c) =>
+            `column "${c.name}" has type ${c.type}, which ${WAREHOUSE_NAMES[project.warehouse.type]} cannot store`,
+        ),
+      ].map((problem) => `facts[${index}] (${fact.name}): ${problem}`)
+      issues.push(...problems)
+      if (problems.length === 0)
+        lines.push(`${fact.name}: ok (${columns.map((c) => `${c.name} ${c.type}`).join(', ')})`)
+    } catch (error) {
+      issues.push(`facts[${index}] (${fact.name}): ${error instanceof Error ? error.message : String(error)}`)
     } finally {
       await source.close()
     }

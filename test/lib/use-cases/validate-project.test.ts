@@ -115,3 +115,41 @@ describe('validateProject names every column the warehouse cannot store (table, 
     expect(lines[0]).toMatch(/^accounts: ok \(id BIGINT, huge HUGEINT/)
   })
 })
+
+describe('validateProject checks fact tables against their sources too', () => {
+  const spec = parseProject(
+    `version: 1\ntables:\n${table('customers', 'dim_customers')}facts:\n` +
+      '  - name: orders\n    source: { type: file, path: orders.csv }\n    grain: order_id\n' +
+      '    event_time: ordered_at\n    measures: [amount]\n' +
+      '    references:\n      - { dimension: customers, key: customer_id, as: customer }\n',
+    '/project/dimsync.yaml',
+  )
+  const described = (columns: readonly string[]): Source => ({
+    describe: async () => columns.map((name) => ({ name, type: 'VARCHAR' })),
+    extract: async () => {
+      throw new Error('validate extracts nothing')
+    },
+    close: async () => {},
+  })
+
+  it('names the fact, the setting and the missing column (with a close match) before anything runs', async () => {
+    const error = await validateProject(spec, (t) =>
+      described(t.name === 'orders' ? ['order_id', 'ordred_at', 'amount', 'customer'] : ['id']),
+    ).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(ConfigError)
+    expect((error as ConfigError).issues).toEqual([
+      'facts[0] (orders): event_time: column "ordered_at" is not in the source; did you mean "ordred_at"?',
+      'facts[0] (orders): reference to customers: column "customer_id" is not in the source; did you mean "customer"?',
+    ])
+  })
+
+  it('says ok for a fact whose configured columns are all in its source', async () => {
+    const lines = await validateProject(spec, (t) =>
+      described(t.name === 'orders' ? ['order_id', 'ordered_at', 'amount', 'customer_id'] : ['id']),
+    )
+    expect(lines).toEqual([
+      'customers: ok (id VARCHAR)',
+      'orders: ok (order_id VARCHAR, ordered_at VARCHAR, amount VARCHAR, customer_id VARCHAR)',
+    ])
+  })
+})
