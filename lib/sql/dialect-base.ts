@@ -101,6 +101,11 @@ export abstract class SqlDialectBase implements SqlDialect {
     return `TRY_CAST(${expression} AS ${this.columnType(stagedType, where)})`
   }
 
+  /** DuckDB's rewrite is one statement inside the transaction: nothing is left half-way. */
+  evolveWorkColumn(_column: string): string | undefined {
+    return undefined
+  }
+
   /** `ALTER TABLE … ALTER COLUMN … TYPE … USING CAST(…)` (DuckDB, PostgreSQL). */
   rewriteColumnType(ref: TableRef, column: string, change: ColumnTypeChange, where: ColumnWhere): string[] {
     const name = this.quoteIdentifier(column)

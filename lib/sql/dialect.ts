@@ -90,7 +90,19 @@ export interface SqlDialect {
    * Statements that rewrite a column's values cast to a new type (`dimsync evolve`, after a check that every value
    * converts without loss): the column keeps its name and position where the warehouse allows it.
    */
-  rewriteColumnType(ref: TableRef, column: string, change: ColumnTypeChange, where: ColumnWhere): string[]
+  rewriteColumnType(
+    ref: TableRef,
+    column: string,
+    change: ColumnTypeChange,
+    where: ColumnWhere,
+    oldColumnDropped?: boolean,
+  ): string[]
+  /**
+   * The column a rewrite that is not transactional copies the values into before it replaces `column`: a rewrite
+   * stopped half-way leaves it behind, and `oldColumnDropped` then asks for only what is left of the rewrite.
+   * Undefined where the rewrite is one transactional statement.
+   */
+  evolveWorkColumn(column: string): string | undefined
   /** `CREATE OR REPLACE VIEW` of `select`, described as `description` where the warehouse keeps descriptions. */
   createView(ref: TableRef, select: string, description: string): string
   /**

@@ -1,4 +1,5 @@
 import type { DimensionColumn } from '../core/dimension-layout.ts'
+import type { TableRef } from '../core/table-ref.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import type { CompiledStatement, SqlDialect } from './dialect.ts'
 import type { DimensionObjects } from './render-ddl.ts'
@@ -17,9 +18,21 @@ export interface EvolveRequest {
    * refolds partial updates and its log has one: rewritten too, so a late event refolds with the new type.
    */
   readonly rawColumn?: string
+  /**
+   * `<table>.<column>` of the columns an earlier evolve stopped rewriting after it dropped them (their values are
+   * in the dialect's evolveWorkColumn): only the rest of their rewrite is left.
+   */
+  readonly droppedMidRewrite?: ReadonlySet<string>
+}
+
+/** The key of a column in EvolveRequest.droppedMidRewrite. */
+export function rewriteKey(ref: TableRef, column: string): string {
+  return `${ref.name}.${column}`
 }
 
 const where = (r: EvolveRequest, column: string) => ({ table: r.table.name, column })
+const dropped = (r: EvolveRequest, ref: TableRef, column: string) =>
+  r.droppedMidRewrite?.has(rewriteKey(ref, column)) ?? false
 
 /**
  * The versions (and captured partial events) holding a value of one of the columns that does not convert to the
@@ -80,11 +93,17 @@ export function renderEvolveColumn(
   ]
   for (const ref of tables)
     for (const c of ref === r.objects.dimension ? r.columns : r.columns.slice(0, 1))
-      for (const sql of d.rewriteColumnType(ref, c, change, where(r, c)))
+      for (const sql of d.rewriteColumnType(ref, c, change, where(r, c), dropped(r, ref, c)))
         out.push({ label: `evolve: rewrite ${c} of ${ref.name} as ${r.to}`, sql })
   if (r.rawColumn !== undefined && r.objects.captures !== undefined && !isKey) {
     const c = r.rawColumn
-    for (const sql of d.rewriteColumnType(r.objects.captures, c, change, where(r, c)))
+    for (const sql of d.rewriteColumnType(
+      r.objects.captures,
+      c,
+      change,
+      where(r, c),
+      dropped(r, r.objects.captures, c),
+    ))
       out.push({ label: `evolve: rewrite ${c} of ${r.objects.captures.name} as ${r.to}`, sql })
   }
   if (!tracked.some((c) => r.columns.includes(c.name))) return out

@@ -11,7 +11,12 @@ import {
   refoldsPartialUpdates,
   type DimensionObjects,
 } from '../sql/render-ddl.ts'
-import { renderEvolveColumn, renderLossyValuesQuery, type EvolveRequest } from '../sql/render-evolve.ts'
+import {
+  renderEvolveColumn,
+  renderLossyValuesQuery,
+  rewriteKey,
+  type EvolveRequest,
+} from '../sql/render-evolve.ts'
 
 export interface EvolveColumnRequest {
   readonly table: TableSpec
@@ -60,34 +65,61 @@ export async function evolveColumn(
   const existing = await deps.warehouse.describeTable(objects.dimension)
   if (existing === undefined)
     throw new DimsyncError(`${prefix}: dimension ${table.target} does not exist yet; nothing to rewrite`)
+  const resumed = await interruptedRewrite(deps.warehouse, table, objects, column, existing)
   const current = existing.find((c) => c.name === column)
-  if (current === undefined)
+  if (current === undefined && resumed === undefined)
     throw new DimsyncError(
       `${prefix}: dimension ${table.target} has no column ${column} (columns: ${existing.map((c) => c.name).join(', ')})`,
     )
+  // An interrupted rewrite already chose the new type: the batch is the one holding the column with it.
+  const storedAs = (type: string) => d.columnType(type, { table: table.name, column })
   const batch = (await deps.staging.listBatches(table.name)).find((m) =>
-    m.columns.some((c) => c.name === column && c.type !== current.type),
+    m.columns.some((c) =>
+      c.name !== column
+        ? false
+        : resumed !== undefined
+          ? storedAs(c.type) === storedAs(resumed.type)
+          : c.type !== current!.type,
+    ),
   )
   const staged = batch?.columns.find((c) => c.name === column)
   if (batch === undefined || staged === undefined)
     throw new DimsyncError(
-      `${prefix}: no staged batch of the table holds ${column} with a type other than ${current.type}, so the ` +
-        'new type is not known; run the table (its refused batch stays staged), then evolve',
+      resumed !== undefined
+        ? `${prefix}: an earlier evolve stopped half-way (column ${resumed.workColumn} holds the values as ` +
+            `${resumed.type}), but no staged batch of the table holds ${column} as ${resumed.type} any more; ` +
+            `rename ${resumed.workColumn} to ${column} by hand`
+        : `${prefix}: no staged batch of the table holds ${column} with a type other than ${current!.type}, so the ` +
+            'new type is not known; run the table (its refused batch stays staged), then evolve',
     )
+  const work = (c: string) => d.evolveWorkColumn(c)
   const derived = existing
-    .filter((c) => c.name === `previous_${column}` || c.name === `current_${column}`)
-    .map((c) => c.name)
+    .filter((c) =>
+      [`previous_${column}`, `current_${column}`].some((name) => c.name === name || c.name === work(name)),
+    )
+    .map((c) => (c.name.startsWith(`previous_${column}`) ? `previous_${column}` : `current_${column}`))
+  const from =
+    current !== undefined && storedAs(current.type) !== storedAs(staged.type) ? current.type : staged.type
   const evolve: EvolveRequest = {
     table,
     objects,
-    columns: [column, ...derived],
-    from: current.type,
+    columns: [column, ...new Set(derived)],
+    from,
     to: staged.type,
     rawColumn: await rawCaptureColumn(deps.warehouse, table, objects, column),
+    ...(resumed !== undefined ? { droppedMidRewrite: resumed.dropped } : {}),
   }
-  if (!isWidening(current.type, staged.type)) await assertLossless(deps.warehouse, evolve, prefix)
+  // Values still in the old column are checked again; values an interrupted rewrite moved were checked by it.
+  if (from !== staged.type && !isWidening(from, staged.type))
+    await assertLossless(deps.warehouse, evolve, prefix)
   // The layout the next merge will see: the dimension as it will be, and the batch's columns.
-  const after = existing.map((c) => (evolve.columns.includes(c.name) ? { ...c, type: staged.type } : c))
+  const workColumns = new Map(evolve.columns.map((c) => [work(c), c]))
+  const after = existing
+    .filter((c) => !(workColumns.has(c.name) && existing.some((o) => o.name === workColumns.get(c.name))))
+    .map((c) => {
+      const name = workColumns.get(c.name) ?? c.name
+      return evolve.columns.includes(name) ? { name, type: staged.type } : c
+    })
   const layout = planDimensionLayout(table, batch.batchId, batch.columns, after)
   const statements = renderEvolveColumn(d, evolve, layout.tracked)
   const rewrite = statements.filter((s) => s.label.startsWith('evolve: rewrite'))
@@ -110,12 +142,41 @@ export async function evolveColumn(
   }
   return {
     column,
-    from: current.type,
+    from,
     to: staged.type,
     batchId: batch.batchId,
     columns: evolve.columns,
     statements,
   }
+}
+
+/**
+ * What an earlier evolve of `column` left half-done, on warehouses whose rewrite is not transactional: the type its
+ * work column holds and the columns (`<table>.<column>`) it had already dropped; undefined when nothing is left.
+ */
+async function interruptedRewrite(
+  warehouse: Warehouse<SqlDialect>,
+  table: TableSpec,
+  objects: DimensionObjects,
+  column: string,
+  dimensionColumns: readonly { name: string; type: string }[],
+): Promise<{ type: string; workColumn: string; dropped: Set<string> } | undefined> {
+  const d = warehouse.dialect
+  if (d.evolveWorkColumn(column) === undefined) return undefined
+  const candidates = [column, `previous_${column}`, `current_${column}`, captureRawColumn(column)]
+  const tables = [objects.dimension, objects.captures, objects.retired].filter((t) => t !== undefined)
+  let found: { type: string; workColumn: string; dropped: Set<string> } | undefined
+  for (const ref of tables) {
+    const described = ref === objects.dimension ? dimensionColumns : await warehouse.describeTable(ref)
+    for (const c of candidates) {
+      const workColumn = d.evolveWorkColumn(c)!
+      const leftover = described?.find((x) => x.name === workColumn)
+      if (leftover === undefined) continue
+      found ??= { type: leftover.type, workColumn, dropped: new Set() }
+      if (!described!.some((x) => x.name === c)) found.dropped.add(rewriteKey(ref, c))
+    }
+  }
+  return found
 }
 
 /**

@@ -173,4 +173,67 @@ describe('a decimal widening and `dimsync evolve` on DuckDB and the BigQuery emu
       await dimension.close()
     }
   }, 300_000)
+
+  /**
+   * BigQuery's rewrite is four statements that do not roll back (ADD COLUMN, UPDATE, DROP COLUMN, RENAME COLUMN):
+   * evolve stopped after any of them is run again and finishes the rewrite, instead of failing on the half-done
+   * table (before: "has no column region" once the old column was dropped).
+   */
+  for (const [stoppedAt, statement] of [
+    ['after copying the values', /DROP COLUMN IF EXISTS `region`/],
+    ['after dropping the old column', /RENAME COLUMN `region__dimsync_evolve` TO `region`/],
+  ] as const)
+    it(`evolve stopped ${stoppedAt} on BigQuery is finished by running it again`, async () => {
+      // Its own table name: evolve reads the new type from the table's staged batches, which tests share.
+      const name = `customers_stopped_${stoppedAt.split(' ').at(-2)}`
+      const table = tableSpec({ deletes: 'invalidate', name, target: `dim_${name}` })
+      const typed = (region: string) => columns({ customer_id: 'BIGINT', name: 'VARCHAR', region })
+      const dimension = await both.open(table, typed('VARCHAR'))
+      try {
+        await dimension.load(
+          [
+            { customer_id: 1, name: 'Ana', region: '7' },
+            { customer_id: 2, name: 'Chen', region: '-3' },
+          ],
+          { extractedAt: '2024-01-01T00:00:00Z' },
+        )
+        const numbers = [
+          { customer_id: 1, name: 'Ana', region: 7 },
+          { customer_id: 2, name: 'Chen', region: -3 },
+        ]
+        const batchId = await dimension.stage(numbers, {
+          extractedAt: '2024-02-01T00:00:00Z',
+          columns: typed('BIGINT'),
+        })
+        const refused = await dimension.merge(batchId)
+        expect(refused.bigquery).toMatchObject({
+          message: expect.stringContaining('column "region" changed type'),
+        })
+        const evolve = (side: 'duckdb' | 'bigquery') =>
+          evolveColumn(
+            { warehouse: dimension.warehouses[side], staging: both.batches },
+            { table, schema: dimension.schemaOf(side), column: 'region' },
+          )
+        await evolve('duckdb')
+        dimension.emulator.faults.failStatement((s) => statement.test(s.text), {
+          reason: 'accessDenied',
+          message: 'Access Denied: the session was stopped here',
+        })
+        await expect(evolve('bigquery')).rejects.toThrow(/Access Denied/)
+        const resumed = await evolve('bigquery')
+        expect(resumed).toMatchObject({ to: 'BIGINT', batchId, columns: ['region'] })
+        expect(storedField(dimension, 'region')).toMatchObject({ type: 'INTEGER' })
+        expect(storedField(dimension, 'region__dimsync_evolve')).toBeUndefined()
+        const merged = await dimension.merge(batchId)
+        expect(merged.bigquery).toMatchObject({
+          status: 'merged',
+          counts: { insertedVersions: 0, closedVersions: 0 },
+        })
+        expect(merged.bigquery).toEqual(merged.duckdb)
+        const held = await dimension.holdings()
+        expect(held.bigquery).toEqual(held.duckdb)
+      } finally {
+        await dimension.close()
+      }
+    }, 300_000)
 })

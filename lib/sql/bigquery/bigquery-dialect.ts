@@ -179,24 +179,31 @@ class BigQueryDialect extends SqlDialectBase {
   /**
    * BigQuery changes a column's type in place only where the new type is a superset: the values go through a
    * new column `<column>__dimsync_evolve` (added, filled, then renamed over the old one). BigQuery DDL does not
-   * roll back: a rewrite that stops half-way leaves that column, named in the error.
+   * roll back: a rewrite that stops half-way leaves that column; run again, it adds it only if missing and fills
+   * it again, or, once the old column is dropped, only renames it.
    */
   override rewriteColumnType(
     ref: TableRef,
     column: string,
     change: ColumnTypeChange,
     where: ColumnWhere,
+    oldColumnDropped = false,
   ): string[] {
     const table = this.table(ref)
     const name = this.quoteIdentifier(column)
-    const next = this.quoteIdentifier(`${column}__dimsync_evolve`)
+    const next = this.quoteIdentifier(this.evolveWorkColumn(column))
     const type = this.columnType(change.to, where)
+    if (oldColumnDropped) return [`ALTER TABLE ${table} RENAME COLUMN ${next} TO ${name}`]
     return [
       `ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS ${next} ${type}`,
       `UPDATE ${table} SET ${next} = CAST(${name} AS ${type}) WHERE TRUE`,
       `ALTER TABLE ${table} DROP COLUMN IF EXISTS ${name}`,
       `ALTER TABLE ${table} RENAME COLUMN ${next} TO ${name}`,
     ]
+  }
+
+  override evolveWorkColumn(column: string): string {
+    return `${column}__dimsync_evolve`
   }
 
   override createView(ref: TableRef, select: string, description: string): string {
