@@ -31,6 +31,8 @@ interface Step {
   readonly again?: true
   /** What DuckDB must answer, so the scenario provably crosses the path it names. */
   readonly expect: 'merged' | 'already-applied' | 'refused'
+  /** Versions the merge must insert (on both: the outcomes are compared), where the scenario is about that. */
+  readonly insertedVersions?: number
 }
 interface Scenario {
   readonly table?: Partial<TableSpec>
@@ -332,6 +334,73 @@ const SOURCE_TYPES: Record<string, Scenario> = {
       merged([{ ...ana('South'), term: 'P1Y2M3DT4H5M6.000008S' }], MAR),
     ],
   },
+  'arrays of text and of integers (ARRAY on BigQuery): a changed element and a reordered array open versions':
+    {
+      table: { deletes: 'invalidate' },
+      columns: [
+        { name: 'customer_id', type: 'BIGINT' },
+        { name: 'tags', type: 'VARCHAR[]' },
+        { name: 'scores', type: 'INTEGER[]' },
+        { name: 'amounts', type: 'DECIMAL(10,2)[]' },
+      ],
+      steps: [
+        merged(
+          [
+            {
+              customer_id: 1,
+              tags: ['vip', 'a, b', "it's", 'NULL', ''],
+              scores: [1, 2, 3],
+              amounts: ['1.5'],
+            },
+            { customer_id: 2, tags: [], scores: [7], amounts: [] },
+          ],
+          JAN,
+          { insertedVersions: 2 },
+        ),
+        // A changed element of key 1; key 2 unchanged.
+        merged(
+          [
+            {
+              customer_id: 1,
+              tags: ['vip', 'a, b', "it's", 'NULL', ''],
+              scores: [1, 2, 4],
+              amounts: ['1.5'],
+            },
+            { customer_id: 2, tags: [], scores: [7], amounts: [] },
+          ],
+          MAR,
+          { insertedVersions: 1 },
+        ),
+        // The same elements in another order (key 1), an element added to an empty array (key 2).
+        merged(
+          [
+            {
+              customer_id: 1,
+              tags: ['vip', 'a, b', "it's", 'NULL', ''],
+              scores: [2, 1, 4],
+              amounts: ['1.5'],
+            },
+            { customer_id: 2, tags: ['x'], scores: [7], amounts: [] },
+          ],
+          MAY,
+          { insertedVersions: 2 },
+        ),
+        // The same values again (1.50 is 1.5 at scale 2): nothing changes.
+        merged(
+          [
+            {
+              customer_id: 1,
+              tags: ['vip', 'a, b', "it's", 'NULL', ''],
+              scores: [2, 1, 4],
+              amounts: ['1.50'],
+            },
+            { customer_id: 2, tags: ['x'], scores: [7], amounts: [] },
+          ],
+          '2024-06-01T00:00:00Z',
+          { insertedVersions: 0 },
+        ),
+      ],
+    },
 }
 
 const CHANGE_TIMES: Record<string, Scenario> = {
@@ -611,6 +680,10 @@ async function runScenario(scenario: Scenario): Promise<void> {
         step.expect,
       )
       expect(outcome.bigquery, `step ${i + 1}: the same outcome on BigQuery`).toEqual(outcome.duckdb)
+      if (step.insertedVersions !== undefined)
+        expect(outcome.duckdb, `step ${i + 1}: versions inserted`).toMatchObject({
+          counts: { insertedVersions: step.insertedVersions },
+        })
     }
     // Read once at the end: a read on the emulator costs about as much as a merge statement, and a step that
     // wrote differently on one warehouse still shows in what it holds afterwards.
@@ -777,6 +850,52 @@ describe('known differences between the warehouses, pinned', () => {
       const rest = (held: Record<string, TextRows>) =>
         held.dimension!.map(({ amount: _a, score: _s, ...r }) => r)
       expect(rest(bigquery)).toEqual(rest(duckdb))
+    } finally {
+      await dimension.close()
+    }
+  })
+
+  it('arrays: BigQuery stores a NULL array as an empty one, and refuses a NULL element naming table, column and key', async () => {
+    const columns = [
+      { name: 'customer_id', type: 'BIGINT' },
+      { name: 'tags', type: 'VARCHAR[]' },
+    ]
+    const dimension = await both.open(tableSpec(), columns)
+    try {
+      const first = await dimension.load(
+        [
+          { customer_id: 1, tags: null },
+          { customer_id: 2, tags: [] },
+        ],
+        { extractedAt: JAN },
+      )
+      expect(first.bigquery).toEqual(first.duckdb)
+      const held = await dimension.holdings()
+      const tags = (rows: TextRows) => rows.map((r) => [r.customer_id, r.tags])
+      expect(tags(held.duckdb.dimension!)).toEqual([
+        ['1', null],
+        ['2', '[]'],
+      ])
+      expect(tags(held.bigquery.dimension!)).toEqual([
+        ['1', '[]'],
+        ['2', '[]'],
+      ])
+      const nullElement = await dimension.load(
+        [
+          { customer_id: 1, tags: ['a', null] },
+          { customer_id: 2, tags: [null] },
+        ],
+        { extractedAt: MAR },
+      )
+      expect(nullElement.duckdb).toMatchObject({ status: 'merged', counts: { insertedVersions: 2 } })
+      expect(nullElement.bigquery).toEqual({
+        error: 'BatchRejectedError',
+        message:
+          'table customers: column "tags" holds an array with a NULL element (key customer_id=1; customer_id=2), ' +
+          'which BigQuery cannot store: its arrays hold no NULL elements; nothing was loaded. Drop the NULL ' +
+          'elements in a query source (PostgreSQL: array_remove(tags, NULL)), or keep the table on DuckDB',
+      })
+      expect((await dimension.holdings()).bigquery).toEqual(held.bigquery)
     } finally {
       await dimension.close()
     }

@@ -6,6 +6,7 @@ import type { MergeCounts } from '../../lib/core/run-record.ts'
 import type { TableRef } from '../../lib/core/table-ref.ts'
 import type { TableSpec } from '../../lib/core/table-spec.ts'
 import type { Row, Warehouse } from '../../lib/ports/warehouse.ts'
+import { arrayElementType } from '../../lib/sql/bigquery/bigquery-types.ts'
 import type { SqlDialect } from '../../lib/sql/dialect.ts'
 import { dimensionObjects } from '../../lib/sql/render-ddl.ts'
 import { mergeBatch, type KeyChanges } from '../../lib/use-cases/merge-batch.ts'
@@ -222,13 +223,21 @@ export class PairedDimension {
       const out: Record<string, TextRows> = {}
       const dimension = await warehouse.describeTable(objects.dimension)
       if (dimension === undefined) return out
-      const all = async (from: string, columns: readonly string[]) =>
+      // Arrays and JSON have no CAST to text on BigQuery: their canonical text (the row hash's) instead.
+      const text = (c: { readonly name: string; readonly type?: string }) =>
+        c.type !== undefined && (arrayElementType(c.type) !== undefined || c.type.toUpperCase() === 'JSON')
+          ? d.canonicalText(d.quoteIdentifier(c.name), c.type)
+          : d.castToString(d.quoteIdentifier(c.name))
+      const all = async (
+        from: string,
+        columns: readonly { readonly name: string; readonly type?: string }[],
+      ) =>
         sortedText(
           await warehouse.query(
-            `SELECT ${columns.map((c) => `${d.castToString(d.quoteIdentifier(c))} AS ${d.quoteIdentifier(c)}`).join(', ')} FROM ${from}`,
+            `SELECT ${columns.map((c) => `${text(c)} AS ${d.quoteIdentifier(c.name)}`).join(', ')} FROM ${from}`,
           ),
         )
-      const names = dimension.map((c) => c.name)
+      const names = dimension
       out.dimension = await all(d.table(objects.dimension), names)
       out.current = await all(d.table(objects.currentView), names)
       for (const t of asOf)
@@ -238,11 +247,7 @@ export class PairedDimension {
         ['retired', objects.retired],
       ] as const) {
         const columns = ref === undefined ? undefined : await warehouse.describeTable(ref as TableRef)
-        if (columns !== undefined)
-          out[label] = await all(
-            d.table(ref!),
-            columns.map((c) => c.name),
-          )
+        if (columns !== undefined) out[label] = await all(d.table(ref!), columns)
       }
       return out
     }

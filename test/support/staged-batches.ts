@@ -15,7 +15,8 @@ import type {
   UncommittedBatch,
 } from '../../lib/ports/staging-store.ts'
 
-export type Value = string | number | boolean | null | bigint
+/** A staged value; an array is a DuckDB list (cast to the column's list type). */
+export type Value = string | number | boolean | null | bigint | readonly Value[]
 
 /**
  * A minimal staging store for engine tests: batches built from JS rows with explicit DuckDB column types,
@@ -135,6 +136,7 @@ function literal(v: Value | undefined): string {
   if (v === null || v === undefined) return 'NULL'
   if (typeof v === 'string') return `'${v.replaceAll("'", "''")}'`
   if (typeof v === 'boolean') return v ? 'TRUE' : 'FALSE'
+  if (Array.isArray(v)) return `[${v.map(literal).join(', ')}]`
   return String(v)
 }
 

@@ -2,6 +2,7 @@ import { mkdtemp, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { BatchParts } from '../../ports/staging-store.ts'
+import type { LoadCast } from '../../sql/bigquery/bigquery-types.ts'
 
 /**
  * Load jobs per batch, bounded. BigQuery allows 1,500 load jobs per table per day, and one job per staged part
@@ -44,14 +45,14 @@ export async function partsOnDisk(paths: readonly string[]): Promise<BatchParts>
 
 /**
  * The file one load job uploads: the part itself, or the parts rewritten as one Parquet file in a scratch folder
- * (removed by `release`), `textColumns` cast to text. Only one group per job in flight is on disk at a time,
- * with its parts (fetched just before the rewrite, freed after the upload).
+ * (removed by `release`), each of `casts` cast to its type. Only one group per job in flight is on disk at a
+ * time, with its parts (fetched just before the rewrite, freed after the upload).
  */
 export async function groupFile(
   paths: readonly string[],
-  textColumns: readonly string[] = [],
+  casts: readonly LoadCast[] = [],
 ): Promise<{ readonly path: string; release(): Promise<void> }> {
-  if (paths.length === 1 && textColumns.length === 0) return { path: paths[0]!, release: async () => {} }
+  if (paths.length === 1 && casts.length === 0) return { path: paths[0]!, release: async () => {} }
   const dir = await mkdtemp(join(tmpdir(), 'dimsync-load-group-'))
   const path = join(dir, 'group.parquet')
   const { DuckDBInstance } = await import('@duckdb/node-api')
@@ -67,9 +68,9 @@ export async function groupFile(
       const list = paths.map((p) => `'${p.replaceAll("'", "''")}'`).join(', ')
       const quote = (name: string) => `"${name.replaceAll('"', '""')}"`
       const replace =
-        textColumns.length === 0
+        casts.length === 0
           ? ''
-          : ` REPLACE (${textColumns.map((c) => `CAST(${quote(c)} AS VARCHAR) AS ${quote(c)}`).join(', ')})`
+          : ` REPLACE (${casts.map((c) => `CAST(${quote(c.name)} AS ${c.as}) AS ${quote(c.name)}`).join(', ')})`
       await connection.run(
         `COPY (SELECT *${replace} FROM read_parquet([${list}])) TO '${path.replaceAll("'", "''")}' (FORMAT parquet, COMPRESSION zstd)`,
       )

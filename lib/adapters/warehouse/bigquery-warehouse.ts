@@ -2,7 +2,7 @@ import { createReadStream } from 'node:fs'
 import { BigQuery, type BigQueryOptions } from '@google-cloud/bigquery'
 import type { StagedColumn } from '../../core/batch.ts'
 import type { DimensionColumn } from '../../core/dimension-layout.ts'
-import { DimsyncError, WarehouseError } from '../../core/errors.ts'
+import { BatchRejectedError, DimsyncError, WarehouseError } from '../../core/errors.ts'
 import type {
   LoadBatchRequest,
   MergeScriptRequest,
@@ -19,13 +19,14 @@ import {
   renderRecordedColumnTypesQuery,
 } from '../../sql/bigquery/column-types.ts'
 import {
-  bigQueryColumnType,
-  loadTextColumns,
+  bigQueryField,
+  loadCasts,
   recordedTypeFits,
   SOURCE_TYPE_PREFIX,
   stagedTypeOfBigQueryField,
 } from '../../sql/bigquery/bigquery-types.ts'
 import type { CompiledStatement, SqlDialect, TableRef } from '../../sql/dialect.ts'
+import { assertNoNullArrayElements } from './bigquery-array-elements.ts'
 import { jobFailure, NO_RESPONSE, transientReason, type JobError } from './bigquery-errors.ts'
 import { backoffDelayMs, latestAttempt } from './bigquery-job-attempts.ts'
 import { jobId, jobLabels } from './bigquery-job-ids.ts'
@@ -230,7 +231,7 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
     const dataset = this.#client.dataset(this.#dataset(stage), { location: this.#options.location })
     const fields = request.columns.map((c) => ({
       name: c.name,
-      type: bigQueryColumnType(c.type, { table: table.name, column: c.name }).replace(/\(.*\)$/, ''),
+      ...bigQueryField(c.type, { table: table.name, column: c.name }),
       description: `${SOURCE_TYPE_PREFIX}${c.type}`,
     }))
     const expirationTime = String(Date.now() + (this.#options.stagingExpirationDays ?? 7) * DAY_MS)
@@ -273,7 +274,8 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
       async (id) => {
         const local = await parts.fetch(indexes)
         try {
-          const file = await groupFile(local.paths, loadTextColumns(request.columns))
+          await assertNoNullArrayElements(local.paths, request)
+          const file = await groupFile(local.paths, loadCasts(request.columns))
           try {
             await this.#startLoad(id, request, file.path)
           } finally {
@@ -459,6 +461,8 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
     try {
       await start(id)
     } catch (error) {
+      // dimsync's own refusal of a batch (before anything was submitted) is not an API error.
+      if (error instanceof BatchRejectedError) throw error
       if ((error as ApiError).code !== 409)
         throw this.#scriptError(statements[0]?.label ?? id, error, statements)
     }

@@ -14,7 +14,7 @@ import type {
   TableRole,
 } from '../dialect.ts'
 import { renderBigQueryScriptText } from './bigquery-script.ts'
-import { BIGQUERY_LOGICAL_TYPES, bigQueryColumnType } from './bigquery-types.ts'
+import { arrayElementType, BIGQUERY_LOGICAL_TYPES, bigQueryColumnType } from './bigquery-types.ts'
 
 /**
  * Types BigQuery accepts as clustering columns, without their parameters (FLOAT64, BYTES, TIME are not among them).
@@ -84,6 +84,8 @@ class BigQueryDialect extends SqlDialectBase {
 
   canonicalText(expression: string, columnType?: string): string {
     if (columnType === undefined) return this.castToString(expression)
+    const element = arrayElementType(columnType)
+    if (element !== undefined) return this.#listText(expression, element)
     const family = typeFamily(columnType)
     // CAST(DATE AS STRING) is always YYYY-MM-DD (4-digit year, zero padded), like DuckDB's strftime %Y.
     switch (family.kind) {
@@ -104,6 +106,33 @@ class BigQueryDialect extends SqlDialectBase {
       default:
         return this.castToString(expression)
     }
+  }
+
+  /**
+   * DuckDB's text of a list, which the row hash has hashed there since lists were first staged (so a DuckDB
+   * dimension moved to BigQuery keeps its hashes): `[a, 'b, c', 1.50]`, elements joined by `, `, a text element
+   * in single quotes (with `'` and `\\` escaped by a backslash) when it is empty, is `null` in any case, starts or
+   * ends with ASCII white space, or holds one of `,[]{}()'":=`. BigQuery stores no NULL elements (the load
+   * refuses them) and reads a NULL array as empty, so neither appears here. Only the element types
+   * bigQueryStorableType allows in arrays are rendered.
+   */
+  #listText(expression: string, elementType: string): string {
+    const e = 'dimsync_e'
+    const family = typeFamily(elementType)
+    let element: string
+    if (family.kind === 'decimal') element = `FORMAT('%.${family.scale}f', ${e})`
+    else if (family.kind === 'string' || elementType.trim().toUpperCase() === 'UUID') {
+      // RE2 patterns: the characters DuckDB quotes for, and the two it escapes inside quotes.
+      const quoted = `CONCAT("'", REGEXP_REPLACE(${e}, ${this.stringLiteral(String.raw`(['\\])`)}, ${this.stringLiteral(String.raw`\\\1`)}), "'")`
+      const needsQuotes =
+        `${e} = '' OR LOWER(${e}) = 'null' OR ` +
+        `REGEXP_CONTAINS(${e}, ${this.stringLiteral(String.raw`^[ \t\n\r\x0b\x0c]|[ \t\n\r\x0b\x0c]$|[,\[\]{}()'":=]`)})`
+      element = `IF(${needsQuotes}, ${quoted}, ${e})`
+    } else element = `CAST(${e} AS STRING)`
+    return (
+      `IF(${expression} IS NULL, NULL, CONCAT('[', ARRAY_TO_STRING(ARRAY(SELECT ${element} ` +
+      `FROM UNNEST(${expression}) AS ${e} WITH OFFSET AS dimsync_o ORDER BY dimsync_o), ', '), ']'))`
+    )
   }
 
   // One n-ary CONCAT instead of a chain of ||: the same value, and a flat expression tree for long rows.

@@ -5,10 +5,12 @@ import { typeFamily } from '../../core/staged-types.ts'
  * Maps a staged column type (DuckDB type names from the batch manifest) to the BigQuery column type of the
  * dimension and of the per-batch staging table. Parquet written by dimsync carries the same types, so the load
  * job converts them as BigQuery documents (INT32/INT64 → INT64, DOUBLE/FLOAT → FLOAT64, DECIMAL → NUMERIC or
- * BIGNUMERIC, TIMESTAMP(UTC) → TIMESTAMP, TIMESTAMP(local) → DATETIME, BYTE_ARRAY → BYTES).
+ * BIGNUMERIC, TIMESTAMP(UTC) → TIMESTAMP, TIMESTAMP(local) → DATETIME, BYTE_ARRAY → BYTES, LIST → a REPEATED
+ * column with list inference).
  *
- * Types BigQuery cannot hold without loss (UBIGINT, HUGEINT, INTERVAL, lists, structs, maps) are refused
- * with a message naming the table and column, never silently turned into text.
+ * Types BigQuery cannot hold without loss (UBIGINT, HUGEINT, INTERVAL, structs, maps, lists of lists, lists of
+ * elements whose text the row hash cannot render alike on both warehouses) are refused with a message naming the
+ * table and column, never silently turned into text.
  */
 export function bigQueryColumnType(stagedType: string, where: { table: string; column: string }): string {
   const type = bigQueryStorableType(stagedType)
@@ -21,17 +23,53 @@ export function bigQueryColumnType(stagedType: string, where: { table: string; c
 
 /** What BigQuery stores, for messages. */
 export const BIGQUERY_SUPPORTED =
-  'text, integers up to 64 bits, booleans, dates, times, timestamps, decimals, floating point, bytes, UUIDs'
+  'text, integers up to 64 bits, booleans, dates, times, timestamps, decimals, floating point, bytes, UUIDs, ' +
+  'one-dimensional arrays of text, integers, booleans, dates, decimals or UUIDs'
 
-/** Staged columns whose Parquet values BigQuery cannot load as they are: staged as text before the load. */
-export function loadTextColumns(columns: readonly { name: string; type: string }[]): string[] {
-  return columns.filter((c) => c.type.trim().toUpperCase() === 'UUID').map((c) => c.name)
+/** A staged column cast before the load: its Parquet values are not what BigQuery loads into its type. */
+export interface LoadCast {
+  readonly name: string
+  /** The DuckDB type the column is rewritten as (`VARCHAR`, `VARCHAR[]`). */
+  readonly as: string
 }
+
+/** Staged columns whose Parquet values BigQuery cannot load as they are: UUIDs (and lists of them) as text. */
+export function loadCasts(columns: readonly { name: string; type: string }[]): LoadCast[] {
+  return columns.flatMap((c) => {
+    const element = arrayElementType(c.type)
+    const uuid = (type: string) => type.trim().toUpperCase() === 'UUID'
+    if (element !== undefined) return uuid(element) ? [{ name: c.name, as: 'VARCHAR[]' }] : []
+    return uuid(c.type) ? [{ name: c.name, as: 'VARCHAR' }] : []
+  })
+}
+
+/** The element type of a staged list type (`BIGINT[]` → `BIGINT`), or undefined for any other type. */
+export function arrayElementType(stagedType: string): string | undefined {
+  const t = stagedType.trim()
+  return t.endsWith('[]') ? t.slice(0, -2).trim() : undefined
+}
+
+/**
+ * Element families of the arrays BigQuery stores: those whose text inside DuckDB's text of a list (what the row
+ * hash has always hashed there) BigQuery can render alike (bigquery-dialect.ts `listText`). Floats (DuckDB writes
+ * the shortest round-trip digits), times, timestamps and bytes inside lists are not among them yet.
+ */
+const ARRAY_ELEMENT_FAMILIES: ReadonlySet<string> = new Set(['string', 'integer', 'bool', 'date', 'decimal'])
 
 /** The BigQuery column type of a staged type, or undefined when BigQuery cannot store it without loss. */
 export function bigQueryStorableType(stagedType: string): string | undefined {
+  const element = arrayElementType(stagedType)
+  if (element !== undefined) {
+    // One dimension only: BigQuery has no arrays of arrays (an ARRAY<ARRAY<…>> column cannot exist).
+    if (arrayElementType(element) !== undefined) return undefined
+    const uuid = element.toUpperCase() === 'UUID'
+    if (!uuid && !ARRAY_ELEMENT_FAMILIES.has(typeFamily(element).kind)) return undefined
+    // Elements without parameters: NUMERIC or BIGNUMERIC as such hold every value of the decimal chosen for them.
+    const type = bigQueryStorableType(element)?.replace(/\(.*\)$/, '')
+    return type === undefined ? undefined : `ARRAY<${type}>`
+  }
   // A UUID is kept as its canonical text (lowercase, hyphenated: DuckDB's text of it, so the row hash agrees);
-  // BigQuery has no UUID type, and the load converts the staged Parquet's 16 bytes (see loadTextColumns).
+  // BigQuery has no UUID type, and the load converts the staged Parquet's 16 bytes (see loadCasts).
   if (stagedType.trim().toUpperCase() === 'UUID') return 'STRING'
   const family = typeFamily(stagedType)
   switch (family.kind) {
@@ -64,6 +102,20 @@ export function bigQueryStorableType(stagedType: string): string | undefined {
       break
   }
   return undefined
+}
+
+/**
+ * The REST schema field of a staged column (a load's staging table is created through the API): an array is a
+ * REPEATED field of its element's type; parameters (`NUMERIC(12, 2)`) are left to the DDL of the dimension.
+ */
+export function bigQueryField(
+  stagedType: string,
+  where: { table: string; column: string },
+): { readonly type: string; readonly mode?: 'REPEATED' } {
+  const type = bigQueryColumnType(stagedType, where)
+  const array = /^ARRAY<(.*)>$/.exec(type)
+  const base = (array?.[1] ?? type).replace(/\(.*\)$/, '')
+  return array === null ? { type: base } : { type: base, mode: 'REPEATED' }
 }
 
 /** The metadata column types dimsync writes (DuckDB names, see metadataColumnList) in BigQuery. */
@@ -135,8 +187,11 @@ export function recordedTypeFits(
     readonly mode?: string
   },
 ): boolean {
-  const expected = bigQueryStorableType(stagedType)
-  if (expected === undefined || field.mode === 'REPEATED') return false
+  const storable = bigQueryStorableType(stagedType)
+  if (storable === undefined) return false
+  const array = /^ARRAY<(.*)>$/.exec(storable)
+  if ((array !== null) !== (field.mode === 'REPEATED')) return false
+  const expected = array?.[1] ?? storable
   const [, base, precision, scale] = /^(\w+)(?:\((\d+), (\d+)\))?$/.exec(expected) ?? []
   const type = (field.type ?? '').toUpperCase()
   if ((GOOGLE_SQL_NAMES[type] ?? type) !== base) return false

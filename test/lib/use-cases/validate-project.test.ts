@@ -68,6 +68,11 @@ describe('validateProject names every column the warehouse cannot store (table, 
     { name: 'counter', type: 'UBIGINT' },
     { name: 'address', type: 'STRUCT(street VARCHAR, city VARCHAR)' },
     { name: 'name', type: 'VARCHAR' },
+    // One-dimensional arrays of these elements are ARRAY columns on BigQuery; deeper ones and floats are not.
+    { name: 'tags', type: 'VARCHAR[]' },
+    { name: 'scores', type: 'INTEGER[]' },
+    { name: 'grid', type: 'INTEGER[][]' },
+    { name: 'weights', type: 'DOUBLE[]' },
   ]
   const source = (described: readonly StagedColumn[]): Source => ({
     describe: async () => described,
@@ -92,6 +97,8 @@ describe('validateProject names every column the warehouse cannot store (table, 
       'tables[0] (accounts): column "huge" has type HUGEINT, which BigQuery cannot store',
       'tables[0] (accounts): column "counter" has type UBIGINT, which BigQuery cannot store',
       'tables[0] (accounts): column "address" has type STRUCT(street VARCHAR, city VARCHAR), which BigQuery cannot store',
+      'tables[0] (accounts): column "grid" has type INTEGER[][], which BigQuery cannot store',
+      'tables[0] (accounts): column "weights" has type DOUBLE[], which BigQuery cannot store',
       'tables[1] (orders): column "id" has type DECIMAL(60,2), which BigQuery cannot store',
     ])
   })

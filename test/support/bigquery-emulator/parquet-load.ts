@@ -5,6 +5,7 @@ import { DuckDBInstance } from '@duckdb/node-api'
 import { invalid } from './api-errors.ts'
 import { fieldOfZetaType, googleSqlTypeName, legacyTypeName, zetaTypeOfField } from './field-types.ts'
 import type { Column } from './table-store.ts'
+import type { Proto } from './zetasql-service.ts'
 import { valueFromText, type Value } from './values.ts'
 
 /** A column of a Parquet file as DuckDB reads it (`BIGINT`, `DECIMAL(12,2)`, `TIMESTAMP WITH TIME ZONE`, ...). */
@@ -58,15 +59,32 @@ function quote(name: string): string {
 function textOf(column: ParquetColumn): string {
   const c = quote(column.name)
   const type = column.duckDbType.toUpperCase()
+  // A list as a JSON array of its elements' texts (NULL elements as null), read back by rowsForTable.
+  if (type.endsWith('[]'))
+    return `to_json(list_transform(${c}, dimsync_e -> ${textOf({ name: 'dimsync_e', duckDbType: type.slice(0, -2) }).replace('"dimsync_e"', 'dimsync_e')}))`
   if (type === 'TIMESTAMP WITH TIME ZONE') return `CAST(epoch_us(${c}) AS VARCHAR)`
   if (type.startsWith('TIMESTAMP')) return `strftime(${c}, '%Y-%m-%d %H:%M:%S.%f')`
   if (type === 'BLOB') return `to_base64(${c})`
   return `CAST(${c} AS VARCHAR)`
 }
 
-/** The BigQuery type a Parquet column loads as (what a load job that creates the table gives it). */
-function loadedTypeName(column: ParquetColumn, decimalTargets: readonly string[]): string | undefined {
+/**
+ * The BigQuery type a Parquet column loads as (what a load job that creates the table gives it); a LIST (with
+ * list inference, which dimsync's loads ask for) loads as a REPEATED column of its element's type.
+ */
+function loadedField(
+  column: ParquetColumn,
+  decimalTargets: readonly string[],
+): { readonly type: string; readonly repeated: boolean } | undefined {
   const type = column.duckDbType.toUpperCase()
+  const element = type.endsWith('[]') ? type.slice(0, -2) : undefined
+  if (element?.endsWith('[]')) return undefined
+  const loaded = loadedTypeName(element ?? type, decimalTargets)
+  return loaded === undefined ? undefined : { type: loaded, repeated: element !== undefined }
+}
+
+function loadedTypeName(duckDbType: string, decimalTargets: readonly string[]): string | undefined {
+  const type = duckDbType
   const decimal = /^DECIMAL\((\d+),\s*(\d+)\)$/.exec(type)
   if (decimal) {
     const precision = Number(decimal[1])
@@ -115,19 +133,23 @@ export function rowsForTable(
 ): { columns: readonly Column[]; rows: Value[][] } {
   const decimalTargets = target.decimalTargetTypes ?? ['NUMERIC', 'BIGNUMERIC']
   const loaded = content.columns.map((c) => {
-    const type = loadedTypeName(c, decimalTargets)
-    if (type === undefined)
+    const field = loadedField(c, decimalTargets)
+    if (field === undefined)
       throw invalid(
         `Error while reading data: column ${c.name} has type ${c.duckDbType}, which BigQuery cannot load`,
       )
-    return type
+    return field
   })
   const mismatch = (detail: string) =>
     invalid(`Provided Schema does not match Table ${target.name}. ${detail}`)
   const columns =
     target.columns ??
     content.columns.map((c, i) => {
-      const type = zetaTypeOfField({ name: c.name, type: loaded[i]! })
+      const type = zetaTypeOfField({
+        name: c.name,
+        type: loaded[i]!.type,
+        ...(loaded[i]!.repeated ? { mode: 'REPEATED' as const } : {}),
+      })
       return { field: fieldOfZetaType(c.name, type), type }
     })
   const positions = columns.map((column) => {
@@ -137,11 +159,14 @@ export function rowsForTable(
         throw mismatch(`Field ${column.field.name} is missing in new schema`)
       return -1
     }
-    const from = loaded[index]!
+    const { type: from, repeated } = loaded[index]!
     const to = legacyTypeName(column.field.type) ?? column.field.type
-    if (from !== to && !(WIDENS_TO[from] ?? []).includes(to))
+    if (
+      (from !== to && !(WIDENS_TO[from] ?? []).includes(to)) ||
+      repeated !== (column.field.mode === 'REPEATED')
+    )
       throw mismatch(
-        `Field ${column.field.name} has changed type from ${googleSqlTypeName(column.field)} to ${googleSqlTypeName({ name: '', type: from })}`,
+        `Field ${column.field.name} has changed type from ${googleSqlTypeName(column.field)} to ${googleSqlTypeName({ name: '', type: from, ...(repeated ? { mode: 'REPEATED' as const } : {}) })}`,
       )
     return index
   })
@@ -158,6 +183,7 @@ export function rowsForTable(
           `Error while reading data: row ${rowIndex + 1}: required field ${column.field.name} is NULL`,
         )
       try {
+        if (column.type.typeKind === 'TYPE_ARRAY') return arrayFromJson(column.type, text)
         return valueFromText(column.type, text === null ? null : normalizedText(column.type.typeKind, text))
       } catch (error) {
         throw invalid(
@@ -167,6 +193,22 @@ export function rowsForTable(
     }),
   )
   return { columns, rows }
+}
+
+/**
+ * A REPEATED column's value from the JSON array of its elements' texts. BigQuery has no NULL arrays (a NULL list
+ * loads as an empty array) and no NULL elements (a list holding one fails the load).
+ */
+function arrayFromJson(type: Proto, json: string | null): Value {
+  if (json === null) return { arrayValue: { element: [] } }
+  const elementType = type.arrayType.elementType
+  const texts = JSON.parse(json) as (string | null)[]
+  if (texts.some((t) => t === null)) throw new Error('an array cannot hold a NULL element')
+  return {
+    arrayValue: {
+      element: texts.map((t) => valueFromText(elementType, normalizedText(elementType.typeKind, t!))),
+    },
+  }
 }
 
 /** DuckDB's text of doubles (`inf`, `nan`) in the form valueFromText reads. */
