@@ -2,6 +2,13 @@ import type { TableRef } from '../core/table-ref.ts'
 import type { CompiledStatement, SqlDialect } from './dialect.ts'
 import { MergeSql, TEMP, WORK, type MergePlan } from './merge-sql.ts'
 import { renderColumnPolicies } from './render-column-policies.ts'
+import {
+  carriedAs,
+  changedKeysWithCarried,
+  HAS_CARRIED,
+  historyNeeded,
+  renderCarriedValues,
+} from './render-carried-values.ts'
 import { renderChangeFeedChecks } from './render-change-feed-checks.ts'
 import { renderAppend } from './render-append.ts'
 import { foundsDimension, renderFirstLoad } from './render-first-load.ts'
@@ -53,7 +60,7 @@ class MergeRenderer extends MergeSql {
       // Nothing to diff against: one INSERT of the staged rows (render-first-load.ts).
       this.#checkExtractionOrder()
       renderFirstLoad(this)
-      renderColumnPolicies(this)
+      renderColumnPolicies(this, { foundsDimension: true })
       this.#recordBatch()
       return this.out
     }
@@ -85,13 +92,14 @@ class MergeRenderer extends MergeSql {
       this.#buildChanges()
     }
     if (this.p.layout.type1.length > 0) this.#type1BeforeBatch()
+    renderCarriedValues(this)
     this.#closeCurrentVersions()
     this.#insertNewVersions()
     if (this.p.objects.captures !== undefined) renderLatePath(this, this.p.objects.captures)
     if (this.p.layout.type1.length > 0) this.#overwriteType1()
     if (this.p.table.removedColumns === 'keep_last' && this.p.layout.removed.length > 0)
       this.#keepLastRemoved()
-    renderColumnPolicies(this)
+    renderColumnPolicies(this, { foundsDimension: false })
     if (this.p.table.mode === 'mirror') this.#removeReplacedRows(this.p.objects.retired!)
     this.#recordBatch()
     return this.out
@@ -563,20 +571,36 @@ class MergeRenderer extends MergeSql {
     return conditions.join('\nOR ')
   }
 
-  /** `removed_columns: keep_last`: the versions of this batch take the key's last value of each removed column. */
+  /**
+   * `removed_columns: keep_last`: the versions of this batch take the key's last value of each removed column. The
+   * new (open) version of a key takes its current version's before the batch (the open partition); the key's
+   * history is read only when that is not its last value (see historyNeeded).
+   */
   #keepLastRemoved(): void {
     const n = this.names
     const removed = this.p.layout.removed.map((c) => c.name)
     const batch = this.str(this.p.batchId)
+    const q = (name: string) => this.q(name)
+    this.emit(
+      'schema evolution: new versions keep the current value of removed columns',
+      `UPDATE ${this.dim} AS d SET ${removed.map((c) => `${q(c)} = l.${q(carriedAs(c))}`).join(', ')}\n` +
+        `FROM (\n  ${changedKeysWithCarried(this)}\n) l\n` +
+        `WHERE ${this.current('d')} AND d.${q(n.batchId)} = ${batch} AND ${this.keyEq('d', 'l')} AND l.${q(HAS_CARRIED)}\n` +
+        `  AND (${removed.map((c) => `d.${q(c)} IS DISTINCT FROM l.${q(carriedAs(c))}`).join(' OR ')})`,
+    )
+    const history = historyNeeded(this)
+    if (history === undefined) return
     const last =
       `SELECT ${[...this.keys, ...removed].map((c) => this.col('x', c)).join(', ')} FROM ${this.dim} x\n` +
-      `  WHERE x.${this.q(n.batchId)} <> ${batch} AND EXISTS (SELECT 1 FROM ${this.dim} y WHERE y.${this.q(n.batchId)} = ${batch} AND ${this.keyEq('y', 'x')})\n` +
-      `  QUALIFY ROW_NUMBER() OVER (PARTITION BY ${this.keyList('x')} ORDER BY x.${this.q(n.validFrom)} DESC, x.${this.q(n.surrogateKey)} DESC) = 1`
-    this.emit(
-      'schema evolution: new versions keep the last value of removed columns',
-      `UPDATE ${this.dim} AS d SET ${removed.map((c) => `${this.q(c)} = l.${this.q(c)}`).join(', ')}\n` +
-        `FROM (\n  ${last}\n) l\n` +
-        `WHERE ${this.keyEq('d', 'l')} AND d.${this.q(n.batchId)} = ${batch} AND (${removed.map((c) => `d.${this.q(c)} IS DISTINCT FROM l.${this.q(c)}`).join(' OR ')})`,
+      `  WHERE x.${q(n.batchId)} <> ${batch} AND EXISTS (SELECT 1 FROM ${this.dim} y WHERE y.${q(n.batchId)} = ${batch} AND ${this.keyEq('y', 'x')})\n` +
+      `  QUALIFY ROW_NUMBER() OVER (PARTITION BY ${this.keyList('x')} ORDER BY x.${q(n.validFrom)} DESC, x.${q(n.surrogateKey)} DESC) = 1`
+    this.guarded(history, () =>
+      this.emit(
+        'schema evolution: new versions keep the last value of removed columns',
+        `UPDATE ${this.dim} AS d SET ${removed.map((c) => `${q(c)} = l.${q(c)}`).join(', ')}\n` +
+          `FROM (\n  ${last}\n) l\n` +
+          `WHERE ${this.keyEq('d', 'l')} AND d.${q(n.batchId)} = ${batch} AND (${removed.map((c) => `d.${q(c)} IS DISTINCT FROM l.${q(c)}`).join(' OR ')})`,
+      ),
     )
   }
 

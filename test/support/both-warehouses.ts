@@ -12,6 +12,7 @@ import { dimensionObjects } from '../../lib/sql/render-ddl.ts'
 import { mergeBatch, type KeyChanges } from '../../lib/use-cases/merge-batch.ts'
 import { BigQueryEmulator } from './bigquery-emulator/bigquery-emulator.ts'
 import { ZetaSqlService } from './bigquery-emulator/zetasql-service.ts'
+import { checkGuards } from './guard-check.ts'
 import { TestBatches, type Value } from './staged-batches.ts'
 
 process.env.METADATA_SERVER_DETECTION = 'none'
@@ -102,7 +103,7 @@ export class BothWarehouses {
 
   /** A dimension of `table`, empty on both warehouses; close it when done. */
   async open(table: TableSpec, columns: readonly StagedColumn[]): Promise<PairedDimension> {
-    const duck = await DuckDbWarehouse.open({ path: ':memory:' })
+    const duck = checkGuards(await DuckDbWarehouse.open({ path: ':memory:' }))
     const emulator = await BigQueryEmulator.start({ zetaSql: this.zeta })
     emulator.createDataset(PROJECT, DATASET, { location: 'EU' })
     const bigquery = new BigQueryWarehouse({

@@ -2,6 +2,7 @@ import type { StagedColumn } from '../../lib/core/batch.ts'
 import type { TableSpec } from '../../lib/core/table-spec.ts'
 import { DuckDbWarehouse } from '../../lib/adapters/warehouse/duckdb-warehouse.ts'
 import { mergeBatch, type MergeBatchResult } from '../../lib/use-cases/merge-batch.ts'
+import { checkGuards } from './guard-check.ts'
 import { TestBatches, type Value } from './staged-batches.ts'
 
 export interface VersionRow {
@@ -23,7 +24,7 @@ export class ScdHarness {
     return new ScdHarness(
       table,
       columns,
-      await DuckDbWarehouse.open({ path: ':memory:' }),
+      checkGuards(await DuckDbWarehouse.open({ path: ':memory:' })),
       await TestBatches.create(),
     )
   }

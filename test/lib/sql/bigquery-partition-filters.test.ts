@@ -35,8 +35,6 @@ import { serialRowNumbers, unprunedScans } from '../../support/zetasql/partition
  */
 const NOT_PRUNED_YET: readonly (readonly [label: string, why: string])[] = [
   ['insert new versions', 'the next surrogate key is MAX over the dimension (issue 11 item 13, still open)'],
-  ['column policies: ', 'types 0, 3 and 6 read every version of the keys the batch touched'],
-  ['schema evolution: new versions keep the last value', 'reads the older versions of the keys of the batch'],
   [
     'mirror: ',
     'a mirror holds only current rows and the rows this batch replaced, so the whole table is read',

@@ -1,0 +1,86 @@
+import { TEMP, WORK as W, type MergeSql } from './merge-sql.ts'
+
+/** The temporary table of values a batch's new versions carry over from their key's current version. */
+export const CARRIED = '__dimsync_carried'
+/** Columns of changedKeysWithCarried beside the keys. */
+export const HAS_CARRIED = '__dimsync_has_carried'
+export const carriedAs = (column: string) => `__dimsync_carried_${column}`
+/** Column of CARRIED: the version is an inferred member this batch completed in place (render-inferred-completion.ts). */
+const COMPLETED = '__dimsync_completed'
+
+/**
+ * Columns whose value on a new version does not come from the batch but from the key's other versions: types 0, 3
+ * and 6 (with the columns types 3 and 6 derive from) and, under `removed_columns: keep_last`, removed columns.
+ */
+export function carriedColumns(m: MergeSql): string[] {
+  const layout = m.p.layout
+  const keepLast = m.p.table.removedColumns === 'keep_last' ? layout.removed.map((c) => c.name) : []
+  const names = [
+    ...layout.keepFirst.map((c) => c.name),
+    ...layout.derived.flatMap((c) => [c.name, c.from]),
+    ...keepLast,
+  ]
+  return [...new Set(names)]
+}
+
+/**
+ * Before the batch closes any version: the carried columns of the current versions of the keys the batch changes,
+ * read from the open partition on BigQuery. While a key's history is not rewritten, every version of it holds the
+ * same type 0, 3 and 6 values and its current version the last value of a removed column, so these are the values
+ * its new version takes (see historyNeeded for when that is not enough).
+ */
+export function renderCarriedValues(m: MergeSql): void {
+  const columns = carriedColumns(m)
+  if (columns.length === 0) return
+  const changed = `EXISTS (SELECT 1 FROM ${m.tmp(TEMP.changes)} c WHERE ${m.keyEq('c', 'd')})`
+  const ofBatch = `d.${m.q(m.names.batchId)} = ${m.str(m.p.batchId)}`
+  const completed = m.p.layout.hasInferredFlag ? `, ${ofBatch} AS ${m.q(COMPLETED)}` : ''
+  m.emit(
+    'carried values of the current versions before the batch',
+    m.d.createTempTableAs(
+      CARRIED,
+      `SELECT ${[...m.keys, ...columns].map((c) => m.col('d', c)).join(', ')}${completed} FROM ${m.dim} d\n` +
+        `WHERE ${m.current('d')} AND ${m.p.layout.hasInferredFlag ? `(${changed} OR ${ofBatch})` : changed}`,
+    ),
+  )
+}
+
+/**
+ * SQL condition, reading only this batch's temporary tables: a carried value must be read from the history of a
+ * key rather than from its current version before the batch. That is when the late path ran (versions slotted
+ * into history), when the batch gave a key more than one version (the older ones are closed, outside the open
+ * partition), or, under `deletes: invalidate`, when a changed key had no current version (it may have older
+ * versions; a new key counts too, since telling them apart would read history), or the batch completed an
+ * inferred member. Undefined: never, for this table.
+ */
+export function historyNeeded(m: MergeSql): string | undefined {
+  const changes = m.tmp(TEMP.changes)
+  const conditions = [
+    ...(m.p.objects.captures === undefined ? [] : [`EXISTS (SELECT 1 FROM ${m.tmp(TEMP.lateKeys)})`]),
+    ...(m.oneEventPerKey ? [] : [`EXISTS (SELECT 1 FROM ${changes} WHERE ${m.q(W.changeNo)} > 1)`]),
+    ...(m.p.table.deletes === 'invalidate'
+      ? [`EXISTS (SELECT 1 FROM ${changes} WHERE NOT ${m.q(W.hadCurrent)})`]
+      : []),
+    // An inferred member completed in place took the batch's values without a new version.
+    ...(m.p.layout.hasInferredFlag
+      ? [`EXISTS (SELECT 1 FROM ${m.tmp(CARRIED)} WHERE ${m.q(COMPLETED)})`]
+      : []),
+  ]
+  return conditions.length === 0 ? undefined : conditions.join('\nOR ')
+}
+
+/**
+ * Per key the batch gave a version (one row each): its first change, with the key's carried values before the
+ * batch (HAS_CARRIED false when it had no current version). Under `historyNeeded` false this version is the
+ * key's only new one, and it is open.
+ */
+export function changedKeysWithCarried(m: MergeSql): string {
+  const columns = carriedColumns(m)
+  const versions = m.p.table.deletes === 'new_record' ? '' : ` AND NOT c.${m.q(W.del)}`
+  return (
+    `SELECT ${m.keyList('c')}, b.${m.q(m.keys[0]!)} IS NOT NULL AS ${m.q(HAS_CARRIED)}` +
+    columns.map((c) => `, b.${m.q(c)} AS ${m.q(carriedAs(c))}`).join('') +
+    `\n  FROM ${m.tmp(TEMP.changes)} c LEFT JOIN ${m.tmp(CARRIED)} b ON ${m.keyEq('b', 'c')}\n` +
+    `  WHERE c.${m.q(W.changeNo)} = 1${versions}`
+  )
+}
