@@ -22,7 +22,8 @@ const POLICIES = { keepFirst: ['tier'], previousValue: ['region'], currentValue:
 
 /** Per key, versions in valid_from order: the values each policy defines for all of them. */
 function expectPoliciesHold(rows: readonly VersionRow[]): void {
-  const byKey = Map.groupBy(rows, (r) => r.customer_id)
+  const byKey = new Map<unknown, VersionRow[]>()
+  for (const r of rows) byKey.set(r.customer_id, [...(byKey.get(r.customer_id) ?? []), r])
   for (const versions of byKey.values()) {
     const newest = versions.at(-1)!
     const before = versions.findLast((v) => v.region !== newest.region)
