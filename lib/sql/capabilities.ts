@@ -16,9 +16,16 @@ export interface DialectCapabilities {
    * versions is read.
    */
   readonly partitionedOnValidTo: boolean
+  /**
+   * A batch's new surrogate keys are numbered per bucket of about this many rows (surrogate-keys.ts), because
+   * the warehouse runs a window with no PARTITION BY on one worker (BigQuery). Undefined: in one ordered
+   * sequence (DuckDB sorts on every core of its one machine).
+   */
+  readonly rowsPerKeyBucket: number | undefined
 }
 
 export const DEFAULT_CAPABILITIES: DialectCapabilities = Object.freeze({
   transactionalDdl: false,
   partitionedOnValidTo: false,
+  rowsPerKeyBucket: undefined,
 })

@@ -4,6 +4,13 @@ import type { TableSpec } from '../core/table-spec.ts'
 import type { CompiledStatement, SqlDialect, TableRef } from './dialect.ts'
 import type { DimensionObjects } from './render-ddl.ts'
 import { raiseCheck } from './raise-check.ts'
+import {
+  advanceRecordedHighestKey,
+  newSurrogateKey,
+  seedRecordedHighestKey,
+  type KeyNumbering,
+  type SurrogateKeyRecord,
+} from './surrogate-keys.ts'
 import { currentVersion, liveCurrentVersion } from './version-predicates.ts'
 
 /** Names of the temporary tables a merge script creates; the warehouse adapter reads the counts from them. */
@@ -73,6 +80,11 @@ export interface MergePlan {
    * may change; the dimension itself holds the keys).
    */
   readonly keysGivenOutIn?: readonly TableRef[]
+  /**
+   * Buckets the batch's new surrogate keys are numbered in (surrogate-keys.ts, keyBucketsFor: from the staged
+   * row count and the dialect's rows per bucket). Default 1: one ordered sequence.
+   */
+  readonly keyBuckets?: number
 }
 
 /** The ledger's counts of a merged batch, as SQL expressions. */
@@ -226,19 +238,53 @@ export class MergeSql {
     return `COALESCE(${this.d.castToString(this.col(alias, column.name))} IN (${values}), FALSE)`
   }
 
+  /** The dimension's surrogate-key record and the tables holding keys given out before it (surrogate-keys.ts). */
+  get keyRecord(): SurrogateKeyRecord {
+    return {
+      dialect: this.d,
+      record: this.p.objects.keys,
+      surrogateKey: this.names.surrogateKey,
+      givenOutIn: [
+        this.p.objects.dimension,
+        ...(this.p.objects.retired === undefined ? [] : [this.p.objects.retired]),
+        ...(this.p.keysGivenOutIn ?? []),
+      ],
+    }
+  }
+
   /**
-   * The highest surrogate key given out so far: new versions are numbered after it. Retired versions count, so
-   * their keys are never given out again.
+   * A surrogate key for each row of a SELECT over `alias` (key columns qualified by it), numbered after the
+   * highest key given out, in the order of `order`. The SELECT's statement is emitted between `seedKeys` and
+   * `advanceKeys`.
    */
-  nextSurrogateKeyBase(): string {
-    const sk = this.q(this.names.surrogateKey)
-    const tables = [
-      this.p.objects.dimension,
-      ...(this.p.objects.retired === undefined ? [] : [this.p.objects.retired]),
-      ...(this.p.keysGivenOutIn ?? []),
-    ]
-    const highest = tables.map((t) => `(SELECT COALESCE(MAX(${sk}), 0) FROM ${this.d.table(t)})`)
-    return highest.length === 1 ? highest[0]! : `GREATEST(${highest.join(', ')})`
+  newKey(alias: string, order: readonly string[]): string {
+    return newSurrogateKey(this.keyRecord, this.keyNumbering, this.p.layout.key, alias, order)
+  }
+
+  /** Emits what `newKey` reads first: the record's row, for a dimension that has none yet. */
+  seedKeys(): void {
+    const seed = seedRecordedHighestKey(
+      this.keyRecord,
+      'surrogate keys: record the highest key given out (a dimension without a record)',
+    )
+    this.guarded(seed.onlyIf!, () => this.emit(seed.label, seed.sql))
+  }
+
+  /** Emits the record's move past the keys `newKey` gave `rows` (`<table> <alias> [WHERE …]`). */
+  advanceKeys(alias: string, rows: string, what: string): void {
+    const s = advanceRecordedHighestKey(
+      this.keyRecord,
+      this.keyNumbering,
+      this.p.layout.key,
+      alias,
+      rows,
+      `${what}: record their surrogate keys as given out`,
+    )
+    this.emit(s.label, s.sql)
+  }
+
+  get keyNumbering(): KeyNumbering {
+    return { buckets: this.p.keyBuckets ?? 1 }
   }
 
   /**

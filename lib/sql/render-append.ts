@@ -38,14 +38,16 @@ FROM ${m.stage} s`,
     'end the rows the extract replaces',
     `UPDATE ${m.dim} AS d SET ${q(n.validTo)} = ${at}, ${q(n.isCurrent)} = FALSE\nWHERE ${replaced}`,
   )
+  m.seedKeys()
   m.emit(
     'append the extract',
     `INSERT INTO ${m.dim} (${m.metadataAndStoredList()})\n` +
-      `SELECT ${m.nextSurrogateKeyBase()} + ROW_NUMBER() OVER (ORDER BY ${m.keyList('s')}),\n` +
+      `SELECT ${m.newKey('s', [m.keyList('s')])},\n` +
       `  ${m.stored.map((c) => m.col('s', c)).join(', ')},\n` +
       `  ${at}, ${openEnd}, TRUE, FALSE, ${renderRowHash(m.d, m.p.layout.tracked, 's')}, ${m.str(m.p.batchId)}\n` +
       `FROM ${m.stage} s`,
   )
+  m.advanceKeys('s', `${m.stage} s`, 'appended rows')
   m.recordBatch(
     {
       events: 'x.events',

@@ -31,14 +31,16 @@ export function renderFirstLoad(m: MergeSql): void {
   const hash = renderRowHash(m.d, m.p.layout.tracked, 's')
   // A NULL literal alone is an INT64 in BigQuery's INSERT … SELECT.
   const openEnd = m.p.table.openEnd === null ? `CAST(NULL AS ${m.d.type('timestamp')})` : m.openEnd()
+  m.seedKeys()
   m.emit(
     'insert first versions',
     `INSERT INTO ${m.dim} (${m.metadataAndStoredList()})\n` +
-      `SELECT ROW_NUMBER() OVER (ORDER BY ${m.keyList('s')}),\n` +
+      `SELECT ${m.newKey('s', [m.keyList('s')])},\n` +
       `  ${m.stored.map((c) => m.col('s', c)).join(', ')},\n` +
       `  ${m.d.timestampLiteral(m.p.extractedAt)}, ${openEnd}, TRUE, FALSE, ${hash}, ${m.str(m.p.batchId)}\n` +
       `FROM ${m.stage} s${versionRows}`,
   )
+  m.advanceKeys('s', `${m.stage} s${versionRows}`, 'first versions')
   // Soft deletes are events (unchanged ones) unless the policy ignores them, as in the general path.
   const events = m.p.table.deletes === 'ignore' ? versionRows : ''
   m.emit(

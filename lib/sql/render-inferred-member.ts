@@ -10,6 +10,12 @@ import type { SqlDialect } from './dialect.ts'
 import { raiseCheck } from './raise-check.ts'
 import { dimensionObjects, SOURCE_TYPE_NOTE } from './render-ddl.ts'
 import { UNKNOWN_MEMBER } from './render-unknown-member.ts'
+import {
+  advanceRecordedHighestKey,
+  newSurrogateKey,
+  seedRecordedHighestKey,
+  type SurrogateKeyRecord,
+} from './surrogate-keys.ts'
 import { currentVersion } from './version-predicates.ts'
 
 /**
@@ -46,6 +52,8 @@ export interface InferredMembersPlan {
   readonly batchId: string
   /** The staged facts (quoted table name). */
   readonly stage: string
+  /** Buckets new surrogate keys are numbered in (surrogate-keys.ts); default 1. */
+  readonly keyBuckets?: number
 }
 
 /**
@@ -96,12 +104,14 @@ export function renderInferredMembers(d: SqlDialect, plan: InferredMembersPlan):
     `SELECT ${factKey.map((k, j) => `${k} AS ${q(keyNames[j]!)}`).join(', ')}, MIN(${eventTime}) AS t\n` +
     `  FROM ${plan.stage} s\n  WHERE ${factKey.map((k) => `${k} IS NOT NULL`).join(' AND ')}\n` +
     `  GROUP BY ${factKey.join(', ')}`
-  const sk = q(n.surrogateKey)
-  const highest = `(SELECT COALESCE(MAX(${sk}), 0) FROM ${dim})`
-  const base =
-    objects.retired === undefined
-      ? highest
-      : `GREATEST(${highest}, (SELECT COALESCE(MAX(${sk}), 0) FROM ${d.table(objects.retired)}))`
+  // Numbered by the dimension's one rule for new keys (surrogate-keys.ts), as its merges number theirs.
+  const keys: SurrogateKeyRecord = {
+    dialect: d,
+    record: objects.keys,
+    surrogateKey: n.surrogateKey,
+    givenOutIn: [objects.dimension, ...(objects.retired === undefined ? [] : [objects.retired])],
+  }
+  const numbering = { buckets: plan.keyBuckets ?? 1 }
   // NULLs typed: in an INSERT … SELECT with a window function BigQuery does not coerce an untyped NULL.
   const attribute = (c: { name: string; type: string }) =>
     typeFamily(c.type).kind === 'string'
@@ -122,7 +132,13 @@ export function renderInferredMembers(d: SqlDialect, plan: InferredMembersPlan):
     r.inferredFlag,
   ]
   const values = [
-    `${base} + ROW_NUMBER() OVER (ORDER BY ${keyNames.map((k) => `m.${q(k)}`).join(', ')})`,
+    newSurrogateKey(
+      keys,
+      numbering,
+      r.dimensionKey,
+      'm',
+      keyNames.map((k) => `m.${q(k)}`),
+    ),
     ...keyNames.map((k) => `m.${q(k)}`),
     ...r.attributes.map(attribute),
     'm.t',
@@ -138,13 +154,36 @@ export function renderInferredMembers(d: SqlDialect, plan: InferredMembersPlan):
     objects.captures === undefined
       ? ''
       : `\n  AND NOT EXISTS (SELECT 1 FROM ${d.table(objects.captures)} c WHERE ${keyEq('c')})`
+  // Listed first: the count that records their keys as given out must not see the placeholders just inserted.
+  out.push({
+    label: `keys of ${table.name} to infer members of`,
+    sql: d.createTempTableAs(
+      INFERRED_KEYS,
+      `SELECT m.* FROM (\n  ${missing}\n) m\nWHERE NOT EXISTS (SELECT 1 FROM ${dim} x WHERE ${keyEq('x')})${logged}`,
+    ),
+  })
+  const inferred = `${d.table({ name: INFERRED_KEYS })} m`
+  out.push(
+    seedRecordedHighestKey(
+      keys,
+      `record the highest surrogate key given out in ${table.name} (a dimension without a record)`,
+    ),
+  )
   out.push({
     label: `infer members of ${table.name} for keys it never held`,
     sql:
-      `INSERT INTO ${dim} (${columns.map(q).join(', ')})\n` +
-      `SELECT ${values.join(', ')}\nFROM (\n  ${missing}\n) m\n` +
-      `WHERE NOT EXISTS (SELECT 1 FROM ${dim} x WHERE ${keyEq('x')})${logged}`,
+      `INSERT INTO ${dim} (${columns.map(q).join(', ')})\n` + `SELECT ${values.join(', ')}\nFROM ${inferred}`,
   })
+  out.push(
+    advanceRecordedHighestKey(
+      keys,
+      numbering,
+      r.dimensionKey,
+      'm',
+      inferred,
+      `record the surrogate keys of the inferred members of ${table.name} as given out`,
+    ),
+  )
   // Only while no merge has seen the key: a placeholder a merge closed, or logged in the capture log (whose
   // states rebuild late keys' windows), keeps its start, and older facts go to the unknown member.
   const unseen =
@@ -159,6 +198,9 @@ export function renderInferredMembers(d: SqlDialect, plan: InferredMembersPlan):
   })
   return out
 }
+
+/** Temporary table of the keys one reference infers members of (replaced for the next reference). */
+const INFERRED_KEYS = '__dimsync_inferred_keys'
 
 /** Placeholders of `dimension` (flag column `flag`) a batch created. */
 export function renderInferredCount(

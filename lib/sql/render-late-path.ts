@@ -108,15 +108,19 @@ function renderGuardedLatePath(m: MergeSql, captures: TableRef): void {
       `  WHERE v.${q(W.existingSk)} IS NOT NULL\n) x\n` +
       `WHERE d.${q(n.surrogateKey)} = x.${q(W.existingSk)} AND (d.${q(n.rowHash)} <> x.h OR d.${q(n.isDeleted)} <> x.${q(W.del)})`,
   )
+  const newVersions =
+    `${lv} v JOIN ${m.tmp(TEMP.lateAttributes)} a ON ${m.keyEq('a', 'v')} AND a.h = ${attributeState}\n` +
+    `WHERE v.${q(W.existingSk)} IS NULL`
+  m.seedKeys()
   m.emit(
     'late keys: insert new versions',
     `INSERT INTO ${m.dim} (${m.metadataAndStoredList()})\n` +
-      `SELECT ${m.nextSurrogateKeyBase()} + ROW_NUMBER() OVER (ORDER BY ${m.keyList('v')}, v.${q(W.from)}),\n` +
+      `SELECT ${m.newKey('v', [m.keyList('v'), `v.${q(W.from)}`])},\n` +
       `  ${m.stored.map((c) => (m.keys.includes(c) ? m.col('v', c) : m.col('a', c))).join(', ')},\n` +
       `  v.${q(W.from)}, ${end}, v.${q(W.to)} IS NULL, ${deletion}, a.h, ${m.str(m.p.batchId)}\n` +
-      `FROM ${lv} v JOIN ${m.tmp(TEMP.lateAttributes)} a ON ${m.keyEq('a', 'v')} AND a.h = ${attributeState}\n` +
-      `WHERE v.${q(W.existingSk)} IS NULL`,
+      `FROM ${newVersions}`,
   )
+  m.advanceKeys('v', newVersions, 'late keys: new versions')
   // The ledger counts them from the batch's stats, which exist whether or not the late path ran.
   m.emit(
     'late keys: count inserted versions',

@@ -469,15 +469,17 @@ class MergeRenderer extends MergeSql {
     const next = this.oneEventPerKey
       ? `CAST(NULL AS ${this.d.type('timestamp')})`
       : `LEAD(c.${this.q(W.t)}) OVER (PARTITION BY ${this.keyList('c')} ORDER BY c.${this.q(W.t)})`
+    this.seedKeys()
     this.emit(
       'insert new versions',
       `INSERT INTO ${this.dim} (${this.metadataAndStoredList()})\n` +
-        `SELECT ${this.nextSurrogateKeyBase()} + ROW_NUMBER() OVER (ORDER BY ${this.keyList('x')}, x.${this.q(W.t)}),\n` +
+        `SELECT ${this.newKey('x', [this.keyList('x'), `x.${this.q(W.t)}`])},\n` +
         `  ${this.stored.map((c) => this.col('x', c)).join(', ')},\n` +
         `  x.${this.q(W.t)}, COALESCE(x.${this.q(W.next)}, ${this.openEnd()}), x.${this.q(W.next)} IS NULL, x.${this.q(W.del)}, x.${this.q(W.rowHash)}, ${this.str(this.p.batchId)}\n` +
         `FROM (\n  SELECT c.*, ${next} AS ${this.q(W.next)}\n` +
         `  FROM ${this.tmp(TEMP.changes)} c\n) x\n${onlyVersions}`,
     )
+    this.advanceKeys('x', `${this.tmp(TEMP.changes)} x ${onlyVersions}`, 'new versions')
   }
 
   /**

@@ -13,6 +13,7 @@ import type { MergePlan } from '../sql/render-merge.ts'
 import { dimensionObjects, renderBatchLedgerDdl } from '../sql/render-ddl.ts'
 import { renderMergeScript, stagingTableName } from '../sql/render-merge-script.ts'
 import type { BatchOnDemand } from '../ports/staging-store.ts'
+import { keyBucketsFor } from '../sql/surrogate-keys.ts'
 import { findRepeatedSnapshot } from './snapshot-redelivery.ts'
 
 export interface MergeBatchRequest {
@@ -25,6 +26,8 @@ export interface MergeBatchRequest {
   readonly dryRun?: boolean
   /** Called inside the transaction just before COMMIT (a lease check); throwing rolls the merge back. */
   readonly beforeCommit?: () => Promise<void>
+  /** Number new surrogate keys per bucket of this many rows (default: the dialect's rowsPerKeyBucket). */
+  readonly rowsPerKeyBucket?: number
 }
 
 /** What the batch did to keys (fast path): first seen, changed, deleted. Late keys are counted in `counts`. */
@@ -79,7 +82,7 @@ export async function mergeBatch(deps: MergeDeps, request: MergeBatchRequest): P
     const existing = await warehouse.describeTable(objects.dimension)
     assertNotEmptyFirstLoad(request, batch, existing)
     const layout = planDimensionLayout(table, batchId, staged, existing)
-    const plan = batchMerge(request, batch, layout)
+    const plan = batchMerge(d, request, batch, layout)
     const sameAs = await findRepeatedSnapshot(warehouse, plan)
     if (sameAs !== undefined) return { status: 'already-applied', batchId, sameAs, statements: [] }
     const { ddl, merge, views } = renderBatchMerge(d, plan)
@@ -134,7 +137,7 @@ async function mergeAsScript(
   const existing = await warehouse.describeTable(objects.dimension)
   assertNotEmptyFirstLoad(request, batch, existing)
   const layout = planDimensionLayout(table, batchId, columns, existing)
-  const plan = { ...batchMerge(request, batch, layout), stage }
+  const plan = { ...batchMerge(warehouse.dialect, request, batch, layout), stage }
   const sameAs = await findRepeatedSnapshot(warehouse, plan)
   if (sameAs !== undefined) return { status: 'already-applied', batchId, sameAs, statements: [] }
   const script = renderMergeScript(warehouse.dialect, plan)
@@ -187,11 +190,16 @@ function assertNotEmptyFirstLoad(
 }
 
 function batchMerge(
+  d: SqlDialect,
   request: MergeBatchRequest,
   batch: { readonly manifest: BatchManifest },
   layout: DimensionLayout,
 ): MergePlan {
   return {
+    keyBuckets: keyBucketsFor(
+      batch.manifest.rowCount,
+      request.rowsPerKeyBucket ?? d.capabilities.rowsPerKeyBucket,
+    ),
     table: request.table,
     layout,
     objects: dimensionObjects(request.table, request.schema),

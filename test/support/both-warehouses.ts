@@ -101,8 +101,15 @@ export class BothWarehouses {
     }
   }
 
-  /** A dimension of `table`, empty on both warehouses; close it when done. */
-  async open(table: TableSpec, columns: readonly StagedColumn[]): Promise<PairedDimension> {
+  /**
+   * A dimension of `table`, empty on both warehouses; close it when done. `rowsPerKeyBucket`: both warehouses
+   * number new surrogate keys per bucket of that many rows (surrogate-keys.ts), as BigQuery numbers large batches.
+   */
+  async open(
+    table: TableSpec,
+    columns: readonly StagedColumn[],
+    options: { readonly rowsPerKeyBucket?: number } = {},
+  ): Promise<PairedDimension> {
     const duck = checkGuards(await DuckDbWarehouse.open({ path: ':memory:' }))
     const emulator = await BigQueryEmulator.start({ zetaSql: this.zeta })
     emulator.createDataset(PROJECT, DATASET, { location: 'EU' })
@@ -112,7 +119,7 @@ export class BothWarehouses {
       ...emulator.clientOptions(),
       pollIntervalMs: 5,
     })
-    return new PairedDimension(table, columns, this, { duckdb: duck, bigquery }, emulator)
+    return new PairedDimension(table, columns, this, { duckdb: duck, bigquery }, emulator, options)
   }
 
   /** Merges `batches` in order on both warehouses, then reads what each holds with `read`. */
@@ -145,6 +152,7 @@ export class PairedDimension {
     readonly both: BothWarehouses,
     readonly warehouses: Paired<Warehouse<SqlDialect>>,
     readonly emulator: BigQueryEmulator,
+    readonly numbering: { readonly rowsPerKeyBucket?: number } = {},
   ) {}
 
   schemaOf(side: keyof Paired<unknown>): string {
@@ -171,7 +179,7 @@ export class PairedDimension {
       try {
         const result = await mergeBatch(
           { warehouse: this.warehouses[side], staging: this.both.batches },
-          { table: this.table, schema: this.schemaOf(side), batchId, now, ...options },
+          { table: this.table, schema: this.schemaOf(side), batchId, now, ...this.numbering, ...options },
         )
         if (result.status === 'merged') {
           tally.merged++
@@ -246,6 +254,7 @@ export class PairedDimension {
       for (const [label, ref] of [
         ['captures', objects.captures],
         ['retired', objects.retired],
+        ['keys', objects.keys],
       ] as const) {
         const columns = ref === undefined ? undefined : await warehouse.describeTable(ref as TableRef)
         if (columns !== undefined) out[label] = await all(d.table(ref!), columns)
