@@ -96,15 +96,6 @@ function renderPoliciesFromHistory(m: MergeSql): void {
   const layout = m.p.layout
   const n = m.names
   const q = (name: string) => m.q(name)
-  m.emit(
-    'column policies: keys the batch touched',
-    m.d.createTempTableAs(
-      TEMP.policyKeys,
-      `SELECT DISTINCT ${m.keyList('k')} FROM (\n` +
-        `  SELECT ${m.keyList('s')} FROM ${m.stage} s\n  UNION ALL\n` +
-        `  SELECT ${m.keyList('d')} FROM ${m.dim} d WHERE d.${q(n.batchId)} = ${m.str(m.p.batchId)}\n) k`,
-    ),
-  )
   const touched = m.tmp(TEMP.policyKeys)
   m.emit(
     'column policies: keys the batch touched',

@@ -9,9 +9,37 @@
  * Returns one line per unpruned scan, naming its alias.
  */
 export function unprunedScans(resolved: unknown, table: string, partitionColumn: string): string[] {
+  return tableScans(resolved, { table, column: partitionColumn })
+    .filter((s) => s.table.toLowerCase() === table.toLowerCase() && !s.pruned)
+    .map((s) => `scan of ${table} (as ${s.alias}) without a filter on ${partitionColumn}`)
+}
+
+/** One read of a table in a resolved statement. */
+export interface TableScan {
+  /** The table's name as the catalog holds it (last part of its path). */
+  readonly table: string
+  readonly alias: string
+  /** The columns the scan reads (all of the table's unless the analyzer pruned unused columns), with their types. */
+  readonly columns: readonly { readonly name: string; readonly typeKind: string }[]
+  /** The partition column of `partition.table` is pinned to one partition (always false for other tables). */
+  readonly pruned: boolean
+  /** The scan is the target of an UPDATE or DELETE (whose partitions it rewrites). */
+  readonly rewritten: boolean
+}
+
+/**
+ * Every read of a table in a resolved statement (the INSERT target is not a read); `partition` names the table
+ * whose scans are checked for a filter pinning its partition column (see unprunedScans).
+ */
+export function tableScans(
+  resolved: unknown,
+  partition: { readonly table: string; readonly column: string },
+): TableScan[] {
   const root = resolved as any
-  if (/Create(View|TableFunction|MaterializedView)/i.test(unwrap(root).kind)) return []
-  const scans: { alias: string; column: number | undefined }[] = []
+  const kind = unwrap(root).kind
+  if (/Create(View|TableFunction|MaterializedView)/i.test(kind)) return []
+  const rewrites = /Update|Delete/i.test(kind)
+  const scans: (Omit<TableScan, 'pruned'> & { pinned: number | undefined })[] = []
   const pruned = new Set<number>()
   walk(root, (node, key) => {
     if (
@@ -19,12 +47,17 @@ export function unprunedScans(resolved: unknown, table: string, partitionColumn:
       Array.isArray(node.columnIndexList) &&
       key !== 'tableScan+target'
     ) {
-      if (node.table.name.toLowerCase() !== table.toLowerCase()) return
       const columns: any[] = node.parent?.columnList ?? []
-      const column = columns.find((c) => c.name?.toLowerCase() === partitionColumn.toLowerCase())
+      const isPartitioned = node.table.name.toLowerCase() === partition.table.toLowerCase()
+      const column = isPartitioned
+        ? columns.find((c) => c.name?.toLowerCase() === partition.column.toLowerCase())
+        : undefined
       scans.push({
-        alias: node.alias || table,
-        column: column === undefined ? undefined : id(column.columnId),
+        table: String(node.table.name),
+        alias: node.alias || node.table.name,
+        columns: columns.map((c) => ({ name: String(c.name), typeKind: String(c.type?.typeKind) })),
+        pinned: column === undefined ? undefined : id(column.columnId),
+        rewritten: rewrites && key === 'tableScan',
       })
     }
     if (key === 'filterExpr' || key === 'whereExpr' || key === 'joinExpr')
@@ -33,9 +66,7 @@ export function unprunedScans(resolved: unknown, table: string, partitionColumn:
         if (pinned !== undefined) pruned.add(pinned)
       }
   })
-  return scans
-    .filter((s) => s.column === undefined || !pruned.has(s.column))
-    .map((s) => `scan of ${table} (as ${s.alias}) without a filter on ${partitionColumn}`)
+  return scans.map(({ pinned, ...s }) => ({ ...s, pruned: pinned !== undefined && pruned.has(pinned) }))
 }
 
 /** Visits every object of the tree with the key it hangs under (the INSERT target is not a read). */

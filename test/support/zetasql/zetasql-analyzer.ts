@@ -96,12 +96,24 @@ export class ZetaSqlAnalyzer {
     this.#dirty = true
   }
 
+  /** The columns of a registered table (`project.dataset.table`, or a bare temporary table name). */
+  columnsOf(name: string): readonly CatalogColumn[] | undefined {
+    return this.#tables.get(name)
+  }
+
   hasTable(name: string): boolean {
     return this.#tables.has(name)
   }
 
-  /** Analyzes one statement; on success, DDL updates the catalog for the statements that follow. */
-  async analyze(label: string, sql: string): Promise<StatementVerdict> {
+  /**
+   * Analyzes one statement; on success, DDL updates the catalog for the statements that follow. With
+   * `pruneUnusedColumns`, each table scan of the resolved tree lists only the columns the statement references.
+   */
+  async analyze(
+    label: string,
+    sql: string,
+    options: { pruneUnusedColumns?: boolean } = {},
+  ): Promise<StatementVerdict> {
     let response: any
     try {
       response = await this.#client.analyze({
@@ -112,6 +124,7 @@ export class ZetaSqlAnalyzer {
           errorMessageMode: 'ERROR_MESSAGE_ONE_LINE',
           defaultTimezone: 'UTC',
           allowUndeclaredParameters: true,
+          pruneUnusedColumns: options.pruneUnusedColumns ?? false,
         },
       })
     } catch (error) {
