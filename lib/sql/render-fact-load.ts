@@ -24,6 +24,8 @@ export interface FactLoadPlan {
   readonly mode: 'full' | 'incremental'
   /** The staged rows; default the session's temporary `__dimsync_stage` (see MergePlan.stage). */
   readonly stage?: TableRef
+  /** Buckets the surrogate keys of inferred members are numbered in (surrogate-keys.ts); default 1. */
+  readonly keyBuckets?: number
 }
 
 /**
@@ -121,6 +123,7 @@ export function renderFactLoad(d: SqlDialect, plan: FactLoadPlan): CompiledState
           schema: plan.schema,
           batchId: plan.batchId,
           stage: rows,
+          ...(plan.keyBuckets !== undefined ? { keyBuckets: plan.keyBuckets } : {}),
         }),
       )
   }

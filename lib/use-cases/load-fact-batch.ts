@@ -21,6 +21,7 @@ import { stagingTableName } from '../sql/render-merge-script.ts'
 import { inferredColumnName } from '../core/inferred-member.ts'
 import { renderInferredFlagColumn } from '../sql/render-inferred-member.ts'
 import { renderUnknownMember, renderUnknownMemberQuery } from '../sql/render-unknown-member.ts'
+import { keyBucketsFor } from '../sql/surrogate-keys.ts'
 
 export interface LoadFactBatchRequest {
   readonly fact: FactSpec
@@ -110,6 +111,7 @@ export async function loadFactBatch(
       appliedAt: request.now.toISOString(),
       mode: batch.manifest.mode,
       ...(stage !== undefined ? { stage } : {}),
+      keyBuckets: keyBucketsFor(batch.manifest.rowCount, d.capabilities.rowsPerKeyBucket),
     }
     const unknownMembers = request.dryRun ? [] : await addMissingUnknownMembers(warehouse, request, layout)
     const { row, statements } =

@@ -79,4 +79,41 @@ describe('surrogate keys come from the record of the highest key given out', () 
     expect((await keysByCustomer(h)).map(([sk]) => sk)).toEqual([1, 2, 51, 52])
     expect(await recorded(h)).toEqual([52])
   })
+
+  it('a batch larger than a bucket is numbered per bucket: unique keys above every earlier one, all recorded', async () => {
+    const h = await setup({ deletes: 'invalidate' })
+    const customers = (region: string, ids: number[]) =>
+      ids.map((id) => ({ customer_id: id, name: `c${id}`, region }))
+    const ids = Array.from({ length: 40 }, (_, i) => 1000 + i * 7)
+    await h.load(customers('South', ids), { extractedAt: JAN, rowsPerKeyBucket: 8 })
+    const first = (await keysByCustomer(h)).map(([sk]) => sk as number)
+    // Five buckets of about 8 keys: not the ordered numbering 1 … 40 (which one bucket would give).
+    expect(first).not.toEqual(ids.map((_, i) => i + 1))
+    expect(new Set(first).size).toBe(40)
+    expect(Math.min(...first)).toBeGreaterThan(0)
+    const [afterFirst] = await recorded(h)
+    expect(afterFirst).toBeGreaterThanOrEqual(Math.max(...first))
+    // Half the keys change, ten are new.
+    const changed = ids.filter((_, i) => i % 2 === 0)
+    const added = Array.from({ length: 10 }, (_, i) => 5000 + i)
+    await h.load(
+      [
+        ...customers('North', [...changed, ...added]),
+        ...customers(
+          'South',
+          ids.filter((_, i) => i % 2 === 1),
+        ),
+      ],
+      {
+        extractedAt: MAR,
+        rowsPerKeyBucket: 8,
+      },
+    )
+    const all = (await keysByCustomer(h)).map(([sk]) => sk as number)
+    const second = all.filter((sk) => !first.includes(sk))
+    expect(second).toHaveLength(changed.length + added.length)
+    expect(new Set(all).size).toBe(all.length)
+    expect(Math.min(...second)).toBeGreaterThan(afterFirst!)
+    expect((await recorded(h))[0]).toBeGreaterThanOrEqual(Math.max(...second))
+  })
 })

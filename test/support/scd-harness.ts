@@ -46,7 +46,7 @@ export class ScdHarness {
 
   async merge(
     batchId: string,
-    options: { allowMassDelete?: boolean; dryRun?: boolean } = {},
+    options: { allowMassDelete?: boolean; dryRun?: boolean; rowsPerKeyBucket?: number } = {},
   ): Promise<MergeBatchResult> {
     this.#clock += 1000
     return mergeBatch(
@@ -62,6 +62,7 @@ export class ScdHarness {
       mode?: 'full' | 'incremental'
       batchId?: string
       allowMassDelete?: boolean
+      rowsPerKeyBucket?: number
     },
   ): Promise<MergeBatchResult> {
     return this.merge(await this.stage(rows, options), options)
