@@ -19,9 +19,10 @@ import {
   duckDbTrouble,
   type MemoryLimitSetting,
 } from '../duckdb/duckdb-errors.ts'
+import { registerCanonicalJson } from '../duckdb/canonical-json-function.ts'
 import { readParquetRowCounts, sqlIdentifier, sqlString } from '../duckdb/parquet-schema.ts'
 import { readCsvRecords } from './csv-records.ts'
-import type { DbColumn } from './db-types.ts'
+import { CANONICAL_JSON_FUNCTION, type DbColumn } from './db-types.ts'
 
 export interface CsvPartConverterOptions {
   /** Folder for spooled CSV, Parquet parts and DuckDB spills (inside the batch's scratch folder). */
@@ -114,6 +115,7 @@ export class CsvPartConverter {
       const connection = await instance.connect()
       // UTC-marked timestamps and zone-less TIMESTAMPTZ text are read in UTC, never in the machine's zone.
       await connection.run(`SET TimeZone='UTC'`)
+      registerCanonicalJson(connection, CANONICAL_JSON_FUNCTION)
       return new CsvPartConverter(options.workDir, instance, connection, options)
     } catch (error) {
       instance.closeSync()

@@ -24,6 +24,14 @@ export interface DbColumn {
   readonly serverType: string
 }
 
+/**
+ * The DuckDB function (registered by the CSV converter) giving a JSON document's canonical text
+ * (lib/core/canonical-json.ts): JSON is staged as BigQuery stores it, keys sorted and no insignificant white
+ * space, so reordered keys are no change and both warehouses hash the same text.
+ */
+export const CANONICAL_JSON_FUNCTION = 'dimsync_canonical_json'
+const toJson = (ref: string) => `CAST(${CANONICAL_JSON_FUNCTION}(${ref}) AS JSON)`
+
 // ---- PostgreSQL ------------------------------------------------------------------------------------------
 
 /** A PostgreSQL type resolved through domains: its base type name, modifier and element (arrays). */
@@ -94,8 +102,8 @@ const PG_SCALARS: Readonly<Record<string, Staging>> = {
   // (IntervalStyle iso_8601, `P1Y2M3DT4H5M6.0005S`) keeps months, days and microseconds exactly.
   interval: same('VARCHAR'),
   bytea: viaText('BLOB', pgBytes),
-  json: viaText('JSON', (ref) => `CAST(${ref} AS JSON)`),
-  jsonb: viaText('JSON', (ref) => `CAST(${ref} AS JSON)`),
+  json: viaText('JSON', toJson),
+  jsonb: viaText('JSON', toJson),
   // money's text depends on lc_monetary ("$1,234.50"); its numeric value does not.
   money: { type: 'VARCHAR', csvType: 'VARCHAR', select: (q) => `${q}::numeric` },
 }
@@ -287,7 +295,7 @@ export function mysqlColumn(field: MysqlFieldInfo): DbColumn {
       serverType = `BIT(${field.columnLength})`
       break
     case T.JSON:
-      ;[staging, serverType] = [viaText('JSON', (ref) => `CAST(${ref} AS JSON)`), 'JSON']
+      ;[staging, serverType] = [viaText('JSON', toJson), 'JSON']
       break
     case T.GEOMETRY:
       // Well-known binary (the internal format prefixes an SRID that no other reader understands).
@@ -304,7 +312,7 @@ export function mysqlColumn(field: MysqlFieldInfo): DbColumn {
       if (binary) {
         ;[staging, serverType] = [viaText('BLOB', (ref) => `from_hex(${ref})`), 'BLOB']
       } else if (field.extendedFormat === 'json') {
-        ;[staging, serverType] = [viaText('JSON', (ref) => `CAST(${ref} AS JSON)`), 'JSON']
+        ;[staging, serverType] = [viaText('JSON', toJson), 'JSON']
       } else if (field.extendedTypeName === 'uuid') {
         ;[staging, serverType] = [same('UUID'), 'UUID']
       } else {

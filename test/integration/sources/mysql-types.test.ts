@@ -96,7 +96,8 @@ describe.skipIf(!available)(
         vc: 'héllo 🌍',
         ch: 'ab',
         blb: '',
-        j: '{"a": [1, 2.50]}',
+        // JSON is staged as its canonical text (BigQuery's): no spaces, keys sorted, 2.50 is 2.5.
+        j: '{"a":[1,2.5]}',
         e: 'happy',
         dt: '1999-12-31',
         tm: '23:59:59.999999',

@@ -100,8 +100,9 @@ describe.skipIf(!available)(
         vc: 'héllo 🌍',
         ch: 'ab   ',
         u: 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11',
-        j: '{"a": [1, 2.50]}',
-        jb: '{"b": {"c": null}}',
+        // JSON is staged as its canonical text (BigQuery's): no spaces, keys sorted, 2.50 is 2.5.
+        j: '{"a":[1,2.5]}',
+        jb: '{"b":{"c":null}}',
         d: '1999-12-31',
         tm: '23:59:59.999999',
         ts: '2024-02-29 12:34:56.123456',

@@ -1,0 +1,45 @@
+import { describe, expect, it } from 'vitest'
+import { canonicalJson } from '../../../lib/core/canonical-json.ts'
+
+describe('canonicalJson: the text BigQuery gives a JSON value', () => {
+  it('drops insignificant white space and sorts object keys by code point, at every depth', () => {
+    expect(canonicalJson('{"b": 1,  "a": {"d": [1, {"z": 0, "y": 1}], "c": 2}}')).toBe(
+      '{"a":{"c":2,"d":[1,{"y":1,"z":0}]},"b":1}',
+    )
+    expect(canonicalJson('{"bb": 1, "a": 2, "B": 3, "é": 4, "\uffff": 5, "😀": 6}')).toBe(
+      '{"B":3,"a":2,"bb":1,"é":4,"\uffff":5,"😀":6}',
+    )
+    // jsonb and MySQL sort by length first and print spaces; reordered keys are the same document.
+    expect(canonicalJson('{"a": 1, "bb": 2}')).toBe(canonicalJson('{"bb":2,"a":1}'))
+  })
+
+  it('keeps the first of duplicate keys, as BigQuery does', () => {
+    expect(canonicalJson('{"a":1,"a":2}')).toBe('{"a":1}')
+  })
+
+  it('prints numbers as BigQuery does where a 64-bit integer or a double holds them exactly', () => {
+    expect(
+      canonicalJson('[1, -0, 2.50, 1e2, 1.0, -0.0, 0.1, 1e-7, 1e15, 123456.789e3, 0.0001, 0.00001]'),
+    ).toBe('[1,0,2.5,100.0,1.0,-0.0,0.1,1e-07,1e+15,123456789.0,0.0001,1e-05]')
+    expect(
+      canonicalJson('[18446744073709551615, -9223372036854775808, 5e-324, 1.7976931348623157e308]'),
+    ).toBe('[18446744073709551615,-9223372036854775808,5e-324,1.7976931348623157e+308]')
+  })
+
+  it('keeps the text of a number no double or 64-bit integer holds as written (BigQuery refuses it)', () => {
+    expect(canonicalJson('[0.10000000000000001, 18446744073709551616, 1e400]')).toBe(
+      '[0.10000000000000001,18446744073709551616,1e400]',
+    )
+  })
+
+  it('escapes quotes, backslashes and control characters only', () => {
+    expect(
+      canonicalJson('"\\u0041\\/\\b\\f\\n\\r\\t\\u0001\\u001F\\u007f é 😀 \\ud83d\\ude00 <>&\'\\"\\\\"'),
+    ).toBe('"A/\\b\\f\\n\\r\\t\\u0001\\u001f\u007f é 😀 😀 <>&\'\\"\\\\"')
+  })
+
+  it('returns text that is not one JSON document, or holds a lone surrogate, unchanged', () => {
+    for (const text of ['{"a":1', '[1,]', '{"a":1} x', "{'a':1}", '"\\ud800"', 'NaN', '01'])
+      expect(canonicalJson(text)).toBe(text)
+  })
+})
