@@ -2,6 +2,7 @@ import { BigQuery } from '@google-cloud/bigquery'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { COLUMN_PRESETS } from '../../lib/config/index.ts'
 import type { StagedColumn } from '../../lib/core/batch.ts'
+import { canonicalJson } from '../../lib/core/canonical-json.ts'
 import type { ChangeFeedSpec, TableSpec } from '../../lib/core/table-spec.ts'
 import {
   BothWarehouses,
@@ -334,6 +335,45 @@ const SOURCE_TYPES: Record<string, Scenario> = {
       merged([{ ...ana('South'), term: 'P1Y2M3DT4H5M6.000008S' }], MAR),
     ],
   },
+  // The sources stage a JSON document's canonical text (the extract runs canonicalJson): reordered keys and
+  // other spacing are the same text, so no change on either warehouse.
+  'JSON columns (JSON on BigQuery): a changed value or array element opens a version, reordered keys do not':
+    {
+      table: { deletes: 'invalidate' },
+      columns: [
+        { name: 'customer_id', type: 'BIGINT' },
+        { name: 'profile', type: 'JSON' },
+      ],
+      steps: [
+        merged(
+          [
+            { customer_id: 1, profile: canonicalJson('{"name": "Ana", "tags": ["a", "b"], "score": 2.50}') },
+            { customer_id: 2, profile: canonicalJson('{"x": null, "é": {"z": 1, "y": [true, 1e2]}}') },
+            { customer_id: 3, profile: null },
+          ],
+          JAN,
+          { insertedVersions: 3 },
+        ),
+        merged(
+          [
+            { customer_id: 1, profile: canonicalJson('{"tags":["a","b"],"score":2.5,"name":"Ana"}') },
+            { customer_id: 2, profile: canonicalJson('{"é": {"y": [true, 100.0], "z": 1}, "x": 0}') },
+            { customer_id: 3, profile: canonicalJson('{}') },
+          ],
+          MAR,
+          { insertedVersions: 2 },
+        ),
+        merged(
+          [
+            { customer_id: 1, profile: canonicalJson('{"tags":["b","a"],"score":2.5,"name":"Ana"}') },
+            { customer_id: 2, profile: canonicalJson('{"é": {"y": [true, 100.0], "z": 1}, "x": 0}') },
+            { customer_id: 3, profile: canonicalJson('{}') },
+          ],
+          MAY,
+          { insertedVersions: 1 },
+        ),
+      ],
+    },
   'arrays of text and of integers (ARRAY on BigQuery): a changed element and a reordered array open versions':
     {
       table: { deletes: 'invalidate' },

@@ -88,6 +88,10 @@ class BigQueryDialect extends SqlDialectBase {
     if (columnType === undefined) return this.castToString(expression)
     const element = arrayElementType(columnType)
     if (element !== undefined) return this.#listText(expression, element)
+    // The sources stage JSON as its canonical text, which is what TO_JSON_STRING gives back (and what DuckDB
+    // hashes): lib/core/canonical-json.ts. TO_JSON_STRING(NULL) is the text 'null', a SQL NULL stays NULL.
+    if (columnType.trim().toUpperCase() === 'JSON')
+      return `IF(${expression} IS NULL, NULL, TO_JSON_STRING(${expression}))`
     const family = typeFamily(columnType)
     // CAST(DATE AS STRING) is always YYYY-MM-DD (4-digit year, zero padded), like DuckDB's strftime %Y.
     switch (family.kind) {

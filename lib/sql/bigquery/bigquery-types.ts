@@ -8,6 +8,8 @@ import { typeFamily } from '../../core/staged-types.ts'
  * BIGNUMERIC, TIMESTAMP(UTC) → TIMESTAMP, TIMESTAMP(local) → DATETIME, BYTE_ARRAY → BYTES, LIST → a REPEATED
  * column with list inference).
  *
+ * JSON loads as JSON (Parquet's JSON logical type, which DuckDB writes for its JSON type).
+ *
  * Types BigQuery cannot hold without loss (UBIGINT, HUGEINT, INTERVAL, structs, maps, lists of lists, lists of
  * elements whose text the row hash cannot render alike on both warehouses) are refused with a message naming the
  * table and column, never silently turned into text.
@@ -23,7 +25,7 @@ export function bigQueryColumnType(stagedType: string, where: { table: string; c
 
 /** What BigQuery stores, for messages. */
 export const BIGQUERY_SUPPORTED =
-  'text, integers up to 64 bits, booleans, dates, times, timestamps, decimals, floating point, bytes, UUIDs, ' +
+  'text, integers up to 64 bits, booleans, dates, times, timestamps, decimals, floating point, bytes, UUIDs, JSON, ' +
   'one-dimensional arrays of text, integers, booleans, dates, decimals or UUIDs'
 
 /** A staged column cast before the load: its Parquet values are not what BigQuery loads into its type. */
@@ -68,6 +70,9 @@ export function bigQueryStorableType(stagedType: string): string | undefined {
     const type = bigQueryStorableType(element)?.replace(/\(.*\)$/, '')
     return type === undefined ? undefined : `ARRAY<${type}>`
   }
+  // JSON is BigQuery's JSON type; the sources stage its canonical text (lib/core/canonical-json.ts), which is
+  // BigQuery's TO_JSON_STRING of it, so both warehouses hash the same text.
+  if (stagedType.trim().toUpperCase() === 'JSON') return 'JSON'
   // A UUID is kept as its canonical text (lowercase, hyphenated: DuckDB's text of it, so the row hash agrees);
   // BigQuery has no UUID type, and the load converts the staged Parquet's 16 bytes (see loadCasts).
   if (stagedType.trim().toUpperCase() === 'UUID') return 'STRING'

@@ -73,6 +73,9 @@ describe('validateProject names every column the warehouse cannot store (table, 
     { name: 'scores', type: 'INTEGER[]' },
     { name: 'grid', type: 'INTEGER[][]' },
     { name: 'weights', type: 'DOUBLE[]' },
+    // JSON is a JSON column on BigQuery; arrays of JSON are not stored yet.
+    { name: 'profile', type: 'JSON' },
+    { name: 'events', type: 'JSON[]' },
   ]
   const source = (described: readonly StagedColumn[]): Source => ({
     describe: async () => described,
@@ -99,6 +102,7 @@ describe('validateProject names every column the warehouse cannot store (table, 
       'tables[0] (accounts): column "address" has type STRUCT(street VARCHAR, city VARCHAR), which BigQuery cannot store',
       'tables[0] (accounts): column "grid" has type INTEGER[][], which BigQuery cannot store',
       'tables[0] (accounts): column "weights" has type DOUBLE[], which BigQuery cannot store',
+      'tables[0] (accounts): column "events" has type JSON[], which BigQuery cannot store',
       'tables[1] (orders): column "id" has type DECIMAL(60,2), which BigQuery cannot store',
     ])
   })
