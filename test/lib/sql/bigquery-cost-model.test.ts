@@ -97,7 +97,7 @@ const SHAPES: Shape[] = [
     changes: KEYS * CHANGED_SHARE,
   },
   {
-    title: 'change times (late events), delta, `invalidate`, 2 type 1 columns',
+    title: 'change times (late events), delta, `invalidate`, type 1 columns (2 and the cursor)',
     table: tableSpec({
       deletes: 'invalidate',
       validFrom: { kind: 'column', column: 'changed_at' },
@@ -109,7 +109,7 @@ const SHAPES: Shape[] = [
     changes: DELTA_ROWS,
   },
   {
-    title: 'sequenced change feed, `deletes: new_record`',
+    title: 'sequenced change feed, `deletes: new_record` (the cursor is type 1)',
     table: tableSpec({
       deletes: 'new_record',
       validFrom: { kind: 'column', column: 'changed_at' },

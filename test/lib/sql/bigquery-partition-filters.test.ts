@@ -37,7 +37,7 @@ import { serialRowNumbers, unprunedScans } from '../../support/zetasql/partition
 const NOT_PRUNED_YET: readonly (readonly [label: string, why: string])[] = [
   [
     'mirror: ',
-    'a mirror holds only current rows and the rows this batch replaced, so the whole table is read',
+    'retiring replaced rows reads the whole mirror, which between merges holds only current rows (its closed partitions are empty)',
   ],
   ['system time: ', 'bitemporal tables: reads the rows known now of the keys the batch can touch'],
 ]
