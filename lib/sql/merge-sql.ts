@@ -20,6 +20,7 @@ export const TEMP = Object.freeze({
   stats: '__dimsync_stats',
   lateKeys: '__dimsync_late_keys',
   changes: '__dimsync_changes',
+  goneKeys: '__dimsync_gone_keys',
   lateCaptures: '__dimsync_late_captures',
   lateRuns: '__dimsync_late_runs',
   lateVersions: '__dimsync_late_versions',

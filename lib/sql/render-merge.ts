@@ -236,52 +236,77 @@ class MergeRenderer extends MergeSql {
   }
 
   /**
-   * The diff of a snapshot: staged rows joined with the current versions. A row whose state differs from its
-   * key's current state is a change; with a delete policy, a live current key missing from a full extract is a
-   * deletion carrying its last attributes.
+   * The diff of a snapshot against the current versions, in joins whose build side is narrow, so that the diff of a
+   * 10M-key dimension fits DuckDB's default memory limit (one FULL OUTER JOIN carrying every attribute of both sides
+   * did not). A staged row whose state differs from its key's current state is a change; its attributes are the
+   * staged ones, so the current versions are joined by key and state only. With a delete policy, a live current key
+   * missing from a full extract, or soft deleted in it, is a deletion carrying its last attributes: these keys are
+   * found from keys alone, then their current versions are read.
    */
   #buildChangesFromSnapshot(): void {
     const n = this.names
     const softDeleted = this.softDeleted('s')
     const keepSoftDeletes = softDeleted !== undefined && this.p.table.deletes !== 'ignore'
     const dropSoftDeletes = softDeleted !== undefined && !keepSoftDeletes ? ` WHERE NOT (${softDeleted})` : ''
+    const del = this.q(W.del)
+    const rowHash = this.q(W.rowHash)
+    const stateOf = this.q(W.state)
+    const stagedDelete = keepSoftDeletes ? softDeleted : 'FALSE'
     const staged =
-      `SELECT ${this.stored.map((c) => this.col('s', c)).join(', ')}, ${keepSoftDeletes ? softDeleted : 'FALSE'} AS ${this.q(W.del)},\n` +
-      `    ${renderRowHash(this.d, this.p.layout.tracked, 's')} AS ${this.q(W.rowHash)}\n` +
+      `SELECT ${this.stored.map((c) => this.col('s', c)).join(', ')}, ${stagedDelete} AS ${del},\n` +
+      `    ${renderRowHash(this.d, this.p.layout.tracked, 's')} AS ${rowHash}\n` +
       `  FROM ${this.stage} s${dropSoftDeletes}`
-    const current =
-      `SELECT ${this.keyList('d')}, CASE WHEN d.${this.q(n.isDeleted)} THEN ${this.str(DELETED_STATE)} ELSE d.${this.q(n.rowHash)} END AS ${this.q(W.state)}, ` +
-      `d.${this.q(n.rowHash)} AS ${this.q(W.rowHash)}` +
-      this.attributes.map((c) => `, ${this.col('d', c)}`).join('') +
-      `\n  FROM ${this.dim} d WHERE ${this.current('d')}`
+    const state = `CASE WHEN d.${this.q(n.isDeleted)} THEN ${this.str(DELETED_STATE)} ELSE d.${this.q(n.rowHash)} END`
+    const currentStates = `SELECT ${this.keyList('d')}, ${state} AS ${stateOf}\n  FROM ${this.dim} d WHERE ${this.current('d')}`
     const firstKey = this.q(this.keys[0]!)
-    const gone = `(e.${firstKey} IS NULL OR e.${this.q(W.del)})`
-    const eventState = `CASE WHEN e.${this.q(W.del)} THEN ${this.str(DELETED_STATE)} ELSE e.${this.q(W.rowHash)} END`
-    const absent = this.absenceDeletes
-      ? `\n   OR (e.${firstKey} IS NULL AND cur.${this.q(W.state)} <> ${this.str(DELETED_STATE)})`
-      : ''
-    const select = [
-      ...this.keys.map((k) => `COALESCE(${this.col('e', k)}, ${this.col('cur', k)}) AS ${this.q(k)}`),
-      ...this.attributes.map(
-        (c) => `CASE WHEN ${gone} THEN ${this.col('cur', c)} ELSE ${this.col('e', c)} END AS ${this.q(c)}`,
-      ),
-      `${this.d.timestampLiteral(this.p.extractedAt)} AS ${this.q(W.t)}`,
-      `${gone} AS ${this.q(W.del)}`,
-      `CASE WHEN ${gone} THEN cur.${this.q(W.rowHash)} ELSE e.${this.q(W.rowHash)} END AS ${this.q(W.rowHash)}`,
-      `${eventState} AS ${this.q(W.state)}`,
-      `(cur.${this.q(W.state)} IS NOT NULL) AS ${this.q(W.hadCurrent)}`,
+    const eventTime = `${this.d.timestampLiteral(this.p.extractedAt)} AS ${this.q(W.t)}`
+    const changed = [
+      ...this.stored.map((c) => `${this.col('e', c)} AS ${this.q(c)}`),
+      eventTime,
+      `FALSE AS ${del}`,
+      `e.${rowHash} AS ${rowHash}`,
+      `e.${rowHash} AS ${stateOf}`,
+      `(cur.${stateOf} IS NOT NULL) AS ${this.q(W.hadCurrent)}`,
       `1 AS ${this.q(W.changeNo)}`,
-      `(e.${firstKey} IS NULL) AS ${this.q(W.absent)}`,
+      `FALSE AS ${this.q(W.absent)}`,
     ]
     this.emit(
       'diff snapshot against current versions',
       this.d.createTempTableAs(
         TEMP.changes,
-        `WITH cur AS (\n  ${current}\n),\ne AS (\n  ${staged}\n)\nSELECT ${select.join(',\n  ')}\n` +
-          `FROM e ${this.absenceDeletes ? 'FULL OUTER JOIN' : 'LEFT JOIN'} cur ON ${this.keyEq('cur', 'e')}\n` +
-          `WHERE (e.${firstKey} IS NOT NULL AND ${eventState} IS DISTINCT FROM COALESCE(cur.${this.q(W.state)}, ${this.str(DELETED_STATE)}))${absent}`,
+        `SELECT ${changed.join(',\n  ')}\nFROM (\n  ${staged}\n) e LEFT JOIN (\n  ${currentStates}\n) cur ON ${this.keyEq('cur', 'e')}\n` +
+          `WHERE NOT e.${del} AND e.${rowHash} IS DISTINCT FROM COALESCE(cur.${stateOf}, ${this.str(DELETED_STATE)})`,
       ),
     )
+    if (this.absenceDeletes || keepSoftDeletes) {
+      // Absent keys need the LEFT JOIN; soft deletes alone need only the staged rows that delete.
+      this.emit(
+        'find deleted keys',
+        this.d.createTempTableAs(
+          TEMP.goneKeys,
+          `SELECT ${this.keyList('d')}, (e.${firstKey} IS NULL) AS ${this.q(W.absent)}\n` +
+            `FROM ${this.dim} d ${this.absenceDeletes ? 'LEFT JOIN' : 'JOIN'} (\n` +
+            `  SELECT ${this.keyList('s')}, ${stagedDelete} AS ${del} FROM ${this.stage} s${dropSoftDeletes}\n` +
+            `) e ON ${this.keyEq('d', 'e')}\nWHERE ${this.liveCurrent('d')} AND (e.${firstKey} IS NULL OR e.${del})`,
+        ),
+      )
+      const gone = [
+        ...this.stored.map((c) => this.col('d', c)),
+        this.d.timestampLiteral(this.p.extractedAt),
+        'TRUE',
+        `d.${this.q(n.rowHash)}`,
+        this.str(DELETED_STATE),
+        'TRUE',
+        '1',
+        `g.${this.q(W.absent)}`,
+      ]
+      const columns = [...this.stored, W.t, W.del, W.rowHash, W.state, W.hadCurrent, W.changeNo, W.absent]
+      this.emit(
+        'add deleted keys to the changes',
+        `INSERT INTO ${this.tmp(TEMP.changes)} (${columns.map((c) => this.q(c)).join(', ')})\n` +
+          `SELECT ${gone.join(', ')}\nFROM ${this.dim} d JOIN ${this.tmp(TEMP.goneKeys)} g ON ${this.keyEq('g', 'd')}\nWHERE ${this.current('d')}`,
+      )
+    }
     this.emit(
       'count events',
       this.d.createTempTableAs(
