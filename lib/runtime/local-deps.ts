@@ -38,6 +38,14 @@ export const BIGQUERY_ENDPOINT_VARIABLE = 'DIMSYNC_BIGQUERY_ENDPOINT'
  */
 export const DEFAULT_WAREHOUSE_MEMORY_LIMIT = '128MB'
 
+/**
+ * DuckDB threads of the warehouse (DIMSYNC_DUCKDB_THREADS overrides it). One: each thread's buffers come on top
+ * of the memory limit (a 1M-row first load peaked 277 MB against 310 MB with two), and with two the diff of a
+ * 1M-key snapshot ran out of the default limit (docs/benchmarks.md).
+ */
+export const DEFAULT_WAREHOUSE_THREADS = 1
+export const WAREHOUSE_THREADS_VARIABLE = 'DIMSYNC_DUCKDB_THREADS'
+
 /** How long a command waits for a DuckDB warehouse file another process has open (seconds). */
 export const WAREHOUSE_WAIT_VARIABLE = 'DIMSYNC_WAREHOUSE_WAIT_SECONDS'
 const DEFAULT_WAREHOUSE_WAIT_SECONDS = 60
@@ -154,10 +162,15 @@ async function openLocalWarehouse(
   }
   const { path } = project.warehouse
   const memoryLimit = process.env.DIMSYNC_DUCKDB_MEMORY_LIMIT ?? DEFAULT_WAREHOUSE_MEMORY_LIMIT
+  const threads = readInteger(process.env, WAREHOUSE_THREADS_VARIABLE, {
+    defaultValue: DEFAULT_WAREHOUSE_THREADS,
+    min: 1,
+    max: 1024,
+  })
   if (access === 'read' && path !== ':memory:' && !existsSync(path))
-    return await DuckDbWarehouse.open({ path: ':memory:', memoryLimit })
+    return await DuckDbWarehouse.open({ path: ':memory:', memoryLimit, threads })
   return await openWaitingForLock(
-    () => DuckDbWarehouse.open({ path, memoryLimit, readOnly: access === 'read' }),
+    () => DuckDbWarehouse.open({ path, memoryLimit, threads, readOnly: access === 'read' }),
     {
       path,
       waitMs: opener.waitMs,
