@@ -42,7 +42,10 @@ describe.each<[DeletePolicy, boolean, string | null]>([
                 stagedIds.set(batch, batchId)
                 applied = [...applied, ...batch]
               }
-              const result = await h.merge(batchId)
+              // Issue 11 item 11: every other batch numbers its new keys per bucket of two rows (as BigQuery
+              // numbers a batch larger than a bucket); new keys are above every key given out before.
+              const highestBefore = Math.max(0, ...keyOfSk.keys())
+              const result = await h.merge(batchId, i % 2 === 0 ? { rowsPerKeyBucket: 2 } : {})
               if ((result.counts?.lateKeys ?? 0) > 0) lateMerges++
               const stored = await h.history()
               if (openEnd !== null) expect(stored.filter((r) => r.valid_to === null)).toEqual([])
@@ -56,6 +59,11 @@ describe.each<[DeletePolicy, boolean, string | null]>([
               const live = new Set(rows.map((r) => Number(r.dimsync_sk)))
               for (const r of retired)
                 expect(live.has(Number(r.dimsync_sk)), 'a retired key is not reused').toBe(false)
+              const given = [...live].filter((sk) => !keyOfSk.has(sk))
+              expect(
+                given.filter((sk) => sk <= highestBefore),
+                'new keys are above every earlier key',
+              ).toEqual([])
               for (const r of rows) {
                 const before = keyOfSk.get(Number(r.dimsync_sk))
                 if (before !== undefined) expect(Number(r.customer_id)).toBe(before)

@@ -42,13 +42,28 @@ describe.each<[DeletePolicy, string | null]>([
               stagedIds.set(batch, batchId)
               applied = [...applied, ...batch]
             }
-            const result = await h.merge(batchId)
+            // Issue 11 item 11: every other batch numbers its new keys per bucket of two rows, as BigQuery
+            // numbers a batch larger than a bucket.
+            const highestBefore = Math.max(0, ...seenSk.keys())
+            const result = await h.merge(batchId, i % 2 === 0 ? { rowsPerKeyBucket: 2 } : {})
             if ((result.counts?.lateKeys ?? 0) > 0) lateMerges++
             const stored = await h.history()
             // With a sentinel open end, no version is left with a NULL valid_to.
             if (openEnd !== null) expect(stored.filter((r) => r.valid_to === null)).toEqual([])
             const rows = withOpenEndAsNull(stored)
             assertInvariants(rows)
+            const sks = rows.map((r) => Number(r.dimsync_sk))
+            const given = sks.filter((sk) => !seenSk.has(sk))
+            expect(
+              given.filter((sk) => sk <= highestBefore),
+              'new keys are above every earlier key',
+            ).toEqual([])
+            const [record] = await h.query(
+              `SELECT highest_surrogate_key AS k FROM main."${h.table.target}_dimsync_keys"`,
+            )
+            expect(Number(record?.k), 'the record covers every key given out').toBeGreaterThanOrEqual(
+              Math.max(0, ...sks),
+            )
             // Invariant 5: an existing version keeps its surrogate key (and what it describes) forever. A deletion
             // version describes the key's absence; the attributes it carries follow the version before it.
             for (const r of rows) {
