@@ -5,7 +5,7 @@ import type { StagedColumn } from '../core/batch.ts'
 import { ConfigError } from '../core/errors.ts'
 import type { ProjectSpec, TableSpec } from '../core/table-spec.ts'
 import type { Source } from '../ports/source.ts'
-import { bigQueryStorableType } from '../sql/bigquery/bigquery-types.ts'
+import { bigQueryKeyProblem, bigQueryStorableType } from '../sql/bigquery/bigquery-types.ts'
 import { dimensionObjects } from '../sql/render-ddl.ts'
 
 /** Name prefixes of dimsync's own objects (staging tables, the merge's temporary tables, the ledger). */
@@ -36,6 +36,9 @@ export async function validateProject(
           (c) =>
             `tables[${index}] (${table.name}): column "${c.name}" has type ${c.type}, which ` +
             `${WAREHOUSE_NAMES[project.warehouse.type]} cannot store`,
+        ),
+        ...uncomparableKeys(project, table, columns).map(
+          (problem) => `tables[${index}] (${table.name}): ${problem}`,
         ),
       )
       issues.push(...problems)
@@ -89,6 +92,19 @@ const WAREHOUSE_NAMES: Record<ProjectSpec['warehouse']['type'], string> = {
 function unstorableColumns(project: ProjectSpec, columns: readonly StagedColumn[]): StagedColumn[] {
   if (project.warehouse.type !== 'bigquery') return []
   return columns.filter((c) => bigQueryStorableType(c.type) === undefined)
+}
+
+/** Key columns of a type the warehouse stores but cannot join on (BigQuery: JSON, arrays). */
+function uncomparableKeys(
+  project: ProjectSpec,
+  table: TableSpec,
+  columns: readonly StagedColumn[],
+): string[] {
+  if (project.warehouse.type !== 'bigquery') return []
+  return columns.flatMap((c) => {
+    const problem = table.key.includes(c.name) ? bigQueryKeyProblem(c.type) : undefined
+    return problem === undefined ? [] : [`key column "${c.name}" ${problem}`]
+  })
 }
 
 /** Throws one ConfigError when a table's target is an object dimsync keeps for another table or for itself. */

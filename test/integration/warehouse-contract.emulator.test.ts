@@ -1012,6 +1012,26 @@ describe('known differences between the warehouses, pinned', () => {
     }
   })
 
+  it('a JSON key: DuckDB merges it, BigQuery refuses it before loading, naming table and column', async () => {
+    const dimension = await both.open(tableSpec({ key: ['profile'] }), [
+      { name: 'profile', type: 'JSON' },
+      { name: 'name', type: 'VARCHAR' },
+    ])
+    try {
+      const outcome = await dimension.load([{ profile: '{"id":1}', name: 'Ana' }], { extractedAt: JAN })
+      expect(outcome.duckdb).toMatchObject({ status: 'merged', counts: { insertedVersions: 1 } })
+      expect(outcome.bigquery).toEqual({
+        error: 'BatchRejectedError',
+        message:
+          'table customers: key column "profile" has type JSON, which BigQuery cannot compare (no equality on JSON ' +
+          'or arrays), so it cannot be a key; nothing was loaded. Key the table on other columns, or cast this ' +
+          'one to text in a query source',
+      })
+    } finally {
+      await dimension.close()
+    }
+  })
+
   it('a first batch refused inside the merge: DuckDB rolls its DDL back, BigQuery keeps the empty dimension', async () => {
     const dimension = await both.open(tableSpec(), CUSTOMER)
     try {

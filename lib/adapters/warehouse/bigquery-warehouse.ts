@@ -20,6 +20,7 @@ import {
 } from '../../sql/bigquery/column-types.ts'
 import {
   bigQueryField,
+  bigQueryKeyProblem,
   loadCasts,
   recordedTypeFits,
   SOURCE_TYPE_PREFIX,
@@ -201,6 +202,7 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
    * then reloaded from the parts under new job ids. A count that still differs fails retryably.
    */
   async loadBatch(request: LoadBatchRequest): Promise<void> {
+    assertComparableKeys(request)
     const parts = 'parts' in request ? request.parts : await partsOnDisk(request.partPaths)
     const groups = planLoadGroups(parts.bytes, this.#options.loadGroupBytes ?? DEFAULT_LOAD_GROUP_BYTES)
     const loadAll = (mode: 'adopt' | 'reload') =>
@@ -616,5 +618,21 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
     const message = api.message ?? String(error)
     const reason = isNoResponse(error) ? NO_RESPONSE : (api.errors?.[0]?.reason ?? 'invalid')
     return jobFailure(label, { reason, message }, statements, api.code)
+  }
+}
+
+/** A key column BigQuery cannot join on (JSON, arrays) refuses the batch before anything is loaded. */
+function assertComparableKeys(request: LoadBatchRequest): void {
+  const { table, batchId, columns } = request
+  for (const name of table.key) {
+    const column = columns.find((c) => c.name === name)
+    const problem = column === undefined ? undefined : bigQueryKeyProblem(column.type)
+    if (problem !== undefined)
+      throw new BatchRejectedError(
+        table.name,
+        batchId,
+        `table ${table.name}: key column "${name}" ${problem}; nothing was loaded. Key the table on other ` +
+          'columns, or cast this one to text in a query source',
+      )
   }
 }

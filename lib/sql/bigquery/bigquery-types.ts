@@ -58,6 +58,17 @@ export function arrayElementType(stagedType: string): string | undefined {
  */
 const ARRAY_ELEMENT_FAMILIES: ReadonlySet<string> = new Set(['string', 'integer', 'bool', 'date', 'decimal'])
 
+/**
+ * Why a column of this staged type cannot be a key on BigQuery, or undefined when it can: BigQuery has no
+ * equality, grouping or clustering on JSON and arrays, which the merge's joins on the key need.
+ */
+export function bigQueryKeyProblem(stagedType: string): string | undefined {
+  const type = bigQueryStorableType(stagedType)
+  if (type === 'JSON' || type?.startsWith('ARRAY<'))
+    return `has type ${stagedType}, which BigQuery cannot compare (no equality on JSON or arrays), so it cannot be a key`
+  return undefined
+}
+
 /** The BigQuery column type of a staged type, or undefined when BigQuery cannot store it without loss. */
 export function bigQueryStorableType(stagedType: string): string | undefined {
   const element = arrayElementType(stagedType)

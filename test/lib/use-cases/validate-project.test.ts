@@ -107,6 +107,27 @@ describe('validateProject names every column the warehouse cannot store (table, 
     ])
   })
 
+  it('BigQuery: a JSON or array key is an issue (no equality on them), the same types as attributes are not', async () => {
+    const spec = withWarehouse('{ type: bigquery, project: acme-dw, dataset: history, location: EU }')
+    const error = await validateProject(spec, (t) =>
+      source(
+        t.name === 'accounts'
+          ? [
+              { name: 'id', type: 'JSON' },
+              { name: 'tags', type: 'VARCHAR[]' },
+            ]
+          : [
+              { name: 'id', type: 'INTEGER[]' },
+              { name: 'profile', type: 'JSON' },
+            ],
+      ),
+    ).catch((e: unknown) => e)
+    expect((error as ConfigError).issues).toEqual([
+      'tables[0] (accounts): key column "id" has type JSON, which BigQuery cannot compare (no equality on JSON or arrays), so it cannot be a key',
+      'tables[1] (orders): key column "id" has type INTEGER[], which BigQuery cannot compare (no equality on JSON or arrays), so it cannot be a key',
+    ])
+  })
+
   it('an excluded column the source describes without (it is never staged) is ok, whatever its type', async () => {
     const spec = parseProject(
       `version: 1\nwarehouse: { type: bigquery, project: acme-dw, dataset: history, location: EU }\ntables:\n` +
