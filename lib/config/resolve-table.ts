@@ -32,6 +32,8 @@ import {
   checkDuplicates,
   checkMetadataDistinct,
   checkOwnOptions,
+  presetOf,
+  presetTableFields,
   resolveColumns,
   type Options,
 } from './table-options.ts'
@@ -108,8 +110,10 @@ export function resolveTable(
       softDelete.value,
     )
   const columns = resolveMetadataNames(ctx)
+  const preset = presetTableFields(presetOf(ctx.table.columns, presetOf(ctx.defaults.columns, 'dimsync')))
   const systemTime = resolveSystemTime(ctx, mode, columns)
-  checkMetadataClashes(ctx, columns, systemTime, [
+  checkDbtIdsFree(ctx, columns, preset.dbtIds)
+  checkMetadataClashes(ctx, columns, systemTime, preset.dbtIds, [
     ...key.map((name, i): NamedColumn => [keyPath(ctx, i), name, '']),
     ...tracked.value.columns.map((name, i): NamedColumn => [
       trackedPath(ctx, tracked.value, i),
@@ -150,8 +154,10 @@ export function resolveTable(
     exclude: exclude.value,
     deletes,
     maxDeleteShare: ctx.pick('max_delete_share').value ?? DEFAULT_MAX_DELETE_SHARE,
-    openEnd: openEnd === undefined || openEnd === null ? null : normalizeOpenEnd(openEnd)!,
+    openEnd: openEnd === undefined ? preset.openEnd : openEnd === null ? null : normalizeOpenEnd(openEnd)!,
     columns,
+    ...(preset.endStyle !== undefined ? { endStyle: preset.endStyle } : {}),
+    ...(preset.dbtIds !== undefined ? { dbtIds: preset.dbtIds } : {}),
     ...(softDelete.value !== undefined ? { softDeleteColumn: softDelete.value } : {}),
     ...(schedule !== undefined ? { schedule } : {}),
     ...(lambda !== undefined ? { lambda } : {}),
@@ -575,16 +581,25 @@ function checkMetadataClashes(
   ctx: TableContext,
   columns: TableSpec['columns'],
   systemTime: TableSpec['systemTime'],
+  dbtIds: TableSpec['dbtIds'],
   userColumns: readonly NamedColumn[],
 ): void {
-  const metadataByName = new Map<string, MetadataColumn | 'system_time'>(
+  const metadataByName = new Map<string, MetadataColumn | 'system_time' | 'dbt_ids'>(
     METADATA_COLUMN_KEYS.map((k) => [columns[k].toLowerCase(), k]),
   )
   for (const name of systemTime === undefined ? [] : [systemTime.systemFrom, systemTime.systemTo])
     metadataByName.set(name.toLowerCase(), 'system_time')
+  for (const name of dbtIds === undefined ? [] : [dbtIds.scdId, dbtIds.updatedAt])
+    metadataByName.set(name.toLowerCase(), 'dbt_ids')
   for (const [where, name, note] of userColumns) {
     const clash = metadataByName.get(name.toLowerCase())
-    if (clash === 'system_time') {
+    if (clash === 'dbt_ids') {
+      ctx.issues.add(
+        where,
+        `${show(name)} is also the name of a column dbt snapshots have (columns: dbt); rename or exclude the ` +
+          `source column${note}`,
+      )
+    } else if (clash === 'system_time') {
       ctx.issues.add(
         where,
         `${show(name)} is also the name of a system-time column of this bitemporal table (system_time: true); ` +
@@ -598,6 +613,24 @@ function checkMetadataClashes(
           `rename the metadata column with columns: { ${option}: <other name> }${note}`,
       )
     }
+  }
+}
+
+/** The dbt preset's own columns (dbt_scd_id, dbt_updated_at) are not names for other metadata columns. */
+function checkDbtIdsFree(
+  ctx: TableContext,
+  columns: TableSpec['columns'],
+  dbtIds: TableSpec['dbtIds'],
+): void {
+  if (dbtIds === undefined) return
+  const reserved = new Set([dbtIds.scdId, dbtIds.updatedAt].map((name) => name.toLowerCase()))
+  for (const key of METADATA_COLUMN_KEYS) {
+    if (!reserved.has(columns[key].toLowerCase())) continue
+    ctx.issues.add(
+      ctx.at('columns', METADATA_COLUMN_OPTIONS[key]),
+      `${show(columns[key])} is a column of its own in the dbt preset (dbt's id and start of a version); ` +
+        `give the ${METADATA_COLUMN_OPTIONS[key]} metadata column another name`,
+    )
   }
 }
 

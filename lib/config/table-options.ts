@@ -6,10 +6,12 @@ import {
   METADATA_COLUMN_KEYS,
   METADATA_COLUMN_OPTIONS,
   COLUMN_PRESETS,
+  PRESET_CONVENTIONS,
   type ColumnPreset,
   type MetadataColumn,
   type MetadataColumnNames,
 } from '../core/metadata-columns.ts'
+import type { TableSpec } from '../core/table-spec.ts'
 import type { TableOptionsDocument } from './config-schema.ts'
 import type { IssueList, Path } from './issue-list.ts'
 import { formatPath, show } from './messages.ts'
@@ -58,6 +60,29 @@ export function resolveColumns(
     if (override !== undefined) names[key] = override
   }
   return names as unknown as MetadataColumnNames
+}
+
+/**
+ * What a table with `columns: <preset>` and no open_end gets: the preset's names and its tool's conventions (how
+ * valid_to ends, the open end, dbt's own columns).
+ */
+export function presetTableFields(
+  preset: ColumnPreset,
+): Pick<TableSpec, 'columns' | 'openEnd' | 'endStyle' | 'dbtIds'> {
+  const conventions = PRESET_CONVENTIONS[preset]
+  return {
+    columns: COLUMN_PRESETS[preset],
+    openEnd: conventions.openEnd,
+    ...(conventions.endStyle !== 'exclusive' ? { endStyle: conventions.endStyle } : {}),
+    ...(conventions.dbtIds !== undefined ? { dbtIds: conventions.dbtIds } : {}),
+  }
+}
+
+/** The preset a `columns:` option builds on: the one it names, or (an override without a preset) `base`. */
+export function presetOf(value: Options['columns'] | undefined, base: ColumnPreset): ColumnPreset {
+  if (value === undefined) return base
+  if (typeof value === 'string') return value
+  return value.preset === undefined ? base : (value.preset as ColumnPreset)
 }
 
 export function checkMetadataDistinct(

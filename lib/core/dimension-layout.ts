@@ -1,7 +1,14 @@
 import type { StagedColumn } from './batch.ts'
 import { BatchRejectedError } from './errors.ts'
 import { inferredColumnName } from './inferred-member.ts'
-import { metadataColumnList, SYSTEM_TIME_COLUMNS, systemTimeColumnNames } from './metadata-columns.ts'
+import {
+  DBT_ID_COLUMNS,
+  metadataColumnList,
+  PRESET_NAMES,
+  PRESET_CONVENTIONS,
+  SYSTEM_TIME_COLUMNS,
+  systemTimeColumnNames,
+} from './metadata-columns.ts'
 import type { TableSpec } from './table-spec.ts'
 import { isWidening } from './type-widening.ts'
 
@@ -98,7 +105,11 @@ export function planDimensionLayout(
     if (c.name.startsWith(RESERVED_PREFIX))
       reject(`source column "${c.name}" uses the reserved prefix ${RESERVED_PREFIX}`)
   }
-  const metadata = [...metadataColumnList(table.columns), ...systemTimeColumnList(table)]
+  const metadata = [
+    ...metadataColumnList(table.columns),
+    ...dbtIdColumnList(table),
+    ...systemTimeColumnList(table),
+  ]
   const metadataNames = new Set(metadata.map((c) => c.name))
   for (const c of staged) {
     if (metadataNames.has(c.name))
@@ -177,6 +188,7 @@ export function planDimensionLayout(
   if (existing !== undefined) {
     const existingByName = new Map(existing.map((c) => [c.name, c]))
     checkSystemTimeMatches(table, existingByName, reject)
+    checkNotFormerPresetLayout(table, existingByName, reject)
     for (const m of metadata) {
       if (!existingByName.has(m.name))
         reject(
@@ -230,6 +242,41 @@ export function systemTimeColumnList(table: TableSpec): readonly DimensionColumn
     { name: names.systemFrom, type: SYSTEM_TIME_COLUMNS.systemFrom.type },
     { name: names.systemTo, type: SYSTEM_TIME_COLUMNS.systemTo.type },
   ]
+}
+
+/** The dbt preset's dbt_scd_id and dbt_updated_at (none for other tables), in dimension order. */
+export function dbtIdColumnList(table: TableSpec): readonly DimensionColumn[] {
+  const names = table.dbtIds
+  if (names === undefined) return []
+  return [
+    { name: names.scdId, type: DBT_ID_COLUMNS.scdId.type },
+    { name: names.updatedAt, type: DBT_ID_COLUMNS.updatedAt.type },
+  ]
+}
+
+/**
+ * Dimensions created by dimsync before the dbt and fivetran presets followed their tools (an integer dbt_scd_id,
+ * an exclusive _fivetran_end) have the preset's former surrogate key name and not the current one: refused, since
+ * reading them with today's conventions would misread their windows and ids.
+ */
+function checkNotFormerPresetLayout(
+  table: TableSpec,
+  existing: ReadonlyMap<string, DimensionColumn>,
+  reject: (message: string) => never,
+): void {
+  const sk = table.columns.surrogateKey
+  if (existing.has(sk)) return
+  for (const preset of PRESET_NAMES) {
+    const former = PRESET_CONVENTIONS[preset].formerSurrogateKey
+    if (former === undefined || former === sk || !existing.has(former)) continue
+    reject(
+      `dimension ${table.target} was created by an earlier dimsync with the ${preset} preset (integer surrogate key ` +
+        `"${former}", no "${sk}"), whose ${preset === 'dbt' ? 'dbt_scd_id and dbt_updated_at' : '_fivetran_end'} ` +
+        `did not follow ${preset === 'dbt' ? 'dbt' : 'Fivetran'}; nothing was written. Load table ${table.name} into ` +
+        `a new target, or keep this dimension as it is by naming its columns without the preset ` +
+        `(columns: { surrogate_key: ${former}, valid_from: ${table.columns.validFrom}, ... })`,
+    )
+  }
 }
 
 /**

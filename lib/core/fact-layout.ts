@@ -1,6 +1,6 @@
 import type { StagedColumn } from './batch.ts'
 import type { DimensionColumn } from './dimension-layout.ts'
-import { RESERVED_PREFIX } from './dimension-layout.ts'
+import { dbtIdColumnList, RESERVED_PREFIX } from './dimension-layout.ts'
 import { BatchRejectedError } from './errors.ts'
 import type { FactReference, FactSpec } from './fact-spec.ts'
 import { inferredColumnName } from './inferred-member.ts'
@@ -176,7 +176,11 @@ function dimensionColumnsOf(
   columns: readonly DimensionColumn[],
 ): { attributes: readonly DimensionColumn[]; inferredFlag?: string } {
   const flag = inferredColumnName(table.columns)
-  const metadata = new Set([...metadataColumnList(table.columns).map((c) => c.name), flag])
+  const metadata = new Set([
+    ...metadataColumnList(table.columns).map((c) => c.name),
+    ...dbtIdColumnList(table).map((c) => c.name),
+    flag,
+  ])
   const keyNames = new Set(table.key)
   const attributes = columns.filter((c) => !metadata.has(c.name) && !keyNames.has(c.name))
   const hasFlag = columns.some((c) => c.name === flag)

@@ -31,7 +31,9 @@ export const METADATA_COLUMNS = Object.freeze({
     type: 'BIGINT',
     notNull: true,
     meaning: 'surrogate key of the version, never reused',
-    names: { dimsync: 'dimsync_sk', dbt: 'dbt_scd_id', fivetran: '_fivetran_id', databricks: '__dimsync_sk' },
+    // dbt's dbt_scd_id and Fivetran's _fivetran_id are texts (hashes), not integers facts can point at: the
+    // integer key gets a name of its own in those presets, so a query using theirs reads what it expects.
+    names: { dimsync: 'dimsync_sk', dbt: 'dbt_sk', fivetran: '_fivetran_sk', databricks: '__dimsync_sk' },
   },
   validFrom: {
     option: 'valid_from',
@@ -146,6 +148,76 @@ export function metadataColumnList(
 export function metadataColumnNamed(names: MetadataColumnNames, column: string): MetadataColumn | undefined {
   return METADATA_COLUMN_KEYS.find((k) => names[k] === column)
 }
+
+/**
+ * How a dimension stores the end of a closed version in valid_to: `exclusive`, the next version's start (the
+ * half-open window `[valid_from, valid_to)`); or `last_millisecond`, one millisecond before it, as Fivetran's
+ * history mode writes `_fivetran_end` (so `t BETWEEN _fivetran_start AND _fivetran_end` works). Either way dimsync
+ * reads windows as half-open: with `last_millisecond` every read adds the millisecond back (lib/sql/version-end.ts).
+ */
+export type EndStyle = 'exclusive' | 'last_millisecond'
+
+/** dbt's own columns of a snapshot, which dimsync derives from each version's key and start. */
+export interface DbtIdColumnNames {
+  /** `dbt_scd_id`: MD5 hex of the key and `dbt_updated_at`, as dbt's snapshot_hash_arguments makes it. */
+  readonly scdId: string
+  /** `dbt_updated_at`: the version's start (what dbt writes for the timestamp and check strategies). */
+  readonly updatedAt: string
+}
+
+export const DBT_ID_COLUMNS = Object.freeze({
+  scdId: {
+    name: 'dbt_scd_id',
+    type: 'VARCHAR',
+    notNull: true,
+    meaning: "dbt's id of the version: MD5 hex of the key and dbt_updated_at, separated by '|'",
+  },
+  updatedAt: {
+    name: 'dbt_updated_at',
+    type: 'TIMESTAMPTZ',
+    notNull: true,
+    meaning: 'start of the version, as dbt_updated_at in a dbt snapshot (UTC)',
+  },
+} as const satisfies Record<
+  keyof DbtIdColumnNames,
+  Omit<MetadataColumnContract, 'option' | 'names'> & { name: string }
+>)
+
+/**
+ * What a preset's tool writes besides the columns every dimension has, so a query written against a dbt snapshot
+ * or a Fivetran history table runs unchanged on the dimension.
+ */
+export interface PresetConventions {
+  readonly endStyle: EndStyle
+  /** The open end when `open_end` is not configured (ISO instant, or null: valid_to IS NULL). */
+  readonly openEnd: string | null
+  /** dbt: dbt_scd_id and dbt_updated_at. */
+  readonly dbtIds?: DbtIdColumnNames
+  /**
+   * The surrogate key's name in dimensions created by dimsync before these conventions (their valid_to or
+   * surrogate key meant something else): such a dimension is refused rather than misread.
+   */
+  readonly formerSurrogateKey?: string
+}
+
+/** Fivetran's open end: `_fivetran_end` of active rows. */
+export const FIVETRAN_OPEN_END = '9999-12-31T23:59:59.999Z'
+
+export const PRESET_CONVENTIONS: Readonly<Record<ColumnPreset, PresetConventions>> = Object.freeze({
+  dimsync: { endStyle: 'exclusive', openEnd: null },
+  dbt: {
+    endStyle: 'exclusive',
+    openEnd: null,
+    dbtIds: { scdId: DBT_ID_COLUMNS.scdId.name, updatedAt: DBT_ID_COLUMNS.updatedAt.name },
+    formerSurrogateKey: 'dbt_scd_id',
+  },
+  fivetran: {
+    endStyle: 'last_millisecond',
+    openEnd: FIVETRAN_OPEN_END,
+    formerSurrogateKey: '_fivetran_id',
+  },
+  databricks: { endStyle: 'exclusive', openEnd: null },
+})
 
 /**
  * The system-time columns of a bitemporal table (`system_time: true`): when dimsync learned a row and when a

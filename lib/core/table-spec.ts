@@ -4,7 +4,12 @@
  */
 
 import type { FactSpec } from './fact-spec.ts'
-import type { MetadataColumnNames, SystemTimeColumnNames } from './metadata-columns.ts'
+import type {
+  DbtIdColumnNames,
+  EndStyle,
+  MetadataColumnNames,
+  SystemTimeColumnNames,
+} from './metadata-columns.ts'
 
 export type DeletePolicy = 'ignore' | 'invalidate' | 'new_record'
 
@@ -159,6 +164,10 @@ export interface TableSpec {
   readonly maxDeleteShare: number
   readonly openEnd: OpenEnd
   readonly columns: MetadataColumnNames
+  /** How valid_to holds a closed version's end (absent: `exclusive`); see EndStyle. */
+  readonly endStyle?: EndStyle
+  /** The dbt preset: dbt_scd_id and dbt_updated_at, derived from each version's key and start. */
+  readonly dbtIds?: DbtIdColumnNames
   /** Optional source column whose non-NULL (or true) value marks a row as deleted (soft delete). */
   readonly softDeleteColumn?: string
   /** AWS deployment: when the table runs (absent: only when started by hand). See ScheduleSpec. */

@@ -76,6 +76,12 @@ export abstract class SqlDialectBase implements SqlDialect {
     return `CAST(${expression} AS ${this.type('timestamp')})`
   }
 
+  /** Standard interval arithmetic (DuckDB, PostgreSQL). */
+  addMilliseconds(expression: string, milliseconds: number): string {
+    const sign = milliseconds < 0 ? '-' : '+'
+    return `(${expression} ${sign} INTERVAL '${Math.abs(milliseconds)} milliseconds')`
+  }
+
   createTempTableAs(name: string, select: string): string {
     return `CREATE OR REPLACE TEMP TABLE ${this.quoteIdentifier(name)} AS\n${select}`
   }

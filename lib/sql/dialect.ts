@@ -58,6 +58,8 @@ export interface SqlDialect {
   rowHashOf(pieces: readonly RowHashPiece[]): string
   /** Casts a source column to the instant type used for valid_from / valid_to. */
   castToTimestamp(expression: string): string
+  /** The instant `milliseconds` (negative: earlier) after the instant expression `expression` (NULL stays NULL). */
+  addMilliseconds(expression: string, milliseconds: number): string
   /** An expression that aborts the statement (and the transaction) with `message` (a STRING expression). */
   raiseError(messageExpression: string): string
   /** `CREATE TEMP TABLE name AS select` in this dialect. */

@@ -1,5 +1,6 @@
 import type { TableSpec } from '../core/table-spec.ts'
 import type { SqlDialect } from './dialect.ts'
+import { storedEndAfter } from './version-end.ts'
 import { andKnownNow, liveVersionAt } from './version-predicates.ts'
 
 /** Later than any instant a fact can have, in every dialect (BigQuery's largest TIMESTAMP). */
@@ -17,7 +18,8 @@ export function versionAtInJoin(d: SqlDialect, table: TableSpec, instant: string
   const col = (name: string) => `${alias}.${d.quoteIdentifier(name)}`
   const n = table.columns
   return (
-    `${col(n.validFrom)} <= ${instant} AND COALESCE(${col(n.validTo)}, ${d.timestampLiteral(END_OF_TIME)}) > ${instant}` +
+    `${col(n.validFrom)} <= ${instant} AND ` +
+    storedEndAfter(d, table, `COALESCE(${col(n.validTo)}, ${d.timestampLiteral(END_OF_TIME)})`, instant) +
     ` AND NOT ${col(n.isDeleted)}` +
     andKnownNow(d, table, alias)
   )

@@ -3,6 +3,7 @@ import type { DimensionLayout } from '../core/dimension-layout.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import type { CompiledStatement, SqlDialect, TableRef } from './dialect.ts'
 import type { DimensionObjects } from './render-ddl.ts'
+import { dbtIdAssignments, dbtIdNames, dbtIdValues, keyValues } from './dbt-ids.ts'
 import { raiseCheck } from './raise-check.ts'
 import {
   advanceRecordedHighestKey,
@@ -11,6 +12,7 @@ import {
   type KeyNumbering,
   type SurrogateKeyRecord,
 } from './surrogate-keys.ts'
+import { storedEnd } from './version-end.ts'
 import { currentVersion, liveCurrentVersion } from './version-predicates.ts'
 
 /** Names of the temporary tables a merge script creates; the warehouse adapter reads the counts from them. */
@@ -161,6 +163,27 @@ export class MergeSql {
   }
   openEnd(): string {
     return this.p.table.openEnd === null ? 'NULL' : this.d.timestampLiteral(this.p.table.openEnd)
+  }
+  /** The valid_to to write for versions that end (exclusively) at the instant expression `end` (version-end.ts). */
+  endAt(end: string): string {
+    return storedEnd(this.d, this.p.table, end)
+  }
+  /**
+   * dbt preset: `, <dbt_scd_id>, <dbt_updated_at>` of a version whose key columns are `alias.<key>` and whose start
+   * is `start`, to follow the values of `metadataAndStoredList` ('' for other tables).
+   */
+  dbtIdValues(alias: string, start: string): string {
+    const keys = keyValues(this.d, this.p.layout.key, alias)
+    return dbtIdValues(this.d, this.p.table, keys, start)
+      .map((v) => `, ${v}`)
+      .join('')
+  }
+  /** dbt preset: `, dbt_scd_id = …, dbt_updated_at = …` for an UPDATE giving versions of `alias` the start `start`. */
+  dbtIdAssignments(alias: string, start: string): string {
+    const keys = keyValues(this.d, this.p.layout.key, alias)
+    return dbtIdAssignments(this.d, this.p.table, keys, start)
+      .map((v) => `, ${v}`)
+      .join('')
   }
   #onlyIf: string | undefined
   emit(label: string, sql: string): void {
@@ -330,6 +353,7 @@ export class MergeSql {
       n.isDeleted,
       n.rowHash,
       n.batchId,
+      ...dbtIdNames(this.p.table),
     ]
       .map((c) => this.q(c))
       .join(', ')

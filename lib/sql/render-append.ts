@@ -36,7 +36,7 @@ FROM ${m.stage} s`,
   )
   m.emit(
     'end the rows the extract replaces',
-    `UPDATE ${m.dim} AS d SET ${q(n.validTo)} = ${at}, ${q(n.isCurrent)} = FALSE\nWHERE ${replaced}`,
+    `UPDATE ${m.dim} AS d SET ${q(n.validTo)} = ${m.endAt(at)}, ${q(n.isCurrent)} = FALSE\nWHERE ${replaced}`,
   )
   m.seedKeys()
   m.emit(
@@ -44,7 +44,7 @@ FROM ${m.stage} s`,
     `INSERT INTO ${m.dim} (${m.metadataAndStoredList()})\n` +
       `SELECT ${m.newKey('s', [m.keyList('s')])},\n` +
       `  ${m.stored.map((c) => m.col('s', c)).join(', ')},\n` +
-      `  ${at}, ${openEnd}, TRUE, FALSE, ${renderRowHash(m.d, m.p.layout.tracked, 's')}, ${m.str(m.p.batchId)}\n` +
+      `  ${at}, ${openEnd}, TRUE, FALSE, ${renderRowHash(m.d, m.p.layout.tracked, 's')}, ${m.str(m.p.batchId)}${m.dbtIdValues('s', at)}\n` +
       `FROM ${m.stage} s`,
   )
   m.advanceKeys('s', `${m.stage} s`, 'appended rows')

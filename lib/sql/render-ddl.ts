@@ -1,6 +1,7 @@
 import type { DimensionColumn, DimensionLayout } from '../core/dimension-layout.ts'
-import { systemTimeColumnList } from '../core/dimension-layout.ts'
+import { dbtIdColumnList, systemTimeColumnList } from '../core/dimension-layout.ts'
 import {
+  DBT_ID_COLUMNS,
   METADATA_COLUMNS,
   metadataColumnList,
   metadataColumnNamed,
@@ -142,6 +143,10 @@ export function renderDimensionDdl(
       ...layout.stored.map((c) => column(c, keyNames.has(c.name))),
       ...layout.derived.map((c) => column(c, false, `dimsync: the ${c.kind} value of ${c.from}`)),
       ...rest.map((c) => meta(c)),
+      ...dbtIdColumnList(table).map((c, i) => {
+        const contract = i === 0 ? DBT_ID_COLUMNS.scdId : DBT_ID_COLUMNS.updatedAt
+        return column(c, contract.notNull, `dimsync: ${contract.meaning}`)
+      }),
       ...systemTimeColumnList(table).map((c, i) => {
         const contract = i === 0 ? SYSTEM_TIME_COLUMNS.systemFrom : SYSTEM_TIME_COLUMNS.systemTo
         return column(c, contract.notNull, `dimsync: ${contract.meaning}`)

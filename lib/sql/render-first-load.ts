@@ -37,7 +37,8 @@ export function renderFirstLoad(m: MergeSql): void {
     `INSERT INTO ${m.dim} (${m.metadataAndStoredList()})\n` +
       `SELECT ${m.newKey('s', [m.keyList('s')])},\n` +
       `  ${m.stored.map((c) => m.col('s', c)).join(', ')},\n` +
-      `  ${m.d.timestampLiteral(m.p.extractedAt)}, ${openEnd}, TRUE, FALSE, ${hash}, ${m.str(m.p.batchId)}\n` +
+      `  ${m.d.timestampLiteral(m.p.extractedAt)}, ${openEnd}, TRUE, FALSE, ${hash}, ${m.str(m.p.batchId)}` +
+      `${m.dbtIdValues('s', m.d.timestampLiteral(m.p.extractedAt))}\n` +
       `FROM ${m.stage} s${versionRows}`,
   )
   m.advanceKeys('s', `${m.stage} s${versionRows}`, 'first versions')

@@ -22,16 +22,17 @@ export function renderInferredCompletion(m: MergeSql): void {
   const placeholder = `d.${m.q(flag)} IS TRUE AND ${m.current('d')}`
   const completing = firstEvents(m, false)
   if (m.p.objects.captures !== undefined) logPlaceholderStates(m, m.p.objects.captures, placeholder)
+  const start = `CASE WHEN e.${t} < d.${validFrom} THEN e.${t} ELSE d.${validFrom} END`
   const set = [
     ...m.attributes.map((c) => `${m.q(c)} = e.${m.q(c)}`),
     `${m.q(n.rowHash)} = e.${m.q(WORK.rowHash)}`,
-    `${validFrom} = CASE WHEN e.${t} < d.${validFrom} THEN e.${t} ELSE d.${validFrom} END`,
+    `${validFrom} = ${start}`,
     `${m.q(n.batchId)} = ${m.str(m.p.batchId)}`,
     `${m.q(flag)} = FALSE`,
   ]
   m.emit(
     'complete inferred members with their first real event',
-    `UPDATE ${m.dim} AS d SET ${set.join(', ')}\nFROM (\n  ${completing}\n) e\n` +
+    `UPDATE ${m.dim} AS d SET ${set.join(', ')}${m.dbtIdAssignments('d', start)}\nFROM (\n  ${completing}\n) e\n` +
       `WHERE e.${m.q(WORK.rank)} = 1 AND ${m.keyEq('d', 'e')} AND ${placeholder}`,
   )
 }

@@ -7,6 +7,7 @@ import { typeFamily } from '../core/staged-types.ts'
 import type { TableRef } from '../core/table-ref.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import type { SqlDialect } from './dialect.ts'
+import { dbtIdAssignments, dbtIdNames, dbtIdValues } from './dbt-ids.ts'
 import { raiseCheck } from './raise-check.ts'
 import { dimensionObjects, SOURCE_TYPE_NOTE } from './render-ddl.ts'
 import { UNKNOWN_MEMBER } from './render-unknown-member.ts'
@@ -130,7 +131,9 @@ export function renderInferredMembers(d: SqlDialect, plan: InferredMembersPlan):
     n.rowHash,
     n.batchId,
     r.inferredFlag,
+    ...dbtIdNames(table),
   ]
+  const naturalKey = r.dimensionKey.map((k) => ({ expression: `m.${q(k.name)}`, type: k.type }))
   const values = [
     newSurrogateKey(
       keys,
@@ -148,6 +151,7 @@ export function renderInferredMembers(d: SqlDialect, plan: InferredMembersPlan):
     str(INFERRED_MEMBER.rowHash),
     str(plan.batchId),
     'TRUE',
+    ...dbtIdValues(d, table, naturalKey, 'm.t'),
   ]
   // A key the capture log knows (a merge saw it deleted) has a history: its facts go to the unknown member.
   const logged =
@@ -193,7 +197,7 @@ export function renderInferredMembers(d: SqlDialect, plan: InferredMembersPlan):
   out.push({
     label: `start inferred members of ${table.name} at their earliest fact`,
     sql:
-      `UPDATE ${dim} AS d SET ${q(n.validFrom)} = m.t\nFROM (\n  ${missing}\n) m\n` +
+      `UPDATE ${dim} AS d SET ${[`${q(n.validFrom)} = m.t`, ...dbtIdAssignments(d, table, naturalKey, 'm.t')].join(', ')}\nFROM (\n  ${missing}\n) m\n` +
       `WHERE ${keyEq('d')} AND d.${flag} IS TRUE AND ${currentVersion(d, table, 'd')} AND m.t < d.${q(n.validFrom)}${unseen}`,
   })
   return out

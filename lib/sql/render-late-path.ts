@@ -90,10 +90,11 @@ function renderGuardedLatePath(m: MergeSql, captures: TableRef): void {
     ),
   )
   if (m.p.objects.retired !== undefined) retireVersionsWithoutRun(m, m.p.objects.retired)
-  const end = `COALESCE(v.${q(W.to)}, ${m.openEnd()})`
+  const end = `COALESCE(${m.endAt(`v.${q(W.to)}`)}, ${m.openEnd()})`
   m.emit(
     'late keys: move windows of existing versions',
-    `UPDATE ${m.dim} AS d SET ${q(n.validFrom)} = v.${q(W.from)}, ${q(n.validTo)} = ${end}, ${q(n.isCurrent)} = v.${q(W.to)} IS NULL\n` +
+    `UPDATE ${m.dim} AS d SET ${q(n.validFrom)} = v.${q(W.from)}, ${q(n.validTo)} = ${end}, ${q(n.isCurrent)} = v.${q(W.to)} IS NULL` +
+      `${m.dbtIdAssignments('d', `v.${q(W.from)}`)}\n` +
       `FROM ${lv} v\nWHERE d.${q(n.surrogateKey)} = v.${q(W.existingSk)} AND (d.${q(n.validFrom)} <> v.${q(W.from)} ` +
       `OR d.${q(n.validTo)} IS DISTINCT FROM ${end} OR d.${q(n.isCurrent)} <> (v.${q(W.to)} IS NULL))`,
   )
@@ -117,7 +118,7 @@ function renderGuardedLatePath(m: MergeSql, captures: TableRef): void {
     `INSERT INTO ${m.dim} (${m.metadataAndStoredList()})\n` +
       `SELECT ${m.newKey('v', [m.keyList('v'), `v.${q(W.from)}`])},\n` +
       `  ${m.stored.map((c) => (m.keys.includes(c) ? m.col('v', c) : m.col('a', c))).join(', ')},\n` +
-      `  v.${q(W.from)}, ${end}, v.${q(W.to)} IS NULL, ${deletion}, a.h, ${m.str(m.p.batchId)}\n` +
+      `  v.${q(W.from)}, ${end}, v.${q(W.to)} IS NULL, ${deletion}, a.h, ${m.str(m.p.batchId)}${m.dbtIdValues('v', `v.${q(W.from)}`)}\n` +
       `FROM ${newVersions}`,
   )
   m.advanceKeys('v', newVersions, 'late keys: new versions')

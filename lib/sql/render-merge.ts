@@ -482,7 +482,7 @@ class MergeRenderer extends MergeSql {
     const n = this.names
     this.emit(
       'close changed current versions',
-      `UPDATE ${this.dim} AS d SET ${this.q(n.validTo)} = c.${this.q(W.t)}, ${this.q(n.isCurrent)} = FALSE\n` +
+      `UPDATE ${this.dim} AS d SET ${this.q(n.validTo)} = ${this.endAt(`c.${this.q(W.t)}`)}, ${this.q(n.isCurrent)} = FALSE\n` +
         `FROM (SELECT * FROM ${this.tmp(TEMP.changes)} WHERE ${this.q(W.changeNo)} = 1 AND ${this.q(W.hadCurrent)}) c\n` +
         `WHERE ${this.current('d')} AND ${this.keyEq('d', 'c')}`,
     )
@@ -500,7 +500,8 @@ class MergeRenderer extends MergeSql {
       `INSERT INTO ${this.dim} (${this.metadataAndStoredList()})\n` +
         `SELECT ${this.newKey('x', [this.keyList('x'), `x.${this.q(W.t)}`])},\n` +
         `  ${this.stored.map((c) => this.col('x', c)).join(', ')},\n` +
-        `  x.${this.q(W.t)}, COALESCE(x.${this.q(W.next)}, ${this.openEnd()}), x.${this.q(W.next)} IS NULL, x.${this.q(W.del)}, x.${this.q(W.rowHash)}, ${this.str(this.p.batchId)}\n` +
+        `  x.${this.q(W.t)}, COALESCE(${this.endAt(`x.${this.q(W.next)}`)}, ${this.openEnd()}), x.${this.q(W.next)} IS NULL, x.${this.q(W.del)}, x.${this.q(W.rowHash)}, ${this.str(this.p.batchId)}` +
+        `${this.dbtIdValues('x', `x.${this.q(W.t)}`)}\n` +
         `FROM (\n  SELECT c.*, ${next} AS ${this.q(W.next)}\n` +
         `  FROM ${this.tmp(TEMP.changes)} c\n) x\n${onlyVersions}`,
     )

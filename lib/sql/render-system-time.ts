@@ -1,4 +1,5 @@
 import type { TableRef } from '../core/table-ref.ts'
+import { dbtIdNames } from './dbt-ids.ts'
 import type { CompiledStatement, SqlDialect } from './dialect.ts'
 import { MergeSql, type MergePlan } from './merge-sql.ts'
 import { refoldsPartialUpdates, statesCanBeCorrected } from './render-ddl.ts'
@@ -70,6 +71,7 @@ export function renderSystemTimeMerge(
     n.isDeleted,
     n.rowHash,
     n.batchId,
+    ...dbtIdNames(plan.table),
   ]
   const list = (alias?: string) => columns.map((c) => (alias ? m.col(alias, c) : q(c))).join(', ')
   // Keys the ordinary merge can touch: those staged, and (deletes by absence) every key's current version.

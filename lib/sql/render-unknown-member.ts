@@ -4,13 +4,15 @@ import { metadataColumnList } from '../core/metadata-columns.ts'
 import { typeFamily } from '../core/staged-types.ts'
 import type { TableRef } from '../core/table-ref.ts'
 import type { TableSpec } from '../core/table-spec.ts'
+import { dbtIdNames, dbtIdValues } from './dbt-ids.ts'
 import type { SqlDialect } from './dialect.ts'
 
 /**
  * The unknown member of a dimension: the row facts point at when their natural key matches no version at their
  * event time, so that joining facts to the dimension never drops them. It has no natural key (NULL, so no key
  * equality ever matches it and no merge step treats it as a key), text attributes read `Unknown`, and its window
- * is one microsecond in year 1: it is never current and no as-of read finds it. It is never versioned.
+ * is one microsecond in year 1: it is never current and no as-of read finds it. It is never versioned. (A table
+ * storing ends as their last millisecond stores its start as its end: a millisecond before year 1 is no instant.)
  */
 export const UNKNOWN_MEMBER = Object.freeze({
   label: 'Unknown',
@@ -45,6 +47,7 @@ export function renderUnknownMember(
   const n = dimension.columns
   const metadata = new Set([
     ...metadataColumnList(n).map((c) => c.name),
+    ...dbtIdNames(dimension),
     ...(dimension.systemTime === undefined
       ? []
       : [dimension.systemTime.systemFrom, dimension.systemTime.systemTo]),
@@ -67,15 +70,19 @@ export function renderUnknownMember(
     n.isCurrent,
     n.isDeleted,
     ...(system === undefined ? [] : [system.systemFrom, system.systemTo]),
+    ...dbtIdNames(dimension),
   ]
+  const end = dimension.endStyle === 'last_millisecond' ? UNKNOWN_MEMBER.validFrom : UNKNOWN_MEMBER.validTo
+  const unknownKey = dimension.key.map(() => ({ expression: 'NULL', type: 'VARCHAR' }))
   const values = [
     integer(key),
     ...data.map(value),
     d.timestampLiteral(UNKNOWN_MEMBER.validFrom),
-    d.timestampLiteral(UNKNOWN_MEMBER.validTo),
+    d.timestampLiteral(end),
     'FALSE',
     'FALSE',
     ...(system === undefined ? [] : [d.timestampLiteral(UNKNOWN_MEMBER.validFrom), openEnd]),
+    ...dbtIdValues(d, dimension, unknownKey, d.timestampLiteral(UNKNOWN_MEMBER.validFrom)),
   ]
   return {
     ddl: dimension.key.map((k) => ({

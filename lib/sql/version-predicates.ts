@@ -1,5 +1,6 @@
 import type { TableSpec } from '../core/table-spec.ts'
 import type { SqlDialect } from './dialect.ts'
+import { storedEndAfter } from './version-end.ts'
 
 /**
  * The predicates that say which versions a statement or a read means, written once for every renderer (the
@@ -42,7 +43,8 @@ export function knownAt(d: SqlDialect, table: TableSpec, instant: string, alias?
   const systemTime = table.systemTime
   if (systemTime === undefined) throw new Error(`table ${table.name} has no system time (system_time: true)`)
   const col = qualify(d, alias)
-  return `${col(systemTime.systemFrom)} <= ${instant} AND ${notEndedBy(d, table, col(systemTime.systemTo), instant)}`
+  const after = `${col(systemTime.systemTo)} > ${instant}`
+  return `${col(systemTime.systemFrom)} <= ${instant} AND ${notEndedBy(table, col(systemTime.systemTo), after)}`
 }
 
 /** `column` holds the table's open end (NULL or the sentinel instant). */
@@ -51,11 +53,11 @@ function isOpen(d: SqlDialect, table: TableSpec, column: string): string {
 }
 
 /**
- * `end` (an exclusive end) is after `instant`. An open end given as a sentinel instant is later than any instant
- * asked for, so only a NULL open end needs its own test.
+ * The end column `end` has not ended by an instant, `after` saying that of a closed end. An open end given as a
+ * sentinel instant is later than any instant asked for, so only a NULL open end needs its own test.
  */
-function notEndedBy(d: SqlDialect, table: TableSpec, end: string, instant: string): string {
-  return table.openEnd === null ? `(${end} IS NULL OR ${end} > ${instant})` : `${end} > ${instant}`
+function notEndedBy(table: TableSpec, end: string, after: string): string {
+  return table.openEnd === null ? `(${end} IS NULL OR ${after})` : after
 }
 
 /** The key's current version, unless it records a deletion: what `<target>_current` shows. */
@@ -88,7 +90,8 @@ export function liveVersionAtKnownAt(
 
 function liveValidAt(d: SqlDialect, table: TableSpec, instant: string, alias?: string): string {
   const col = qualify(d, alias)
-  const notEnded = notEndedBy(d, table, col(table.columns.validTo), instant)
+  const validTo = col(table.columns.validTo)
+  const notEnded = notEndedBy(table, validTo, storedEndAfter(d, table, validTo, instant))
   return `${col(table.columns.validFrom)} <= ${instant} AND ${notEnded} AND ${notDeleted(d, table, alias)}`
 }
 

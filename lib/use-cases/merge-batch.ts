@@ -1,7 +1,12 @@
 import type { BatchManifest } from '../core/batch.ts'
 import { MassDeleteRefusedError } from '../core/errors.ts'
 import type { MergeCounts } from '../core/run-record.ts'
-import { planDimensionLayout, systemTimeColumnList, type DimensionLayout } from '../core/dimension-layout.ts'
+import {
+  dbtIdColumnList,
+  planDimensionLayout,
+  systemTimeColumnList,
+  type DimensionLayout,
+} from '../core/dimension-layout.ts'
 import { metadataColumnList } from '../core/metadata-columns.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import type { StagingStore } from '../ports/staging-store.ts'
@@ -151,6 +156,7 @@ async function mergeAsScript(
     dryRun: request.dryRun ?? false,
     columns: [
       ...metadataColumnList(table.columns),
+      ...dbtIdColumnList(table),
       ...systemTimeColumnList(table),
       ...layout.stored,
       ...layout.derived,

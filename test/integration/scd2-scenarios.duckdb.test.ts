@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { COLUMN_PRESETS } from '../../lib/config/index.ts'
+import { presetTableFields } from '../../lib/config/table-options.ts'
 import type { TableSpec } from '../../lib/core/table-spec.ts'
 import { ScdHarness, type VersionRow } from '../support/scd-harness.ts'
 import { tableSpec } from '../support/table-spec-builder.ts'
@@ -333,16 +333,22 @@ describe('SCD2 scenarios on real DuckDB', () => {
     ])
   })
 
-  it('dbt column names are used when the preset is dbt', async () => {
-    const h = await setup({
-      columns: COLUMN_PRESETS.dbt,
-    })
+  it("dbt column names are used when the preset is dbt, with dbt's dbt_scd_id and dbt_updated_at", async () => {
+    const h = await setup(presetTableFields('dbt'))
     await h.load([ana('South')], { extractedAt: JAN })
     const rows = await h.query(
-      'SELECT dbt_scd_id, dbt_valid_from, dbt_valid_to, dbt_is_deleted FROM dim_customer',
+      'SELECT dbt_sk, dbt_scd_id, dbt_updated_at, dbt_valid_from, dbt_valid_to, dbt_is_deleted FROM dim_customer',
     )
+    // md5('101|2024-01-01 09:00:00.000000'): the key and dbt_updated_at, as dbt's snapshot_hash_arguments joins them.
     expect(rows).toEqual([
-      { dbt_scd_id: 1, dbt_valid_from: '2024-01-01 09:00:00+00', dbt_valid_to: null, dbt_is_deleted: false },
+      {
+        dbt_sk: 1,
+        dbt_scd_id: '5bed8110673bc0e3b2de661ef6de94e3',
+        dbt_updated_at: '2024-01-01 09:00:00+00',
+        dbt_valid_from: '2024-01-01 09:00:00+00',
+        dbt_valid_to: null,
+        dbt_is_deleted: false,
+      },
     ])
   })
 })

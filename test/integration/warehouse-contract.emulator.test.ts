@@ -1,6 +1,6 @@
 import { BigQuery } from '@google-cloud/bigquery'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { COLUMN_PRESETS } from '../../lib/config/index.ts'
+import { presetTableFields } from '../../lib/config/table-options.ts'
 import type { StagedColumn } from '../../lib/core/batch.ts'
 import { canonicalJson } from '../../lib/core/canonical-json.ts'
 import type { ChangeFeedSpec, TableSpec } from '../../lib/core/table-spec.ts'
@@ -225,9 +225,24 @@ const SNAPSHOTS: Record<string, Scenario> = {
     steps: [merged([ana('South'), bruno], JAN), merged([ana('North')], MAR, { allowMassDelete: true })],
     asOf: ['2024-04-01T00:00:00Z'],
   },
-  'dbt column names': {
-    table: { columns: COLUMN_PRESETS.dbt, deletes: 'new_record' },
+  'the dbt preset (dbt_scd_id, dbt_updated_at)': {
+    table: { ...presetTableFields('dbt'), deletes: 'new_record' },
     steps: [merged([ana('South'), bruno], JAN), merged([ana('North')], MAR, { allowMassDelete: true })],
+  },
+  'the fivetran preset (ends one millisecond early), late events': {
+    table: { ...presetTableFields('fivetran'), ...CHANGE_TIME, deletes: 'invalidate' },
+    columns: WITH_UPDATED_AT,
+    steps: [
+      merged(
+        [
+          { ...ana('South'), updated_at: MAR },
+          { ...bruno, updated_at: JAN },
+        ],
+        MAY,
+      ),
+      merged([{ ...ana('North'), updated_at: JAN }], MAY),
+    ],
+    asOf: [JAN, '2024-02-01T00:00:00Z', MAR],
   },
   'values of every staged type (NUMERIC and whole DOUBLE text differ: pinned below)': {
     columns: [

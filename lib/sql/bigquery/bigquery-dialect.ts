@@ -164,6 +164,11 @@ class BigQueryDialect extends SqlDialectBase {
     )
   }
 
+  // BigQuery has no TIMESTAMP ± INTERVAL operator for TIMESTAMP columns in every context; TIMESTAMP_ADD is exact.
+  override addMilliseconds(expression: string, milliseconds: number): string {
+    return `TIMESTAMP_ADD(${expression}, INTERVAL ${milliseconds} MILLISECOND)`
+  }
+
   // MD5 returns BYTES in BigQuery; TO_HEX gives the same lowercase hex text as md5() elsewhere.
   override md5Hex(expression: string): string {
     return `TO_HEX(MD5(${expression}))`

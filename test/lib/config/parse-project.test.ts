@@ -336,7 +336,7 @@ describe('parseProject: metadata column presets', () => {
     [
       'dbt',
       [
-        'dbt_scd_id',
+        'dbt_sk',
         'dbt_valid_from',
         'dbt_valid_to',
         'dbt_is_current',
@@ -348,7 +348,7 @@ describe('parseProject: metadata column presets', () => {
     [
       'fivetran',
       [
-        '_fivetran_id',
+        '_fivetran_sk',
         '_fivetran_start',
         '_fivetran_end',
         '_fivetran_active',

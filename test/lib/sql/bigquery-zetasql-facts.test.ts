@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { StagedColumn } from '../../../lib/core/batch.ts'
-import { planDimensionLayout } from '../../../lib/core/dimension-layout.ts'
+import { presetTableFields } from '../../../lib/config/table-options.ts'
+import { dbtIdColumnList, planDimensionLayout } from '../../../lib/core/dimension-layout.ts'
 import { planFactLayout } from '../../../lib/core/fact-layout.ts'
 import type { FactSpec } from '../../../lib/core/fact-spec.ts'
-import { COLUMN_PRESETS, PRESET_NAMES, metadataColumnList } from '../../../lib/core/metadata-columns.ts'
+import { PRESET_NAMES, metadataColumnList } from '../../../lib/core/metadata-columns.ts'
 import type { TableSpec } from '../../../lib/core/table-spec.ts'
 import { createBigQueryDialect } from '../../../lib/sql/bigquery/bigquery-dialect.ts'
 import { bigQueryColumnType } from '../../../lib/sql/bigquery/bigquery-types.ts'
@@ -53,7 +54,7 @@ function cases(): Case[] {
         const full = i % 2 === 1
         const unknownMemberKey = i % 4 === 2 ? -1 : 0
         i++
-        const dimension = tableSpec({ key, openEnd, columns: COLUMN_PRESETS[preset], deletes: 'new_record' })
+        const dimension = tableSpec({ key, ...presetTableFields(preset), openEnd, deletes: 'new_record' })
         const factKey = key.map((k) => `order_${k}`)
         const fact: FactSpec = {
           name: 'orders',
@@ -143,6 +144,7 @@ describe('every BigQuery statement of a fact load passes the GoogleSQL analyzer 
     const dimensionColumns = [
       ...dimensionLayout.stored,
       ...metadataColumnList(c.dimension.columns),
+      ...dbtIdColumnList(c.dimension),
       ...(inferring ? [{ name: flag, type: 'BOOLEAN' }] : []),
     ]
     if (inferring) {

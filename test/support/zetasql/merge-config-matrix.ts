@@ -1,4 +1,5 @@
-import { COLUMN_PRESETS, type ColumnPreset } from '../../../lib/core/metadata-columns.ts'
+import { presetTableFields } from '../../../lib/config/table-options.ts'
+import type { ColumnPreset } from '../../../lib/core/metadata-columns.ts'
 import type { StagedColumn } from '../../../lib/core/batch.ts'
 import { planDimensionLayout } from '../../../lib/core/dimension-layout.ts'
 import type { DeletePolicy, TableSpec } from '../../../lib/core/table-spec.ts'
@@ -68,8 +69,8 @@ export function mergeConfigMatrix(): MatrixCase[] {
           const table = tableSpec({
             key,
             deletes,
+            ...presetTableFields(preset),
             openEnd,
-            columns: COLUMN_PRESETS[preset],
             validFrom:
               shape === 'snapshot' ? { kind: 'extracted_at' } : { kind: 'column', column: 'changed_at' },
             extract: incremental

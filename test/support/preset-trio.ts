@@ -1,0 +1,161 @@
+import { createHash } from 'node:crypto'
+import { expect } from 'vitest'
+import { presetTableFields } from '../../lib/config/table-options.ts'
+import type { StagedColumn } from '../../lib/core/batch.ts'
+import { COLUMN_PRESETS, FIVETRAN_OPEN_END, METADATA_COLUMN_KEYS } from '../../lib/core/metadata-columns.ts'
+import type { TableSpec } from '../../lib/core/table-spec.ts'
+import { ScdHarness, type VersionRow } from './scd-harness.ts'
+import type { Value } from './staged-batches.ts'
+
+/**
+ * The same batches merged into three DuckDB dimensions of one table: with the dimsync preset (the reference), the
+ * dbt preset and the fivetran preset. After every merge `expectPresetsAgree` checks, row by row (matched on the
+ * surrogate key), that the dbt and fivetran tables hold the reference's versions written their tools' way:
+ * dbt_scd_id = md5(key|dbt_updated_at), dbt_updated_at = start; _fivetran_end = next start - 1 ms, open rows at
+ * 9999-12-31 23:59:59.999; and that their current views and as-of functions return the same versions.
+ */
+export class PresetTrio {
+  private constructor(
+    readonly reference: ScdHarness,
+    readonly dbt: ScdHarness,
+    readonly fivetran: ScdHarness,
+  ) {}
+
+  /** `table` with the dimsync column names; its open end applies to the reference and the dbt table. */
+  static async create(table: TableSpec, columns: readonly StagedColumn[]): Promise<PresetTrio> {
+    return new PresetTrio(
+      await ScdHarness.create(table, columns),
+      await ScdHarness.create({ ...table, ...presetTableFields('dbt'), openEnd: table.openEnd }, columns),
+      await ScdHarness.create({ ...table, ...presetTableFields('fivetran') }, columns),
+    )
+  }
+
+  get all(): readonly ScdHarness[] {
+    return [this.reference, this.dbt, this.fivetran]
+  }
+
+  /** Stages `rows` once per dimension (each harness has its own staging folder); the batch ids, in `all` order. */
+  async stage(
+    rows: readonly Record<string, Value>[],
+    options: { extractedAt: string; mode?: 'full' | 'incremental' },
+  ): Promise<string[]> {
+    return Promise.all(this.all.map((h) => h.stage(rows, options)))
+  }
+
+  async merge(batchIds: readonly string[], options: { allowMassDelete?: boolean } = {}) {
+    const results = []
+    for (const [i, h] of this.all.entries()) results.push(await h.merge(batchIds[i]!, options))
+    return results
+  }
+
+  async load(
+    rows: readonly Record<string, Value>[],
+    options: { extractedAt: string; mode?: 'full' | 'incremental'; allowMassDelete?: boolean },
+  ) {
+    return this.merge(await this.stage(rows, options), options)
+  }
+
+  async dispose(): Promise<void> {
+    for (const h of this.all) await h.dispose()
+  }
+
+  /** The checks described on the class, at the as-of instants `asOf` (ISO). */
+  async expectPresetsAgree(asOf: readonly string[]): Promise<void> {
+    const table = this.reference.table
+    const reference = await this.reference.history()
+    const dbt = await this.dbt.history()
+    const fivetran = await this.fivetran.history()
+    expect(dbt.map(withoutDbtIds), 'dbt table: the reference versions with dbt names').toEqual(
+      reference.map((r) => renamed(r, 'dbt')),
+    )
+    for (const r of dbt) {
+      const start = instant(r.dbt_valid_from)
+      expect(instant(r.dbt_updated_at), 'dbt_updated_at is the start').toBe(start)
+      const key = table.key.map((k) => String(r[k])).join('|')
+      expect(r.dbt_scd_id, `dbt_scd_id of ${key} at ${start}`).toBe(md5(`${key}|${canonical(start)}`))
+    }
+    expect(
+      fivetran.map((r) => ({ ...r, _fivetran_end: instant(r._fivetran_end) })),
+      'fivetran table: the reference versions, ends one millisecond before the next start',
+    ).toEqual(
+      reference.map((r) => {
+        const row = renamed(r, 'fivetran')
+        const open = r.is_current
+        const end = open ? FIVETRAN_OPEN_END : shifted(instant(r.valid_to), -1)
+        return { ...row, _fivetran_end: end }
+      }),
+    )
+    const sks = async (h: ScdHarness, from: string, where = 'TRUE') => {
+      const sk = h.table.columns.surrogateKey
+      const rows = await h.query(`SELECT "${sk}" AS sk FROM ${from} WHERE ${where} ORDER BY 1`)
+      return rows.map((row) => Number(row.sk))
+    }
+    if (reference.length === 0) return
+    for (const h of this.all) {
+      expect(
+        await sks(h, `main."${h.table.target}_current"`),
+        `${h.table.columns.validFrom}: current`,
+      ).toEqual(await sks(this.reference, `main."${table.target}_current"`))
+      for (const t of asOf) {
+        expect(await sks(h, `main."${h.table.target}_as_of"('${t}')`), `as of ${t}`).toEqual(
+          await sks(this.reference, `main."${table.target}_as_of"('${t}')`),
+        )
+      }
+    }
+    // Queries written for the tools themselves, unchanged.
+    const closed = await sks(this.reference, `main."${table.target}"`, 'is_current')
+    expect(
+      await sks(this.dbt, `main."${table.target}"`, 'dbt_valid_to IS NULL'),
+      'dbt: valid_to IS NULL',
+    ).toEqual(closed)
+    expect(
+      await sks(this.fivetran, `main."${table.target}"`, '_fivetran_active'),
+      'fivetran: active',
+    ).toEqual(closed)
+    for (const t of asOf) {
+      expect(
+        await sks(
+          this.fivetran,
+          `main."${table.target}"`,
+          `TIMESTAMPTZ '${t}' BETWEEN _fivetran_start AND _fivetran_end AND NOT _fivetran_deleted`,
+        ),
+        `fivetran: ${t} BETWEEN _fivetran_start AND _fivetran_end`,
+      ).toEqual(await sks(this.reference, `main."${table.target}_as_of"('${t}')`))
+    }
+  }
+}
+
+/** A reference row with the preset's metadata names (values as they are). */
+function renamed(row: VersionRow, preset: 'dbt' | 'fivetran'): VersionRow {
+  const out: Record<string, VersionRow[string]> = {}
+  for (const [column, value] of Object.entries(row)) {
+    const key = METADATA_COLUMN_KEYS.find((k) => COLUMN_PRESETS.dimsync[k] === column)
+    out[key === undefined ? column : COLUMN_PRESETS[preset][key]] = value
+  }
+  return out
+}
+
+function withoutDbtIds(row: VersionRow): VersionRow {
+  return Object.fromEntries(
+    Object.entries(row).filter(([column]) => column !== 'dbt_scd_id' && column !== 'dbt_updated_at'),
+  )
+}
+
+/** A DuckDB TIMESTAMPTZ as read back (`2024-01-01 09:00:00.5+00`) → ISO with milliseconds. */
+function instant(value: unknown): string {
+  const text = String(value)
+  return new Date(Date.parse(text.replace(' ', 'T').replace(/\+00$/, 'Z'))).toISOString()
+}
+
+function shifted(iso: string, ms: number): string {
+  return new Date(Date.parse(iso) + ms).toISOString()
+}
+
+/** dimsync's canonical text of an instant (row-hash.ts): `YYYY-MM-DD HH:MM:SS.ffffff`, UTC. */
+function canonical(iso: string): string {
+  return `${iso.slice(0, 10)} ${iso.slice(11, 23)}000`
+}
+
+function md5(text: string): string {
+  return createHash('md5').update(text).digest('hex')
+}
