@@ -5,6 +5,7 @@ import type { StagedColumn } from '../core/batch.ts'
 import { ConfigError } from '../core/errors.ts'
 import type { ProjectSpec, TableSpec } from '../core/table-spec.ts'
 import type { Source } from '../ports/source.ts'
+import { bigQueryUncomparableColumns } from '../sql/bigquery/bigquery-compared-columns.ts'
 import { bigQueryKeyProblem, bigQueryStorableType } from '../sql/bigquery/bigquery-types.ts'
 import { dimensionObjects } from '../sql/render-ddl.ts'
 
@@ -94,17 +95,18 @@ function unstorableColumns(project: ProjectSpec, columns: readonly StagedColumn[
   return columns.filter((c) => bigQueryStorableType(c.type) === undefined)
 }
 
-/** Key columns of a type the warehouse stores but cannot join on (BigQuery: JSON, arrays). */
+/** Key columns, and columns the merge compares, of a type the warehouse stores but cannot compare (BigQuery: JSON, arrays). */
 function uncomparableKeys(
   project: ProjectSpec,
   table: TableSpec,
   columns: readonly StagedColumn[],
 ): string[] {
   if (project.warehouse.type !== 'bigquery') return []
-  return columns.flatMap((c) => {
+  const keys = columns.flatMap((c) => {
     const problem = table.key.includes(c.name) ? bigQueryKeyProblem(c.type) : undefined
     return problem === undefined ? [] : [`key column "${c.name}" ${problem}`]
   })
+  return [...keys, ...bigQueryUncomparableColumns(table, 'validate', columns)]
 }
 
 /** Throws one ConfigError when a table's target is an object dimsync keeps for another table or for itself. */

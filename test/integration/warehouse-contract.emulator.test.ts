@@ -1047,6 +1047,26 @@ describe('known differences between the warehouses, pinned', () => {
     }
   })
 
+  it('an untracked (type 1) JSON column: DuckDB merges it, BigQuery refuses it before loading, naming it', async () => {
+    const dimension = await both.open(tableSpec({ tracked: { kind: 'list', columns: ['region'] } }), [
+      ...CUSTOMER,
+      { name: 'profile', type: 'JSON' },
+    ])
+    try {
+      const outcome = await dimension.load([{ ...ana('South'), profile: '{"a":1}' }], { extractedAt: JAN })
+      expect(outcome.duckdb).toMatchObject({ status: 'merged', counts: { insertedVersions: 1 } })
+      expect(outcome.bigquery).toEqual({
+        error: 'BatchRejectedError',
+        message:
+          'table customers: column "profile" is untracked (type 1), which the merge compares value by value, and ' +
+          'BigQuery has no equality on its type (JSON): track it (changes then open versions) or cast it to text ' +
+          'in a query source; nothing was loaded',
+      })
+    } finally {
+      await dimension.close()
+    }
+  })
+
   it('a first batch refused inside the merge: DuckDB rolls its DDL back, BigQuery keeps the empty dimension', async () => {
     const dimension = await both.open(tableSpec(), CUSTOMER)
     try {

@@ -12,6 +12,7 @@ import type {
   WarehouseTransaction,
 } from '../../ports/warehouse.ts'
 import type { BatchParts } from '../../ports/staging-store.ts'
+import { bigQueryUncomparableColumns } from '../../sql/bigquery/bigquery-compared-columns.ts'
 import { createBigQueryDialect } from '../../sql/bigquery/bigquery-dialect.ts'
 import {
   renderColumnTypesDdl,
@@ -621,9 +622,19 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
   }
 }
 
-/** A key column BigQuery cannot join on (JSON, arrays) refuses the batch before anything is loaded. */
+/**
+ * A key column BigQuery cannot join on (JSON, arrays), or such a column the merge compares value by value,
+ * refuses the batch before anything is loaded.
+ */
 function assertComparableKeys(request: LoadBatchRequest): void {
   const { table, batchId, columns } = request
+  const [uncomparable] = bigQueryUncomparableColumns(table, batchId, columns)
+  if (uncomparable !== undefined)
+    throw new BatchRejectedError(
+      table.name,
+      batchId,
+      `table ${table.name}: ${uncomparable}; nothing was loaded`,
+    )
   for (const name of table.key) {
     const column = columns.find((c) => c.name === name)
     const problem = column === undefined ? undefined : bigQueryKeyProblem(column.type)

@@ -128,6 +128,26 @@ describe('validateProject names every column the warehouse cannot store (table, 
     ])
   })
 
+  it('BigQuery: a JSON or array column the merge compares value by value (untracked) is an issue', async () => {
+    const spec = parseProject(
+      `version: 1\nwarehouse: { type: bigquery, project: acme-dw, dataset: history, location: EU }\ntables:\n` +
+        table('accounts', 'dim_accounts', '    tracked: [name]\n'),
+      '/project/dimsync.yaml',
+    )
+    const error = await validateProject(spec, () =>
+      source([
+        { name: 'id', type: 'BIGINT' },
+        { name: 'name', type: 'VARCHAR' },
+        { name: 'tags', type: 'VARCHAR[]' },
+      ]),
+    ).catch((e: unknown) => e)
+    expect((error as ConfigError).issues).toEqual([
+      'tables[0] (accounts): column "tags" is untracked (type 1), which the merge compares value by value, and ' +
+        'BigQuery has no equality on its type (VARCHAR[]): track it (changes then open versions) or cast it to ' +
+        'text in a query source',
+    ])
+  })
+
   it('an excluded column the source describes without (it is never staged) is ok, whatever its type', async () => {
     const spec = parseProject(
       `version: 1\nwarehouse: { type: bigquery, project: acme-dw, dataset: history, location: EU }\ntables:\n` +
