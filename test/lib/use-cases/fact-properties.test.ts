@@ -156,6 +156,23 @@ describe.each<[DeletePolicy, string | null]>([
         const customers = captureTable(policy, openEnd)
         const h = await FactHarness.duckdb([customers])
         const placeholders = new Set<number>()
+        // Invariant 5 with inferred members: the keys merges and fact loads give out are unique, each above every
+        // key given out before, and covered by the dimension's key record (the unknown member's key is ≤ 0).
+        const given = new Set<number>()
+        const expectKeysGivenOutOnce = async (what: string) => {
+          const sks = (await h.query('SELECT dimsync_sk FROM dim_customer WHERE dimsync_sk > 0')).map((r) =>
+            Number(r.dimsync_sk),
+          )
+          expect(new Set(sks).size, `${what}: unique keys`).toBe(sks.length)
+          const highest = Math.max(0, ...given)
+          expect(
+            sks.filter((sk) => !given.has(sk) && sk <= highest),
+            `${what}: new keys above every earlier key`,
+          ).toEqual([])
+          const [record] = await h.query('SELECT highest_surrogate_key AS k FROM dim_customer_dimsync_keys')
+          expect(Number(record?.k), `${what}: the key record`).toBeGreaterThanOrEqual(Math.max(0, ...sks))
+          for (const sk of sks) given.add(sk)
+        }
         try {
           // Half the facts after the first dimension batch, the rest in slices after the others: keys not
           // extracted yet get placeholders, which later batches complete (or late events move around).
@@ -169,6 +186,7 @@ describe.each<[DeletePolicy, string | null]>([
               extractedAt: iso(100 + i),
               mode: 'incremental',
             })
+            await expectKeysGivenOutOnce(`dimension batch ${i + 1}`)
             const part = partAfter(i)
             if (part.length > 0) {
               await h.loadFacts(
@@ -177,6 +195,7 @@ describe.each<[DeletePolicy, string | null]>([
               )
               for (const r of await h.query(`SELECT dimsync_sk FROM dim_customer WHERE is_inferred`))
                 placeholders.add(Number(r.dimsync_sk))
+              await expectKeysGivenOutOnce(`facts after dimension batch ${i + 1}`)
             }
           }
           await repointFacts(
