@@ -75,14 +75,20 @@ export class PresetTrio {
       expect(r.dbt_scd_id, `dbt_scd_id of ${key} at ${start}`).toBe(md5(`${key}|${canonical(start)}`))
     }
     expect(
-      fivetran.map((r) => ({ ...r, _fivetran_end: instant(r._fivetran_end) })),
+      fivetran.map((r) => ({ ...r, _fivetran_end: instant(r._fivetran_end), ...systemEnd(r, instant) })),
       'fivetran table: the reference versions, ends one millisecond before the next start',
     ).toEqual(
       reference.map((r) => {
         const row = renamed(r, 'fivetran')
         const open = r.is_current
         const end = open ? FIVETRAN_OPEN_END : shifted(instant(r.valid_to), -1)
-        return { ...row, _fivetran_end: end }
+        // A bitemporal table's rows still known hold the open end in system_to too (not shifted: system time
+        // is dimsync's own, always half-open).
+        return {
+          ...row,
+          _fivetran_end: end,
+          ...systemEnd(r, (v) => (v === null ? FIVETRAN_OPEN_END : instant(v))),
+        }
       }),
     )
     const sks = async (h: ScdHarness, from: string, where = 'TRUE') => {
@@ -117,12 +123,19 @@ export class PresetTrio {
         await sks(
           this.fivetran,
           `main."${table.target}"`,
-          `TIMESTAMPTZ '${t}' BETWEEN _fivetran_start AND _fivetran_end AND NOT _fivetran_deleted`,
+          `TIMESTAMPTZ '${t}' BETWEEN _fivetran_start AND _fivetran_end AND NOT _fivetran_deleted AND ${knownNow(this.fivetran.table)}`,
         ),
         `fivetran: ${t} BETWEEN _fivetran_start AND _fivetran_end`,
       ).toEqual(await sks(this.reference, `main."${table.target}_as_of"('${t}')`))
     }
   }
+}
+
+/** Bitemporal tables: the row is not superseded in system time (a query of the table itself must say so). */
+function knownNow(table: TableSpec): string {
+  const systemTo = table.systemTime?.systemTo
+  if (systemTo === undefined) return 'TRUE'
+  return table.openEnd === null ? `"${systemTo}" IS NULL` : `"${systemTo}" = TIMESTAMPTZ '${table.openEnd}'`
 }
 
 /** A reference row with the preset's metadata names (values as they are). */
@@ -133,6 +146,11 @@ function renamed(row: VersionRow, preset: 'dbt' | 'fivetran'): VersionRow {
     out[key === undefined ? column : COLUMN_PRESETS[preset][key]] = value
   }
   return out
+}
+
+/** `{ system_to: … }` of a bitemporal row (read by `read`), `{}` for other rows. */
+function systemEnd(row: VersionRow, read: (value: VersionRow[string]) => string): Record<string, string> {
+  return 'system_to' in row ? { system_to: read(row.system_to) } : {}
 }
 
 function withoutDbtIds(row: VersionRow): VersionRow {
