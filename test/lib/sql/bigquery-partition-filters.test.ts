@@ -171,4 +171,21 @@ describe('the walk finds what BigQuery could not prune', () => {
       ),
     ).toHaveLength(1)
   })
+
+  it('a ROW_NUMBER() over every row is found as serial; one partitioned by a bucket is not', async () => {
+    const serial = async (sql: string) => {
+      analyzer.reset()
+      analyzer.addTable(`${PROJECT}.${DATASET}.stage`, [{ name: 'customer_id', type: 'INT64' }])
+      const verdict = await analyzer.analyze('probe', sql)
+      expect(verdict.error).toBeUndefined()
+      return serialRowNumbers(verdict.resolved)
+    }
+    const stage = `\`${PROJECT}\`.\`${DATASET}\`.\`stage\``
+    expect(await serial(`SELECT 7 + ROW_NUMBER() OVER (ORDER BY customer_id) FROM ${stage}`)).toBe(1)
+    expect(
+      await serial(
+        `SELECT 7 + (ROW_NUMBER() OVER (PARTITION BY MOD(customer_id, 4) ORDER BY customer_id) - 1) * 4 FROM ${stage}`,
+      ),
+    ).toBe(0)
+  })
 })

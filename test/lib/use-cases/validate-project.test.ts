@@ -39,6 +39,13 @@ describe('objectNameConflicts', () => {
     ])
   })
 
+  it("refuses a target that is another table's surrogate-key record", () => {
+    const spec = project(table('customers', 'dim_cust') + table('keys', 'dim_cust_dimsync_keys'))
+    expect(objectNameConflicts(spec)).toEqual([
+      'tables[1].target: "dim_cust_dimsync_keys" is the surrogate key record of table customers (target dim_cust); choose another target',
+    ])
+  })
+
   it("refuses dimsync's own names: the batch ledger and the reserved prefixes", () => {
     const spec = project(
       table('ledger', '_dimsync_batches') +
