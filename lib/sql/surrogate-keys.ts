@@ -111,7 +111,9 @@ export function advanceRecordedHighestKey(
 
 /**
  * The bucket of a row, 0 … buckets - 1: the first 32 bits of the MD5 of its key columns (the row hash of the key:
- * the same hex in every warehouse, so both number the same rows alike) modulo the buckets.
+ * the same hex in every warehouse, so both number the same rows alike) modulo the buckets. Both warehouses cast a
+ * `0x` hex string to an integer (BigQuery: "Casting hex strings to integers",
+ * https://cloud.google.com/bigquery/docs/reference/standard-sql/conversion_functions#cast_as_int64).
  */
 function keyBucket(
   d: SqlDialect,
