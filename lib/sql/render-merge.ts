@@ -548,7 +548,10 @@ class MergeRenderer extends MergeSql {
         `  ) l WHERE TRUE\n` +
         `  QUALIFY ROW_NUMBER() OVER (PARTITION BY ${this.keyList('l')} ORDER BY l.${this.q(W.priority)}) = 1`
     }
-    this.guarded(this.#type1MayDiffer(newest), () =>
+    // The guard reads no capture log: without the filter on later captures it sees more keys, so it holds at
+    // least as often (its conditions are EXISTS); a key it adds has a later capture, so it is a late key (which
+    // makes the guard hold anyway) or its newest event here is followed by a delete.
+    this.guarded(this.#type1MayDiffer(this.#newestType1FromBatch({ laterCaptures: 'ignored' })), () =>
       this.emit(
         'overwrite type 1 columns',
         `UPDATE ${this.dim} AS d SET ${type1.map((c) => `${this.q(c)} = l.${this.q(c)}`).join(', ')}\n` +
@@ -559,13 +562,19 @@ class MergeRenderer extends MergeSql {
   }
 
   /** Per key of the batch, its newest state's row when that is the key's newest capture (not deleted). */
-  #newestType1FromBatch(): string {
+  #newestType1FromBatch(
+    options: { laterCaptures: 'excluded' | 'ignored' } = { laterCaptures: 'excluded' },
+  ): string {
+    // Only the columns read from it: BigQuery bills every column a statement names.
+    const columns = [...this.keys, ...this.p.layout.type1.map((c) => c.name)]
+      .map((c) => this.col('e', c))
+      .join(', ')
     if (this.oneEventPerKey) {
       const softDeleted = this.softDeleted('e')
-      return `SELECT * FROM ${this.stage} e${softDeleted ? ` WHERE NOT (${softDeleted})` : ''}`
+      return `SELECT ${columns} FROM ${this.stage} e${softDeleted ? ` WHERE NOT (${softDeleted})` : ''}`
     }
     const newer =
-      this.p.objects.captures === undefined
+      this.p.objects.captures === undefined || options.laterCaptures === 'ignored'
         ? ''
         : ` AND NOT EXISTS (SELECT 1 FROM ${this.d.table(this.p.objects.captures)} c WHERE ${this.keyEq('c', 'e')} AND (c.captured_at > e.${this.q(W.t)}` +
           (this.sequenced
@@ -573,7 +582,7 @@ class MergeRenderer extends MergeSql {
             : '') +
           '))'
     return (
-      `SELECT * FROM ${this.tmp(TEMP.events)} e WHERE NOT e.${this.q(W.del)}${newer}\n` +
+      `SELECT ${columns} FROM ${this.tmp(TEMP.events)} e WHERE NOT e.${this.q(W.del)}${newer}\n` +
       `      QUALIFY ROW_NUMBER() OVER (PARTITION BY ${this.keyList('e')} ORDER BY e.${this.q(W.t)} DESC) = 1`
     )
   }

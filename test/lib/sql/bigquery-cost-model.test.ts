@@ -293,10 +293,6 @@ const GROWS_WITH_HISTORY: readonly (readonly [label: string, why: string])[] = [
   ['check conflicting captures', 'the capture log (one row per captured state) is joined with the batch'],
   ['drop re-delivered events', 'the capture log is joined with the batch'],
   ['find late keys', 'the capture log is joined with the batch'],
-  [
-    'overwrite type 1 columns (its guard)',
-    "a key's newest capture is looked up in the capture log (tables with change times)",
-  ],
 ]
 
 describe('what a merge reads on BigQuery, computed from the resolved statements (1M keys)', () => {
