@@ -36,6 +36,7 @@ type JsonValue =
 class NotCanonical extends Error {}
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+const SURROGATE = /[\uD800-\uDFFF]/
 const WHITE_SPACE = new Set([' ', '\t', '\n', '\r'])
 const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y
 const SHORT_ESCAPES: Readonly<Record<string, string>> = {
@@ -70,11 +71,12 @@ class Parser {
     if (c === '{') return this.#object()
     if (c === '[') return this.#array()
     if (c === '"') return { kind: 'string', value: this.#string() }
-    for (const token of ['true', 'false', 'null'] as const)
-      if (this.text.startsWith(token, this.#at)) {
-        this.#at += token.length
-        return { kind: 'literal', token }
-      }
+    const literal = c === 't' ? 'true' : c === 'f' ? 'false' : c === 'n' ? 'null' : undefined
+    if (literal !== undefined) {
+      if (!this.text.startsWith(literal, this.#at)) throw new NotCanonical()
+      this.#at += literal.length
+      return { kind: 'literal', token: literal }
+    }
     NUMBER.lastIndex = this.#at
     const number = NUMBER.exec(this.text)
     if (number === null) throw new NotCanonical()
@@ -126,6 +128,10 @@ class Parser {
     this.#at++
     let out = ''
     for (;;) {
+      // A run of plain characters at once (most strings are nothing else).
+      const end = plainRunEnd(this.text, this.#at)
+      out += this.text.slice(this.#at, end)
+      this.#at = end
       const c = this.text[this.#at++]
       if (c === undefined || c < ' ') throw new NotCanonical()
       if (c === '"') break
@@ -151,7 +157,9 @@ class Parser {
 function write(value: JsonValue): string {
   switch (value.kind) {
     case 'object': {
-      const keys = [...value.entries.keys()].sort(byCodePoint)
+      const keys = [...value.entries.keys()]
+      // Without surrogates, JavaScript's default order (UTF-16 code units) is code point order.
+      keys.sort(keys.some((k) => SURROGATE.test(k)) ? byCodePoint : undefined)
       return `{${keys.map((k) => `${writeString(k)}:${write(value.entries.get(k)!)}`).join(',')}}`
     }
     case 'array':
@@ -186,7 +194,18 @@ const CONTROL_ESCAPES: Readonly<Record<string, string>> = {
   '\t': '\\t',
 }
 
+/** Where the run of characters from `from` that need no escape ends (a quote, a backslash, a control character). */
+function plainRunEnd(text: string, from: number): number {
+  let at = from
+  for (; at < text.length; at++) {
+    const code = text.charCodeAt(at)
+    if (code < 0x20 || code === 0x22 || code === 0x5c) break
+  }
+  return at
+}
+
 function writeString(value: string): string {
+  if (plainRunEnd(value, 0) === value.length) return `"${value}"`
   let out = '"'
   for (const c of value) {
     const escaped = CONTROL_ESCAPES[c]
@@ -207,6 +226,10 @@ function canonicalNumber(token: string): string {
   }
   const double = Number(token)
   if (!Number.isFinite(double)) return token
+  // The common case, fast: a fraction JavaScript prints as written (so the double holds it exactly) in the range
+  // where BigQuery prints fractions in fixed notation, as JavaScript does.
+  const magnitude = Math.abs(double)
+  if (magnitude >= 1e-4 && magnitude < 1e15 && token.includes('.') && String(double) === token) return token
   const shortest = decimalOf(double.toExponential())
   const written = decimalOf(token)
   const same =
