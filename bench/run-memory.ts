@@ -1,10 +1,10 @@
 /**
  * `npx tsx bench/run-memory.ts`: where `dimsync run` (the real CLI process) holds its memory, by phase. A first load
  * of a generated 10-column CSV (BENCH_MEMORY_ROWS, default 1,000,000) and, when PostgreSQL answers, of a 10-column
- * table of as many rows, each with the defaults and with other memory limits (SETTINGS), interleaved, BENCH_REPEAT
- * times (default 3). The resident memory of the run's largest process is sampled every 25 ms (/proc) and split at
- * the `merging batch` line: the extract's peak and the merge's peak. Also the peak of `dimsync --version` (the process before any work). Writes
- * bench/results/run-memory.json.
+ * table of as many rows, then a run where 5% of the rows changed, each with the defaults and with the settings to
+ * compare (SETTINGS), interleaved, BENCH_REPEAT times (default 3). The resident memory of the run's largest process
+ * is sampled every 25 ms (/proc) and split at the `merging batch` line: the extract's peak and the merge's peak.
+ * Also the peak of `dimsync --version` (the process before any work). Writes bench/results/run-memory.json.
  */
 import { spawn, spawnSync } from 'node:child_process'
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -18,12 +18,16 @@ const REPEAT = Math.max(1, Number(process.env.BENCH_REPEAT ?? 3))
 const PG_URL = process.env.DIMSYNC_TEST_PG_URL ?? 'postgres://root@127.0.0.1:5432/test'
 const SCHEMA = 'dimsync_bench_memory'
 const CLI = join(BENCH_ROOT, '..', 'bin', 'dimsync.mjs')
-/** The defaults, the source limit before 2026-11-30 (128MB) and the warehouse limit worth trying next (96MB). */
+/** The defaults and the warehouse's thread count before 2026-11-30 evening (one per CPU, here 2). */
 const SETTINGS: Record<string, Record<string, string>> = {
   defaults: {},
-  source128MB: { DIMSYNC_SOURCE_MEMORY_LIMIT: '128MB' },
-  warehouse96MB: { DIMSYNC_DUCKDB_MEMORY_LIMIT: '96MB' },
+  warehouse2Threads: { DIMSYNC_DUCKDB_THREADS: '2' },
 }
+/** The first load, then a snapshot where every 20th row changed (5%). */
+const RUNS = [
+  { name: 'first', extractedAt: '2024-01-01T00:00:00Z', expect: `${ROWS} versions inserted` },
+  { name: 'changed', extractedAt: '2024-02-01T00:00:00Z', expect: `${ROWS / 20} closed` },
+] as const
 
 interface PhasePeaks {
   readonly extractMb: number
@@ -32,10 +36,10 @@ interface PhasePeaks {
 }
 
 /** Runs `dimsync run` in `dir` and samples the resident memory of its process tree's largest process. */
-function sampledRun(dir: string, env: NodeJS.ProcessEnv): Promise<PhasePeaks> {
-  rmSync(join(dir, '.dimsync'), { recursive: true, force: true })
+function sampledRun(dir: string, env: NodeJS.ProcessEnv, run: (typeof RUNS)[number]): Promise<PhasePeaks> {
+  if (run.name === 'first') rmSync(join(dir, '.dimsync'), { recursive: true, force: true })
   const started = process.hrtime.bigint()
-  const child = spawn(process.execPath, [CLI, 'run', '--extracted-at', '2024-01-01T00:00:00Z'], {
+  const child = spawn(process.execPath, [CLI, 'run', '--extracted-at', run.extractedAt], {
     cwd: dir,
     env: { ...env, CI: '1' },
   })
@@ -72,7 +76,7 @@ function sampledRun(dir: string, env: NodeJS.ProcessEnv): Promise<PhasePeaks> {
     child.on('error', reject)
     child.on('exit', (code) => {
       clearInterval(timer)
-      if (code !== 0 || !output.includes(`${ROWS} versions inserted`)) {
+      if (code !== 0 || !output.includes(run.expect)) {
         reject(new Error(`dimsync run in ${dir} failed (${code}):\n${output.slice(-2000)}`))
         return
       }
@@ -85,13 +89,13 @@ function sampledRun(dir: string, env: NodeJS.ProcessEnv): Promise<PhasePeaks> {
   })
 }
 
-async function writeCsv(path: string): Promise<void> {
+async function writeCsv(path: string, changed: boolean): Promise<void> {
   const instance = await DuckDBInstance.create(':memory:')
   const connection = await instance.connect()
   try {
     await connection.run(`COPY (
       SELECT i AS customer_id, 'name_' || i AS name, 'email_' || i || '@example.com' AS email,
-        'region_' || (i % 7) AS region, 'segment_' || (i % 13) AS segment, i % 1000 AS score,
+        CASE WHEN ${changed} AND i % 20 = 0 THEN 'moved' ELSE 'region_' || (i % 7) END AS region, 'segment_' || (i % 13) AS segment, i % 1000 AS score,
         (i % 97) * 1.5 AS balance, DATE '2020-01-01' + CAST(i % 1000 AS INTEGER) AS signup_date,
         i % 2 = 0 AS active, 'city_' || (i % 101) AS city
       FROM range(1, ${ROWS + 1}) t(i)
@@ -102,8 +106,14 @@ async function writeCsv(path: string): Promise<void> {
   }
 }
 
+interface PostgresTable {
+  /** Every 20th row's note changed (5%), or back as created. */
+  change(changed: boolean): Promise<void>
+  drop(): Promise<void>
+}
+
 /** The sources benchmark's 10-column table; undefined when PostgreSQL does not answer. */
-async function createPostgresTable(): Promise<(() => Promise<void>) | undefined> {
+async function createPostgresTable(): Promise<PostgresTable | undefined> {
   const client = new pg.Client({ connectionString: PG_URL })
   try {
     await client.connect()
@@ -118,13 +128,22 @@ async function createPostgresTable(): Promise<(() => Promise<void>) | undefined>
   await client.query(`INSERT INTO ${SCHEMA}.t SELECT g, 'name ' || g, 'user' || g || '@example.com',
     (g % 100000) / 100.0, g * 1.5, g % 2 = 0, timestamptz '2020-01-01' + g * interval '1 second',
     timestamp '2021-01-01' + g * interval '1.000123 second', date '1970-01-01' + (g % 20000),
-    CASE WHEN g % 3 = 0 THEN NULL ELSE 'note ' || md5(g::text) END FROM generate_series(1, ${ROWS}) g`)
+    ${NOTE('g')} FROM generate_series(1, ${ROWS}) g`)
   await client.query(`VACUUM ANALYZE ${SCHEMA}.t`)
-  return async () => {
-    await client.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`)
-    await client.end()
+  return {
+    change: async (changed) => {
+      await client.query(
+        `UPDATE ${SCHEMA}.t SET note = ${changed ? `'changed'` : NOTE('id')} WHERE id % 20 = 0`,
+      )
+    },
+    drop: async () => {
+      await client.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`)
+      await client.end()
+    },
   }
 }
+
+const NOTE = (id: string) => `CASE WHEN ${id} % 3 = 0 THEN NULL ELSE 'note ' || md5(${id}::text) END`
 
 const uptime = () => spawnSync('uptime', { encoding: 'utf8' }).stdout.trim()
 
@@ -136,45 +155,59 @@ writeFileSync(
   join(fileDir, 'dimsync.yaml'),
   'version: 1\ntables:\n  - name: customers\n    source: { type: file, path: data/customers.csv }\n    key: customer_id\n',
 )
-await writeCsv(join(fileDir, 'data', 'customers.csv'))
-const dropTable = await createPostgresTable()
-const sources: Record<string, { dir: string; env: NodeJS.ProcessEnv }> = {
-  file: { dir: fileDir, env: process.env },
+const csv = join(fileDir, 'data', 'customers.csv')
+const table = await createPostgresTable()
+const sources: Record<
+  string,
+  { dir: string; env: NodeJS.ProcessEnv; change: (changed: boolean) => Promise<void> }
+> = {
+  file: { dir: fileDir, env: process.env, change: (changed) => writeCsv(csv, changed) },
 }
-if (dropTable) {
+if (table) {
   const dir = join(root, 'postgres')
   mkdirSync(dir, { recursive: true })
   writeFileSync(
     join(dir, 'dimsync.yaml'),
     `version: 1\ntables:\n  - name: t\n    source: { type: postgres, url_env: BENCH_URL, table: ${SCHEMA}.t }\n    key: id\n`,
   )
-  sources.postgres = { dir, env: { ...process.env, BENCH_URL: PG_URL } }
+  sources.postgres = { dir, env: { ...process.env, BENCH_URL: PG_URL }, change: table.change }
 }
 const loadBefore = uptime()
 try {
-  const runs: Record<string, PhasePeaks[]> = {}
+  const runs: Record<string, (PhasePeaks | { failed: string })[]> = {}
   const idle: number[] = []
   for (let r = 0; r < REPEAT; r++) {
     idle.push(measureProcess(process.execPath, [CLI, '--version'], { cwd: root }).peakRssMb)
-    for (const [source, { dir, env }] of Object.entries(sources)) {
+    for (const [source, { dir, env, change }] of Object.entries(sources)) {
       for (const [name, settings] of Object.entries(SETTINGS)) {
-        const peaks = await sampledRun(dir, { ...env, ...settings })
-        ;(runs[`${source} ${name}`] ??= []).push(peaks)
-        console.log(`${source} ${name} run ${r + 1}: ${JSON.stringify(peaks)}`)
+        for (const run of RUNS) {
+          await change(run.name === 'changed')
+          // A run out of memory with one setting must not lose the figures of the others.
+          const peaks = await sampledRun(dir, { ...env, ...settings }, run).catch((error: unknown) => {
+            const lines = String(error instanceof Error ? error.message : error).split('\n')
+            return { failed: lines.find((l) => l.startsWith('dimsync:')) ?? lines[0]! }
+          })
+          ;(runs[`${source} ${run.name} ${name}`] ??= []).push(peaks)
+          console.log(`${source} ${run.name} ${name} run ${r + 1}: ${JSON.stringify(peaks)}`)
+        }
       }
     }
   }
   const summary = Object.fromEntries(
-    Object.entries(runs).map(([key, list]) => [
-      key,
-      {
-        extractMb: median(list.map((p) => p.extractMb)),
-        mergeMb: median(list.map((p) => p.mergeMb)),
-        peakMb: Math.max(...list.map((p) => Math.max(p.extractMb, p.mergeMb))),
-        seconds: median(list.map((p) => p.seconds)),
-        runs: list,
-      },
-    ]),
+    Object.entries(runs).map(([key, all]) => {
+      const list = all.filter((p): p is PhasePeaks => !('failed' in p))
+      if (list.length === 0) return [key, { runs: all }]
+      return [
+        key,
+        {
+          extractMb: median(list.map((p) => p.extractMb)),
+          mergeMb: median(list.map((p) => p.mergeMb)),
+          peakMb: Math.max(...list.map((p) => Math.max(p.extractMb, p.mergeMb))),
+          seconds: median(list.map((p) => p.seconds)),
+          runs: all,
+        },
+      ]
+    }),
   )
   const result = {
     rows: ROWS,
@@ -190,6 +223,6 @@ try {
   writeFileSync(join(BENCH_ROOT, 'results', 'run-memory.json'), JSON.stringify(result, null, 2) + '\n')
   console.log(JSON.stringify(result, null, 2))
 } finally {
-  await dropTable?.()
+  await table?.drop()
   rmSync(root, { recursive: true, force: true })
 }
