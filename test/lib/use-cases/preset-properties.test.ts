@@ -1,5 +1,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
+import { presetTableFields } from '../../../lib/config/table-options.ts'
+import { COLUMN_PRESETS } from '../../../lib/core/metadata-columns.ts'
 import type { DeletePolicy, TableSpec } from '../../../lib/core/table-spec.ts'
 import { iso } from '../../support/history-checks.ts'
 import {
@@ -13,7 +15,9 @@ import {
 } from '../../support/history-arbitraries.ts'
 import type { FeedEvent } from '../../support/history-model.ts'
 import type { Value } from '../../support/staged-batches.ts'
+import { mergeBatch } from '../../../lib/use-cases/merge-batch.ts'
 import { PresetTrio } from '../../support/preset-trio.ts'
+import { ScdHarness } from '../../support/scd-harness.ts'
 import { tableSpec } from '../../support/table-spec-builder.ts'
 
 const AS_OF = [0, 7, 20, 33, 41].map(iso)
@@ -119,5 +123,38 @@ describe('the dbt and fivetran presets on every path that writes versions (real 
       }
     },
     120_000,
+  )
+})
+
+describe('a dimension an earlier dimsync wrote with the dbt or fivetran preset (real DuckDB)', () => {
+  it.each(['dbt', 'fivetran'] as const)(
+    '%s: the next merge is refused naming the table and the way out; nothing is written',
+    async (preset) => {
+      // The names dimsync gave such a dimension: the integer key under the tool's id name, no conventions.
+      const former = {
+        ...COLUMN_PRESETS[preset],
+        surrogateKey: preset === 'dbt' ? 'dbt_scd_id' : '_fivetran_id',
+      }
+      const h = await ScdHarness.create(tableSpec({ columns: former }), SNAPSHOT_COLUMNS)
+      try {
+        await h.load(snap([1, 'South']), { extractedAt: iso(1) })
+        const before = await h.history()
+        const batchId = await h.stage(snap([1, 'North']), { extractedAt: iso(2) })
+        const now = tableSpec(presetTableFields(preset))
+        await expect(
+          mergeBatch(
+            { warehouse: h.warehouse, staging: h.batches },
+            { table: now, schema: 'main', batchId, now: new Date('2030-02-01T00:00:00Z') },
+          ),
+        ).rejects.toThrow(
+          `dimension dim_customer was created by an earlier dimsync with the ${preset} preset (integer surrogate key "${former.surrogateKey}"`,
+        )
+        expect(await h.history()).toEqual(before)
+        // Named column by column without the preset, it keeps merging the old way.
+        expect((await h.merge(batchId)).status).toBe('merged')
+      } finally {
+        await h.dispose()
+      }
+    },
   )
 })
