@@ -465,7 +465,10 @@ export const tableOptionsShape = {
     .regex(OPEN_END_PATTERN, { error: expecting(OPEN_END_TEXT) })
     .nullable()
     .optional()
-    .describe('valid_to of open versions: null (default) or a far-future sentinel after 2100-01-01.'),
+    .describe(
+      'valid_to of open versions: null or a far-future sentinel after 2100-01-01. Default null; ' +
+        'with the fivetran preset 9999-12-31T23:59:59.999Z.',
+    ),
   columns: columnsSchema
     .optional()
     .describe('Metadata column names: a preset (default dimsync) or overrides.'),
