@@ -20,12 +20,13 @@ import {
   renderRecordedColumnTypesQuery,
 } from '../../sql/bigquery/column-types.ts'
 import {
-  bigQueryField,
   bigQueryKeyProblem,
+  isJsonType,
   loadCasts,
   recordedTypeFits,
   SOURCE_TYPE_PREFIX,
   stagedTypeOfBigQueryField,
+  stagingField,
 } from '../../sql/bigquery/bigquery-types.ts'
 import type { CompiledStatement, SqlDialect, TableRef } from '../../sql/dialect.ts'
 import { assertNoNullArrayElements } from './bigquery-array-elements.ts'
@@ -212,12 +213,12 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
       )
     await this.#createStage(request)
     await loadAll('adopt')
-    if ((await this.#stagedRows(request.stage)) === request.rowCount) return
+    if ((await this.#stagedRows(request.stage)) === request.rowCount) return await this.#parseJson(request)
     await this.#dropStage(request.stage)
     await this.#createStage(request)
     await loadAll('reload')
     const staged = await this.#stagedRows(request.stage)
-    if (staged === request.rowCount) return
+    if (staged === request.rowCount) return await this.#parseJson(request)
     const { table, batchId } = request
     throw new WarehouseError(`load batch ${batchId}`, '', {
       cause: new Error(
@@ -228,13 +229,49 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
     })
   }
 
+  /**
+   * JSON columns are loaded as text (see stagingField): once the batch is complete, the staging table is rewritten
+   * with them parsed, so the merge reads JSON. An earlier attempt may have parsed them already: nothing is left
+   * to do then. The sources stage BigQuery's canonical text (lib/core/canonical-json.ts), so parsing keeps it.
+   */
+  async #parseJson(request: LoadBatchRequest): Promise<void> {
+    const json = request.columns.filter((c) => isJsonType(c.type)).map((c) => c.name)
+    if (json.length === 0) return
+    const { stage } = request
+    const [metadata] = await this.#client
+      .dataset(this.#dataset(stage), { location: this.#options.location })
+      .table(stage.name)
+      .getMetadata()
+      .catch((error: unknown) => {
+        throw this.#apiError(`read the schema of staging table ${this.#name(stage)}`, error)
+      })
+    const fields = ((metadata as { schema?: { fields?: { name: string; type: string }[] } }).schema?.fields ??
+      []) as { name: string; type: string }[]
+    const unparsed = json.filter((name) => fields.find((f) => f.name === name)?.type === 'STRING')
+    if (unparsed.length === 0) return
+    const d = this.dialect
+    const expires = Date.now() + (this.#options.stagingExpirationDays ?? 7) * DAY_MS
+    const parsed = unparsed.map(
+      (name) => `PARSE_JSON(${d.quoteIdentifier(name)}) AS ${d.quoteIdentifier(name)}`,
+    )
+    const sql =
+      `CREATE OR REPLACE TABLE ${d.table(stage)}
+OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
+` + `AS SELECT * REPLACE (${parsed.join(', ')}) FROM ${d.table(stage)}`
+    try {
+      await this.#client.query({ query: sql, location: this.#options.location, useLegacySql: false })
+    } catch (error) {
+      throw this.#apiError(`parse the JSON columns of staging table ${this.#name(stage)}`, error)
+    }
+  }
+
   /** Creates the staging table; one an earlier attempt created gets its expiration pushed back instead. */
   async #createStage(request: LoadBatchRequest): Promise<void> {
     const { table, batchId, stage } = request
     const dataset = this.#client.dataset(this.#dataset(stage), { location: this.#options.location })
     const fields = request.columns.map((c) => ({
       name: c.name,
-      ...bigQueryField(c.type, { table: table.name, column: c.name }),
+      ...stagingField(c.type, { table: table.name, column: c.name }),
       description: `${SOURCE_TYPE_PREFIX}${c.type}`,
     }))
     const expirationTime = String(Date.now() + (this.#options.stagingExpirationDays ?? 7) * DAY_MS)

@@ -8,7 +8,7 @@ import { typeFamily } from '../../core/staged-types.ts'
  * BIGNUMERIC, TIMESTAMP(UTC) → TIMESTAMP, TIMESTAMP(local) → DATETIME, BYTE_ARRAY → BYTES, LIST → a REPEATED
  * column with list inference).
  *
- * JSON loads as JSON (Parquet's JSON logical type, which DuckDB writes for its JSON type).
+ * JSON is staged as STRING (a load job fills no JSON column from Parquet) and parsed once the batch is loaded.
  *
  * Types BigQuery cannot hold without loss (UBIGINT, HUGEINT, INTERVAL, structs, maps, lists of lists, lists of
  * elements whose text the row hash cannot render alike on both warehouses) are refused with a message naming the
@@ -35,14 +35,34 @@ export interface LoadCast {
   readonly as: string
 }
 
-/** Staged columns whose Parquet values BigQuery cannot load as they are: UUIDs (and lists of them) as text. */
+/**
+ * Staged columns whose Parquet values BigQuery cannot load as they are: UUIDs (and lists of them) as text, and JSON
+ * as its text (a load job fills no JSON column from Parquet: see stagingField).
+ */
 export function loadCasts(columns: readonly { name: string; type: string }[]): LoadCast[] {
   return columns.flatMap((c) => {
     const element = arrayElementType(c.type)
     const uuid = (type: string) => type.trim().toUpperCase() === 'UUID'
     if (element !== undefined) return uuid(element) ? [{ name: c.name, as: 'VARCHAR[]' }] : []
-    return uuid(c.type) ? [{ name: c.name, as: 'VARCHAR' }] : []
+    return uuid(c.type) || isJsonType(c.type) ? [{ name: c.name, as: 'VARCHAR' }] : []
   })
+}
+
+export function isJsonType(stagedType: string): boolean {
+  return stagedType.trim().toUpperCase() === 'JSON'
+}
+
+/**
+ * The field of a staged column in the batch's staging table: the dimension's field, except JSON, which is loaded
+ * as STRING and parsed once the batch is complete ("If you use a batch load job to ingest JSON data into a table,
+ * the source data must be in CSV, Avro, or JSON format. Other batch load formats are not supported."
+ * https://cloud.google.com/bigquery/docs/reference/standard-sql/json-data#limitations).
+ */
+export function stagingField(
+  stagedType: string,
+  where: { table: string; column: string },
+): { readonly type: string; readonly mode?: 'REPEATED' } {
+  return isJsonType(stagedType) ? { type: 'STRING' } : bigQueryField(stagedType, where)
 }
 
 /** The element type of a staged list type (`BIGINT[]` → `BIGINT`), or undefined for any other type. */

@@ -161,6 +161,13 @@ export function rowsForTable(
     }
     const { type: from, repeated } = loaded[index]!
     const to = legacyTypeName(column.field.type) ?? column.field.type
+    // "If you use a batch load job to ingest JSON data into a table, the source data must be in CSV, Avro, or
+    // JSON format. Other batch load formats are not supported." (Working with JSON data in GoogleSQL, Limitations)
+    if (to === 'JSON')
+      throw invalid(
+        `Unsupported field type: JSON (field ${column.field.name} of ${target.name}): a load job fills a JSON column ` +
+          'only from CSV, Avro or newline-delimited JSON files, not from Parquet',
+      )
     if (
       (from !== to && !(WIDENS_TO[from] ?? []).includes(to)) ||
       repeated !== (column.field.mode === 'REPEATED')
