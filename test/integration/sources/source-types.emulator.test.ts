@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import { parseProject } from '../../../lib/config/index.ts'
 import type { TableSpec } from '../../../lib/core/table-spec.ts'
+import type { SqlDialect } from '../../../lib/sql/dialect.ts'
 import { BIGQUERY_ENDPOINT_VARIABLE, buildLocalDeps } from '../../../lib/runtime/local-deps.ts'
 import { openSource } from '../../../lib/runtime/open-source.ts'
 import { runTable } from '../../../lib/use-cases/run-table.ts'
@@ -44,49 +45,17 @@ describe.skipIf(!available)('PostgreSQL uuid and interval columns into DuckDB an
     if (dir) await rm(dir, { recursive: true, force: true })
   })
 
-  async function runOn(warehouse: 'duckdb' | 'bigquery', at: string): Promise<Record<string, unknown>[]> {
-    const line =
-      warehouse === 'duckdb'
-        ? `{ type: duckdb, path: ${join(dir, 'warehouse.duckdb')} }`
-        : '{ type: bigquery, project: acme-dw, dataset: history, location: EU }'
-    const yaml = `version: 1
-warehouse: ${line}
-staging: { type: local, path: ${join(dir, warehouse, 'staging')} }
-state: { type: local, path: ${join(dir, warehouse, 'state')} }
-tables:
-  - name: accounts
-    source: { type: postgres, url_env: DB_URL, table: ${db.table('accounts')} }
-    target: dim_accounts
-    key: id
-`
-    const project = parseProject(yaml, join(dir, 'dimsync.yaml'))
-    const previous = process.env[BIGQUERY_ENDPOINT_VARIABLE]
-    process.env[BIGQUERY_ENDPOINT_VARIABLE] = emulator.url
-    const local = await buildLocalDeps(project, undefined, {}, { bigQuery: { pollIntervalMs: 20 } })
-    const deps = { ...local, openSource: (t: TableSpec) => openSource(t, { baseDir: dir, env: db.env }) }
-    try {
-      const result = await runTable(deps, project.tables[0]!, { extractedAt: new Date(at) })
-      expect(result.merge.status).toBe('merged')
-      const warehouseDb = await deps.openWarehouse()
-      const d = warehouseDb.dialect
+  const runOn = (warehouse: 'duckdb' | 'bigquery', at: string) =>
+    runPostgresTable({ db, dir, emulator }, warehouse, 'accounts', at, (d) => {
       const text = (c: string) => `${d.castToString(d.quoteIdentifier(c))} AS ${d.quoteIdentifier(c)}`
-      const rows = await warehouseDb.query(
-        `SELECT ${['id', 'owner', 'term', 'name', 'dimsync_row_hash'].map(text).join(', ')}, is_current ` +
-          `FROM ${d.table({ schema: project.warehouse.schema, name: 'dim_accounts' })}`,
-      )
-      return rows
-        .map((r) => ({ ...r }))
-        .sort((a, b) =>
-          `${a.id}${a.is_current}${a.dimsync_row_hash}`.localeCompare(
-            `${b.id}${b.is_current}${b.dimsync_row_hash}`,
-          ),
-        )
-    } finally {
-      await deps.close()
-      if (previous === undefined) delete process.env[BIGQUERY_ENDPOINT_VARIABLE]
-      else process.env[BIGQUERY_ENDPOINT_VARIABLE] = previous
-    }
-  }
+      return [...['id', 'owner', 'term', 'name', 'dimsync_row_hash'].map(text), 'is_current']
+    }).then((rows) =>
+      rows.sort((a, b) =>
+        `${a.id}${a.is_current}${a.dimsync_row_hash}`.localeCompare(
+          `${b.id}${b.is_current}${b.dimsync_row_hash}`,
+        ),
+      ),
+    )
 
   it('a changed uuid and a changed interval open versions; both warehouses hold the same values and hashes', async () => {
     for (const w of ['duckdb', 'bigquery'] as const) await runOn(w, '2024-01-01T00:00:00Z')
@@ -145,48 +114,14 @@ describe.skipIf(!available)('PostgreSQL json, jsonb and arrays into DuckDB and B
     if (dir) await rm(dir, { recursive: true, force: true })
   })
 
-  async function runOn(warehouse: 'duckdb' | 'bigquery', at: string): Promise<Record<string, unknown>[]> {
-    const line =
-      warehouse === 'duckdb'
-        ? `{ type: duckdb, path: ${join(dir, 'warehouse.duckdb')} }`
-        : '{ type: bigquery, project: acme-dw, dataset: history, location: EU }'
-    const yaml = `version: 1
-warehouse: ${line}
-staging: { type: local, path: ${join(dir, warehouse, 'staging')} }
-state: { type: local, path: ${join(dir, warehouse, 'state')} }
-tables:
-  - name: profiles
-    source: { type: postgres, url_env: DB_URL, table: ${db.table('profiles')} }
-    target: dim_profiles
-    key: id
-`
-    const project = parseProject(yaml, join(dir, 'dimsync.yaml'))
-    const previous = process.env[BIGQUERY_ENDPOINT_VARIABLE]
-    process.env[BIGQUERY_ENDPOINT_VARIABLE] = emulator.url
-    const local = await buildLocalDeps(project, undefined, {}, { bigQuery: { pollIntervalMs: 20 } })
-    const deps = { ...local, openSource: (t: TableSpec) => openSource(t, { baseDir: dir, env: db.env }) }
-    try {
-      const result = await runTable(deps, project.tables[0]!, { extractedAt: new Date(at) })
-      expect(result.merge.status).toBe('merged')
-      const warehouseDb = await deps.openWarehouse()
-      const d = warehouseDb.dialect
-      // JSON and arrays have no CAST to text on BigQuery: their canonical text (the row hash's) on both.
-      const text = ([c, type]: [string, string]) =>
-        `${d.canonicalText(d.quoteIdentifier(c), type)} AS ${d.quoteIdentifier(c)}`
-      const rows = await warehouseDb.query(
-        `SELECT ${Object.entries({ ...COLUMNS, dimsync_row_hash: 'VARCHAR' })
-          .map(text)
-          .join(
-            ', ',
-          )}, is_current FROM ${d.table({ schema: project.warehouse.schema, name: 'dim_profiles' })}`,
-      )
-      return rows.map((r) => ({ ...r })).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)))
-    } finally {
-      await deps.close()
-      if (previous === undefined) delete process.env[BIGQUERY_ENDPOINT_VARIABLE]
-      else process.env[BIGQUERY_ENDPOINT_VARIABLE] = previous
-    }
-  }
+  // JSON and arrays have no CAST to text on BigQuery: their canonical text (the row hash's) on both.
+  const runOn = (warehouse: 'duckdb' | 'bigquery', at: string) =>
+    runPostgresTable({ db, dir, emulator }, warehouse, 'profiles', at, (d) => [
+      ...Object.entries({ ...COLUMNS, dimsync_row_hash: 'VARCHAR' }).map(
+        ([c, type]) => `${d.canonicalText(d.quoteIdentifier(c), type)} AS ${d.quoteIdentifier(c)}`,
+      ),
+      'is_current',
+    ]).then((rows) => rows.sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b))))
 
   it('reordered json keys are no change; a changed value, array element or array order opens a version', async () => {
     for (const w of ['duckdb', 'bigquery'] as const) await runOn(w, '2024-01-01T00:00:00Z')
@@ -238,3 +173,50 @@ tables:
     expect(nullArrayAsEmpty(bigquery)).toEqual(nullArrayAsEmpty(duckdb))
   })
 })
+
+/**
+ * Runs PostgreSQL table `name` (target `dim_<name>`, key `id`) once into one warehouse (the BigQuery one is the
+ * emulator) and reads every version back with the select list `select` gives for that warehouse's dialect.
+ */
+async function runPostgresTable(
+  ctx: { readonly db: DbScratch; readonly dir: string; readonly emulator: BigQueryEmulator },
+  warehouse: 'duckdb' | 'bigquery',
+  name: string,
+  at: string,
+  select: (d: SqlDialect) => string[],
+): Promise<Record<string, unknown>[]> {
+  const { db, dir, emulator } = ctx
+  const line =
+    warehouse === 'duckdb'
+      ? `{ type: duckdb, path: ${join(dir, 'warehouse.duckdb')} }`
+      : '{ type: bigquery, project: acme-dw, dataset: history, location: EU }'
+  const yaml = `version: 1
+warehouse: ${line}
+staging: { type: local, path: ${join(dir, warehouse, 'staging')} }
+state: { type: local, path: ${join(dir, warehouse, 'state')} }
+tables:
+  - name: ${name}
+    source: { type: postgres, url_env: DB_URL, table: ${db.table(name)} }
+    target: dim_${name}
+    key: id
+`
+  const project = parseProject(yaml, join(dir, 'dimsync.yaml'))
+  const previous = process.env[BIGQUERY_ENDPOINT_VARIABLE]
+  process.env[BIGQUERY_ENDPOINT_VARIABLE] = emulator.url
+  const local = await buildLocalDeps(project, undefined, {}, { bigQuery: { pollIntervalMs: 20 } })
+  const deps = { ...local, openSource: (t: TableSpec) => openSource(t, { baseDir: dir, env: db.env }) }
+  try {
+    const result = await runTable(deps, project.tables[0]!, { extractedAt: new Date(at) })
+    expect(result.merge.status).toBe('merged')
+    const warehouseDb = await deps.openWarehouse()
+    const d = warehouseDb.dialect
+    const rows = await warehouseDb.query(
+      `SELECT ${select(d).join(', ')} FROM ${d.table({ schema: project.warehouse.schema, name: `dim_${name}` })}`,
+    )
+    return rows.map((r) => ({ ...r }))
+  } finally {
+    await deps.close()
+    if (previous === undefined) delete process.env[BIGQUERY_ENDPOINT_VARIABLE]
+    else process.env[BIGQUERY_ENDPOINT_VARIABLE] = previous
+  }
+}

@@ -14,6 +14,15 @@ const project = (tables: string) => parseProject(`version: 1\ntables:\n${tables}
 const table = (name: string, target: string, extra = '') =>
   `  - name: ${name}\n    source: { type: file, path: ${name}.csv }\n    key: id\n    target: ${target}\n${extra}`
 
+/** A source that describes `described` and is never extracted from (validate extracts nothing). */
+const source = (described: readonly StagedColumn[]): Source => ({
+  describe: async () => described,
+  extract: async () => {
+    throw new Error('validate extracts nothing')
+  },
+  close: async () => {},
+})
+
 describe('objectNameConflicts', () => {
   it("refuses a target that is another table's view, table function or capture log, naming both tables", () => {
     const spec = project(
@@ -84,13 +93,6 @@ describe('validateProject names every column the warehouse cannot store (table, 
     { name: 'profile', type: 'JSON' },
     { name: 'events', type: 'JSON[]' },
   ]
-  const source = (described: readonly StagedColumn[]): Source => ({
-    describe: async () => described,
-    extract: async () => {
-      throw new Error('validate extracts nothing')
-    },
-    close: async () => {},
-  })
   const withWarehouse = (warehouse: string) =>
     parseProject(
       `version: 1\nwarehouse: ${warehouse}\ntables:\n${table('accounts', 'dim_accounts')}${table('orders', 'dim_orders')}`,
@@ -183,13 +185,7 @@ describe('validateProject checks fact tables against their sources too', () => {
       '    references:\n      - { dimension: customers, key: customer_id, as: customer }\n',
     '/project/dimsync.yaml',
   )
-  const described = (columns: readonly string[]): Source => ({
-    describe: async () => columns.map((name) => ({ name, type: 'VARCHAR' })),
-    extract: async () => {
-      throw new Error('validate extracts nothing')
-    },
-    close: async () => {},
-  })
+  const described = (columns: readonly string[]) => source(columns.map((name) => ({ name, type: 'VARCHAR' })))
 
   it('names the fact, the setting and the missing column (with a close match) before anything runs', async () => {
     const error = await validateProject(spec, (t) =>
