@@ -3,6 +3,7 @@ import type { TableRef } from '../core/table-ref.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import type { CompiledStatement, SqlDialect } from './dialect.ts'
 import type { DimensionObjects } from './render-ddl.ts'
+import { dbtScdId, keyValues } from './dbt-ids.ts'
 import { renderRowHash } from './row-hash.ts'
 
 /** What `dimsync evolve` changes: a column of the dimension (and the columns derived from it), to a new type. */
@@ -81,6 +82,7 @@ export function renderEvolveColumn(
   d: SqlDialect,
   r: EvolveRequest,
   tracked: readonly DimensionColumn[],
+  key: readonly DimensionColumn[] = [],
 ): CompiledStatement[] {
   const out: CompiledStatement[] = []
   const n = r.table.columns
@@ -105,6 +107,16 @@ export function renderEvolveColumn(
       dropped(r, r.objects.captures, c),
     ))
       out.push({ label: `evolve: rewrite ${c} of ${r.objects.captures.name} as ${r.to}`, sql })
+  }
+  // dbt_scd_id is derived from the key's canonical text, which a new type may write differently (1.50 → 1.500).
+  if (isKey && r.table.dbtIds !== undefined && key.length > 0) {
+    const id = dbtScdId(d, keyValues(d, key, 'd'), `d.${q(n.validFrom)}`)
+    const column = `d.${q(r.table.dbtIds.scdId)}`
+    out.push({
+      label: 'evolve: dbt_scd_id from the key as now typed',
+      sql: `UPDATE ${d.table(r.objects.dimension)} AS d SET ${q(r.table.dbtIds.scdId)} = ${id}
+WHERE ${column} IS DISTINCT FROM ${id}`,
+    })
   }
   if (!tracked.some((c) => r.columns.includes(c.name))) return out
   const dim = d.table(r.objects.dimension)

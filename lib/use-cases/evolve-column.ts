@@ -121,7 +121,7 @@ export async function evolveColumn(
       return evolve.columns.includes(name) ? { name, type: staged.type } : c
     })
   const layout = planDimensionLayout(table, batch.batchId, batch.columns, after)
-  const statements = renderEvolveColumn(d, evolve, layout.tracked)
+  const statements = renderEvolveColumn(d, evolve, layout.tracked, layout.key)
   const rewrite = statements.filter((s) => s.label.startsWith('evolve: rewrite'))
   const rest = statements.filter((s) => !rewrite.includes(s))
   if (d.capabilities.transactionalDdl) {

@@ -4,6 +4,7 @@ import type { TableSpec } from '../../lib/core/table-spec.ts'
 import { evolveColumn } from '../../lib/use-cases/evolve-column.ts'
 import { ScdHarness } from '../support/scd-harness.ts'
 import { tableSpec } from '../support/table-spec-builder.ts'
+import { presetTableFields } from '../../lib/config/table-options.ts'
 
 let harness: ScdHarness | undefined
 afterEach(async () => {
@@ -218,5 +219,34 @@ describe('dimsync evolve --table T --column C (real DuckDB)', () => {
     await expect(evolveColumn(deps, { table: bitemporal, schema: 'main', column: 'region' })).rejects.toThrow(
       'keeps bitemporal history (system_time: true), whose rows are never rewritten',
     )
+  })
+})
+
+describe('dimsync evolve of a key column of a dbt-preset table', () => {
+  it("recomputes dbt_scd_id from the key's new text (a decimal key whose scale grows), as a new version would get it", async () => {
+    const table = tableSpec({ key: ['account'], target: 'dim_account', ...presetTableFields('dbt') })
+    const keyed = (type: string): StagedColumn[] => [
+      { name: 'account', type },
+      { name: 'name', type: 'VARCHAR' },
+    ]
+    const h = (harness = await ScdHarness.create(table, keyed('DECIMAL(10,2)')))
+    await h.load([{ account: '1.50', name: 'Ana' }], { extractedAt: extracted(1) })
+    const idMatches = async (keyText: string) => {
+      const rows = await h.query(
+        `SELECT dbt_scd_id = md5('${keyText}|' || strftime(dbt_updated_at AT TIME ZONE 'UTC', '%Y-%m-%d %H:%M:%S.%f')) AS same FROM dim_account`,
+      )
+      return rows.map((r) => r.same)
+    }
+    expect(await idMatches('1.50')).toEqual([true])
+    const refused = await h.stage([{ account: '1.500', name: 'Ana' }], {
+      extractedAt: extracted(2),
+      columns: keyed('DECIMAL(12,3)'),
+    })
+    await expect(h.merge(refused)).rejects.toThrow('changed type')
+    await evolveColumn(
+      { warehouse: h.warehouse, staging: h.batches },
+      { table, schema: 'main', column: 'account' },
+    )
+    expect(await idMatches('1.500')).toEqual([true])
   })
 })
