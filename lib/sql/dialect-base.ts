@@ -1,6 +1,7 @@
 import type { TableRef } from '../core/table-ref.ts'
 import { DEFAULT_CAPABILITIES, type DialectCapabilities } from './capabilities.ts'
 import type {
+  BatchValue,
   ColumnTypeChange,
   ColumnWhere,
   LogicalType,
@@ -49,6 +50,11 @@ export abstract class SqlDialectBase implements SqlDialect {
 
   timestampLiteral(iso: string): string {
     return `${this.type('timestamp')} ${this.stringLiteral(iso)}`
+  }
+
+  /** The subquery in place: read once per statement (no partitions to prune). */
+  earliestEventTime(query: string): BatchValue {
+    return { statements: [], value: `(${query})` }
   }
 
   castToString(expression: string): string {

@@ -64,6 +64,13 @@ export interface SqlDialect {
   raiseError(messageExpression: string): string
   /** `CREATE TEMP TABLE name AS select` in this dialect. */
   createTempTableAs(name: string, select: string): string
+  /**
+   * The batch's earliest event time (`query`: one row, one TIMESTAMP column, NULL without events), which reads of
+   * the capture log compare its partition column with: `statements` compute it once (run them after `query`'s
+   * tables exist) and `value` reads it. BigQuery prunes partitions only on a constant filter such as a script
+   * variable, not on a subquery; a warehouse without partitions reads the subquery in place.
+   */
+  earliestEventTime(query: string): BatchValue
   /** `DROP TABLE IF EXISTS`: staging tables that a failed run may have left behind. */
   dropTableIfExists(ref: TableRef): string
   /**
@@ -154,9 +161,17 @@ export interface ScriptParts {
   readonly after: readonly CompiledStatement[]
 }
 
+/** A value computed once per batch: the statements that compute it and the expression that reads it. */
+export interface BatchValue {
+  readonly statements: readonly string[]
+  readonly value: string
+}
+
 export interface TableOptionsRequest {
   /** Quoted valid_to column (dimension only). */
   readonly validTo?: string
+  /** Quoted captured_at column (capture log only): the log is read from a batch's earliest event time on. */
+  readonly capturedAt?: string
   /** Key columns with their staged types, for clustering. */
   readonly key: readonly { readonly name: string; readonly type: string }[]
   /** Human description of the table. */

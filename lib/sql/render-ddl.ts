@@ -195,6 +195,7 @@ export function renderDimensionDdl(
         `state_hash ${d.type('string')} NOT NULL, is_deleted ${d.type('bool')} NOT NULL, batch_id ${d.type('string')} NOT NULL\n)` +
         d.tableOptions('captures', {
           key: keyTypes,
+          capturedAt: d.quoteIdentifier('captured_at'),
           description: `dimsync: every state of table ${table.name} captured so far (late events)`,
         }),
     })

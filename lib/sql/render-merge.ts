@@ -330,18 +330,23 @@ class MergeRenderer extends MergeSql {
     const why = seq
       ? 'the source changed an event without changing its valid_from and sequence columns'
       : 'the source changed a row without changing its valid_from column'
+    // Every capture these statements look for is at or after an event's time, so at or after the batch's earliest
+    // one: the log is read from there on (on BigQuery, its partitions of that month and later).
+    const earliest = this.d.earliestEventTime(`SELECT MIN(${this.q(W.t)}) FROM ${ev}`)
+    for (const sql of earliest.statements) this.emit('note the earliest event time', sql)
+    const recent = (c: string) => `${c}.captured_at >= ${earliest.value}`
     this.emit(
       'check conflicting captures',
       `SELECT ${this.raise(
         'conflicting-capture',
         `${this.str(`${this.prefix()}: key `)} || ${this.keyText('e')} || ${this.str(' already has a different state captured')} || ` +
           `${at} || ${this.str(' (batch ')} || c.batch_id || ${this.str(`): ${why}; nothing was written`)}`,
-      )}\nFROM ${ev} e JOIN ${log} c ON ${this.keyEq('c', 'e')} AND ${sameEvent('e')}\n` +
+      )}\nFROM ${ev} e JOIN ${log} c ON ${this.keyEq('c', 'e')} AND ${sameEvent('e')} AND ${recent('c')}\n` +
         `WHERE ${this.#refolds ? this.#saidOtherwise() : `c.state_hash <> e.${this.q(W.state)}`}\nLIMIT 1`,
     )
     this.emit(
       'drop re-delivered events',
-      `DELETE FROM ${ev} WHERE EXISTS (SELECT 1 FROM ${log} c WHERE ${this.keys.map((k) => `c.${this.q(k)} = ${ev}.${this.q(k)}`).join(' AND ')} AND ${sameEvent(ev)})`,
+      `DELETE FROM ${ev} WHERE EXISTS (SELECT 1 FROM ${log} c WHERE ${this.keys.map((k) => `c.${this.q(k)} = ${ev}.${this.q(k)}`).join(' AND ')} AND ${sameEvent(ev)} AND ${recent('c')})`,
     )
     // A key is late when it has a capture after one of its events, or (sequenced) another event at the same time.
     const later = seq ? 'c.captured_at >=' : 'c.captured_at >'
@@ -349,10 +354,10 @@ class MergeRenderer extends MergeSql {
       'find late keys',
       this.d.createTempTableAs(
         TEMP.lateKeys,
-        `SELECT DISTINCT ${this.keyList('e')} FROM ${ev} e\nWHERE EXISTS (SELECT 1 FROM ${log} c WHERE ${this.keyEq('c', 'e')} AND ${later} e.${this.q(W.t)})`,
+        `SELECT DISTINCT ${this.keyList('e')} FROM ${ev} e\nWHERE EXISTS (SELECT 1 FROM ${log} c WHERE ${this.keyEq('c', 'e')} AND ${later} e.${this.q(W.t)} AND ${recent('c')})`,
       ),
     )
-    if (this.p.layout.partial !== undefined) this.#refuseLatePartialEvents(log)
+    if (this.p.layout.partial !== undefined) this.#refuseLatePartialEvents(log, recent('c'))
     const rawNames = this.#refolds
       ? rawCaptureColumns(this)
           .map((c) => `, ${this.q(c)}`)
@@ -392,7 +397,7 @@ class MergeRenderer extends MergeSql {
    * batch is refused, naming the key, its earliest late event and its newest capture, rather than folding the
    * event into the current state (a silently wrong history).
    */
-  #refuseLatePartialEvents(log: string): void {
+  #refuseLatePartialEvents(log: string, recent: string): void {
     // Tables that refold late keys refuse only keys with a capture logged before raw values were kept.
     const lateKeys = this.#refolds
       ? `(SELECT * FROM ${this.tmp(TEMP.lateKeys)} k WHERE EXISTS (SELECT 1 FROM ${log} u WHERE ${this.keyEq('u', 'k')} AND u.${this.q(CAPTURE_RAW_LOGGED_COLUMN)} IS NULL))`
@@ -400,7 +405,8 @@ class MergeRenderer extends MergeSql {
     const t = this.q(W.t)
     const at = (e: string) => this.d.castToString(e)
     const newest =
-      `SELECT ${this.keyList('c')}, c.captured_at, c.batch_id FROM ${log} c WHERE EXISTS (SELECT 1 FROM ${lateKeys} l WHERE ${this.keyEq('l', 'c')})\n` +
+      `SELECT ${this.keyList('c')}, c.captured_at, c.batch_id FROM ${log} c\n` +
+      `  WHERE ${recent} AND EXISTS (SELECT 1 FROM ${lateKeys} l WHERE ${this.keyEq('l', 'c')})\n` +
       `  QUALIFY ROW_NUMBER() OVER (PARTITION BY ${this.keyList('c')} ORDER BY c.captured_at DESC, c.batch_id) = 1`
     const earliest =
       `SELECT ${this.keyList('e')}, MIN(e.${t}) AS ${t} FROM ${this.tmp(TEMP.events)} e\n` +

@@ -3,6 +3,7 @@ import { DEFAULT_CAPABILITIES, type DialectCapabilities } from '../capabilities.
 import { typeFamily } from '../../core/staged-types.ts'
 import { SqlDialectBase } from '../dialect-base.ts'
 import type {
+  BatchValue,
   ColumnTypeChange,
   ColumnWhere,
   LogicalType,
@@ -13,7 +14,7 @@ import type {
   TableOptionsRequest,
   TableRole,
 } from '../dialect.ts'
-import { renderBigQueryScriptText } from './bigquery-script.ts'
+import { EVENTS_FROM_VARIABLE, renderBigQueryScriptText } from './bigquery-script.ts'
 import { arrayElementType, BIGQUERY_LOGICAL_TYPES, bigQueryColumnType } from './bigquery-types.ts'
 
 /**
@@ -187,6 +188,15 @@ class BigQueryDialect extends SqlDialectBase {
     return `PRIMARY KEY (${quotedColumns.join(', ')}) NOT ENFORCED`
   }
 
+  /**
+   * A script variable, set once: a filter on a variable prunes partitions, a filter on a subquery does not ("If you
+   * use dynamic expressions in your query filter, BigQuery must scan all of the partitions").
+   * https://cloud.google.com/bigquery/docs/querying-partitioned-tables#best_practices_for_partition_pruning
+   */
+  override earliestEventTime(query: string): BatchValue {
+    return { statements: [`SET ${EVENTS_FROM_VARIABLE} = (${query})`], value: EVENTS_FROM_VARIABLE }
+  }
+
   override tableOptions(role: TableRole, request: TableOptionsRequest): string {
     return tableOptions(role, request, (value) => this.stringLiteral(value))
   }
@@ -279,6 +289,9 @@ function tableOptions(role: TableRole, request: TableOptionsRequest, str: (v: st
   const parts: string[] = []
   if (role === 'dimension' && request.validTo !== undefined)
     parts.push(`PARTITION BY TIMESTAMP_TRUNC(${request.validTo}, MONTH)`)
+  // A merge reads the capture log from its batch's earliest event time on: the months before are pruned.
+  if (role === 'captures' && request.capturedAt !== undefined)
+    parts.push(`PARTITION BY TIMESTAMP_TRUNC(${request.capturedAt}, MONTH)`)
   // The ledger is read for one target and batch at every merge: clustered, a lookup reads a few blocks, not the
   // ledger of every table.
   if (role === 'ledger') parts.push('CLUSTER BY target, batch_id')

@@ -2,6 +2,8 @@ import type { CompiledStatement, ScriptParts, SqlDialect } from '../dialect.ts'
 
 /** Script variable holding the label of the running step, so a failure names it. */
 export const STEP_VARIABLE = 'dimsync_step'
+/** Script variable holding the batch's earliest event time (see SqlDialect.earliestEventTime). */
+export const EVENTS_FROM_VARIABLE = 'dimsync_events_from'
 /** Prefix of the message a failed merge script raises; the adapter parses it back (see bigquery-errors.ts). */
 export const STEP_FAILED = 'dimsync step '
 /** Script variable holding the error message while the handler rolls back. */
@@ -31,6 +33,7 @@ export function renderBigQueryScriptText(d: SqlDialect, script: ScriptParts): st
     `-- ${oneLine(script.title)}`,
     `DECLARE ${v} STRING DEFAULT '';`,
     `DECLARE ${ERROR_VARIABLE} STRING DEFAULT '';`,
+    `DECLARE ${EVENTS_FROM_VARIABLE} TIMESTAMP;`,
     ...steps(script.ddl, ''),
     'BEGIN',
     '  BEGIN TRANSACTION;',

@@ -25,6 +25,11 @@ export interface TableScan {
   readonly pruned: boolean
   /** The scan is the target of an UPDATE or DELETE (whose partitions it rewrites). */
   readonly rewritten: boolean
+  /**
+   * The partition column of `readFrom.table` is bounded below by a constant (`column >= <literal or script
+   * variable>`): BigQuery reads the partitions from that value on (always false for other tables).
+   */
+  readonly readFrom: boolean
 }
 
 /**
@@ -34,13 +39,18 @@ export interface TableScan {
 export function tableScans(
   resolved: unknown,
   partition: { readonly table: string; readonly column: string },
+  readFrom?: { readonly table: string; readonly column: string },
 ): TableScan[] {
   const root = resolved as any
   const kind = unwrap(root).kind
   if (/Create(View|TableFunction|MaterializedView)/i.test(kind)) return []
   const rewrites = /Update|Delete/i.test(kind)
-  const scans: (Omit<TableScan, 'pruned'> & { pinned: number | undefined })[] = []
+  const scans: (Omit<TableScan, 'pruned' | 'readFrom'> & {
+    pinned: number | undefined
+    from: number | undefined
+  })[] = []
   const pruned = new Set<number>()
+  const bounded = new Set<number>()
   walk(root, (node, key) => {
     if (
       node?.table?.name !== undefined &&
@@ -52,11 +62,16 @@ export function tableScans(
       const column = isPartitioned
         ? columns.find((c) => c.name?.toLowerCase() === partition.column.toLowerCase())
         : undefined
+      const isReadFrom = node.table.name.toLowerCase() === readFrom?.table.toLowerCase()
+      const fromColumn = isReadFrom
+        ? columns.find((c) => c.name?.toLowerCase() === readFrom!.column.toLowerCase())
+        : undefined
       scans.push({
         table: String(node.table.name),
         alias: node.alias || node.table.name,
         columns: columns.map((c) => ({ name: String(c.name), typeKind: String(c.type?.typeKind) })),
         pinned: column === undefined ? undefined : id(column.columnId),
+        from: fromColumn === undefined ? undefined : id(fromColumn.columnId),
         rewritten: rewrites && key === 'tableScan',
       })
     }
@@ -64,9 +79,15 @@ export function tableScans(
       for (const conjunct of conjuncts(node)) {
         const pinned = pinnedColumn(conjunct)
         if (pinned !== undefined) pruned.add(pinned)
+        const from = lowerBoundedColumn(conjunct)
+        if (from !== undefined) bounded.add(from)
       }
   })
-  return scans.map(({ pinned, ...s }) => ({ ...s, pruned: pinned !== undefined && pruned.has(pinned) }))
+  return scans.map(({ pinned, from, ...s }) => ({
+    ...s,
+    pruned: pinned !== undefined && pruned.has(pinned),
+    readFrom: from !== undefined && bounded.has(from),
+  }))
 }
 
 /** Visits every object of the tree with the key it hangs under (the INSERT target is not a read). */
@@ -128,6 +149,20 @@ function pinnedColumn(conjunct: any): number | undefined {
     if (b.kind === 'resolvedLiteralNode') return column(a)
     if (a.kind === 'resolvedLiteralNode') return column(b)
   }
+  return undefined
+}
+
+/** The column a conjunct bounds below by a constant: `col >= c`, `col > c`, `c <= col` or `c < col`. */
+function lowerBoundedColumn(conjunct: any): number | undefined {
+  const call = functionCall(conjunct)
+  if (call === undefined || call.args.length !== 2) return undefined
+  const [a, b] = call.args.map(unwrap) as [{ kind: string; node: any }, { kind: string; node: any }]
+  const constant = (p: { kind: string }) =>
+    p.kind === 'resolvedLiteralNode' || p.kind === 'resolvedConstantNode'
+  const column = (p: { kind: string; node: any }) =>
+    p.kind === 'resolvedColumnRefNode' ? id(p.node.column.columnId) : undefined
+  if (/^\$greater(_or_equal)?$/.test(call.name) && constant(b)) return column(a)
+  if (/^\$less(_or_equal)?$/.test(call.name) && constant(a)) return column(b)
   return undefined
 }
 

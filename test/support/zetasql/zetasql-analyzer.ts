@@ -39,6 +39,8 @@ export class ZetaSqlAnalyzer {
   readonly #client: any
   readonly #languageOptions: object
   #tables = new Map<string, CatalogColumn[]>()
+  /** Script variables set so far (`SET name = …`), by name, with their ZetaSQL types. */
+  #variables = new Map<string, object>()
   #registered: number | undefined
   #dirty = true
 
@@ -87,6 +89,7 @@ export class ZetaSqlAnalyzer {
   /** Forgets every table (between independent scripts). */
   reset(): void {
     this.#tables = new Map()
+    this.#variables = new Map()
     this.#dirty = true
   }
 
@@ -114,6 +117,17 @@ export class ZetaSqlAnalyzer {
     sql: string,
     options: { pruneUnusedColumns?: boolean } = {},
   ): Promise<StatementVerdict> {
+    // A script's `SET variable = expression`: the expression is read as a query; later statements see the
+    // variable as a named constant of its type (a constant, as BigQuery binds it when each statement runs).
+    const assignment = /^\s*SET\s+([A-Za-z_]\w*)\s*=\s*([\s\S]*)$/i.exec(sql)
+    if (assignment !== null) {
+      const verdict = await this.analyze(label, `SELECT ${assignment[2]}`, options)
+      if (verdict.ok) {
+        this.#variables.set(assignment[1]!, outputType(verdict.resolved))
+        this.#dirty = true
+      }
+      return verdict
+    }
     let response: any
     try {
       response = await this.#client.analyze({
@@ -195,7 +209,12 @@ export class ZetaSqlAnalyzer {
       table: n.table,
       catalog: [...n.catalog.values()].map(toProto),
     })
-    return { ...toProto(root), builtinFunctionOptions: { languageOptions: this.#languageOptions } }
+    const constant = [...this.#variables].map(([name, type]) => ({ namePath: [name], type, value: {} }))
+    return {
+      ...toProto(root),
+      constant,
+      builtinFunctionOptions: { languageOptions: this.#languageOptions },
+    }
   }
 
   /** Keeps the catalog in step with DDL, as BigQuery would for the rest of the script. */
@@ -229,6 +248,15 @@ export class ZetaSqlAnalyzer {
       this.#dirty = true
     }
   }
+}
+
+/** The type of the only column a resolved `SELECT <expression>` returns. */
+function outputType(resolved: any): object {
+  let node = resolved
+  while (node && typeof node.node === 'string' && node[node.node]) node = node[node.node]
+  const type = node?.outputColumnList?.[0]?.column?.type
+  if (type === undefined) throw new Error('analyzer: no output column in the resolved SELECT')
+  return type
 }
 
 function typeProto(type: string | object): object {
