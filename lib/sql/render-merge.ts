@@ -357,7 +357,10 @@ class MergeRenderer extends MergeSql {
         `SELECT DISTINCT ${this.keyList('e')} FROM ${ev} e\nWHERE EXISTS (SELECT 1 FROM ${log} c WHERE ${this.keyEq('c', 'e')} AND ${later} e.${this.q(W.t)} AND ${recent('c')})`,
       ),
     )
-    if (this.p.layout.partial !== undefined) this.#refuseLatePartialEvents(log, recent('c'))
+    // Partial updates read older captures of late keys only: not at all in a batch without late keys.
+    const lateKeysExist = `EXISTS (SELECT 1 FROM ${this.tmp(TEMP.lateKeys)})`
+    if (this.p.layout.partial !== undefined)
+      this.guarded(lateKeysExist, () => this.#refuseLatePartialEvents(log, recent('c')))
     const rawNames = this.#refolds
       ? rawCaptureColumns(this)
           .map((c) => `, ${this.q(c)}`)
@@ -371,7 +374,7 @@ class MergeRenderer extends MergeSql {
       `INSERT INTO ${log} (${this.keyList()}, captured_at, ${seq ? `${this.q(CAPTURE_SEQUENCE_COLUMN)}, ` : ''}state_hash, is_deleted, batch_id${rawNames})\n` +
         `SELECT ${this.keyList('e')}, e.${this.q(W.t)}, ${seq ? `e.${this.q(W.order)}, ` : ''}e.${this.q(W.state)}, e.${this.q(W.del)}, ${this.str(this.p.batchId)}${rawValues} FROM ${ev} e`,
     )
-    if (this.#refolds) renderRefoldLateKeys(this, captures)
+    if (this.#refolds) this.guarded(lateKeysExist, () => renderRefoldLateKeys(this, captures))
   }
 
   /** Partial-update tables whose capture log keeps raw values (render-partial-refold.ts). */

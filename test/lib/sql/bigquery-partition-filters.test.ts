@@ -47,20 +47,7 @@ const NOT_PRUNED_YET: readonly (readonly [label: string, why: string])[] = [
  * bounded by the batch's earliest event time (`captured_at >= dimsync_events_from`, a script variable), by
  * statement label (prefix), each with why. Same rule: the list only shrinks.
  */
-const CAPTURES_UNBOUNDED_YET: readonly (readonly [label: string, why: string])[] = [
-  [
-    'check late events of a table with partial updates: scan of dim_customer_dimsync_captures (as u)',
-    'partial updates that refold: a late key is refused when any of its captures, however old, was logged before raw values were kept',
-  ],
-  [
-    'partial updates: fold the captures of late keys again in time order',
-    'partial updates that refold: a late key is refolded from its first capture on (not guarded by "the batch has late keys" yet)',
-  ],
-  [
-    'partial updates: late keys take their refolded states in the capture log',
-    'partial updates that refold: rewrites the refolded captures of late keys, however old (not guarded yet)',
-  ],
-]
+const CAPTURES_UNBOUNDED_YET: readonly (readonly [label: string, why: string])[] = []
 
 /**
  * Statements that still number new surrogate keys with one ROW_NUMBER() over the whole batch, which BigQuery runs
