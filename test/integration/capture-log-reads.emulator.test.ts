@@ -50,6 +50,10 @@ describe('the capture log read from the batch’s earliest event time on, on Duc
       expectMerged(late, 'the late batch')
       // The March capture again, next to a newer event: the re-delivered one is dropped, the new one kept.
       expectMerged(await load([row(1, '03-10', 'south'), row(2, '07-01', 'south')], '07-02'), 're-delivery')
+      // No events: the earliest event time is NULL, and the reads bounded by it find nothing.
+      const empty = await load([], '07-03')
+      for (const side of ['duckdb', 'bigquery'] as const)
+        expect(empty[side], side).toMatchObject({ status: 'merged', counts: { events: 0, lateKeys: 0 } })
       const versions = await dimension.read(
         (d, schema) =>
           `SELECT customer_id, region, ${d.castToString('valid_from')} AS valid_from FROM ${d.table(
