@@ -30,6 +30,11 @@ export interface DerivedColumn extends DimensionColumn {
   readonly from: string
 }
 
+/** The name of the column of kind `kind` derived from stored column `from` (`previous_region`). */
+export function derivedColumnName(kind: DerivedColumn['kind'], from: string): string {
+  return `${kind}_${from}`
+}
+
 /**
  * How a staged batch maps onto a dimension: which columns identify, which open versions (tracked, type 2),
  * which are overwritten on every version of the key (type 1), which keep the key's first value (type 0), which
@@ -166,7 +171,7 @@ export function planDimensionLayout(
   const derivedOf = (kind: DerivedColumn['kind'], names: readonly string[] | undefined): DerivedColumn[] =>
     (names ?? []).map((name) => {
       const from = need(name, kind === 'previous' ? 'previous_value' : 'current_value')
-      return { name: `${kind}_${from.name}`, type: from.type, kind, from: from.name }
+      return { name: derivedColumnName(kind, from.name), type: from.type, kind, from: from.name }
     })
   const partial = partialColumns(table, attributes, need)
   const derived = [

@@ -1,4 +1,4 @@
-import { planDimensionLayout } from '../core/dimension-layout.ts'
+import { derivedColumnName, planDimensionLayout, type DerivedColumn } from '../core/dimension-layout.ts'
 import { DimsyncError } from '../core/errors.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import { isWidening } from '../core/type-widening.ts'
@@ -34,6 +34,9 @@ export interface EvolveColumnResult {
   readonly columns: readonly string[]
   readonly statements: readonly CompiledStatement[]
 }
+
+/** The columns a stored column may have derived from it (types 3 and 6). */
+const DERIVED_KINDS: readonly DerivedColumn['kind'][] = ['previous', 'current']
 
 /** How many values that cannot convert an error names. */
 const SHOWN = 5
@@ -93,17 +96,16 @@ export async function evolveColumn(
             'new type is not known; run the table (its refused batch stays staged), then evolve',
     )
   const work = (c: string) => d.evolveWorkColumn(c)
-  const derived = existing
-    .filter((c) =>
-      [`previous_${column}`, `current_${column}`].some((name) => c.name === name || c.name === work(name)),
-    )
-    .map((c) => (c.name.startsWith(`previous_${column}`) ? `previous_${column}` : `current_${column}`))
+  const derivedNames = DERIVED_KINDS.map((kind) => derivedColumnName(kind, column))
+  const derived = derivedNames.filter((name) =>
+    existing.some((c) => c.name === name || c.name === work(name)),
+  )
   const from =
     current !== undefined && storedAs(current.type) !== storedAs(staged.type) ? current.type : staged.type
   const evolve: EvolveRequest = {
     table,
     objects,
-    columns: [column, ...new Set(derived)],
+    columns: [column, ...derived],
     from,
     to: staged.type,
     rawColumn: await rawCaptureColumn(deps.warehouse, table, objects, column),
@@ -163,7 +165,11 @@ async function interruptedRewrite(
 ): Promise<{ type: string; workColumn: string; dropped: Set<string> } | undefined> {
   const d = warehouse.dialect
   if (d.evolveWorkColumn(column) === undefined) return undefined
-  const candidates = [column, `previous_${column}`, `current_${column}`, captureRawColumn(column)]
+  const candidates = [
+    column,
+    ...DERIVED_KINDS.map((kind) => derivedColumnName(kind, column)),
+    captureRawColumn(column),
+  ]
   const tables = [objects.dimension, objects.captures, objects.retired].filter((t) => t !== undefined)
   let found: { type: string; workColumn: string; dropped: Set<string> } | undefined
   for (const ref of tables) {

@@ -250,3 +250,38 @@ describe('dimsync evolve of a key column of a dbt-preset table', () => {
     expect(await idMatches('1.500')).toEqual([true])
   })
 })
+
+describe('dimsync evolve of a column with type 3 and 6 columns derived from it', () => {
+  it('rewrites previous_<col> and current_<col> with the column, so the refused batch then merges with no new version', async () => {
+    const table = tableSpec({
+      policies: { keepFirst: [], previousValue: ['region'], currentValue: ['region'] },
+    })
+    const typed = (type: string): StagedColumn[] => [
+      { name: 'customer_id', type: 'BIGINT' },
+      { name: 'region', type },
+    ]
+    const h = (harness = await ScdHarness.create(table, typed('VARCHAR')))
+    await h.load([{ customer_id: 1, region: '7' }], { extractedAt: extracted(1) })
+    await h.load([{ customer_id: 1, region: '8' }], { extractedAt: extracted(2) })
+    const refused = await h.stage([{ customer_id: 1, region: 8 }], {
+      extractedAt: extracted(3),
+      columns: typed('INTEGER'),
+    })
+    await expect(h.merge(refused)).rejects.toThrow('changed type')
+    const result = await evolveColumn(
+      { warehouse: h.warehouse, staging: h.batches },
+      { table, schema: 'main', column: 'region' },
+    )
+    expect(result.columns).toEqual(['region', 'previous_region', 'current_region'])
+    const rows = await h.query(
+      `SELECT region, previous_region, current_region, typeof(previous_region) AS p, typeof(current_region) AS c
+       FROM dim_customer ORDER BY valid_from`,
+    )
+    expect(rows.map((r) => [r.region, r.previous_region, r.current_region, r.p, r.c])).toEqual([
+      [7, 7, 8, 'INTEGER', 'INTEGER'],
+      [8, 7, 8, 'INTEGER', 'INTEGER'],
+    ])
+    const merged = await h.merge(refused)
+    expect(merged.counts).toMatchObject({ insertedVersions: 0, closedVersions: 0 })
+  })
+})

@@ -250,7 +250,7 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
     const unparsed = json.filter((name) => fields.find((f) => f.name === name)?.type === 'STRING')
     if (unparsed.length === 0) return
     const d = this.dialect
-    const expires = Date.now() + (this.#options.stagingExpirationDays ?? 7) * DAY_MS
+    const expires = this.#stagingExpiresAt()
     const parsed = unparsed.map(
       (name) => `PARSE_JSON(${d.quoteIdentifier(name)}) AS ${d.quoteIdentifier(name)}`,
     )
@@ -265,6 +265,11 @@ OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
     }
   }
 
+  /** When a staging table touched now expires (epoch milliseconds): `stagingExpirationDays` from now. */
+  #stagingExpiresAt(): number {
+    return Date.now() + (this.#options.stagingExpirationDays ?? 7) * DAY_MS
+  }
+
   /** Creates the staging table; one an earlier attempt created gets its expiration pushed back instead. */
   async #createStage(request: LoadBatchRequest): Promise<void> {
     const { table, batchId, stage } = request
@@ -274,7 +279,7 @@ OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
       ...stagingField(c.type, { table: table.name, column: c.name }),
       description: `${SOURCE_TYPE_PREFIX}${c.type}`,
     }))
-    const expirationTime = String(Date.now() + (this.#options.stagingExpirationDays ?? 7) * DAY_MS)
+    const expirationTime = String(this.#stagingExpiresAt())
     try {
       await dataset.table(stage.name).create({
         schema: { fields },
