@@ -4,7 +4,6 @@ import { LocalStagingStore } from '../adapters/staging/local-staging-store.ts'
 import { LocalStateStore } from '../adapters/state/local-state-store.ts'
 import type { BigQueryWarehouseOptions } from '../adapters/warehouse/bigquery-warehouse.ts'
 import { openWaitingForLock, type FileLockHolder } from '../adapters/warehouse/duckdb-file-lock.ts'
-import { assertDuckDbFileOrNew, DuckDbWarehouse } from '../adapters/warehouse/duckdb-warehouse.ts'
 import { readInteger } from '../config/env.ts'
 import { assertTableMatchesSource } from '../config/index.ts'
 import type { ProjectSpec } from '../core/table-spec.ts'
@@ -67,8 +66,11 @@ export async function buildLocalDeps(
   options: LocalDepsOptions = {},
 ): Promise<LocalDeps> {
   // A wrong warehouse path is refused before anything runs, although the file is opened only for a merge.
-  if (project.warehouse.type === 'duckdb' && project.warehouse.path !== ':memory:')
+  // DuckDB (30 MB of the process's memory) is loaded here, once the config was read and found good.
+  if (project.warehouse.type === 'duckdb' && project.warehouse.path !== ':memory:') {
+    const { assertDuckDbFileOrNew } = await import('../adapters/warehouse/duckdb-warehouse.ts')
     await assertDuckDbFileOrNew(project.warehouse.path)
+  }
   // --staging and --state may point the run at S3 and DynamoDB instead of the config's folders.
   const overridden = await openStoreOverrides(stores)
   const localState =
@@ -160,6 +162,7 @@ async function openLocalWarehouse(
       extra: options.bigQuery,
     })
   }
+  const { DuckDbWarehouse } = await import('../adapters/warehouse/duckdb-warehouse.ts')
   const { path } = project.warehouse
   const memoryLimit = process.env.DIMSYNC_DUCKDB_MEMORY_LIMIT ?? DEFAULT_WAREHOUSE_MEMORY_LIMIT
   const threads = readInteger(process.env, WAREHOUSE_THREADS_VARIABLE, {

@@ -1,0 +1,121 @@
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, describe, expect, it } from 'vitest'
+
+/**
+ * What a `dimsync` process loads is resident until it ends, and every module costs start-up time: `--version` and
+ * `--help` load no config parser and no engine, and a run on the embedded default (a file source, local folders,
+ * DuckDB) loads no cloud or database client library. The real CLI (bin/dimsync.mjs, its launcher and worker
+ * process) runs with a resolve hook that logs every package it imports.
+ */
+const ROOT = join(import.meta.dirname, '..', '..')
+const CLI = join(ROOT, 'bin', 'dimsync.mjs')
+
+/** Client libraries of the sources, stores and warehouses the embedded default does not use. */
+const CLIENTS = [
+  'pg',
+  'pg-copy-streams',
+  'mysql2',
+  '@google-cloud/bigquery',
+  'google-auth-library',
+  '@aws-sdk/client-s3',
+  '@aws-sdk/client-dynamodb',
+  '@aws-sdk/client-secrets-manager',
+  '@aws-sdk/lib-storage',
+  '@aws-lambda-powertools/logger',
+]
+/** What a command that reads no config and opens nothing does without: the config parsers and the engine. */
+const HEAVY = ['zod', 'yaml', '@duckdb/node-api', ...CLIENTS]
+
+const work = mkdtempSync(join(tmpdir(), 'dimsync-startup-'))
+afterAll(() => rmSync(work, { recursive: true, force: true }))
+
+const HOOK = join(work, 'trace-hook.mjs')
+writeFileSync(
+  HOOK,
+  `import { appendFileSync } from 'node:fs'
+export async function resolve(specifier, context, next) {
+  if (!/^(\\.|\\/|node:|file:|data:)/.test(specifier)) appendFileSync(process.env.TRACE_LOG, specifier + '\\n')
+  return next(specifier, context)
+}
+`,
+)
+const PRELOAD = join(work, 'trace.mjs')
+writeFileSync(
+  PRELOAD,
+  `import { register } from 'node:module'\nregister(${JSON.stringify(`file://${HOOK}`)})\n`,
+)
+
+let runs = 0
+/** Runs the CLI in `cwd` and returns its exit code, output and the packages it imported. */
+function dimsync(cwd: string, ...args: string[]) {
+  const log = join(work, `trace-${++runs}.log`)
+  writeFileSync(log, '')
+  const env: Record<string, string | undefined> = {
+    ...process.env,
+    CI: '1',
+    TRACE_LOG: log,
+    NODE_OPTIONS: `--import ${PRELOAD}`,
+  }
+  // The launcher re-executes itself to set MALLOC_ARENA_MAX: the worker it starts is what is traced.
+  delete env.MALLOC_ARENA_MAX
+  const r = spawnSync(process.execPath, [CLI, ...args], { cwd, encoding: 'utf8', env })
+  const packages = new Set(
+    readFileSync(log, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((s) => (s.startsWith('@') ? s.split('/').slice(0, 2).join('/') : s.split('/')[0]!)),
+  )
+  return { code: r.status, out: r.stdout, err: r.stderr, packages }
+}
+const loaded = (packages: Set<string>, names: readonly string[]) => names.filter((n) => packages.has(n))
+
+describe('the CLI loads what its command needs', () => {
+  it('--version and --help load commander only: no config parser, no DuckDB, no client library', () => {
+    const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }
+    const versionRun = dimsync(work, '--version')
+    expect(versionRun).toMatchObject({ code: 0, out: `${version}\n`, err: '' })
+    expect(versionRun.packages.has('commander')).toBe(true)
+    expect(loaded(versionRun.packages, HEAVY)).toEqual([])
+
+    const help = dimsync(work, '--help')
+    expect(help.code).toBe(0)
+    expect(help.out).toContain('Usage: dimsync [options] [command]')
+    expect(help.out).toContain('validate')
+    expect(loaded(help.packages, HEAVY)).toEqual([])
+
+    const runHelp = dimsync(work, 'run', '--help')
+    expect(runHelp.code).toBe(0)
+    expect(runHelp.out).toContain('--extracted-at <iso>')
+    expect(loaded(runHelp.packages, HEAVY)).toEqual([])
+  })
+
+  it('a run on the embedded default (file source, local folders, DuckDB) loads no cloud or database client', () => {
+    const project = mkdtempSync(join(work, 'project-'))
+    writeFileSync(join(project, 'customers.csv'), 'id,name\n1,Ana\n2,Bruno\n')
+    writeFileSync(
+      join(project, 'dimsync.yaml'),
+      'version: 1\ntables:\n  - name: customers\n    source: { type: file, path: customers.csv }\n    key: id\n',
+    )
+    const run = dimsync(project, 'run')
+    expect(run.err).toContain('2 rows')
+    expect(run.code).toBe(0)
+    expect(run.packages.has('@duckdb/node-api')).toBe(true)
+    expect(run.packages.has('zod')).toBe(true)
+    expect(loaded(run.packages, CLIENTS)).toEqual([])
+  })
+
+  it('a config error is reported before DuckDB or a source is loaded', () => {
+    const project = mkdtempSync(join(work, 'bad-'))
+    writeFileSync(
+      join(project, 'dimsync.yaml'),
+      'version: 1\ntables:\n  - name: customers\n    source: { type: postgres, url_env: NO_SUCH_URL, table: c }\n',
+    )
+    const run = dimsync(project, 'run')
+    expect(run.code).toBe(1)
+    expect(run.err).toMatch(/^dimsync: .*key/)
+    expect(loaded(run.packages, ['@duckdb/node-api', ...CLIENTS])).toEqual([])
+  })
+})
