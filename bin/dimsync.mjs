@@ -32,7 +32,23 @@ if (process.platform === 'linux' && process.env.MALLOC_ARENA_MAX === undefined) 
     else process.exit(code ?? 1)
   })
 } else {
-  const { register } = await import('tsx/esm/api')
-  register()
-  await import('../functions/local/cli.ts')
+  // The compiled cache of the TypeScript source (compile-cache.mjs); tsx when there is none (DIMSYNC_TSX=1 asks
+  // for tsx). Only finding the cache falls back: an error of the CLI itself is the CLI's.
+  const compiled =
+    process.env.DIMSYNC_TSX === '1'
+      ? undefined
+      : await import('./compile-cache.mjs')
+          .then(
+            (cache) => cache.compiledEntry(),
+            () => undefined,
+          )
+          .catch(() => undefined)
+  if (compiled !== undefined) {
+    if (process.env.DIMSYNC_DEBUG) process.setSourceMapsEnabled(true)
+    await import(compiled)
+  } else {
+    const { register } = await import('tsx/esm/api')
+    register()
+    await import('../functions/local/cli.ts')
+  }
 }
