@@ -11,10 +11,15 @@
  * the same extract in 10 passes (the AWS function near its time limit: a snapshot and a count per key range).
  * Creates and drops its own schema/database. Writes bench/results/sources.json.
  * BENCH_ROWS (default 1,000,000), BENCH_BIG_ROWS (3,000,000), BENCH_SERVERS=postgres,mysql, BENCH_REPEAT (3).
+ * BENCH_SOURCES_SCHEMA: the schema/database created and dropped (default dimsync_bench_sources).
+ * BENCH_SOURCES_TABLE=schema.t: measure an existing table of BENCH_ROWS rows (read only: nothing created or dropped).
+ * BENCH_BASELINE_DIR: a copy of an earlier tree (`git archive <commit> lib bench bin functions test/support`);
+ * plan entries `baseOne` and `baseRun` measure its extract and its `dimsync run` interleaved with this tree's.
  */
 import { spawn, spawnSync } from 'node:child_process'
 import { closeSync, mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs'
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { loadavg } from 'node:os'
 import { join } from 'node:path'
 
 import mysql from 'mysql2'
@@ -37,7 +42,9 @@ const MYSQL_URL = process.env.DIMSYNC_TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:
 const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000)
 const BIG_ROWS = Number(process.env.BENCH_BIG_ROWS ?? 3_000_000)
 const SERVERS = (process.env.BENCH_SERVERS ?? 'postgres,mysql').split(',')
-const SCHEMA = 'dimsync_bench_sources'
+const SCHEMA = process.env.BENCH_SOURCES_SCHEMA ?? 'dimsync_bench_sources'
+const EXISTING_TABLE = process.env.BENCH_SOURCES_TABLE
+const BASELINE_DIR = process.env.BENCH_BASELINE_DIR
 /** Passes of the multi-pass extract measured on the small table. */
 const PASSES = 10
 /** Each measurement is repeated (BENCH_REPEAT, default 3); the machine's noise is larger than the effects. */
@@ -47,6 +54,8 @@ const PLAN = (process.env.BENCH_SOURCES_PLAN ?? 'cli,raw,one,four,ranges,passes,
   ',',
 )
 const CLI = join(BENCH_ROOT, '..', 'bin', 'dimsync.mjs')
+/** The baseline tree's bench folder (its own sources.ts measures its own lib). */
+const BASE_BENCH = BASELINE_DIR === undefined ? undefined : join(BASELINE_DIR, 'bench')
 
 type Server = 'postgres' | 'mysql'
 /**
@@ -59,6 +68,8 @@ interface ChildReport {
   readonly rows: number
   readonly seconds: number
   readonly maxRssMb: number
+  /** CPU time of the measuring process (user + system), all its threads: less load-sensitive than wall time. */
+  readonly cpuSeconds?: number
 }
 
 if (process.argv[2] === '--child') {
@@ -76,6 +87,7 @@ if (process.argv[2] === '--child') {
 /** One measurement: prints a ChildReport as JSON on stdout. */
 async function child(server: Server, mode: Mode, table: string, chunks: number): Promise<void> {
   const started = process.hrtime.bigint()
+  const cpuStarted = process.cpuUsage()
   let rows: number
   if (mode === 'raw') rows = server === 'postgres' ? await rawCopy(table) : await rawSelect(table)
   else if (mode === 'cli') rows = cliDump(server, table, chunks)
@@ -83,7 +95,13 @@ async function child(server: Server, mode: Mode, table: string, chunks: number):
     rows = await extractInPasses(server, table, mode === 'passes')
   else rows = await extract(server, table, chunks)
   const seconds = Number(process.hrtime.bigint() - started) / 1e9
-  const report: ChildReport = { rows, seconds, maxRssMb: process.resourceUsage().maxRSS / 1024 }
+  const cpu = process.cpuUsage(cpuStarted)
+  const report: ChildReport = {
+    rows,
+    seconds,
+    maxRssMb: process.resourceUsage().maxRSS / 1024,
+    cpuSeconds: (cpu.user + cpu.system) / 1e6,
+  }
   process.stdout.write(JSON.stringify(report))
 }
 
@@ -226,7 +244,7 @@ async function extract(server: Server, table: string, chunks: number): Promise<n
  * `dimsync run` (the real CLI process) of the whole table into a new DuckDB dimension: extract, stage, merge. Wall
  * time and peak RSS (GNU time).
  */
-function dimsyncRun(server: Server, table: string, rows: number): ChildReport {
+function dimsyncRun(server: Server, table: string, rows: number, cli = CLI): ChildReport {
   const dir = join(TMP, `sources-run-${server}`)
   rmSync(dir, { recursive: true, force: true })
   mkdirSync(dir, { recursive: true })
@@ -236,7 +254,7 @@ function dimsyncRun(server: Server, table: string, rows: number): ChildReport {
   )
   try {
     const env = { ...CHILD_ENV, CI: '1', BENCH_URL: server === 'postgres' ? PG_URL : MYSQL_URL }
-    const run = measureProcess(process.execPath, [CLI, 'run'], { cwd: dir, env })
+    const run = measureProcess(process.execPath, [cli, 'run'], { cwd: dir, env })
     if (!run.stdout.includes(`${rows} versions inserted`)) throw new Error(`unexpected run: ${run.stdout}`)
     return { rows, seconds: run.seconds, maxRssMb: run.peakRssMb }
   } finally {
@@ -244,11 +262,17 @@ function dimsyncRun(server: Server, table: string, rows: number): ChildReport {
   }
 }
 
-function measure(server: Server, mode: Mode, table: string, chunks = 1): Promise<ChildReport> {
+function measure(
+  server: Server,
+  mode: Mode,
+  table: string,
+  chunks = 1,
+  benchDir = BENCH_ROOT,
+): Promise<ChildReport> {
   return new Promise((resolve, reject) => {
     const proc = spawn(
       process.execPath,
-      ['--import', 'tsx', join(BENCH_ROOT, 'sources.ts'), '--child', server, mode, table, String(chunks)],
+      ['--import', 'tsx', join(benchDir, 'sources.ts'), '--child', server, mode, table, String(chunks)],
       { stdio: ['ignore', 'pipe', 'inherit'], env: CHILD_ENV },
     )
     let out = ''
@@ -331,15 +355,22 @@ async function parent(): Promise<void> {
   const results: Record<string, unknown> = { rows: ROWS, bigRows: BIG_ROWS, columns: 10, repeats: REPEAT }
   for (const server of SERVERS as Server[]) {
     console.log(`\n== ${server}: creating ${ROWS} and ${BIG_ROWS} rows`)
-    const tables = server === 'postgres' ? await setupPostgres() : await setupMysql()
+    const tables =
+      EXISTING_TABLE !== undefined
+        ? { small: EXISTING_TABLE, big: EXISTING_TABLE, drop: async () => undefined }
+        : server === 'postgres'
+          ? await setupPostgres()
+          : await setupMysql()
     try {
       // Warm the server's cache so that the first measurement is not the only one reading from disk.
       await measure(server, 'raw', tables.small)
       // Every measurement REPEAT times, interleaved so that a noisy moment hits all of them alike; the median
       // run by time is reported, with the highest peak RSS of the repeats.
       const runs: Record<string, ChildReport[]> = {}
-      const plan: [string, Mode | 'run', string, number][] = [
+      const plan: [string, Mode | 'run', string, number, string?][] = [
         ['cli', 'cli', tables.small, ROWS],
+        ['baseOne', 'extract', tables.small, 1, BASE_BENCH],
+        ['baseRun', 'run', tables.small, ROWS, BASE_BENCH],
         ['raw', 'raw', tables.small, 1],
         ['one', 'extract', tables.small, 1],
         ['four', 'extract', tables.small, 4],
@@ -351,13 +382,17 @@ async function parent(): Promise<void> {
         ['runBig', 'run', tables.big, BIG_ROWS],
       ]
       for (let r = 0; r < REPEAT; r++) {
-        for (const [name, mode, table, chunks] of plan) {
+        for (const [name, mode, table, chunks, benchDir] of plan) {
           if (!PLAN.includes(name)) continue
+          if (name.startsWith('base') && benchDir === undefined) continue
           const report =
-            mode === 'run' ? dimsyncRun(server, table, chunks) : await measure(server, mode, table, chunks)
+            mode === 'run'
+              ? dimsyncRun(server, table, chunks, join(benchDir ?? BENCH_ROOT, '..', 'bin', 'dimsync.mjs'))
+              : await measure(server, mode, table, chunks, benchDir)
           ;(runs[name] ??= []).push(report)
           console.log(
-            `${server} ${name} run ${r + 1}: ${report.seconds.toFixed(2)} s, ${report.maxRssMb.toFixed(0)} MB`,
+            `${server} ${name} run ${r + 1}: ${report.seconds.toFixed(2)} s, ${report.maxRssMb.toFixed(0)} MB` +
+              (report.cpuSeconds === undefined ? '' : `, CPU ${report.cpuSeconds.toFixed(2)} s`),
           )
         }
       }
@@ -367,9 +402,11 @@ async function parent(): Promise<void> {
         const middle = sorted[Math.floor(sorted.length / 2)]!
         return { ...middle, maxRssMb: Math.max(...sorted.map((run) => run.maxRssMb)) }
       }
-      const [cli, raw, one, four, ranges, passes, big, cliBig, run, runBig] = plan.map(([name]) =>
-        median(name),
+      const [cli, baseOne, baseRun, raw, one, four, ranges, passes, big, cliBig, run, runBig] = plan.map(
+        ([name]) => median(name),
       ) as ChildReport[] as [
+        ChildReport,
+        ChildReport,
         ChildReport,
         ChildReport,
         ChildReport,
@@ -392,6 +429,13 @@ async function parent(): Promise<void> {
           rowsPerSecond: rate(cli),
         },
         extractShareOfClientDump: Number((rate(one) / rate(cli)).toFixed(3)),
+        ...(BASELINE_DIR !== undefined
+          ? {
+              baselineTree: BASELINE_DIR,
+              baseExtract: { ...baseOne, shareOfClientDump: Number((rate(baseOne) / rate(cli)).toFixed(3)) },
+              baseRun: { ...baseRun, ratioToClientDump: Number((baseRun.seconds / cli.seconds).toFixed(2)) },
+            }
+          : {}),
         targetExtractShareOfClientDump: 0.6,
         clientDumpBig: { ...cliBig, rowsPerSecond: rate(cliBig) },
         extractBigShareOfClientDump: Number((rate(big) / rate(cliBig)).toFixed(3)),
@@ -424,7 +468,7 @@ async function parent(): Promise<void> {
           slowdownVsOnePass: Number((passes.seconds / one.seconds).toFixed(2)),
         },
       }
-      results[server] = summary
+      results[server] = { ...summary, runs, loadAverage: loadavg() }
       console.log(JSON.stringify(summary, null, 2))
     } finally {
       await tables.drop()

@@ -1,5 +1,4 @@
 import pg from 'pg'
-import { to as copyTo } from 'pg-copy-streams'
 
 import { SourceError } from '../../core/errors.ts'
 import type { DatabaseSourceSpec, TableSpec } from '../../core/table-spec.ts'
@@ -15,6 +14,7 @@ import {
 } from './db-connection.ts'
 import { sourceName, type DbDriver, type DbSession, type DbSnapshot } from './db-extract.ts'
 import { relationSql, type SqlValue } from './db-sql.ts'
+import { CopyOut } from './pg-copy-out.ts'
 import { pgColumn, type DbColumn, type PgTypeInfo } from './db-types.ts'
 
 export interface PostgresSourceOptions extends DatabaseSourceOptions {
@@ -48,7 +48,7 @@ const SESSION_SETTINGS = [
  * - Every extract reads ONE snapshot: `REPEATABLE READ, READ ONLY`. With `chunks: N` the key is split into N
  *   ranges (bounds from the snapshot itself) read over N connections that import the coordinator's snapshot
  *   (`pg_export_snapshot()` / `SET TRANSACTION SNAPSHOT`), so a chunked extract is exactly as consistent.
- * - Rows stream with `COPY (SELECT ...) TO STDOUT (FORMAT csv)`, with backpressure, into Parquet parts
+ * - Rows stream with `COPY (SELECT ...) TO STDOUT (FORMAT csv)` (pg-copy-out.ts), with backpressure, into Parquet parts
  *   (bounded memory whatever the table size). The row count taken in the same snapshot must equal the rows the
  *   server sent and the rows staged, or the extract fails and nothing is merged.
  * - Incremental extracts read rows whose (cursor, key) tuple is after the watermark (ties on the cursor are never
@@ -86,23 +86,21 @@ class PostgresSession implements DbSession {
 
   async streamCsv(select: string, spool: CsvSpool): Promise<number> {
     this.#throwIfLost()
-    const stream = this.client.query(copyTo(`COPY (${select}) TO STDOUT WITH (FORMAT csv)`))
-    const onLost = (error: Error) => stream.destroy(error)
+    const copy = new CopyOut(`COPY (${select}) TO STDOUT WITH (FORMAT csv)`, spool)
+    const onLost = (error: Error) => copy.fail(error)
     this.client.on('error', onLost)
     try {
-      for await (const piece of stream as AsyncIterable<Buffer>) {
-        try {
-          await spool.write(piece)
-        } catch (error) {
-          this.#drop(error)
-          throw error
-        }
-      }
+      void this.client.query(copy as unknown as pg.Submittable)
+      const rows = await copy.done
+      this.#throwIfLost()
+      return rows
+    } catch (error) {
+      // Rows the spool could not take (a part failed): the server is still sending them.
+      if (!copy.readToEnd) this.#drop(error)
+      throw error
     } finally {
       this.client.off('error', onLost)
     }
-    this.#throwIfLost()
-    return stream.rowCount
   }
 
   #throwIfLost(): void {
