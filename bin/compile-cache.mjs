@@ -3,7 +3,16 @@
 // (on Node 20 a loader thread: 30 MB and 0.3-1 s of start-up). Nothing to build by hand: the cache is checked
 // against the content of every source file it was compiled from, at every start.
 import { createHash, randomBytes } from 'node:crypto'
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs'
 import { dirname, join, relative, sep } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 
@@ -79,15 +88,15 @@ async function compile(cache) {
   }
   const build = `b-${Date.now()}-${process.pid}-${randomBytes(4).toString('hex')}`
   const inputs = {}
+  // What decides how the sources compile is an input too: the TypeScript settings and this compiler's code.
+  for (const path of ['tsconfig.json', 'bin/compile-cache.mjs'])
+    if (existsSync(join(ROOT, path))) record(inputs, path)
   // Each file is compiled from the content hashed here, and import.meta keeps naming the source file.
   const sources = {
     name: 'dimsync-sources',
     setup(builder) {
       builder.onLoad({ filter: /\.[cm]?[jt]s$/ }, (args) => {
-        // Stat before reading: a file changed after it was read has another time, and its hash then decides.
-        const { size, mtimeMs } = statSync(args.path)
-        const text = readFileSync(args.path, 'utf8')
-        inputs[relative(ROOT, args.path).split(sep).join('/')] = { size, mtimeMs, hash: sha1(text) }
+        const text = record(inputs, relative(ROOT, args.path).split(sep).join('/')).toString('utf8')
         const contents = text
           .replaceAll('import.meta.url', JSON.stringify(pathToFileURL(args.path).href))
           .replaceAll('import.meta.dirname', JSON.stringify(dirname(args.path)))
@@ -122,6 +131,18 @@ async function compile(cache) {
   renameSync(next, join(cache, 'current.json'))
   removeOldBuilds(cache, build)
   return build
+}
+
+/**
+ * Reads a source file (relative to the package) and records its size, time and content hash. Stat before reading:
+ * a file changed after it was read has another time, and its hash then decides.
+ */
+function record(inputs, path) {
+  const file = join(ROOT, path)
+  const { size, mtimeMs } = statSync(file)
+  const content = readFileSync(file)
+  inputs[path] = { size, mtimeMs, hash: sha1(content) }
+  return content
 }
 
 function removeOldBuilds(cache, keep) {
