@@ -19,8 +19,11 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)))
 const ENTRY = join(ROOT, 'functions', 'local', 'cli.ts')
 const COMPILED_ENTRY = join('functions', 'local', 'cli.js')
-/** Builds that are no longer current are removed after this long (a run still going may import their chunks). */
-const KEEP_OLD_BUILDS_MS = 7 * 86_400_000
+/**
+ * Builds that are no longer current (about 1 MB each) are removed after this long: a run still going may import
+ * their chunks when it gets to a step (a merge starts after the extract).
+ */
+const KEEP_OLD_BUILDS_MS = 86_400_000
 
 const sha1 = (text) => createHash('sha1').update(text).digest('hex')
 
@@ -116,7 +119,9 @@ async function compile(cache) {
       format: 'esm',
       platform: 'node',
       target: `node${process.versions.node}`,
+      // Maps for DIMSYNC_DEBUG's stacks, pointing at the source files instead of holding a copy of them.
       sourcemap: 'linked',
+      sourcesContent: false,
       logLevel: 'silent',
       plugins: [sources],
     })
