@@ -268,12 +268,13 @@ function measure(
   table: string,
   chunks = 1,
   benchDir = BENCH_ROOT,
+  env: NodeJS.ProcessEnv = {},
 ): Promise<ChildReport> {
   return new Promise((resolve, reject) => {
     const proc = spawn(
       process.execPath,
       ['--import', 'tsx', join(benchDir, 'sources.ts'), '--child', server, mode, table, String(chunks)],
-      { stdio: ['ignore', 'pipe', 'inherit'], env: CHILD_ENV },
+      { stdio: ['ignore', 'pipe', 'inherit'], env: { ...CHILD_ENV, ...env } },
     )
     let out = ''
     proc.stdout.on('data', (d: Buffer) => (out += d.toString()))
@@ -373,6 +374,8 @@ async function parent(): Promise<void> {
         ['baseRun', 'run', tables.small, ROWS, BASE_BENCH],
         ['raw', 'raw', tables.small, 1],
         ['one', 'extract', tables.small, 1],
+        // The same extract with two DuckDB threads converting (BENCH_SOURCES_PLAN=…,two).
+        ['two', 'extract', tables.small, 1],
         ['four', 'extract', tables.small, 4],
         ['ranges', 'ranges', tables.small, 1],
         ['passes', 'passes', tables.small, 1],
@@ -388,7 +391,14 @@ async function parent(): Promise<void> {
           const report =
             mode === 'run'
               ? dimsyncRun(server, table, chunks, join(benchDir ?? BENCH_ROOT, '..', 'bin', 'dimsync.mjs'))
-              : await measure(server, mode, table, chunks, benchDir)
+              : await measure(
+                  server,
+                  mode,
+                  table,
+                  chunks,
+                  benchDir,
+                  name === 'two' ? { BENCH_DUCKDB_THREADS: '2' } : {},
+                )
           ;(runs[name] ??= []).push(report)
           console.log(
             `${server} ${name} run ${r + 1}: ${report.seconds.toFixed(2)} s, ${report.maxRssMb.toFixed(0)} MB` +
@@ -402,9 +412,10 @@ async function parent(): Promise<void> {
         const middle = sorted[Math.floor(sorted.length / 2)]!
         return { ...middle, maxRssMb: Math.max(...sorted.map((run) => run.maxRssMb)) }
       }
-      const [cli, baseOne, baseRun, raw, one, four, ranges, passes, big, cliBig, run, runBig] = plan.map(
+      const [cli, baseOne, baseRun, raw, one, two, four, ranges, passes, big, cliBig, run, runBig] = plan.map(
         ([name]) => median(name),
       ) as ChildReport[] as [
+        ChildReport,
         ChildReport,
         ChildReport,
         ChildReport,
@@ -448,6 +459,9 @@ async function parent(): Promise<void> {
             : 'unbuffered SELECT *, mysql2',
         raw: { ...raw, rowsPerSecond: rate(raw) },
         extract: { ...one, rowsPerSecond: rate(one) },
+        ...(PLAN.includes('two')
+          ? { extractTwoThreads: { ...two, shareOfClientDump: Number((rate(two) / rate(cli)).toFixed(3)) } }
+          : {}),
         extractShareOfRaw: Number((rate(one) / rate(raw)).toFixed(3)),
         chunks4: {
           ...four,

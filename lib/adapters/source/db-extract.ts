@@ -127,7 +127,16 @@ export async function extractDatabaseTable(
   const { table } = request
   const spec = databaseSpec(table)
   const resumed = request.resume === undefined ? undefined : parseResume(table, request.resume)
-  const snapshot = await driver.openSnapshot(table, spec.chunks ?? 1)
+  // DuckDB starts (about 100 ms the first time in a process) while the server opens the snapshot and counts.
+  const converter = openConverter(request, options)
+  converter.catch(() => undefined)
+  let snapshot: DbSnapshot
+  try {
+    snapshot = await driver.openSnapshot(table, spec.chunks ?? 1)
+  } catch (error) {
+    await closeConverter(converter)
+    throw error
+  }
   const pass: ExtractPass = {
     driver,
     request,
@@ -150,7 +159,7 @@ export async function extractDatabaseTable(
       cursor === undefined ? undefined : buildDelta(driver, table, cursor, pass.key, request.watermark)
     const plan = resumed ?? (await planNewExtract(pass, byName, cursor, delta))
     const ranges = chunkPredicates(pass.key, plan.bounds, driver.literal)
-    pass.converter = await openConverter(pass)
+    pass.converter = await converter
     const read = await readRanges(pass, { plan, ranges, delta, columns })
     return passResult(pass, plan, read, staged)
   } catch (error) {
@@ -160,7 +169,7 @@ export async function extractDatabaseTable(
   } finally {
     await snapshot.close()
     await Promise.allSettled(pass.spools.map((spool) => spool.discard()))
-    await pass.converter?.close().catch(() => undefined)
+    await closeConverter(converter)
   }
 }
 
@@ -220,8 +229,7 @@ async function planNewExtract(
 }
 
 /** The CSV-to-Parquet converter of the pass, within the source memory limit. */
-async function openConverter(pass: ExtractPass): Promise<CsvPartConverter> {
-  const { options, request, table } = pass
+async function openConverter(request: ExtractRequest, options: DbExtractOptions): Promise<CsvPartConverter> {
   return await CsvPartConverter.open({
     workDir: join(request.writer.scratchDir, `db-source-${randomBytes(6).toString('hex')}`),
     threads: options.duckdbThreads,
@@ -230,8 +238,14 @@ async function openConverter(pass: ExtractPass): Promise<CsvPartConverter> {
       limit: options.duckdbMemoryLimit ?? DEFAULT_SOURCE_MEMORY_LIMIT,
       variable: SOURCE_MEMORY_LIMIT_VARIABLE,
     },
-    keyColumns: table.key,
+    keyColumns: request.table.key,
   })
+}
+
+/** Closes the pass's converter, whether it opened or not. Never throws. */
+async function closeConverter(opening: Promise<CsvPartConverter>): Promise<void> {
+  const converter = await opening.catch(() => undefined)
+  await converter?.close().catch(() => undefined)
 }
 
 /**
