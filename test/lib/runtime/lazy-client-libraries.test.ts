@@ -93,7 +93,7 @@ await deps.close()
 `)
     expect(marks.get('opened')?.has('@duckdb/node-api')).toBe(true)
     expect(clientsIn(marks.get('opened'))).toEqual([])
-    expect(clientsIn(marks.get('used'))).toEqual(['pg', 'pg-copy-streams'])
+    expect(clientsIn(marks.get('used'))).toEqual(['pg'])
   })
 
   it('the CLI loads none of them before it runs a command', () => {

@@ -1,4 +1,4 @@
-/** The slice of pg-copy-streams (no published types) that the PostgreSQL source uses. */
+/** The slice of pg-copy-streams (no published types) that bench/sources.ts uses as the raw-driver baseline. */
 declare module 'pg-copy-streams' {
   import type { Readable } from 'node:stream'
   import type { Submittable } from 'pg'
