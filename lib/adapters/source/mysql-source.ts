@@ -16,6 +16,7 @@ import {
 import { sourceName, type DbDriver, type DbSession, type DbSnapshot } from './db-extract.ts'
 import { relationSql, type SqlValue } from './db-sql.ts'
 import { mysqlColumn, type DbColumn } from './db-types.ts'
+import { installMysqlCsvRows, isHookable, type MysqlCsvRows } from './mysql-csv-rows.ts'
 import { RowCsvEncoder } from './row-csv-encoder.ts'
 
 export interface MysqlSourceOptions extends DatabaseSourceOptions {
@@ -88,7 +89,10 @@ class MysqlSession implements DbSession {
     if (this.#lost) return Promise.reject(this.#lost)
     const connection = this.connection
     return new Promise<number>((resolve, reject) => {
-      const encoder = new RowCsvEncoder()
+      // Rows go to the CSV bytes straight from mysql2's packets (mysql-csv-rows.ts) when its Query looks as
+      // expected; else (another mysql2) through mysql2's row arrays and the RowCsvEncoder.
+      let encoder: RowCsvEncoder | MysqlCsvRows = new RowCsvEncoder()
+      let reader: MysqlCsvRows | undefined
       let rows = 0
       let writing: Promise<void> = Promise.resolve()
       let failed: unknown
@@ -127,14 +131,28 @@ class MysqlSession implements DbSession {
       connection.once('error', onLost)
       connection.once('end', onEnd)
       const query = connection.query({ sql: select, rowsAsArray: true })
+      if (isHookable(query)) {
+        installMysqlCsvRows(query, (created) => {
+          reader = created
+          encoder = created
+        })
+      }
       query.on('result', (row: unknown) => {
         if (failed !== undefined) return
-        try {
-          encoder.add(row as unknown[])
-        } catch (error) {
-          fail(error)
-          closeNow(connection)
-          return
+        if (reader !== undefined) {
+          if (reader.error !== undefined) {
+            fail(reader.error)
+            closeNow(connection)
+            return
+          }
+        } else {
+          try {
+            ;(encoder as RowCsvEncoder).add(row as unknown[])
+          } catch (error) {
+            fail(error)
+            closeNow(connection)
+            return
+          }
         }
         rows++
         if (encoder.full) flush()
