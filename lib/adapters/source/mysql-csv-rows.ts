@@ -158,6 +158,17 @@ export class MysqlCsvRows {
     return this.#length
   }
 
+  /** The encoded records so far, not copied: valid until the next `next` or `clear`. */
+  records(): Buffer {
+    return this.#buffer.subarray(0, this.#length)
+  }
+
+  /** Forgets the records (after `records()` were written). */
+  clear(): void {
+    this.#length = 0
+    if (this.#buffer.length > this.#flushBytes * 4) this.#buffer = Buffer.allocUnsafe(this.#flushBytes)
+  }
+
   /** The encoded records so far (a copy), and an empty buffer for the next ones. */
   take(): Buffer {
     const out = Buffer.from(this.#buffer.subarray(0, this.#length))

@@ -102,18 +102,34 @@ class MysqlSession implements DbSession {
         detach()
         reject(error)
       }
+      const stop = (error: unknown) => {
+        fail(error)
+        // Stop the server's stream: the extract has failed, the rest of the rows is of no use.
+        closeNow(connection)
+      }
       const flush = () => {
-        const bytes = encoder.take()
+        if (reader !== undefined) {
+          // Written at once from the reader's buffer (no copy); the connection pauses only while the spool waits
+          // for conversions to catch up.
+          let room: Promise<void> | undefined
+          try {
+            room = spool.append(reader.records(), true)
+          } catch (error) {
+            stop(error)
+            return
+          }
+          reader.clear()
+          if (room !== undefined) {
+            connection.pause()
+            writing = room
+            room.then(() => connection.resume(), stop)
+          }
+          return
+        }
+        const bytes = (encoder as RowCsvEncoder).take()
         connection.pause()
         writing = writing.then(() => spool.write(bytes, true))
-        writing.then(
-          () => connection.resume(),
-          (error: unknown) => {
-            fail(error)
-            // Stop the server's stream: the extract has failed, the rest of the rows is of no use.
-            closeNow(connection)
-          },
-        )
+        writing.then(() => connection.resume(), stop)
       }
       // A killed session or a cut network shows up on the connection, not always on the query.
       const onLost = (error?: unknown) =>
@@ -141,16 +157,14 @@ class MysqlSession implements DbSession {
         if (failed !== undefined) return
         if (reader !== undefined) {
           if (reader.error !== undefined) {
-            fail(reader.error)
-            closeNow(connection)
+            stop(reader.error)
             return
           }
         } else {
           try {
             ;(encoder as RowCsvEncoder).add(row as unknown[])
           } catch (error) {
-            fail(error)
-            closeNow(connection)
+            stop(error)
             return
           }
         }
