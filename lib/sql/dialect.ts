@@ -14,6 +14,8 @@ export interface RowHashPiece {
   readonly column: string
   /** The column's canonical text (`canonicalText`). */
   readonly text: string
+  /** The column's staged type (DuckDB type names), when known: a dialect may render a cheaper form of the same text. */
+  readonly type?: string
 }
 
 /** The tables whose physical layout a dialect may tune (partitioning, clustering). */

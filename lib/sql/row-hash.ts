@@ -34,6 +34,7 @@ export function renderRowHash(
         tag: dialect.stringLiteral(`${name.length}:${name}=`),
         column,
         text: dialect.canonicalText(column, type),
+        type,
       }
     }),
   )
