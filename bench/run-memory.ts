@@ -4,7 +4,8 @@
  * table of as many rows, then a run where 5% of the rows changed, each with the defaults and with the settings to
  * compare (SETTINGS), interleaved, BENCH_REPEAT times (default 3). The resident memory of the run's largest process
  * is sampled every 25 ms (/proc) and split at the `merging batch` line: the extract's peak and the merge's peak.
- * Also the peak of `dimsync --version` (the process before any work). Writes bench/results/run-memory.json.
+ * Also the peak of `dimsync --version` (the process before any work). Writes bench/results/run-memory.json
+ * (run-memory-<rows>.json for other sizes).
  */
 import { spawn, spawnSync } from 'node:child_process'
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -18,10 +19,28 @@ const REPEAT = Math.max(1, Number(process.env.BENCH_REPEAT ?? 3))
 const PG_URL = process.env.DIMSYNC_TEST_PG_URL ?? 'postgres://root@127.0.0.1:5432/test'
 const SCHEMA = 'dimsync_bench_memory'
 const CLI = join(BENCH_ROOT, '..', 'bin', 'dimsync.mjs')
-/** The defaults and the warehouse's thread count before 2026-11-30 evening (one per CPU, here 2). */
-const SETTINGS: Record<string, Record<string, string>> = {
+/**
+ * The defaults against earlier ones, interleaved (BENCH_MEMORY_SETTINGS picks some by name, comma-separated):
+ * `jemalloc2Arenas` is DuckDB's own jemalloc configuration (two arenas), the default before 2026-11-30 21:35;
+ * `warehouse112MB` a warehouse limit of 112MB.
+ */
+const ALL_SETTINGS: Record<string, Record<string, string>> = {
   defaults: {},
+  jemalloc2Arenas: { DUCKDB_JE_MALLOC_CONF: '' },
+  warehouse112MB: { DIMSYNC_DUCKDB_MEMORY_LIMIT: '112MB' },
   warehouse2Threads: { DIMSYNC_DUCKDB_THREADS: '2' },
+}
+const SETTINGS = pick(ALL_SETTINGS, process.env.BENCH_MEMORY_SETTINGS ?? 'defaults,jemalloc2Arenas')
+/** Which sources run (BENCH_MEMORY_SOURCES, comma-separated: file, postgres). */
+const SOURCES = new Set((process.env.BENCH_MEMORY_SOURCES ?? 'file,postgres').split(','))
+
+function pick<T>(all: Record<string, T>, names: string): Record<string, T> {
+  return Object.fromEntries(
+    names.split(',').map((name) => {
+      if (!(name in all)) throw new Error(`unknown setting ${name}; one of ${Object.keys(all).join(', ')}`)
+      return [name, all[name]!]
+    }),
+  )
 }
 /** The first load, then a snapshot where every 20th row changed (5%). */
 const RUNS = [
@@ -156,13 +175,13 @@ writeFileSync(
   'version: 1\ntables:\n  - name: customers\n    source: { type: file, path: data/customers.csv }\n    key: customer_id\n',
 )
 const csv = join(fileDir, 'data', 'customers.csv')
-const table = await createPostgresTable()
+const table = SOURCES.has('postgres') ? await createPostgresTable() : undefined
 const sources: Record<
   string,
   { dir: string; env: NodeJS.ProcessEnv; change: (changed: boolean) => Promise<void> }
-> = {
-  file: { dir: fileDir, env: process.env, change: (changed) => writeCsv(csv, changed) },
-}
+> = {}
+if (SOURCES.has('file'))
+  sources.file = { dir: fileDir, env: process.env, change: (changed) => writeCsv(csv, changed) }
 if (table) {
   const dir = join(root, 'postgres')
   mkdirSync(dir, { recursive: true })
@@ -220,7 +239,8 @@ try {
     machine: { node: process.version, at: new Date().toISOString() },
   }
   mkdirSync(join(BENCH_ROOT, 'results'), { recursive: true })
-  writeFileSync(join(BENCH_ROOT, 'results', 'run-memory.json'), JSON.stringify(result, null, 2) + '\n')
+  const name = ROWS === 1_000_000 ? 'run-memory.json' : `run-memory-${ROWS}.json`
+  writeFileSync(join(BENCH_ROOT, 'results', name), JSON.stringify(result, null, 2) + '\n')
   console.log(JSON.stringify(result, null, 2))
 } finally {
   await table?.drop()
