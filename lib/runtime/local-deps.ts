@@ -32,10 +32,10 @@ export const BIGQUERY_ENDPOINT_VARIABLE = 'DIMSYNC_BIGQUERY_ENDPOINT'
 
 /**
  * DuckDB's memory limit for the warehouse (DIMSYNC_DUCKDB_MEMORY_LIMIT overrides it); beyond it DuckDB spills to
- * disk. Not lower: at 64MB the diff of a 1M-key snapshot against the current versions ran out of memory, and so
- * did the benchmark's 10M-key first load (docs/benchmarks.md).
+ * disk. 112MB: a 10M-row run peaked 267-284 MB against 301-305 MB at 128MB; not lower: at 96MB the first load of
+ * 10M rows ran out of memory, at 64MB the diff of a 1M-key snapshot (docs/benchmarks.md).
  */
-export const DEFAULT_WAREHOUSE_MEMORY_LIMIT = '128MB'
+export const DEFAULT_WAREHOUSE_MEMORY_LIMIT = '112MB'
 
 /**
  * DuckDB threads of the warehouse (DIMSYNC_DUCKDB_THREADS overrides it). One: each thread's buffers come on top

@@ -28,10 +28,10 @@ async function settings(warehouse: Warehouse<SqlDialect>) {
 }
 
 describe('the embedded warehouse', () => {
-  it('runs DuckDB on one thread within 128MB by default, whatever the number of CPUs', async () => {
+  it('runs DuckDB on one thread within 112MB by default, whatever the number of CPUs', async () => {
     vi.stubEnv('DIMSYNC_DUCKDB_THREADS', undefined)
     vi.stubEnv('DIMSYNC_DUCKDB_MEMORY_LIMIT', undefined)
-    expect(await settings(await openWarehouse())).toEqual({ threads: 1, memoryLimit: '122.0 MiB' })
+    expect(await settings(await openWarehouse())).toEqual({ threads: 1, memoryLimit: '106.8 MiB' })
   })
 
   it('takes its thread count from DIMSYNC_DUCKDB_THREADS', async () => {
