@@ -213,9 +213,21 @@ export class MysqlCsvRows {
       const end = p + len
       const kind = kinds[i]!
       let done = -1
-      if (kind === Kind.Utf8) done = copyUtf8(buf, start, end, out, o)
-      else if (kind === Kind.Ascii) done = copyAscii(buf, start, end, out, o)
-      else if (kind === Kind.Int) done = copyInt(buf, start, end, out, o)
+      if (kind === Kind.Utf8 || kind === Kind.Ascii) {
+        // The common case inline: ASCII without a quote, copied as it is between quotes.
+        out[o] = QUOTE
+        let q = o + 1
+        let j = start
+        for (; j < end; j++) {
+          const b = buf[j]!
+          if (b >= 0x80 || b === QUOTE) break
+          out[q++] = b
+        }
+        if (j === end) {
+          out[q] = QUOTE
+          done = q + 1
+        } else if (kind === Kind.Utf8) done = copyUtf8(buf, j, end, out, q)
+      } else if (kind === Kind.Int) done = copyInt(buf, start, end, out, o)
       else if (kind === Kind.Float) done = copyFloat(buf, start, end, out, o)
       else if (kind === Kind.Hex) {
         out[o] = QUOTE
@@ -287,9 +299,11 @@ function describe(value: unknown): string {
   return typeof value === 'object' ? (value?.constructor?.name ?? 'object') : typeof value
 }
 
-/** Quoted, `"` doubled, when the bytes are valid UTF-8; else -1. */
+/**
+ * The rest of a quoted text field from `start` (the opening quote and the bytes before `start` are written):
+ * `"` doubled, then the closing quote, when the bytes are valid UTF-8; else -1.
+ */
 function copyUtf8(buf: Buffer, start: number, end: number, out: Buffer, o: number): number {
-  out[o++] = QUOTE
   let j = start
   while (j < end) {
     const b = buf[j]!
@@ -317,18 +331,6 @@ function copyUtf8(buf: Buffer, start: number, end: number, out: Buffer, o: numbe
     if (n > 2) out[o++] = buf[j + 2]!
     if (n > 3) out[o++] = buf[j + 3]!
     j += n
-  }
-  out[o++] = QUOTE
-  return o
-}
-
-/** Quoted when every byte is ASCII (no quote: dates, decimals and integers have none); else -1. */
-function copyAscii(buf: Buffer, start: number, end: number, out: Buffer, o: number): number {
-  out[o++] = QUOTE
-  for (let j = start; j < end; j++) {
-    const b = buf[j]!
-    if (b >= 0x80 || b === QUOTE) return -1
-    out[o++] = b
   }
   out[o++] = QUOTE
   return o
