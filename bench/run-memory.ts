@@ -21,16 +21,17 @@ const SCHEMA = 'dimsync_bench_memory'
 const CLI = join(BENCH_ROOT, '..', 'bin', 'dimsync.mjs')
 /**
  * The defaults against earlier ones, interleaved (BENCH_MEMORY_SETTINGS picks some by name, comma-separated):
- * `jemalloc2Arenas` is DuckDB's own jemalloc configuration (two arenas), the default before 2026-11-30 21:35;
- * `warehouse112MB` a warehouse limit of 112MB.
+ * `previousDefaults` is the warehouse at 128MB with DuckDB's own jemalloc configuration (two arenas), the defaults
+ * before 2026-11-30 22:00; `jemalloc2Arenas` and `warehouse128MB` each one of the two.
  */
 const ALL_SETTINGS: Record<string, Record<string, string>> = {
   defaults: {},
+  previousDefaults: { DUCKDB_JE_MALLOC_CONF: '', DIMSYNC_DUCKDB_MEMORY_LIMIT: '128MB' },
   jemalloc2Arenas: { DUCKDB_JE_MALLOC_CONF: '' },
-  warehouse112MB: { DIMSYNC_DUCKDB_MEMORY_LIMIT: '112MB' },
+  warehouse128MB: { DIMSYNC_DUCKDB_MEMORY_LIMIT: '128MB' },
   warehouse2Threads: { DIMSYNC_DUCKDB_THREADS: '2' },
 }
-const SETTINGS = pick(ALL_SETTINGS, process.env.BENCH_MEMORY_SETTINGS ?? 'defaults,jemalloc2Arenas')
+const SETTINGS = pick(ALL_SETTINGS, process.env.BENCH_MEMORY_SETTINGS ?? 'defaults,previousDefaults')
 /** Which sources run (BENCH_MEMORY_SOURCES, comma-separated: file, postgres). */
 const SOURCES = new Set((process.env.BENCH_MEMORY_SOURCES ?? 'file,postgres').split(','))
 
