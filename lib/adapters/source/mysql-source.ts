@@ -16,7 +16,7 @@ import {
 import { sourceName, type DbDriver, type DbSession, type DbSnapshot } from './db-extract.ts'
 import { relationSql, type SqlValue } from './db-sql.ts'
 import { mysqlColumn, type DbColumn } from './db-types.ts'
-import { installMysqlCsvRows, isHookable, type MysqlCsvRows } from './mysql-csv-rows.ts'
+import { CSV_ROW, installMysqlCsvRows, isHookable, type MysqlCsvRows } from './mysql-csv-rows.ts'
 import { RowCsvEncoder } from './row-csv-encoder.ts'
 
 export interface MysqlSourceOptions extends DatabaseSourceOptions {
@@ -156,6 +156,11 @@ class MysqlSession implements DbSession {
       query.on('result', (row: unknown) => {
         if (failed !== undefined) return
         if (reader !== undefined) {
+          if (row !== CSV_ROW) {
+            // Another mysql2 that no longer reads rows through `_rowParser`: never count a row not staged.
+            stop(new Error('mysql2 did not hand its rows to the CSV row reader (its internals changed)'))
+            return
+          }
           if (reader.error !== undefined) {
             stop(reader.error)
             return
