@@ -396,7 +396,9 @@ export function installMysqlCsvRows(
   onReader: (reader: MysqlCsvRows) => void,
   flushBytes?: number,
 ): void {
-  query.once('fields', (fields: MysqlRowField[]) => {
+  query.once('fields', (fields: MysqlRowField[] | undefined) => {
+    // No fields: a statement without a result set (mysql2 emits `fields` with nothing); its rows stay as they are.
+    if (!Array.isArray(fields)) return
     const reader = new MysqlCsvRows(fields, flushBytes)
     Object.defineProperty(query, '_rowParser', {
       configurable: true,

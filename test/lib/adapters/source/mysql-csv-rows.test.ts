@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 
@@ -6,6 +7,8 @@ import { describe, expect, it } from 'vitest'
 
 import {
   CSV_ROW,
+  installMysqlCsvRows,
+  isHookable,
   MysqlCsvRows,
   type MysqlPacket,
   type MysqlRowField,
@@ -294,5 +297,42 @@ describe('MysqlCsvRows stages exactly the bytes of mysql2 rows + RowCsvEncoder',
     )
     expect(old.error).toMatch(/cannot encode a Object as CSV \(column 2\)/)
     expect(now).toEqual(old)
+  })
+})
+
+describe('installMysqlCsvRows', () => {
+  /** mysql2's Query as far as the hook sees it: `fields` is emitted, then `_rowParser` is assigned. */
+  class FakeQuery extends EventEmitter {
+    _rowParser: unknown = null
+    row(): void {}
+    finishFields(fields: unknown): void {
+      this.emit('fields', fields)
+      this._rowParser = { next: () => ['parsed by mysql2'] }
+    }
+  }
+
+  it('takes the place of the row parser mysql2 creates after `fields`', () => {
+    const query = new FakeQuery()
+    expect(isHookable(query)).toBe(true)
+    const readers: MysqlCsvRows[] = []
+    installMysqlCsvRows(query, (reader) => readers.push(reader))
+    query.finishFields([COLUMNS[0]!.field])
+    expect(readers).toHaveLength(1)
+    expect(query._rowParser).toBe(readers[0])
+    expect((query._rowParser as MysqlCsvRows).next(packet([ascii('42')], 0))).toBe(CSV_ROW)
+    expect(readers[0]!.take().toString()).toBe('42\n')
+  })
+
+  it('leaves a statement without a result set (fields undefined) to mysql2', () => {
+    const query = new FakeQuery()
+    const readers: MysqlCsvRows[] = []
+    installMysqlCsvRows(query, (reader) => readers.push(reader))
+    query.finishFields(undefined)
+    expect(readers).toHaveLength(0)
+    expect(query._rowParser).toEqual({ next: expect.any(Function) })
+  })
+
+  it('is not applied to an object without the Query internals it relies on', () => {
+    expect(isHookable(new EventEmitter())).toBe(false)
   })
 })
