@@ -128,6 +128,9 @@ async function compile(cache) {
   } catch {
     rmSync(join(cache, build), { recursive: true, force: true })
     return undefined
+  } finally {
+    // esbuild's compiler process would otherwise stay beside the run until it ends (and show as its child).
+    await esbuild.stop()
   }
   // package.json makes Node read the compiled files as ES modules, whatever the cache folder's parents say.
   writeFileSync(join(cache, build, 'package.json'), '{"type":"module"}\n')

@@ -1,5 +1,7 @@
-import { spawnSync } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
 import {
+  appendFileSync,
   cpSync,
   existsSync,
   mkdirSync,
@@ -12,7 +14,12 @@ import {
 } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+
+import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+
+import { PG_URL, postgresReachable } from '../integration/sources/support/db-services.ts'
 
 /**
  * bin/dimsync.mjs runs the CLI from a compiled cache of its TypeScript (bin/compile-cache.mjs) that follows every
@@ -86,4 +93,58 @@ describe('the compiled cache of the CLI', () => {
     )
     expect(Object.keys(current.inputs)).toContain('functions/local/cli.ts')
   })
+})
+
+/** Every process below `pid` (its children, theirs, …), read from /proc. */
+function descendantsOf(pid: number): number[] {
+  let children: number[]
+  try {
+    children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map(Number)
+  } catch {
+    return []
+  }
+  return children.flatMap((child) => [child, ...descendantsOf(child)])
+}
+
+const postgres = process.platform === 'linux' && (await postgresReachable())
+
+describe.skipIf(!postgres)('the compiler while the CLI runs', () => {
+  it('a run that compiled the CLI first keeps no compiler process beside it', async () => {
+    // An edit makes the next start compile; a source query that sleeps keeps the run going while it is looked at.
+    appendFileSync(join(copy, 'lib', 'core', 'errors.ts'), '// edited\n')
+    const marker = `dimsync_compile_${randomBytes(4).toString('hex')}`
+    writeFileSync(
+      join(copy, 'dimsync.yaml'),
+      'version: 1\ntables:\n  - name: slow\n' +
+        `    source: { type: postgres, url_env: DB_URL, query: 'SELECT 1 AS id, pg_sleep(60) IS NULL AS ${marker}' }\n` +
+        '    key: id\n',
+    )
+    const run = spawn(process.execPath, [join(copy, 'bin', 'dimsync.mjs'), 'run'], {
+      cwd: copy,
+      env: { ...process.env, CI: '1', DB_URL: PG_URL },
+      stdio: 'ignore',
+    })
+    const client = new pg.Client({ connectionString: PG_URL })
+    await client.connect()
+    try {
+      for (let waited = 0; ; waited += 100) {
+        const { rows } = await client.query(
+          'SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE $1 AND pid <> pg_backend_pid()',
+          [`%AS ${marker}%`],
+        )
+        if (rows[0].n > 0) break
+        if (waited > 60_000 || run.exitCode !== null) throw new Error('the run did not reach its extract')
+        await sleep(100)
+      }
+      const commands = descendantsOf(run.pid!).map((pid) => readFileSync(`/proc/${pid}/comm`, 'utf8').trim())
+      expect(commands).not.toContain('esbuild')
+    } finally {
+      run.kill('SIGKILL')
+      await client.end()
+    }
+  }, 90_000)
 })
