@@ -15,11 +15,15 @@ const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP']
 // jemalloc, which reads DUCKDB_JE_MALLOC_CONF when DuckDB loads: one arena instead of two lets the threads that run
 // statements one after another reuse each other's freed pages (a 1M-row `dimsync run` peaked 264-277 MB instead of
 // 308-318 MB).
-if (process.platform === 'linux' && process.env.MALLOC_ARENA_MAX === undefined) {
+// Either variable the user set is kept; the other is still given its default.
+if (
+  process.platform === 'linux' &&
+  (process.env.MALLOC_ARENA_MAX === undefined || process.env.DUCKDB_JE_MALLOC_CONF === undefined)
+) {
   const args = [...process.execArgv, fileURLToPath(import.meta.url), ...process.argv.slice(2)]
   const env = {
     ...process.env,
-    MALLOC_ARENA_MAX: '2',
+    MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2',
     DUCKDB_JE_MALLOC_CONF: process.env.DUCKDB_JE_MALLOC_CONF ?? 'narenas:1',
   }
   if (typeof process.execve === 'function') {

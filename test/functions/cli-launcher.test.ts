@@ -112,56 +112,67 @@ describe.skipIf(!available)('bin/dimsync.mjs (the launcher that sets MALLOC_AREN
   )
 
   it.each([
-    ['one jemalloc arena for DuckDB by default', undefined, 'narenas:1'],
+    ['one jemalloc arena for DuckDB by default', undefined, 'narenas:1', undefined, '2'],
     [
       'the DuckDB allocator settings the user gave',
       'narenas:2,dirty_decay_ms:0',
       'narenas:2,dirty_decay_ms:0',
+      undefined,
+      '2',
     ],
-  ])('the worker runs with %s (DUCKDB_JE_MALLOC_CONF)', async (_, given, expected) => {
-    const marker = `dimsync_launcher_${randomBytes(4).toString('hex')}`
-    writeFileSync(
-      join(work, 'dimsync.yaml'),
-      [
-        'version: 1',
-        'tables:',
-        '  - name: slow',
-        `    source: { type: postgres, url_env: DB_URL, query: 'SELECT 1 AS id, pg_sleep(60) IS NULL AS ${marker}' }`,
-        '    key: id',
-        '',
-      ].join('\n'),
-    )
-    const env: Record<string, string | undefined> = { ...process.env, DB_URL: PG_URL, CI: '1' }
-    delete env.MALLOC_ARENA_MAX
-    delete env.DUCKDB_JE_MALLOC_CONF
-    if (given !== undefined) env.DUCKDB_JE_MALLOC_CONF = given
-    const launcher = spawn(process.execPath, [CLI, 'run'], { cwd: work, env, stdio: 'ignore' })
-    const exited = new Promise((resolve) => launcher.once('exit', resolve))
-    const client = new pg.Client({ connectionString: PG_URL })
-    await client.connect()
-    try {
-      // Once the extract runs, the worker has long been started with its own environment.
-      await until('the extract to start', () =>
-        client
-          .query(
-            `SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE $1 AND pid <> pg_backend_pid()`,
-            [`%AS ${marker}%`],
-          )
-          .then((r) => (r.rows[0].n > 0 ? true : undefined)),
+    // A MALLOC_ARENA_MAX of the user's own is kept, and DuckDB's setting still applies.
+    ['one jemalloc arena for DuckDB beside the glibc arenas the user set', undefined, 'narenas:1', '4', '4'],
+  ])(
+    'the worker runs with %s (DUCKDB_JE_MALLOC_CONF)',
+    async (_, given, expected, arenas, expectedArenas) => {
+      const marker = `dimsync_launcher_${randomBytes(4).toString('hex')}`
+      writeFileSync(
+        join(work, 'dimsync.yaml'),
+        [
+          'version: 1',
+          'tables:',
+          '  - name: slow',
+          `    source: { type: postgres, url_env: DB_URL, query: 'SELECT 1 AS id, pg_sleep(60) IS NULL AS ${marker}' }`,
+          '    key: id',
+          '',
+        ].join('\n'),
       )
-      // The worker is the launcher's child, or the launcher itself where Node replaced its process (execve).
-      const worker = childrenOf(launcher.pid!)[0] ?? launcher.pid!
-      // jemalloc reads it once, when DuckDB loads: only the environment the worker starts with counts.
-      const environ = readFileSync(`/proc/${worker}/environ`, 'utf8').split('\0')
-      expect(environ.filter((e) => e.startsWith('DUCKDB_JE_MALLOC_CONF='))).toEqual([
-        `DUCKDB_JE_MALLOC_CONF=${expected}`,
-      ])
-    } finally {
-      launcher.kill('SIGTERM')
-      await exited
-      await client.end()
-    }
-  })
+      const env: Record<string, string | undefined> = { ...process.env, DB_URL: PG_URL, CI: '1' }
+      delete env.MALLOC_ARENA_MAX
+      delete env.DUCKDB_JE_MALLOC_CONF
+      if (given !== undefined) env.DUCKDB_JE_MALLOC_CONF = given
+      if (arenas !== undefined) env.MALLOC_ARENA_MAX = arenas
+      const launcher = spawn(process.execPath, [CLI, 'run'], { cwd: work, env, stdio: 'ignore' })
+      const exited = new Promise((resolve) => launcher.once('exit', resolve))
+      const client = new pg.Client({ connectionString: PG_URL })
+      await client.connect()
+      try {
+        // Once the extract runs, the worker has long been started with its own environment.
+        await until('the extract to start', () =>
+          client
+            .query(
+              `SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE $1 AND pid <> pg_backend_pid()`,
+              [`%AS ${marker}%`],
+            )
+            .then((r) => (r.rows[0].n > 0 ? true : undefined)),
+        )
+        // The worker is the launcher's child, or the launcher itself where Node replaced its process (execve).
+        const worker = childrenOf(launcher.pid!)[0] ?? launcher.pid!
+        // jemalloc reads it once, when DuckDB loads: only the environment the worker starts with counts.
+        const environ = readFileSync(`/proc/${worker}/environ`, 'utf8').split('\0')
+        expect(environ.filter((e) => e.startsWith('DUCKDB_JE_MALLOC_CONF='))).toEqual([
+          `DUCKDB_JE_MALLOC_CONF=${expected}`,
+        ])
+        expect(environ.filter((e) => e.startsWith('MALLOC_ARENA_MAX='))).toEqual([
+          `MALLOC_ARENA_MAX=${expectedArenas}`,
+        ])
+      } finally {
+        launcher.kill('SIGTERM')
+        await exited
+        await client.end()
+      }
+    },
+  )
 
   it('exits with the worker status', async () => {
     const env: Record<string, string | undefined> = { ...process.env, CI: '1' }
