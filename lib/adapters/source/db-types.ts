@@ -181,10 +181,10 @@ export interface MysqlFieldInfo {
 }
 
 const MYSQL_UNSIGNED_FLAG = 32
-const MYSQL_BINARY_CHARSET = 63
+export const MYSQL_BINARY_CHARSET = 63
 
 /** MySQL protocol column types (include/mysql_com.h `enum_field_types`). */
-const T = {
+export const MYSQL_COLUMN_TYPES = {
   DECIMAL: 0,
   TINY: 1,
   SHORT: 2,
@@ -202,6 +202,7 @@ const T = {
   NEWDATE: 14,
   VARCHAR: 15,
   BIT: 16,
+  VECTOR: 0xf2,
   JSON: 245,
   NEWDECIMAL: 246,
   ENUM: 247,
@@ -214,6 +215,7 @@ const T = {
   STRING: 254,
   GEOMETRY: 255,
 } as const
+const T = MYSQL_COLUMN_TYPES
 
 /** MySQL writes invalid ("zero") dates as 0000-00-00; they are not dates, and are staged as NULL. */
 const zeroDateAsNull = (type: string) => (ref: string) =>

@@ -22,6 +22,8 @@
  * method for the field and today's encoding of the value.
  */
 
+import { MYSQL_BINARY_CHARSET, MYSQL_COLUMN_TYPES } from './db-types.ts'
+
 /** The row value `MysqlCsvRows.next` returns to mysql2 (which emits it as the `result`). */
 export const CSV_ROW = 1
 
@@ -62,27 +64,8 @@ const enum Kind {
   Other,
 }
 
-const T = {
-  DECIMAL: 0,
-  TINY: 1,
-  SHORT: 2,
-  LONG: 3,
-  FLOAT: 4,
-  DOUBLE: 5,
-  NULL: 6,
-  TIMESTAMP: 7,
-  LONGLONG: 8,
-  INT24: 9,
-  DATE: 10,
-  TIME: 11,
-  DATETIME: 12,
-  YEAR: 13,
-  VECTOR: 0xf2,
-  JSON: 245,
-  NEWDECIMAL: 246,
-  GEOMETRY: 255,
-} as const
-const BINARY_CHARSET = 63
+const T = MYSQL_COLUMN_TYPES
+const BINARY_CHARSET = MYSQL_BINARY_CHARSET
 
 type Read = (packet: MysqlPacket) => unknown
 
