@@ -30,6 +30,7 @@ const ALL_SETTINGS: Record<string, Record<string, string>> = {
   jemalloc2Arenas: { DUCKDB_JE_MALLOC_CONF: '' },
   warehouse128MB: { DIMSYNC_DUCKDB_MEMORY_LIMIT: '128MB' },
   warehouse2Threads: { DIMSYNC_DUCKDB_THREADS: '2' },
+  warehouse104MB: { DIMSYNC_DUCKDB_MEMORY_LIMIT: '104MB' },
 }
 const SETTINGS = pick(ALL_SETTINGS, process.env.BENCH_MEMORY_SETTINGS ?? 'defaults,previousDefaults')
 /** Which sources run (BENCH_MEMORY_SOURCES, comma-separated: file, postgres). */
