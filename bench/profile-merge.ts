@@ -40,13 +40,24 @@ if (which === 'first-load') {
 } else throw new Error(`unknown merge ${which}: first-load or change`)
 
 const warehouse = await DuckDbWarehouse.open({ path: work, memoryLimit: MEMORY_LIMIT })
-const statements: { label: string; ms: number; file: string }[] = []
+const statements: { label: string; ms: number; file: string; rssBeforeMb: number; rssPeakMb: number }[] = []
+/** The process's resident memory now (VmRSS), sampled while each statement runs (DuckDB runs it off the JS thread). */
+const residentMb = () =>
+  Number(/VmRSS:\s+(\d+)/.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? 0) / 1024
 const profiled = async (label: string, run: () => Promise<void>) => {
   const file = `${String(statements.length + 1).padStart(2, '0')}-${label.replace(/[^a-z0-9]+/gi, '-')}.json`
   await warehouse.query(`SET profiling_output = ${duckDbDialect.stringLiteral(join(out, file))}`)
+  const rssBeforeMb = residentMb()
+  let rssPeakMb = rssBeforeMb
+  const sampler = setInterval(() => (rssPeakMb = Math.max(rssPeakMb, residentMb())), 10)
   const t = performance.now()
-  await run()
-  statements.push({ label, ms: performance.now() - t, file })
+  try {
+    await run()
+  } finally {
+    clearInterval(sampler)
+  }
+  rssPeakMb = Math.max(rssPeakMb, residentMb())
+  statements.push({ label, ms: performance.now() - t, file, rssBeforeMb, rssPeakMb })
 }
 await warehouse.query(`SET enable_profiling = 'json'`)
 await warehouse.query(`SET profiling_mode = 'detailed'`)
@@ -85,8 +96,10 @@ const lines = [
   `mergeBatch took ${(total / 1000).toFixed(2)} s; its statements (the rest is reading the manifest, verifying`,
   'checksums, DDL and queries outside the transaction):',
   '',
-  '| ms | statement | top operators (s) | profile |',
-  '| --: | --- | --- | --- |',
+  'Resident memory of this process (which also prepared the data) before each statement and its peak during it.',
+  '',
+  '| ms | statement | top operators (s) | RSS before → peak (MB) | profile |',
+  '| --: | --- | --- | --: | --- |',
 ]
 for (const s of [...statements].sort((a, b) => b.ms - a.ms)) {
   let top: string
@@ -100,7 +113,9 @@ for (const s of [...statements].sort((a, b) => b.ms - a.ms)) {
   } catch {
     top = '(no profile)'
   }
-  lines.push(`| ${s.ms.toFixed(0)} | ${s.label} | ${top} | ${s.file} |`)
+  lines.push(
+    `| ${s.ms.toFixed(0)} | ${s.label} | ${top} | ${s.rssBeforeMb.toFixed(0)} → ${s.rssPeakMb.toFixed(0)} | ${s.file} |`,
+  )
 }
 writeFileSync(join(out, 'summary.md'), lines.join('\n') + '\n')
 console.log(lines.join('\n'))
