@@ -3,13 +3,15 @@ import { readFileSync } from 'node:fs'
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander'
 import { readInteger } from '../../lib/config/env.ts'
 import { parseIsoInstant } from '../../lib/core/instant.ts'
-import type { StoreOverrides } from '../../lib/runtime/store-overrides.ts'
-import type { HistoryFormat } from './format-history.ts'
 import { oneLineArgumentError } from './argument-errors.ts'
+import type * as CommandModule from './commands.ts'
 
 // The commands' work (the config parser, DuckDB, the use cases) is imported when a command runs: `--version` and
 // `--help` start without it.
 const commands = () => import('./commands.ts')
+type Commands = typeof CommandModule
+/** A command's options, as its function in commands.ts takes them (one declaration of each). */
+type OptionsOf<K extends Exclude<keyof Commands, 'history'>> = Parameters<Commands[K]>[0]
 
 const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
   version: string
@@ -65,19 +67,10 @@ withStoreOptions(program.command('run'))
     '--allow-mass-delete',
     'apply a batch even if it deletes more than max_delete_share of current keys',
   )
-  .action(
-    async (
-      opts: {
-        config: string
-        table?: string
-        extractedAt?: Date
-        allowMassDelete?: boolean
-      } & StoreOverrides,
-    ) => {
-      const maxFutureMs = readClockSkewSeconds() * 1000
-      await (await commands()).run(opts, maxFutureMs, reportError)
-    },
-  )
+  .action(async (opts: OptionsOf<'run'>) => {
+    const maxFutureMs = readClockSkewSeconds() * 1000
+    await (await commands()).run(opts, maxFutureMs, reportError)
+  })
 
 withStoreOptions(program.command('backfill'))
   .description('apply dated snapshot files in time order, each at the time read from its name')
@@ -92,20 +85,10 @@ withStoreOptions(program.command('backfill'))
     '--allow-mass-delete',
     'apply snapshots even if one deletes more than max_delete_share of current keys',
   )
-  .action(
-    async (
-      opts: {
-        config: string
-        table: string
-        files: string
-        timeFromName: string
-        allowMassDelete?: boolean
-      } & StoreOverrides,
-    ) => {
-      const maxFutureMs = readClockSkewSeconds() * 1000
-      await (await commands()).backfillFiles(opts, maxFutureMs)
-    },
-  )
+  .action(async (opts: OptionsOf<'backfillFiles'>) => {
+    const maxFutureMs = readClockSkewSeconds() * 1000
+    await (await commands()).backfillFiles(opts, maxFutureMs)
+  })
 
 withStoreOptions(program.command('plan'))
   .description('dry run: extract, compute the merge, report what would change, write nothing')
@@ -119,19 +102,9 @@ withStoreOptions(program.command('plan'))
       'bigquery: print the BigQuery script offline (no extract, no credentials, no BigQuery call)',
     ).choices(['duckdb', 'bigquery']),
   )
-  .action(
-    async (
-      opts: {
-        config: string
-        table?: string
-        sql?: boolean
-        allowMassDelete?: boolean
-        dialect?: 'duckdb' | 'bigquery'
-      } & StoreOverrides,
-    ) => {
-      await (await commands()).plan(opts)
-    },
-  )
+  .action(async (opts: OptionsOf<'plan'>) => {
+    await (await commands()).plan(opts)
+  })
 
 program
   .command('dates')
@@ -140,7 +113,7 @@ program
   .requiredOption('--from <date>', 'first day, YYYY-MM-DD')
   .requiredOption('--to <date>', 'last day, YYYY-MM-DD')
   .option('--holidays <file>', 'CSV of YYYY-MM-DD,name lines: the holiday column')
-  .action(async (opts: { config: string; from: string; to: string; holidays?: string }) => {
+  .action(async (opts: OptionsOf<'dates'>) => {
     await (await commands()).dates(opts)
   })
 
@@ -155,7 +128,7 @@ program
     '--column <name>',
     'the column; its new type is read from the staged batch the merge refused',
   )
-  .action(async (opts: { config: string; table: string; column: string }) => {
+  .action(async (opts: OptionsOf<'evolve'>) => {
     await (await commands()).evolve(opts)
   })
 
@@ -167,11 +140,9 @@ withStoreOptions(program.command('discard'))
   .requiredOption('-t, --table <name>', 'table whose staged batches to discard')
   .option('-b, --batch <id>', 'only this batch (default: every staged batch of the table)')
   .option('-l, --list', 'list the staged batches (committed and uncommitted) with their ids; delete nothing')
-  .action(
-    async (opts: { config: string; table: string; batch?: string; list?: boolean } & StoreOverrides) => {
-      await (await commands()).discard(opts)
-    },
-  )
+  .action(async (opts: OptionsOf<'discard'>) => {
+    await (await commands()).discard(opts)
+  })
 
 program
   .command('history')
@@ -192,20 +163,15 @@ program
   .addOption(
     new Option('-f, --format <format>', 'output format').choices(['table', 'csv', 'json']).default('table'),
   )
-  .action(
-    async (
-      name: string,
-      opts: { config: string; key?: string; asOf?: Date; knownAt?: Date; format: HistoryFormat },
-    ) => {
-      await (await commands()).history(name, opts)
-    },
-  )
+  .action(async (name: string, opts: Parameters<Commands['history']>[1]) => {
+    await (await commands()).history(name, opts)
+  })
 
 program
   .command('validate')
   .description('check the config and that every source has the configured columns')
   .addOption(configOption())
-  .action(async (opts: { config: string }) => {
+  .action(async (opts: OptionsOf<'validate'>) => {
     await (await commands()).validate(opts)
   })
 

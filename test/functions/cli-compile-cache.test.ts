@@ -20,6 +20,7 @@ import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import { PG_URL, postgresReachable } from '../integration/sources/support/db-services.ts'
+import { descendantsOf } from '../support/processes.ts'
 
 /**
  * bin/dimsync.mjs runs the CLI from a compiled cache of its TypeScript (bin/compile-cache.mjs) that follows every
@@ -94,21 +95,6 @@ describe('the compiled cache of the CLI', () => {
     expect(Object.keys(current.inputs)).toContain('functions/local/cli.ts')
   })
 })
-
-/** Every process below `pid` (its children, theirs, …), read from /proc. */
-function descendantsOf(pid: number): number[] {
-  let children: number[]
-  try {
-    children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
-      .trim()
-      .split(/\s+/)
-      .filter(Boolean)
-      .map(Number)
-  } catch {
-    return []
-  }
-  return children.flatMap((child) => [child, ...descendantsOf(child)])
-}
 
 const postgres = process.platform === 'linux' && (await postgresReachable())
 

@@ -9,6 +9,7 @@ import pg from 'pg'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
 import { PG_URL, postgresReachable } from '../integration/sources/support/db-services.ts'
+import { childrenOf } from '../support/processes.ts'
 
 const ROOT = join(import.meta.dirname, '..', '..')
 const CLI = join(ROOT, 'bin', 'dimsync.mjs')
@@ -19,18 +20,6 @@ beforeEach(() => {
   work = mkdtempSync(join(tmpdir(), 'dimsync-launcher-'))
 })
 afterEach(() => rmSync(work, { recursive: true, force: true }))
-
-function childrenOf(pid: number): number[] {
-  try {
-    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
-      .trim()
-      .split(/\s+/)
-      .filter(Boolean)
-      .map(Number)
-  } catch {
-    return []
-  }
-}
 
 function environmentOf(pid: number): string[] {
   return readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')

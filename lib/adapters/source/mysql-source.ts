@@ -43,6 +43,19 @@ const CONNECTION_KILLED_CODES = new Set([1927, 1317, 2013, 2006])
  * - The session runs in UTC (`time_zone = '+00:00'`): TIMESTAMP columns are staged as TIMESTAMPTZ (UTC), DATETIME
  *   as TIMESTAMP as stored, microseconds kept (values are read as text, never as a JS Date).
  */
+/**
+ * How mysql2 hands values over (the CSV row reader, mysql-csv-rows.ts, reads them the same way): as text, dates as
+ * strings (no millisecond Date), big integers and decimals as strings, JSON as its text, in UTC.
+ */
+export const MYSQL_VALUE_SETTINGS = Object.freeze({
+  dateStrings: true,
+  supportBigNumbers: true,
+  bigNumberStrings: true,
+  decimalNumbers: false,
+  jsonStrings: true,
+  timezone: 'Z',
+} as const)
+
 export class MysqlSource extends DatabaseSource<MysqlSourceOptions> {
   constructor(options: MysqlSourceOptions) {
     super('mysql', options)
@@ -371,13 +384,7 @@ class MysqlDriver implements DbDriver {
     const connection = mysql.createConnection({
       uri: this.#server.url.replace(/^mariadb:/, 'mysql:'),
       connectTimeout: this.#options.connectTimeoutMs ?? 15_000,
-      // Values as text: dates as strings (no millisecond Date), big integers and decimals as strings.
-      dateStrings: true,
-      supportBigNumbers: true,
-      bigNumberStrings: true,
-      decimalNumbers: false,
-      jsonStrings: true,
-      timezone: 'Z',
+      ...MYSQL_VALUE_SETTINGS,
       multipleStatements: false,
     })
     const session = new MysqlSession(connection)

@@ -14,6 +14,7 @@ import {
   type MysqlRowField,
 } from '../../../../lib/adapters/source/mysql-csv-rows.ts'
 import { RowCsvEncoder } from '../../../../lib/adapters/source/row-csv-encoder.ts'
+import { MYSQL_VALUE_SETTINGS } from '../../../../lib/adapters/source/mysql-source.ts'
 
 // mysql2's own packet class and text-row parser: the path mysql-source.ts took before (and still takes when the
 // hook does not apply) is `getTextParser(...)` → a row array → RowCsvEncoder.
@@ -32,14 +33,7 @@ const getTextParser = require(join(mysql2Dir, 'lib/parsers/text_parser.js')) as 
 ) => new (fields: unknown[]) => { next(packet: MysqlPacket, fields: unknown[], options: object): unknown[] }
 
 /** mysql-source.ts's connection settings. */
-const CONFIG = {
-  dateStrings: true,
-  supportBigNumbers: true,
-  bigNumberStrings: true,
-  decimalNumbers: false,
-  jsonStrings: true,
-  timezone: 'Z',
-}
+const CONFIG = MYSQL_VALUE_SETTINGS
 const OPTIONS = { rowsAsArray: true }
 
 interface Column {
