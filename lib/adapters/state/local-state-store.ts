@@ -56,6 +56,8 @@ interface MutexContent {
 }
 
 const MUTEX = '.mutex'
+/** How long a mutex file without its content may be its creator's, still writing it. */
+const UNWRITTEN_MUTEX_GRACE_MS = 1000
 
 /**
  * State in a local folder (embedded mode): one folder per table with `watermark.json`, `lease.json` and
@@ -285,13 +287,19 @@ export class LocalStateStore implements StateStore {
     let mtimeMs: number
     try {
       mtimeMs = (await stat(mutexPath)).mtimeMs
-      seen = JSON.parse(await readFile(mutexPath, 'utf8')) as MutexContent
     } catch {
-      // Gone (released meanwhile) or caught half-written: try again on the next round.
+      // Gone (released meanwhile): try again on the next round.
       return
     }
+    try {
+      seen = JSON.parse(await readFile(mutexPath, 'utf8')) as MutexContent
+    } catch {
+      // Caught half-written, or left empty by a process killed between creating and writing it: its creator
+      // writes it at once, so one a second old was left by a crash.
+      if (Date.now() - mtimeMs < UNWRITTEN_MUTEX_GRACE_MS) return
+    }
     // A holder on this host whose process is gone (killed while writing state) will never release it either.
-    const holderGone = seen.hostname === this.#hostname && !isProcessAlive(seen.pid)
+    const holderGone = seen === undefined || (seen.hostname === this.#hostname && !isProcessAlive(seen.pid))
     if (!holderGone && Date.now() - mtimeMs < this.#staleMutexMs) return
     // Break by renaming first, then check we moved the stale file and not a fresh one created meanwhile by a
     // process that broke it just before us; a fresh one is put back with link(), which never overwrites.
@@ -307,7 +315,7 @@ export class LocalStateStore implements StateStore {
     } catch {
       moved = undefined
     }
-    if (moved !== undefined && moved.nonce !== seen.nonce) {
+    if (moved !== undefined && moved.nonce !== seen?.nonce) {
       await link(aside, mutexPath).catch(() => {})
     }
     await unlink(aside).catch(() => {})

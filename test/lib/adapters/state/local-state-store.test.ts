@@ -169,6 +169,17 @@ describe('LocalStateStore (local specifics)', () => {
     expect(lease.token).toBe(1)
   })
 
+  it('breaks an empty mutex file (a run killed between creating it and writing it) once it is a second old', async () => {
+    await mkdir(join(root, 'customers'), { recursive: true })
+    const mutex = join(root, 'customers', '.mutex')
+    await writeFile(mutex, '')
+    const old = new Date(Date.now() - 2000)
+    await utimes(mutex, old, old)
+    const fresh = new LocalStateStore({ root, mutexTimeoutMs: 300 })
+    const lease = await fresh.acquireLease('customers', 'run-a', 60_000, new Date())
+    expect(lease.token).toBe(1)
+  })
+
   it('serializes concurrent writers in one process: one lease winner, one watermark winner', async () => {
     const stores = Array.from({ length: 8 }, () => new LocalStateStore({ root }))
     const now = new Date()
