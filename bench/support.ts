@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { missingAllocatorSettings } from '../bin/allocator-environment.mjs'
 
 export const BENCH_ROOT = import.meta.dirname
 export const TMP = join(BENCH_ROOT, 'tmp')
@@ -61,5 +62,5 @@ export function writeResults(section: string, value: unknown): void {
  */
 export const CHILD_ENV: NodeJS.ProcessEnv = {
   ...process.env,
-  MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2',
+  ...missingAllocatorSettings(process.env),
 }

@@ -4,28 +4,19 @@
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 
+import { missingAllocatorSettings } from './allocator-environment.mjs'
+
 /** Signals a scheduler or a terminal uses to stop a job (cron, systemd and Kubernetes send SIGTERM). */
 const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP']
 
-// DuckDB's worker threads each get a glibc malloc arena, and freed memory stays in them: capping the arenas keeps
-// a large run's resident memory within the documented bound (measured on a 3M-row load: 506 MB → 419 MB peak).
-// glibc reads the variable at startup only, hence a second start of Node. Where Node can replace its
-// process (process.execve, Node >= 22.15) the worker takes the launcher's place: one process, no second Node
-// resident for the whole run; elsewhere the launcher waits for its worker. DuckDB allocates through its own
-// jemalloc, which reads DUCKDB_JE_MALLOC_CONF when DuckDB loads: one arena instead of two lets the threads that run
-// statements one after another reuse each other's freed pages (a 1M-row `dimsync run` peaked 264-277 MB instead of
-// 308-318 MB).
-// Either variable the user set is kept; the other is still given its default.
-if (
-  process.platform === 'linux' &&
-  (process.env.MALLOC_ARENA_MAX === undefined || process.env.DUCKDB_JE_MALLOC_CONF === undefined)
-) {
+// The allocators read their settings (bin/allocator-environment.mjs) once, when the process starts, hence a
+// second start of Node with them. Where Node can replace its process (process.execve, Node >= 22.15) the worker
+// takes the launcher's place: one process, no second Node resident for the whole run; elsewhere the launcher waits
+// for its worker. A setting the user gave is kept; the others still get their defaults.
+const missing = process.platform === 'linux' ? missingAllocatorSettings(process.env) : {}
+if (Object.keys(missing).length > 0) {
   const args = [...process.execArgv, fileURLToPath(import.meta.url), ...process.argv.slice(2)]
-  const env = {
-    ...process.env,
-    MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2',
-    DUCKDB_JE_MALLOC_CONF: process.env.DUCKDB_JE_MALLOC_CONF ?? 'narenas:1',
-  }
+  const env = { ...process.env, ...missing }
   if (typeof process.execve === 'function') {
     try {
       process.execve(process.execPath, [process.execPath, ...args], env)

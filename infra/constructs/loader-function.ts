@@ -14,6 +14,7 @@ import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs'
 import * as logs from 'aws-cdk-lib/aws-logs'
 import { Construct } from 'constructs'
 import { isDynamicPattern } from 'tinyglobby'
+import { ALLOCATOR_DEFAULTS } from '../../bin/allocator-environment.mjs'
 import { AWS_ENV } from '../../lib/runtime/aws-env.ts'
 import { splitS3Path } from '../../lib/core/s3-path.ts'
 import { bindingName, installLockedBinding, type FetchTarball } from '../bundling/native-binding.ts'
@@ -179,9 +180,9 @@ export class LoaderFunction extends Construct {
         POWERTOOLS_SERVICE_NAME: `dimsync-${props.kind}`,
         POWERTOOLS_METRICS_NAMESPACE: FUNCTION_METRICS_NAMESPACE,
         NODE_OPTIONS: '--enable-source-maps',
-        // DuckDB's threads each get a glibc malloc arena that keeps freed memory: capping them keeps the resident
-        // memory of a large extract or merge near DuckDB's own limit (as bin/dimsync.mjs does for the CLI).
-        MALLOC_ARENA_MAX: '2',
+        // The allocator settings the CLI starts with (bin/dimsync.mjs): the extract's socket buffers and DuckDB's
+        // freed memory go back to the system instead of staying resident.
+        ...ALLOCATOR_DEFAULTS,
       },
       ...(props.vpc !== undefined
         ? {

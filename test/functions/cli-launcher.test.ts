@@ -100,20 +100,33 @@ describe.skipIf(!available)('bin/dimsync.mjs (the launcher that sets MALLOC_AREN
     },
   )
 
+  const ALLOCATOR_VARIABLES = ['DUCKDB_JE_MALLOC_CONF', 'MALLOC_ARENA_MAX', 'MALLOC_MMAP_THRESHOLD_'] as const
+  const DEFAULTS = {
+    DUCKDB_JE_MALLOC_CONF: 'narenas:1',
+    MALLOC_ARENA_MAX: '2',
+    MALLOC_MMAP_THRESHOLD_: '65536',
+  }
   it.each([
-    ['one jemalloc arena for DuckDB by default', undefined, 'narenas:1', undefined, '2'],
+    ['the allocator defaults', {}, DEFAULTS],
     [
       'the DuckDB allocator settings the user gave',
-      'narenas:2,dirty_decay_ms:0',
-      'narenas:2,dirty_decay_ms:0',
-      undefined,
-      '2',
+      { DUCKDB_JE_MALLOC_CONF: 'narenas:2,dirty_decay_ms:0' },
+      { ...DEFAULTS, DUCKDB_JE_MALLOC_CONF: 'narenas:2,dirty_decay_ms:0' },
     ],
-    // A MALLOC_ARENA_MAX of the user's own is kept, and DuckDB's setting still applies.
-    ['one jemalloc arena for DuckDB beside the glibc arenas the user set', undefined, 'narenas:1', '4', '4'],
-  ])(
-    'the worker runs with %s (DUCKDB_JE_MALLOC_CONF)',
-    async (_, given, expected, arenas, expectedArenas) => {
+    // A MALLOC_ARENA_MAX of the user's own is kept, and the other settings still apply.
+    [
+      'the glibc arenas the user set beside the other defaults',
+      { MALLOC_ARENA_MAX: '4' },
+      { ...DEFAULTS, MALLOC_ARENA_MAX: '4' },
+    ],
+    [
+      'the glibc mmap threshold the user set',
+      { MALLOC_MMAP_THRESHOLD_: '131072' },
+      { ...DEFAULTS, MALLOC_MMAP_THRESHOLD_: '131072' },
+    ],
+  ] as const)(
+    'the worker runs with %s',
+    async (_, given: Partial<Record<(typeof ALLOCATOR_VARIABLES)[number], string>>, expected) => {
       const marker = `dimsync_launcher_${randomBytes(4).toString('hex')}`
       writeFileSync(
         join(work, 'dimsync.yaml'),
@@ -127,10 +140,8 @@ describe.skipIf(!available)('bin/dimsync.mjs (the launcher that sets MALLOC_AREN
         ].join('\n'),
       )
       const env: Record<string, string | undefined> = { ...process.env, DB_URL: PG_URL, CI: '1' }
-      delete env.MALLOC_ARENA_MAX
-      delete env.DUCKDB_JE_MALLOC_CONF
-      if (given !== undefined) env.DUCKDB_JE_MALLOC_CONF = given
-      if (arenas !== undefined) env.MALLOC_ARENA_MAX = arenas
+      for (const name of ALLOCATOR_VARIABLES) delete env[name]
+      Object.assign(env, given)
       const launcher = spawn(process.execPath, [CLI, 'run'], { cwd: work, env, stdio: 'ignore' })
       const exited = new Promise((resolve) => launcher.once('exit', resolve))
       const client = new pg.Client({ connectionString: PG_URL })
@@ -149,12 +160,9 @@ describe.skipIf(!available)('bin/dimsync.mjs (the launcher that sets MALLOC_AREN
         const worker = childrenOf(launcher.pid!)[0] ?? launcher.pid!
         // jemalloc reads it once, when DuckDB loads: only the environment the worker starts with counts.
         const environ = readFileSync(`/proc/${worker}/environ`, 'utf8').split('\0')
-        expect(environ.filter((e) => e.startsWith('DUCKDB_JE_MALLOC_CONF='))).toEqual([
-          `DUCKDB_JE_MALLOC_CONF=${expected}`,
-        ])
-        expect(environ.filter((e) => e.startsWith('MALLOC_ARENA_MAX='))).toEqual([
-          `MALLOC_ARENA_MAX=${expectedArenas}`,
-        ])
+        for (const name of ALLOCATOR_VARIABLES) {
+          expect(environ.filter((e) => e.startsWith(`${name}=`))).toEqual([`${name}=${expected[name]}`])
+        }
       } finally {
         launcher.kill('SIGTERM')
         await exited

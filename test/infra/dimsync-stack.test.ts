@@ -7,6 +7,7 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { parseProject } from '../../lib/config/index.ts'
 import { ConfigError } from '../../lib/core/errors.ts'
 import { buildApp } from '../../infra/build-app.ts'
+import { ALLOCATOR_DEFAULTS } from '../../bin/allocator-environment.mjs'
 import { planDeployment } from '../../infra/deploy-plan.ts'
 import { definitionFromTemplate } from '../support/step-functions/jsonata-state-machine.ts'
 import { bigQueryProject, FIXTURE_HANDLER, NO_BUNDLING, statementsOf } from './support/synth-stack.ts'
@@ -273,6 +274,14 @@ describe('DimsyncStack (bundling skipped)', () => {
       Environment: { Variables: Match.objectLike({ DIMSYNC_BIGQUERY_SECRET_ARN: Match.anyValue() }) },
     })
     template.allResourcesProperties('AWS::Logs::LogGroup', { RetentionInDays: 30 })
+  })
+
+  it('starts every function with the allocator settings the CLI starts with', () => {
+    const functions = Object.values(template.findResources('AWS::Lambda::Function')) as {
+      Properties: { Environment: { Variables: Record<string, string> } }
+    }[]
+    expect(functions).toHaveLength(4)
+    for (const fn of functions) expect(fn.Properties.Environment.Variables).toMatchObject(ALLOCATOR_DEFAULTS)
   })
 
   it('keeps staging private, encrypted, TLS-only, and never expires a batch (one may wait for an operator)', () => {
