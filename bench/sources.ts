@@ -6,6 +6,8 @@
  * - the servers' own clients, the wire and server limit: `psql -c "\copy (SELECT * FROM t) TO /dev/null"` and
  *   `mariadb --quick --batch -e 'SELECT * FROM t' > /dev/null`;
  * and `dimsync run` of the whole table (extract, stage, merge into a new DuckDB dimension) against the client dump.
+ * `stagedLoad`: the extract, then its staged parts loaded into a new DuckDB file at the warehouse's defaults, as a
+ * bare copy and as the hand-written first load: the floor of target 3 for any pipeline that stages then loads.
  * Each measurement runs in a fresh child process that reports its wall time and peak RSS
  * (`process.resourceUsage().maxRSS`). Also: 1M vs 3M rows (peak RSS must not grow), 4 parallel chunks vs 1, and
  * the same extract in 10 passes (the AWS function near its time limit: a snapshot and a count per key range).
@@ -22,6 +24,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { loadavg } from 'node:os'
 import { join } from 'node:path'
 
+import { DuckDBInstance } from '@duckdb/node-api'
 import mysql from 'mysql2'
 import mysqlPromise from 'mysql2/promise'
 import pg from 'pg'
@@ -32,6 +35,10 @@ import { PostgresSource } from '../lib/adapters/source/postgres-source.ts'
 import { LocalStagingStore } from '../lib/adapters/staging/local-staging-store.ts'
 import { LocalStateStore } from '../lib/adapters/state/local-state-store.ts'
 import { extractPass } from '../lib/use-cases/extract-pass.ts'
+import { DEFAULT_WAREHOUSE_MEMORY_LIMIT } from '../lib/runtime/local-deps.ts'
+import { duckDbDialect } from '../lib/sql/duckdb/duckdb-dialect.ts'
+import { renderRowHash } from '../lib/sql/row-hash.ts'
+import type { StagedColumn } from '../lib/core/batch.ts'
 import type { TableSpec } from '../lib/core/table-spec.ts'
 import type { Source } from '../lib/ports/source.ts'
 import { BENCH_ROOT, CHILD_ENV, measureProcess, TMP } from './support.ts'
@@ -50,9 +57,9 @@ const PASSES = 10
 /** Each measurement is repeated (BENCH_REPEAT, default 3); the machine's noise is larger than the effects. */
 const REPEAT = Math.max(1, Number(process.env.BENCH_REPEAT ?? 3))
 /** Which measurements to make (BENCH_SOURCES_PLAN=cli,one,run,… ; default all). */
-const PLAN = (process.env.BENCH_SOURCES_PLAN ?? 'cli,raw,one,four,ranges,passes,big,cliBig,run,runBig').split(
-  ',',
-)
+const PLAN = (
+  process.env.BENCH_SOURCES_PLAN ?? 'cli,raw,one,stagedLoad,four,ranges,passes,big,cliBig,run,runBig'
+).split(',')
 const CLI = join(BENCH_ROOT, '..', 'bin', 'dimsync.mjs')
 /** The baseline tree's bench folder (its own sources.ts measures its own lib). */
 const BASE_BENCH = BASELINE_DIR === undefined ? undefined : join(BASELINE_DIR, 'bench')
@@ -62,7 +69,7 @@ type Server = 'postgres' | 'mysql'
  * `ranges`: the extract of the AWS function with time to spare (10 key ranges, each counted, one pass);
  * `passes`: the same stopped after every range (10 passes, each with its own snapshot).
  */
-type Mode = 'raw' | 'cli' | 'extract' | 'ranges' | 'passes'
+type Mode = 'raw' | 'cli' | 'extract' | 'ranges' | 'passes' | 'stagedLoad'
 
 interface ChildReport {
   readonly rows: number
@@ -70,6 +77,9 @@ interface ChildReport {
   readonly maxRssMb: number
   /** CPU time of the measuring process (user + system), all its threads: less load-sensitive than wall time. */
   readonly cpuSeconds?: number
+  /** `stagedLoad`: the staged batch copied into a new DuckDB table, and loaded by the hand-written first load. */
+  readonly copySeconds?: number
+  readonly handWrittenSeconds?: number
 }
 
 if (process.argv[2] === '--child') {
@@ -88,19 +98,25 @@ if (process.argv[2] === '--child') {
 async function child(server: Server, mode: Mode, table: string, chunks: number): Promise<void> {
   const started = process.hrtime.bigint()
   const cpuStarted = process.cpuUsage()
-  let rows: number
+  let rows: number | undefined
   if (mode === 'raw') rows = server === 'postgres' ? await rawCopy(table) : await rawSelect(table)
   else if (mode === 'cli') rows = cliDump(server, table, chunks)
   else if (mode === 'passes' || mode === 'ranges')
     rows = await extractInPasses(server, table, mode === 'passes')
-  else rows = await extract(server, table, chunks)
-  const seconds = Number(process.hrtime.bigint() - started) / 1e9
+  let loads: { copySeconds: number; handWrittenSeconds: number } | undefined
+  if (mode === 'stagedLoad')
+    rows = await extract(server, table, chunks, async (staged) => void (loads = await loadStaged(staged)))
+  else if (mode === 'extract') rows = await extract(server, table, chunks)
+  const seconds =
+    Number(process.hrtime.bigint() - started) / 1e9 -
+    (loads ? loads.copySeconds + loads.handWrittenSeconds : 0)
   const cpu = process.cpuUsage(cpuStarted)
   const report: ChildReport = {
-    rows,
+    rows: rows!,
     seconds,
     maxRssMb: process.resourceUsage().maxRSS / 1024,
     cpuSeconds: (cpu.user + cpu.system) / 1e6,
+    ...loads,
   }
   process.stdout.write(JSON.stringify(report))
 }
@@ -211,7 +227,12 @@ async function extractInPasses(server: Server, table: string, stopEachRound: boo
   }
 }
 
-async function extract(server: Server, table: string, chunks: number): Promise<number> {
+async function extract(
+  server: Server,
+  table: string,
+  chunks: number,
+  thenLoad?: (staged: { parts: string[]; columns: readonly StagedColumn[] }) => Promise<void>,
+): Promise<number> {
   const root = await mkdtemp(join(TMP, 'sources-'))
   try {
     const staging = new LocalStagingStore({ root })
@@ -225,7 +246,7 @@ async function extract(server: Server, table: string, chunks: number): Promise<n
       writer,
       onProgress: () => undefined,
     })
-    await writer.commit({
+    const manifest = await writer.commit({
       table: 'bench',
       batchId: 'b1',
       extractedAt: new Date().toISOString(),
@@ -234,9 +255,72 @@ async function extract(server: Server, table: string, chunks: number): Promise<n
       columns: result.columns,
       sourceDescription: result.sourceDescription,
     })
+    if (thenLoad !== undefined) {
+      const parts = manifest.parts.map((part) => join(root, 'bench', 'b1', part.name))
+      await thenLoad({ parts, columns: result.columns })
+    }
     return result.rows
   } finally {
     await rm(root, { recursive: true, force: true })
+  }
+}
+
+/**
+ * What any pipeline that stages its extract then loads it pays after the wire, at the warehouse's defaults (its
+ * memory limit, one thread), each into a new DuckDB file: the staged parts copied into a table as they are, and the
+ * hand-written first load of bench/first-load.ts (surrogate keys in key order, the row hash, the metadata columns)
+ * that target 1 compares the merge with.
+ */
+async function loadStaged(staged: {
+  parts: string[]
+  columns: readonly StagedColumn[]
+}): Promise<{ copySeconds: number; handWrittenSeconds: number }> {
+  const files = staged.parts.map((p) => duckDbDialect.stringLiteral(p)).join(', ')
+  const hash = renderRowHash(duckDbDialect, staged.columns.slice(1), 's')
+  const timedLoad = async (sql: string) => {
+    const path = join(TMP, 'sources-staged-load.duckdb')
+    rmSync(path, { force: true })
+    rmSync(`${path}.wal`, { force: true })
+    const instance = await DuckDBInstance.create(path, {
+      memory_limit: DEFAULT_WAREHOUSE_MEMORY_LIMIT,
+      threads: '1',
+    })
+    const connection = await instance.connect()
+    try {
+      const started = performance.now()
+      await connection.run(sql)
+      return (performance.now() - started) / 1000
+    } finally {
+      connection.closeSync()
+      instance.closeSync()
+      rmSync(path, { force: true })
+    }
+  }
+  const copySeconds = await timedLoad(`CREATE TABLE copied AS SELECT * FROM read_parquet([${files}])`)
+  const handWrittenSeconds = await timedLoad(
+    `CREATE TABLE dim_bench AS SELECT ROW_NUMBER() OVER (ORDER BY s.id) AS dimsync_sk, s.*, ` +
+      `TIMESTAMPTZ '2024-01-01 00:00:00+00' AS valid_from, CAST(NULL AS TIMESTAMPTZ) AS valid_to, TRUE AS is_current, ` +
+      `FALSE AS is_deleted, ${hash} AS dimsync_row_hash, 'b1' AS dimsync_batch_id FROM read_parquet([${files}]) s`,
+  )
+  return { copySeconds, handWrittenSeconds }
+}
+
+/**
+ * The floor of target 3 for a pipeline that stages then loads (medians of the repeats): the server's own client
+ * dump plus a bare copy of the staged parts (no keys, no hash), and this extract plus the hand-written first load.
+ */
+function stagedLoadFloor(reports: readonly ChildReport[], clientDump: ChildReport) {
+  const middle = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
+  const extractSeconds = middle(reports.map((r) => r.seconds))
+  const copySeconds = middle(reports.map((r) => r.copySeconds!))
+  const handWrittenSeconds = middle(reports.map((r) => r.handWrittenSeconds!))
+  const ratio = (seconds: number) => Number((seconds / clientDump.seconds).toFixed(2))
+  return {
+    extractSeconds,
+    copySeconds,
+    handWrittenSeconds,
+    clientDumpAndCopyRatioToClientDump: ratio(clientDump.seconds + copySeconds),
+    extractAndHandWrittenRatioToClientDump: ratio(extractSeconds + handWrittenSeconds),
   }
 }
 
@@ -374,6 +458,7 @@ async function parent(): Promise<void> {
         ['baseRun', 'run', tables.small, ROWS, BASE_BENCH],
         ['raw', 'raw', tables.small, 1],
         ['one', 'extract', tables.small, 1],
+        ['stagedLoad', 'stagedLoad', tables.small, 1],
         // The same extract with two DuckDB threads converting (BENCH_SOURCES_PLAN=…,two).
         ['two', 'extract', tables.small, 1],
         ['four', 'extract', tables.small, 4],
@@ -412,9 +497,21 @@ async function parent(): Promise<void> {
         const middle = sorted[Math.floor(sorted.length / 2)]!
         return { ...middle, maxRssMb: Math.max(...sorted.map((run) => run.maxRssMb)) }
       }
-      const [cli, baseOne, baseRun, raw, one, two, four, ranges, passes, big, cliBig, run, runBig] = plan.map(
-        ([name]) => median(name),
-      ) as ChildReport[] as [
+      const [cli, baseOne, baseRun, raw, one, two, four, ranges, passes, big, cliBig, run, runBig] = [
+        'cli',
+        'baseOne',
+        'baseRun',
+        'raw',
+        'one',
+        'two',
+        'four',
+        'ranges',
+        'passes',
+        'big',
+        'cliBig',
+        'run',
+        'runBig',
+      ].map(median) as [
         ChildReport,
         ChildReport,
         ChildReport,
@@ -452,6 +549,7 @@ async function parent(): Promise<void> {
         extractBigShareOfClientDump: Number((rate(big) / rate(cliBig)).toFixed(3)),
         dimsyncRun: { ...run, ratioToClientDump: Number((run.seconds / cli.seconds).toFixed(2)) },
         targetRunRatioToClientDump: 3,
+        ...(runs.stagedLoad === undefined ? {} : { stagedLoadFloor: stagedLoadFloor(runs.stagedLoad, cli) }),
         dimsyncRunBig: { ...runBig, ratioToClientDump: Number((runBig.seconds / cliBig.seconds).toFixed(2)) },
         baseline:
           server === 'postgres'
