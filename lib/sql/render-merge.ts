@@ -236,61 +236,88 @@ class MergeRenderer extends MergeSql {
   }
 
   /**
-   * The diff of a snapshot against the current versions, in joins whose build side is narrow, so that the diff of a
-   * 10M-key dimension fits DuckDB's default memory limit (one FULL OUTER JOIN carrying every attribute of both sides
-   * did not). A staged row whose state differs from its key's current state is a change; its attributes are the
-   * staged ones, so the current versions are joined by key and state only. With a delete policy, a live current key
-   * missing from a full extract, or soft deleted in it, is a deletion carrying its last attributes: these keys are
-   * found from keys alone, then their current versions are read.
+   * The diff of a snapshot against the current versions, in one hash join over all keys whose build side is narrow:
+   * the staged rows (every attribute, the row hash) against the current versions' key and state only. One FULL OUTER
+   * JOIN carrying every attribute of both sides did not fit DuckDB's default memory limit at 10M keys; a second join
+   * over all keys to find the deleted ones (the dimension against the staged keys) raised a 3M-key merge's resident
+   * memory by 45-50 MB, for a second hash table of every key. A staged row whose state differs from its key's current
+   * state is a change; its attributes are the staged ones. With a delete policy, a live current key missing from a
+   * full extract (hence the FULL OUTER JOIN) or soft deleted in it is a deletion: the join writes it to the changes,
+   * flagged, beside the changed rows; the deleted keys are then listed, taken out, and added back with their last
+   * attributes, read from their current versions by a join with that short list.
    */
   #buildChangesFromSnapshot(): void {
     const n = this.names
     const softDeleted = this.softDeleted('s')
     const keepSoftDeletes = softDeleted !== undefined && this.p.table.deletes !== 'ignore'
     const dropSoftDeletes = softDeleted !== undefined && !keepSoftDeletes ? ` WHERE NOT (${softDeleted})` : ''
+    const deletes = this.absenceDeletes || keepSoftDeletes
     const del = this.q(W.del)
     const rowHash = this.q(W.rowHash)
     const stateOf = this.q(W.state)
+    const live = this.q(W.live)
     const stagedDelete = keepSoftDeletes ? softDeleted : 'FALSE'
     const staged =
       `SELECT ${this.stored.map((c) => this.col('s', c)).join(', ')}, ${stagedDelete} AS ${del},\n` +
       `    ${renderRowHash(this.d, this.p.layout.tracked, 's')} AS ${rowHash}\n` +
       `  FROM ${this.stage} s${dropSoftDeletes}`
     const state = `CASE WHEN d.${this.q(n.isDeleted)} THEN ${this.str(DELETED_STATE)} ELSE d.${this.q(n.rowHash)} END`
-    const currentStates = `SELECT ${this.keyList('d')}, ${state} AS ${stateOf}\n  FROM ${this.dim} d WHERE ${this.current('d')}`
+    const liveState = deletes ? `, ${this.liveCurrent('d')} AS ${live}` : ''
+    const currentStates = `SELECT ${this.keyList('d')}, ${state} AS ${stateOf}${liveState}\n  FROM ${this.dim} d WHERE ${this.current('d')}`
     const firstKey = this.q(this.keys[0]!)
-    const eventTime = `${this.d.timestampLiteral(this.p.extractedAt)} AS ${this.q(W.t)}`
-    const changed = [
+    // Absent keys need the FULL OUTER JOIN; soft deletes alone need only the staged rows.
+    const join = this.absenceDeletes ? 'FULL OUTER JOIN' : 'LEFT JOIN'
+    const diff = `FROM (\n  ${staged}\n) e ${join} (\n  ${currentStates}\n) cur ON ${this.keyEq('cur', 'e')}`
+    const changed = `NOT e.${del} AND e.${rowHash} IS DISTINCT FROM COALESCE(cur.${stateOf}, ${this.str(DELETED_STATE)})`
+    const changeColumns = (absent: string) => [
       ...this.stored.map((c) => `${this.col('e', c)} AS ${this.q(c)}`),
-      eventTime,
+      `${this.d.timestampLiteral(this.p.extractedAt)} AS ${this.q(W.t)}`,
       `FALSE AS ${del}`,
       `e.${rowHash} AS ${rowHash}`,
       `e.${rowHash} AS ${stateOf}`,
       `(cur.${stateOf} IS NOT NULL) AS ${this.q(W.hadCurrent)}`,
       `1 AS ${this.q(W.changeNo)}`,
-      `FALSE AS ${this.q(W.absent)}`,
+      `${absent} AS ${this.q(W.absent)}`,
     ]
-    this.emit(
-      'diff snapshot against current versions',
-      this.d.createTempTableAs(
-        TEMP.changes,
-        `SELECT ${changed.join(',\n  ')}\nFROM (\n  ${staged}\n) e LEFT JOIN (\n  ${currentStates}\n) cur ON ${this.keyEq('cur', 'e')}\n` +
-          `WHERE NOT e.${del} AND e.${rowHash} IS DISTINCT FROM COALESCE(cur.${stateOf}, ${this.str(DELETED_STATE)})`,
-      ),
-    )
-    if (this.absenceDeletes || keepSoftDeletes) {
-      // Absent keys need the LEFT JOIN; soft deletes alone need only the staged rows that delete.
+    if (!deletes) {
+      this.emit(
+        'diff snapshot against current versions',
+        this.d.createTempTableAs(
+          TEMP.changes,
+          `SELECT ${changeColumns('FALSE').join(',\n  ')}\n${diff}\nWHERE ${changed}`,
+        ),
+      )
+    } else {
+      // The changed rows are written once: a table of the join's rows split into two copies raised a 10M-key
+      // merge's resident memory by 45 MB (its 500,000 changes outgrew DuckDB's memory limit). The deleted keys come
+      // from the current versions (an absent key has no staged row); the flag and these columns stay unread after.
+      const gone = `cur.${live} AND (e.${firstKey} IS NULL OR e.${del})`
+      const currentKey = (i: number) => this.q(`${W.currentKey}${i}`)
+      const flagged = [
+        ...changeColumns(`(e.${firstKey} IS NULL)`),
+        `COALESCE(${gone}, FALSE) AS ${this.q(W.gone)}`,
+        ...this.keys.map((k, i) => `${this.col('cur', k)} AS ${currentKey(i)}`),
+      ]
+      this.emit(
+        'diff snapshot against current versions',
+        this.d.createTempTableAs(
+          TEMP.changes,
+          `SELECT ${flagged.join(',\n  ')}\n${diff}\nWHERE (e.${firstKey} IS NOT NULL AND ${changed}) OR (${gone})`,
+        ),
+      )
       this.emit(
         'find deleted keys',
         this.d.createTempTableAs(
           TEMP.goneKeys,
-          `SELECT ${this.keyList('d')}, (e.${firstKey} IS NULL) AS ${this.q(W.absent)}\n` +
-            `FROM ${this.dim} d ${this.absenceDeletes ? 'LEFT JOIN' : 'JOIN'} (\n` +
-            `  SELECT ${this.keyList('s')}, ${stagedDelete} AS ${del} FROM ${this.stage} s${dropSoftDeletes}\n` +
-            `) e ON ${this.keyEq('d', 'e')}\nWHERE ${this.liveCurrent('d')} AND (e.${firstKey} IS NULL OR e.${del})`,
+          `SELECT ${this.keys.map((k, i) => `x.${currentKey(i)} AS ${this.q(k)}`).join(', ')}, x.${this.q(W.absent)}\n` +
+            `FROM ${this.tmp(TEMP.changes)} x WHERE x.${this.q(W.gone)}`,
         ),
       )
-      const gone = [
+      this.emit(
+        'take deleted keys out of the changes',
+        `DELETE FROM ${this.tmp(TEMP.changes)} WHERE ${this.q(W.gone)}`,
+      )
+      const goneColumns = [
         ...this.stored.map((c) => this.col('d', c)),
         this.d.timestampLiteral(this.p.extractedAt),
         'TRUE',
@@ -304,7 +331,7 @@ class MergeRenderer extends MergeSql {
       this.emit(
         'add deleted keys to the changes',
         `INSERT INTO ${this.tmp(TEMP.changes)} (${columns.map((c) => this.q(c)).join(', ')})\n` +
-          `SELECT ${gone.join(', ')}\nFROM ${this.dim} d JOIN ${this.tmp(TEMP.goneKeys)} g ON ${this.keyEq('g', 'd')}\nWHERE ${this.current('d')}`,
+          `SELECT ${goneColumns.join(', ')}\nFROM ${this.dim} d JOIN ${this.tmp(TEMP.goneKeys)} g ON ${this.keyEq('g', 'd')}\nWHERE ${this.current('d')}`,
       )
     }
     this.emit(
