@@ -31,6 +31,7 @@ const ALL_SETTINGS: Record<string, Record<string, string>> = {
   warehouse128MB: { DIMSYNC_DUCKDB_MEMORY_LIMIT: '128MB' },
   warehouse2Threads: { DIMSYNC_DUCKDB_THREADS: '2' },
   warehouse104MB: { DIMSYNC_DUCKDB_MEMORY_LIMIT: '104MB' },
+  warehouse80MB: { DIMSYNC_DUCKDB_MEMORY_LIMIT: '80MB' },
 }
 const SETTINGS = pick(ALL_SETTINGS, process.env.BENCH_MEMORY_SETTINGS ?? 'defaults,previousDefaults')
 /** Which sources run (BENCH_MEMORY_SOURCES, comma-separated: file, postgres). */
