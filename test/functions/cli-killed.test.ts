@@ -3,6 +3,7 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
+import { ALLOCATOR_DEFAULTS } from '../../bin/allocator-environment.mjs'
 import { readHistory } from '../../lib/use-cases/read-history.ts'
 import { runTable } from '../../lib/use-cases/run-table.ts'
 import { customersYaml, makeEmbeddedProject, type EmbeddedProject } from '../support/embedded-project.ts'
@@ -45,7 +46,7 @@ interface KillPoint {
   readonly delayMs: number
 }
 
-/** Runs the CLI as its own process (MALLOC_ARENA_MAX set: no launcher) and kills it with SIGKILL at `kill`. */
+/** Runs the CLI as its own process (every allocator setting given: no launcher) and kills it with SIGKILL at `kill`. */
 async function dimsync(
   cwd: string,
   args: readonly string[],
@@ -53,7 +54,7 @@ async function dimsync(
 ): Promise<{ code: number | null; signal: NodeJS.Signals | null; err: string }> {
   const child = spawn(process.execPath, [CLI, ...args], {
     cwd,
-    env: { ...process.env, CI: '1', MALLOC_ARENA_MAX: '2' },
+    env: { ...process.env, CI: '1', ...ALLOCATOR_DEFAULTS },
     stdio: ['ignore', 'ignore', 'pipe'],
   })
   let err = ''
