@@ -98,20 +98,32 @@ async function dimsyncFirstLoad(db: string, staging: LocalStagingStore, keys: nu
   }
 }
 
-/** The hand-written first load: one CREATE TABLE AS SELECT with the same surrogate keys, hash and metadata. */
-async function handWrittenFirstLoad(db: string, partPaths: readonly string[]): Promise<number> {
-  const hash = renderRowHash(duckDbDialect, COLUMNS.slice(1), 's')
+/**
+ * The first load a data engineer would write by hand: one CREATE TABLE AS SELECT of the staged parts with dimsync's
+ * surrogate keys (in key order), row hash and metadata columns. Also the floor bench/sources.ts measures.
+ */
+export function handWrittenFirstLoadSql(
+  target: string,
+  partPaths: readonly string[],
+  key: string,
+  columns: readonly { readonly name: string; readonly type: string }[],
+): string {
+  const hash = renderRowHash(
+    duckDbDialect,
+    columns.filter((c) => c.name !== key),
+    's',
+  )
   const files = partPaths.map((p) => duckDbDialect.stringLiteral(p)).join(', ')
-  return withDuckDb(fresh(db), async (run) => {
-    const { seconds } = await timed(() =>
-      run(`CREATE TABLE main.dim_customer AS
-        SELECT ROW_NUMBER() OVER (ORDER BY s.customer_id) AS dimsync_sk, s.*, TIMESTAMPTZ '${EXTRACTED_AT}' AS valid_from,
-          CAST(NULL AS TIMESTAMPTZ) AS valid_to, TRUE AS is_current, FALSE AS is_deleted, ${hash} AS dimsync_row_hash,
-          '${BATCH_ID}' AS dimsync_batch_id
-        FROM read_parquet([${files}]) s`),
-    )
-    return seconds
-  })
+  return `CREATE TABLE ${target} AS
+    SELECT ROW_NUMBER() OVER (ORDER BY s.${key}) AS dimsync_sk, s.*, TIMESTAMPTZ '${EXTRACTED_AT}' AS valid_from,
+      CAST(NULL AS TIMESTAMPTZ) AS valid_to, TRUE AS is_current, FALSE AS is_deleted, ${hash} AS dimsync_row_hash,
+      '${BATCH_ID}' AS dimsync_batch_id
+    FROM read_parquet([${files}]) s`
+}
+
+async function handWrittenFirstLoad(db: string, partPaths: readonly string[]): Promise<number> {
+  const sql = handWrittenFirstLoadSql('main.dim_customer', partPaths, 'customer_id', COLUMNS)
+  return withDuckDb(fresh(db), async (run) => (await timed(() => run(sql))).seconds)
 }
 
 /** Both loads hold the same rows: same surrogate key per key, same hash, same window and flags. */

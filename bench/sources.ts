@@ -37,10 +37,10 @@ import { LocalStateStore } from '../lib/adapters/state/local-state-store.ts'
 import { extractPass } from '../lib/use-cases/extract-pass.ts'
 import { DEFAULT_WAREHOUSE_MEMORY_LIMIT } from '../lib/runtime/local-deps.ts'
 import { duckDbDialect } from '../lib/sql/duckdb/duckdb-dialect.ts'
-import { renderRowHash } from '../lib/sql/row-hash.ts'
 import type { StagedColumn } from '../lib/core/batch.ts'
 import type { TableSpec } from '../lib/core/table-spec.ts'
 import type { Source } from '../lib/ports/source.ts'
+import { handWrittenFirstLoadSql } from './first-load.ts'
 import { BENCH_ROOT, CHILD_ENV, measureProcess, TMP } from './support.ts'
 import { tableSpec } from '../test/support/table-spec-builder.ts'
 
@@ -276,7 +276,6 @@ async function loadStaged(staged: {
   columns: readonly StagedColumn[]
 }): Promise<{ copySeconds: number; handWrittenSeconds: number }> {
   const files = staged.parts.map((p) => duckDbDialect.stringLiteral(p)).join(', ')
-  const hash = renderRowHash(duckDbDialect, staged.columns.slice(1), 's')
   const timedLoad = async (sql: string) => {
     const path = join(TMP, 'sources-staged-load.duckdb')
     rmSync(path, { force: true })
@@ -298,9 +297,7 @@ async function loadStaged(staged: {
   }
   const copySeconds = await timedLoad(`CREATE TABLE copied AS SELECT * FROM read_parquet([${files}])`)
   const handWrittenSeconds = await timedLoad(
-    `CREATE TABLE dim_bench AS SELECT ROW_NUMBER() OVER (ORDER BY s.id) AS dimsync_sk, s.*, ` +
-      `TIMESTAMPTZ '2024-01-01 00:00:00+00' AS valid_from, CAST(NULL AS TIMESTAMPTZ) AS valid_to, TRUE AS is_current, ` +
-      `FALSE AS is_deleted, ${hash} AS dimsync_row_hash, 'b1' AS dimsync_batch_id FROM read_parquet([${files}]) s`,
+    handWrittenFirstLoadSql('dim_bench', staged.parts, 'id', staged.columns),
   )
   return { copySeconds, handWrittenSeconds }
 }
