@@ -48,40 +48,60 @@ async function until<T>(
   }
 }
 
-describe.skipIf(!available)('bin/dimsync.mjs (the launcher that sets MALLOC_ARENA_MAX)', () => {
+const ALLOCATOR_VARIABLES = ['DUCKDB_JE_MALLOC_CONF', 'MALLOC_ARENA_MAX', 'MALLOC_MMAP_THRESHOLD_'] as const
+type AllocatorSettings = Partial<Record<(typeof ALLOCATOR_VARIABLES)[number], string>>
+
+/**
+ * `dimsync run` through the launcher, with none of the allocator settings but `given`, of a source query that
+ * sleeps: resolves once the extract runs (the worker has long been started with its environment by then).
+ */
+async function startSleepingRun(given: AllocatorSettings = {}) {
+  const marker = `dimsync_launcher_${randomBytes(4).toString('hex')}`
+  writeFileSync(
+    join(work, 'dimsync.yaml'),
+    [
+      'version: 1',
+      'tables:',
+      '  - name: slow',
+      `    source: { type: postgres, url_env: DB_URL, query: 'SELECT 1 AS id, pg_sleep(60) IS NULL AS ${marker}' }`,
+      '    key: id',
+      '',
+    ].join('\n'),
+  )
+  const env: Record<string, string | undefined> = { ...process.env, DB_URL: PG_URL, CI: '1' }
+  for (const name of ALLOCATOR_VARIABLES) delete env[name]
+  Object.assign(env, given)
+  const launcher = spawn(process.execPath, [CLI, 'run'], { cwd: work, env, stdio: 'ignore' })
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    launcher.once('exit', (code, signal) => resolve({ code, signal })),
+  )
+  const client = new pg.Client({ connectionString: PG_URL })
+  await client.connect()
+  try {
+    await until('the extract to start', () =>
+      client
+        .query(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE $1 AND pid <> pg_backend_pid()`,
+          [`%AS ${marker}%`],
+        )
+        .then((r) => (r.rows[0].n > 0 ? true : undefined)),
+    )
+  } catch (error) {
+    launcher.kill('SIGKILL')
+    throw error
+  } finally {
+    await client.end()
+  }
+  return { launcher, exited }
+}
+
+describe.skipIf(!available)('bin/dimsync.mjs (the launcher that sets the allocator settings)', () => {
   it.each(['SIGTERM', 'SIGINT', 'SIGHUP'] as const)(
     '%s to the launcher stops the worker, and the launcher ends the way the worker did',
     async (signal) => {
       // A source query that sleeps keeps the run inside its extract until it is stopped.
-      const marker = `dimsync_launcher_${randomBytes(4).toString('hex')}`
-      writeFileSync(
-        join(work, 'dimsync.yaml'),
-        [
-          'version: 1',
-          'tables:',
-          '  - name: slow',
-          `    source: { type: postgres, url_env: DB_URL, query: 'SELECT 1 AS id, pg_sleep(60) IS NULL AS ${marker}' }`,
-          '    key: id',
-          '',
-        ].join('\n'),
-      )
-      const env: Record<string, string | undefined> = { ...process.env, DB_URL: PG_URL, CI: '1' }
-      delete env.MALLOC_ARENA_MAX
-      const launcher = spawn(process.execPath, [CLI, 'run'], { cwd: work, env, stdio: 'ignore' })
-      const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-        launcher.once('exit', (code, sig) => resolve({ code, signal: sig })),
-      )
-      const client = new pg.Client({ connectionString: PG_URL })
-      await client.connect()
+      const { launcher, exited } = await startSleepingRun()
       try {
-        const sleeping = () =>
-          client
-            .query(
-              `SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE $1 AND pid <> pg_backend_pid()`,
-              [`%AS ${marker}%`],
-            )
-            .then((r) => (r.rows[0].n > 0 ? true : undefined))
-        await until('the extract to start', sleeping)
         // Where Node can replace its process (process.execve) the worker is the launcher's process itself.
         const children = childrenOf(launcher.pid!)
         if (typeof process.execve === 'function') expect(children).toEqual([])
@@ -95,12 +115,10 @@ describe.skipIf(!available)('bin/dimsync.mjs (the launcher that sets MALLOC_AREN
         await until('the worker to end', () => (isAlive(worker!) ? undefined : true), 10_000)
       } finally {
         if (launcher.exitCode === null && launcher.signalCode === null) launcher.kill('SIGKILL')
-        await client.end()
       }
     },
   )
 
-  const ALLOCATOR_VARIABLES = ['DUCKDB_JE_MALLOC_CONF', 'MALLOC_ARENA_MAX', 'MALLOC_MMAP_THRESHOLD_'] as const
   const DEFAULTS = {
     DUCKDB_JE_MALLOC_CONF: 'narenas:1',
     MALLOC_ARENA_MAX: '2',
@@ -124,52 +142,21 @@ describe.skipIf(!available)('bin/dimsync.mjs (the launcher that sets MALLOC_AREN
       { MALLOC_MMAP_THRESHOLD_: '131072' },
       { ...DEFAULTS, MALLOC_MMAP_THRESHOLD_: '131072' },
     ],
-  ] as const)(
-    'the worker runs with %s',
-    async (_, given: Partial<Record<(typeof ALLOCATOR_VARIABLES)[number], string>>, expected) => {
-      const marker = `dimsync_launcher_${randomBytes(4).toString('hex')}`
-      writeFileSync(
-        join(work, 'dimsync.yaml'),
-        [
-          'version: 1',
-          'tables:',
-          '  - name: slow',
-          `    source: { type: postgres, url_env: DB_URL, query: 'SELECT 1 AS id, pg_sleep(60) IS NULL AS ${marker}' }`,
-          '    key: id',
-          '',
-        ].join('\n'),
-      )
-      const env: Record<string, string | undefined> = { ...process.env, DB_URL: PG_URL, CI: '1' }
-      for (const name of ALLOCATOR_VARIABLES) delete env[name]
-      Object.assign(env, given)
-      const launcher = spawn(process.execPath, [CLI, 'run'], { cwd: work, env, stdio: 'ignore' })
-      const exited = new Promise((resolve) => launcher.once('exit', resolve))
-      const client = new pg.Client({ connectionString: PG_URL })
-      await client.connect()
-      try {
-        // Once the extract runs, the worker has long been started with its own environment.
-        await until('the extract to start', () =>
-          client
-            .query(
-              `SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE $1 AND pid <> pg_backend_pid()`,
-              [`%AS ${marker}%`],
-            )
-            .then((r) => (r.rows[0].n > 0 ? true : undefined)),
-        )
-        // The worker is the launcher's child, or the launcher itself where Node replaced its process (execve).
-        const worker = childrenOf(launcher.pid!)[0] ?? launcher.pid!
-        // jemalloc reads it once, when DuckDB loads: only the environment the worker starts with counts.
-        const environ = readFileSync(`/proc/${worker}/environ`, 'utf8').split('\0')
-        for (const name of ALLOCATOR_VARIABLES) {
-          expect(environ.filter((e) => e.startsWith(`${name}=`))).toEqual([`${name}=${expected[name]}`])
-        }
-      } finally {
-        launcher.kill('SIGTERM')
-        await exited
-        await client.end()
+  ] as const)('the worker runs with %s', async (_, given: AllocatorSettings, expected) => {
+    const { launcher, exited } = await startSleepingRun(given)
+    try {
+      // The worker is the launcher's child, or the launcher itself where Node replaced its process (execve).
+      const worker = childrenOf(launcher.pid!)[0] ?? launcher.pid!
+      // jemalloc reads it once, when DuckDB loads: only the environment the worker starts with counts.
+      const environ = environmentOf(worker)
+      for (const name of ALLOCATOR_VARIABLES) {
+        expect(environ.filter((e) => e.startsWith(`${name}=`))).toEqual([`${name}=${expected[name]}`])
       }
-    },
-  )
+    } finally {
+      launcher.kill('SIGTERM')
+      await exited
+    }
+  })
 
   it('exits with the worker status', async () => {
     const env: Record<string, string | undefined> = { ...process.env, CI: '1' }
