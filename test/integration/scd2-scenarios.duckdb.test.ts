@@ -402,6 +402,33 @@ describe('paths the main scenarios do not cross', () => {
     },
   )
 
+  it('one snapshot deletes a key by its soft-delete flag and another by its absence, and both come back', async () => {
+    // The snapshot diff finds both kinds in one join (render-merge.ts): each key is closed once, then returns.
+    const carla = { customer_id: 103, name: 'Carla', region: 'East' }
+    const h = await setup({ deletes: 'invalidate', softDeleteColumn: 'deleted' }, SOFT)
+    const all = [
+      { ...ana('South'), deleted: false },
+      { ...bruno, deleted: false },
+      { ...carla, deleted: false },
+    ]
+    await h.load(all, { extractedAt: JAN })
+    await h.load(
+      [
+        { ...ana('South'), deleted: true },
+        { ...carla, deleted: false },
+      ],
+      { extractedAt: MAR, allowMassDelete: true },
+    )
+    await h.load(all, { extractedAt: MAY })
+    expect(timeline(await h.history())).toEqual([
+      [1, 101, 'South', '2024-01-01 09:00', '2024-03-10 14:30', false, false],
+      [4, 101, 'South', '2024-05-01 00:00', null, true, false],
+      [2, 102, 'North', '2024-01-01 09:00', '2024-03-10 14:30', false, false],
+      [5, 102, 'North', '2024-05-01 00:00', null, true, false],
+      [3, 103, 'East', '2024-01-01 09:00', null, true, false],
+    ])
+  })
+
   it('type 1 columns of a change-time table take the newest capture, not a late one', async () => {
     const columns = [
       ...CUSTOMER,
