@@ -2,6 +2,7 @@ export declare const ALLOCATOR_DEFAULTS: Readonly<{
   MALLOC_ARENA_MAX: string
   MALLOC_MMAP_THRESHOLD_: string
   DUCKDB_JE_MALLOC_CONF: string
+  NODE_OPTIONS: string
 }>
 export declare function missingAllocatorSettings(
   env: Record<string, string | undefined>,

@@ -179,10 +179,10 @@ export class LoaderFunction extends Construct {
         [AWS_ENV.configPath]: `${LAMBDA_TASK_ROOT}/${BUNDLED_CONFIG_FILE}`,
         POWERTOOLS_SERVICE_NAME: `dimsync-${props.kind}`,
         POWERTOOLS_METRICS_NAMESPACE: FUNCTION_METRICS_NAMESPACE,
-        NODE_OPTIONS: '--enable-source-maps',
-        // The allocator settings the CLI starts with (bin/dimsync.mjs): the extract's socket buffers and DuckDB's
-        // freed memory go back to the system instead of staying resident.
+        // The allocator settings the CLI starts with (bin/dimsync.mjs): the extract's socket buffers, DuckDB's
+        // freed memory and V8's young generation go back to the system instead of staying resident.
         ...ALLOCATOR_DEFAULTS,
+        NODE_OPTIONS: `--enable-source-maps ${ALLOCATOR_DEFAULTS.NODE_OPTIONS}`,
       },
       ...(props.vpc !== undefined
         ? {

@@ -48,7 +48,12 @@ async function until<T>(
   }
 }
 
-const ALLOCATOR_VARIABLES = ['DUCKDB_JE_MALLOC_CONF', 'MALLOC_ARENA_MAX', 'MALLOC_MMAP_THRESHOLD_'] as const
+const ALLOCATOR_VARIABLES = [
+  'DUCKDB_JE_MALLOC_CONF',
+  'MALLOC_ARENA_MAX',
+  'MALLOC_MMAP_THRESHOLD_',
+  'NODE_OPTIONS',
+] as const
 type AllocatorSettings = Partial<Record<(typeof ALLOCATOR_VARIABLES)[number], string>>
 
 /**
@@ -123,6 +128,7 @@ describe.skipIf(!available)('bin/dimsync.mjs (the launcher that sets the allocat
     DUCKDB_JE_MALLOC_CONF: 'narenas:1',
     MALLOC_ARENA_MAX: '2',
     MALLOC_MMAP_THRESHOLD_: '65536',
+    NODE_OPTIONS: '--max-semi-space-size=2',
   }
   it.each([
     ['the allocator defaults', {}, DEFAULTS],
@@ -141,6 +147,17 @@ describe.skipIf(!available)('bin/dimsync.mjs (the launcher that sets the allocat
       'the glibc mmap threshold the user set',
       { MALLOC_MMAP_THRESHOLD_: '131072' },
       { ...DEFAULTS, MALLOC_MMAP_THRESHOLD_: '131072' },
+    ],
+    // Node options of the user's own stay, and V8's young generation is still set.
+    [
+      'the Node options the user gave, and the young generation size',
+      { NODE_OPTIONS: '--enable-source-maps' },
+      { ...DEFAULTS, NODE_OPTIONS: '--enable-source-maps --max-semi-space-size=2' },
+    ],
+    [
+      'the young generation size the user gave',
+      { NODE_OPTIONS: '--max-semi-space-size=8 --enable-source-maps' },
+      { ...DEFAULTS, NODE_OPTIONS: '--max-semi-space-size=8 --enable-source-maps' },
     ],
   ] as const)('the worker runs with %s', async (_, given: AllocatorSettings, expected) => {
     const { launcher, exited } = await startSleepingRun(given)

@@ -281,7 +281,14 @@ describe('DimsyncStack (bundling skipped)', () => {
       Properties: { Environment: { Variables: Record<string, string> } }
     }[]
     expect(functions).toHaveLength(4)
-    for (const fn of functions) expect(fn.Properties.Environment.Variables).toMatchObject(ALLOCATOR_DEFAULTS)
+    const { NODE_OPTIONS: youngGeneration, ...variables } = ALLOCATOR_DEFAULTS
+    for (const fn of functions) {
+      expect(fn.Properties.Environment.Variables).toMatchObject(variables)
+      // Source maps for the stack traces in the logs, beside the V8 heap setting.
+      expect(fn.Properties.Environment.Variables.NODE_OPTIONS!.split(' ').sort()).toEqual(
+        ['--enable-source-maps', youngGeneration].sort(),
+      )
+    }
   })
 
   it('keeps staging private, encrypted, TLS-only, and never expires a batch (one may wait for an operator)', () => {
