@@ -15,6 +15,7 @@
  * BENCH_ROWS (default 1,000,000), BENCH_BIG_ROWS (3,000,000), BENCH_SERVERS=postgres,mysql, BENCH_REPEAT (3).
  * BENCH_SOURCES_SCHEMA: the schema/database created and dropped (default dimsync_bench_sources).
  * BENCH_SOURCES_TABLE=schema.t: measure an existing table of BENCH_ROWS rows (read only: nothing created or dropped).
+ * `two` and `oneYoung16`: the extract with two converter threads, and with V8's own young generation (16 MiB).
  * BENCH_BASELINE_DIR: a copy of an earlier tree (`git archive <commit> lib bench bin functions test/support`);
  * plan entries `baseOne` and `baseRun` measure its extract and its `dimsync run` interleaved with this tree's.
  */
@@ -54,6 +55,11 @@ const EXISTING_TABLE = process.env.BENCH_SOURCES_TABLE
 const BASELINE_DIR = process.env.BENCH_BASELINE_DIR
 /** Passes of the multi-pass extract measured on the small table. */
 const PASSES = 10
+/** Plan entries that measure an extract under other settings than the CLI's. */
+const EXTRA_ENV: Record<string, NodeJS.ProcessEnv> = {
+  two: { BENCH_DUCKDB_THREADS: '2' },
+  oneYoung16: { NODE_OPTIONS: '--max-semi-space-size=16' },
+}
 /** Each measurement is repeated (BENCH_REPEAT, default 3); the machine's noise is larger than the effects. */
 const REPEAT = Math.max(1, Number(process.env.BENCH_REPEAT ?? 3))
 /** Which measurements to make (BENCH_SOURCES_PLAN=cli,one,run,… ; default all). */
@@ -458,6 +464,8 @@ async function parent(): Promise<void> {
         ['stagedLoad', 'stagedLoad', tables.small, 1],
         // The same extract with two DuckDB threads converting (BENCH_SOURCES_PLAN=…,two).
         ['two', 'extract', tables.small, 1],
+        // The same extract with V8's own young generation (16 MiB semi-spaces; the CLI starts with 2 MiB ones).
+        ['oneYoung16', 'extract', tables.small, 1],
         ['four', 'extract', tables.small, 4],
         ['ranges', 'ranges', tables.small, 1],
         ['passes', 'passes', tables.small, 1],
@@ -473,14 +481,7 @@ async function parent(): Promise<void> {
           const report =
             mode === 'run'
               ? dimsyncRun(server, table, chunks, join(benchDir ?? BENCH_ROOT, '..', 'bin', 'dimsync.mjs'))
-              : await measure(
-                  server,
-                  mode,
-                  table,
-                  chunks,
-                  benchDir,
-                  name === 'two' ? { BENCH_DUCKDB_THREADS: '2' } : {},
-                )
+              : await measure(server, mode, table, chunks, benchDir, EXTRA_ENV[name] ?? {})
           ;(runs[name] ??= []).push(report)
           console.log(
             `${server} ${name} run ${r + 1}: ${report.seconds.toFixed(2)} s, ${report.maxRssMb.toFixed(0)} MB` +
@@ -557,6 +558,14 @@ async function parent(): Promise<void> {
         ...(PLAN.includes('two')
           ? { extractTwoThreads: { ...two, shareOfClientDump: Number((rate(two) / rate(cli)).toFixed(3)) } }
           : {}),
+        ...(runs.oneYoung16 === undefined
+          ? {}
+          : {
+              extractYoungGeneration16MB: {
+                ...median('oneYoung16'),
+                shareOfClientDump: Number((rate(median('oneYoung16')) / rate(cli)).toFixed(3)),
+              },
+            }),
         extractShareOfRaw: Number((rate(one) / rate(raw)).toFixed(3)),
         chunks4: {
           ...four,
