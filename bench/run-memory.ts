@@ -34,6 +34,9 @@ const ALL_SETTINGS: Record<string, Record<string, string>> = {
   warehouse80MB: { DIMSYNC_DUCKDB_MEMORY_LIMIT: '80MB' },
   // V8's own young generation (16 MiB semi-spaces), the default before 2026-12-01 04:30.
   v8YoungGeneration16MB: { NODE_OPTIONS: '--max-semi-space-size=16' },
+  mmapThreshold64KiB: { MALLOC_MMAP_THRESHOLD_: '65536' },
+  mmapThreshold128KiB: { MALLOC_MMAP_THRESHOLD_: '131072' },
+  mmapThreshold68KiB: { MALLOC_MMAP_THRESHOLD_: '69632' },
 }
 const SETTINGS = pick(ALL_SETTINGS, process.env.BENCH_MEMORY_SETTINGS ?? 'defaults,previousDefaults')
 /** Which sources run (BENCH_MEMORY_SOURCES, comma-separated: file, postgres). */

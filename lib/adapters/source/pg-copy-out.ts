@@ -10,6 +10,8 @@
  */
 import type { Socket } from 'node:net'
 
+import { CONSUMES_CHUNK_AT_ONCE } from './pg-read-buffer-socket.ts'
+
 /** Where the rows go: CSV bytes, consumed before `append` returns (the block is reused). */
 export interface CopyOutSink {
   /**
@@ -66,13 +68,17 @@ export class CopyOut {
   #settled = false
   #resolve!: (rows: number) => void
   #reject!: (error: unknown) => void
-  readonly #onData = (chunk: Buffer) => {
-    try {
-      this.#parse(chunk)
-    } catch (error) {
-      this.fail(error)
-    }
-  }
+  // Every byte of a chunk is parsed, copied or handed to the sink before this returns: the socket may reuse it.
+  readonly #onData = Object.assign(
+    (chunk: Buffer) => {
+      try {
+        this.#parse(chunk)
+      } catch (error) {
+        this.fail(error)
+      }
+    },
+    { [CONSUMES_CHUNK_AT_ONCE]: true as const },
+  )
 
   constructor(text: string, sink: CopyOutSink, blockBytes = COPY_BLOCK_BYTES) {
     this.text = text

@@ -1,3 +1,5 @@
+import type { Socket } from 'node:net'
+
 import pg from 'pg'
 
 import { SourceError } from '../../core/errors.ts'
@@ -15,6 +17,7 @@ import {
 import { sourceName, type DbDriver, type DbSession, type DbSnapshot } from './db-extract.ts'
 import { relationSql, type SqlValue } from './db-sql.ts'
 import { CopyOut } from './pg-copy-out.ts'
+import { pgSocketFactory } from './pg-read-buffer-socket.ts'
 import { pgColumn, type DbColumn, type PgTypeInfo } from './db-types.ts'
 
 export interface PostgresSourceOptions extends DatabaseSourceOptions {
@@ -277,6 +280,7 @@ class PostgresDriver implements DbDriver {
       connectionTimeoutMillis: this.#options.connectTimeoutMs ?? 15_000,
       application_name: 'dimsync',
       types: TEXT_TYPES,
+      stream: pgSocketFactory as () => Socket,
     })
     const session = new PostgresSession(client)
     try {

@@ -4,6 +4,7 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 
 import { CopyOut, type CopyOutSink } from '../../../../lib/adapters/source/pg-copy-out.ts'
+import { CONSUMES_CHUNK_AT_ONCE } from '../../../../lib/adapters/source/pg-read-buffer-socket.ts'
 
 /** A PostgreSQL protocol message: kind byte, int32 length (itself included), body. */
 function message(kind: string, body: Buffer | string = ''): Buffer {
@@ -42,7 +43,14 @@ class FakeConnection {
 
 class FakeSocket extends EventEmitter {
   paused = false
+  /**
+   * Reads into one buffer, as the PostgreSQL source's socket does (pg-read-buffer-socket.ts) for a listener that
+   * says it is done with a chunk when it returns: the buffer is overwritten right after, so bytes kept past that
+   * come out wrong.
+   */
+  reusesReadBuffer = false
   readonly #held: Buffer[] = []
+  readonly #readBuffer = Buffer.alloc(64 << 10)
 
   pause(): this {
     this.paused = true
@@ -51,19 +59,39 @@ class FakeSocket extends EventEmitter {
 
   resume(): this {
     this.paused = false
-    while (!this.paused && this.#held.length > 0) this.emit('data', this.#held.shift())
+    while (!this.paused && this.#held.length > 0) this.#deliver(this.#held.shift()!)
     return this
   }
 
   send(chunk: Buffer): void {
     if (this.paused) this.#held.push(chunk)
-    else this.emit('data', chunk)
+    else this.#deliver(chunk)
+  }
+
+  #deliver(chunk: Buffer): void {
+    const inPlace =
+      this.reusesReadBuffer &&
+      this.listeners('data').every((l) => (l as { [CONSUMES_CHUNK_AT_ONCE]?: true })[CONSUMES_CHUNK_AT_ONCE])
+    if (!inPlace) {
+      this.emit('data', chunk)
+      return
+    }
+    chunk.copy(this.#readBuffer)
+    this.emit('data', this.#readBuffer.subarray(0, chunk.length))
+    this.#readBuffer.fill(0xff)
   }
 }
 
 /** Sends `bytes` in pieces cut at `cuts`, then plays pg: CommandComplete and ReadyForQuery from what it saw. */
-async function run(bytes: Buffer, cuts: readonly number[], sink: CopyOutSink, blockBytes?: number) {
+async function run(
+  bytes: Buffer,
+  cuts: readonly number[],
+  sink: CopyOutSink,
+  blockBytes?: number,
+  reusesReadBuffer = false,
+) {
   const connection = new FakeConnection()
+  connection.stream.reusesReadBuffer = reusesReadBuffer
   const copy = new CopyOut('COPY (SELECT 1) TO STDOUT WITH (FORMAT csv)', sink, blockBytes)
   copy.submit(connection as never)
   const points = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b)
@@ -94,7 +122,7 @@ const rowText = fc
   .map((fields) => `${fields.join(',')}\n`)
 
 describe('CopyOut (COPY TO STDOUT read off the socket)', () => {
-  it('hands the sink every row byte for byte, in order, in blocks that end where rows end, however the wire is cut', async () => {
+  it('hands the sink every row byte for byte, in order, in blocks that end where rows end, however the wire is cut and whether or not the socket reuses its read buffer', async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.array(
@@ -107,7 +135,8 @@ describe('CopyOut (COPY TO STDOUT read off the socket)', () => {
         fc.array(fc.nat(), { maxLength: 40 }),
         fc.integer({ min: -1, max: 60 }),
         fc.boolean(),
-        async (rows, cuts, noticeAfter, slowSink) => {
+        fc.boolean(),
+        async (rows, cuts, noticeAfter, slowSink, reusesReadBuffer) => {
           const pieces: { bytes: Buffer; recordEnd: boolean }[] = []
           const sink: CopyOutSink = {
             append(bytes, recordEnd) {
@@ -118,7 +147,7 @@ describe('CopyOut (COPY TO STDOUT read off the socket)', () => {
             },
           }
           // A block of 256 bytes: rows of up to 400 bytes go in pieces of their own.
-          const { copy } = await run(wire(rows, noticeAfter), cuts, sink, 256)
+          const { copy } = await run(wire(rows, noticeAfter), cuts, sink, 256, reusesReadBuffer)
           expect(await copy.done).toBe(rows.length)
           expect(Buffer.concat(pieces.map((p) => p.bytes)).toString()).toBe(rows.join(''))
           // Every place the sink may cut a file is the end of a row.
