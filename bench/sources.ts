@@ -525,6 +525,7 @@ async function parent(): Promise<void> {
         ChildReport,
       ]
       const rate = (r: ChildReport) => Math.round(r.rows / r.seconds)
+      const young16 = median('oneYoung16')
       const summary = {
         clientDump: {
           command:
@@ -562,8 +563,8 @@ async function parent(): Promise<void> {
           ? {}
           : {
               extractYoungGeneration16MB: {
-                ...median('oneYoung16'),
-                shareOfClientDump: Number((rate(median('oneYoung16')) / rate(cli)).toFixed(3)),
+                ...young16,
+                shareOfClientDump: Number((rate(young16) / rate(cli)).toFixed(3)),
               },
             }),
         extractShareOfRaw: Number((rate(one) / rate(raw)).toFixed(3)),

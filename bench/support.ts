@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { missingAllocatorSettings } from '../bin/allocator-environment.mjs'
+import { withAllocatorSettings } from '../bin/allocator-environment.mjs'
 
 export const BENCH_ROOT = import.meta.dirname
 export const TMP = join(BENCH_ROOT, 'tmp')
@@ -57,10 +57,7 @@ export function writeResults(section: string, value: unknown): void {
 }
 
 /**
- * The environment of measured child processes: the one bin/dimsync.mjs gives the CLI (glibc malloc arenas
- * capped, see there), so a benchmark measures what a user runs.
+ * The environment of measured child processes: the one bin/dimsync.mjs gives the CLI (the allocator settings,
+ * see there), so a benchmark measures what a user runs.
  */
-export const CHILD_ENV: NodeJS.ProcessEnv = {
-  ...process.env,
-  ...missingAllocatorSettings(process.env),
-}
+export const CHILD_ENV: NodeJS.ProcessEnv = withAllocatorSettings(process.env)

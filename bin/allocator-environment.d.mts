@@ -7,3 +7,6 @@ export declare const ALLOCATOR_DEFAULTS: Readonly<{
 export declare function missingAllocatorSettings(
   env: Record<string, string | undefined>,
 ): Record<string, string>
+export declare function withAllocatorSettings<E extends Record<string, string | undefined>>(
+  env: E,
+): E & Record<string, string>

@@ -38,3 +38,8 @@ export function missingAllocatorSettings(env) {
     missing.NODE_OPTIONS = [nodeOptions, ALLOCATOR_DEFAULTS.NODE_OPTIONS].filter((o) => o !== '').join(' ')
   return missing
 }
+
+/** `env` with the allocator settings it lacks (the user's own kept, NODE_OPTIONS merged): what a dimsync process gets. */
+export function withAllocatorSettings(env) {
+  return { ...env, ...missingAllocatorSettings(env) }
+}

@@ -14,7 +14,7 @@ import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs'
 import * as logs from 'aws-cdk-lib/aws-logs'
 import { Construct } from 'constructs'
 import { isDynamicPattern } from 'tinyglobby'
-import { ALLOCATOR_DEFAULTS } from '../../bin/allocator-environment.mjs'
+import { withAllocatorSettings } from '../../bin/allocator-environment.mjs'
 import { AWS_ENV } from '../../lib/runtime/aws-env.ts'
 import { splitS3Path } from '../../lib/core/s3-path.ts'
 import { bindingName, installLockedBinding, type FetchTarball } from '../bundling/native-binding.ts'
@@ -181,8 +181,7 @@ export class LoaderFunction extends Construct {
         POWERTOOLS_METRICS_NAMESPACE: FUNCTION_METRICS_NAMESPACE,
         // The allocator settings the CLI starts with (bin/dimsync.mjs): the extract's socket buffers, DuckDB's
         // freed memory and V8's young generation go back to the system instead of staying resident.
-        ...ALLOCATOR_DEFAULTS,
-        NODE_OPTIONS: `--enable-source-maps ${ALLOCATOR_DEFAULTS.NODE_OPTIONS}`,
+        ...withAllocatorSettings({ NODE_OPTIONS: '--enable-source-maps' }),
       },
       ...(props.vpc !== undefined
         ? {

@@ -280,6 +280,7 @@ class PostgresDriver implements DbDriver {
       connectionTimeoutMillis: this.#options.connectTimeoutMs ?? 15_000,
       application_name: 'dimsync',
       types: TEXT_TYPES,
+      // pg calls the factory with its connection settings (their `ssl`); @types/pg declares it without them.
       stream: pgSocketFactory as () => Socket,
     })
     const session = new PostgresSession(client)
