@@ -17,6 +17,7 @@ import { sourceName, type DbDriver, type DbSession, type DbSnapshot } from './db
 import { relationSql, type SqlValue } from './db-sql.ts'
 import { mysqlColumn, type DbColumn } from './db-types.ts'
 import { CSV_ROW, installMysqlCsvRows, isHookable, type MysqlCsvRows } from './mysql-csv-rows.ts'
+import { mysqlSocketFactory } from './mysql-read-socket.ts'
 import { RowCsvEncoder } from './row-csv-encoder.ts'
 
 export interface MysqlSourceOptions extends DatabaseSourceOptions {
@@ -386,6 +387,7 @@ class MysqlDriver implements DbDriver {
       connectTimeout: this.#options.connectTimeoutMs ?? 15_000,
       ...MYSQL_VALUE_SETTINGS,
       multipleStatements: false,
+      stream: mysqlSocketFactory,
     })
     const session = new MysqlSession(connection)
     try {
