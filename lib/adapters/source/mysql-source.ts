@@ -342,8 +342,13 @@ class MysqlDriver implements DbDriver {
     }
     switch (code) {
       case 'ER_ACCESS_DENIED_ERROR':
+        // MySQL refuses a user who must connect over TLS with the same error as a wrong password.
         return make(
-          `${prefix}: authentication failed for user ${server.user || '(default)'}; check the credentials in ${server.envName}`,
+          `${prefix}: authentication failed for user ${server.user || '(default)'}; check the credentials in ${server.envName}` +
+            (new URL(server.url).searchParams.has('ssl')
+              ? ''
+              : `, or, if the server requires an encrypted connection, add ssl to the URL (docs/sources.md, ` +
+                `"Encrypted connections")`),
         )
       case 'ER_BAD_DB_ERROR':
         return make(
