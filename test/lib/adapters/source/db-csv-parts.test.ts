@@ -48,9 +48,16 @@ async function stage(pieces: readonly Buffer[], spoolBytes: number | undefined, 
   const read = (
     await connection.runAndReadAll(`SELECT * FROM read_parquet([${files}]) ORDER BY id`)
   ).getRowObjectsJson()
+  const encodings = Object.fromEntries(
+    (
+      await connection.runAndReadAll(
+        `SELECT path_in_schema, string_agg(DISTINCT encodings, ',') FROM parquet_metadata([${files}]) GROUP BY 1`,
+      )
+    ).getRows() as [string, string][],
+  )
   connection.closeSync()
   db.closeSync()
-  return { rows, parts: manifest.parts.length, read }
+  return { rows, parts: manifest.parts.length, read, encodings }
 }
 
 describe('CsvSpool', () => {
@@ -79,6 +86,22 @@ describe('CsvSpool', () => {
     await expect(stage([Buffer.from('1,"a"\nnot-a-number,"b x"\n')], 1 << 20, ['note'])).rejects.toThrow(
       'the row with note="b x" has not-a-number in column id (bigint), which cannot be staged as BIGINT',
     )
+  })
+
+  it('dictionary-encodes a text column of few values, not one of many (building that dictionary is wasted writing time)', async () => {
+    const few = await stage(
+      [Buffer.from(Array.from({ length: 5000 }, (_, i) => `${i},segment ${i % 12}\n`).join(''))],
+      undefined,
+    )
+    expect(few.read[4999]).toEqual({ id: '4999', note: 'segment 7' })
+    expect(few.encodings.note).toMatch(/DICTIONARY/)
+    await rm(root!, { recursive: true, force: true })
+    const many = await stage(
+      [Buffer.from(Array.from({ length: 5000 }, (_, i) => `${i},user ${i}\n`).join(''))],
+      undefined,
+    )
+    expect(many.read[4999]).toEqual({ id: '4999', note: 'user 4999' })
+    expect(many.encodings.note).not.toMatch(/DICTIONARY/)
   })
 
   it('without spoolBytes, files are cut at the default size (about 6 MiB), not never', async () => {
