@@ -4,6 +4,7 @@ import { MysqlSource } from '../../../lib/adapters/source/mysql-source.ts'
 import { SourceError } from '../../../lib/core/errors.ts'
 import { tableSpec } from '../../support/table-spec-builder.ts'
 import { ExtractHarness } from './support/extract-harness.ts'
+import { TLS_TABLE_ROWS, tlsTableRows } from './support/tls-table.ts'
 import {
   mariaDbServerInstalled,
   startMariaDbTlsServer,
@@ -65,17 +66,8 @@ describe.skipIf(!installed)('MySQL source over TLS (a MariaDB server of its own)
   it('stages every row exactly, read through an encrypted connection that verified the server', async () => {
     const source = new MysqlSource({ env: { DB_URL: url({ ca: server.ca }) } })
     const { result, rows } = await harness.extract(source, spec)
-    expect(result.rows).toBe(4000)
-    const expected = Array.from({ length: 4000 }, (_, n) => {
-      const i = n + 1
-      const at = new Date(Date.UTC(2024, 0, 1) + i * 1000).toISOString()
-      return {
-        id: String(i),
-        note: `${String.fromCharCode(65 + (i % 26)).repeat(500)} ünïcode`,
-        at: `${at.slice(0, 10)} ${at.slice(11, 19)}`,
-      }
-    })
-    expect(rows).toEqual(expected)
+    expect(result.rows).toBe(TLS_TABLE_ROWS)
+    expect(rows).toEqual(tlsTableRows(''))
   })
 
   it('without TLS the server refuses the reader: the error names the table and says how to ask for TLS', async () => {

@@ -6,6 +6,7 @@ import { tableSpec } from '../../support/table-spec-builder.ts'
 import { postgresKit, sourceSpec, type DbScratch } from './support/db-kits.ts'
 import { PG_URL, postgresReachable } from './support/db-services.ts'
 import { ExtractHarness } from './support/extract-harness.ts'
+import { TLS_TABLE_ROWS, tlsTableRows } from './support/tls-table.ts'
 import { startPostgresTlsProxy, type PostgresTlsProxy } from './support/postgres-tls-proxy.ts'
 
 // The connection reads its socket into a buffer of its own unless TLS is asked for (pg-read-buffer-socket.ts):
@@ -48,17 +49,8 @@ describe.skipIf(!(await postgresReachable()))('PostgreSQL source over TLS (a TLS
       },
     })
     const { result, rows } = await harness.extract(source, specOf())
-    expect(result.rows).toBe(4000)
-    const expected = Array.from({ length: 4000 }, (_, n) => {
-      const i = n + 1
-      const at = new Date(Date.UTC(2024, 0, 1) + i * 1000).toISOString()
-      return {
-        id: String(i),
-        note: `${String.fromCharCode(65 + (i % 26)).repeat(500)} ünïcode`,
-        at: `${at.slice(0, 10)} ${at.slice(11, 19)}+00`,
-      }
-    })
-    expect(rows).toEqual(expected)
+    expect(result.rows).toBe(TLS_TABLE_ROWS)
+    expect(rows).toEqual(tlsTableRows('+00'))
     expect(proxy.stats.tlsSessions).toBeGreaterThan(0)
     expect(proxy.stats.plainSessions).toBe(0)
     expect(proxy.stats.bytesToClient).toBeGreaterThan(2_000_000)
