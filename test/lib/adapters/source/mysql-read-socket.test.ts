@@ -1,42 +1,24 @@
-import { randomBytes } from 'node:crypto'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { createServer, type Server, type Socket } from 'node:net'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import type { Socket } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 
 import { afterEach, describe, expect, it } from 'vitest'
 
 import { mysqlSocketFactory, READ_BUFFER_BYTES } from '../../../../lib/adapters/source/mysql-read-socket.ts'
+import { SENT, startSender as startLoopbackSender, type LoopbackSender } from './support/loopback-sender.ts'
 
-/** Bytes a real local server sends, in several writes (more than one socket read). */
-const SENT = randomBytes(1 << 20)
 /** glibc's mmap threshold as the launcher fixes it (bin/allocator-environment.mjs). */
 const MMAP_THRESHOLD = 64 << 10
 
-let server: Server | undefined
-let folder: string | undefined
+let sender: LoopbackSender | undefined
 afterEach(async () => {
-  await new Promise((resolve) => server?.close(resolve) ?? resolve(undefined))
-  server = undefined
-  if (folder) await rm(folder, { recursive: true, force: true })
-  folder = undefined
+  await sender?.close()
+  sender = undefined
 })
 
-/** A server on 127.0.0.1 (or on a Unix socket in a fresh folder) that writes SENT in 16 KiB pieces, then closes. */
+/** Starts the sender this test's sockets connect to (closed after the test). */
 async function startSender(where: 'tcp' | 'unix'): Promise<{ port?: number; socketPath?: string }> {
-  server = createServer((peer) => {
-    for (let at = 0; at < SENT.length; at += 16 << 10) peer.write(SENT.subarray(at, at + (16 << 10)))
-    peer.end()
-  })
-  if (where === 'unix') {
-    folder = await mkdtemp(join(tmpdir(), 'dimsync-mysql-socket-'))
-    const socketPath = join(folder, 'mysqld.sock')
-    await new Promise<void>((resolve) => server!.listen(socketPath, resolve))
-    return { socketPath }
-  }
-  await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve))
-  return { port: (server.address() as { port: number }).port }
+  sender = await startLoopbackSender(where)
+  return sender.address
 }
 
 /** Every chunk the socket emits, kept as emitted (mysql2's parser keeps slices of earlier reads). */

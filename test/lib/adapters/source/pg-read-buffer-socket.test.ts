@@ -1,5 +1,4 @@
-import { randomBytes } from 'node:crypto'
-import { createServer, type Server, type Socket } from 'node:net'
+import type { Socket } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 
 import { afterEach, describe, expect, it } from 'vitest'
@@ -8,25 +7,18 @@ import {
   CONSUMES_CHUNK_AT_ONCE,
   pgSocketFactory,
 } from '../../../../lib/adapters/source/pg-read-buffer-socket.ts'
+import { SENT, startSender, type LoopbackSender } from './support/loopback-sender.ts'
 
-/** Bytes a real loopback server sends, in several writes (more than one socket read). */
-const SENT = randomBytes(1 << 20)
-
-let server: Server | undefined
+let sender: LoopbackSender | undefined
 afterEach(async () => {
-  await new Promise((resolve) => server?.close(resolve) ?? resolve(undefined))
-  server = undefined
+  await sender?.close()
+  sender = undefined
 })
 
-/** Connects the socket to a server on 127.0.0.1 that writes SENT in 16 KiB pieces, then closes. */
+/** Connects the socket to a sender on 127.0.0.1 (closed after the test). */
 async function connectToSender(socket: Socket): Promise<void> {
-  server = createServer((peer) => {
-    for (let at = 0; at < SENT.length; at += 16 << 10) peer.write(SENT.subarray(at, at + (16 << 10)))
-    peer.end()
-  })
-  await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as { port: number }
-  socket.connect(port, '127.0.0.1')
+  sender = await startSender()
+  socket.connect(sender.address.port!, '127.0.0.1')
 }
 
 const ended = (socket: Socket) => new Promise((resolve) => socket.once('end', resolve))
