@@ -90,6 +90,12 @@ export function createReporter(err: Stream, out: Stream) {
           else log(`${event.table} ${what}`)
           return
         }
+        case 'memory-raised':
+          log(
+            `${event.table}: statement "${event.statement}" ran out of memory at ${event.from}; merging again at ${event.to} ` +
+              '(DIMSYNC_DUCKDB_MEMORY_LIMIT makes the limit fixed)',
+          )
+          return
         case 'failed':
           if (live) end()
           return

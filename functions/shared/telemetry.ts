@@ -74,6 +74,14 @@ export function powertoolsListener(
       case 'merging':
         logger.info('merging batch', { step: 'merge', mergingBatchId: event.batchId, rows: event.rows })
         return
+      case 'memory-raised':
+        logger.warn('the merge ran out of memory; running it again with a higher limit', {
+          step: 'merge',
+          statement: event.statement,
+          from: event.from,
+          to: event.to,
+        })
+        return
       case 'merge': {
         const { status, counts, keys } = event.result
         logger.info(status === 'merged' ? 'batch merged' : 'batch already applied', {

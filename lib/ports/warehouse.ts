@@ -14,6 +14,24 @@ export interface WarehouseTransaction {
   query(sql: string): Promise<Row[]>
 }
 
+export interface TransactionOptions {
+  readonly commit: boolean
+  /**
+   * A warehouse whose memory limit is a default (DuckDB when DIMSYNC_DUCKDB_MEMORY_LIMIT is not set) rolls back a
+   * transaction that ran out of memory and runs `work` again with a higher limit; this is told before each new
+   * attempt. `work` must be safe to run again: only its statements' effects are rolled back.
+   */
+  readonly onMemoryRaised?: (raised: MemoryRaised) => void
+}
+
+/** A transaction ran out of memory at `from` and runs again at `to`. */
+export interface MemoryRaised {
+  /** The label of the statement that ran out. */
+  readonly statement: string
+  readonly from: string
+  readonly to: string
+}
+
 /**
  * The warehouse that keeps the dimensions (embedded DuckDB, or BigQuery). Statements are rendered by the
  * shared renderers in `lib/sql` with this warehouse's `dialect` (a `SqlDialect`); the port carries it without
@@ -30,7 +48,7 @@ export interface Warehouse<Dialect = unknown> {
    * (rethrowing) or when `commit` is false (dry run). A failed statement throws `BatchRejectedError` when it is a
    * dimsync check, `WarehouseError` (with the statement's label and SQL) otherwise.
    */
-  transaction<T>(work: (tx: WarehouseTransaction) => Promise<T>, options: { commit: boolean }): Promise<T>
+  transaction<T>(work: (tx: WarehouseTransaction) => Promise<T>, options: TransactionOptions): Promise<T>
   query(sql: string): Promise<Row[]>
   close(): Promise<void>
 }

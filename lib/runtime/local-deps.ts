@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs'
+import { totalmem } from 'node:os'
 
 import { LocalStagingStore } from '../adapters/staging/local-staging-store.ts'
 import { LocalStateStore } from '../adapters/state/local-state-store.ts'
@@ -36,6 +37,15 @@ export const BIGQUERY_ENDPOINT_VARIABLE = 'DIMSYNC_BIGQUERY_ENDPOINT'
  * 10M rows ran out of memory, at 64MB the diff of a 1M-key snapshot (docs/benchmarks.md).
  */
 export const DEFAULT_WAREHOUSE_MEMORY_LIMIT = '112MB'
+
+/**
+ * How far the default limit grows for a merge that runs out of it: a quarter of the machine's memory, in MB
+ * (DuckDB's MB are 10^6 bytes). Some statements need more than any fixed default for some shapes of rows (a
+ * 1M-row first load whose date column has 900,000 distinct values, a snapshot that changes every row).
+ */
+export function warehouseMemoryCeilingMb(totalBytes: number = totalmem()): number {
+  return Math.floor(totalBytes / 4 / 1e6)
+}
 
 /**
  * DuckDB threads of the warehouse (DIMSYNC_DUCKDB_THREADS overrides it). One: each thread's buffers come on top
@@ -165,6 +175,11 @@ async function openLocalWarehouse(
   const { DuckDbWarehouse } = await import('../adapters/warehouse/duckdb-warehouse.ts')
   const { path } = project.warehouse
   const memoryLimit = process.env.DIMSYNC_DUCKDB_MEMORY_LIMIT ?? DEFAULT_WAREHOUSE_MEMORY_LIMIT
+  // A limit the user did not set is where merges start, not a wall (docs/limits.md).
+  const memoryGrowth =
+    process.env.DIMSYNC_DUCKDB_MEMORY_LIMIT === undefined
+      ? { ceilingMb: warehouseMemoryCeilingMb() }
+      : undefined
   const threads = readInteger(process.env, WAREHOUSE_THREADS_VARIABLE, {
     defaultValue: DEFAULT_WAREHOUSE_THREADS,
     min: 1,
@@ -173,7 +188,7 @@ async function openLocalWarehouse(
   if (access === 'read' && path !== ':memory:' && !existsSync(path))
     return await DuckDbWarehouse.open({ path: ':memory:', memoryLimit, threads })
   return await openWaitingForLock(
-    () => DuckDbWarehouse.open({ path, memoryLimit, threads, readOnly: access === 'read' }),
+    () => DuckDbWarehouse.open({ path, memoryLimit, memoryGrowth, threads, readOnly: access === 'read' }),
     {
       path,
       waitMs: opener.waitMs,

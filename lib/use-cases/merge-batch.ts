@@ -10,7 +10,13 @@ import {
 import { metadataColumnList } from '../core/metadata-columns.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import type { StagingStore } from '../ports/staging-store.ts'
-import { isScriptWarehouse, type Row, type ScriptWarehouse, type Warehouse } from '../ports/warehouse.ts'
+import {
+  isScriptWarehouse,
+  type MemoryRaised,
+  type Row,
+  type ScriptWarehouse,
+  type Warehouse,
+} from '../ports/warehouse.ts'
 import type { CompiledStatement, SqlDialect } from '../sql/dialect.ts'
 import { renderAppliedBatchQuery, renderBatchReport } from '../sql/render-batch-queries.ts'
 import { renderBatchMerge } from '../sql/render-batch-merge.ts'
@@ -31,6 +37,8 @@ export interface MergeBatchRequest {
   readonly dryRun?: boolean
   /** Called inside the transaction just before COMMIT (a lease check); throwing rolls the merge back. */
   readonly beforeCommit?: () => Promise<void>
+  /** Told when the merge ran out of memory and runs again with a higher limit (DuckDB's default limit). */
+  readonly onMemoryRaised?: (raised: MemoryRaised) => void
   /** Number new surrogate keys per bucket of this many rows (default: the dialect's rowsPerKeyBucket). */
   readonly rowsPerKeyBucket?: number
 }
@@ -103,7 +111,7 @@ export async function mergeBatch(deps: MergeDeps, request: MergeBatchRequest): P
         if (!request.dryRun) await request.beforeCommit?.()
         return row
       },
-      { commit: !request.dryRun },
+      { commit: !request.dryRun, onMemoryRaised: request.onMemoryRaised },
     )
     return {
       status: request.dryRun ? 'dry-run' : 'merged',

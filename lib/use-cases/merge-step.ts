@@ -5,7 +5,7 @@ import { BatchRejectedError, MassDeleteRefusedError, OutOfOrderBatchError } from
 import type { TableSpec } from '../core/table-spec.ts'
 import type { StagingStore } from '../ports/staging-store.ts'
 import type { StateStore } from '../ports/state-store.ts'
-import type { Warehouse } from '../ports/warehouse.ts'
+import type { MemoryRaised, Warehouse } from '../ports/warehouse.ts'
 import type { SqlDialect } from '../sql/dialect.ts'
 import { mergeBatch, type MergeBatchResult } from './merge-batch.ts'
 
@@ -31,6 +31,8 @@ export interface MergeStepRequest {
   readonly beforeCommit?: () => Promise<void>
   /** Called once the batch's manifest is read, as its merge starts. */
   readonly onStart?: (manifest: BatchManifest) => void
+  /** Told when the merge ran out of memory and runs again with a higher limit. */
+  readonly onMemoryRaised?: (raised: MemoryRaised) => void
 }
 
 export interface MergeStepResult {
@@ -61,6 +63,7 @@ export async function mergeStep(
       now: deps.clock(),
       allowMassDelete: request.allowMassDelete,
       beforeCommit: request.beforeCommit,
+      onMemoryRaised: request.onMemoryRaised,
     })
   } catch (error) {
     // Retrying it could never succeed: kept staged, it would be merged first by every later run and refused.
@@ -102,6 +105,7 @@ export interface LeftStagedRequest {
   readonly beforeCommit?: () => Promise<void>
   /** Called as the merge of each batch starts. */
   readonly onStart?: (manifest: BatchManifest) => void
+  readonly onMemoryRaised?: (raised: MemoryRaised) => void
   /** Called after each batch is merged, its watermark advanced and its staging removed. */
   readonly onMerged?: (result: MergeStepResult) => void
 }
@@ -130,6 +134,7 @@ export async function mergeLeftStaged(
         allowMassDelete: request.allowMassDelete,
         beforeCommit: request.beforeCommit,
         onStart: request.onStart,
+        onMemoryRaised: request.onMemoryRaised,
       })
     } catch (error) {
       if (!(error instanceof BatchRejectedError) || error instanceof OutOfOrderBatchError) throw error

@@ -1,5 +1,6 @@
 import type { Watermark } from '../core/batch.ts'
 import type { RunStatus } from '../core/run-record.ts'
+import type { MemoryRaised } from '../ports/warehouse.ts'
 import type { MergeBatchResult } from './merge-batch.ts'
 import type { WatermarkOutcome } from './merge-step.ts'
 
@@ -68,6 +69,11 @@ export type RunEvent =
     }
   /** The merge of a staged batch starts (a long one shows as such on a terminal). */
   | { readonly step: 'merging'; readonly table: string; readonly batchId: string; readonly rows: number }
+  /**
+   * The merge ran out of the warehouse's default memory limit in `statement`: rolled back, it runs again at `to`
+   * (DuckDB when DIMSYNC_DUCKDB_MEMORY_LIMIT is not set).
+   */
+  | ({ readonly step: 'memory-raised'; readonly table: string } & MemoryRaised)
   | {
       readonly step: 'merge'
       readonly table: string

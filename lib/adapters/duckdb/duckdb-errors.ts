@@ -19,6 +19,8 @@ export interface MemoryLimitSetting {
   readonly limit: string
   /** The environment variable that sets it. */
   readonly variable: string
+  /** What to do about it, when not `raise <variable>`. */
+  readonly raise?: string
 }
 
 const DISK_FULL = /max_temp_directory_size|No space left on device|ENOSPC/
@@ -45,7 +47,7 @@ export function describeDuckDbError(error: unknown, doing: string, memory?: Memo
     case 'out-of-memory':
       return memory === undefined
         ? `${doing} ran out of memory`
-        : `${doing} ran out of memory (${memory.variable} is ${memory.limit}); raise ${memory.variable}`
+        : `${doing} ran out of memory (${memory.variable} is ${memory.limit}); ${memory.raise ?? `raise ${memory.variable}`}`
     case 'other':
       return `${doing} failed: ${firstLine(error)}`
   }

@@ -9,6 +9,7 @@ import type {
   MergeScriptResult,
   Row,
   ScriptWarehouse,
+  TransactionOptions,
   WarehouseTransaction,
 } from '../../ports/warehouse.ts'
 import type { BatchParts } from '../../ports/staging-store.ts'
@@ -408,7 +409,7 @@ OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
    */
   async transaction<T>(
     work: (tx: WarehouseTransaction) => Promise<T>,
-    options: { commit: boolean },
+    options: TransactionOptions,
   ): Promise<T> {
     const statements: CompiledStatement[] = []
     const result = await work({

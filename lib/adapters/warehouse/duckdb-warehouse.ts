@@ -8,10 +8,15 @@ import { rejectedBatchError } from '../../core/check-failure.ts'
 import { DimsyncError, WarehouseError } from '../../core/errors.ts'
 import { wholeNumberType } from '../../core/staged-types.ts'
 import type { CompiledStatement, SqlDialect, TableRef } from '../../sql/dialect.ts'
-import { describeDuckDbError, duckDbTrouble, firstLine } from '../duckdb/duckdb-errors.ts'
+import {
+  describeDuckDbError,
+  duckDbTrouble,
+  firstLine,
+  type MemoryLimitSetting,
+} from '../duckdb/duckdb-errors.ts'
 import { duckDbDialect } from '../../sql/duckdb/duckdb-dialect.ts'
 import { TEMP } from '../../sql/render-merge.ts'
-import type { Row, Warehouse, WarehouseTransaction } from '../../ports/warehouse.ts'
+import type { Row, TransactionOptions, Warehouse, WarehouseTransaction } from '../../ports/warehouse.ts'
 
 export interface DuckDbWarehouseOptions {
   /** Database file, or ':memory:'. */
@@ -20,6 +25,11 @@ export interface DuckDbWarehouseOptions {
   readonly threads?: number
   /** Open for reading only: several readers may share the file, and none while a process writes it. */
   readonly readOnly?: boolean
+  /**
+   * The memory limit is a default the user did not set: a transaction that runs out of it runs again at twice the
+   * limit, up to `ceilingMb` (`memoryLimit` must then be given in MB).
+   */
+  readonly memoryGrowth?: { readonly ceilingMb: number }
 }
 
 /** The variable the CLI reads the warehouse's memory limit from. */
@@ -34,16 +44,29 @@ export class DuckDbWarehouse implements Warehouse<SqlDialect> {
   readonly dialect = duckDbDialect
   readonly #instance: DuckDBInstance
   readonly #connection: DuckDBConnection
+  /** The limit each transaction starts with. */
   readonly #memoryLimit: string | undefined
+  /** Where a default limit may grow to, in MB (undefined: the limit is fixed). */
+  readonly #growth: { readonly startMb: number; readonly ceilingMb: number } | undefined
+  /** The limit now: above `#memoryLimit` only while a transaction that ran out runs again. */
+  #limitNow: string | undefined
 
   private constructor(
     instance: DuckDBInstance,
     connection: DuckDBConnection,
     memoryLimit: string | undefined,
+    growth: { readonly ceilingMb: number } | undefined,
   ) {
     this.#instance = instance
     this.#connection = connection
-    this.#memoryLimit = memoryLimit
+    this.#memoryLimit = this.#limitNow = memoryLimit
+    const startMb = /^(\d+)MB$/.exec(memoryLimit ?? '')?.[1]
+    if (growth !== undefined && startMb === undefined)
+      throw new Error(`a memory limit that grows must start in MB, not ${memoryLimit}`)
+    this.#growth =
+      growth === undefined || growth.ceilingMb <= Number(startMb)
+        ? undefined
+        : { startMb: Number(startMb), ceilingMb: growth.ceilingMb }
   }
 
   static async open(options: DuckDbWarehouseOptions): Promise<DuckDbWarehouse> {
@@ -59,7 +82,7 @@ export class DuckDbWarehouse implements Warehouse<SqlDialect> {
     const connection = await instance.connect()
     // Parquet written by dimsync marks timestamps as UTC; DuckDB would convert them to the session zone.
     await connection.run(`SET TimeZone = 'UTC'`)
-    return new DuckDbWarehouse(instance, connection, options.memoryLimit)
+    return new DuckDbWarehouse(instance, connection, options.memoryLimit, options.memoryGrowth)
   }
 
   async describeTable(ref: TableRef): Promise<DimensionColumn[] | undefined> {
@@ -83,9 +106,57 @@ export class DuckDbWarehouse implements Warehouse<SqlDialect> {
     return rows.map((r) => ({ name: String(r.column_name), type: String(r.column_type) }))
   }
 
+  /**
+   * Runs `work` in one transaction; with a limit that grows, a transaction that ran out of memory runs again at
+   * twice the limit (the last time at the ceiling). DuckDB's memory limit bounds what it keeps in memory, not what
+   * it needs: some operators cannot spill (a window's sort of wide rows, a hash join's pinned table beside a wide
+   * output), and a few rows of some shapes need more than the default (docs/limits.md).
+   */
   async transaction<T>(
     work: (tx: WarehouseTransaction) => Promise<T>,
-    options: { commit: boolean },
+    options: TransactionOptions,
+  ): Promise<T> {
+    try {
+      for (;;) {
+        try {
+          return await this.#transactionOnce(work, options)
+        } catch (error) {
+          const to = this.#raisedLimit(error)
+          if (to === undefined || !(error instanceof WarehouseError)) throw error
+          options.onMemoryRaised?.({ statement: error.label, from: this.#limitNow!, to })
+          await this.#connection.run(`SET memory_limit = ${duckDbDialect.stringLiteral(to)}`)
+          this.#limitNow = to
+        }
+      }
+    } finally {
+      if (this.#limitNow !== this.#memoryLimit) await this.#lowerLimitAgain()
+    }
+  }
+
+  /** The next limit after running out of memory at the current one, or undefined when it cannot grow. */
+  #raisedLimit(error: unknown): string | undefined {
+    if (this.#growth === undefined || !ranOutOfMemory(error)) return undefined
+    const now = Number(/^(\d+)MB$/.exec(this.#limitNow ?? '')?.[1])
+    if (!(now < this.#growth.ceilingMb)) return undefined
+    return `${Math.min(now * 2, this.#growth.ceilingMb)}MB`
+  }
+
+  /**
+   * Back to the limit every transaction starts with, so that a table that needed more does not raise the process's
+   * memory for the ones after it. DuckDB refuses when it cannot free enough memory; the raised limit stays then.
+   */
+  async #lowerLimitAgain(): Promise<void> {
+    try {
+      await this.#connection.run(`SET memory_limit = ${duckDbDialect.stringLiteral(this.#memoryLimit!)}`)
+      this.#limitNow = this.#memoryLimit
+    } catch {
+      // Kept raised; the next transaction starts from it.
+    }
+  }
+
+  async #transactionOnce<T>(
+    work: (tx: WarehouseTransaction) => Promise<T>,
+    options: TransactionOptions,
   ): Promise<T> {
     await this.#connection.run('BEGIN TRANSACTION')
     try {
@@ -120,11 +191,24 @@ export class DuckDbWarehouse implements Warehouse<SqlDialect> {
     this.#instance.closeSync()
   }
 
+  /** The limit in force, as an error message describes it. */
+  #limitSetting(): MemoryLimitSetting {
+    const variable = MEMORY_LIMIT_VARIABLE
+    if (this.#growth === undefined) return { limit: this.#limitNow ?? 'DuckDB default', variable }
+    if (this.#limitNow === this.#memoryLimit)
+      return { limit: `not set: the default ${this.#memoryLimit}`, variable, raise: `raise ${variable}` }
+    return {
+      limit: `not set: the default ${this.#memoryLimit}, raised up to ${this.#limitNow}`,
+      variable,
+      raise: `set ${variable} higher than ${this.#limitNow}`,
+    }
+  }
+
   async #run(statement: CompiledStatement): Promise<void> {
     try {
       await this.#connection.run(statement.sql)
     } catch (cause) {
-      throw translateError(statement, cause, this.#memoryLimit)
+      throw translateError(statement, cause, this.#limitSetting())
     }
   }
 }
@@ -157,19 +241,19 @@ export async function assertDuckDbFileOrNew(path: string): Promise<void> {
   throw refuse(`is not a DuckDB database (it starts with "${start}")`)
 }
 
-function translateError(
-  statement: CompiledStatement,
-  cause: unknown,
-  memoryLimit: string | undefined,
-): Error {
+/** Whether a warehouse error is DuckDB running out of memory (not out of disk). */
+function ranOutOfMemory(error: unknown): boolean {
+  for (let e: unknown = error; e instanceof Error; e = e.cause)
+    if (duckDbTrouble(e) === 'out-of-memory') return true
+  return false
+}
+
+function translateError(statement: CompiledStatement, cause: unknown, memory: MemoryLimitSetting): Error {
   const rejected = rejectedBatchError(cause instanceof Error ? cause.message : String(cause))
   if (rejected !== undefined) return rejected
   // DuckDB's messages go on for lines (the statement with a caret, tuning advice): one line says what happened,
   // and the original stays the cause of the cause.
-  const line = describeDuckDbError(cause, `statement "${statement.label}"`, {
-    limit: memoryLimit ?? 'DuckDB default',
-    variable: MEMORY_LIMIT_VARIABLE,
-  })
+  const line = describeDuckDbError(cause, `statement "${statement.label}"`, memory)
   const reason = duckDbTrouble(cause) === 'other' ? firstLine(cause) : line
   return new WarehouseError(statement.label, statement.sql, { cause: new Error(reason, { cause }) })
 }

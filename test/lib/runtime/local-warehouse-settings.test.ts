@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
 
 import type { Warehouse } from '../../../lib/ports/warehouse.ts'
+import { warehouseMemoryCeilingMb } from '../../../lib/runtime/local-deps.ts'
 import type { SqlDialect } from '../../../lib/sql/dialect.ts'
 import { customersYaml, makeEmbeddedProject, type EmbeddedProject } from '../../support/embedded-project.ts'
 
@@ -32,6 +33,39 @@ describe('the embedded warehouse', () => {
     vi.stubEnv('DIMSYNC_DUCKDB_THREADS', undefined)
     vi.stubEnv('DIMSYNC_DUCKDB_MEMORY_LIMIT', undefined)
     expect(await settings(await openWarehouse())).toEqual({ threads: 1, memoryLimit: '106.8 MiB' })
+  })
+
+  // A list aggregate cannot spill: 16M numbers need more than 112MB (measured: 4M need 64-128MB).
+  const needsMoreThanTheDefault = {
+    label: 'collect every number',
+    sql: 'CREATE TABLE numbers AS SELECT list(i) AS l FROM range(16000000) r(i)',
+  }
+
+  it('raises the default limit for a transaction that ran out of it, and keeps a limit the user set', async () => {
+    vi.stubEnv('DIMSYNC_DUCKDB_THREADS', undefined)
+    vi.stubEnv('DIMSYNC_DUCKDB_MEMORY_LIMIT', undefined)
+    const growing = await openWarehouse()
+    const raised: string[] = []
+    await growing.transaction((tx) => tx.execute(needsMoreThanTheDefault), {
+      commit: true,
+      onMemoryRaised: (r) => raised.push(`${r.statement}: ${r.from} -> ${r.to}`),
+    })
+    expect(raised[0]).toBe('collect every number: 112MB -> 224MB')
+    expect(await growing.query('SELECT COUNT(*) AS n FROM numbers')).toEqual([{ n: 1 }])
+    expect((await settings(growing)).memoryLimit).toBe('106.8 MiB')
+
+    vi.stubEnv('DIMSYNC_DUCKDB_MEMORY_LIMIT', '112MB')
+    const fixed = await openWarehouse()
+    await expect(
+      fixed.transaction((tx) => tx.execute(needsMoreThanTheDefault), { commit: true }),
+    ).rejects.toThrow(
+      'ran out of memory (DIMSYNC_DUCKDB_MEMORY_LIMIT is 112MB); raise DIMSYNC_DUCKDB_MEMORY_LIMIT',
+    )
+  })
+
+  it("lets the default limit grow up to a quarter of the machine's memory", () => {
+    expect(warehouseMemoryCeilingMb(24 * 2 ** 30)).toBe(6442)
+    expect(warehouseMemoryCeilingMb(4e9)).toBe(1000)
   })
 
   it('takes its thread count from DIMSYNC_DUCKDB_THREADS', async () => {
