@@ -18,6 +18,26 @@ beforeEach(() => vi.useFakeTimers({ now: new Date('2026-01-01T00:00:00Z') }))
 afterEach(() => vi.useRealTimers())
 
 describe('the CLI reporter', () => {
+  it('says, on a terminal and in logs, that a merge ran out of memory and runs again at a higher limit', () => {
+    for (const isTTY of [true, false]) {
+      const err = stream(isTTY)
+      const reporter = createReporter(err, stream(false))
+      reporter.onEvent(merging)
+      reporter.onEvent({
+        step: 'memory-raised',
+        table: 'customers',
+        statement: 'insert first versions',
+        from: '112MB',
+        to: '224MB',
+      })
+      expect(err.text()).toContain(
+        '2026-01-01T00:00:00.000Z customers: statement "insert first versions" ran out of memory at 112MB; ' +
+          'merging again at 224MB (DIMSYNC_DUCKDB_MEMORY_LIMIT makes the limit fixed)\n',
+      )
+      reporter.done()
+    }
+  })
+
   it('on a terminal, a merge longer than a second shows what it is doing and for how long', () => {
     const err = stream(true)
     const reporter = createReporter(err, stream(false))
