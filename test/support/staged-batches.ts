@@ -15,6 +15,12 @@ import type {
   UncommittedBatch,
 } from '../../lib/ports/staging-store.ts'
 
+/** Rows too many to write one by one: a DuckDB SELECT of the columns in order, and how many rows it gives. */
+export interface GeneratedRows {
+  readonly select: string
+  readonly length: number
+}
+
 /** A staged value; an array is a DuckDB list (cast to the column's list type). */
 export type Value = string | number | boolean | null | bigint | readonly Value[]
 
@@ -40,7 +46,7 @@ export class TestBatches implements StagingStore {
   async stage(
     table: string,
     columns: readonly StagedColumn[],
-    rows: readonly Record<string, Value>[],
+    rows: readonly Record<string, Value>[] | GeneratedRows,
     options: { extractedAt: string; mode?: 'full' | 'incremental'; batchId?: string },
   ): Promise<string> {
     const batchId = options.batchId ?? `b${String(++this.#seq).padStart(4, '0')}`
@@ -52,13 +58,17 @@ export class TestBatches implements StagingStore {
     try {
       await c.run(`SET TimeZone='UTC'`)
       await c.run(`CREATE TABLE t (${columns.map((col) => `${quote(col.name)} ${col.type}`).join(', ')})`)
-      for (let i = 0; i < rows.length; i += 500) {
-        const chunk = rows.slice(i, i + 500)
-        const values = chunk
-          .map((r) => `(${columns.map((col) => `CAST(${literal(r[col.name])} AS ${col.type})`).join(', ')})`)
-          .join(',\n')
-        await c.run(`INSERT INTO t VALUES ${values}`)
-      }
+      if ('select' in rows) await c.run(`INSERT INTO t ${rows.select}`)
+      else
+        for (let i = 0; i < rows.length; i += 500) {
+          const chunk = rows.slice(i, i + 500)
+          const values = chunk
+            .map(
+              (r) => `(${columns.map((col) => `CAST(${literal(r[col.name])} AS ${col.type})`).join(', ')})`,
+            )
+            .join(',\n')
+          await c.run(`INSERT INTO t VALUES ${values}`)
+        }
       await c.run(`COPY t TO ${literal(path)} (FORMAT parquet)`)
     } finally {
       c.closeSync()

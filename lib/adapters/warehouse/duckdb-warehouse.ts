@@ -46,10 +46,10 @@ export class DuckDbWarehouse implements Warehouse<SqlDialect> {
   readonly #connection: DuckDBConnection
   /** The limit each transaction starts with. */
   readonly #memoryLimit: string | undefined
-  /** Where a default limit may grow to, in MB (undefined: the limit is fixed). */
+  /** A default limit's start and ceiling in MB (undefined: the limit is fixed). */
   readonly #growth: { readonly startMb: number; readonly ceilingMb: number } | undefined
-  /** The limit now: above `#memoryLimit` only while a transaction that ran out runs again. */
-  #limitNow: string | undefined
+  /** The limit now, in MB, while a transaction that ran out runs again (undefined: `#memoryLimit`). */
+  #raisedMb: number | undefined
 
   private constructor(
     instance: DuckDBInstance,
@@ -59,7 +59,7 @@ export class DuckDbWarehouse implements Warehouse<SqlDialect> {
   ) {
     this.#instance = instance
     this.#connection = connection
-    this.#memoryLimit = this.#limitNow = memoryLimit
+    this.#memoryLimit = memoryLimit
     const startMb = /^(\d+)MB$/.exec(memoryLimit ?? '')?.[1]
     if (growth !== undefined && startMb === undefined)
       throw new Error(`a memory limit that grows must start in MB, not ${memoryLimit}`)
@@ -121,24 +121,18 @@ export class DuckDbWarehouse implements Warehouse<SqlDialect> {
         try {
           return await this.#transactionOnce(work, options)
         } catch (error) {
-          const to = this.#raisedLimit(error)
-          if (to === undefined || !(error instanceof WarehouseError)) throw error
-          options.onMemoryRaised?.({ statement: error.label, from: this.#limitNow!, to })
-          await this.#connection.run(`SET memory_limit = ${duckDbDialect.stringLiteral(to)}`)
-          this.#limitNow = to
+          const growth = this.#growth
+          const nowMb = this.#raisedMb ?? growth?.startMb ?? 0
+          if (growth === undefined || nowMb >= growth.ceilingMb || !ranOutOfMemory(error)) throw error
+          const toMb = Math.min(nowMb * 2, growth.ceilingMb)
+          options.onMemoryRaised?.({ statement: error.label, from: `${nowMb}MB`, to: `${toMb}MB` })
+          await this.#connection.run(`SET memory_limit = '${toMb}MB'`)
+          this.#raisedMb = toMb
         }
       }
     } finally {
-      if (this.#limitNow !== this.#memoryLimit) await this.#lowerLimitAgain()
+      if (this.#raisedMb !== undefined) await this.#lowerLimitAgain()
     }
-  }
-
-  /** The next limit after running out of memory at the current one, or undefined when it cannot grow. */
-  #raisedLimit(error: unknown): string | undefined {
-    if (this.#growth === undefined || !ranOutOfMemory(error)) return undefined
-    const now = Number(/^(\d+)MB$/.exec(this.#limitNow ?? '')?.[1])
-    if (!(now < this.#growth.ceilingMb)) return undefined
-    return `${Math.min(now * 2, this.#growth.ceilingMb)}MB`
   }
 
   /**
@@ -148,7 +142,7 @@ export class DuckDbWarehouse implements Warehouse<SqlDialect> {
   async #lowerLimitAgain(): Promise<void> {
     try {
       await this.#connection.run(`SET memory_limit = ${duckDbDialect.stringLiteral(this.#memoryLimit!)}`)
-      this.#limitNow = this.#memoryLimit
+      this.#raisedMb = undefined
     } catch {
       // Kept raised; the next transaction starts from it.
     }
@@ -194,13 +188,12 @@ export class DuckDbWarehouse implements Warehouse<SqlDialect> {
   /** The limit in force, as an error message describes it. */
   #limitSetting(): MemoryLimitSetting {
     const variable = MEMORY_LIMIT_VARIABLE
-    if (this.#growth === undefined) return { limit: this.#limitNow ?? 'DuckDB default', variable }
-    if (this.#limitNow === this.#memoryLimit)
-      return { limit: `not set: the default ${this.#memoryLimit}`, variable, raise: `raise ${variable}` }
+    if (this.#growth === undefined) return { limit: this.#memoryLimit ?? 'DuckDB default', variable }
+    if (this.#raisedMb === undefined) return { limit: `not set: the default ${this.#memoryLimit}`, variable }
     return {
-      limit: `not set: the default ${this.#memoryLimit}, raised up to ${this.#limitNow}`,
+      limit: `not set: the default ${this.#memoryLimit}, raised up to ${this.#raisedMb}MB`,
       variable,
-      raise: `set ${variable} higher than ${this.#limitNow}`,
+      raise: `set ${variable} higher than ${this.#raisedMb}MB`,
     }
   }
 
@@ -241,11 +234,12 @@ export async function assertDuckDbFileOrNew(path: string): Promise<void> {
   throw refuse(`is not a DuckDB database (it starts with "${start}")`)
 }
 
-/** Whether a warehouse error is DuckDB running out of memory (not out of disk). */
-function ranOutOfMemory(error: unknown): boolean {
-  for (let e: unknown = error; e instanceof Error; e = e.cause)
-    if (duckDbTrouble(e) === 'out-of-memory') return true
-  return false
+/** A statement's error (translateError) that is DuckDB running out of memory, not out of disk. */
+function ranOutOfMemory(error: unknown): error is WarehouseError {
+  return (
+    error instanceof WarehouseError &&
+    duckDbTrouble((error.cause as Error | undefined)?.cause) === 'out-of-memory'
+  )
 }
 
 function translateError(statement: CompiledStatement, cause: unknown, memory: MemoryLimitSetting): Error {
