@@ -42,10 +42,11 @@ FROM ${m.stage} s`,
   m.emit(
     'append the extract',
     `INSERT INTO ${m.dim} (${m.metadataAndStoredList()})\n` +
-      `SELECT ${m.newKey('s', [m.keyList('s')])},\n` +
+      `SELECT n.${q(W.newKey)},\n` +
       `  ${m.stored.map((c) => m.col('s', c)).join(', ')},\n` +
       `  ${at}, ${openEnd}, TRUE, FALSE, ${renderRowHash(m.d, m.p.layout.tracked, 's')}, ${m.str(m.p.batchId)}${m.dbtIdValues('s', at)}\n` +
-      `FROM ${m.stage} s`,
+      // The grain check leaves one row per key (append has no valid_from column).
+      `FROM ${m.stage} s JOIN ${m.numberedKeys('s', `${m.stage} s`)} n ON ${m.keyEq('n', 's')}`,
   )
   m.advanceKeys('s', `${m.stage} s`, 'appended rows')
   m.recordBatch(

@@ -35,11 +35,11 @@ export function renderFirstLoad(m: MergeSql): void {
   m.emit(
     'insert first versions',
     `INSERT INTO ${m.dim} (${m.metadataAndStoredList()})\n` +
-      `SELECT ${m.newKey('s', [m.keyList('s')])},\n` +
+      `SELECT n.${m.q(WORK.newKey)},\n` +
       `  ${m.stored.map((c) => m.col('s', c)).join(', ')},\n` +
       `  ${m.d.timestampLiteral(m.p.extractedAt)}, ${openEnd}, TRUE, FALSE, ${hash}, ${m.str(m.p.batchId)}` +
       `${m.dbtIdValues('s', m.d.timestampLiteral(m.p.extractedAt))}\n` +
-      `FROM ${m.stage} s${versionRows}`,
+      `FROM ${m.stage} s\nJOIN ${m.numberedKeys('s', `${m.stage} s${versionRows}`)} n ON ${m.keyEq('n', 's')}${versionRows}`,
   )
   m.advanceKeys('s', `${m.stage} s${versionRows}`, 'first versions')
   // Soft deletes are events (unchanged ones) unless the policy ignores them, as in the general path.
