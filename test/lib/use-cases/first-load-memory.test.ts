@@ -8,6 +8,7 @@ import { DuckDbWarehouse } from '../../../lib/adapters/warehouse/duckdb-warehous
 import { mergeBatch } from '../../../lib/use-cases/merge-batch.ts'
 import { TestBatches } from '../../support/staged-batches.ts'
 import { tableSpec } from '../../support/table-spec-builder.ts'
+import { stageWideShuffledRows } from '../../support/wide-rows.ts'
 
 /**
  * A first load numbers its surrogate keys by sorting the keys alone, not the wide rows (render-first-load.ts).
@@ -18,19 +19,6 @@ import { tableSpec } from '../../support/table-spec-builder.ts'
  */
 const ROWS = 500_000
 const table = tableSpec({ name: 't', target: 'dim_t', key: ['id'] })
-const columns = [
-  { name: 'id', type: 'BIGINT' },
-  { name: 'name', type: 'VARCHAR' },
-  { name: 'email', type: 'VARCHAR' },
-  { name: 'birth', type: 'DATE' },
-  { name: 'note', type: 'VARCHAR' },
-]
-const generated = {
-  select:
-    `SELECT (i * 7919) % ${ROWS} + 1, 'name ' || i, 'user' || i || '@example.com', DATE '1970-01-01' + CAST(i AS INTEGER), ` +
-    `CASE WHEN i % 3 = 0 THEN NULL ELSE 'note ' || md5(CAST(i AS VARCHAR)) END FROM range(${ROWS}) r(i)`,
-  length: ROWS,
-}
 
 let dir: string
 let staging: TestBatches
@@ -38,7 +26,7 @@ let batchId: string
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'dimsync-first-load-memory-'))
   staging = await TestBatches.create()
-  batchId = await staging.stage('t', columns, generated, { extractedAt: '2024-01-01T00:00:00.000Z' })
+  batchId = await stageWideShuffledRows(staging, 't', ROWS)
 })
 afterAll(async () => {
   await rm(dir, { recursive: true, force: true })

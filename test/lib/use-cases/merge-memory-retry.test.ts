@@ -9,29 +9,17 @@ import type { MemoryRaised } from '../../../lib/ports/warehouse.ts'
 import { mergeBatch } from '../../../lib/use-cases/merge-batch.ts'
 import { TestBatches } from '../../support/staged-batches.ts'
 import { tableSpec } from '../../support/table-spec-builder.ts'
+import { stageWideShuffledRows } from '../../support/wide-rows.ts'
 
 /**
  * A merge that runs out of memory runs again with more (DuckDbWarehouse `memoryGrowth`); the attempts that ran out
  * are rolled back, so the history is the one a single attempt with room writes (DESIGN.md §3: surrogate keys
- * given out once (5), a failed attempt leaves nothing (9), a batch applied once (6)). 200,000 wide rows, numbered
- * by one window over them, run out of 24MB (measured: the first load of such a CSV ran out at 32MB and below).
+ * given out once (5), a failed attempt leaves nothing (9), a batch applied once (6)). The first load of 200,000
+ * wide rows in shuffled key order runs out of 24MB (measured: at 32MB and below, numbered by one window over the
+ * rows or by their keys alone).
  */
 const ROWS = 200_000
 const table = tableSpec({ name: 't', target: 'dim_t', key: ['id'] })
-const columns = [
-  { name: 'id', type: 'BIGINT' },
-  { name: 'name', type: 'VARCHAR' },
-  { name: 'email', type: 'VARCHAR' },
-  { name: 'birth', type: 'DATE' },
-  { name: 'note', type: 'VARCHAR' },
-]
-// Keys in a shuffled order, so that the numbering must sort them.
-const generated = {
-  select:
-    `SELECT (i * 7919) % ${ROWS} + 1, 'name ' || i, 'user' || i || '@example.com', DATE '1970-01-01' + CAST(i AS INTEGER), ` +
-    `CASE WHEN i % 3 = 0 THEN NULL ELSE 'note ' || md5(CAST(i AS VARCHAR)) END FROM range(${ROWS}) r(i)`,
-  length: ROWS,
-}
 
 let dir: string
 let staging: TestBatches
@@ -39,7 +27,7 @@ let batchId: string
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'dimsync-merge-memory-'))
   staging = await TestBatches.create()
-  batchId = await staging.stage('t', columns, generated, { extractedAt: '2024-01-01T00:00:00.000Z' })
+  batchId = await stageWideShuffledRows(staging, 't', ROWS)
 })
 afterAll(async () => {
   await rm(dir, { recursive: true, force: true })
