@@ -40,8 +40,8 @@ export const DEFAULT_WAREHOUSE_MEMORY_LIMIT = '112MB'
 
 /**
  * How far the default limit grows for a merge that runs out of it: a quarter of the machine's memory, in MB
- * (DuckDB's MB are 10^6 bytes). Some statements need more than any fixed default for some shapes of rows (a
- * 1M-row first load whose date column has 900,000 distinct values, a 1M-row snapshot where two rows in three changed).
+ * (DuckDB's MB are 10^6 bytes). Some statements need more than any fixed default for some shapes of rows (the diff
+ * of a 1M-row snapshot where two rows in three changed).
  */
 export function warehouseMemoryCeilingMb(totalBytes: number = totalmem()): number {
   return Math.floor(totalBytes / 4 / 1e6)

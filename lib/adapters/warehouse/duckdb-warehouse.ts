@@ -48,6 +48,8 @@ export class DuckDbWarehouse implements Warehouse<SqlDialect> {
   readonly #memoryLimit: string | undefined
   /** A default limit's start and ceiling in MB (undefined: the limit is fixed). */
   readonly #growth: { readonly startMb: number; readonly ceilingMb: number } | undefined
+  /** The limit is the default, not one the user set (`memoryGrowth` given), whether or not it can grow. */
+  readonly #limitIsDefault: boolean
   /** The limit now, in MB, while a transaction that ran out runs again (undefined: `#memoryLimit`). */
   #raisedMb: number | undefined
 
@@ -60,6 +62,7 @@ export class DuckDbWarehouse implements Warehouse<SqlDialect> {
     this.#instance = instance
     this.#connection = connection
     this.#memoryLimit = memoryLimit
+    this.#limitIsDefault = growth !== undefined
     const startMb = /^(\d+)MB$/.exec(memoryLimit ?? '')?.[1]
     if (growth !== undefined && startMb === undefined)
       throw new Error(`a memory limit that grows must start in MB, not ${memoryLimit}`)
@@ -188,6 +191,12 @@ export class DuckDbWarehouse implements Warehouse<SqlDialect> {
   /** The limit in force, as an error message describes it. */
   #limitSetting(): MemoryLimitSetting {
     const variable = MEMORY_LIMIT_VARIABLE
+    if (this.#growth === undefined && this.#limitIsDefault)
+      return {
+        limit: `not set: the default ${this.#memoryLimit}, not raised: this machine's memory leaves no room`,
+        variable,
+        raise: `set ${variable} higher than ${this.#memoryLimit}`,
+      }
     if (this.#growth === undefined) return { limit: this.#memoryLimit ?? 'DuckDB default', variable }
     if (this.#raisedMb === undefined) return { limit: `not set: the default ${this.#memoryLimit}`, variable }
     return {

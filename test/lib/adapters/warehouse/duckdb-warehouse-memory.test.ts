@@ -85,6 +85,33 @@ describe('DuckDbWarehouse: a memory limit that grows when a transaction runs out
     }
   })
 
+  it('says the limit was not set when the machine leaves no room to raise it (ceiling at or below the start)', async () => {
+    const warehouse = await openWith({ memoryLimit: '16MB', memoryGrowth: { ceilingMb: 16 } })
+    try {
+      let runs = 0
+      const error = await warehouse
+        .transaction(
+          async (tx) => {
+            runs++
+            await tx.execute(NEEDS_OVER_64MB)
+          },
+          { commit: true },
+        )
+        .then(
+          () => undefined,
+          (e: unknown) => e as Error,
+        )
+      expect(runs).toBe(1)
+      expect(error?.message).toBe(
+        'warehouse statement "collect every number" failed: statement "collect every number" ran out of memory ' +
+          "(DIMSYNC_DUCKDB_MEMORY_LIMIT is not set: the default 16MB, not raised: this machine's memory leaves no room); " +
+          'set DIMSYNC_DUCKDB_MEMORY_LIMIT higher than 16MB',
+      )
+    } finally {
+      await warehouse.close()
+    }
+  })
+
   it('keeps a limit the user set: no second attempt', async () => {
     const warehouse = await openWith({ memoryLimit: '16MB' })
     try {
