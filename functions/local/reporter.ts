@@ -92,7 +92,7 @@ export function createReporter(err: Stream, out: Stream) {
         }
         case 'memory-raised':
           log(
-            `${event.table}: statement "${event.statement}" ran out of memory at ${event.from}; merging again at ${event.to} ` +
+            `${event.table}: statement "${event.statement}" ran out of memory at ${event.from}; running its transaction again at ${event.to} ` +
               '(DIMSYNC_DUCKDB_MEMORY_LIMIT makes the limit fixed)',
           )
           return

@@ -75,7 +75,7 @@ export function powertoolsListener(
         logger.info('merging batch', { step: 'merge', mergingBatchId: event.batchId, rows: event.rows })
         return
       case 'memory-raised':
-        logger.warn('the merge ran out of memory; running it again with a higher limit', {
+        logger.warn('a transaction ran out of memory; running it again with a higher limit', {
           step: 'merge',
           statement: event.statement,
           from: event.from,

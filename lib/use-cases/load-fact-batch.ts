@@ -4,7 +4,13 @@ import { factStagingTable, type FactSpec } from '../core/fact-spec.ts'
 import type { TableRef } from '../core/table-ref.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import type { BatchOnDemand, OpenedBatch, StagingStore } from '../ports/staging-store.ts'
-import { isScriptWarehouse, type Row, type ScriptWarehouse, type Warehouse } from '../ports/warehouse.ts'
+import {
+  isScriptWarehouse,
+  type MemoryRaised,
+  type Row,
+  type ScriptWarehouse,
+  type Warehouse,
+} from '../ports/warehouse.ts'
 import type { SqlDialect } from '../sql/dialect.ts'
 import { renderAppliedBatchQuery } from '../sql/render-batch-queries.ts'
 import { dimensionObjects, renderBatchLedgerDdl } from '../sql/render-ddl.ts'
@@ -32,6 +38,8 @@ export interface LoadFactBatchRequest {
   readonly now: Date
   /** Run every statement and report the counts, then roll back (nothing is written, no unknown member added). */
   readonly dryRun?: boolean
+  /** The load ran out of the warehouse's memory and runs again with more (TransactionOptions.onMemoryRaised). */
+  readonly onMemoryRaised?: (raised: MemoryRaised) => void
 }
 
 /** How many facts of one reference point at its dimension's unknown member. */
@@ -145,7 +153,7 @@ async function runInTransaction(
       for (const s of inside) await tx.execute(s)
       return (await tx.query(renderFactReport(d, plan)))[0]
     },
-    { commit: !request.dryRun },
+    { commit: !request.dryRun, onMemoryRaised: request.onMemoryRaised },
   )
   return { row, statements: [...ddl, ...load] }
 }

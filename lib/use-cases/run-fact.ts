@@ -103,7 +103,14 @@ async function loadStaged(
   const warehouse = await deps.openWarehouse()
   const load = await loadFactBatch(
     { warehouse, staging: deps.staging },
-    { fact, dimensions, schema: deps.schema, batchId, now: deps.clock() },
+    {
+      fact,
+      dimensions,
+      schema: deps.schema,
+      batchId,
+      now: deps.clock(),
+      onMemoryRaised: (raised) => deps.onEvent?.({ step: 'memory-raised', table: fact.name, ...raised }),
+    },
   )
   await advanceWatermark(deps.state, fact.name, manifest?.watermarkCandidate)
   await deps.staging.deleteBatch(fact.name, batchId)

@@ -32,7 +32,7 @@ describe('the CLI reporter', () => {
       })
       expect(err.text()).toContain(
         '2026-01-01T00:00:00.000Z customers: statement "insert first versions" ran out of memory at 112MB; ' +
-          'merging again at 224MB (DIMSYNC_DUCKDB_MEMORY_LIMIT makes the limit fixed)\n',
+          'running its transaction again at 224MB (DIMSYNC_DUCKDB_MEMORY_LIMIT makes the limit fixed)\n',
       )
       reporter.done()
     }
