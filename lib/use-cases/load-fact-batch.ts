@@ -210,7 +210,11 @@ async function addMissingUnknownMembers(
     const member = renderUnknownMember(d, r.dimension, ref, columns, key)
     for (const s of member.ddl) await runDdl(warehouse, s)
     if (isScriptWarehouse(warehouse)) await warehouse.query(member.insert.sql)
-    else await warehouse.transaction((tx) => tx.execute(member.insert), { commit: true })
+    else
+      await warehouse.transaction((tx) => tx.execute(member.insert), {
+        commit: true,
+        onMemoryRaised: request.onMemoryRaised,
+      })
     statements.push(...member.ddl, member.insert)
   }
   return statements
@@ -239,7 +243,11 @@ async function addMissingInferredFlags(
     const { ddl, fill } = renderInferredFlagColumn(d, table, ref, flag)
     await runDdl(warehouse, ddl)
     if (isScriptWarehouse(warehouse)) await warehouse.query(fill.sql)
-    else await warehouse.transaction((tx) => tx.execute(fill), { commit: true })
+    else
+      await warehouse.transaction((tx) => tx.execute(fill), {
+        commit: true,
+        onMemoryRaised: request.onMemoryRaised,
+      })
     statements.push(ddl, fill)
   }
   return statements

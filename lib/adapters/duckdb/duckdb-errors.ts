@@ -24,7 +24,9 @@ export interface MemoryLimitSetting {
 }
 
 const DISK_FULL = /max_temp_directory_size|No space left on device|ENOSPC/
-const OUT_OF_MEMORY = /^Out of Memory Error/
+// A COMMIT that runs out reports the buffer manager's message after its own prefix.
+const OUT_OF_MEMORY =
+  /^(Out of Memory Error|TransactionContext Error: Failed to commit: (could not allocate block|failed to pin block))/
 
 /** What kind of trouble a DuckDB error is. */
 export type DuckDbTrouble = 'disk-full' | 'out-of-memory' | 'other'

@@ -158,10 +158,13 @@ export class DuckDbWarehouse implements Warehouse<SqlDialect> {
     await this.#connection.run('BEGIN TRANSACTION')
     try {
       const result = await work({ execute: (s) => this.#run(s), query: (sql) => this.query(sql) })
-      await this.#connection.run(options.commit ? 'COMMIT' : 'ROLLBACK')
+      // A COMMIT writes the transaction's rows and can run out of memory too: translated like any statement.
+      if (options.commit) await this.#run({ label: 'commit', sql: 'COMMIT' })
+      else await this.#connection.run('ROLLBACK')
       return result
     } catch (error) {
-      // DuckDB refuses every statement after a failed one until ROLLBACK.
+      // DuckDB refuses every statement after a failed one until ROLLBACK (after a failed COMMIT there is no
+      // transaction left to roll back).
       await this.#connection.run('ROLLBACK').catch(() => undefined)
       throw error
     }
