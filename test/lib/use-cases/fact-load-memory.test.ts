@@ -98,6 +98,11 @@ async function loadedFrom(startMb: number, firstOut: string): Promise<void> {
       `SELECT COUNT(*) AS facts, COUNT(DISTINCT order_id) AS orders, COUNT(*) FILTER (WHERE customer_sk = 0) AS unknown FROM fact_orders`,
     )
     expect(counts).toEqual({ facts: ORDERS, orders: ORDERS, unknown: 0 })
+    // The unknown member, added in its own transaction (the one whose COMMIT ran out at 4MB), is there once.
+    const [dimension] = await reader.query(
+      `SELECT COUNT(*) AS versions, COUNT(*) FILTER (WHERE dimsync_sk = 0) AS unknown_members FROM dim_customers`,
+    )
+    expect(dimension).toEqual({ versions: CUSTOMERS + 1, unknown_members: 1 })
   } finally {
     await reader.close()
   }
