@@ -22,6 +22,24 @@ async function openWith(options: { memoryLimit: string; memoryGrowth?: { ceiling
   return warehouse
 }
 
+/** Runs a transaction that needs more than 64MB: how many times its work ran, and the error it ended with. */
+async function runOutOfMemory(warehouse: DuckDbWarehouse): Promise<{ runs: number; error?: Error }> {
+  let runs = 0
+  const error = await warehouse
+    .transaction(
+      async (tx) => {
+        runs++
+        await tx.execute(NEEDS_OVER_64MB)
+      },
+      { commit: true },
+    )
+    .then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    )
+  return { runs, error }
+}
+
 const limitNow = async (warehouse: DuckDbWarehouse) =>
   String((await warehouse.query(`SELECT current_setting('memory_limit') AS m`))[0]!.m)
 
@@ -88,19 +106,7 @@ describe('DuckDbWarehouse: a memory limit that grows when a transaction runs out
   it('says the limit was not set when the machine leaves no room to raise it (ceiling at or below the start)', async () => {
     const warehouse = await openWith({ memoryLimit: '16MB', memoryGrowth: { ceilingMb: 16 } })
     try {
-      let runs = 0
-      const error = await warehouse
-        .transaction(
-          async (tx) => {
-            runs++
-            await tx.execute(NEEDS_OVER_64MB)
-          },
-          { commit: true },
-        )
-        .then(
-          () => undefined,
-          (e: unknown) => e as Error,
-        )
+      const { runs, error } = await runOutOfMemory(warehouse)
       expect(runs).toBe(1)
       expect(error?.message).toBe(
         'warehouse statement "collect every number" failed: statement "collect every number" ran out of memory ' +
@@ -115,19 +121,7 @@ describe('DuckDbWarehouse: a memory limit that grows when a transaction runs out
   it('keeps a limit the user set: no second attempt', async () => {
     const warehouse = await openWith({ memoryLimit: '16MB' })
     try {
-      let runs = 0
-      const error = await warehouse
-        .transaction(
-          async (tx) => {
-            runs++
-            await tx.execute(NEEDS_OVER_64MB)
-          },
-          { commit: true },
-        )
-        .then(
-          () => undefined,
-          (e: unknown) => e as Error,
-        )
+      const { runs, error } = await runOutOfMemory(warehouse)
       expect(runs).toBe(1)
       expect(error?.message).toBe(
         'warehouse statement "collect every number" failed: statement "collect every number" ran out of memory ' +
