@@ -3,9 +3,10 @@ import { instantOfBatchId } from '../core/batch-id.ts'
 import { StagingError } from '../core/errors.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import type { StagingStore } from '../ports/staging-store.ts'
-import type { MemoryRaised, Warehouse } from '../ports/warehouse.ts'
+import type { Warehouse } from '../ports/warehouse.ts'
 import type { SqlDialect } from '../sql/dialect.ts'
 import type { MergeBatchResult } from './merge-batch.ts'
+import { reportMemoryRaised } from './run-event.ts'
 import {
   mergeLeftStaged,
   mergeStep,
@@ -105,7 +106,7 @@ export async function mergeInRun(
       allowMassDelete: request.allowMassDelete,
       beforeCommit: () => run.lease.assertHeld(),
       onStart: reportMerging(deps, table),
-      onMemoryRaised: reportMemoryRaised(deps, table),
+      onMemoryRaised: reportMemoryRaised(deps, table.name),
     })
   } catch (error) {
     if (error instanceof StagingError && request.recordedAsMerged) {
@@ -156,7 +157,7 @@ export async function mergeLeftStagedInRun(
     ...request,
     beforeCommit: () => run.lease.assertHeld(),
     onStart: reportMerging(deps, table),
-    onMemoryRaised: reportMemoryRaised(deps, table),
+    onMemoryRaised: reportMemoryRaised(deps, table.name),
     onMerged: ({ merge, watermark }) =>
       deps.onEvent?.({ step: 'resume', table: table.name, batchId: merge.batchId, result: merge, watermark }),
   })
@@ -165,10 +166,6 @@ export async function mergeLeftStagedInRun(
 function reportMerging(deps: MergeTableDeps, table: TableSpec): (manifest: BatchManifest) => void {
   return (manifest) =>
     deps.onEvent?.({ step: 'merging', table: table.name, batchId: manifest.batchId, rows: manifest.rowCount })
-}
-
-function reportMemoryRaised(deps: MergeTableDeps, table: TableSpec): (raised: MemoryRaised) => void {
-  return (raised) => deps.onEvent?.({ step: 'memory-raised', table: table.name, ...raised })
 }
 
 /** The merge's adapters, with the warehouse opened (the caller holds the table's lease). */

@@ -97,3 +97,11 @@ export type RunEvent =
 
 /** Where a use case reports its events (nothing listens when undefined). */
 export type RunEventListener = (event: RunEvent) => void
+
+/** A transaction's `onMemoryRaised` for `table`: the `memory-raised` event on the run's listener. */
+export function reportMemoryRaised(
+  deps: { readonly onEvent?: RunEventListener },
+  table: string,
+): (raised: MemoryRaised) => void {
+  return (raised) => deps.onEvent?.({ step: 'memory-raised', table, ...raised })
+}

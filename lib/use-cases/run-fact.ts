@@ -6,6 +6,7 @@ import type { TableSpec } from '../core/table-spec.ts'
 import { extractInRun } from './extract-table.ts'
 import { loadFactBatch, type LoadFactBatchResult, type UnknownMemberCount } from './load-fact-batch.ts'
 import { repointFacts } from './repoint-facts.ts'
+import { reportMemoryRaised } from './run-event.ts'
 import { advanceWatermark } from './merge-step.ts'
 import type { PipelineDeps } from './run-table.ts'
 import { inTableRun, type TableRun } from './table-run.ts'
@@ -109,7 +110,7 @@ async function loadStaged(
       schema: deps.schema,
       batchId,
       now: deps.clock(),
-      onMemoryRaised: (raised) => deps.onEvent?.({ step: 'memory-raised', table: fact.name, ...raised }),
+      onMemoryRaised: reportMemoryRaised(deps, fact.name),
     },
   )
   await advanceWatermark(deps.state, fact.name, manifest?.watermarkCandidate)
