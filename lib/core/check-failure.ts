@@ -3,6 +3,7 @@ import { BatchRejectedError, MassDeleteRefusedError } from './errors.ts'
 /** The checks a merge runs inside the warehouse; each refuses the whole batch before anything is written. */
 export const CHECK_KINDS = Object.freeze([
   'null-key',
+  'nan-key',
   'null-valid-from',
   'duplicate-key',
   'extraction-order',

@@ -26,6 +26,7 @@ export abstract class SqlDialectBase implements SqlDialect {
   abstract type(logical: LogicalType): string
   abstract canonicalText(expression: string, columnType?: string): string
   abstract raiseError(messageExpression: string): string
+  abstract isNan(expression: string): string
   abstract columnType(stagedType: string, where: { readonly table: string; readonly column: string }): string
   abstract createTableFunction(
     ref: TableRef,

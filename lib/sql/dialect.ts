@@ -58,6 +58,8 @@ export interface SqlDialect {
    * NULL. Every dialect must give the same hex; a dialect may render it shorter (BigQuery limits a script's length).
    */
   rowHashOf(pieces: readonly RowHashPiece[]): string
+  /** SQL condition: the float expression is NaN. */
+  isNan(expression: string): string
   /** Casts a source column to the instant type used for valid_from / valid_to. */
   castToTimestamp(expression: string): string
   /** The instant `milliseconds` (negative: earlier) after the instant expression `expression` (NULL stays NULL). */

@@ -1,4 +1,5 @@
 import type { TableRef } from '../core/table-ref.ts'
+import { typeFamily } from '../core/staged-types.ts'
 import type { CompiledStatement, SqlDialect } from './dialect.ts'
 import { MergeSql, TEMP, WORK, type MergePlan } from './merge-sql.ts'
 import { renderColumnPolicies } from './render-column-policies.ts'
@@ -117,6 +118,7 @@ class MergeRenderer extends MergeSql {
           this.str(` rows with a NULL key (${this.keys.join(', ')}); nothing was written`),
       )}\nFROM ${stage} s WHERE ${nullKey} HAVING COUNT(*) > 0`,
     )
+    this.#checkNanKeys()
     const validFrom = this.p.layout.validFromColumn
     if (validFrom !== undefined) {
       this.emit(
@@ -143,6 +145,26 @@ class MergeRenderer extends MergeSql {
             `${this.str(` duplicate ${what} (a full extract must hold one row per key), for example: `)} || ` +
             `(SELECT STRING_AGG(k, '; ' ORDER BY k) FROM sample) || ${this.str('; nothing was written')}`,
         )}\nFROM (SELECT COUNT(*) AS c FROM dup) x WHERE x.c > 0`,
+    )
+  }
+
+  /**
+   * NaN is refused as a key value on every warehouse, so that a table loads alike on both: BigQuery's NaN equals
+   * nothing, so a NaN key would never match its current version and every batch would open another one.
+   */
+  #checkNanKeys(): void {
+    const floatKeys = this.p.layout.key.filter((c) => typeFamily(c.type).kind === 'float').map((c) => c.name)
+    if (floatKeys.length === 0) return
+    this.emit(
+      'check NaN keys',
+      `SELECT ${this.raise(
+        'nan-key',
+        `${this.str(`${this.prefix()} has `)} || ${this.d.castToString('COUNT(*)')} || ` +
+          this.str(
+            ` rows with a NaN key (${floatKeys.join(', ')}): NaN equals no value on BigQuery, so such a key ` +
+              'could never be matched to its versions; nothing was written',
+          ),
+      )}\nFROM ${this.stage} s WHERE ${floatKeys.map((k) => this.d.isNan(this.col('s', k))).join(' OR ')} HAVING COUNT(*) > 0`,
     )
   }
 

@@ -80,6 +80,24 @@ describe('a refused batch is BatchRejectedError (MassDeleteRefusedError for the 
     expect(error.message).toContain(`table customers: batch b0001 ${text}`)
   })
 
+  it('a NaN key (a float key that equals nothing on BigQuery), named with its column and count', async () => {
+    harness = await ScdHarness.create(tableSpec({ key: ['score', 'code'] }), [
+      { name: 'score', type: 'DOUBLE' },
+      { name: 'code', type: 'VARCHAR' },
+      { name: 'region', type: 'VARCHAR' },
+    ])
+    const nan = (code: string) => ({ score: Number.NaN, code, region: 'a' })
+    const error = await refusal(
+      harness.load([nan('a'), nan('b'), { score: 1.5, code: 'a', region: 'a' }], { extractedAt: JAN }),
+    )
+    expect(error).toMatchObject({ table: 'customers', batchId: 'b0001' })
+    expect(error.message).toBe(
+      'table customers: batch b0001 has 2 rows with a NaN key (score): NaN equals no value on BigQuery, ' +
+        'so such a key could never be matched to its versions; nothing was written',
+    )
+    expect(await harness.history(), 'nothing written').toEqual([])
+  })
+
   it('snapshots out of extraction order', async () => {
     const h = await setup()
     await h.load([row('a', '1')], { extractedAt: MAR })

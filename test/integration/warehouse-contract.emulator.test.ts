@@ -556,6 +556,25 @@ const BAD_BATCHES: Record<string, Scenario> = {
     ],
   },
   'NULL keys': { steps: [refused([ana('South'), { customer_id: null, name: 'x', region: 'y' }], JAN)] },
+  // NaN equals nothing on BigQuery: its key would never match its current version, and every batch would add one.
+  'NaN keys, whose next batch would open a second current version on BigQuery': {
+    columns: [
+      { name: 'customer_id', type: 'DOUBLE' },
+      { name: 'name', type: 'VARCHAR' },
+      { name: 'region', type: 'VARCHAR' },
+    ],
+    steps: [
+      merged([{ customer_id: 1.5, name: 'Ana', region: 'South' }], JAN),
+      refused(
+        [
+          { customer_id: Number.NaN, name: 'x', region: 'y' },
+          { customer_id: 1.5, name: 'Ana', region: 'North' },
+        ],
+        MAR,
+      ),
+      merged([{ customer_id: 1.5, name: 'Ana', region: 'North' }], MAY),
+    ],
+  },
   'a key column missing from the source': {
     table: { key: ['custmer_id'] },
     steps: [refused([ana('South')], JAN)],

@@ -147,6 +147,8 @@ function literal(v: Value | undefined): string {
   if (typeof v === 'string') return `'${v.replaceAll("'", "''")}'`
   if (typeof v === 'boolean') return v ? 'TRUE' : 'FALSE'
   if (Array.isArray(v)) return `[${v.map(literal).join(', ')}]`
+  // NaN and the infinities have no bare literal; DuckDB casts their text ('NaN', 'Infinity', '-Infinity').
+  if (typeof v === 'number' && !Number.isFinite(v)) return `'${String(v)}'`
   return String(v)
 }
 

@@ -180,6 +180,10 @@ class BigQueryDialect extends SqlDialectBase {
     return `ERROR(${messageExpression})`
   }
 
+  isNan(expression: string): string {
+    return `IS_NAN(${expression})`
+  }
+
   columnType(stagedType: string, where: { readonly table: string; readonly column: string }): string {
     return bigQueryColumnType(stagedType, where)
   }

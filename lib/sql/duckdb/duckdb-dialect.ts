@@ -111,6 +111,10 @@ class DuckDbDialect extends SqlDialectBase {
     return `error(${messageExpression})`
   }
 
+  isNan(expression: string): string {
+    return `isnan(${expression})`
+  }
+
   // Staged types are DuckDB's own names: stored as they are, once checked to be plain type text.
   columnType(stagedType: string, where: { readonly table: string; readonly column: string }): string {
     assertSafeTypeText(where.table, where.column, stagedType)

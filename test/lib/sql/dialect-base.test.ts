@@ -28,6 +28,9 @@ class PlainDialect extends SqlDialectBase {
   raiseError(message: string): string {
     return `raise_error(${message})`
   }
+  isNan(expression: string): string {
+    return `is_nan(${expression})`
+  }
   columnType(stagedType: string): string {
     return stagedType
   }
