@@ -97,6 +97,22 @@ export function renderInferredMembers(d: SqlDialect, plan: InferredMembersPlan):
       )}\nFROM ${plan.stage} s WHERE ${partial} HAVING COUNT(*) > 0`,
     })
   }
+  // As a dimension's merge refuses NaN keys (render-merge.ts): on BigQuery a NaN placeholder would never be found
+  // again, and every load would add another current one. (The fact's key column has the dimension key's family.)
+  const nanKeys = r.reference.key.filter((_, j) => typeFamily(r.dimensionKey[j]!.type).kind === 'float')
+  if (nanKeys.length > 0) {
+    out.push({
+      label: `check NaN keys of the reference to ${table.name}`,
+      sql: `SELECT ${raise(
+        'nan-key',
+        `${str(`${where} infers members, but `)} || ${d.castToString('COUNT(*)')} || ` +
+          str(
+            ` facts carry a NaN key (${nanKeys.join(', ')}): NaN equals no value on BigQuery, so its member ` +
+              'could never be found again; nothing was written',
+          ),
+      )}\nFROM ${plan.stage} s WHERE ${nanKeys.map((k) => d.isNan(`s.${q(k)}`)).join(' OR ')} HAVING COUNT(*) > 0`,
+    })
+  }
 
   const eventTime = d.castToTimestamp(`s.${q(fact.eventTime)}`)
   const keyNames = r.dimensionKey.map((k) => k.name)

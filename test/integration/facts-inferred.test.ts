@@ -255,6 +255,77 @@ describe('inferred members', () => {
     })
   })
 
+  describe('a NaN reference to a float key', () => {
+    let zeta: ZetaSqlService
+    beforeAll(async () => {
+      zeta = await ZetaSqlService.start()
+    })
+    afterAll(async () => {
+      await zeta?.stop()
+    })
+
+    // BigQuery's NaN equals nothing: the placeholder of a NaN key would never be found again, and every load
+    // would add another current one.
+    it.each([
+      ['DuckDB', (dimensions: TableSpec[]) => FactHarness.duckdb(dimensions)],
+      ['the BigQuery emulator', (dimensions: TableSpec[]) => FactHarness.bigquery(zeta, dimensions)],
+    ])(
+      'is refused on %s when it would infer a member, naming fact, reference and column; nothing written',
+      async (_warehouse, open) => {
+        const gauges = tableSpec({ name: 'gauges', target: 'dim_gauge', key: ['gauge_id'] })
+        const h = await open([gauges])
+        try {
+          await h.mergeDimension(
+            gauges,
+            [
+              { name: 'gauge_id', type: 'DOUBLE' },
+              { name: 'label', type: 'VARCHAR' },
+            ],
+            [{ gauge_id: 1.5, label: 'boiler' }],
+            { extractedAt: '2024-01-01T00:00:00Z' },
+          )
+          const fact: FactSpec = {
+            ...ordersFact([
+              {
+                ...reference,
+                dimension: 'gauges',
+                key: ['gauge'],
+                surrogateKeyColumn: 'gauge_sk',
+                alias: 'gauge',
+              },
+            ]),
+            name: 'readings',
+            target: 'fact_readings',
+          }
+          const READINGS: StagedColumn[] = [
+            { name: 'order_id', type: 'BIGINT' },
+            { name: 'gauge', type: 'DOUBLE' },
+            { name: 'ordered_at', type: 'TIMESTAMP WITH TIME ZONE' },
+            { name: 'amount', type: 'BIGINT' },
+          ]
+          const at = '2024-02-01T00:00:00Z'
+          const batch = await h.stageFacts(
+            fact,
+            READINGS,
+            [
+              { order_id: 1, gauge: 2.5, ordered_at: at, amount: 1 },
+              { order_id: 2, gauge: Number.NaN, ordered_at: at, amount: 1 },
+            ],
+            { extractedAt: '2024-02-02T00:00:00Z' },
+          )
+          await expect(h.loadFacts(fact, batch)).rejects.toThrow(
+            `fact readings: batch ${batch}: reference to gauges infers members, but 1 facts carry a NaN key ` +
+              '(gauge): NaN equals no value on BigQuery, so its member could never be found again; nothing was written',
+          )
+          const placeholders = `SELECT COUNT(*) AS n FROM ${h.t('dim_gauge')} WHERE is_inferred IS TRUE`
+          expect(await h.query(placeholders), 'no placeholder').toEqual([{ n: 0 }])
+        } finally {
+          await h.dispose()
+        }
+      },
+    )
+  })
+
   it('refuses facts carrying only part of a composite key (nothing written), infers from whole keys', async () => {
     const accounts: TableSpec = tableSpec({
       name: 'accounts',
