@@ -30,6 +30,8 @@ const ALL_SETTINGS: Record<string, Record<string, string>> = {
   jemalloc2Arenas: { DUCKDB_JE_MALLOC_CONF: '' },
   warehouse128MB: { DIMSYNC_DUCKDB_MEMORY_LIMIT: '128MB' },
   warehouse2Threads: { DIMSYNC_DUCKDB_THREADS: '2' },
+  // Every merge on one thread, first loads included: the defaults before 2026-12-02 05:30.
+  warehouse1Thread: { DIMSYNC_DUCKDB_THREADS: '1' },
   warehouse104MB: { DIMSYNC_DUCKDB_MEMORY_LIMIT: '104MB' },
   warehouse80MB: { DIMSYNC_DUCKDB_MEMORY_LIMIT: '80MB' },
   // V8's own young generation (16 MiB semi-spaces), the default before 2026-12-01 04:30.

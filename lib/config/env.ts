@@ -34,12 +34,22 @@ export function readString(env: Env, key: string, defaultValue?: string): string
   return raw(env, key) ?? defaultValue
 }
 
-/** An integer within [min, max]; `defaultValue` when unset. */
+/** An integer within [min, max]; `defaultValue` (or undefined) when unset. */
 export function readInteger(
   env: Env,
   key: string,
   options: { defaultValue: number; min?: number; max?: number },
-): number {
+): number
+export function readInteger(
+  env: Env,
+  key: string,
+  options: { defaultValue?: number; min?: number; max?: number },
+): number | undefined
+export function readInteger(
+  env: Env,
+  key: string,
+  options: { defaultValue?: number; min?: number; max?: number },
+): number | undefined {
   const value = raw(env, key)
   if (value === undefined) return options.defaultValue
   const min = options.min ?? Number.MIN_SAFE_INTEGER

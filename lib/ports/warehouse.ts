@@ -22,6 +22,12 @@ export interface TransactionOptions {
    * attempt. `work` must be safe to run again: only its statements' effects are rolled back.
    */
   readonly onMemoryRaised?: (raised: MemoryRaised) => void
+  /**
+   * The transaction is a first load (it fills a dimension it creates: no diff against versions), whose
+   * statements stream the batch; a warehouse may give it more threads than a merge whose joins hold every thread's
+   * share in memory.
+   */
+  readonly firstLoad?: boolean
 }
 
 /** A transaction ran out of memory at `from` and runs again at `to`. */

@@ -20,6 +20,7 @@ import {
 import type { CompiledStatement, SqlDialect } from '../sql/dialect.ts'
 import { renderAppliedBatchQuery, renderBatchReport } from '../sql/render-batch-queries.ts'
 import { renderBatchMerge } from '../sql/render-batch-merge.ts'
+import { foundsDimension } from '../sql/render-first-load.ts'
 import type { MergePlan } from '../sql/render-merge.ts'
 import { dimensionObjects, renderBatchLedgerDdl } from '../sql/render-ddl.ts'
 import { renderMergeScript, stagingTableName } from '../sql/render-merge-script.ts'
@@ -111,7 +112,7 @@ export async function mergeBatch(deps: MergeDeps, request: MergeBatchRequest): P
         if (!request.dryRun) await request.beforeCommit?.()
         return row
       },
-      { commit: !request.dryRun, onMemoryRaised: request.onMemoryRaised },
+      { commit: !request.dryRun, onMemoryRaised: request.onMemoryRaised, firstLoad: foundsDimension(plan) },
     )
     return {
       status: request.dryRun ? 'dry-run' : 'merged',

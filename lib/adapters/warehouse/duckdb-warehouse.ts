@@ -23,6 +23,8 @@ export interface DuckDbWarehouseOptions {
   readonly path: string
   readonly memoryLimit?: string
   readonly threads?: number
+  /** Threads of a first load (TransactionOptions.firstLoad); default `threads`. */
+  readonly firstLoadThreads?: number
   /** Open for reading only: several readers may share the file, and none while a process writes it. */
   readonly readOnly?: boolean
   /**
@@ -52,6 +54,8 @@ export class DuckDbWarehouse implements Warehouse<SqlDialect> {
   readonly #limitIsDefault: boolean
   /** The limit now, in MB, while a transaction that ran out runs again (undefined: `#memoryLimit`). */
   #raisedMb: number | undefined
+  /** Threads of a first load, when they differ from the other transactions' (set at open). */
+  #firstLoadThreads: number | undefined
 
   private constructor(
     instance: DuckDBInstance,
@@ -85,7 +89,10 @@ export class DuckDbWarehouse implements Warehouse<SqlDialect> {
     const connection = await instance.connect()
     // Parquet written by dimsync marks timestamps as UTC; DuckDB would convert them to the session zone.
     await connection.run(`SET TimeZone = 'UTC'`)
-    return new DuckDbWarehouse(instance, connection, options.memoryLimit, options.memoryGrowth)
+    const warehouse = new DuckDbWarehouse(instance, connection, options.memoryLimit, options.memoryGrowth)
+    if (options.firstLoadThreads !== undefined && options.firstLoadThreads !== options.threads)
+      warehouse.#firstLoadThreads = options.firstLoadThreads
+    return warehouse
   }
 
   async describeTable(ref: TableRef): Promise<DimensionColumn[] | undefined> {
@@ -116,6 +123,21 @@ export class DuckDbWarehouse implements Warehouse<SqlDialect> {
    * output), and a few rows of some shapes need more than the default (docs/limits.md).
    */
   async transaction<T>(
+    work: (tx: WarehouseTransaction) => Promise<T>,
+    options: TransactionOptions,
+  ): Promise<T> {
+    const threads = options.firstLoad ? this.#firstLoadThreads : undefined
+    if (threads === undefined) return await this.#transactionGrowing(work, options)
+    const [row] = await this.query(`SELECT current_setting('threads') AS threads`)
+    await this.#connection.run(`SET threads = ${threads}`)
+    try {
+      return await this.#transactionGrowing(work, options)
+    } finally {
+      await this.#connection.run(`SET threads = ${Number(row!.threads)}`)
+    }
+  }
+
+  async #transactionGrowing<T>(
     work: (tx: WarehouseTransaction) => Promise<T>,
     options: TransactionOptions,
   ): Promise<T> {

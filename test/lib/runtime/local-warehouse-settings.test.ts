@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
 
 import type { Warehouse } from '../../../lib/ports/warehouse.ts'
-import { warehouseMemoryCeilingMb } from '../../../lib/runtime/local-deps.ts'
+import { firstLoadThreads, warehouseMemoryCeilingMb } from '../../../lib/runtime/local-deps.ts'
 import type { SqlDialect } from '../../../lib/sql/dialect.ts'
 import { customersYaml, makeEmbeddedProject, type EmbeddedProject } from '../../support/embedded-project.ts'
 
@@ -68,9 +68,29 @@ describe('the embedded warehouse', () => {
     expect(warehouseMemoryCeilingMb(4e9)).toBe(1000)
   })
 
-  it('takes its thread count from DIMSYNC_DUCKDB_THREADS', async () => {
+  it('runs first loads on two threads where the machine has two CPUs or more, on one where it has one', async () => {
+    expect(firstLoadThreads(1)).toBe(1)
+    expect(firstLoadThreads(2)).toBe(2)
+    expect(firstLoadThreads(16)).toBe(2)
+    vi.stubEnv('DIMSYNC_DUCKDB_THREADS', undefined)
+    const warehouse = await openWarehouse()
+    const inFirstLoad = await warehouse.transaction(
+      async (tx) => Number((await tx.query(`SELECT current_setting('threads') AS n`))[0]!.n),
+      { commit: false, firstLoad: true },
+    )
+    expect(inFirstLoad).toBe(firstLoadThreads())
+    expect((await settings(warehouse)).threads, 'other merges: one').toBe(1)
+  })
+
+  it('takes its thread count from DIMSYNC_DUCKDB_THREADS, for first loads too', async () => {
     vi.stubEnv('DIMSYNC_DUCKDB_THREADS', '3')
-    expect((await settings(await openWarehouse())).threads).toBe(3)
+    const warehouse = await openWarehouse()
+    expect((await settings(warehouse)).threads).toBe(3)
+    const inFirstLoad = await warehouse.transaction(
+      async (tx) => Number((await tx.query(`SELECT current_setting('threads') AS n`))[0]!.n),
+      { commit: false, firstLoad: true },
+    )
+    expect(inFirstLoad).toBe(3)
   })
 
   it.each(['0', 'two', '1.5'])('refuses DIMSYNC_DUCKDB_THREADS=%s naming the variable', async (value) => {

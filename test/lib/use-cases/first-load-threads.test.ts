@@ -1,0 +1,92 @@
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+
+import { DuckDbWarehouse } from '../../../lib/adapters/warehouse/duckdb-warehouse.ts'
+import { mergeBatch } from '../../../lib/use-cases/merge-batch.ts'
+import { TestBatches } from '../../support/staged-batches.ts'
+import { tableSpec } from '../../support/table-spec-builder.ts'
+import { stageWideShuffledRows } from '../../support/wide-rows.ts'
+
+/**
+ * The first load of a dimension runs on the warehouse's first-load threads, every later merge on its threads
+ * (docs/benchmarks.md, session 13), and the history does not depend on the thread count: the surrogate keys
+ * follow the keys' order, whatever thread numbered them. 300,000 shuffled rows: three row groups of the staged
+ * part, so two threads both work.
+ */
+const ROWS = 300_000
+const table = tableSpec({ name: 't', target: 'dim_t', key: ['id'] })
+
+let dir: string
+let staging: TestBatches
+let first: string
+let second: string
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'dimsync-first-load-threads-'))
+  staging = await TestBatches.create()
+  first = await stageWideShuffledRows(staging, 't', ROWS)
+  // A delta that changes one row: the next merge diffs against the dimension.
+  second = await staging.stage(
+    't',
+    [
+      { name: 'id', type: 'BIGINT' },
+      { name: 'name', type: 'VARCHAR' },
+      { name: 'email', type: 'VARCHAR' },
+      { name: 'birth', type: 'DATE' },
+      { name: 'note', type: 'VARCHAR' },
+    ],
+    [{ id: 1, name: 'renamed', email: 'user@example.com', birth: '1970-01-01', note: null }],
+    { extractedAt: '2024-01-02T00:00:00.000Z', mode: 'incremental' },
+  )
+})
+afterAll(async () => {
+  await staging?.dispose()
+  await rm(dir, { recursive: true, force: true })
+})
+
+async function loadTwice(name: string, threads: { threads: number; firstLoadThreads?: number }) {
+  const warehouse = await DuckDbWarehouse.open({
+    path: join(dir, `${name}.duckdb`),
+    memoryLimit: '1GB',
+    ...threads,
+  })
+  const threadsAtCommit: number[] = []
+  const merge = (batchId: string, now: string) =>
+    mergeBatch(
+      { warehouse, staging },
+      {
+        table,
+        schema: 'main',
+        batchId,
+        now: new Date(now),
+        beforeCommit: async () => {
+          const [row] = await warehouse.query(`SELECT current_setting('threads') AS n`)
+          threadsAtCommit.push(Number(row!.n))
+        },
+      },
+    )
+  try {
+    await merge(first, '2024-01-01T01:00:00Z')
+    await merge(second, '2024-01-02T01:00:00Z')
+    const [history] = await warehouse.query(
+      `SELECT COUNT(*) AS versions, ` +
+        `SUM(hash(dimsync_sk, id, name, email, birth, note, valid_from, valid_to, is_current, dimsync_row_hash) % 1000003) AS fingerprint FROM dim_t`,
+    )
+    return { threadsAtCommit, history }
+  } finally {
+    await warehouse.close()
+  }
+}
+
+describe('first loads and their threads', () => {
+  it('runs the first load on the first-load threads, the next merge on the others; the same history as one thread', async () => {
+    const two = await loadTwice('two', { threads: 1, firstLoadThreads: 2 })
+    const one = await loadTwice('one', { threads: 1 })
+    expect(two.threadsAtCommit).toEqual([2, 1])
+    expect(one.threadsAtCommit).toEqual([1, 1])
+    expect(two.history).toEqual(one.history)
+    expect(two.history!.versions).toBe(ROWS + 1)
+  })
+})
