@@ -48,9 +48,9 @@ export function warehouseMemoryCeilingMb(totalBytes: number = totalmem()): numbe
 }
 
 /**
- * DuckDB threads of the warehouse (DIMSYNC_DUCKDB_THREADS overrides it). One: each thread's buffers come on top
- * of the memory limit (a 1M-row first load peaked 277 MB against 310 MB with two), and with two the diff of a
- * 1M-key snapshot ran out of the default limit (docs/benchmarks.md).
+ * DuckDB threads of the warehouse's merges but first loads (DIMSYNC_DUCKDB_THREADS overrides it). One: each
+ * thread's buffers come on top of the memory limit, and with two the diff of a 10M-key snapshot ran out of the
+ * default limit (its run peaked 381-415 MB at the raised one; docs/benchmarks.md).
  */
 export const DEFAULT_WAREHOUSE_THREADS = 1
 
