@@ -149,6 +149,8 @@ function literal(v: Value | undefined): string {
   if (Array.isArray(v)) return `[${v.map(literal).join(', ')}]`
   // NaN and the infinities have no bare literal; DuckDB casts their text ('NaN', 'Infinity', '-Infinity').
   if (typeof v === 'number' && !Number.isFinite(v)) return `'${String(v)}'`
+  // String(-0) is '0': the sign would be lost.
+  if (Object.is(v, -0)) return `'-0.0'`
   return String(v)
 }
 
