@@ -82,37 +82,35 @@ export function renderInferredMembers(d: SqlDialect, plan: InferredMembersPlan):
   const raise = (kind: CheckKind, message: string) =>
     raiseCheck(d, { kind, table: fact.name, batchId: plan.batchId }, message)
 
-  const partial = `(${factKey.map((k) => `${k} IS NULL`).join(' OR ')}) AND NOT (${factKey.map((k) => `${k} IS NULL`).join(' AND ')})`
   const out: CompiledStatement[] = []
-  if (factKey.length > 1) {
+  /** Refuses the batch when some facts match `where`: "<where> infers members, but N facts <what>". */
+  const refuseFacts = (label: string, kind: CheckKind, condition: string, what: string) =>
     out.push({
-      label: `check partial keys of the reference to ${table.name}`,
+      label: `${label} of the reference to ${table.name}`,
       sql: `SELECT ${raise(
-        'null-key',
-        `${str(`${where} infers members, but `)} || ${d.castToString('COUNT(*)')} || ` +
-          str(
-            ` facts carry only part of its key (${r.reference.key.join(', ')}: some NULL, some not); ` +
-              'an inferred member is a version of the whole key; nothing was written',
-          ),
-      )}\nFROM ${plan.stage} s WHERE ${partial} HAVING COUNT(*) > 0`,
+        kind,
+        `${str(`${where} infers members, but `)} || ${d.castToString('COUNT(*)')} || ${str(` facts ${what}`)}`,
+      )}\nFROM ${plan.stage} s WHERE ${condition} HAVING COUNT(*) > 0`,
     })
-  }
+  if (factKey.length > 1)
+    refuseFacts(
+      'check partial keys',
+      'null-key',
+      `(${factKey.map((k) => `${k} IS NULL`).join(' OR ')}) AND NOT (${factKey.map((k) => `${k} IS NULL`).join(' AND ')})`,
+      `carry only part of its key (${r.reference.key.join(', ')}: some NULL, some not); ` +
+        'an inferred member is a version of the whole key; nothing was written',
+    )
   // As a dimension's merge refuses NaN keys (render-merge.ts): on BigQuery a NaN placeholder would never be found
   // again, and every load would add another current one. (The fact's key column has the dimension key's family.)
   const nanKeys = r.reference.key.filter((_, j) => typeFamily(r.dimensionKey[j]!.type).kind === 'float')
-  if (nanKeys.length > 0) {
-    out.push({
-      label: `check NaN keys of the reference to ${table.name}`,
-      sql: `SELECT ${raise(
-        'nan-key',
-        `${str(`${where} infers members, but `)} || ${d.castToString('COUNT(*)')} || ` +
-          str(
-            ` facts carry a NaN key (${nanKeys.join(', ')}): NaN equals no value on BigQuery, so its member ` +
-              'could never be found again; nothing was written',
-          ),
-      )}\nFROM ${plan.stage} s WHERE ${nanKeys.map((k) => d.isNan(`s.${q(k)}`)).join(' OR ')} HAVING COUNT(*) > 0`,
-    })
-  }
+  if (nanKeys.length > 0)
+    refuseFacts(
+      'check NaN keys',
+      'nan-key',
+      nanKeys.map((k) => d.isNan(`s.${q(k)}`)).join(' OR '),
+      `carry a NaN key (${nanKeys.join(', ')}): NaN equals no value on BigQuery, so its member could never be ` +
+        'found again; nothing was written',
+    )
 
   const eventTime = d.castToTimestamp(`s.${q(fact.eventTime)}`)
   const keyNames = r.dimensionKey.map((k) => k.name)
