@@ -49,20 +49,20 @@ export function warehouseMemoryCeilingMb(totalBytes: number = totalmem()): numbe
 
 /**
  * DuckDB threads of the warehouse's merges but first loads (DIMSYNC_DUCKDB_THREADS overrides it). One: each
- * thread's buffers come on top of the memory limit, and with two the diff of a 10M-key snapshot ran out of the
- * default limit (its run peaked 381-415 MB at the raised one; docs/benchmarks.md).
+ * thread's buffers come on top of the memory limit, and with two the runs of a 10M-key changed snapshot peaked at
+ * 381 and 415 MB against 263 and 272 MB (docs/benchmarks.md, session 13).
  */
 export const DEFAULT_WAREHOUSE_THREADS = 1
+export const WAREHOUSE_THREADS_VARIABLE = 'DIMSYNC_DUCKDB_THREADS'
 
 /**
  * DuckDB threads of a first load (while DIMSYNC_DUCKDB_THREADS is not set): two where the machine has them. A first
- * load streams the batch once (no diff), and two threads merged 1M-row first loads 20-25% faster and 10M-row ones
- * 30-50% faster for 0-28 MB more peak memory (docs/benchmarks.md, session 13).
+ * load streams the batch once (no diff); on two threads first runs took 16-31% less time at 1M rows and 41-51% less
+ * at 10M, peaking 8-16 MB higher at 1M and no higher at 10M (docs/benchmarks.md, session 13).
  */
 export function firstLoadThreads(cpus: number = availableParallelism()): number {
   return Math.min(2, cpus)
 }
-export const WAREHOUSE_THREADS_VARIABLE = 'DIMSYNC_DUCKDB_THREADS'
 
 /** How long a command waits for a DuckDB warehouse file another process has open (seconds). */
 export const WAREHOUSE_WAIT_VARIABLE = 'DIMSYNC_WAREHOUSE_WAIT_SECONDS'

@@ -83,7 +83,7 @@ export function renderInferredMembers(d: SqlDialect, plan: InferredMembersPlan):
     raiseCheck(d, { kind, table: fact.name, batchId: plan.batchId }, message)
 
   const out: CompiledStatement[] = []
-  /** Refuses the batch when some facts match `where`: "<where> infers members, but N facts <what>". */
+  /** Refuses the batch when some facts meet `condition`: "<where> infers members, but N facts <what>". */
   const refuseFacts = (label: string, kind: CheckKind, condition: string, what: string) =>
     out.push({
       label: `${label} of the reference to ${table.name}`,
