@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import type { Warehouse } from '../../../lib/ports/warehouse.ts'
 import { firstLoadThreads, warehouseMemoryCeilingMb } from '../../../lib/runtime/local-deps.ts'
 import type { SqlDialect } from '../../../lib/sql/dialect.ts'
+import { threadsInTransaction } from '../../support/warehouse-threads.ts'
 import { customersYaml, makeEmbeddedProject, type EmbeddedProject } from '../../support/embedded-project.ts'
 
 /**
@@ -74,10 +75,7 @@ describe('the embedded warehouse', () => {
     expect(firstLoadThreads(16)).toBe(2)
     vi.stubEnv('DIMSYNC_DUCKDB_THREADS', undefined)
     const warehouse = await openWarehouse()
-    const inFirstLoad = await warehouse.transaction(
-      async (tx) => Number((await tx.query(`SELECT current_setting('threads') AS n`))[0]!.n),
-      { commit: false, firstLoad: true },
-    )
+    const inFirstLoad = await threadsInTransaction(warehouse, true)
     expect(inFirstLoad).toBe(firstLoadThreads())
     expect((await settings(warehouse)).threads, 'other merges: one').toBe(1)
   })
@@ -86,10 +84,7 @@ describe('the embedded warehouse', () => {
     vi.stubEnv('DIMSYNC_DUCKDB_THREADS', '3')
     const warehouse = await openWarehouse()
     expect((await settings(warehouse)).threads).toBe(3)
-    const inFirstLoad = await warehouse.transaction(
-      async (tx) => Number((await tx.query(`SELECT current_setting('threads') AS n`))[0]!.n),
-      { commit: false, firstLoad: true },
-    )
+    const inFirstLoad = await threadsInTransaction(warehouse, true)
     expect(inFirstLoad).toBe(3)
   })
 

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DuckDbWarehouse } from '../../../lib/adapters/warehouse/duckdb-warehouse.ts'
 import { mergeBatch } from '../../../lib/use-cases/merge-batch.ts'
 import { TestBatches } from '../../support/staged-batches.ts'
+import { threadsNow } from '../../support/warehouse-threads.ts'
 import { tableSpec } from '../../support/table-spec-builder.ts'
 import { stageWideShuffledRows } from '../../support/wide-rows.ts'
 
@@ -62,8 +63,7 @@ async function loadTwice(name: string, threads: { threads: number; firstLoadThre
         batchId,
         now: new Date(now),
         beforeCommit: async () => {
-          const [row] = await warehouse.query(`SELECT current_setting('threads') AS n`)
-          threadsAtCommit.push(Number(row!.n))
+          threadsAtCommit.push(await threadsNow(warehouse))
         },
       },
     )

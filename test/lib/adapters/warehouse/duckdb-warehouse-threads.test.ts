@@ -1,22 +1,13 @@
 import { describe, expect, it } from 'vitest'
 
 import { DuckDbWarehouse } from '../../../../lib/adapters/warehouse/duckdb-warehouse.ts'
+import { threadsInTransaction as threadsIn, threadsNow } from '../../../support/warehouse-threads.ts'
 
 /**
  * A first load streams the batch once through statements that parallelize (the numbering of the keys, the join
  * back, the INSERT), so it may run on more threads than a merge that diffs against a dimension, whose hash joins
  * hold every thread's share in memory (docs/benchmarks.md, session 13).
  */
-async function threadsIn(warehouse: DuckDbWarehouse, firstLoad: boolean | undefined): Promise<number> {
-  return await warehouse.transaction(
-    async (tx) => Number((await tx.query(`SELECT current_setting('threads') AS n`))[0]!.n),
-    { commit: false, ...(firstLoad === undefined ? {} : { firstLoad }) },
-  )
-}
-async function threadsNow(warehouse: DuckDbWarehouse): Promise<number> {
-  return Number((await warehouse.query(`SELECT current_setting('threads') AS n`))[0]!.n)
-}
-
 describe('the DuckDB warehouse runs first loads on their own thread count', () => {
   it('runs a first load on firstLoadThreads and every other transaction on threads', async () => {
     const warehouse = await DuckDbWarehouse.open({ path: ':memory:', threads: 1, firstLoadThreads: 2 })
