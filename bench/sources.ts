@@ -15,6 +15,8 @@
  * BENCH_ROWS (default 1,000,000), BENCH_BIG_ROWS (3,000,000), BENCH_SERVERS=postgres,mysql, BENCH_REPEAT (3).
  * BENCH_SOURCES_SCHEMA: the schema/database created and dropped (default dimsync_bench_sources).
  * BENCH_SOURCES_TABLE=schema.t: measure an existing table of BENCH_ROWS rows (read only: nothing created or dropped).
+ * The extract stages as the CLI does for its default warehouse (DuckDB: Parquet 2.0 encodings); `onePortable` stages
+ * for BigQuery (Parquet 1.0 encodings, lib/core/staged-parquet.ts).
  * `two` and `oneYoung16`: the extract with two converter threads, and with V8's own young generation (16 MiB).
  * BENCH_BASELINE_DIR: a copy of an earlier tree (`git archive <commit> lib bench bin functions test/support`);
  * plan entries `baseOne` and `baseRun` measure its extract and its `dimsync run` interleaved with this tree's.
@@ -37,6 +39,7 @@ import { LocalStagingStore } from '../lib/adapters/staging/local-staging-store.t
 import { LocalStateStore } from '../lib/adapters/state/local-state-store.ts'
 import { extractPass } from '../lib/use-cases/extract-pass.ts'
 import { DEFAULT_WAREHOUSE_MEMORY_LIMIT } from '../lib/runtime/local-deps.ts'
+import { stagedParquetVersion } from '../lib/core/staged-parquet.ts'
 import { duckDbDialect } from '../lib/sql/duckdb/duckdb-dialect.ts'
 import type { StagedColumn } from '../lib/core/batch.ts'
 import type { TableSpec } from '../lib/core/table-spec.ts'
@@ -59,6 +62,7 @@ const PASSES = 10
 const EXTRA_ENV: Record<string, NodeJS.ProcessEnv> = {
   two: { BENCH_DUCKDB_THREADS: '2' },
   oneYoung16: { NODE_OPTIONS: '--max-semi-space-size=16' },
+  onePortable: { BENCH_STAGED_FOR: 'bigquery' },
 }
 /** Each measurement is repeated (BENCH_REPEAT, default 3); the machine's noise is larger than the effects. */
 const REPEAT = Math.max(1, Number(process.env.BENCH_REPEAT ?? 3))
@@ -194,6 +198,8 @@ function benchSource(server: Server): Source {
     ...(process.env.BENCH_DUCKDB_THREADS ? { duckdbThreads: Number(process.env.BENCH_DUCKDB_THREADS) } : {}),
     ...(process.env.BENCH_SPOOL_MB ? { spoolBytes: Number(process.env.BENCH_SPOOL_MB) << 20 } : {}),
     ...(process.env.BENCH_ROW_MB ? { maxRowBytes: Number(process.env.BENCH_ROW_MB) << 20 } : {}),
+    // Staged as the CLI stages for its default warehouse (DuckDB), or for BigQuery (BENCH_STAGED_FOR=bigquery).
+    parquetVersion: stagedParquetVersion(process.env.BENCH_STAGED_FOR === 'bigquery' ? 'bigquery' : 'duckdb'),
   }
   return server === 'postgres' ? new PostgresSource({ env, ...tuning }) : new MysqlSource({ env, ...tuning })
 }
@@ -466,6 +472,8 @@ async function parent(): Promise<void> {
         ['two', 'extract', tables.small, 1],
         // The same extract with V8's own young generation (16 MiB semi-spaces; the CLI starts with 2 MiB ones).
         ['oneYoung16', 'extract', tables.small, 1],
+        // The same extract staged for a BigQuery warehouse (Parquet 1.0 encodings, lib/core/staged-parquet.ts).
+        ['onePortable', 'extract', tables.small, 1],
         ['four', 'extract', tables.small, 4],
         ['ranges', 'ranges', tables.small, 1],
         ['passes', 'passes', tables.small, 1],
@@ -526,6 +534,7 @@ async function parent(): Promise<void> {
       ]
       const rate = (r: ChildReport) => Math.round(r.rows / r.seconds)
       const young16 = median('oneYoung16')
+      const portable = median('onePortable')
       const summary = {
         clientDump: {
           command:
@@ -565,6 +574,14 @@ async function parent(): Promise<void> {
               extractYoungGeneration16MB: {
                 ...young16,
                 shareOfClientDump: Number((rate(young16) / rate(cli)).toFixed(3)),
+              },
+            }),
+        ...(runs.onePortable === undefined
+          ? {}
+          : {
+              extractStagedForBigQuery: {
+                ...portable,
+                shareOfClientDump: Number((rate(portable) / rate(cli)).toFixed(3)),
               },
             }),
         extractShareOfRaw: Number((rate(one) / rate(raw)).toFixed(3)),

@@ -7,6 +7,7 @@ import type { BigQueryWarehouseOptions } from '../adapters/warehouse/bigquery-wa
 import { openWaitingForLock, type FileLockHolder } from '../adapters/warehouse/duckdb-file-lock.ts'
 import { readInteger } from '../config/env.ts'
 import { assertTableMatchesSource } from '../config/index.ts'
+import { stagedParquetVersion } from '../core/staged-parquet.ts'
 import type { ProjectSpec } from '../core/table-spec.ts'
 import type { StateStore } from '../ports/state-store.ts'
 import { openSource } from './open-source.ts'
@@ -134,7 +135,12 @@ export async function buildLocalDeps(
       return reading
     },
     schema: project.warehouse.schema,
-    openSource: (table) => openSource(table, { baseDir: project.baseDir, env: process.env }),
+    openSource: (table) =>
+      openSource(table, {
+        baseDir: project.baseDir,
+        env: process.env,
+        parquetVersion: stagedParquetVersion(project.warehouse.type),
+      }),
     clock: () => new Date(),
     onEvent,
     checkSourceColumns: (table, columns) =>

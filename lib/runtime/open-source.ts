@@ -2,6 +2,7 @@ import {
   DEFAULT_SOURCE_MEMORY_LIMIT,
   SOURCE_MEMORY_LIMIT_VARIABLE,
 } from '../adapters/duckdb/duckdb-errors.ts'
+import type { StagedParquetVersion } from '../core/staged-parquet.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import type { ExtractRequest, ExtractResult, Source } from '../ports/source.ts'
 import type { StagedColumn } from '../core/batch.ts'
@@ -11,6 +12,8 @@ export interface SourceEnvironment {
   readonly baseDir: string
   /** Where connection URLs are read from (process.env, after secrets were resolved). */
   readonly env: Readonly<Record<string, string | undefined>>
+  /** Parquet version of the staged parts: who reads them decides (default V1, which every reader decodes). */
+  readonly parquetVersion?: StagedParquetVersion
 }
 
 /**
@@ -20,6 +23,7 @@ export interface SourceEnvironment {
  */
 export function openSource(table: TableSpec, environment: SourceEnvironment): Source {
   const limit = memoryLimit(environment)
+  const { parquetVersion } = environment
   switch (table.source.type) {
     case 'file':
       return new LazySource(async () => {
@@ -32,17 +36,18 @@ export function openSource(table: TableSpec, environment: SourceEnvironment): So
           threads: 1,
           // s3:// paths: the S3 endpoint override (emulators) and credentials come from the same environment.
           env: environment.env,
+          parquetVersion,
         })
       })
     case 'postgres':
       return new LazySource(async () => {
         const { PostgresSource } = await import('../adapters/source/postgres-source.ts')
-        return new PostgresSource({ env: environment.env, duckdbMemoryLimit: limit })
+        return new PostgresSource({ env: environment.env, duckdbMemoryLimit: limit, parquetVersion })
       })
     case 'mysql':
       return new LazySource(async () => {
         const { MysqlSource } = await import('../adapters/source/mysql-source.ts')
-        return new MysqlSource({ env: environment.env, duckdbMemoryLimit: limit })
+        return new MysqlSource({ env: environment.env, duckdbMemoryLimit: limit, parquetVersion })
       })
   }
 }

@@ -12,6 +12,7 @@ import { join } from 'node:path'
 
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api'
 
+import type { StagedParquetVersion } from '../../core/staged-parquet.ts'
 import type { BatchWriter } from '../../ports/staging-store.ts'
 import {
   DEFAULT_SOURCE_MEMORY_LIMIT,
@@ -35,6 +36,8 @@ export interface CsvPartConverterOptions {
   readonly maxRecordBytes?: number
   /** Key columns, to name the row a conversion error is about. */
   readonly keyColumns?: readonly string[]
+  /** Parquet version of the parts (default V1, which every reader decodes; lib/core/staged-parquet.ts). */
+  readonly parquetVersion?: StagedParquetVersion
 }
 
 /** A conversion failure said in the user's terms (the column, the problem), never in DuckDB's CSV terms. */
@@ -94,6 +97,7 @@ export class CsvPartConverter {
   readonly #maxRecordBytes: number
   readonly #memory: MemoryLimitSetting | undefined
   readonly #keyColumns: readonly string[]
+  readonly #parquetVersion: StagedParquetVersion
   #queue: Promise<unknown> = Promise.resolve()
   #files = 0
 
@@ -109,6 +113,7 @@ export class CsvPartConverter {
     this.#maxRecordBytes = options.maxRecordBytes ?? MAX_RECORD_BYTES
     this.#memory = options.memoryLimit
     this.#keyColumns = options.keyColumns ?? []
+    this.#parquetVersion = options.parquetVersion ?? 'V1'
   }
 
   static async open(options: CsvPartConverterOptions): Promise<CsvPartConverter> {
@@ -147,7 +152,7 @@ export class CsvPartConverter {
         await this.#connection.run(
           `COPY (${this.#selectSql(csvPath, columns)}) TO ${sqlString(partPath)} ` +
             `(FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL ${ZSTD_LEVEL}, ROW_GROUP_SIZE 122880, ` +
-            `DICTIONARY_SIZE_LIMIT ${DICTIONARY_SIZE_LIMIT})`,
+            `DICTIONARY_SIZE_LIMIT ${DICTIONARY_SIZE_LIMIT}, PARQUET_VERSION ${this.#parquetVersion})`,
         )
       } catch (error) {
         throw await this.#explain(csvPath, columns, error)

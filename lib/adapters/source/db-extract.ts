@@ -8,6 +8,7 @@ import { join } from 'node:path'
 
 import type { StagedColumn, Watermark } from '../../core/batch.ts'
 import { SourceError } from '../../core/errors.ts'
+import type { StagedParquetVersion } from '../../core/staged-parquet.ts'
 import type { DatabaseSourceSpec, TableSpec } from '../../core/table-spec.ts'
 import type { ExtractRequest, ExtractResult } from '../../ports/source.ts'
 import { DEFAULT_SOURCE_MEMORY_LIMIT, SOURCE_MEMORY_LIMIT_VARIABLE } from '../duckdb/duckdb-errors.ts'
@@ -76,6 +77,8 @@ export interface DbExtractOptions {
    * pass stops between two rounds of ranges, so a range must be readable in a fraction of the time limit.
    */
   readonly sliceRows?: number
+  /** Parquet version of the staged parts (default V1, which every reader decodes; lib/core/staged-parquet.ts). */
+  readonly parquetVersion?: StagedParquetVersion
 }
 
 /** A chunk holds at least this many rows; smaller tables are read in fewer chunks. */
@@ -239,6 +242,7 @@ async function openConverter(request: ExtractRequest, options: DbExtractOptions)
       variable: SOURCE_MEMORY_LIMIT_VARIABLE,
     },
     keyColumns: request.table.key,
+    parquetVersion: options.parquetVersion,
   })
 }
 

@@ -11,6 +11,7 @@ import { glob, isDynamicPattern } from 'tinyglobby'
 import type { StagedColumn, Watermark } from '../../core/batch.ts'
 import { SourceError } from '../../core/errors.ts'
 import { S3_SCHEME } from '../../core/s3-path.ts'
+import type { StagedParquetVersion } from '../../core/staged-parquet.ts'
 import {
   isFileWatermark,
   nextFileWatermark,
@@ -49,6 +50,8 @@ export interface FileSourceOptions {
   readonly threads?: number
   /** Target size of one staged part file; DuckDB starts a new part once a file passes it. Default 64 MiB. */
   readonly partFileSizeBytes?: number
+  /** Parquet version of the staged parts (default V1, which every reader decodes; lib/core/staged-parquet.ts). */
+  readonly parquetVersion?: StagedParquetVersion
   /**
    * Where `s3://` paths find their settings: `DIMSYNC_S3_ENDPOINT` (an emulator) besides the SDK's own variables
    * (region, credentials; in Lambda the function's role). Default: `process.env`.
@@ -111,6 +114,7 @@ export class FileSource implements Source {
   readonly #memoryLimit: string
   readonly #threads: number
   readonly #partFileSizeBytes: number
+  readonly #parquetVersion: StagedParquetVersion
   readonly #env: Readonly<Record<string, string | undefined>>
   readonly #roundBytes: number
   readonly #ownsS3Client: boolean
@@ -121,6 +125,7 @@ export class FileSource implements Source {
     this.#memoryLimit = options.memoryLimit ?? '512MB'
     this.#threads = options.threads ?? Math.max(1, Math.min(4, availableParallelism()))
     this.#partFileSizeBytes = options.partFileSizeBytes ?? 64 * 1024 * 1024
+    this.#parquetVersion = options.parquetVersion ?? 'V1'
     this.#env = options.env ?? process.env
     this.#roundBytes = options.roundBytes ?? 256 * 1024 * 1024
     this.#s3Client = options.s3Client
@@ -264,7 +269,8 @@ export class FileSource implements Source {
       try {
         await connection.run(
           `COPY (${select}) TO ${sqlString(outDir)} (FORMAT parquet, COMPRESSION zstd, ` +
-            `ROW_GROUP_SIZE ${ROW_GROUP_SIZE}, FILE_SIZE_BYTES ${this.#partFileSizeBytes}, FILENAME_PATTERN 'data_{i}')`,
+            `ROW_GROUP_SIZE ${ROW_GROUP_SIZE}, FILE_SIZE_BYTES ${this.#partFileSizeBytes}, FILENAME_PATTERN 'data_{i}', ` +
+            `PARQUET_VERSION ${this.#parquetVersion})`,
         )
       } catch (error) {
         throw await explainReadError(table, error, names, paths, this.#memory())

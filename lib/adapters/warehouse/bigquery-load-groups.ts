@@ -1,6 +1,8 @@
 import { mkdtemp, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import type { DuckDBConnection } from '@duckdb/node-api'
+
 import type { BatchParts } from '../../ports/staging-store.ts'
 import type { LoadCast } from '../../sql/bigquery/bigquery-types.ts'
 
@@ -44,15 +46,22 @@ export async function partsOnDisk(paths: readonly string[]): Promise<BatchParts>
 }
 
 /**
+ * Parquet 1.0's encodings, the ones every reader decodes. BigQuery's reader of the others (Parquet 2.0's DELTA_*,
+ * BYTE_STREAM_SPLIT) cannot be checked here, so a part that uses them is rewritten before it is uploaded.
+ */
+const PORTABLE_ENCODINGS = new Set(['PLAIN', 'PLAIN_DICTIONARY', 'RLE_DICTIONARY', 'RLE', 'BIT_PACKED'])
+
+/**
  * The file one load job uploads: the part itself, or the parts rewritten as one Parquet file in a scratch folder
- * (removed by `release`), each of `casts` cast to its type. Only one group per job in flight is on disk at a
- * time, with its parts (fetched just before the rewrite, freed after the upload).
+ * (removed by `release`), each of `casts` cast to its type. A single part is rewritten too when it was staged in
+ * Parquet 2.0's encodings (lib/core/staged-parquet.ts: a batch staged for the embedded warehouse, merged into
+ * BigQuery after the config changed). Only one group per job in flight is on disk at a time, with its parts
+ * (fetched just before the rewrite, freed after the upload).
  */
 export async function groupFile(
   paths: readonly string[],
   casts: readonly LoadCast[] = [],
 ): Promise<{ readonly path: string; release(): Promise<void> }> {
-  if (paths.length === 1 && casts.length === 0) return { path: paths[0]!, release: async () => {} }
   const dir = await mkdtemp(join(tmpdir(), 'dimsync-load-group-'))
   const path = join(dir, 'group.parquet')
   const { DuckDBInstance } = await import('@duckdb/node-api')
@@ -62,18 +71,23 @@ export async function groupFile(
     preserve_insertion_order: 'false',
     temp_directory: join(dir, 'tmp'),
   })
+  let uploadAsIs: boolean
   try {
     const connection = await instance.connect()
     try {
       const list = paths.map((p) => `'${p.replaceAll("'", "''")}'`).join(', ')
-      const quote = (name: string) => `"${name.replaceAll('"', '""')}"`
-      const replace =
-        casts.length === 0
-          ? ''
-          : ` REPLACE (${casts.map((c) => `CAST(${quote(c.name)} AS ${c.as}) AS ${quote(c.name)}`).join(', ')})`
-      await connection.run(
-        `COPY (SELECT *${replace} FROM read_parquet([${list}])) TO '${path.replaceAll("'", "''")}' (FORMAT parquet, COMPRESSION zstd)`,
-      )
+      uploadAsIs = paths.length === 1 && casts.length === 0 && (await usesPortableEncodings(connection, list))
+      if (!uploadAsIs) {
+        const quote = (name: string) => `"${name.replaceAll('"', '""')}"`
+        const replace =
+          casts.length === 0
+            ? ''
+            : ` REPLACE (${casts.map((c) => `CAST(${quote(c.name)} AS ${c.as}) AS ${quote(c.name)}`).join(', ')})`
+        await connection.run(
+          `COPY (SELECT *${replace} FROM read_parquet([${list}])) TO '${path.replaceAll("'", "''")}' ` +
+            `(FORMAT parquet, COMPRESSION zstd, PARQUET_VERSION V1)`,
+        )
+      }
     } finally {
       connection.closeSync()
     }
@@ -83,7 +97,21 @@ export async function groupFile(
   } finally {
     instance.closeSync()
   }
+  if (uploadAsIs) {
+    await rm(dir, { recursive: true, force: true })
+    return { path: paths[0]!, release: async () => {} }
+  }
   return { path, release: () => rm(dir, { recursive: true, force: true }) }
+}
+
+/** True when every column chunk of the files (a quoted list) is written in Parquet 1.0's encodings only. */
+async function usesPortableEncodings(connection: DuckDBConnection, list: string): Promise<boolean> {
+  const reader = await connection.runAndReadAll(`SELECT DISTINCT encodings FROM parquet_metadata([${list}])`)
+  return reader.getRows().every(([encodings]) =>
+    String(encodings)
+      .split(/,\s*/)
+      .every((encoding) => PORTABLE_ENCODINGS.has(encoding.trim())),
+  )
 }
 
 /** Runs `work` for every item, at most `concurrency` at once; the first failure is thrown once all settled. */

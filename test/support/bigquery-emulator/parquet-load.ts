@@ -1,7 +1,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { DuckDBInstance } from '@duckdb/node-api'
+import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api'
 import { invalid } from './api-errors.ts'
 import { fieldOfZetaType, googleSqlTypeName, legacyTypeName, zetaTypeOfField } from './field-types.ts'
 import type { Column } from './table-store.ts'
@@ -34,6 +34,7 @@ export async function readParquet(bytes: Buffer): Promise<ParquetContent> {
     await writeFile(path, bytes)
     await connection.run(`SET TimeZone='UTC'`)
     const source = `read_parquet('${path.replaceAll("'", "''")}')`
+    await refuseUncheckedEncodings(connection, path)
     const described = await connection.runAndReadAll(`DESCRIBE SELECT * FROM ${source}`)
     const columns = described
       .getRowObjectsJson()
@@ -49,6 +50,27 @@ export async function readParquet(bytes: Buffer): Promise<ParquetContent> {
     connection.closeSync()
     instance.closeSync()
     await rm(dir, { recursive: true, force: true })
+  }
+}
+
+/**
+ * Parquet 1.0's encodings. BigQuery's reader of Parquet 2.0's (DELTA_*, BYTE_STREAM_SPLIT) cannot be checked
+ * here, so the stand-in refuses a file that uses them: dimsync must never send one.
+ */
+const CHECKED_ENCODINGS = new Set(['PLAIN', 'PLAIN_DICTIONARY', 'RLE_DICTIONARY', 'RLE', 'BIT_PACKED'])
+
+async function refuseUncheckedEncodings(connection: DuckDBConnection, path: string): Promise<void> {
+  const reader = await connection.runAndReadAll(
+    `SELECT path_in_schema, encodings FROM parquet_metadata('${path.replaceAll("'", "''")}') ORDER BY row_group_id, column_id`,
+  )
+  for (const [column, encodings] of reader.getRows()) {
+    const unchecked = String(encodings)
+      .split(/,\s*/)
+      .filter((encoding) => !CHECKED_ENCODINGS.has(encoding))
+    if (unchecked.length > 0)
+      throw new Error(
+        `column ${String(column)} uses ${unchecked.join(', ')}, which this emulator does not load`,
+      )
   }
 }
 
