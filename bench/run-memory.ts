@@ -39,10 +39,18 @@ const ALL_SETTINGS: Record<string, Record<string, string>> = {
   mmapThreshold64KiB: { MALLOC_MMAP_THRESHOLD_: '65536' },
   mmapThreshold128KiB: { MALLOC_MMAP_THRESHOLD_: '131072' },
   mmapThreshold68KiB: { MALLOC_MMAP_THRESHOLD_: '69632' },
+  // The CLI of an earlier tree (BENCH_BASELINE_DIR: `git archive <commit> lib bench bin functions test/support`).
+  baselineTree: {},
 }
 const SETTINGS = pick(ALL_SETTINGS, process.env.BENCH_MEMORY_SETTINGS ?? 'defaults,previousDefaults')
 /** Which sources run (BENCH_MEMORY_SOURCES, comma-separated: file, postgres). */
 const SOURCES = new Set((process.env.BENCH_MEMORY_SOURCES ?? 'file,postgres').split(','))
+
+function baselineCli(): string {
+  const dir = process.env.BENCH_BASELINE_DIR
+  if (dir === undefined) throw new Error('the baselineTree setting needs BENCH_BASELINE_DIR')
+  return join(dir, 'bin', 'dimsync.mjs')
+}
 
 function pick<T>(all: Record<string, T>, names: string): Record<string, T> {
   return Object.fromEntries(
@@ -65,10 +73,15 @@ interface PhasePeaks {
 }
 
 /** Runs `dimsync run` in `dir` and samples the resident memory of its process tree's largest process. */
-function sampledRun(dir: string, env: NodeJS.ProcessEnv, run: (typeof RUNS)[number]): Promise<PhasePeaks> {
+function sampledRun(
+  dir: string,
+  env: NodeJS.ProcessEnv,
+  run: (typeof RUNS)[number],
+  cli = CLI,
+): Promise<PhasePeaks> {
   if (run.name === 'first') rmSync(join(dir, '.dimsync'), { recursive: true, force: true })
   const started = process.hrtime.bigint()
-  const child = spawn(process.execPath, [CLI, 'run', '--extracted-at', run.extractedAt], {
+  const child = spawn(process.execPath, [cli, 'run', '--extracted-at', run.extractedAt], {
     cwd: dir,
     env: { ...env, CI: '1' },
   })
@@ -212,7 +225,8 @@ try {
         for (const run of RUNS) {
           await change(run.name === 'changed')
           // A run out of memory with one setting must not lose the figures of the others.
-          const peaks = await sampledRun(dir, { ...env, ...settings }, run).catch((error: unknown) => {
+          const cli = name === 'baselineTree' ? baselineCli() : CLI
+          const peaks = await sampledRun(dir, { ...env, ...settings }, run, cli).catch((error: unknown) => {
             const lines = String(error instanceof Error ? error.message : error).split('\n')
             return { failed: lines.find((l) => l.startsWith('dimsync:')) ?? lines[0]! }
           })
