@@ -12,7 +12,7 @@ import { DuckDbWarehouse } from '../lib/adapters/warehouse/duckdb-warehouse.ts'
 import { DEFAULT_WAREHOUSE_MEMORY_LIMIT } from '../lib/runtime/local-deps.ts'
 import { mergeBatch } from '../lib/use-cases/merge-batch.ts'
 import { tableSpec } from '../test/support/table-spec-builder.ts'
-import { median, timed, TMP, writeResults } from './support.ts'
+import { median, STAGED_PART_OPTIONS, timed, TMP, writeResults } from './support.ts'
 
 const KEYS = Number(process.env.BENCH_BACKFILL_KEYS ?? 1_000_000)
 const DAYS = Number(process.env.BENCH_BACKFILL_DAYS ?? 30)
@@ -49,7 +49,7 @@ async function stageDay(staging: LocalStagingStore, day: number): Promise<void> 
           ELSE 'region_' || (i % 7) END AS region,
         'seg_' || (i % 13) AS segment, CAST(i % 1000 AS DOUBLE) / 10 AS score, 'city_' || (i % 101) AS city
       FROM range(1, ${KEYS + 1}) t(i)
-    ) TO '${part}' (FORMAT parquet, COMPRESSION zstd)`)
+    ) TO '${part}' (${STAGED_PART_OPTIONS})`)
   } finally {
     connection.closeSync()
     instance.closeSync()

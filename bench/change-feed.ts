@@ -17,7 +17,7 @@ import { DuckDbWarehouse } from '../lib/adapters/warehouse/duckdb-warehouse.ts'
 import type { ChangeFeedSpec, TableSpec } from '../lib/core/table-spec.ts'
 import { mergeBatch } from '../lib/use-cases/merge-batch.ts'
 import { tableSpec } from '../test/support/table-spec-builder.ts'
-import { BENCH_ROOT, CHILD_ENV, measureProcess, median, timed, TMP } from './support.ts'
+import { BENCH_ROOT, CHILD_ENV, measureProcess, median, STAGED_PART_OPTIONS, timed, TMP } from './support.ts'
 
 const KEYS = Number(process.env.BENCH_KEYS ?? 1_000_000)
 const CHANGED_KEYS = KEYS / 5
@@ -49,7 +49,7 @@ async function writeParquet(path: string, select: string): Promise<void> {
   const connection = await instance.connect()
   try {
     await connection.run(`SET TimeZone = 'UTC'`)
-    await connection.run(`COPY (${select}) TO '${path}' (FORMAT parquet, COMPRESSION zstd)`)
+    await connection.run(`COPY (${select}) TO '${path}' (${STAGED_PART_OPTIONS})`)
   } finally {
     connection.closeSync()
     instance.closeSync()

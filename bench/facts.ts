@@ -22,7 +22,7 @@ import { DuckDbWarehouse } from '../lib/adapters/warehouse/duckdb-warehouse.ts'
 import { loadFactBatch } from '../lib/use-cases/load-fact-batch.ts'
 import { ordersFact } from '../test/support/fact-specs.ts'
 import { tableSpec } from '../test/support/table-spec-builder.ts'
-import { BENCH_ROOT, CHILD_ENV, measureProcess, median, timed, TMP } from './support.ts'
+import { BENCH_ROOT, CHILD_ENV, measureProcess, median, STAGED_PART_OPTIONS, timed, TMP } from './support.ts'
 
 const FACTS = Number(process.env.BENCH_FACTS ?? 10_000_000)
 const KEYS = Number(process.env.BENCH_KEYS ?? 1_000_000)
@@ -83,7 +83,7 @@ async function stageFacts(staging: LocalStagingStore): Promise<string> {
         `  CAST((i * 7919) % ${Math.floor(KEYS * 1.01)} + 1 AS BIGINT) AS customer_id,\n` +
         `  TIMESTAMPTZ '2020-01-01 00:00:00+00' + TO_SECONDS(CAST((i * 104729) % ${span} AS BIGINT)) AS ordered_at,\n` +
         `  CAST(i % 1000 AS DECIMAL(10,2)) AS amount\n` +
-        `FROM range(1, ${FACTS + 1}) r(i)) TO '${part}' (FORMAT parquet, COMPRESSION zstd)`,
+        `FROM range(1, ${FACTS + 1}) r(i)) TO '${part}' (${STAGED_PART_OPTIONS})`,
     )
   })
   const columns = await readParquetColumns([part])

@@ -16,7 +16,7 @@ import { duckDbDialect } from '../lib/sql/duckdb/duckdb-dialect.ts'
 import { renderRowHash } from '../lib/sql/row-hash.ts'
 import { mergeBatch } from '../lib/use-cases/merge-batch.ts'
 import { tableSpec } from '../test/support/table-spec-builder.ts'
-import { median, timed, TMP, writeResults } from './support.ts'
+import { median, STAGED_PART_OPTIONS, timed, TMP, writeResults } from './support.ts'
 
 const SIZES = (process.env.BENCH_FIRST_LOAD_KEYS ?? '1000000,10000000').split(',').map(Number)
 const REPEATS = Number(process.env.BENCH_REPEATS ?? 3)
@@ -61,7 +61,7 @@ export async function stageFirstLoad(staging: LocalStagingStore, keys: number): 
       SELECT id AS customer_id, 'name_' || id AS name, 'region_' || (id % 7) AS region, 'seg_' || (id % 13) AS segment,
         CAST(id % 1000 AS DOUBLE) / 10 AS score, CASE WHEN id % 11 = 0 THEN NULL ELSE 'city_' || (id % 101) END AS city
       FROM (SELECT (i * 7919) % ${keys} + 1 AS id FROM range(0, ${keys}) t(i))
-    ) TO '${part}' (FORMAT parquet, COMPRESSION zstd)`)
+    ) TO '${part}' (${STAGED_PART_OPTIONS})`)
       // Not measured: generating 10M shuffled rows in one ordered file needs more than the loads are given.
     },
     '2GB',

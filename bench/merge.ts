@@ -15,7 +15,7 @@ import { tableSpec } from '../test/support/table-spec-builder.ts'
 import { duckDbDialect } from '../lib/sql/duckdb/duckdb-dialect.ts'
 import { renderRowHash } from '../lib/sql/row-hash.ts'
 import { mergeBatch } from '../lib/use-cases/merge-batch.ts'
-import { median, timed, TMP, writeResults } from './support.ts'
+import { median, STAGED_PART_OPTIONS, timed, TMP, writeResults } from './support.ts'
 
 const KEYS = Number(process.env.BENCH_KEYS ?? 1_000_000)
 const REPEATS = Number(process.env.BENCH_REPEATS ?? 3)
@@ -91,7 +91,7 @@ async function stageBatch(staging: LocalStagingStore): Promise<{ batchId: string
       WHERE customer_id % 200 <> 7
       UNION ALL
       SELECT k.customer_id, ${currentAttributes('k.customer_id')} FROM range(${KEYS + 1}, ${KEYS + 1 + KEYS / 100}) k(customer_id)
-    ) TO '${part}' (FORMAT parquet, COMPRESSION zstd)`)
+    ) TO '${part}' (${STAGED_PART_OPTIONS})`)
   })
   const rows = KEYS - KEYS / 200 + KEYS / 100
   const staged = await writer.addPart(part, rows)

@@ -2,9 +2,12 @@ import { spawnSync } from 'node:child_process'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { withAllocatorSettings } from '../bin/allocator-environment.mjs'
+import { stagedParquetVersion } from '../lib/core/staged-parquet.ts'
 
 export const BENCH_ROOT = import.meta.dirname
 export const TMP = join(BENCH_ROOT, 'tmp')
+/** `COPY … TO` options of a staged part as the CLI writes it for the embedded warehouse (lib/core/staged-parquet.ts). */
+export const STAGED_PART_OPTIONS = `FORMAT parquet, COMPRESSION zstd, PARQUET_VERSION ${stagedParquetVersion('duckdb')}`
 
 export function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b)
