@@ -10,7 +10,7 @@ import { mergeBatch } from '../../../lib/use-cases/merge-batch.ts'
 import { TestBatches } from '../../support/staged-batches.ts'
 import { threadsNow } from '../../support/warehouse-threads.ts'
 import { tableSpec } from '../../support/table-spec-builder.ts'
-import { stageWideShuffledRows } from '../../support/wide-rows.ts'
+import { stageWideShuffledRows, WIDE_ROW_COLUMNS } from '../../support/wide-rows.ts'
 
 /**
  * The first load of a dimension runs on the warehouse's first-load threads, every later merge on its threads
@@ -19,13 +19,6 @@ import { stageWideShuffledRows } from '../../support/wide-rows.ts'
  * part, so two threads both work. For a whole-number key and for a composite key of a text and a date.
  */
 const ROWS = 300_000
-const COLUMNS = [
-  { name: 'id', type: 'BIGINT' },
-  { name: 'name', type: 'VARCHAR' },
-  { name: 'email', type: 'VARCHAR' },
-  { name: 'birth', type: 'DATE' },
-  { name: 'note', type: 'VARCHAR' },
-]
 /** A whole-number key, and a composite key of a text and a date: numbering sorts by each. */
 const SHAPES = [
   {
@@ -51,7 +44,7 @@ beforeAll(async () => {
     // A delta that changes one row's name: the next merge diffs against the dimension.
     const second = await staging.stage(
       table.name,
-      COLUMNS,
+      WIDE_ROW_COLUMNS,
       [{ id: 1, name: 'renamed', email, birth: '1970-01-01', note: null }],
       { extractedAt: '2024-01-02T00:00:00.000Z', mode: 'incremental' },
     )
