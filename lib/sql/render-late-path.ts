@@ -5,7 +5,7 @@ import { REFOLDED } from './render-partial-refold.ts'
 import { DELETED_STATE } from './row-hash.ts'
 
 /**
- * The late path (DESIGN.md §4.5). Keys with an event older than what is already captured (or, in a sequenced
+ * The late path (docs/invariants.md, the merge, step 5). Keys with an event older than what is already captured (or, in a sequenced
  * change feed, another event at a captured change time) get their windows recomputed from the capture log: every
  * state ever captured, including ones that changed nothing, so the result is the same whatever the order batches
  * arrived in.

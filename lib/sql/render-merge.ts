@@ -32,7 +32,7 @@ const W = WORK
 
 /**
  * Renders the merge of one staged batch (already loaded into `plan.stage`) as a list of
- * set-based statements, to run inside one transaction (DESIGN.md §4). Checks are statements that raise an
+ * set-based statements, to run inside one transaction (docs/invariants.md, the merge). Checks are statements that raise an
  * error, so a rejected batch aborts the transaction and nothing is written.
  */
 export function renderMerge(d: SqlDialect, plan: MergePlan): CompiledStatement[] {
