@@ -12,6 +12,7 @@ import {
   type KeyNumbering,
   type SurrogateKeyRecord,
 } from './surrogate-keys.ts'
+import { TableAliases, userColumnNames } from './table-aliases.ts'
 import { storedEnd } from './version-end.ts'
 import { currentVersion, liveCurrentVersion } from './version-predicates.ts'
 
@@ -119,6 +120,12 @@ export class MergeSql {
 
   get names() {
     return this.p.table.columns
+  }
+  #aliases: TableAliases | undefined
+  /** The table alias or CTE name to write for `name`: one no column of this table can shadow (table-aliases.ts). */
+  alias(name: string): string {
+    this.#aliases ??= new TableAliases(userColumnNames(this.p.table, this.p.layout))
+    return this.#aliases.of(name)
   }
   get keys(): readonly string[] {
     return this.p.layout.key.map((c) => c.name)
