@@ -31,6 +31,7 @@ export const TEMP = Object.freeze({
   lateMatches: '__dimsync_late_matches',
   policyKeys: '__dimsync_policy_keys',
   type1Before: '__dimsync_type1_before',
+  type1Newest: '__dimsync_type1_newest',
   folded: '__dimsync_folded',
 })
 

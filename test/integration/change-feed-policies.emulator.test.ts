@@ -121,6 +121,95 @@ async function withDimension(table: TableSpec, body: (d: PairedDimension) => Pro
   }
 }
 
+describe('type 1 columns on change feeds carry the value of the key newest event that is not a delete', () => {
+  it('an update then a delete in a later batch: both versions take the update value', async () => {
+    await withDimension(feed(), async (dimension) => {
+      await merged(dimension, [{ op: 'I', hour: 1, a: 'x', n: 1 }])
+      await merged(dimension, [
+        { op: 'U', hour: 2, a: 'y', n: 2 },
+        { op: 'D', hour: 3 },
+      ])
+      expect(await stored(dimension)).toEqual([
+        ['x', null, 2, 1, false],
+        ['y', null, 2, 2, false],
+      ])
+    })
+  })
+
+  it('the same events in one first batch: both versions take the update value', async () => {
+    await withDimension(feed(), async (dimension) => {
+      await merged(dimension, [
+        { op: 'I', hour: 1, a: 'x', n: 1 },
+        { op: 'U', hour: 2, a: 'y', n: 2 },
+        { op: 'D', hour: 3 },
+      ])
+      expect(await stored(dimension)).toEqual([
+        ['x', null, 2, 1, false],
+        ['y', null, 2, 2, false],
+      ])
+    })
+  })
+
+  it('a late update before a delete: its value is the newest', async () => {
+    await withDimension(feed({ deletes: 'new_record' }), async (dimension) => {
+      await merged(dimension, [
+        { op: 'I', hour: 1, a: 'x', n: 7 },
+        { op: 'D', hour: 5 },
+      ])
+      await merged(dimension, [{ op: 'U', hour: 3, a: 'y', n: 9 }])
+      expect(await stored(dimension)).toEqual([
+        ['x', null, 9, 1, false],
+        ['y', null, 9, 3, false],
+        ['y', null, 9, 5, true],
+      ])
+    })
+  })
+
+  it('a sequenced correction of an older change time does not overwrite the newer value', async () => {
+    await withDimension(feed(), async (dimension) => {
+      await merged(dimension, [
+        { op: 'I', hour: 1, a: 'x', n: 1, seq: 1 },
+        { op: 'U', hour: 2, a: 'y', n: 2, seq: 1 },
+      ])
+      await merged(dimension, [{ op: 'U', hour: 1, a: 'z', n: 9, seq: 2 }])
+      expect(await stored(dimension)).toEqual([
+        ['z', null, 2, 1, false],
+        ['y', null, 2, 2, false],
+      ])
+    })
+  })
+})
+
+describe('type 1 columns: the rule at the edges', () => {
+  it('a delete superseding an update at the same change time keeps the update values', async () => {
+    await withDimension(feed(), async (dimension) => {
+      await merged(dimension, [{ op: 'I', hour: 1, a: 'x', n: 1, seq: 1 }])
+      await merged(dimension, [
+        { op: 'U', hour: 2, a: 'y', n: 2, seq: 1 },
+        { op: 'D', hour: 2, seq: 2 },
+      ])
+      expect(await stored(dimension)).toEqual([['x', null, 2, 1, false]])
+    })
+  })
+
+  it('partial updates: a late event refolds a later NULL, whose folded value is the newest', async () => {
+    const table = feed({ partialUpdates: { ignoreNulls: { kind: 'list', columns: ['n'] } } })
+    await withDimension(table, async (dimension) => {
+      await merged(dimension, [
+        { op: 'I', hour: 1, a: 'x', n: 1 },
+        { op: 'U', hour: 5, a: 'y', n: null },
+      ])
+      expect((await stored(dimension)).map((v) => v[2])).toEqual([1, 1])
+      await merged(dimension, [{ op: 'U', hour: 3, a: 'w', n: 3 }])
+      expect(await stored(dimension)).toEqual([
+        ['x', null, 3, 1, false],
+        ['w', null, 3, 3, false],
+        ['y', null, 3, 5, false],
+      ])
+    })
+  })
+})
+
 describe('aliases no column can shadow', () => {
   it('a late event of a table with columns named a and b (aliases the late path writes)', async () => {
     await withDimension(feed(), async (dimension) => {
