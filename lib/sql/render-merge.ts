@@ -20,6 +20,7 @@ import { renderSystemTimeMerge } from './render-system-time.ts'
 import {
   CAPTURE_RAW_LOGGED_COLUMN,
   CAPTURE_SEQUENCE_COLUMN,
+  CAPTURE_UNTRACKED_HASH_COLUMN,
   captureRawColumn,
   refoldsPartialUpdates,
 } from './render-ddl.ts'
@@ -206,6 +207,9 @@ class MergeRenderer extends MergeSql {
     const columns = this.stored.map((c) => this.col('s', c)).join(', ') + raw
     const sequence = this.p.layout.sequence
     const order = sequence === undefined ? '' : `, ${this.col('s', sequence.name)} AS ${this.q(W.order)}`
+    const untracked = this.logsUntrackedHash
+      ? `,\n  CASE WHEN ${del} THEN ${this.str(DELETED_STATE)} ELSE ${renderRowHash(this.d, [...this.p.layout.type1, ...this.p.layout.keepFirst], 's')} END AS ${this.q(W.untrackedHash)}`
+      : ''
     // A change feed may deliver the same event twice in one batch (the grain check refused different ones).
     const once =
       this.p.table.changes === undefined
@@ -217,7 +221,7 @@ class MergeRenderer extends MergeSql {
         TEMP.events,
         `SELECT e.*, CASE WHEN e.${this.q(W.del)} THEN ${this.str(DELETED_STATE)} ELSE e.${this.q(W.rowHash)} END AS ${this.q(W.state)}\n` +
           `FROM (\n  SELECT ${columns}, ${this.eventTime} AS ${this.q(W.t)}, ${del} AS ${this.q(W.del)},\n` +
-          `  ${rowHash} AS ${this.q(W.rowHash)}${order}\n  FROM ${this.stage} s\n) e${once}`,
+          `  ${rowHash} AS ${this.q(W.rowHash)}${order}${untracked}\n  FROM ${this.stage} s\n) e${once}`,
       ),
     )
   }
@@ -228,10 +232,12 @@ class MergeRenderer extends MergeSql {
     const absent = `${this.liveCurrent('d')} AND NOT EXISTS (SELECT 1 FROM ${this.stage} s WHERE ${this.keyEq('s', 'd')})`
     if (!this.p.allowMassDelete) this.#guardMassDelete(`(SELECT COUNT(*) FROM ${this.dim} d WHERE ${absent})`)
     const columns = this.stored.map((c) => this.q(c)).join(', ')
+    const untrackedName = this.logsUntrackedHash ? `, ${this.q(W.untrackedHash)}` : ''
+    const untrackedValue = this.logsUntrackedHash ? `, ${this.str(DELETED_STATE)}` : ''
     this.emit(
       'add deletes by absence',
-      `INSERT INTO ${this.tmp(TEMP.events)} (${columns}, ${this.q(W.t)}, ${this.q(W.del)}, ${this.q(W.rowHash)}, ${this.q(W.state)})\n` +
-        `SELECT ${this.stored.map((c) => this.col('d', c)).join(', ')}, ${this.d.timestampLiteral(this.p.extractedAt)}, TRUE, d.${this.q(n.rowHash)}, ${this.str(DELETED_STATE)}\n` +
+      `INSERT INTO ${this.tmp(TEMP.events)} (${columns}, ${this.q(W.t)}, ${this.q(W.del)}, ${this.q(W.rowHash)}, ${this.q(W.state)}${untrackedName})\n` +
+        `SELECT ${this.stored.map((c) => this.col('d', c)).join(', ')}, ${this.d.timestampLiteral(this.p.extractedAt)}, TRUE, d.${this.q(n.rowHash)}, ${this.str(DELETED_STATE)}${untrackedValue}\n` +
         `FROM ${this.dim} d WHERE ${absent}`,
     )
   }
@@ -393,7 +399,7 @@ class MergeRenderer extends MergeSql {
         `${this.str(`${this.prefix()}: key `)} || ${this.keyText('e')} || ${this.str(' already has a different state captured')} || ` +
           `${at} || ${this.str(' (batch ')} || c.batch_id || ${this.str(`): ${why}; nothing was written`)}`,
       )}\nFROM ${ev} e JOIN ${log} c ON ${this.keyEq('c', 'e')} AND ${sameEvent('e')} AND ${recent('c')}\n` +
-        `WHERE ${this.#refolds ? this.#saidOtherwise() : `c.state_hash <> e.${this.q(W.state)}`}\nLIMIT 1`,
+        `WHERE ${this.#refolds ? this.#saidOtherwise() : this.#otherState()}\nLIMIT 1`,
     )
     this.emit(
       'drop re-delivered events',
@@ -420,10 +426,12 @@ class MergeRenderer extends MergeSql {
     const rawValues = this.#refolds
       ? `, TRUE${this.attributes.map((_, i) => `, e.${this.q(rawWorkColumn(i))}`).join('')}`
       : ''
+    const untrackedName = this.logsUntrackedHash ? `, ${CAPTURE_UNTRACKED_HASH_COLUMN}` : ''
+    const untrackedValue = this.logsUntrackedHash ? `, e.${this.q(W.untrackedHash)}` : ''
     this.emit(
       'append capture log',
-      `INSERT INTO ${log} (${this.keyList()}, captured_at, ${seq ? `${this.q(CAPTURE_SEQUENCE_COLUMN)}, ` : ''}state_hash, is_deleted, batch_id${rawNames})\n` +
-        `SELECT ${this.keyList('e')}, e.${this.q(W.t)}, ${seq ? `e.${this.q(W.order)}, ` : ''}e.${this.q(W.state)}, e.${this.q(W.del)}, ${this.str(this.p.batchId)}${rawValues} FROM ${ev} e`,
+      `INSERT INTO ${log} (${this.keyList()}, captured_at, ${seq ? `${this.q(CAPTURE_SEQUENCE_COLUMN)}, ` : ''}state_hash, is_deleted, batch_id${untrackedName}${rawNames})\n` +
+        `SELECT ${this.keyList('e')}, e.${this.q(W.t)}, ${seq ? `e.${this.q(W.order)}, ` : ''}e.${this.q(W.state)}, e.${this.q(W.del)}, ${this.str(this.p.batchId)}${untrackedValue}${rawValues} FROM ${ev} e`,
     )
     if (this.#refolds) this.guarded(lateKeysExist, () => renderRefoldLateKeys(this, captures))
   }
@@ -436,6 +444,16 @@ class MergeRenderer extends MergeSql {
     return this.p.layout.partial !== undefined && refoldsPartialUpdates(this.p.table)
   }
 
+  /**
+   * A logged capture `c` and an event `e` of the same key and time whose states differ, or (where both hashes are
+   * known) their untracked values.
+   */
+  #otherState(): string {
+    const state = `c.state_hash <> e.${this.q(W.state)}`
+    if (!this.logsUntrackedHash) return state
+    return `(${state} OR c.${CAPTURE_UNTRACKED_HASH_COLUMN} <> e.${this.q(W.untrackedHash)})`
+  }
+
   /** A logged capture `c` and an event `e` of the same key and time that said different things. */
   #saidOtherwise(): string {
     const rawDiffers = this.attributes
@@ -443,7 +461,7 @@ class MergeRenderer extends MergeSql {
       .join('')
     return (
       `(CASE WHEN c.${this.q(CAPTURE_RAW_LOGGED_COLUMN)} THEN (c.is_deleted <> e.${this.q(W.del)}${rawDiffers}) ` +
-      `ELSE c.state_hash <> e.${this.q(W.state)} END)`
+      `ELSE ${this.#otherState()} END)`
     )
   }
 

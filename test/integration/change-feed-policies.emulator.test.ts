@@ -73,6 +73,14 @@ function feed(overrides: Partial<TableSpec> = {}): TableSpec {
     ...overrides,
   })
 }
+const unsequenced = (overrides: Partial<TableSpec> = {}) =>
+  feed({
+    changes: { operation: { column: 'Op', insert: ['I'], update: ['U'], delete: ['D'] } },
+    ...overrides,
+  })
+const mirror = (deletes: 'ignore' | 'invalidate') =>
+  unsequenced({ mode: 'mirror', tracked: { kind: 'list', columns: [] }, deletes })
+
 /** Every version as [id, a, b, n, valid_from hour, is_deleted], in key then valid_from order. */
 function versions(table: TableSpec) {
   return (d: SqlDialect, schema: string) => {
@@ -206,6 +214,50 @@ describe('type 1 columns: the rule at the edges', () => {
         ['w', null, 3, 3, false],
         ['y', null, 3, 5, false],
       ])
+    })
+  })
+})
+
+describe('an event sent again at a merged change time with other untracked values is refused', () => {
+  const refused = (outcome: Paired<MergeOutcome>) =>
+    expect(outcome.duckdb).toMatchObject({
+      error: 'BatchRejectedError',
+      message: expect.stringMatching(
+        /key id=1 already has a different state captured at 2024-01-01 01:00:00\+00 .*nothing was written/,
+      ),
+    })
+
+  it('history: an event that differs only in a type 1 column', async () => {
+    await withDimension(unsequenced(), async (dimension) => {
+      await merged(dimension, [{ op: 'I', hour: 1, a: 'x', n: 1 }])
+      const before = await stored(dimension)
+      refused(await load(dimension, [{ op: 'U', hour: 1, a: 'x', n: 5 }]))
+      expect(await stored(dimension)).toEqual(before)
+      // The same event again is re-delivered, not refused.
+      await merged(dimension, [{ op: 'I', hour: 1, a: 'x', n: 1 }])
+      expect(await stored(dimension)).toEqual(before)
+    })
+  })
+
+  it('history, sequenced: an event that differs only in a type 1 column at the same sequence', async () => {
+    await withDimension(feed(), async (dimension) => {
+      await merged(dimension, [{ op: 'I', hour: 1, a: 'x', n: 1, seq: 3 }])
+      refused(await load(dimension, [{ op: 'I', hour: 1, a: 'x', n: 5, seq: 3 }]))
+      expect(await stored(dimension)).toEqual([['x', null, 1, 1, false]])
+    })
+  })
+
+  it.each(['ignore', 'invalidate'] as const)('mirror (deletes: %s): a changed event', async (deletes) => {
+    await withDimension(mirror(deletes), async (dimension) => {
+      await merged(dimension, [
+        { op: 'I', hour: 1, a: 'x', n: 1 },
+        { op: 'U', hour: 2, a: 'y', n: 2 },
+      ])
+      expect(await stored(dimension)).toEqual([['y', null, 2, 1, false]])
+      refused(await load(dimension, [{ op: 'U', hour: 1, a: 'z', n: 1 }]))
+      expect(await stored(dimension)).toEqual([['y', null, 2, 1, false]])
+      await merged(dimension, [{ op: 'I', hour: 1, a: 'x', n: 1 }])
+      expect(await stored(dimension)).toEqual([['y', null, 2, 1, false]])
     })
   })
 })
