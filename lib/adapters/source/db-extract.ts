@@ -504,10 +504,13 @@ async function planExtract(input: PlanInput): Promise<ExtractPlan> {
       const candidate: Watermark = {
         cursor: watermarkValue(table, cursor, last![0]),
         key: keyColumns.map((c, i) => watermarkValue(table, c, last![i + 1])),
+        column: cursor.name,
       }
       // Deleted rows can make the newest remaining row older than the stored watermark: never move back.
       watermarkCandidate =
-        request.watermark && !isAfter(candidate, request.watermark) ? request.watermark : candidate
+        request.watermark && !isAfter(candidate, request.watermark)
+          ? { ...request.watermark, column: cursor.name }
+          : candidate
     }
     return {
       expected,
