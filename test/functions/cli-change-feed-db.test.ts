@@ -13,8 +13,8 @@ const CLI = join(ROOT, 'bin', 'dimsync.mjs')
 
 /**
  * Change feeds that a CDC tool writes into a database table, loaded through the real CLI: a late event (older
- * change time, newer sequence) inserted between two runs is slotted into history, and a table whose watermark
- * was kept by an older dimsync is read again from the start.
+ * change time, newer sequence) inserted between two runs is slotted into history, a table whose watermark was
+ * kept by an older dimsync is read again from the start, and a fact feed with several changes of one fact loads.
  */
 describe.each(KITS)('dimsync run of a $kit.label change feed (real process)', ({ kit, available }) => {
   describe.skipIf(!available)(kit.name, () => {
@@ -151,6 +151,66 @@ tables:
         [1, 'North', '2024-03-01', null],
       ])
       expect(JSON.parse(readFileSync(watermarkFile, 'utf8'))).toEqual({ cursor: 3, key: [1], column: 'seq' })
+    }, 180_000)
+
+    it('loads a fact feed holding several changes of one fact, and applies the last one', async () => {
+      const t = db.table('orders_cdc')
+      await db.sql(
+        `CREATE TABLE ${t} (${q('Op')} ${kit.ddl.text}, seq BIGINT NOT NULL, order_id BIGINT NOT NULL,
+          customer_id BIGINT NOT NULL, ordered_at ${kit.ddl.timestamp} NOT NULL, amount BIGINT)`,
+      )
+      await db.sql(
+        `INSERT INTO ${t} VALUES ('I', 1, 10, 101, '2024-02-01 10:00:00', 5), ('U', 2, 10, 101, '2024-02-01 10:00:00', 7),
+          ('I', 3, 11, 101, '2024-02-02 10:00:00', 3)`,
+      )
+      writeFileSync(join(work, 'customers.csv'), 'customer_id,region\n101,South\n')
+      writeFileSync(
+        join(work, 'dimsync.yaml'),
+        `version: 1
+tables:
+  - name: customers
+    source: { type: file, path: customers.csv }
+    key: customer_id
+facts:
+  - name: orders
+    source: { type: ${kit.name}, url_env: DB_URL, table: ${t} }
+    extract: { mode: changes, sequence: seq }
+    grain: order_id
+    event_time: ordered_at
+    measures: [amount]
+    references:
+      - { dimension: customers, key: customer_id, as: customer }
+`,
+      )
+      const first = dimsync('run', '--extracted-at', '2024-01-01T00:00:00Z')
+      expect(first.code, first.err).toBe(0)
+      expect(first.out).toMatch(/^orders → fact_orders: batch \S+, 3 rows; 2 facts loaded/m)
+      const facts = async () =>
+        (await query('SELECT order_id, amount FROM fact_orders ORDER BY order_id')).map((r) => [
+          Number(r.order_id),
+          Number(r.amount),
+        ])
+      expect(await facts()).toEqual([
+        [10, 7],
+        [11, 3],
+      ])
+      await db.sql(
+        `INSERT INTO ${t} VALUES ('D', 4, 10, 101, '2024-02-01 10:00:00', 7), ('U', 5, 11, 101, '2024-02-02 10:00:00', 4),
+          ('U', 6, 11, 101, '2024-02-02 10:00:00', 6)`,
+      )
+      const second = dimsync('run', '--extracted-at', '2024-01-02T00:00:00Z')
+      expect(second.code, second.err).toBe(0)
+      expect(await facts()).toEqual([[11, 6]])
+      // The grain is still checked, after folding: two changes of one fact at one sequence value are refused.
+      await db.sql(
+        `INSERT INTO ${t} VALUES ('U', 7, 11, 101, '2024-02-02 10:00:00', 8), ('U', 7, 11, 101, '2024-02-02 10:00:00', 9)`,
+      )
+      const twice = dimsync('run', '--table', 'orders', '--extracted-at', '2024-01-03T00:00:00Z')
+      expect(twice.code).not.toBe(0)
+      expect(twice.err).toMatch(
+        /fact orders: batch \S+ has 1 grain values with two changes at one seq \(grain order_id\), for example: order_id=11 \(2 facts\); nothing was written/,
+      )
+      expect(await facts()).toEqual([[11, 6]])
     }, 180_000)
   })
 })
