@@ -182,11 +182,13 @@ const changesSchema = strict({
   operation: operationSchema,
   sequence: column
     .optional()
-    .describe('Orders the events of a key that share a change time (the last one wins). Default: none.'),
+    .describe(
+      'Orders the events of a key that share a change time (the last one wins); a database feed is read by it unless cursor is given. Default: none.',
+    ),
   cursor: column
     .optional()
     .describe(
-      "Database sources: read the events after this column's watermark. Default: the valid_from column.",
+      "Database sources: read the events after this column's watermark; it must only grow in the order events are written (never the valid_from column). Default: the sequence.",
     ),
   lookback_minutes: lookbackMinutes,
 })
