@@ -79,6 +79,7 @@ export async function mergeBatch(deps: MergeDeps, request: MergeBatchRequest): P
   const objects = dimensionObjects(table, request.schema)
   const d = warehouse.dialect
   const ledger = renderBatchLedgerDdl(d, objects.batches)
+  await warehouse.createSchemaIfMissing(request.schema)
 
   if (isScriptWarehouse(warehouse)) {
     // The load fetches the parts group by group (the function's /tmp is smaller than a large batch).
