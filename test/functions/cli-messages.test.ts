@@ -4,6 +4,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
+import { PG_URL, postgresReachable } from '../integration/sources/support/db-services.ts'
+
 const ROOT = join(import.meta.dirname, '..', '..')
 const CLI = join(ROOT, 'bin', 'dimsync.mjs')
 let work: string
@@ -52,5 +54,28 @@ describe('memory limits from the environment (real process)', () => {
         `(B, KB, MB, GB, TB, KiB, MiB, GiB, TiB), got "${value}"`,
     ])
     expect(stagedBatches()).toEqual([])
+  })
+})
+
+describe.runIf(await postgresReachable())('password masking (real process, PostgreSQL)', () => {
+  it('names a table whose name contains the password as it is, and never prints the password', () => {
+    writeFileSync(
+      join(work, 'dimsync.yaml'),
+      `version: 1
+tables:
+  - name: pgbad
+    source: { type: postgres, url_env: SOURCE_URL, table: public.pgbad_missing }
+    key: id
+`,
+    )
+    // The test server trusts every password: this one is only there to be masked.
+    const url = new URL(PG_URL)
+    url.password = 'bad'
+    const r = dimsyncWith({ SOURCE_URL: url.toString() }, 'run')
+    expect(r.code).toBe(1)
+    expect(errorLines(r.err)[0]).toMatch(
+      /^dimsync: table pgbad: PostgreSQL at [^ ]+: source table public\.pgbad_missing does not exist/,
+    )
+    expect(r.err).not.toContain(':bad@')
   })
 })
