@@ -142,3 +142,21 @@ describe('plan and history of a fact', () => {
     ])
   })
 })
+
+describe('validate checks a fact as run checks it', () => {
+  it('refuses an event time stored as text and a text reference key against a numeric dimension key, as run does', () => {
+    write('orders.csv', ['order_id,customer_id,ordered_at,amount', '1,C101,yesterday,10'])
+    const validated = dimsync('validate')
+    expect(validated.code).toBe(1)
+    expect(errorLines(validated.err)).toEqual([
+      `dimsync: ${join(work, 'dimsync.yaml')}: ` +
+        'facts[0] (orders): event time column "ordered_at" has type VARCHAR; it must be a timestamp or a date; cast it in the source; ' +
+        'facts[0] (orders): reference to customers: column "customer_id" (VARCHAR) cannot match key column "customer_id" (BIGINT) of dim_customers; cast it in the source',
+    ])
+    const run = dimsync('run')
+    expect(run.code).toBe(1)
+    expect(run.err).toContain(
+      'event time column "ordered_at" has type VARCHAR; it must be a timestamp or a date',
+    )
+  }, 60_000)
+})
