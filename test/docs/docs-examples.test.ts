@@ -133,7 +133,7 @@ function runBlock(session: Session, block: MarkdownBlock): string | undefined {
 }
 
 describe('every command and YAML in the README and docs works as written, or says why it is not run', () => {
-  it.each(PAGES)('%s', (page) => {
+  it.each(PAGES)('%s', { timeout: 600_000 }, (page) => {
     const blocks = markdownBlocks(page, readFileSync(join(ROOT, page), 'utf8')).filter(
       (b) => RUN_LANGS.has(b.lang) || b.marker === 'output',
     )
