@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 
 import type { StagedColumn, Watermark } from '../../core/batch.ts'
+import { caseOnlyCollision, caseOnlyCollisionText } from '../../core/column-name-case.ts'
 import { SourceError } from '../../core/errors.ts'
 import type { StagedParquetVersion } from '../../core/staged-parquet.ts'
 import type { DatabaseSourceSpec, TableSpec } from '../../core/table-spec.ts'
@@ -691,6 +692,16 @@ async function describeChecked(
       )
     }
     seen.add(column.name)
+  }
+  const collision = caseOnlyCollision(
+    columns.map((c) => c.name).filter((name) => !table.exclude.includes(name)),
+  )
+  if (collision !== undefined) {
+    throw new SourceError(
+      table.name,
+      `table ${table.name}: ${where} ${caseOnlyCollisionText(collision)}; rename one (in a query source: AS ` +
+        '<another name>) or list one in exclude',
+    )
   }
   const needed: [string, string][] = table.key.map((k) => [k, 'key column'])
   if (table.extract.mode === 'incremental') needed.push([table.extract.cursor, 'cursor column'])

@@ -9,6 +9,7 @@ import type { S3Client } from '@aws-sdk/client-s3'
 import { glob, isDynamicPattern } from 'tinyglobby'
 
 import type { StagedColumn, Watermark } from '../../core/batch.ts'
+import { caseOnlyCollision, caseOnlyCollisionText } from '../../core/column-name-case.ts'
 import { SourceError } from '../../core/errors.ts'
 import { S3_SCHEME } from '../../core/s3-path.ts'
 import type { StagedParquetVersion } from '../../core/staged-parquet.ts'
@@ -30,6 +31,7 @@ import {
   type MemoryLimitSetting,
 } from '../duckdb/duckdb-errors.ts'
 import {
+  readParquetColumnNames,
   readParquetColumns,
   readParquetRowCounts,
   sqlIdentifier,
@@ -501,6 +503,12 @@ export class FileSource implements Source {
   ): Promise<string> {
     const schemas: StagedColumn[][] = []
     for (const file of files) {
+      const collision = caseOnlyCollision(await readParquetColumnNames(file, connection).catch(() => []))
+      if (collision !== undefined)
+        throw new SourceError(
+          tableName,
+          `${tableName}: ${names.get(file)} ${caseOnlyCollisionText(collision)}; give every column its own name`,
+        )
       try {
         schemas.push(await readParquetColumns([file], connection))
       } catch (error) {
