@@ -14,6 +14,7 @@ import type { DatabaseSourceSpec, TableSpec } from '../../core/table-spec.ts'
 import type { ExtractRequest, ExtractResult } from '../../ports/source.ts'
 import { DEFAULT_SOURCE_MEMORY_LIMIT, SOURCE_MEMORY_LIMIT_VARIABLE } from '../duckdb/duckdb-errors.ts'
 import { CsvPartConverter, CsvSpool, RowProblem, StagingProblem } from './db-csv-parts.ts'
+import { keptOperationsPredicate } from './ignored-operations.ts'
 import {
   chunkBoundsSql,
   chunkPredicates,
@@ -159,8 +160,10 @@ export async function extractDatabaseTable(
     if (resumed) assertSameColumns(table, spec, driver, resumed.columns, staged)
     const byName = new Map(columns.map((c) => [c.name, c]))
     const cursor = table.extract.mode === 'incremental' ? byName.get(table.extract.cursor) : undefined
-    const delta =
-      cursor === undefined ? undefined : buildDelta(driver, table, cursor, pass.key, request.watermark)
+    const delta = allOf([
+      cursor === undefined ? undefined : buildDelta(driver, table, cursor, pass.key, request.watermark),
+      keptRows(driver, table),
+    ])
     const plan = resumed ?? (await planNewExtract(pass, byName, cursor, delta))
     const ranges = chunkPredicates(pass.key, plan.bounds, driver.literal)
     pass.converter = await converter
@@ -471,7 +474,10 @@ async function planExtract(input: PlanInput): Promise<ExtractPlan> {
   try {
     if (cursor !== undefined) {
       doing = `checking cursor column ${cursor.name} for NULLs in`
-      const nulls = await countOf(main, `SELECT COUNT(*) FROM ${relation} WHERE ${q(cursor.name)} IS NULL`)
+      const nulls = await countOf(
+        main,
+        `SELECT COUNT(*) FROM ${relation}${whereClause([`${q(cursor.name)} IS NULL`, keptRows(driver, table)])}`,
+      )
       if (nulls > 0) {
         throw new SourceError(
           table.name,
@@ -764,6 +770,21 @@ function validFromColumn(table: TableSpec, column: DbColumn, where: string): DbC
     `table ${table.name}: valid_from column ${column.name} of ${where} is ${column.serverType}, not a date or ` +
       'timestamp; choose another valid_from column, or cast it in a query source',
   )
+}
+
+/** The rows a change feed's extract reads: all but those of its ignored operations (ignored-operations.ts). */
+function keptRows(driver: DbDriver, table: TableSpec): string | undefined {
+  return keptOperationsPredicate(table, {
+    column: quoteIdent(driver.flavor, table.changes?.operation.column ?? ''),
+    asText: (expression) => `CAST(${expression} AS ${driver.flavor === 'postgres' ? 'text' : 'CHAR'})`,
+    literal: driver.literal,
+  })
+}
+
+/** The conjunction of the conditions given, or undefined when none is. */
+function allOf(conditions: readonly (string | undefined)[]): string | undefined {
+  const present = conditions.filter((c): c is string => c !== undefined)
+  return present.length === 0 ? undefined : present.map((c) => `(${c})`).join(' AND ')
 }
 
 function buildDelta(

@@ -40,6 +40,7 @@ import {
 } from '../duckdb/parquet-schema.ts'
 import { readCsvRecords, type CsvRecord } from './csv-records.ts'
 import { formatSize, MAX_RECORD_BYTES } from './db-csv-parts.ts'
+import { duckdbSelectOfKeptOperations } from './ignored-operations.ts'
 import type * as S3FilesModule from './s3-files.ts'
 import type { S3File } from './s3-files.ts'
 
@@ -331,7 +332,10 @@ export class FileSource implements Source {
         spec.format === 'csv'
           ? await this.#csvSelect(connection, table, spec, files, names)
           : await this.#parquetSelect(connection, table.name, files, names)
-      const select = await withoutExcluded(connection, table, everything, names)
+      const select = duckdbSelectOfKeptOperations(
+        table,
+        await withoutExcluded(connection, table, everything, names),
+      )
       return await action(connection, select, files, names)
     } catch (error) {
       if (error instanceof SourceError) throw error
