@@ -437,7 +437,10 @@ const OPEN_END_TEXT = "null or an ISO timestamp with a time zone, like '9999-12-
 
 /** Options a table may set and `defaults` may set for every table. */
 export const tableOptionsShape = {
+  // YAML's null (`removed_columns: null`, or `~`) means the same as the text 'null'.
   removed_columns: oneOf(['null', 'keep_last'])
+    .nullable()
+    .transform((value) => value ?? 'null')
     .optional()
     .describe(
       'What new versions hold in a column the source stopped sending: null (default) or keep_last (the ' +

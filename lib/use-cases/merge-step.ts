@@ -137,22 +137,26 @@ export async function mergeLeftStaged(
         onMemoryRaised: request.onMemoryRaised,
       })
     } catch (error) {
-      if (!(error instanceof BatchRejectedError) || error instanceof OutOfOrderBatchError) throw error
-      const discard = `dimsync discard --table ${table.name} --batch ${manifest.batchId}`
-      const wayOut =
-        error instanceof MassDeleteRefusedError
-          ? `rerun with --allow-mass-delete to apply it, or drop it with: ${discard}`
-          : `it is refused on every run until it is dropped with: ${discard}`
-      const Refused = error instanceof MassDeleteRefusedError ? MassDeleteRefusedError : BatchRejectedError
-      throw new Refused(
-        table.name,
-        manifest.batchId,
-        `${error.message}. This batch was staged by an earlier run; ${wayOut}`,
-      )
+      throw leftStagedRefusal(error, table.name, manifest.batchId)
     }
     await deps.staging.deleteBatch(table.name, manifest.batchId)
     request.onMerged?.(result)
     results.push(result)
   }
   return results
+}
+
+/**
+ * A batch an earlier run staged, refused again: it would be refused on every run, so the error says how to get
+ * past it. Other errors (and an out-of-order batch, which is removed from staging) are returned as they are.
+ */
+export function leftStagedRefusal(error: unknown, table: string, batchId: string): unknown {
+  if (!(error instanceof BatchRejectedError) || error instanceof OutOfOrderBatchError) return error
+  const discard = `dimsync discard --table ${table} --batch ${batchId}`
+  const wayOut =
+    error instanceof MassDeleteRefusedError
+      ? `rerun with --allow-mass-delete to apply it, or drop it with: ${discard}`
+      : `it is refused on every run until it is dropped with: ${discard}`
+  const Refused = error instanceof MassDeleteRefusedError ? MassDeleteRefusedError : BatchRejectedError
+  return new Refused(table, batchId, `${error.message}. This batch was staged by an earlier run; ${wayOut}`)
 }

@@ -1,6 +1,7 @@
 import { checkTableAgainstSource } from '../config/index.ts'
 import { checkFactAgainstSource } from '../config/fact-source-check.ts'
-import { factStagingTable } from '../core/fact-spec.ts'
+import { eventTimeTypeProblem, referenceKeyTypeProblem } from '../core/fact-layout.ts'
+import { factStagingTable, type FactSpec } from '../core/fact-spec.ts'
 import type { StagedColumn } from '../core/batch.ts'
 import { ConfigError } from '../core/errors.ts'
 import type { ProjectSpec, TableSpec } from '../core/table-spec.ts'
@@ -23,10 +24,13 @@ export async function validateProject(
 ): Promise<string[]> {
   const issues: string[] = [...objectNameConflicts(project)]
   const lines: string[] = []
+  /** The columns each table's source described: what its dimension's key will be, for the facts' references. */
+  const described = new Map<string, readonly StagedColumn[]>()
   for (const [index, table] of project.tables.entries()) {
     const source = openSource(table)
     try {
       const columns = await source.describe(table)
+      described.set(table.name, columns)
       // The source refuses an excluded column it lacks and describes the others without it: it had them all.
       const problems = checkTableAgainstSource(project, index, [
         ...columns.map((c) => c.name),
@@ -66,6 +70,7 @@ export async function validateProject(
           (c) =>
             `column "${c.name}" has type ${c.type}, which ${WAREHOUSE_NAMES[project.warehouse.type]} cannot store`,
         ),
+        ...factTypeProblems(project, fact, columns, described),
       ].map((problem) => `facts[${index}] (${fact.name}): ${problem}`)
       issues.push(...problems)
       if (problems.length === 0)
@@ -78,6 +83,34 @@ export async function validateProject(
   }
   if (issues.length > 0) throw new ConfigError(project.configPath, issues)
   return lines
+}
+
+/**
+ * What the load of a fact's batch would refuse in its source's types (planFactLayout): an event time that is not
+ * a timestamp or a date, a reference key whose type cannot equal the dimension's key as its source describes it.
+ * A dimension whose source could not be described has its own issue and is not compared.
+ */
+function factTypeProblems(
+  project: ProjectSpec,
+  fact: FactSpec,
+  columns: readonly StagedColumn[],
+  described: ReadonlyMap<string, readonly StagedColumn[]>,
+): string[] {
+  const byName = new Map(columns.map((c) => [c.name, c]))
+  const eventTime = byName.get(fact.eventTime)
+  const problems = eventTime === undefined ? [] : [eventTimeTypeProblem(eventTime)]
+  for (const reference of fact.references) {
+    const dimension = project.tables.find((t) => t.name === reference.dimension)
+    const keyColumns = described.get(reference.dimension)
+    if (dimension === undefined || keyColumns === undefined) continue
+    reference.key.forEach((name, k) => {
+      const column = byName.get(name)
+      const key = keyColumns.find((c) => c.name === dimension.key[k])
+      if (column !== undefined && key !== undefined)
+        problems.push(referenceKeyTypeProblem(reference, column, key, dimension))
+    })
+  }
+  return problems.filter((p) => p !== undefined)
 }
 
 const WAREHOUSE_NAMES: Record<ProjectSpec['warehouse']['type'], string> = {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { link, mkdir, open, readdir, readFile, rename, stat, unlink } from 'node:fs/promises'
+import { link, open, readdir, readFile, rename, stat, unlink } from 'node:fs/promises'
 import { hostname as osHostname } from 'node:os'
 import { join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -21,10 +21,14 @@ import type { RunRecord } from '../../core/run-record.ts'
 import type { StateStore } from '../../ports/state-store.ts'
 import {
   assertSafeId,
+  describeFolderTrouble,
+  folderTrouble,
   instantSortKey,
   isErrnoCode,
+  makeFolder,
   readJsonIfExists,
   writeFileAtomic,
+  type StoreFolder,
 } from '../staging/local-files.ts'
 
 export interface LocalStateStoreOptions {
@@ -162,7 +166,7 @@ export class LocalStateStore implements StateStore {
     const fileName = runFileName(run)
     await this.#withMutex(run.table, async (dir) => {
       const runsDir = join(dir, 'runs')
-      await mkdir(runsDir, { recursive: true })
+      await makeFolder(runsDir)
       await writeFileAtomic(join(runsDir, fileName), `${JSON.stringify(run)}\n`)
       // The same run recorded with another startedAt must not leave its older record behind.
       const suffix = `_${encodeURIComponent(run.runId)}.json`
@@ -252,8 +256,37 @@ export class LocalStateStore implements StateStore {
    * by a process of this host that is gone, was left by a crashed process and is broken.
    */
   async #withMutex<T>(table: string, action: (dir: string) => Promise<T>): Promise<T> {
+    try {
+      return await this.#underMutex(table, action)
+    } catch (error) {
+      throw this.#folderError(table, error)
+    }
+  }
+
+  /**
+   * A full disk, a read-only file system or a missing permission, as one line naming the state folder and the
+   * way out; any other error as it is.
+   */
+  #folderError(table: string, error: unknown): unknown {
+    const trouble = folderTrouble(error)
+    if (trouble === undefined) return error
+    const failed = error as NodeJS.ErrnoException
+    const doing =
+      failed.syscall === 'mkdir' || failed.syscall === 'open'
+        ? `creating ${failed.path}`
+        : `writing in ${join(this.#root, table)}`
+    const folder: StoreFolder = {
+      name: `state folder ${this.#root}`,
+      setting: 'state.path in dimsync.yaml, or --state',
+    }
+    return new DimsyncError(`table ${table}: ${describeFolderTrouble(trouble, folder, doing)}`, {
+      cause: error,
+    })
+  }
+
+  async #underMutex<T>(table: string, action: (dir: string) => Promise<T>): Promise<T> {
     const dir = this.#tableDir(table)
-    await mkdir(dir, { recursive: true })
+    await makeFolder(dir)
     const mutexPath = join(dir, MUTEX)
     const content: MutexContent = {
       nonce: randomBytes(8).toString('hex'),

@@ -198,13 +198,50 @@ describe('validateProject checks fact tables against their sources too', () => {
     ])
   })
 
-  it('says ok for a fact whose configured columns are all in its source', async () => {
-    const lines = await validateProject(spec, (t) =>
-      described(t.name === 'orders' ? ['order_id', 'ordered_at', 'amount', 'customer_id'] : ['id']),
+  /** orders with these types of ordered_at and customer_id; customers keyed on an id of `key` type. */
+  const typed = (types: { ordered_at: string; customer_id: string; key: string }) => (t: { name: string }) =>
+    t.name === 'orders'
+      ? source([
+          { name: 'order_id', type: 'BIGINT' },
+          { name: 'ordered_at', type: types.ordered_at },
+          { name: 'amount', type: 'DOUBLE' },
+          { name: 'customer_id', type: types.customer_id },
+        ])
+      : source([{ name: 'id', type: types.key }])
+
+  it('says ok for a fact whose configured columns are all in its source, of types the load can use', async () => {
+    const lines = await validateProject(
+      spec,
+      typed({ ordered_at: 'TIMESTAMP WITH TIME ZONE', customer_id: 'INTEGER', key: 'BIGINT' }),
     )
     expect(lines).toEqual([
-      'customers: ok (id VARCHAR)',
-      'orders: ok (order_id VARCHAR, ordered_at VARCHAR, amount VARCHAR, customer_id VARCHAR)',
+      'customers: ok (id BIGINT)',
+      'orders: ok (order_id BIGINT, ordered_at TIMESTAMP WITH TIME ZONE, amount DOUBLE, customer_id INTEGER)',
     ])
+    expect(
+      await validateProject(spec, typed({ ordered_at: 'DATE', customer_id: 'VARCHAR', key: 'VARCHAR' })),
+    ).toHaveLength(2)
+  })
+
+  it('refuses what the load refuses: an event time stored as text, a reference key that cannot equal the key', async () => {
+    const error = await validateProject(
+      spec,
+      typed({ ordered_at: 'VARCHAR', customer_id: 'VARCHAR', key: 'BIGINT' }),
+    ).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(ConfigError)
+    expect((error as ConfigError).issues).toEqual([
+      'facts[0] (orders): event time column "ordered_at" has type VARCHAR; it must be a timestamp or a date; cast it in the source',
+      'facts[0] (orders): reference to customers: column "customer_id" (VARCHAR) cannot match key column "id" ' +
+        '(BIGINT) of dim_customers; cast it in the source',
+    ])
+  })
+
+  it('leaves the reference unchecked when the dimension itself could not be described (its own issue says why)', async () => {
+    const error = await validateProject(spec, (t) =>
+      t.name === 'orders'
+        ? typed({ ordered_at: 'DATE', customer_id: 'VARCHAR', key: 'BIGINT' })(t)
+        : { ...source([]), describe: async () => Promise.reject(new Error('customers.csv: no such file')) },
+    ).catch((e: unknown) => e)
+    expect((error as ConfigError).issues).toEqual(['tables[0] (customers): customers.csv: no such file'])
   })
 })
