@@ -182,6 +182,21 @@ tables:
         [1, 'South', '2024-01-01', '2024-03-01'],
         [1, 'North', '2024-03-01', null],
       ])
+      // The way out: name the value; ignore applies to rows extracted from then on, so the refused batch (kept
+      // staged and tried first) is discarded and the next run extracts again from the same watermark.
+      customerConfig(t, '{ mode: changes, sequence: seq, ops: { ignore: [B, HB, X] } }')
+      const again = dimsync('run', '--extracted-at', '2024-04-03T00:00:00Z')
+      expect(again.code).not.toBe(0)
+      const batch = /dimsync discard --table cust --batch (\S+)/.exec(again.err)?.[1]
+      expect(batch, again.err).toBeDefined()
+      const discarded = dimsync('discard', '--table', 'cust', '--batch', batch!)
+      expect(discarded.code, discarded.err).toBe(0)
+      const skipped = dimsync('run', '--extracted-at', '2024-04-04T00:00:00Z')
+      expect(skipped.code, skipped.err).toBe(0)
+      expect(await history()).toEqual([
+        [1, 'South', '2024-01-01', '2024-03-01'],
+        [1, 'North', '2024-03-01', null],
+      ])
     }, 180_000)
 
     it('loads a fact feed holding several changes of one fact, and applies the last one', async () => {
