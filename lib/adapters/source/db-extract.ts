@@ -776,7 +776,8 @@ function validFromColumn(table: TableSpec, column: DbColumn, where: string): DbC
 function keptRows(driver: DbDriver, table: TableSpec): string | undefined {
   return keptOperationsPredicate(table, {
     column: quoteIdent(driver.flavor, table.changes?.operation.column ?? ''),
-    asText: (expression) => `CAST(${expression} AS ${driver.flavor === 'postgres' ? 'text' : 'CHAR'})`,
+    // MySQL compares text without case and trailing spaces; its bytes compare exactly, as the merge does.
+    asText: (expression) => `CAST(${expression} AS ${driver.flavor === 'postgres' ? 'text' : 'BINARY'})`,
     literal: driver.literal,
   })
 }

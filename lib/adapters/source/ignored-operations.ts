@@ -5,7 +5,10 @@ import { sqlIdentifier, sqlString } from '../duckdb/parquet-schema.ts'
 export interface OperationSql {
   /** The operation column, quoted. */
   readonly column: string
-  /** `expression` as text, so a value compares with the configured values whatever the column's type. */
+  /**
+   * `expression` as text (or bytes), so a value compares with the configured values exactly (case and trailing
+   * spaces count, as in the merge) whatever the column's type.
+   */
   asText(expression: string): string
   literal(value: string): string
 }
