@@ -177,9 +177,24 @@ export const operationSchema = z
     'The operation column and its values. Default { column: Op, insert: I, update: U, delete: D } (AWS DMS).',
   )
 
+/** Which values of the operation column mean what, by rule; `ignore` skips rows (dimensions and facts). */
+export const opsSchema = strict({
+  insert: operationValues.optional().describe('Default I.'),
+  update: operationValues.optional().describe('Default U.'),
+  delete: operationValues.optional().describe('Default D.'),
+  ignore: operationValues
+    .optional()
+    .describe('Rows skipped by the extract (before-images, heartbeats). Default none.'),
+})
+  .optional()
+  .describe(
+    'The values of the operation column meaning insert, update and delete, and those whose rows are skipped (ignore). Default { insert: I, update: U, delete: D }.',
+  )
+
 const changesSchema = strict({
   mode: z.literal('changes'),
   operation: operationSchema,
+  ops: opsSchema,
   sequence: column
     .optional()
     .describe(

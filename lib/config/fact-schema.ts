@@ -6,6 +6,7 @@ import { z } from 'zod'
 import {
   IDENTIFIER_PATTERN,
   operationSchema,
+  opsSchema,
   sourceSchema,
   TABLE_NAME_PATTERN,
   TARGET_PATTERN,
@@ -88,6 +89,7 @@ const factExtractSchema = z.union(
       {
         mode: z.literal('changes'),
         operation: operationSchema,
+        ops: opsSchema,
         sequence: column
           .optional()
           .describe(

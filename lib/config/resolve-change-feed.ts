@@ -10,6 +10,8 @@ import { show } from './messages.ts'
 
 type Path = readonly PropertyKey[]
 
+type OperationValues = string | readonly string[]
+
 /** The `mode: changes` member of the extract option, as zod parsed it. */
 export interface ChangesDocument {
   readonly mode: 'changes'
@@ -17,38 +19,62 @@ export interface ChangesDocument {
     | string
     | {
         readonly column?: string
-        readonly insert?: string | readonly string[]
-        readonly update?: string | readonly string[]
-        readonly delete?: string | readonly string[]
+        readonly insert?: OperationValues
+        readonly update?: OperationValues
+        readonly delete?: OperationValues
       }
+  readonly ops?: {
+    readonly insert?: OperationValues
+    readonly update?: OperationValues
+    readonly delete?: OperationValues
+    readonly ignore?: OperationValues
+  }
   readonly sequence?: string
   readonly cursor?: string
   readonly lookback_minutes?: number
 }
 
+const KINDS = ['insert', 'update', 'delete', 'ignore'] as const
+
 /**
  * The operation column of a change feed and the values meaning insert, update and delete (AWS DMS's `Op` with
- * I/U/D where not given); a value given for two operations is reported under the second one's name.
+ * I/U/D where not given), and those whose rows are skipped (`ops.ignore`). Values are given in `operation: {
+ * column, insert, update, delete }` or in `ops: { insert, update, delete, ignore }`, not both; a value given for
+ * two operations is reported under the second one's name. `report` takes a path below `extract`.
  */
 export function resolveOperation(
-  doc: ChangesDocument['operation'],
-  report: (kind: 'insert' | 'update' | 'delete', message: string) => void,
+  doc: Pick<ChangesDocument, 'operation' | 'ops'>,
+  report: (where: readonly PropertyKey[], message: string) => void,
 ): ChangeFeedSpec['operation'] {
-  const op = typeof doc === 'string' ? { column: doc } : (doc ?? {})
-  const values = (v: string | readonly string[] | undefined, fallback: readonly string[]) =>
+  const op = typeof doc.operation === 'string' ? { column: doc.operation } : (doc.operation ?? {})
+  const inOperation = ['insert', 'update', 'delete'].some((kind) => kind in op)
+  if (doc.ops !== undefined && inOperation)
+    report(
+      ['ops'],
+      'operation values are given in extract.operation too; give them in one place: operation: <column> and ' +
+        'ops: { insert, update, delete, ignore }',
+    )
+  const rules: Partial<Record<(typeof KINDS)[number], OperationValues>> = doc.ops ?? op
+  const place = doc.ops !== undefined ? 'ops' : 'operation'
+  const values = (v: OperationValues | undefined, fallback: readonly string[]) =>
     v === undefined ? fallback : typeof v === 'string' ? [v] : v
+  const ignore = values(rules.ignore, [])
   const operation = {
     column: op.column ?? DMS_OPERATION.column,
-    insert: values(op.insert, DMS_OPERATION.insert),
-    update: values(op.update, DMS_OPERATION.update),
-    delete: values(op.delete, DMS_OPERATION.delete),
+    insert: values(rules.insert, DMS_OPERATION.insert),
+    update: values(rules.update, DMS_OPERATION.update),
+    delete: values(rules.delete, DMS_OPERATION.delete),
+    ...(ignore.length > 0 ? { ignore } : {}),
   }
   const seen = new Map<string, string>()
-  for (const kind of ['insert', 'update', 'delete'] as const) {
-    for (const value of operation[kind]) {
+  for (const kind of KINDS) {
+    for (const value of operation[kind] ?? []) {
       const other = seen.get(value)
       if (other !== undefined && other !== kind)
-        report(kind, `${show(value)} is also an ${other} value; each operation value must mean one thing`)
+        report(
+          [place, kind],
+          `${show(value)} is also ${other === 'delete' ? 'a' : 'an'} ${other} value; each operation value must mean one thing`,
+        )
       seen.set(value, kind)
     }
   }
@@ -72,8 +98,8 @@ export function resolveChangeFeed(
   note: string,
   report: (where: Path, message: string) => void,
 ): ResolvedChangeFeed {
-  const operation = resolveOperation(doc.operation, (kind, message) =>
-    report(at('extract', 'operation', kind), `${message}${note}`),
+  const operation = resolveOperation(doc, (where, message) =>
+    report(at('extract', ...where), `${message}${note}`),
   )
   if (validFrom.kind !== 'column')
     report(

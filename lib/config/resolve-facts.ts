@@ -165,9 +165,7 @@ function resolveFactChangeFeed(
   eventTime: string,
   issues: IssueList,
 ): { extract: ExtractSpec; changes: ChangeFeedSpec } {
-  const operation = resolveOperation(doc.operation, (kind, message) =>
-    issues.add([...at, 'operation', kind], message),
-  )
+  const operation = resolveOperation(doc, (where, message) => issues.add([...at, ...where], message))
   if (doc.sequence !== undefined && doc.sequence === operation.column)
     issues.add([...at, 'sequence'], `${show(doc.sequence)} is also the operation column`)
   const changes: ChangeFeedSpec = {

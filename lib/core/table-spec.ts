@@ -79,6 +79,8 @@ export interface ChangeFeedSpec {
     readonly insert: readonly string[]
     readonly update: readonly string[]
     readonly delete: readonly string[]
+    /** Values whose rows the extract skips (before-images, heartbeats); absent: none. */
+    readonly ignore?: readonly string[]
   }
   /** Orders events of one key that share a change time (the last one is the state at that time). */
   readonly sequence?: string

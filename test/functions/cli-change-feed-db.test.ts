@@ -153,6 +153,52 @@ tables:
       expect(JSON.parse(readFileSync(watermarkFile, 'utf8'))).toEqual({ cursor: 3, key: [1], column: 'seq' })
     }, 180_000)
 
+    it('skips the rows of ignored operations (before-images, heartbeats); an unknown one still refuses the batch', async () => {
+      const t = db.table('cust_ops')
+      await db.sql(
+        `CREATE TABLE ${t} (${q('Op')} ${kit.ddl.text}, seq BIGINT NOT NULL, changed_at ${kit.ddl.timestamp} NOT NULL,
+          customer_id BIGINT NULL, region ${kit.ddl.text})`,
+      )
+      // A before-image repeats the old state at the change's time; a heartbeat names no key.
+      await db.sql(
+        `INSERT INTO ${t} VALUES ('I', 1, '2024-01-01 00:00:00', 1, 'South'), ('B', 2, '2024-03-01 00:00:00', 1, 'South'),
+          ('U', 3, '2024-03-01 00:00:00', 1, 'North'), ('HB', 4, '2024-03-02 00:00:00', NULL, NULL)`,
+      )
+      customerConfig(t, '{ mode: changes, sequence: seq, ops: { ignore: [B, HB] } }')
+      const first = dimsync('run', '--extracted-at', '2024-04-01T00:00:00Z')
+      expect(first.code, first.err).toBe(0)
+      expect(first.out).toMatch(/^cust → dim_cust: batch \S+, 2 rows; 2 versions inserted/m)
+      expect(await history()).toEqual([
+        [1, 'South', '2024-01-01', '2024-03-01'],
+        [1, 'North', '2024-03-01', null],
+      ])
+      await db.sql(`INSERT INTO ${t} VALUES ('X', 5, '2024-03-05 00:00:00', 1, 'East')`)
+      const unknown = dimsync('run', '--extracted-at', '2024-04-02T00:00:00Z')
+      expect(unknown.code).not.toBe(0)
+      expect(unknown.err).toMatch(
+        /events whose operation \(column Op\) is NULL or not one of I, U, D, for example key customer_id=1 with Op X; nothing was written/,
+      )
+      expect(await history()).toEqual([
+        [1, 'South', '2024-01-01', '2024-03-01'],
+        [1, 'North', '2024-03-01', null],
+      ])
+      // The way out: name the value; ignore applies to rows extracted from then on, so the refused batch (kept
+      // staged and tried first) is discarded and the next run extracts again from the same watermark.
+      customerConfig(t, '{ mode: changes, sequence: seq, ops: { ignore: [B, HB, X] } }')
+      const again = dimsync('run', '--extracted-at', '2024-04-03T00:00:00Z')
+      expect(again.code).not.toBe(0)
+      const batch = /dimsync discard --table cust --batch (\S+)/.exec(again.err)?.[1]
+      expect(batch, again.err).toBeDefined()
+      const discarded = dimsync('discard', '--table', 'cust', '--batch', batch!)
+      expect(discarded.code, discarded.err).toBe(0)
+      const skipped = dimsync('run', '--extracted-at', '2024-04-04T00:00:00Z')
+      expect(skipped.code, skipped.err).toBe(0)
+      expect(await history()).toEqual([
+        [1, 'South', '2024-01-01', '2024-03-01'],
+        [1, 'North', '2024-03-01', null],
+      ])
+    }, 180_000)
+
     it('loads a fact feed holding several changes of one fact, and applies the last one', async () => {
       const t = db.table('orders_cdc')
       await db.sql(
@@ -161,7 +207,7 @@ tables:
       )
       await db.sql(
         `INSERT INTO ${t} VALUES ('I', 1, 10, 101, '2024-02-01 10:00:00', 5), ('U', 2, 10, 101, '2024-02-01 10:00:00', 7),
-          ('I', 3, 11, 101, '2024-02-02 10:00:00', 3)`,
+          ('I', 3, 11, 101, '2024-02-02 10:00:00', 3), ('HB', 4, 0, 0, '2024-02-03 00:00:00', NULL)`,
       )
       writeFileSync(join(work, 'customers.csv'), 'customer_id,region\n101,South\n')
       writeFileSync(
@@ -174,7 +220,7 @@ tables:
 facts:
   - name: orders
     source: { type: ${kit.name}, url_env: DB_URL, table: ${t} }
-    extract: { mode: changes, sequence: seq }
+    extract: { mode: changes, sequence: seq, ops: { ignore: HB } } # HB: the CDC tool's heartbeat
     grain: order_id
     event_time: ordered_at
     measures: [amount]
@@ -195,15 +241,15 @@ facts:
         [11, 3],
       ])
       await db.sql(
-        `INSERT INTO ${t} VALUES ('D', 4, 10, 101, '2024-02-01 10:00:00', 7), ('U', 5, 11, 101, '2024-02-02 10:00:00', 4),
-          ('U', 6, 11, 101, '2024-02-02 10:00:00', 6)`,
+        `INSERT INTO ${t} VALUES ('D', 5, 10, 101, '2024-02-01 10:00:00', 7), ('U', 6, 11, 101, '2024-02-02 10:00:00', 4),
+          ('U', 7, 11, 101, '2024-02-02 10:00:00', 6)`,
       )
       const second = dimsync('run', '--extracted-at', '2024-01-02T00:00:00Z')
       expect(second.code, second.err).toBe(0)
       expect(await facts()).toEqual([[11, 6]])
       // The grain is still checked, after folding: two changes of one fact at one sequence value are refused.
       await db.sql(
-        `INSERT INTO ${t} VALUES ('U', 7, 11, 101, '2024-02-02 10:00:00', 8), ('U', 7, 11, 101, '2024-02-02 10:00:00', 9)`,
+        `INSERT INTO ${t} VALUES ('U', 8, 11, 101, '2024-02-02 10:00:00', 8), ('U', 8, 11, 101, '2024-02-02 10:00:00', 9)`,
       )
       const twice = dimsync('run', '--table', 'orders', '--extracted-at', '2024-01-03T00:00:00Z')
       expect(twice.code).not.toBe(0)
@@ -213,4 +259,53 @@ facts:
       expect(await facts()).toEqual([[11, 6]])
     }, 180_000)
   })
+})
+
+describe('a change feed file with ignored operations (real process)', () => {
+  let work: string
+  beforeEach(() => {
+    work = mkdtempSync(join(tmpdir(), 'dimsync-cli-feed-file-'))
+  })
+  afterEach(() => rmSync(work, { recursive: true, force: true }))
+
+  it('skips the rows of ignored operations; the others are merged', async () => {
+    writeFileSync(
+      join(work, 'changes.csv'),
+      'op,seq,changed_at,customer_id,region\n' +
+        'c,1,2024-01-01T00:00:00Z,1,South\n' +
+        'before,2,2024-03-01T00:00:00Z,1,South\n' +
+        'u,3,2024-03-01T00:00:00Z,1,North\n' +
+        'hb,4,2024-03-02T00:00:00Z,,\n',
+    )
+    writeFileSync(
+      join(work, 'dimsync.yaml'),
+      `version: 1
+tables:
+  - name: cust
+    source: { type: file, path: changes.csv }
+    key: customer_id
+    extract: { mode: changes, operation: op, sequence: seq, ops: { insert: c, update: u, delete: d, ignore: [before, hb] } }
+    valid_from: { column: changed_at }
+`,
+    )
+    const r = spawnSync(process.execPath, [CLI, 'run', '--extracted-at', '2024-04-01T00:00:00Z'], {
+      cwd: work,
+      encoding: 'utf8',
+      env: { ...process.env, CI: '1' },
+    })
+    expect(r.status, r.stderr).toBe(0)
+    expect(r.stdout).toMatch(/^cust → dim_cust: batch \S+, 2 rows; 2 versions inserted/m)
+    const warehouse = await DuckDbWarehouse.open({ path: join(work, '.dimsync', 'warehouse.duckdb') })
+    try {
+      const rows = await warehouse.query(
+        'SELECT customer_id, region, CAST(valid_from AS VARCHAR) AS f FROM dim_cust ORDER BY valid_from',
+      )
+      expect(rows.map((row) => [Number(row.customer_id), row.region, String(row.f).slice(0, 10)])).toEqual([
+        [1, 'South', '2024-01-01'],
+        [1, 'North', '2024-03-01'],
+      ])
+    } finally {
+      await warehouse.close()
+    }
+  }, 120_000)
 })

@@ -9,6 +9,7 @@ import type { S3Client } from '@aws-sdk/client-s3'
 import { glob, isDynamicPattern } from 'tinyglobby'
 
 import type { StagedColumn, Watermark } from '../../core/batch.ts'
+import { caseOnlyCollision, caseOnlyCollisionText } from '../../core/column-name-case.ts'
 import { SourceError } from '../../core/errors.ts'
 import { S3_SCHEME } from '../../core/s3-path.ts'
 import type { StagedParquetVersion } from '../../core/staged-parquet.ts'
@@ -30,6 +31,7 @@ import {
   type MemoryLimitSetting,
 } from '../duckdb/duckdb-errors.ts'
 import {
+  readParquetColumnNames,
   readParquetColumns,
   readParquetRowCounts,
   sqlIdentifier,
@@ -45,6 +47,7 @@ import {
 } from './csv-file-kind.ts'
 import { readCsvRecords, type CsvRecord } from './csv-records.ts'
 import { formatSize, MAX_RECORD_BYTES } from './db-csv-parts.ts'
+import { duckdbSelectOfKeptOperations } from './ignored-operations.ts'
 import type * as S3FilesModule from './s3-files.ts'
 import type { S3File } from './s3-files.ts'
 
@@ -336,7 +339,10 @@ export class FileSource implements Source {
         spec.format === 'csv'
           ? await this.#csvSelect(connection, table, spec, files, names)
           : await this.#parquetSelect(connection, table.name, files, names)
-      const select = await withoutExcluded(connection, table, everything, names)
+      const select = duckdbSelectOfKeptOperations(
+        table,
+        await withoutExcluded(connection, table, everything, names),
+      )
       return await action(connection, select, files, names)
     } catch (error) {
       if (error instanceof SourceError) throw error
@@ -509,6 +515,12 @@ export class FileSource implements Source {
   ): Promise<string> {
     const schemas: StagedColumn[][] = []
     for (const file of files) {
+      const collision = caseOnlyCollision(await readParquetColumnNames(file, connection).catch(() => []))
+      if (collision !== undefined)
+        throw new SourceError(
+          tableName,
+          `${tableName}: ${names.get(file)} ${caseOnlyCollisionText(collision)}; give every column its own name`,
+        )
       try {
         schemas.push(await readParquetColumns([file], connection))
       } catch (error) {

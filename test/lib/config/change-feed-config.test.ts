@@ -118,6 +118,55 @@ deletes: new_record`),
     ).toEqual(['tables[0].extract.operation.insert: must not be empty'])
   })
 
+  it('sorts operation values by rule with ops: insert, update, delete, and ignore (rows skipped)', () => {
+    const spec = parseProject(
+      table(`key: id
+extract:
+  mode: changes
+  operation: op
+  ops: { insert: [c, r], update: u, delete: d, ignore: [B, heartbeat] }
+valid_from: { column: ts_ms }`),
+      CONFIG,
+    ).tables[0]!
+    expect(spec.changes!.operation).toEqual({
+      column: 'op',
+      insert: ['c', 'r'],
+      update: ['u'],
+      delete: ['d'],
+      ignore: ['B', 'heartbeat'],
+    })
+    // Unnamed operations keep AWS DMS's values.
+    expect(
+      parseProject(
+        table('key: id\nextract: { mode: changes, ops: { ignore: B } }\nvalid_from: { column: t }'),
+        CONFIG,
+      ).tables[0]!.changes!.operation,
+    ).toEqual({ column: 'Op', insert: ['I'], update: ['U'], delete: ['D'], ignore: ['B'] })
+    expect(
+      issuesOf(
+        table(
+          'key: id\nextract: { mode: changes, operation: { column: op, delete: x }, ops: { ignore: [B] } }\nvalid_from: { column: t }',
+        ),
+      ),
+    ).toEqual([
+      'tables[0].extract.ops: operation values are given in extract.operation too; give them in one place: operation: <column> and ops: { insert, update, delete, ignore }',
+    ])
+    expect(
+      issuesOf(
+        table(
+          'key: id\nextract: { mode: changes, ops: { ignore: [D, X], nope: [1] } }\nvalid_from: { column: t }',
+        ),
+      ),
+    ).toEqual(['tables[0].extract.ops: unknown key "nope"'])
+    expect(
+      issuesOf(
+        table('key: id\nextract: { mode: changes, ops: { ignore: [D, X] } }\nvalid_from: { column: t }'),
+      ),
+    ).toEqual([
+      'tables[0].extract.ops.ignore: "D" is also a delete value; each operation value must mean one thing',
+    ])
+  })
+
   it('names the modes when one is misspelled', () => {
     expect(issuesOf(table('key: id\nextract: { mode: change }'))).toEqual([
       'tables[0].extract.mode: must be one of full, incremental, changes (got "change"); did you mean "changes"?',

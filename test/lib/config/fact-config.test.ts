@@ -198,6 +198,11 @@ facts:
     extract: { mode: changes, operation: { column: kind, insert: [new], update: edit, delete: gone } }
     grain: refund_id
     event_time: refunded_at
+  - name: returns
+    source: { type: file, path: returns.csv }
+    extract: { mode: changes, operation: kind, ops: { insert: new, ignore: [before, heartbeat] } }
+    grain: return_id
+    event_time: returned_at
 `,
       '/project/dimsync.yaml',
     )
@@ -209,6 +214,18 @@ facts:
       [
         { mode: 'full' },
         { operation: { column: 'kind', insert: ['new'], update: ['edit'], delete: ['gone'] } },
+      ],
+      [
+        { mode: 'full' },
+        {
+          operation: {
+            column: 'kind',
+            insert: ['new'],
+            update: ['U'],
+            delete: ['D'],
+            ignore: ['before', 'heartbeat'],
+          },
+        },
       ],
     ])
     expect(
