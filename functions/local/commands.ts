@@ -233,7 +233,10 @@ export async function validate(opts: { config: string }): Promise<void> {
   await withProject(
     opts.config,
     async (project, deps, reporter) => {
-      const tables = await validateProject(project, deps.openSource)
+      const { stagedValuesReader } = await import('../../lib/runtime/staged-values.ts')
+      const tables = await validateProject(project, deps.openSource, {
+        stagedValues: stagedValuesReader(deps.state),
+      })
       for (const line of tables) reporter.summary(line)
     },
     {},
