@@ -182,11 +182,13 @@ const changesSchema = strict({
   operation: operationSchema,
   sequence: column
     .optional()
-    .describe('Orders the events of a key that share a change time (the last one wins). Default: none.'),
+    .describe(
+      'Orders the events of a key that share a change time (the last one wins); a database feed is read by it unless cursor is given. Default: none.',
+    ),
   cursor: column
     .optional()
     .describe(
-      "Database sources: read the events after this column's watermark. Default: the valid_from column.",
+      "Database sources: read the events after this column's watermark; it must only grow in the order events are written (never the valid_from column). Default: the sequence.",
     ),
   lookback_minutes: lookbackMinutes,
 })
@@ -420,7 +422,10 @@ const OPEN_END_TEXT = "null or an ISO timestamp with a time zone, like '9999-12-
 
 /** Options a table may set and `defaults` may set for every table. */
 export const tableOptionsShape = {
+  // YAML's null (`removed_columns: null`, or `~`) means the same as the text 'null'.
   removed_columns: oneOf(['null', 'keep_last'])
+    .nullable()
+    .transform((value) => value ?? 'null')
     .optional()
     .describe(
       'What new versions hold in a column the source stopped sending: null (default) or keep_last (the ' +

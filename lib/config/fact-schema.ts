@@ -96,7 +96,7 @@ const factExtractSchema = z.union(
         cursor: column
           .optional()
           .describe(
-            "Database sources: read the changes after this column's watermark. Default: the sequence.",
+            "Database sources: read the changes after this column's watermark; it must only grow in the order changes are written (never the event time). Default: the sequence.",
           ),
         lookback_minutes: z
           .number({ error: expecting('a whole number of minutes, 0 or more') })

@@ -1,7 +1,8 @@
 /**
  * `extract: { mode: changes, … }` resolved into how the source is read (ExtractSpec) and what its rows mean
- * (ChangeFeedSpec). Database sources read the events after a watermark of the cursor (by default the change time
- * itself); file sources are read whole on every run, and the merge drops events it has already captured.
+ * (ChangeFeedSpec). Database sources read the events after a watermark of a column that only grows in commit
+ * order (the cursor, by default the sequence; never the change time); file sources are read whole on every run,
+ * and the merge drops events it has already captured.
  */
 import type { ChangeFeedSpec, ExtractSpec, SourceSpec, ValidFromSpec } from '../core/table-spec.ts'
 import { DMS_OPERATION } from './config-schema.ts'
@@ -102,17 +103,59 @@ export function resolveChangeFeed(
     }
     extract = { mode: 'full' }
   } else {
-    extract = {
-      mode: 'incremental',
-      cursor: doc.cursor ?? changeTime ?? operation.column,
-      lookbackMinutes: doc.lookback_minutes ?? 0,
-    }
+    const cursor = databaseFeedCursor(doc, { column: changeTime, role: 'change time' }, at, note, report)
+    extract =
+      cursor === undefined
+        ? { mode: 'full' }
+        : { mode: 'incremental', cursor, lookbackMinutes: doc.lookback_minutes ?? 0 }
   }
   const changes: ChangeFeedSpec = {
     operation,
     ...(doc.sequence !== undefined ? { sequence: doc.sequence } : {}),
   }
   return { extract, changes }
+}
+
+/**
+ * The cursor a database change feed is read by: a column that only grows in commit order (the named cursor, else
+ * the sequence). The change time is refused: the source holds events whose change time is older than events
+ * already read (a late event, a correction), and reading after the change time's watermark would skip them.
+ */
+export function databaseFeedCursor(
+  doc: Pick<ChangesDocument, 'cursor' | 'sequence'>,
+  time: { readonly column: string | undefined; readonly role: 'change time' | 'event time' },
+  at: (...rest: PropertyKey[]) => Path,
+  note: string,
+  report: (where: Path, message: string) => void,
+): string | undefined {
+  const cursor = doc.cursor ?? doc.sequence
+  if (cursor === undefined) {
+    report(
+      at('extract'),
+      'a change feed read from a database needs a column that only grows in commit order to read it by: ' +
+        'set sequence: <column> (the change sequence or log position the CDC tool writes; it is then the ' +
+        `cursor) or cursor: <column>. The ${time.role} cannot be the cursor: a change inserted later with an older ` +
+        `${time.role} would never be read${note}`,
+    )
+    return undefined
+  }
+  if (doc.cursor !== undefined && time.column !== undefined && sameName(doc.cursor, time.column)) {
+    report(
+      at('extract', 'cursor'),
+      `a change feed read from a database by its ${time.role} ${show(doc.cursor)} loses late events: a change ` +
+        `inserted later with an older ${time.role} than the last run read would never be read; ` +
+        (doc.sequence !== undefined
+          ? `remove cursor (the sequence ${show(doc.sequence)} is then the cursor)`
+          : 'read it by a column that only grows in commit order: sequence: <column> (the change sequence or log ' +
+            'position the CDC tool writes) or cursor: <column>') +
+        note,
+    )
+  }
+  return cursor
+}
+
+function sameName(a: string, b: string): boolean {
+  return a.toLowerCase() === b.toLowerCase()
 }
 
 /** Columns a change feed needs extracted, with the option that names each and its role. */

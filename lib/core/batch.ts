@@ -27,6 +27,11 @@ export interface StagedPart {
 export interface Watermark {
   readonly cursor: string | number
   readonly key: readonly (string | number)[]
+  /**
+   * The cursor column the watermark is a value of (database sources). A watermark of another column, or one kept
+   * by a dimsync that did not record it, is never read as a value of the table's cursor (see watermarkToReadFrom).
+   */
+  readonly column?: string
 }
 
 export interface BatchManifest {

@@ -1,5 +1,7 @@
 import type { Watermark } from './batch.ts'
+import { SourceError } from './errors.ts'
 import { instantSortKey } from './instant.ts'
+import type { TableSpec } from './table-spec.ts'
 
 /**
  * Pure helpers for watermarks stored as text: a canonical JSON form (so deep-equal watermarks compare equal as
@@ -19,9 +21,12 @@ export function canonicalJson(value: unknown): string {
 /**
  * Orders two watermarks by (cursor, key...) as an incremental extract reads rows. Numbers compare as numbers,
  * integer strings as big integers, ISO instants as instants (microseconds kept), other strings as text. Values
- * of different kinds cannot be ordered and compare as equal (the commit's compare-and-set still applies).
+ * of different kinds cannot be ordered and compare as equal (the commit's compare-and-set still applies), and so
+ * do watermarks of different cursor columns (or one that names no column): the values of two columns say nothing
+ * of each other, and a watermark moved back only makes the next extract read rows again.
  */
 export function compareWatermarks(a: Watermark, b: Watermark): number {
+  if (a.column !== b.column) return 0
   const first = compareScalars(a.cursor, b.cursor)
   if (first !== 0) return first
   const length = Math.min(a.key.length, b.key.length)
@@ -61,4 +66,29 @@ function compareScalars(a: string | number, b: string | number): number {
     return compareScalars(a, String(b))
   }
   return 0
+}
+
+/**
+ * The watermark an incremental extract of `table` reads after, given the one stored. A watermark is a value of one
+ * cursor column: read as a value of another, it would skip rows (or compare a number with a time).
+ *
+ * A change feed whose stored watermark is of another column, or names none (kept by a dimsync that did not record
+ * it, whose cursor defaulted to the change time), is read again from the start: the merge drops the events it has
+ * already captured, so reading them again changes nothing and slots in the events the old cursor missed. Any
+ * other table whose watermark names another column is refused (its rows are states, and an append table would
+ * append them all again), naming both columns and the way out. A watermark that names no column on a table that
+ * is not a change feed is read as a value of the cursor, as the dimsync that kept it did.
+ */
+export function watermarkToReadFrom(table: TableSpec, stored: Watermark | undefined): Watermark | undefined {
+  if (stored === undefined || table.extract.mode !== 'incremental') return stored
+  const cursor = table.extract.cursor
+  if (stored.column === cursor) return stored
+  if (table.changes !== undefined) return undefined
+  if (stored.column === undefined) return stored
+  throw new SourceError(
+    table.name,
+    `table ${table.name}: the stored watermark is a value of cursor column ${stored.column}, but extract.cursor is ` +
+      `${cursor}; reading ${cursor} after it would skip or repeat rows. Set extract.cursor back to ` +
+      `${stored.column}, or load the table under a new name to read it by ${cursor} from the start`,
+  )
 }

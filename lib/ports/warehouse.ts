@@ -47,6 +47,11 @@ export interface Warehouse<Dialect = unknown> {
   readonly dialect: Dialect
   /** Columns of a table, or undefined when it does not exist. */
   describeTable(ref: TableRef): Promise<DimensionColumn[] | undefined>
+  /**
+   * Creates `schema` (the config's `warehouse.schema`: a DuckDB schema, a BigQuery dataset) when it does not exist;
+   * throws naming the statement to run when the warehouse's credentials may not create it.
+   */
+  createSchemaIfMissing(schema: string): Promise<void>
   /** Makes the staged Parquet parts readable as the temporary table (or view) `__dimsync_stage`; returns its columns. */
   loadStaging(partPaths: readonly string[]): Promise<StagedColumn[]>
   /**

@@ -35,7 +35,7 @@ export const BIGQUERY_ENDPOINT_VARIABLE = 'DIMSYNC_BIGQUERY_ENDPOINT'
 /**
  * DuckDB's memory limit for the warehouse (DIMSYNC_DUCKDB_MEMORY_LIMIT overrides it); beyond it DuckDB spills to
  * disk. 112MB: a 10M-row run peaked 267-284 MB against 301-305 MB at 128MB; not lower: at 96MB the first load of
- * 10M rows ran out of memory, at 64MB the diff of a 1M-key snapshot (docs/benchmarks.md).
+ * 10M rows ran out of memory, at 64MB the diff of a 1M-key snapshot (bench/results/log.md).
  */
 export const DEFAULT_WAREHOUSE_MEMORY_LIMIT = '112MB'
 export const WAREHOUSE_MEMORY_LIMIT_VARIABLE = 'DIMSYNC_DUCKDB_MEMORY_LIMIT'
@@ -52,7 +52,7 @@ export function warehouseMemoryCeilingMb(totalBytes: number = totalmem()): numbe
 /**
  * DuckDB threads of the warehouse's merges but first loads (DIMSYNC_DUCKDB_THREADS overrides it). One: each
  * thread's buffers come on top of the memory limit, and with two the runs of a 10M-key changed snapshot peaked at
- * 381 and 415 MB against 263 and 272 MB (docs/benchmarks.md, session 13).
+ * 381 and 415 MB against 263 and 272 MB (bench/results/log.md).
  */
 export const DEFAULT_WAREHOUSE_THREADS = 1
 export const WAREHOUSE_THREADS_VARIABLE = 'DIMSYNC_DUCKDB_THREADS'
@@ -60,7 +60,7 @@ export const WAREHOUSE_THREADS_VARIABLE = 'DIMSYNC_DUCKDB_THREADS'
 /**
  * DuckDB threads of a first load (while DIMSYNC_DUCKDB_THREADS is not set): two where the machine has them. A first
  * load streams the batch once (no diff); on two threads first runs took 16-31% less time at 1M rows and 41-51% less
- * at 10M, peaking 8-16 MB higher at 1M and no higher at 10M (docs/benchmarks.md, session 13).
+ * at 10M, peaking 8-16 MB higher at 1M and no higher at 10M (bench/results/log.md).
  */
 export function firstLoadThreads(cpus: number = availableParallelism()): number {
   return Math.min(2, cpus)

@@ -33,7 +33,7 @@ export function openSource(table: TableSpec, environment: SourceEnvironment): So
           baseDir: environment.baseDir,
           memoryLimit: limit,
           // One DuckDB thread: a second one's read buffers and row groups raised the peak of a 1M-row CSV read
-          // by 25-130 MB, to save about 0.2 s (docs/benchmarks.md).
+          // by 25-130 MB, to save about 0.2 s (bench/results/log.md).
           threads: 1,
           // s3:// paths: the S3 endpoint override (emulators) and credentials come from the same environment.
           env: environment.env,

@@ -1,6 +1,7 @@
 import type { BatchManifest, StagedPart, Watermark } from '../core/batch.ts'
 import { DimsyncError, StagingError } from '../core/errors.ts'
 import type { TableSpec } from '../core/table-spec.ts'
+import { watermarkToReadFrom } from '../core/watermark.ts'
 import type { Source } from '../ports/source.ts'
 import type { BatchCheckpoint, BatchWriter, StagingStore } from '../ports/staging-store.ts'
 import type { StateStore } from '../ports/state-store.ts'
@@ -88,7 +89,10 @@ export async function extractPass(
     progress = readPassProgress(table, batchId, resumed.checkpoint.state)
   } else {
     const mode = stagedMode(table)
-    const watermark = mode === 'incremental' ? await deps.state.getWatermark(table.name) : undefined
+    const watermark =
+      mode === 'incremental'
+        ? watermarkToReadFrom(table, await deps.state.getWatermark(table.name))
+        : undefined
     writer = await deps.staging.beginBatch(table.name, batchId)
     progress = {
       version: 1,

@@ -72,7 +72,7 @@ export interface MergeDeps {
 
 /**
  * Merges one committed staged batch into its dimension, in one transaction together with the row that records
- * the batch as applied (DESIGN.md §4). A batch already recorded is skipped, so a retried merge never applies a
+ * the batch as applied (docs/invariants.md, the merge). A batch already recorded is skipped, so a retried merge never applies a
  * batch twice.
  */
 export async function mergeBatch(deps: MergeDeps, request: MergeBatchRequest): Promise<MergeBatchResult> {
@@ -81,6 +81,7 @@ export async function mergeBatch(deps: MergeDeps, request: MergeBatchRequest): P
   const objects = dimensionObjects(table, request.schema)
   const d = warehouse.dialect
   const ledger = renderBatchLedgerDdl(d, objects.batches)
+  await warehouse.createSchemaIfMissing(request.schema)
 
   if (isScriptWarehouse(warehouse)) {
     // The load fetches the parts group by group (the function's /tmp is smaller than a large batch).

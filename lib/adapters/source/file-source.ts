@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { mkdir, mkdtemp, readdir, rm, stat } from 'node:fs/promises'
+import { mkdir, mkdtemp, open, readdir, rm, stat } from 'node:fs/promises'
 import { availableParallelism, tmpdir } from 'node:os'
 import { isAbsolute, join, relative, resolve } from 'node:path'
 
@@ -36,6 +36,13 @@ import {
   sqlString,
   sqlStringList,
 } from '../duckdb/parquet-schema.ts'
+import {
+  delimiterOption,
+  describeNotCsvText,
+  HEAD_BYTES,
+  likelyDelimiter,
+  notCsvText,
+} from './csv-file-kind.ts'
 import { readCsvRecords, type CsvRecord } from './csv-records.ts'
 import { formatSize, MAX_RECORD_BYTES } from './db-csv-parts.ts'
 import type * as S3FilesModule from './s3-files.ts'
@@ -459,6 +466,7 @@ export class FileSource implements Source {
       `comment='', skip=0, allow_quoted_nulls=false, max_line_size=${MAX_RECORD_BYTES}, buffer_size=${CSV_BUFFER_BYTES}`
     const layouts: CsvLayout[] = []
     for (const file of files) {
+      await assertCsvText(table, file, names.get(file)!)
       await assertCsvHead(table, file, names.get(file)!, spec)
       layouts.push(await sniffCsv(connection, table, file, names.get(file)!, dialect, spec))
     }
@@ -601,6 +609,26 @@ async function diagnoseCsv(
   }
 }
 
+/**
+ * Refuses a file that is not UTF-8 text (UTF-16, Parquet, gzip without a .gz name) before DuckDB reads it as a
+ * broken CSV, naming what it is instead.
+ */
+async function assertCsvText(table: TableSpec, file: string, name: string): Promise<void> {
+  if (file.toLowerCase().endsWith('.gz')) return
+  const handle = await open(file, 'r')
+  let head: Uint8Array
+  try {
+    const buffer = Buffer.alloc(HEAD_BYTES)
+    const { bytesRead } = await handle.read(buffer, 0, HEAD_BYTES, 0)
+    head = buffer.subarray(0, bytesRead)
+  } finally {
+    await handle.close()
+  }
+  const found = notCsvText(head)
+  if (found !== undefined)
+    throw new SourceError(table.name, `${table.name}: ${name} ${describeNotCsvText(found, table.name)}`)
+}
+
 /** The first record of a CSV file (a byte-order mark and blank lines skipped), or undefined. */
 async function firstRecord(file: string, delimiter: string): Promise<CsvRecord | undefined> {
   for await (const record of readCsvRecords(file, { delimiter, prefixChars: 1000 })) {
@@ -629,6 +657,7 @@ async function assertCsvHead(
   const tableName = table.name
   const records = readCsvRecords(file, { delimiter: spec.csv.delimiter, prefixChars: 1000 })
   let header: CsvRecord | undefined
+  let firstRow: CsvRecord | undefined
   let hasRow = false
   try {
     for await (const record of records) {
@@ -637,6 +666,7 @@ async function assertCsvHead(
         header = withoutBom(record)
         continue
       }
+      firstRow = withoutBom(record)
       hasRow = true
       break
     }
@@ -645,6 +675,18 @@ async function assertCsvHead(
   }
   const refuse = (what: string, separator = ': ') =>
     new SourceError(tableName, `${tableName}: ${name}${separator}${what}`)
+  const firstLine = header ?? firstRow
+  if (firstLine !== undefined) {
+    const texts = firstLine.fields.map((field) => field.text)
+    const other = likelyDelimiter(texts, spec.csv.delimiter)
+    if (other !== undefined) {
+      throw refuse(
+        `the ${header === undefined ? 'first line' : 'header'} ${JSON.stringify(texts[0])} is one column when ` +
+          `split at ${JSON.stringify(spec.csv.delimiter).replaceAll('"', "'")}; it looks separated by ` +
+          `${other === '\t' ? 'tabs' : `'${other}'`}: set ${delimiterOption(other)} in the source of table ${tableName}`,
+      )
+    }
+  }
   if (header !== undefined) {
     const seen = new Map<string, number>()
     for (const [i, field] of header.fields.entries()) {

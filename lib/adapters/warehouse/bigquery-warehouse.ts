@@ -112,6 +112,8 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
   readonly dialect: SqlDialect
   readonly #client: BigQuery
   readonly #options: BigQueryWarehouseOptions
+  /** Datasets found or created by createSchemaIfMissing. */
+  readonly #knownDatasets = new Set<string>()
 
   constructor(options: BigQueryWarehouseOptions) {
     this.#options = options
@@ -152,6 +154,41 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
         type: type !== undefined && recordedTypeFits(type, f) ? type : stagedTypeOfBigQueryField(f),
       }
     })
+  }
+
+  /**
+   * Creates the dataset in the warehouse's location when it does not exist. Credentials that may not create
+   * datasets (bigquery.datasets.create) get the statement to run instead; nothing was written.
+   */
+  async createSchemaIfMissing(schema: string): Promise<void> {
+    if (this.#knownDatasets.has(schema)) return
+    const { location, project } = this.#options
+    const dataset = this.#client.dataset(schema, { location })
+    let exists: boolean
+    try {
+      ;[exists] = await dataset.exists()
+    } catch (error) {
+      throw this.#apiError(`check that dataset ${project}.${schema} exists`, error)
+    }
+    if (!exists) {
+      try {
+        await this.#client.createDataset(schema, { location })
+      } catch (error) {
+        const code = (error as ApiError).code
+        if (code === 403 || code === 401) {
+          const d = this.dialect
+          throw new DimsyncError(
+            `dataset ${project}.${schema} (warehouse.schema) does not exist, and these credentials may not ` +
+              `create it (${(error as ApiError).message ?? 'permission denied'}); nothing was written. Create it ` +
+              `with: CREATE SCHEMA ${d.quoteIdentifier(project)}.${d.quoteIdentifier(schema)} OPTIONS (location = ` +
+              `${d.stringLiteral(location)})`,
+          )
+        }
+        // Created meanwhile by another run.
+        if (code !== 409) throw this.#apiError(`create dataset ${project}.${schema}`, error)
+      }
+    }
+    this.#knownDatasets.add(schema)
   }
 
   /** The staged types recorded for the columns of `dimension`; undefined when nothing was ever recorded. */

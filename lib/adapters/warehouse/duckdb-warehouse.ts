@@ -104,6 +104,13 @@ export class DuckDbWarehouse implements Warehouse<SqlDialect> {
     return rows.map((r) => ({ name: String(r.column_name), type: String(r.data_type) }))
   }
 
+  async createSchemaIfMissing(schema: string): Promise<void> {
+    await this.#run({
+      label: `create schema ${schema}`,
+      sql: `CREATE SCHEMA IF NOT EXISTS ${duckDbDialect.quoteIdentifier(schema)}`,
+    })
+  }
+
   async loadStaging(partPaths: readonly string[]): Promise<StagedColumn[]> {
     const files = partPaths.map((p) => duckDbDialect.stringLiteral(p)).join(', ')
     // A view, not a copy: each statement reads only the columns it needs from the Parquet parts, and a batch

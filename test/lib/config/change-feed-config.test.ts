@@ -20,20 +20,54 @@ describe('extract: { mode: changes }', () => {
     expect(spec.deletes).toBe('invalidate')
   })
 
-  it('a database feed is read after a watermark of its change time unless it names a cursor', () => {
-    const byTime = parseProject(
+  it('a database feed is read after a watermark of its sequence unless it names another cursor, never its change time', () => {
+    const bySequence = parseProject(
       table(
-        'key: id\nextract: { mode: changes, lookback_minutes: 5 }\nvalid_from: { column: changed_at }',
+        'key: id\nextract: { mode: changes, sequence: seq }\nvalid_from: { column: changed_at }',
         DATABASE,
       ),
       CONFIG,
     ).tables[0]!
-    expect(byTime.extract).toEqual({ mode: 'incremental', cursor: 'changed_at', lookbackMinutes: 5 })
+    expect(bySequence.extract).toEqual({ mode: 'incremental', cursor: 'seq', lookbackMinutes: 0 })
     const byLsn = parseProject(
-      table('key: id\nextract: { mode: changes, cursor: lsn }\nvalid_from: { column: changed_at }', DATABASE),
+      table(
+        'key: id\nextract: { mode: changes, cursor: lsn, sequence: seq }\nvalid_from: { column: changed_at }',
+        DATABASE,
+      ),
       CONFIG,
     ).tables[0]!
     expect(byLsn.extract).toEqual({ mode: 'incremental', cursor: 'lsn', lookbackMinutes: 0 })
+    // The change time goes backwards (a late event, a correction): reading after its watermark loses events.
+    expect(
+      issuesOf(
+        table(
+          'key: id\nextract: { mode: changes, lookback_minutes: 5 }\nvalid_from: { column: changed_at }',
+          DATABASE,
+        ),
+      ),
+    ).toEqual([
+      'tables[0].extract: a change feed read from a database needs a column that only grows in commit order to read it by: set sequence: <column> (the change sequence or log position the CDC tool writes; it is then the cursor) or cursor: <column>. The change time cannot be the cursor: a change inserted later with an older change time would never be read',
+    ])
+    expect(
+      issuesOf(
+        table(
+          'key: id\nextract: { mode: changes, cursor: Changed_At }\nvalid_from: { column: changed_at }',
+          DATABASE,
+        ),
+      ),
+    ).toEqual([
+      'tables[0].extract.cursor: a change feed read from a database by its change time "Changed_At" loses late events: a change inserted later with an older change time than the last run read would never be read; read it by a column that only grows in commit order: sequence: <column> (the change sequence or log position the CDC tool writes) or cursor: <column>',
+    ])
+    expect(
+      issuesOf(
+        table(
+          'key: id\nextract: { mode: changes, cursor: changed_at, sequence: seq }\nvalid_from: { column: changed_at }',
+          DATABASE,
+        ),
+      ),
+    ).toEqual([
+      'tables[0].extract.cursor: a change feed read from a database by its change time "changed_at" loses late events: a change inserted later with an older change time than the last run read would never be read; remove cursor (the sequence "seq" is then the cursor)',
+    ])
   })
 
   it('takes another operation column, other values (one or several), a sequence and another delete policy', () => {

@@ -609,6 +609,37 @@ describe('BigQueryWarehouse on the BigQuery emulator (the real client, SQL run b
     ])
   })
 
+  it('a merge into a dataset that does not exist creates it in the warehouse location; credentials that may not get the statement to run', async () => {
+    const batchId = await stage('20240310T153000.000Z-dddddd')
+    const client = new BigQuery({ projectId: PROJECT, ...emulator.clientOptions() })
+    const fresh = (schema: string) =>
+      mergeBatch(
+        { warehouse: warehouse(), staging: batches },
+        { table, schema, batchId, now: new Date('2024-03-10T14:31:00Z') },
+      )
+    expect((await fresh('analytics')).status).toBe('merged')
+    const [metadata] = await client.dataset('analytics').getMetadata()
+    expect(metadata.location).toBe(LOCATION)
+    expect(emulator.rows({ projectId: PROJECT, datasetId: 'analytics', tableId: table.target })).toHaveLength(
+      2,
+    )
+
+    const isDatasetInsert = (r: { method: string; path: string }) =>
+      r.method === 'POST' && r.path.endsWith('/datasets')
+    emulator.faults.failRequest(isDatasetInsert, 403, {
+      reason: 'accessDenied',
+      message: 'Access Denied: Project acme-dw: User does not have bigquery.datasets.create permission',
+    })
+    const refused = await fresh('marts').catch((e: unknown) => e as Error)
+    expect(refused).toBeInstanceOf(Error)
+    expect((refused as Error).message).toBe(
+      'dataset acme-dw.marts (warehouse.schema) does not exist, and these credentials may not create it ' +
+        '(Access Denied: Project acme-dw: User does not have bigquery.datasets.create permission); nothing was ' +
+        "written. Create it with: CREATE SCHEMA `acme-dw`.`marts` OPTIONS (location = 'europe-west1')",
+    )
+    expect(await client.dataset('marts').exists()).toEqual([false])
+  })
+
   it('query() failures are WarehouseErrors with the SQL', async () => {
     const error = await warehouse()
       .query('SELECT * FROM `acme-dw`.`history`.`missing`')
