@@ -233,7 +233,10 @@ export async function validate(opts: { config: string }): Promise<void> {
   await withProject(
     opts.config,
     async (project, deps, reporter) => {
-      const tables = await validateProject(project, deps.openSource)
+      const { stagedValuesReader } = await import('../../lib/runtime/staged-values.ts')
+      const tables = await validateProject(project, deps.openSource, {
+        stagedValues: stagedValuesReader(deps.state),
+      })
       for (const line of tables) reporter.summary(line)
     },
     {},
@@ -304,10 +307,14 @@ function describeRun(table: TableSpec, result: RunTableResult): string {
     return `${table.name}: already applied: batch ${result.batchId} is the same snapshot as batch ${result.merge.sameAs}, merged at the same extraction time; nothing changed${resumed}`
   if (result.merge.status === 'already-applied')
     return `${table.name}: batch ${result.batchId} was already applied${resumed}`
+  // A mirror's rows overwritten in place are not unchanged, although they open no version.
+  const overwritten = result.merge.keys?.overwrittenKeys
+  const unchanged = Math.max(0, (c?.unchangedEvents ?? 0) - (overwritten ?? 0))
   return (
     `${table.name} → ${table.target}: batch ${result.batchId}, ${result.rows} rows; ` +
-    `${c?.insertedVersions ?? 0} versions inserted, ${c?.closedVersions ?? 0} closed, ${c?.deletedKeys ?? 0} keys deleted, ` +
-    `${c?.unchangedEvents ?? 0} unchanged, ${c?.lateKeys ?? 0} late keys${resumed}`
+    `${c?.insertedVersions ?? 0} versions inserted, ${c?.closedVersions ?? 0} closed, ` +
+    `${overwritten === undefined ? '' : `${overwritten} overwritten, `}${c?.deletedKeys ?? 0} keys deleted, ` +
+    `${unchanged} unchanged, ${c?.lateKeys ?? 0} late keys${resumed}`
   )
 }
 

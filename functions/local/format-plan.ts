@@ -13,9 +13,13 @@ export function describePlan(table: TableSpec, result: RunTableResult): string {
       `${formatBytes(bytesProcessed)} (${bytesProcessed} bytes; a dry run: nothing was written, counts are known after a run)`
     )
   }
+  // A mirror's rows overwritten in place are not unchanged, although they open no version.
+  const overwritten = keys?.overwrittenKeys
+  const unchanged = Math.max(0, (counts?.unchangedEvents ?? 0) - (overwritten ?? 0))
   return (
     `${table.name}: ${result.rows} rows extracted; would add ${keys?.newKeys ?? 0} new keys, change ${keys?.changedKeys ?? 0}, ` +
-    `delete ${keys?.deletedKeys ?? 0}, leave ${counts?.unchangedEvents ?? 0} unchanged, recompute ${counts?.lateKeys ?? 0} late keys ` +
+    `${overwritten === undefined ? '' : `overwrite ${overwritten}, `}` +
+    `delete ${keys?.deletedKeys ?? 0}, leave ${unchanged} unchanged, recompute ${counts?.lateKeys ?? 0} late keys ` +
     `(${counts?.insertedVersions ?? 0} versions inserted, ${counts?.closedVersions ?? 0} closed)`
   )
 }

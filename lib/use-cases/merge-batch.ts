@@ -49,6 +49,8 @@ export interface KeyChanges {
   readonly newKeys: number
   readonly changedKeys: number
   readonly deletedKeys: number
+  /** A mirror: keys whose row was overwritten in place (their events are among `counts.unchangedEvents`). */
+  readonly overwrittenKeys?: number
 }
 
 export interface MergeBatchResult {
@@ -109,7 +111,7 @@ export async function mergeBatch(deps: MergeDeps, request: MergeBatchRequest): P
     const report = await warehouse.transaction(
       async (tx) => {
         for (const statement of inside) await tx.execute(statement)
-        const [row] = await tx.query(renderBatchReport(d, objects.batches, table.target, batchId))
+        const [row] = await tx.query(renderBatchReport(d, objects.batches, table.target, batchId, plan))
         if (!request.dryRun) await request.beforeCommit?.()
         return row
       },
@@ -266,5 +268,6 @@ function toKeyChanges(row: Row | undefined): KeyChanges {
     newKeys: n(row?.new_keys),
     changedKeys: n(row?.changed_keys),
     deletedKeys: n(row?.deleted_key_changes),
+    ...(row?.overwritten_keys !== undefined ? { overwrittenKeys: n(row.overwritten_keys) } : {}),
   }
 }

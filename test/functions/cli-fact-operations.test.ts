@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process'
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
@@ -159,4 +159,55 @@ describe('validate checks a fact as run checks it', () => {
       'event time column "ordered_at" has type VARCHAR; it must be a timestamp or a date',
     )
   }, 60_000)
+
+  it('refuses operation values of a change feed that run refuses (another case), and passes them once configured', () => {
+    writeFileSync(
+      join(work, 'dimsync.yaml'),
+      `version: 1
+tables:
+  - name: customers
+    source: { type: file, path: customers.csv }
+    key: customer_id
+facts:
+  - name: orders
+    source: { type: file, path: orders.csv }
+    extract: { mode: changes }
+    grain: order_id
+    event_time: ordered_at
+    measures: [amount]
+    references:
+      - { dimension: customers, key: customer_id, as: customer }
+`,
+    )
+    write('orders.csv', [
+      'Op,order_id,customer_id,ordered_at,amount',
+      'i,1,101,2024-02-01T10:00:00Z,10',
+      'i,2,101,2024-02-01T11:00:00Z,5',
+      'U,3,101,2024-02-01T12:00:00Z,7',
+    ])
+    const validated = dimsync('validate')
+    expect(validated.code).toBe(1)
+    expect(errorLines(validated.err)).toEqual([
+      `dimsync: ${join(work, 'dimsync.yaml')}: facts[0] (orders): operation column "Op" holds values that are none ` +
+        'of I, U, D, which run refuses: "i" (2 rows); values are compared exactly, case too: list them in ' +
+        'extract.operation (e.g. insert: [I, i]) or fix the source',
+    ])
+    expect(stagedOrders()).toEqual([])
+    const run = dimsync('run')
+    expect(run.code).toBe(1)
+    expect(run.err).toContain(
+      'changes whose operation (Op) is none of I, U, D, for example i; nothing was written',
+    )
+
+    expect(dimsync('discard', '--table', 'orders').code).toBe(0)
+    writeFileSync(
+      join(work, 'dimsync.yaml'),
+      readFileSync(join(work, 'dimsync.yaml'), 'utf8').replace(
+        'extract: { mode: changes }',
+        'extract: { mode: changes, operation: { column: Op, insert: [I, i] } }',
+      ),
+    )
+    expect(dimsync('validate').code).toBe(0)
+    expect(dimsync('run').out).toMatch(/^orders → fact_orders: batch \S+, 3 rows; 3 facts loaded/m)
+  }, 120_000)
 })
