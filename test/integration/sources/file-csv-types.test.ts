@@ -1,0 +1,166 @@
+import { afterEach, describe, expect, it } from 'vitest'
+
+import { BatchRejectedError, SourceError } from '../../../lib/core/errors.ts'
+import { readHistory } from '../../../lib/use-cases/read-history.ts'
+import { runTable } from '../../../lib/use-cases/run-table.ts'
+import { customersYaml, makeEmbeddedProject, type EmbeddedProject } from '../../support/embedded-project.ts'
+
+/**
+ * A CSV column's values are stored exactly as the file writes them, whatever the first load's file held: the
+ * embedded pipeline (local files, local state, DuckDB) run by `dimsync run`.
+ */
+
+let embedded: EmbeddedProject | undefined
+afterEach(async () => {
+  await embedded?.dispose()
+  embedded = undefined
+})
+
+const JAN = new Date('2024-01-01T00:00:00Z')
+const FEB = new Date('2024-02-01T00:00:00Z')
+
+async function project(...options: string[]): Promise<EmbeddedProject> {
+  embedded = await makeEmbeddedProject(customersYaml(...options))
+  return embedded
+}
+
+async function run(p: EmbeddedProject, header: string, rows: readonly string[], at: Date) {
+  p.writeCsv('customers.csv', header, rows)
+  return await runTable(p.deps, p.project.tables[0]!, { extractedAt: at })
+}
+
+async function runError(p: EmbeddedProject, header: string, rows: readonly string[], at: Date) {
+  const error = await run(p, header, rows, at).catch((e: unknown) => e)
+  expect(error).toBeInstanceOf(Error)
+  return error as Error
+}
+
+/** The dimension's rows as text, in key and time order. */
+async function history(p: EmbeddedProject, columns: string, key?: string) {
+  const rows = await readHistory(await p.deps.openWarehouse(), {
+    table: p.project.tables[0]!,
+    schema: 'main',
+    ...(key !== undefined ? { key } : {}),
+  })
+  return rows.map((row) => columns.split(',').map((c) => String(row[c])))
+}
+
+async function columnType(p: EmbeddedProject, column: string): Promise<string | undefined> {
+  const warehouse = await p.deps.openWarehouse()
+  const columns = await warehouse.describeTable({ schema: 'main', name: 'dim_customers' })
+  return columns?.find((c) => c.name === column)?.type
+}
+
+describe('numbers wider than a DOUBLE holds', () => {
+  it('20-digit keys are stored exactly, found by history --key, and two of them are two keys', async () => {
+    const p = await project()
+    const result = await run(
+      p,
+      'customer_id,name',
+      ['12345678901234567891,Ana', '12345678901234567892,Bruno', '7,Carla'],
+      JAN,
+    )
+    expect(result.merge.counts).toMatchObject({ insertedVersions: 3 })
+    expect(await columnType(p, 'customer_id')).toBe('DECIMAL(38,0)')
+    expect(await history(p, 'customer_id,name')).toEqual([
+      ['7', 'Carla'],
+      ['12345678901234567891', 'Ana'],
+      ['12345678901234567892', 'Bruno'],
+    ])
+    expect(await history(p, 'customer_id,name', '12345678901234567891')).toEqual([
+      ['12345678901234567891', 'Ana'],
+    ])
+  })
+
+  it('a decimal with more digits than a DOUBLE keeps is stored exactly', async () => {
+    const p = await project()
+    await run(p, 'customer_id,amount', ['1,12345678901234567.89', '2,0.5'], JAN)
+    expect(await columnType(p, 'amount')).toBe('DECIMAL(38,2)')
+    expect(await history(p, 'customer_id,amount')).toEqual([
+      ['1', '12345678901234567.89'],
+      ['2', '0.50'],
+    ])
+  })
+
+  it('1e400 (Infinity as a DOUBLE) is refused naming the line, the column and the value', async () => {
+    const p = await project()
+    const error = await runError(p, 'customer_id,amount', ['1,1.5', '2,1e400'], JAN)
+    expect(error).toBeInstanceOf(SourceError)
+    expect(error.message).toBe(
+      'customers: customers.csv line 3: column amount holds 1e400, which neither a DOUBLE nor a ' +
+        'DECIMAL(38,s) holds exactly; nothing was staged. Fix the value, or declare the ' +
+        "column's type in the source of table customers: columns: { amount: VARCHAR }",
+    )
+    expect(await p.deps.staging.listBatches('customers')).toEqual([])
+  })
+
+  it('integers wider than 38 digits are refused naming the column', async () => {
+    const p = await project()
+    const wide = '1'.repeat(40)
+    const error = await runError(p, 'customer_id,n', ['1,5', `2,${wide}`], JAN)
+    expect(error.message).toContain(
+      `customers.csv line 3: column n holds ${wide}, which is an integer of 40 digits`,
+    )
+  })
+})
+
+describe('dates', () => {
+  it('a date column whose values read day first and month first is refused naming two of them', async () => {
+    const p = await project()
+    const error = await runError(p, 'customer_id,d', ['1,01/02/2024', '2,03/04/2024'], JAN)
+    expect(error).toBeInstanceOf(SourceError)
+    expect(error.message).toBe(
+      'customers: column d of customers.csv holds dates that read two ways: 01/02/2024 and 03/04/2024 are ' +
+        '2024-02-01 and 2024-04-03 as %d/%m/%Y, but 2024-01-02 and 2024-03-04 as %m/%d/%Y; nothing was ' +
+        "staged. Declare the format in the source of table customers: columns: { d: { type: DATE, format: '%d/%m/%Y' } } " +
+        "(or { type: DATE, format: '%m/%d/%Y' })",
+    )
+  })
+
+  it('a date column with a day-first value that only reads one way is loaded day first', async () => {
+    const p = await project()
+    await run(p, 'customer_id,d', ['1,01/02/2024', '2,13/04/2024'], JAN)
+    expect(await history(p, 'customer_id,d')).toEqual([
+      ['1', '2024-02-01'],
+      ['2', '2024-04-13'],
+    ])
+  })
+
+  it('one value that is not a date in a column of dates is refused naming its line, on a first load', async () => {
+    const p = await project()
+    const error = await runError(p, 'customer_id,d', ['1,2024-02-01', '2,2024-02-30', '3,2024-03-01'], JAN)
+    expect(error.message).toBe(
+      'customers: customers.csv line 3: column d holds 2024-02-30, which is not a DATE written YYYY-MM-DD like ' +
+        "its other values (2024-02-01); nothing was staged. Fix the value, or declare the column's type in " +
+        'the source of table customers: columns: { d: VARCHAR }',
+    )
+  })
+
+  it('on a DATE dimension, a value that is not a date names its line instead of a change of type', async () => {
+    const p = await project()
+    await run(p, 'customer_id,d', ['1,2024-02-01', '2,2024-02-02', '3,2024-03-01'], JAN)
+    const error = await runError(p, 'customer_id,d', ['1,2024-02-01', '2,2024-02-30', '3,2024-03-01'], FEB)
+    expect(error).not.toBeInstanceOf(BatchRejectedError)
+    expect(error.message).toMatch(
+      /^customers: customers\.csv line 3: column d holds 2024-02-30, which is not a DATE/,
+    )
+    expect(await history(p, 'customer_id,d')).toEqual([
+      ['1', '2024-02-01'],
+      ['2', '2024-02-02'],
+      ['3', '2024-03-01'],
+    ])
+  })
+
+  it('timestamps with more than microseconds are refused naming the line, not truncated', async () => {
+    const p = await project()
+    const error = await runError(
+      p,
+      'customer_id,t',
+      ['1,2024-02-01 10:00:00', '2,2024-02-01 11:00:00.1234567'],
+      JAN,
+    )
+    expect(error.message).toMatch(
+      /^customers: customers\.csv line 3: column t holds "2024-02-01 11:00:00\.1234567", which is not a TIMESTAMP written/,
+    )
+  })
+})
