@@ -332,10 +332,10 @@ async function refuseAmbiguous(
   )
 }
 
-/** A value as shown in a message: bare when it is plain, else quoted; at most 60 characters. */
+/** A value as shown in a message: bare when it is a plain word, number or date, else quoted; at most 60 characters. */
 export function showValue(value: unknown): string {
   if (value === null || value === undefined) return 'NULL'
   const text = String(value)
   const shown = [...text].length > 60 ? `${[...text].slice(0, 60).join('')}…` : text
-  return /^[\w.:+/ -]+$/.test(shown) && shown.trim() === shown ? shown : JSON.stringify(shown)
+  return /^[\w.:+/-]+$/.test(shown) ? shown : JSON.stringify(shown)
 }

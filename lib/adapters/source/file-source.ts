@@ -44,7 +44,7 @@ import {
   likelyDelimiter,
   notCsvText,
 } from './csv-file-kind.ts'
-import { chooseColumnTypes, type SniffedFile } from './csv-column-types.ts'
+import { chooseColumnTypes, showValue, type SniffedFile } from './csv-column-types.ts'
 import { readCsvRecords, type CsvRecord } from './csv-records.ts'
 import { CSV_VALUE_MACROS, expectedText, readColumn, refusedValue } from './csv-value-sql.ts'
 import { formatSize, MAX_RECORD_BYTES } from './db-csv-parts.ts'
@@ -523,6 +523,16 @@ export class FileSource implements Source {
     const order = heads[0]!
     const excluded = new Set(table.exclude)
     const declared = new Map((spec.columns ?? []).map((c) => [c.name, c]))
+    for (const name of declared.keys()) {
+      if (order.includes(name) && !excluded.has(name)) continue
+      const shown = files.map((file) => names.get(file)).join(', ')
+      throw new SourceError(
+        table.name,
+        excluded.has(name)
+          ? `${table.name}: column ${name} is excluded, so it is never read: remove it from columns:`
+          : `${table.name}: column ${name} of columns: is not a column of ${shown}; its columns are ${order.join(', ')}`,
+      )
+    }
     const kept = new Map((recorded?.columns ?? []).map((c) => [c.name, c]))
     const origins = new Map<string, TypeOrigin>()
     const types = new Map<string, SourceColumnType>()
@@ -924,13 +934,6 @@ async function assertValidFromColumn(
     `${table.name}: valid_from column ${name} of ${files} is ${column.type}, not dates or timestamps${example}; ` +
       'fix the values, or choose another valid_from column',
   )
-}
-
-function showValue(value: unknown): string {
-  if (value === null || value === undefined) return 'NULL'
-  const text = String(value)
-  const shown = [...text].length > SHOWN_CHARS ? `${[...text].slice(0, SHOWN_CHARS).join('')}…` : text
-  return /^[\w.:+-]+$/.test(shown) ? shown : JSON.stringify(shown)
 }
 
 function assertSameColumns(

@@ -24,6 +24,17 @@ async function project(...options: string[]): Promise<EmbeddedProject> {
   return embedded
 }
 
+/** A customers table whose source declares `columns` (a YAML mapping). */
+async function declaring(columns: string): Promise<EmbeddedProject> {
+  embedded = await makeEmbeddedProject(
+    customersYaml().replace(
+      'source: { type: file, path: customers.csv }',
+      `source: { type: file, path: customers.csv, columns: ${columns} }`,
+    ),
+  )
+  return embedded
+}
+
 async function run(p: EmbeddedProject, header: string, rows: readonly string[], at: Date) {
   p.writeCsv('customers.csv', header, rows)
   return await runTable(p.deps, p.project.tables[0]!, { extractedAt: at })
@@ -161,6 +172,55 @@ describe('dates', () => {
     )
     expect(error.message).toMatch(
       /^customers: customers\.csv line 3: column t holds "2024-02-01 11:00:00\.1234567", which is not a TIMESTAMP written/,
+    )
+  })
+})
+
+describe('declared column types (source.columns)', () => {
+  it('a declared date format reads ambiguous dates one way, and a later value in the other is refused', async () => {
+    const p = await declaring(`{ d: { type: DATE, format: '%d/%m/%Y' } }`)
+    await run(p, 'customer_id,d', ['1,01/02/2024', '2,03/04/2024'], JAN)
+    expect(await history(p, 'customer_id,d')).toEqual([
+      ['1', '2024-02-01'],
+      ['2', '2024-04-03'],
+    ])
+    const error = await runError(p, 'customer_id,d', ['1,01/02/2024', '2,03/04/2024', '3,02/13/2024'], FEB)
+    expect(error.message).toBe(
+      'customers: customers.csv line 4: column d holds 02/13/2024, which is not a DATE written as %d/%m/%Y ' +
+        "(its type declared in columns:); nothing was staged. Fix the value, or declare the column's type in " +
+        'the source of table customers: columns: { d: VARCHAR }',
+    )
+    expect(await history(p, 'customer_id,d')).toEqual([
+      ['1', '2024-02-01'],
+      ['2', '2024-04-03'],
+    ])
+  })
+
+  it('a declared DECIMAL(38,0) key holds small keys first and 20-digit ones later, without a change of type', async () => {
+    const p = await declaring(`{ customer_id: 'DECIMAL(38,0)' }`)
+    await run(p, 'customer_id,name', ['1,Ana'], JAN)
+    expect(await columnType(p, 'customer_id')).toBe('DECIMAL(38,0)')
+    await run(p, 'customer_id,name', ['1,Ana', '12345678901234567891,Bruno'], FEB)
+    expect(await history(p, 'customer_id,name')).toEqual([
+      ['1', 'Ana'],
+      ['12345678901234567891', 'Bruno'],
+    ])
+  })
+
+  it('a column declared VARCHAR keeps its text as written', async () => {
+    const p = await declaring(`{ code: VARCHAR, amount: VARCHAR }`)
+    await run(p, 'customer_id,code,amount', ['1,007,1e400', '2,12,12345678901234567.89'], JAN)
+    expect(await history(p, 'customer_id,code,amount')).toEqual([
+      ['1', '007', '1e400'],
+      ['2', '12', '12345678901234567.89'],
+    ])
+  })
+
+  it('a declared column the file does not have is refused naming the columns it has', async () => {
+    const p = await declaring(`{ acct: BIGINT }`)
+    const error = await runError(p, 'customer_id,name', ['1,Ana'], JAN)
+    expect(error.message).toBe(
+      'customers: column acct of columns: is not a column of customers.csv; its columns are customer_id, name',
     )
   })
 })
