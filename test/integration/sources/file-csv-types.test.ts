@@ -1,3 +1,6 @@
+import { rmSync } from 'node:fs'
+import { join } from 'node:path'
+
 import { afterEach, describe, expect, it } from 'vitest'
 
 import { BatchRejectedError, SourceError } from '../../../lib/core/errors.ts'
@@ -18,6 +21,8 @@ afterEach(async () => {
 
 const JAN = new Date('2024-01-01T00:00:00Z')
 const FEB = new Date('2024-02-01T00:00:00Z')
+const MAR = new Date('2024-03-01T00:00:00Z')
+const APR = new Date('2024-04-01T00:00:00Z')
 
 async function project(...options: string[]): Promise<EmbeddedProject> {
   embedded = await makeEmbeddedProject(customersYaml(...options))
@@ -222,5 +227,85 @@ describe('declared column types (source.columns)', () => {
     expect(error.message).toBe(
       'customers: column acct of columns: is not a column of customers.csv; its columns are customer_id, name',
     )
+  })
+})
+
+describe('the types of the first load are recorded and kept', () => {
+  it('dates read day first on the first load stay day first when a later file alone would read both ways', async () => {
+    const p = await project()
+    await run(p, 'customer_id,d', ['1,13/02/2024', '2,01/02/2024'], JAN)
+    expect(await p.deps.state.getSourceTypes('customers')).toEqual({
+      version: 1,
+      columns: [
+        { name: 'customer_id', type: 'BIGINT' },
+        { name: 'd', type: 'DATE', format: '%d/%m/%Y' },
+      ],
+    })
+    const second = await run(p, 'customer_id,d', ['2,01/02/2024', '3,03/04/2024'], FEB)
+    expect(second.merge.counts).toMatchObject({ insertedVersions: 1, closedVersions: 0 })
+    expect(await history(p, 'customer_id,d')).toEqual([
+      ['1', '2024-02-13'],
+      ['2', '2024-02-01'],
+      ['3', '2024-04-03'],
+    ])
+    const error = await runError(p, 'customer_id,d', ['2,01/02/2024', '3,03/04/2024', '4,02/13/2024'], MAR)
+    expect(error.message).toBe(
+      'customers: customers.csv line 4: column d holds 02/13/2024, which is not a DATE written as %d/%m/%Y ' +
+        "(the type the column was first loaded as); nothing was staged. Fix the value, or declare the column's " +
+        'type in the source of table customers: columns: { d: VARCHAR }',
+    )
+    expect(await history(p, 'customer_id,d')).toHaveLength(3)
+  })
+
+  it('a DOUBLE column stays DOUBLE when a later file holds whole numbers only', async () => {
+    const p = await project()
+    await run(p, 'customer_id,amount', ['1,1.5', '2,2.25'], JAN)
+    const second = await run(p, 'customer_id,amount', ['1,2', '2,3'], FEB)
+    expect(second.merge.counts).toMatchObject({ insertedVersions: 2, closedVersions: 2 })
+    expect(await columnType(p, 'amount')).toBe('DOUBLE')
+  })
+
+  it('an offset in a TIMESTAMP column is refused at its line instead of a change of type', async () => {
+    const p = await project()
+    await run(p, 'customer_id,t', ['1,2024-02-01 10:00:00', '2,2024-02-01 11:00:00'], JAN)
+    const error = await runError(
+      p,
+      'customer_id,t',
+      ['1,2024-02-01 10:00:00', '2,2024-02-01 11:00:00+02'],
+      FEB,
+    )
+    expect(error.message).toMatch(
+      /^customers: customers\.csv line 3: column t holds "2024-02-01 11:00:00\+02", which is not a TIMESTAMP written/,
+    )
+  })
+
+  it('a column new to the table gets its type from its values, and is recorded beside the others', async () => {
+    const p = await project()
+    await run(p, 'customer_id,d', ['1,13/02/2024'], JAN)
+    await run(p, 'customer_id,d,n', ['1,13/02/2024,12345678901234567891'], FEB)
+    expect((await p.deps.state.getSourceTypes('customers'))?.columns).toEqual([
+      { name: 'customer_id', type: 'BIGINT' },
+      { name: 'd', type: 'DATE', format: '%d/%m/%Y' },
+      { name: 'n', type: 'DECIMAL(38,0)' },
+    ])
+  })
+
+  it('nothing is recorded until a batch is merged: a refused first load leaves the choice to the next one', async () => {
+    const p = await project()
+    const refused = await runError(p, 'customer_id,n', ['1,5', '1,6'], JAN)
+    expect(refused).toBeInstanceOf(BatchRejectedError)
+    expect(await p.deps.state.getSourceTypes('customers')).toBeUndefined()
+  })
+
+  it('with the record lost, a dimension of dates is not read another way: ambiguous values are refused', async () => {
+    const p = await project()
+    await run(p, 'customer_id,d', ['1,13/02/2024', '2,01/02/2024'], JAN)
+    rmSync(join(p.project.state.path, 'customers', 'source-types.json'))
+    const error = await runError(p, 'customer_id,d', ['2,01/02/2024', '3,03/04/2024'], APR)
+    expect(error.message).toMatch(/^customers: column d of customers\.csv holds dates that read two ways/)
+    expect(await history(p, 'customer_id,d')).toEqual([
+      ['1', '2024-02-13'],
+      ['2', '2024-02-01'],
+    ])
   })
 })
