@@ -128,10 +128,10 @@ const ORIGINS: Readonly<Record<TypeOrigin, string>> = {
  * pass through JavaScript and memory stays within `memoryLimit`.
  *
  * CSV rules (RFC 4180): `"` quotes, `""` inside quotes is a quote, no comment lines, no skipped lines. Column
- * types are detected from the WHOLE of each file (not a sample), so a value near the end cannot contradict the
- * type chosen at the start; files of a glob whose types differ for a column get a common type (BIGINT and DOUBLE
- * give DOUBLE, any other mix gives VARCHAR). An unquoted empty field is read as NULL, a quoted empty field `""`
- * as the empty string: a CSV writer that quotes strings can thus tell the two apart.
+ * types are declared (`columns:`), recorded by earlier loads (`ExtractRequest.sourceTypes`), or chosen from
+ * every value of every file and checked (csv-column-types.ts); every value is converted exactly or refused
+ * (csv-value-sql.ts). An unquoted empty field is read as NULL, a quoted empty field `""` as the empty string: a
+ * CSV writer that quotes strings can thus tell the two apart.
  *
  * All files of a glob must have the same column names (in any order for Parquet and for CSV with a header).
  */
