@@ -50,4 +50,44 @@ describe('dimsync run and history on a CSV of 20-digit keys', () => {
       ).toEqual([['89310410106543789301', 'basic']])
     },
   )
+
+  it(
+    'dates that read day first and month first are refused until their format is declared, then never flip',
+    { timeout: 120_000 },
+    () => {
+      writeFileSync(
+        join(work, 'dimsync.yaml'),
+        'version: 1\ntables:\n  - name: cards\n    source: { type: file, path: cards.csv }\n    key: id\n',
+      )
+      writeFileSync(join(work, 'cards.csv'), 'id,d\n1,01/02/2024\n2,03/04/2024\n')
+      const guessed = dimsync('run', '--table', 'cards')
+      expect(guessed.code).toBe(1)
+      expect(guessed.err).toContain(
+        'dimsync: cards: column d of cards.csv holds dates that read two ways: 01/02/2024 and 03/04/2024',
+      )
+      writeFileSync(
+        join(work, 'dimsync.yaml'),
+        'version: 1\ntables:\n  - name: cards\n    source:\n      type: file\n      path: cards.csv\n' +
+          "      columns: { d: { type: DATE, format: '%d/%m/%Y' } }\n    key: id\n",
+      )
+      expect(dimsync('run', '--table', 'cards').code).toBe(0)
+      writeFileSync(join(work, 'cards.csv'), 'id,d\n1,01/02/2024\n2,03/04/2024\n3,02/13/2024\n')
+      const flipped = dimsync('run', '--table', 'cards')
+      expect(flipped.code).toBe(1)
+      expect(flipped.err).toContain(
+        'dimsync: cards: cards.csv line 4: column d holds 02/13/2024, which is not a DATE written as %d/%m/%Y',
+      )
+      const history = dimsync('history', 'cards', '--format', 'json')
+      expect(
+        history.out
+          .trim()
+          .split('\n')
+          .map((line) => JSON.parse(line) as Record<string, unknown>)
+          .map((row) => [row.id, row.d, row.is_current]),
+      ).toEqual([
+        [1, '2024-02-01', true],
+        [2, '2024-04-03', true],
+      ])
+    },
+  )
 })
