@@ -66,6 +66,23 @@ function strict<T extends z.core.$ZodLooseShape>(shape: T, what = 'a mapping') {
 const column = patterned(IDENTIFIER_PATTERN, `a column name (${IDENTIFIER_TEXT})`)
 const columnList = list(column, 'a list of column names')
 
+const CSV_TYPE_TEXT = 'a type such as BIGINT, DECIMAL(38,0), DOUBLE, DATE, TIMESTAMP or VARCHAR'
+const csvTypeName = nonEmpty(CSV_TYPE_TEXT)
+/** A declared CSV column type: `DECIMAL(38,0)`, or `{ type: DATE, format: '%d/%m/%Y' }` (strptime format). */
+const csvColumnTypeSchema = z.union(
+  [
+    csvTypeName,
+    strict(
+      {
+        type: csvTypeName,
+        format: nonEmpty('a strptime format such as %d/%m/%Y').optional(),
+      },
+      'a mapping { type, format }',
+    ),
+  ],
+  { error: expecting(`${CSV_TYPE_TEXT}, or a mapping { type: DATE, format: '%d/%m/%Y' }`) },
+)
+
 export const fileSourceSchema = strict({
   type: z.literal('file'),
   path: nonEmpty('a file path or glob').describe(
@@ -89,6 +106,19 @@ export const fileSourceSchema = strict({
     .boolean({ error: expecting('true or false') })
     .optional()
     .describe('CSV only. Default true.'),
+  columns: z
+    .record(column, csvColumnTypeSchema, {
+      error: (issue) =>
+        // `{ acct: DECIMAL(38,0) }`: YAML splits a plain scalar at a comma inside { }, leaving a key `0)`.
+        /^\s*\d+\s*\)$/.test(String(issue.input))
+          ? "a DECIMAL type inside { } must be quoted: acct: 'DECIMAL(38,0)' (YAML splits it at its comma)"
+          : mustBe(`a column name (${IDENTIFIER_TEXT})`, issue.input),
+    })
+    .optional()
+    .describe(
+      "CSV only: columns whose type is declared rather than chosen from the first load's values, e.g. " +
+        "{ acct: DECIMAL(38,0), d: { type: DATE, format: '%d/%m/%Y' } }.",
+    ),
 })
 
 export const databaseSourceSchema = strict({

@@ -3,6 +3,8 @@
  * written last; a batch without one does not exist for the merge.
  */
 
+import type { SourceTypes } from './source-types.ts'
+
 export type ColumnType = string
 
 /** A source column as staged: its name and its DuckDB logical type (`BIGINT`, `VARCHAR`, `TIMESTAMP`, ...). */
@@ -48,4 +50,6 @@ export interface BatchManifest {
   readonly watermarkCandidate?: Watermark
   /** Where the rows came from (file names, or a database snapshot id), for audits. */
   readonly sourceDescription: string
+  /** How the source's CSV columns were read (CSV sources): recorded once the batch is merged. */
+  readonly sourceTypes?: SourceTypes
 }

@@ -7,6 +7,7 @@ import type { StagedParquetVersion } from '../core/staged-parquet.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import type { ExtractRequest, ExtractResult, Source } from '../ports/source.ts'
 import type { StagedColumn } from '../core/batch.ts'
+import type { SourceTypes } from '../core/source-types.ts'
 
 export interface SourceEnvironment {
   /** Folder relative file paths resolve against (the config file's folder). */
@@ -62,8 +63,8 @@ class LazySource implements Source {
     this.#load = load
   }
 
-  async describe(table: TableSpec): Promise<readonly StagedColumn[]> {
-    return await (await this.#source()).describe(table)
+  async describe(table: TableSpec, sourceTypes?: SourceTypes): Promise<readonly StagedColumn[]> {
+    return await (await this.#source()).describe(table, sourceTypes)
   }
 
   async extract(request: ExtractRequest): Promise<ExtractResult> {

@@ -101,6 +101,9 @@ export async function extractPass(
       ...(watermark !== undefined ? { watermark } : {}),
     }
   }
+  // A CSV source reads with the types its merged batches were read with (recorded by mergeStep).
+  const csv = table.source.type === 'file' && table.source.format === 'csv'
+  const sourceTypes = csv ? await deps.state.getSourceTypes(table.name) : undefined
   const source = deps.openSource(table)
   try {
     const result = await source.extract({
@@ -112,6 +115,7 @@ export async function extractPass(
       onProgress: request.onProgress,
       ...(request.timeLeftMs ? { timeLeftMs: request.timeLeftMs } : {}),
       ...(progress.source !== undefined ? { resume: progress.source } : {}),
+      ...(sourceTypes !== undefined ? { sourceTypes } : {}),
     })
     // The source refuses an excluded column it lacks and stages the others without it: it had them all.
     deps.checkSourceColumns?.(table, [...result.columns.map((c) => c.name), ...table.exclude])
@@ -141,6 +145,7 @@ export async function extractPass(
       columns: result.columns,
       watermarkCandidate: result.watermarkCandidate,
       sourceDescription: result.sourceDescription,
+      ...(result.sourceTypes !== undefined ? { sourceTypes: result.sourceTypes } : {}),
     })
     return { complete: true, manifest, bytes: manifest.parts.reduce((sum, part) => sum + part.bytes, 0) }
   } catch (error) {

@@ -2,6 +2,7 @@ import { canonicalJson, compareWatermarks } from '../core/watermark.ts'
 import type { BatchManifest, Watermark } from '../core/batch.ts'
 import { compareManifests } from '../core/batch-manifest.ts'
 import { BatchRejectedError, MassDeleteRefusedError, OutOfOrderBatchError } from '../core/errors.ts'
+import { sameSourceTypes, type SourceTypes } from '../core/source-types.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import type { StagingStore } from '../ports/staging-store.ts'
 import type { StateStore } from '../ports/state-store.ts'
@@ -71,7 +72,23 @@ export async function mergeStep(
     throw error
   }
   const watermark = await advanceWatermark(deps.state, table.name, manifest.watermarkCandidate)
+  await recordSourceTypes(deps.state, table.name, manifest.sourceTypes)
   return { merge, manifest, watermark }
+}
+
+/**
+ * Records how the merged batch read its CSV columns, so every later extract reads them the same way (a date
+ * format chosen once is never guessed again). Only after the merge: a refused batch records nothing, and the
+ * next load chooses again. A crash before this is repaired like the watermark: the batch merged again is skipped.
+ */
+async function recordSourceTypes(
+  state: StateStore,
+  table: string,
+  types: SourceTypes | undefined,
+): Promise<void> {
+  if (types === undefined) return
+  if (sameSourceTypes(await state.getSourceTypes(table), types)) return
+  await state.recordSourceTypes(table, types)
 }
 
 /** Moves the watermark forward to `candidate`; never backwards (a batch merged after a newer one). */

@@ -18,6 +18,7 @@ import {
   type StoredLease,
 } from '../../core/lease.ts'
 import type { RunRecord } from '../../core/run-record.ts'
+import { parseSourceTypes, type SourceTypes } from '../../core/source-types.ts'
 import type { StateStore } from '../../ports/state-store.ts'
 import {
   assertSafeId,
@@ -60,12 +61,13 @@ interface MutexContent {
 }
 
 const MUTEX = '.mutex'
+const SOURCE_TYPES_FILE = 'source-types.json'
 /** How long a mutex file without its content may be its creator's, still writing it. */
 const UNWRITTEN_MUTEX_GRACE_MS = 1000
 
 /**
- * State in a local folder (embedded mode): one folder per table with `watermark.json`, `lease.json` and
- * `runs/<startedAt>_<runId>.json`. Every read-modify-write runs under a per-table mutex file created with
+ * State in a local folder (embedded mode): one folder per table with `watermark.json`, `lease.json`,
+ * `source-types.json` and `runs/<startedAt>_<runId>.json`. Every read-modify-write runs under a per-table mutex file created with
  * `O_EXCL`, so the lease rules hold across processes on one machine (not across machines sharing a network
  * folder: use the DynamoDB store there).
  */
@@ -200,6 +202,31 @@ export class LocalStateStore implements StateStore {
       if (run !== undefined) runs.push(run)
     }
     return runs
+  }
+
+  /** `<table>/source-types.json`: how the last merged batch read the table's CSV columns. */
+  async getSourceTypes(table: string): Promise<SourceTypes | undefined> {
+    const path = join(this.#tableDir(table), SOURCE_TYPES_FILE)
+    // Text that is not JSON is damaged like JSON that is not a record.
+    const stored = await readJsonIfExists(path).catch((error: unknown) => {
+      if (error instanceof SyntaxError) return null
+      throw error
+    })
+    if (stored === undefined) return undefined
+    const types = parseSourceTypes(stored)
+    if (types === undefined) {
+      throw new DimsyncError(
+        `table ${table}: ${path} is damaged; remove it, and the next load chooses the CSV column types ` +
+          'again from its values (or declare them with columns: in the source)',
+      )
+    }
+    return types
+  }
+
+  async recordSourceTypes(table: string, types: SourceTypes): Promise<void> {
+    await this.#withMutex(table, async (dir) => {
+      await writeFileAtomic(join(dir, SOURCE_TYPES_FILE), `${JSON.stringify(types)}\n`)
+    })
   }
 
   /**
