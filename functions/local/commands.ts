@@ -236,6 +236,7 @@ export async function validate(opts: { config: string }): Promise<void> {
       const { stagedValuesReader } = await import('../../lib/runtime/staged-values.ts')
       const tables = await validateProject(project, deps.openSource, {
         stagedValues: stagedValuesReader(deps.state),
+        sourceTypes: (table) => deps.state.getSourceTypes(table.name),
       })
       for (const line of tables) reporter.summary(line)
     },

@@ -5,6 +5,7 @@ import { factStagingTable, type FactSpec } from '../core/fact-spec.ts'
 import type { StagedColumn } from '../core/batch.ts'
 import { ConfigError } from '../core/errors.ts'
 import type { ProjectSpec, TableSpec } from '../core/table-spec.ts'
+import type { SourceTypes } from '../core/source-types.ts'
 import type { Source } from '../ports/source.ts'
 import { bigQueryUncomparableColumns } from '../sql/bigquery/bigquery-compared-columns.ts'
 import { bigQueryKeyProblem, bigQueryStorableType } from '../sql/bigquery/bigquery-types.ts'
@@ -23,6 +24,11 @@ export interface ValidateOptions {
    * operation values are checked as run checks them; absent, they are not.
    */
   readonly stagedValues?: (source: Source, table: TableSpec, column: string) => Promise<readonly ValueCount[]>
+  /**
+   * How the table's CSV columns were read by its merged loads (the state store's record): a source is described
+   * with them, as the next run reads it, so a type a first load settled is not guessed again.
+   */
+  readonly sourceTypes?: (table: TableSpec) => Promise<SourceTypes | undefined>
 }
 
 /** How many values not configured a message shows. */
@@ -48,7 +54,7 @@ export async function validateProject(
   for (const [index, table] of project.tables.entries()) {
     const source = openSource(table)
     try {
-      const columns = await source.describe(table)
+      const columns = await source.describe(table, await options.sourceTypes?.(table))
       described.set(table.name, columns)
       // The source refuses an excluded column it lacks and describes the others without it: it had them all.
       const problems = checkTableAgainstSource(project, index, [

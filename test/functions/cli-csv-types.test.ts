@@ -90,4 +90,24 @@ describe('dimsync run and history on a CSV of 20-digit keys', () => {
       ])
     },
   )
+
+  it(
+    'validate reads a CSV with the types its merged loads recorded, as run does',
+    { timeout: 120_000 },
+    () => {
+      writeFileSync(
+        join(work, 'dimsync.yaml'),
+        'version: 1\ntables:\n  - name: cards\n    source: { type: file, path: cards.csv }\n    key: id\n',
+      )
+      // 13/01/2024 reads one way only: the first load records day first.
+      writeFileSync(join(work, 'cards.csv'), 'id,d\n1,13/01/2024\n')
+      expect(dimsync('run', '--table', 'cards').code).toBe(0)
+      // Alone, 01/02/2024 reads two ways; the recorded type says which.
+      writeFileSync(join(work, 'cards.csv'), 'id,d\n2,01/02/2024\n3,03/04/2024\n')
+      const run = dimsync('run', '--table', 'cards')
+      expect(run.code, run.err).toBe(0)
+      const validate = dimsync('validate')
+      expect({ code: validate.code, err: validate.err }).toEqual({ code: 0, err: '' })
+    },
+  )
 })
