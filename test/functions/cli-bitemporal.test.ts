@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process'
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
@@ -79,6 +79,15 @@ describe('the CLI on a bitemporal table and on a column whose type changed', () 
     csv('accounts.csv', 'account_id,code\n1,x7\n2,8\n')
     expect(dimsync('run', '--table', 'accounts', '--extracted-at', '2024-01-01T09:00:00Z').code).toBe(0)
     csv('accounts.csv', 'account_id,code\n1,7\n2,8\n')
+    // A CSV column keeps the type its first load recorded; declaring another one changes it.
+    const config = join(work, 'dimsync.yaml')
+    writeFileSync(
+      config,
+      readFileSync(config, 'utf8').replace(
+        'source: { type: file, path: data/accounts.csv }',
+        'source: { type: file, path: data/accounts.csv, columns: { code: BIGINT } }',
+      ),
+    )
     const run = dimsync('run', '--table', 'accounts', '--extracted-at', '2024-02-01T09:00:00Z')
     expect(run.code).toBe(1)
     expect(run.err).toContain(
