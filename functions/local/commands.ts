@@ -21,6 +21,7 @@ import type { HistoryFormat } from './format-history.ts'
 import { createReporter } from './reporter.ts'
 import { describeFactRun, factNamed, selectRunnable } from './fact-runs.ts'
 import { runTables } from './run-tables.ts'
+import { describeContractChanges } from './contract-changes.ts'
 
 /** `dimsync run`. `maxFutureMs` is read (and a bad setting refused) before the config is. */
 export async function run(
@@ -225,7 +226,7 @@ export async function validate(opts: { config: string }): Promise<void> {
   )
 }
 
-async function withProject(
+export async function withProject(
   configPath: string,
   work: (project: ProjectSpec, deps: LocalDeps, reporter: ReturnType<typeof createReporter>) => Promise<void>,
   stores: StoreOverrides = {},
@@ -250,7 +251,7 @@ async function loadConsistentProject(configPath: string): Promise<ProjectSpec> {
   return project
 }
 
-function selectTables(project: ProjectSpec, name: string | undefined): readonly TableSpec[] {
+export function selectTables(project: ProjectSpec, name: string | undefined): readonly TableSpec[] {
   if (name === undefined) return project.tables
   const table = project.tables.find((t) => t.name === name)
   if (!table)
@@ -284,7 +285,7 @@ function describeRun(table: TableSpec, result: RunTableResult): string {
   return (
     `${table.name} → ${table.target}: batch ${result.batchId}, ${result.rows} rows; ` +
     `${c?.insertedVersions ?? 0} versions inserted, ${c?.closedVersions ?? 0} closed, ${c?.deletedKeys ?? 0} keys deleted, ` +
-    `${c?.unchangedEvents ?? 0} unchanged, ${c?.lateKeys ?? 0} late keys${resumed}`
+    `${c?.unchangedEvents ?? 0} unchanged, ${c?.lateKeys ?? 0} late keys${describeContractChanges(result.merge)}${resumed}`
   )
 }
 

@@ -1,5 +1,6 @@
 import type { TableSpec } from '../../lib/core/table-spec.ts'
 import type { RunTableResult } from '../../lib/use-cases/run-table.ts'
+import { describeContractChanges } from './contract-changes.ts'
 
 /** The line `dimsync plan` prints per table. */
 export function describePlan(table: TableSpec, result: RunTableResult): string {
@@ -14,7 +15,8 @@ export function describePlan(table: TableSpec, result: RunTableResult): string {
   return (
     `${table.name}: ${result.rows} rows extracted; would add ${keys?.newKeys ?? 0} new keys, change ${keys?.changedKeys ?? 0}, ` +
     `delete ${keys?.deletedKeys ?? 0}, leave ${counts?.unchangedEvents ?? 0} unchanged, recompute ${counts?.lateKeys ?? 0} late keys ` +
-    `(${counts?.insertedVersions ?? 0} versions inserted, ${counts?.closedVersions ?? 0} closed)`
+    `(${counts?.insertedVersions ?? 0} versions inserted, ${counts?.closedVersions ?? 0} closed)` +
+    describeContractChanges(result.merge)
   )
 }
 

@@ -27,6 +27,13 @@ export interface StagedPart {
 export interface Watermark {
   readonly cursor: string | number
   readonly key: readonly (string | number)[]
+  /**
+   * The cursor column the position is a value of, as committed (absent for `files: new_only`, and in watermarks
+   * committed before it was kept). A position in another column than the config's cursor is not used.
+   */
+  readonly column?: string
+  /** The batch whose merge committed this watermark: the warehouse's ledger must hold it (absent before it was kept). */
+  readonly batchId?: string
 }
 
 export interface BatchManifest {

@@ -1,5 +1,6 @@
 import type { Watermark } from './batch.ts'
 import { instantSortKey } from './instant.ts'
+import type { TableSpec } from './table-spec.ts'
 
 /**
  * Pure helpers for watermarks stored as text: a canonical JSON form (so deep-equal watermarks compare equal as
@@ -61,4 +62,39 @@ function compareScalars(a: string | number, b: string | number): number {
     return compareScalars(a, String(b))
   }
   return 0
+}
+
+/** The position alone (cursor and key), as a source reads after it: what the column and batch id are about. */
+export function watermarkPosition(watermark: Watermark): Watermark {
+  return { cursor: watermark.cursor, key: watermark.key }
+}
+
+/** The cursor column of an incremental extract, which a committed watermark names (undefined otherwise). */
+export function cursorColumn(table: TableSpec): string | undefined {
+  return table.extract.mode === 'incremental' ? table.extract.cursor : undefined
+}
+
+/** The watermark a merge of `batchId` commits for `candidate` (its position, its cursor column, the batch). */
+export function committedWatermark(table: TableSpec, candidate: Watermark, batchId: string): Watermark {
+  const column = cursorColumn(table)
+  return { ...watermarkPosition(candidate), ...(column !== undefined ? { column } : {}), batchId }
+}
+
+/**
+ * What a batch's ledger row records of the watermark its merge moves to (canonical JSON of its position and
+ * cursor column; the row names the batch), or undefined for a batch without one (a full extract).
+ */
+export function recordedWatermark(table: TableSpec, candidate: Watermark | undefined): string | undefined {
+  if (candidate === undefined) return undefined
+  const column = cursorColumn(table)
+  return canonicalJson({ ...watermarkPosition(candidate), ...(column !== undefined ? { column } : {}) })
+}
+
+/**
+ * Whether a stored watermark is a position in the table's cursor now: one committed for another cursor column
+ * is not (reading after it could skip rows); one that names no column (files, or written before columns were
+ * kept) is taken as it is.
+ */
+export function watermarkFitsCursor(table: TableSpec, watermark: Watermark): boolean {
+  return watermark.column === undefined || watermark.column === cursorColumn(table)
 }

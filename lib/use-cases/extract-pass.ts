@@ -1,6 +1,7 @@
 import type { BatchManifest, StagedPart, Watermark } from '../core/batch.ts'
 import { DimsyncError, StagingError } from '../core/errors.ts'
 import type { TableSpec } from '../core/table-spec.ts'
+import { watermarkFitsCursor, watermarkPosition } from '../core/watermark.ts'
 import type { Source } from '../ports/source.ts'
 import type { BatchCheckpoint, BatchWriter, StagingStore } from '../ports/staging-store.ts'
 import type { StateStore } from '../ports/state-store.ts'
@@ -88,7 +89,11 @@ export async function extractPass(
     progress = readPassProgress(table, batchId, resumed.checkpoint.state)
   } else {
     const mode = stagedMode(table)
-    const watermark = mode === 'incremental' ? await deps.state.getWatermark(table.name) : undefined
+    const stored = mode === 'incremental' ? await deps.state.getWatermark(table.name) : undefined
+    // The source reads after the position alone; one in another cursor column than the config's (the cursor
+    // changed) would skip rows: every row is read again instead (unchanged ones open no version).
+    const watermark =
+      stored !== undefined && watermarkFitsCursor(table, stored) ? watermarkPosition(stored) : undefined
     writer = await deps.staging.beginBatch(table.name, batchId)
     progress = {
       version: 1,
