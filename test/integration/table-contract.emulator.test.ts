@@ -174,6 +174,36 @@ describe('the table contract on DuckDB and the BigQuery emulator', () => {
     }
   })
 
+  it('a ledger an earlier dimsync created, without the record columns, gains them; the next merge records the contract', async () => {
+    const table = tableSpec({ tracked: { kind: 'list', columns: ['name'] } })
+    const dimension = await both.open(table, COLUMNS)
+    try {
+      await dimension.load(rows, { extractedAt: JAN })
+      for (const side of ['duckdb', 'bigquery'] as const) {
+        const warehouse = dimension.warehouses[side]
+        const ledger = warehouse.dialect.table({ schema: dimension.schemaOf(side), name: '_dimsync_batches' })
+        for (const column of ['contract', 'watermark'])
+          await warehouse.query(`ALTER TABLE ${ledger} DROP COLUMN ${column}`)
+      }
+      const held = await dimension.holdings()
+      const next = await dimension.load(rows, { extractedAt: FEB })
+      expect(next.duckdb).toMatchObject({
+        status: 'merged',
+        counts: { insertedVersions: 0, unchangedEvents: 2 },
+      })
+      expect(next.bigquery).toEqual(next.duckdb)
+      const after = await dimension.holdings()
+      expect(after.duckdb.dimension).toEqual(held.duckdb.dimension)
+      expect(after.bigquery.dimension).toEqual(held.bigquery.dimension)
+      expect(await recorded(dimension)).toEqual({
+        duckdb: ['key customer_id tracked name'],
+        bigquery: ['key customer_id tracked name'],
+      })
+    } finally {
+      await dimension.close()
+    }
+  })
+
   it('a table with late events (valid_from a column) refuses a config change of what is tracked', async () => {
     const columns: StagedColumn[] = [...COLUMNS, { name: 'changed_at', type: 'TIMESTAMP WITH TIME ZONE' }]
     const table = tableSpec({
