@@ -2,7 +2,7 @@ import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 
 /**
- * The layering of lib/ (DESIGN.md): functions → runtime → use-cases → adapters → ports → core, and sql and
+ * The layering of lib/ (docs/architecture.md): functions → runtime → use-cases → adapters → ports → core, and sql and
  * config → core. A folder of lib/ imports itself and what this table lists (types included); nothing in lib/
  * imports the folders outside it. Checked on the import text, so folder names stay unique across layers.
  */

@@ -104,7 +104,7 @@ withStoreOptions(program.command('plan'))
     ).choices(['duckdb', 'bigquery']),
   )
   .action(async (opts: OptionsOf<'plan'>) => {
-    await (await commands()).plan(opts)
+    await (await commands()).plan(opts, reportError)
   })
 
 program

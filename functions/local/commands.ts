@@ -19,7 +19,7 @@ import { runTable, type RunTableResult } from '../../lib/use-cases/run-table.ts'
 import { assertNoObjectNameConflicts, validateProject } from '../../lib/use-cases/validate-project.ts'
 import type { HistoryFormat } from './format-history.ts'
 import { createReporter } from './reporter.ts'
-import { describeFactRun, factNamed, selectRunnable } from './fact-runs.ts'
+import { describeFactRun, factHasNoHistory, factNamed, selectRunnable } from './fact-runs.ts'
 import { runTables } from './run-tables.ts'
 import { describeContractChanges } from './contract-changes.ts'
 
@@ -80,7 +80,7 @@ export async function backfillFiles(
   await withProject(
     opts.config,
     async (project, deps, reporter) => {
-      const [table] = selectTables(project, opts.table)
+      const [table] = selectTables(project, opts.table, 'backfill')
       const { backfill } = await import('../../lib/use-cases/backfill.ts')
       const results = await backfill(deps, {
         table: table!,
@@ -105,23 +105,36 @@ export async function plan(
     allowMassDelete?: boolean
     dialect?: 'duckdb' | 'bigquery'
   } & StoreOverrides,
+  reportError: (line: string, error: unknown) => void,
 ): Promise<void> {
   if (opts.dialect === 'bigquery') return planBigQueryOffline(opts.config, opts.table)
   await withProject(
     opts.config,
     async (project, deps, reporter) => {
-      const { describePlan } = await import('./format-plan.ts')
-      for (const table of selectTables(project, opts.table)) {
-        const result = await runTable(deps, table, {
-          dryRun: true,
-          allowMassDelete: opts.allowMassDelete,
-        })
-        reporter.summary(describePlan(table, result))
-        if (opts.sql) {
-          for (const statement of result.merge.statements)
+      const { describeFactPlan, describePlan } = await import('./format-plan.ts')
+      const printSql = (statements: readonly { label: string; sql: string }[]) => {
+        if (opts.sql)
+          for (const statement of statements)
             process.stdout.write(`-- ${statement.label}\n${statement.sql};\n\n`)
-        }
       }
+      // Facts are planned as run runs them: after the tables, each on its own (one refused does not stop the others).
+      await runTables(selectRunnable(project, opts.table), {
+        run: async (table) => {
+          const fact = factNamed(project, table.name)
+          if (fact !== undefined) {
+            const result = await runFact(deps, fact, project.tables, { dryRun: true })
+            reporter.summary(describeFactPlan(fact, result))
+            return printSql(result.load.statements)
+          }
+          const result = await runTable(deps, table, {
+            dryRun: true,
+            allowMassDelete: opts.allowMassDelete,
+          })
+          reporter.summary(describePlan(table, result))
+          printSql(result.merge.statements)
+        },
+        onFailure: reportError,
+      })
     },
     opts,
   )
@@ -153,7 +166,7 @@ export async function dates(opts: {
 /** `dimsync evolve`. */
 export async function evolve(opts: { config: string; table: string; column: string }): Promise<void> {
   await withProject(opts.config, async (project, deps, reporter) => {
-    const [table] = selectTables(project, opts.table)
+    const [table] = selectTables(project, opts.table, 'evolve')
     const { evolveColumn } = await import('../../lib/use-cases/evolve-column.ts')
     const warehouse = await deps.openWarehouse()
     const result = await evolveColumn(
@@ -174,7 +187,8 @@ export async function discard(
   await withProject(
     opts.config,
     async (project, deps, reporter) => {
-      const [table] = selectTables(project, opts.table)
+      // A fact's batches are staged under its name, as a table's.
+      const [table] = selectRunnable(project, opts.table)
       const { discardBatches, listStagedBatches } = await import('../../lib/use-cases/discard-batches.ts')
       if (opts.list) {
         const staged = await listStagedBatches(deps, table!.name)
@@ -197,6 +211,8 @@ export async function history(
   opts: { config: string; key?: string; asOf?: Date; knownAt?: Date; format: HistoryFormat },
 ): Promise<void> {
   await withProject(opts.config, async (project, deps) => {
+    const fact = factNamed(project, name)
+    if (fact !== undefined) throw new DimsyncError(factHasNoHistory(fact))
     const [table] = selectTables(project, name)
     const [{ readHistory }, { formatHistory }] = await Promise.all([
       import('../../lib/use-cases/read-history.ts'),
@@ -218,7 +234,11 @@ export async function validate(opts: { config: string }): Promise<void> {
   await withProject(
     opts.config,
     async (project, deps, reporter) => {
-      const tables = await validateProject(project, deps.openSource)
+      const { stagedValuesReader } = await import('../../lib/runtime/staged-values.ts')
+      const tables = await validateProject(project, deps.openSource, {
+        stagedValues: stagedValuesReader(deps.state),
+        sourceTypes: (table) => deps.state.getSourceTypes(table.name),
+      })
       for (const line of tables) reporter.summary(line)
     },
     {},
@@ -251,13 +271,20 @@ async function loadConsistentProject(configPath: string): Promise<ProjectSpec> {
   return project
 }
 
-export function selectTables(project: ProjectSpec, name: string | undefined): readonly TableSpec[] {
+/** The table named (every table when none is), for a command that takes tables only (not facts). */
+export function selectTables(
+  project: ProjectSpec,
+  name: string | undefined,
+  command?: string,
+): readonly TableSpec[] {
   if (name === undefined) return project.tables
   const table = project.tables.find((t) => t.name === name)
-  if (!table)
+  const tables = project.tables.map((t) => t.name).join(', ')
+  if (!table && command !== undefined && factNamed(project, name) !== undefined)
     throw new DimsyncError(
-      `table ${name} is not in ${project.configPath} (tables: ${project.tables.map((t) => t.name).join(', ')})`,
+      `${name} is a fact table: ${command} takes a dimension's table (tables: ${tables})`,
     )
+  if (!table) throw new DimsyncError(`table ${name} is not in ${project.configPath} (tables: ${tables})`)
   return [table]
 }
 
@@ -282,10 +309,14 @@ function describeRun(table: TableSpec, result: RunTableResult): string {
     return `${table.name}: already applied: batch ${result.batchId} is the same snapshot as batch ${result.merge.sameAs}, merged at the same extraction time; nothing changed${resumed}`
   if (result.merge.status === 'already-applied')
     return `${table.name}: batch ${result.batchId} was already applied${resumed}`
+  // A mirror's rows overwritten in place are not unchanged, although they open no version.
+  const overwritten = result.merge.keys?.overwrittenKeys
+  const unchanged = Math.max(0, (c?.unchangedEvents ?? 0) - (overwritten ?? 0))
   return (
     `${table.name} → ${table.target}: batch ${result.batchId}, ${result.rows} rows; ` +
-    `${c?.insertedVersions ?? 0} versions inserted, ${c?.closedVersions ?? 0} closed, ${c?.deletedKeys ?? 0} keys deleted, ` +
-    `${c?.unchangedEvents ?? 0} unchanged, ${c?.lateKeys ?? 0} late keys${describeContractChanges(result.merge)}${resumed}`
+    `${c?.insertedVersions ?? 0} versions inserted, ${c?.closedVersions ?? 0} closed, ` +
+    `${overwritten === undefined ? '' : `${overwritten} overwritten, `}${c?.deletedKeys ?? 0} keys deleted, ` +
+    `${unchanged} unchanged, ${c?.lateKeys ?? 0} late keys${describeContractChanges(result.merge)}${resumed}`
   )
 }
 
@@ -297,7 +328,7 @@ async function planBigQueryOffline(configPath: string, tableName: string | undef
   const project = await loadConsistentProject(configPath)
   const { renderOfflineBigQueryPlan } = await import('../../lib/sql/bigquery/offline-plan.ts')
   const bigquery = project.warehouse.type === 'bigquery' ? project.warehouse : undefined
-  for (const table of selectTables(project, tableName)) {
+  for (const table of selectTables(project, tableName, 'plan --dialect bigquery')) {
     const source = openSource(table, { baseDir: project.baseDir, env: process.env })
     let columns
     try {

@@ -48,3 +48,16 @@ export function describeFactRun(fact: FactSpec, result: RunFactResult): string {
     `${result.load.facts ?? 0} facts loaded${unknown === '' ? '' : `, ${unknown}`}${moved === '' ? '' : `; ${moved}`}${resumed}`
   )
 }
+
+/** What `dimsync history` answers for a fact table: history is a dimension's; where its facts and versions are. */
+export function factHasNoHistory(fact: FactSpec): string {
+  const dimensions = [...new Set(fact.references.map((r) => r.dimension))]
+  const views = fact.references.some((r) => r.keepNaturalKey)
+    ? ` (or its views ${fact.target}_as_was and ${fact.target}_as_is)`
+    : ''
+  return (
+    `${fact.name} is a fact table, not a dimension: history shows the versions of a dimension. Query its facts in ` +
+    `${fact.target}${views} in the warehouse; the versions they point at: ` +
+    dimensions.map((d) => `dimsync history ${d}`).join(', ')
+  )
+}

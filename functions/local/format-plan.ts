@@ -1,4 +1,6 @@
+import type { FactSpec } from '../../lib/core/fact-spec.ts'
 import type { TableSpec } from '../../lib/core/table-spec.ts'
+import type { RunFactResult } from '../../lib/use-cases/run-fact.ts'
 import type { RunTableResult } from '../../lib/use-cases/run-table.ts'
 import { describeContractChanges } from './contract-changes.ts'
 
@@ -12,11 +14,29 @@ export function describePlan(table: TableSpec, result: RunTableResult): string {
       `${formatBytes(bytesProcessed)} (${bytesProcessed} bytes; a dry run: nothing was written, counts are known after a run)`
     )
   }
+  // A mirror's rows overwritten in place are not unchanged, although they open no version.
+  const overwritten = keys?.overwrittenKeys
+  const unchanged = Math.max(0, (counts?.unchangedEvents ?? 0) - (overwritten ?? 0))
   return (
     `${table.name}: ${result.rows} rows extracted; would add ${keys?.newKeys ?? 0} new keys, change ${keys?.changedKeys ?? 0}, ` +
-    `delete ${keys?.deletedKeys ?? 0}, leave ${counts?.unchangedEvents ?? 0} unchanged, recompute ${counts?.lateKeys ?? 0} late keys ` +
+    `${overwritten === undefined ? '' : `overwrite ${overwritten}, `}` +
+    `delete ${keys?.deletedKeys ?? 0}, leave ${unchanged} unchanged, recompute ${counts?.lateKeys ?? 0} late keys ` +
     `(${counts?.insertedVersions ?? 0} versions inserted, ${counts?.closedVersions ?? 0} closed)` +
     describeContractChanges(result.merge)
+  )
+}
+
+/**
+ * The line `dimsync plan` prints per fact table. Its references resolve against the dimensions as the warehouse
+ * holds them now: a plan of the tables before it changes nothing they would find.
+ */
+export function describeFactPlan(fact: FactSpec, result: RunFactResult): string {
+  const unknown = (result.load.unknown ?? [])
+    .map((u) => `${u.facts} to the unknown member of ${u.dimension} (${u.column})`)
+    .join(', ')
+  return (
+    `${fact.name}: ${result.rows} rows extracted; would load ${result.load.facts ?? 0} facts into ${fact.target}` +
+    `${unknown === '' ? '' : `, ${unknown}`} (resolved against the dimensions as they are now)`
   )
 }
 

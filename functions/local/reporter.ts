@@ -63,7 +63,13 @@ export function createReporter(err: Stream, out: Stream) {
           if (!live) log(`${event.table} locked by ${event.runId}`)
           return
         case 'interrupted':
-          log(`${event.table}: run ${event.runId} stopped while it held the table; recorded as interrupted`)
+          log(
+            event.record === 'interrupted'
+              ? `${event.table}: run ${event.runId} stopped while it held the table; recorded as interrupted`
+              : event.record === 'none'
+                ? `${event.table}: run ${event.runId} stopped while it held the table, before it recorded anything; ${event.by} took the lock over`
+                : `${event.table}: run ${event.runId} ended (recorded as ${event.record}) without releasing the table's lock; ${event.by} took the lock over`,
+          )
           return
         case 'cleanup':
           log(

@@ -20,10 +20,12 @@ export function powertoolsListener(
         logger.info('lease acquired', { step: 'lock', token: event.token, expiresAt: event.expiresAt })
         return
       case 'interrupted':
-        logger.warn('took the lease over from a run that never released it; recorded it as interrupted', {
-          step: 'lock',
-          interruptedRunId: event.runId,
-        })
+        logger.warn(
+          event.record === 'interrupted'
+            ? 'took the lease over from a run that never released it; recorded it as interrupted'
+            : 'took the lease over from a run that never released it',
+          { step: 'lock', interruptedRunId: event.runId, interruptedRunRecord: event.record },
+        )
         return
       case 'cleanup':
         logger.warn('removed abandoned staged batches', { step: 'cleanup', removed: event.removed })

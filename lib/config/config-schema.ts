@@ -66,6 +66,23 @@ function strict<T extends z.core.$ZodLooseShape>(shape: T, what = 'a mapping') {
 const column = patterned(IDENTIFIER_PATTERN, `a column name (${IDENTIFIER_TEXT})`)
 const columnList = list(column, 'a list of column names')
 
+const CSV_TYPE_TEXT = 'a type such as BIGINT, DECIMAL(38,0), DOUBLE, DATE, TIMESTAMP or VARCHAR'
+const csvTypeName = nonEmpty(CSV_TYPE_TEXT)
+/** A declared CSV column type: `DECIMAL(38,0)`, or `{ type: DATE, format: '%d/%m/%Y' }` (strptime format). */
+const csvColumnTypeSchema = z.union(
+  [
+    csvTypeName,
+    strict(
+      {
+        type: csvTypeName,
+        format: nonEmpty('a strptime format such as %d/%m/%Y').optional(),
+      },
+      'a mapping { type, format }',
+    ),
+  ],
+  { error: expecting(`${CSV_TYPE_TEXT}, or a mapping { type: DATE, format: '%d/%m/%Y' }`) },
+)
+
 export const fileSourceSchema = strict({
   type: z.literal('file'),
   path: nonEmpty('a file path or glob').describe(
@@ -89,6 +106,19 @@ export const fileSourceSchema = strict({
     .boolean({ error: expecting('true or false') })
     .optional()
     .describe('CSV only. Default true.'),
+  columns: z
+    .record(column, csvColumnTypeSchema, {
+      error: (issue) =>
+        // `{ acct: DECIMAL(38,0) }`: YAML splits a plain scalar at a comma inside { }, leaving a key `0)`.
+        /^\s*\d+\s*\)$/.test(String(issue.input))
+          ? "a DECIMAL type inside { } must be quoted: acct: 'DECIMAL(38,0)' (YAML splits it at its comma)"
+          : mustBe(`a column name (${IDENTIFIER_TEXT})`, issue.input),
+    })
+    .optional()
+    .describe(
+      "CSV only: columns whose type is declared rather than chosen from the first load's values, e.g. " +
+        "{ acct: DECIMAL(38,0), d: { type: DATE, format: '%d/%m/%Y' } }.",
+    ),
 })
 
 export const databaseSourceSchema = strict({
@@ -177,16 +207,33 @@ export const operationSchema = z
     'The operation column and its values. Default { column: Op, insert: I, update: U, delete: D } (AWS DMS).',
   )
 
+/** Which values of the operation column mean what, by rule; `ignore` skips rows (dimensions and facts). */
+export const opsSchema = strict({
+  insert: operationValues.optional().describe('Default I.'),
+  update: operationValues.optional().describe('Default U.'),
+  delete: operationValues.optional().describe('Default D.'),
+  ignore: operationValues
+    .optional()
+    .describe('Rows skipped by the extract (before-images, heartbeats). Default none.'),
+})
+  .optional()
+  .describe(
+    'The values of the operation column meaning insert, update and delete, and those whose rows are skipped (ignore). Default { insert: I, update: U, delete: D }.',
+  )
+
 const changesSchema = strict({
   mode: z.literal('changes'),
   operation: operationSchema,
+  ops: opsSchema,
   sequence: column
     .optional()
-    .describe('Orders the events of a key that share a change time (the last one wins). Default: none.'),
+    .describe(
+      'Orders the events of a key that share a change time (the last one wins); a database feed is read by it unless cursor is given. Default: none.',
+    ),
   cursor: column
     .optional()
     .describe(
-      "Database sources: read the events after this column's watermark. Default: the valid_from column.",
+      "Database sources: read the events after this column's watermark; it must only grow in the order events are written (never the valid_from column). Default: the sequence.",
     ),
   lookback_minutes: lookbackMinutes,
 })
@@ -420,7 +467,10 @@ const OPEN_END_TEXT = "null or an ISO timestamp with a time zone, like '9999-12-
 
 /** Options a table may set and `defaults` may set for every table. */
 export const tableOptionsShape = {
+  // YAML's null (`removed_columns: null`, or `~`) means the same as the text 'null'.
   removed_columns: oneOf(['null', 'keep_last'])
+    .nullable()
+    .transform((value) => value ?? 'null')
     .optional()
     .describe(
       'What new versions hold in a column the source stopped sending: null (default) or keep_last (the ' +

@@ -61,6 +61,31 @@ export function readInteger(
   return parsed
 }
 
+/** The units DuckDB reads in a memory size (any case), as `readMemorySize` names them. */
+const MEMORY_UNITS = ['B', 'KB', 'MB', 'GB', 'TB', 'KiB', 'MiB', 'GiB', 'TiB']
+const MEMORY_SIZE = new RegExp(`^(\\d+(?:\\.\\d+)?) *(${MEMORY_UNITS.join('|')})$`, 'i')
+
+/**
+ * A memory size as DuckDB reads it (`112MB`, `1.5 GiB`), returned as written; `defaultValue` (or undefined) when
+ * unset. Refused here rather than by DuckDB, which answers a word with "Failed to set config" and takes a
+ * negative size for no limit at all.
+ */
+export function readMemorySize(env: Env, key: string, defaultValue: string): string
+export function readMemorySize(env: Env, key: string, defaultValue?: string): string | undefined
+export function readMemorySize(env: Env, key: string, defaultValue?: string): string | undefined {
+  const value = raw(env, key)
+  if (value === undefined) return defaultValue
+  const size = MEMORY_SIZE.exec(value)
+  if (size === null || Number(size[1]) <= 0) {
+    throw fail(
+      key,
+      `expected a memory size above 0 with a unit, such as 112MB or 1GB (${MEMORY_UNITS.join(', ')}), ` +
+        `got ${JSON.stringify(value)}`,
+    )
+  }
+  return value
+}
+
 /** One of `choices`; `defaultValue` when unset. */
 export function readChoice<const T extends string>(
   env: Env,

@@ -6,6 +6,7 @@ import { z } from 'zod'
 import {
   IDENTIFIER_PATTERN,
   operationSchema,
+  opsSchema,
   sourceSchema,
   TABLE_NAME_PATTERN,
   TARGET_PATTERN,
@@ -88,6 +89,7 @@ const factExtractSchema = z.union(
       {
         mode: z.literal('changes'),
         operation: operationSchema,
+        ops: opsSchema,
         sequence: column
           .optional()
           .describe(
@@ -96,7 +98,7 @@ const factExtractSchema = z.union(
         cursor: column
           .optional()
           .describe(
-            "Database sources: read the changes after this column's watermark. Default: the sequence.",
+            "Database sources: read the changes after this column's watermark; it must only grow in the order changes are written (never the event time). Default: the sequence.",
           ),
         lookback_minutes: z
           .number({ error: expecting('a whole number of minutes, 0 or more') })

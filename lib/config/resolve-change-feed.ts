@@ -1,13 +1,16 @@
 /**
  * `extract: { mode: changes, … }` resolved into how the source is read (ExtractSpec) and what its rows mean
- * (ChangeFeedSpec). Database sources read the events after a watermark of the cursor (by default the change time
- * itself); file sources are read whole on every run, and the merge drops events it has already captured.
+ * (ChangeFeedSpec). Database sources read the events after a watermark of a column that only grows in commit
+ * order (the cursor, by default the sequence; never the change time); file sources are read whole on every run,
+ * and the merge drops events it has already captured.
  */
 import type { ChangeFeedSpec, ExtractSpec, SourceSpec, ValidFromSpec } from '../core/table-spec.ts'
 import { DMS_OPERATION } from './config-schema.ts'
 import { show } from './messages.ts'
 
 type Path = readonly PropertyKey[]
+
+type OperationValues = string | readonly string[]
 
 /** The `mode: changes` member of the extract option, as zod parsed it. */
 export interface ChangesDocument {
@@ -16,38 +19,62 @@ export interface ChangesDocument {
     | string
     | {
         readonly column?: string
-        readonly insert?: string | readonly string[]
-        readonly update?: string | readonly string[]
-        readonly delete?: string | readonly string[]
+        readonly insert?: OperationValues
+        readonly update?: OperationValues
+        readonly delete?: OperationValues
       }
+  readonly ops?: {
+    readonly insert?: OperationValues
+    readonly update?: OperationValues
+    readonly delete?: OperationValues
+    readonly ignore?: OperationValues
+  }
   readonly sequence?: string
   readonly cursor?: string
   readonly lookback_minutes?: number
 }
 
+const KINDS = ['insert', 'update', 'delete', 'ignore'] as const
+
 /**
  * The operation column of a change feed and the values meaning insert, update and delete (AWS DMS's `Op` with
- * I/U/D where not given); a value given for two operations is reported under the second one's name.
+ * I/U/D where not given), and those whose rows are skipped (`ops.ignore`). Values are given in `operation: {
+ * column, insert, update, delete }` or in `ops: { insert, update, delete, ignore }`, not both; a value given for
+ * two operations is reported under the second one's name. `report` takes a path below `extract`.
  */
 export function resolveOperation(
-  doc: ChangesDocument['operation'],
-  report: (kind: 'insert' | 'update' | 'delete', message: string) => void,
+  doc: Pick<ChangesDocument, 'operation' | 'ops'>,
+  report: (where: readonly PropertyKey[], message: string) => void,
 ): ChangeFeedSpec['operation'] {
-  const op = typeof doc === 'string' ? { column: doc } : (doc ?? {})
-  const values = (v: string | readonly string[] | undefined, fallback: readonly string[]) =>
+  const op = typeof doc.operation === 'string' ? { column: doc.operation } : (doc.operation ?? {})
+  const inOperation = ['insert', 'update', 'delete'].some((kind) => kind in op)
+  if (doc.ops !== undefined && inOperation)
+    report(
+      ['ops'],
+      'operation values are given in extract.operation too; give them in one place: operation: <column> and ' +
+        'ops: { insert, update, delete, ignore }',
+    )
+  const rules: Partial<Record<(typeof KINDS)[number], OperationValues>> = doc.ops ?? op
+  const place = doc.ops !== undefined ? 'ops' : 'operation'
+  const values = (v: OperationValues | undefined, fallback: readonly string[]) =>
     v === undefined ? fallback : typeof v === 'string' ? [v] : v
+  const ignore = values(rules.ignore, [])
   const operation = {
     column: op.column ?? DMS_OPERATION.column,
-    insert: values(op.insert, DMS_OPERATION.insert),
-    update: values(op.update, DMS_OPERATION.update),
-    delete: values(op.delete, DMS_OPERATION.delete),
+    insert: values(rules.insert, DMS_OPERATION.insert),
+    update: values(rules.update, DMS_OPERATION.update),
+    delete: values(rules.delete, DMS_OPERATION.delete),
+    ...(ignore.length > 0 ? { ignore } : {}),
   }
   const seen = new Map<string, string>()
-  for (const kind of ['insert', 'update', 'delete'] as const) {
-    for (const value of operation[kind]) {
+  for (const kind of KINDS) {
+    for (const value of operation[kind] ?? []) {
       const other = seen.get(value)
       if (other !== undefined && other !== kind)
-        report(kind, `${show(value)} is also an ${other} value; each operation value must mean one thing`)
+        report(
+          [place, kind],
+          `${show(value)} is also ${other === 'delete' ? 'a' : 'an'} ${other} value; each operation value must mean one thing`,
+        )
       seen.set(value, kind)
     }
   }
@@ -71,8 +98,8 @@ export function resolveChangeFeed(
   note: string,
   report: (where: Path, message: string) => void,
 ): ResolvedChangeFeed {
-  const operation = resolveOperation(doc.operation, (kind, message) =>
-    report(at('extract', 'operation', kind), `${message}${note}`),
+  const operation = resolveOperation(doc, (where, message) =>
+    report(at('extract', ...where), `${message}${note}`),
   )
   if (validFrom.kind !== 'column')
     report(
@@ -102,17 +129,59 @@ export function resolveChangeFeed(
     }
     extract = { mode: 'full' }
   } else {
-    extract = {
-      mode: 'incremental',
-      cursor: doc.cursor ?? changeTime ?? operation.column,
-      lookbackMinutes: doc.lookback_minutes ?? 0,
-    }
+    const cursor = databaseFeedCursor(doc, { column: changeTime, role: 'change time' }, at, note, report)
+    extract =
+      cursor === undefined
+        ? { mode: 'full' }
+        : { mode: 'incremental', cursor, lookbackMinutes: doc.lookback_minutes ?? 0 }
   }
   const changes: ChangeFeedSpec = {
     operation,
     ...(doc.sequence !== undefined ? { sequence: doc.sequence } : {}),
   }
   return { extract, changes }
+}
+
+/**
+ * The cursor a database change feed is read by: a column that only grows in commit order (the named cursor, else
+ * the sequence). The change time is refused: the source holds events whose change time is older than events
+ * already read (a late event, a correction), and reading after the change time's watermark would skip them.
+ */
+export function databaseFeedCursor(
+  doc: Pick<ChangesDocument, 'cursor' | 'sequence'>,
+  time: { readonly column: string | undefined; readonly role: 'change time' | 'event time' },
+  at: (...rest: PropertyKey[]) => Path,
+  note: string,
+  report: (where: Path, message: string) => void,
+): string | undefined {
+  const cursor = doc.cursor ?? doc.sequence
+  if (cursor === undefined) {
+    report(
+      at('extract'),
+      'a change feed read from a database needs a column that only grows in commit order to read it by: ' +
+        'set sequence: <column> (the change sequence or log position the CDC tool writes; it is then the ' +
+        `cursor) or cursor: <column>. The ${time.role} cannot be the cursor: a change inserted later with an older ` +
+        `${time.role} would never be read${note}`,
+    )
+    return undefined
+  }
+  if (doc.cursor !== undefined && time.column !== undefined && sameName(doc.cursor, time.column)) {
+    report(
+      at('extract', 'cursor'),
+      `a change feed read from a database by its ${time.role} ${show(doc.cursor)} loses late events: a change ` +
+        `inserted later with an older ${time.role} than the last run read would never be read; ` +
+        (doc.sequence !== undefined
+          ? `remove cursor (the sequence ${show(doc.sequence)} is then the cursor)`
+          : 'read it by a column that only grows in commit order: sequence: <column> (the change sequence or log ' +
+            'position the CDC tool writes) or cursor: <column>') +
+        note,
+    )
+  }
+  return cursor
+}
+
+function sameName(a: string, b: string): boolean {
+  return a.toLowerCase() === b.toLowerCase()
 }
 
 /** Columns a change feed needs extracted, with the option that names each and its role. */

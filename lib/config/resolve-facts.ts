@@ -9,7 +9,7 @@ import { didYouMean } from './did-you-mean.ts'
 import { factSchema, type FactDocument } from './fact-schema.ts'
 import type { IssueList, Path } from './issue-list.ts'
 import { show } from './messages.ts'
-import { resolveOperation } from './resolve-change-feed.ts'
+import { databaseFeedCursor, resolveOperation } from './resolve-change-feed.ts'
 import { resolveSource } from './resolve-source.ts'
 import { fallbackErrorMap, fromZodIssues } from './zod-issues.ts'
 
@@ -130,7 +130,7 @@ function resolveFact(
   const extract = doc.extract
   const feed =
     extract !== undefined && extract !== 'full' && extract.mode === 'changes'
-      ? resolveFactChangeFeed([...base, 'extract'], extract, source, issues)
+      ? resolveFactChangeFeed([...base, 'extract'], extract, source, doc.event_time, issues)
       : undefined
   if (issues.items.length > before) return undefined
   return {
@@ -162,11 +162,10 @@ function resolveFactChangeFeed(
   at: Path,
   doc: ChangesDocument,
   source: SourceSpec,
+  eventTime: string,
   issues: IssueList,
 ): { extract: ExtractSpec; changes: ChangeFeedSpec } {
-  const operation = resolveOperation(doc.operation, (kind, message) =>
-    issues.add([...at, 'operation', kind], message),
-  )
+  const operation = resolveOperation(doc, (where, message) => issues.add([...at, ...where], message))
   if (doc.sequence !== undefined && doc.sequence === operation.column)
     issues.add([...at, 'sequence'], `${show(doc.sequence)} is also the operation column`)
   const changes: ChangeFeedSpec = {
@@ -182,14 +181,14 @@ function resolveFactChangeFeed(
         )
     return { extract: { mode: 'full' }, changes }
   }
-  const cursor = doc.cursor ?? doc.sequence
-  if (cursor === undefined) {
-    issues.add(
-      at,
-      'a change feed read from a database needs a cursor (or a sequence, used as the cursor): the column that grows with every change',
-    )
-    return { extract: { mode: 'full' }, changes }
-  }
+  const cursor = databaseFeedCursor(
+    doc,
+    { column: eventTime, role: 'event time' },
+    (...rest) => [...at.slice(0, -1), ...rest],
+    '',
+    (where, message) => issues.add(where, message),
+  )
+  if (cursor === undefined) return { extract: { mode: 'full' }, changes }
   return { extract: { mode: 'incremental', cursor, lookbackMinutes: doc.lookback_minutes ?? 0 }, changes }
 }
 

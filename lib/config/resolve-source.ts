@@ -1,5 +1,6 @@
 /** The `source` of a table: a file (its format inferred from the name) or a database table or query. */
 import { S3_SCHEME, s3PathHint, splitS3Path } from '../core/s3-path.ts'
+import { READ_TYPE_NAMES, readType, takesFormat, type SourceColumnType } from '../core/source-types.ts'
 import type { SourceSpec } from '../core/table-spec.ts'
 import type { TableDocument } from './config-schema.ts'
 import type { IssueList, Path } from './issue-list.ts'
@@ -24,17 +25,24 @@ export function resolveSource(base: Path, source: TableDocument['source'], issue
     if (source.path.startsWith(S3_SCHEME) && splitS3Path(source.path) === undefined)
       issues.add([...base, 'source', 'path'], s3PathHint(source.path))
     if (format === 'parquet') {
-      for (const option of ['delimiter', 'header'] as const) {
+      for (const option of ['delimiter', 'header', 'columns'] as const) {
         if (source[option] !== undefined)
-          issues.add([...base, 'source', option], 'only applies to csv sources')
+          issues.add(
+            [...base, 'source', option],
+            option === 'columns'
+              ? 'only applies to csv sources (a Parquet file carries its types)'
+              : 'only applies to csv sources',
+          )
       }
     }
+    const columns = resolveColumnTypes([...base, 'source', 'columns'], source.columns, issues)
     return {
       type: 'file',
       path: source.path,
       format: format ?? 'csv',
       csv: { delimiter: source.delimiter ?? ',', header: source.header ?? true },
       ...(source.files !== undefined ? { files: source.files } : {}),
+      ...(columns.length > 0 && format !== 'parquet' ? { columns } : {}),
     }
   }
   const hasTable = source.table !== undefined
@@ -56,4 +64,36 @@ export function resolveSource(base: Path, source: TableDocument['source'], issue
       ? { statementTimeoutSeconds: source.statement_timeout_seconds }
       : {}),
   }
+}
+
+type DeclaredColumns = Extract<TableDocument['source'], { type: 'file' }>['columns']
+
+/** `columns: { acct: DECIMAL(38,0), d: { type: DATE, format: '%d/%m/%Y' } }` as read types. */
+function resolveColumnTypes(path: Path, declared: DeclaredColumns, issues: IssueList): SourceColumnType[] {
+  const columns: SourceColumnType[] = []
+  for (const [name, value] of Object.entries(declared ?? {})) {
+    const written = typeof value === 'string' ? value : value.type
+    const format = typeof value === 'string' ? undefined : value.format
+    const type = readType(written)
+    if (type === undefined) {
+      issues.add(
+        [...path, name],
+        `${show(written)} is not a type a CSV column can be read as: ${READ_TYPE_NAMES}`,
+      )
+      continue
+    }
+    if (format !== undefined && !takesFormat(type)) {
+      issues.add(
+        [...path, name, 'format'],
+        `only dates, times and timestamps have a format (${name} is ${type})`,
+      )
+      continue
+    }
+    if (format !== undefined && !format.includes('%')) {
+      issues.add([...path, name, 'format'], `${show(format)} has no strptime directive such as %d, %m or %Y`)
+      continue
+    }
+    columns.push({ name, type, ...(format !== undefined ? { format } : {}) })
+  }
+  return columns
 }

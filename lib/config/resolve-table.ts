@@ -634,7 +634,7 @@ function checkDbtIdsFree(
   }
 }
 
-/** A change feed read by a cursor the user named (not the change time it defaults to). */
+/** A change feed read by a cursor the user named (not the sequence it defaults to). */
 function hasOwnCursor(extract: Options['extract']): boolean {
   return typeof extract === 'object' && extract.mode === 'changes' && extract.cursor !== undefined
 }

@@ -3,6 +3,8 @@
  * written last; a batch without one does not exist for the merge.
  */
 
+import type { SourceTypes } from './source-types.ts'
+
 export type ColumnType = string
 
 /** A source column as staged: its name and its DuckDB logical type (`BIGINT`, `VARCHAR`, `TIMESTAMP`, ...). */
@@ -28,8 +30,9 @@ export interface Watermark {
   readonly cursor: string | number
   readonly key: readonly (string | number)[]
   /**
-   * The cursor column the position is a value of, as committed (absent for `files: new_only`, and in watermarks
-   * committed before it was kept). A position in another column than the config's cursor is not used.
+   * The cursor column the position is a value of, as committed (database sources; absent for `files: new_only`,
+   * and in watermarks kept by a dimsync that did not record it). A watermark of another column is never read as a
+   * value of the table's cursor (see watermarkToReadFrom).
    */
   readonly column?: string
   /** The batch whose merge committed this watermark: the warehouse's ledger must hold it (absent before it was kept). */
@@ -50,4 +53,6 @@ export interface BatchManifest {
   readonly watermarkCandidate?: Watermark
   /** Where the rows came from (file names, or a database snapshot id), for audits. */
   readonly sourceDescription: string
+  /** How the source's CSV columns were read (CSV sources): recorded once the batch is merged. */
+  readonly sourceTypes?: SourceTypes
 }

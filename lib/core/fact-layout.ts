@@ -72,10 +72,8 @@ export function planFactLayout(
     need(fact.changes.operation.column, 'operation')
     if (fact.changes.sequence !== undefined) need(fact.changes.sequence, 'sequence')
   }
-  if (!isPointInTimeType(eventTime.type))
-    reject(
-      `event time column "${eventTime.name}" has type ${eventTime.type}; it must be a timestamp or a date`,
-    )
+  const eventTimeProblem = eventTimeTypeProblem(eventTime)
+  if (eventTimeProblem !== undefined) reject(eventTimeProblem)
 
   const references = fact.references.map((reference, i): ResolvedFactReference => {
     const found = dimensions[i]
@@ -92,14 +90,8 @@ export function planFactLayout(
       (k) => byColumn.get(k) ?? reject(`${where}: dimension ${table.target} has no key column "${k}"`),
     )
     reference.key.forEach((name, k) => {
-      const column = need(name, `${where} key`)
-      const dimensionColumn = dimensionKey[k]!
-      const [ours, theirs] = [typeFamily(column.type).kind, typeFamily(dimensionColumn.type).kind]
-      if (ours !== theirs || ours === 'other')
-        reject(
-          `${where}: column "${name}" (${column.type}) cannot match key column "${dimensionColumn.name}" ` +
-            `(${dimensionColumn.type}) of ${table.target}; cast it in the source`,
-        )
+      const problem = referenceKeyTypeProblem(reference, need(name, `${where} key`), dimensionKey[k]!, table)
+      if (problem !== undefined) reject(problem)
     })
     return { reference, dimension: table, dimensionKey, ...dimensionColumnsOf(reference, table, columns) }
   })
@@ -138,6 +130,33 @@ export function planFactLayout(
     }
   }
   return Object.freeze({ copied, eventTime, references, createTable: existing === undefined })
+}
+
+/** Why a fact's event time column cannot be loaded: not a timestamp or a date (a text, a number). */
+export function eventTimeTypeProblem(eventTime: StagedColumn): string | undefined {
+  if (isPointInTimeType(eventTime.type)) return undefined
+  return (
+    `event time column "${eventTime.name}" has type ${eventTime.type}; it must be a timestamp or a date; ` +
+    'cast it in the source'
+  )
+}
+
+/**
+ * Why a reference's key column cannot be matched to the dimension's key column: their types are of different
+ * families (text against a number), or of one no equality is defined on.
+ */
+export function referenceKeyTypeProblem(
+  reference: FactReference,
+  column: StagedColumn,
+  dimensionColumn: DimensionColumn,
+  dimension: TableSpec,
+): string | undefined {
+  const [ours, theirs] = [typeFamily(column.type).kind, typeFamily(dimensionColumn.type).kind]
+  if (ours === theirs && ours !== 'other') return undefined
+  return (
+    `reference to ${reference.dimension}: column "${column.name}" (${column.type}) cannot match key column ` +
+    `"${dimensionColumn.name}" (${dimensionColumn.type}) of ${dimension.target}; cast it in the source`
+  )
 }
 
 /**

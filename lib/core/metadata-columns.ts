@@ -5,7 +5,7 @@
  * read this table.
  *
  * Presets exist so that a dimension migrated from dbt snapshots, Fivetran history mode or Databricks keeps the
- * names its downstream queries already use (DESIGN.md section 6); the columns those tools do not have are named
+ * names its downstream queries already use (docs/configuration.md, presets); the columns those tools do not have are named
  * with the same prefix so the table still reads as one family.
  */
 

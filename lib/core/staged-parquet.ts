@@ -5,7 +5,7 @@
  * load jobs among them. V2 adds DELTA_BINARY_PACKED, DELTA_LENGTH_BYTE_ARRAY and BYTE_STREAM_SPLIT, which
  * mainstream readers still refuse (DuckDB's own writer defaults to V1 for that reason) and which BigQuery's reader
  * cannot be checked for here. For a 1M-row, 10-column PostgreSQL table V2 parts were 43% the size of V1 parts and
- * converted with 10% less CPU (docs/benchmarks.md), so parts only DuckDB reads are written in V2.
+ * converted with 10% less CPU (bench/results/log.md), so parts only DuckDB reads are written in V2.
  */
 import type { WarehouseSpec } from './table-spec.ts'
 

@@ -4,6 +4,7 @@
  */
 
 import type { FactSpec } from './fact-spec.ts'
+import type { SourceColumnType } from './source-types.ts'
 import type {
   DbtIdColumnNames,
   EndStyle,
@@ -38,6 +39,8 @@ export interface FileSourceSpec {
    * the merge), staged as a delta. Absent or `all`: every run reads every file as one full snapshot.
    */
   readonly files?: 'all' | 'new_only'
+  /** CSV only: columns whose type (and date format) is declared instead of chosen from the first load's values. */
+  readonly columns?: readonly SourceColumnType[]
 }
 
 export interface DatabaseSourceSpec {
@@ -79,6 +82,8 @@ export interface ChangeFeedSpec {
     readonly insert: readonly string[]
     readonly update: readonly string[]
     readonly delete: readonly string[]
+    /** Values whose rows the extract skips (before-images, heartbeats); absent: none. */
+    readonly ignore?: readonly string[]
   }
   /** Orders events of one key that share a change time (the last one is the state at that time). */
   readonly sequence?: string

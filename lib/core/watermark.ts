@@ -1,4 +1,5 @@
 import type { Watermark } from './batch.ts'
+import { SourceError } from './errors.ts'
 import { instantSortKey } from './instant.ts'
 import type { TableSpec } from './table-spec.ts'
 
@@ -20,9 +21,12 @@ export function canonicalJson(value: unknown): string {
 /**
  * Orders two watermarks by (cursor, key...) as an incremental extract reads rows. Numbers compare as numbers,
  * integer strings as big integers, ISO instants as instants (microseconds kept), other strings as text. Values
- * of different kinds cannot be ordered and compare as equal (the commit's compare-and-set still applies).
+ * of different kinds cannot be ordered and compare as equal (the commit's compare-and-set still applies), and so
+ * do watermarks of different cursor columns (or one that names no column): the values of two columns say nothing
+ * of each other, and a watermark moved back only makes the next extract read rows again.
  */
 export function compareWatermarks(a: Watermark, b: Watermark): number {
+  if (a.column !== b.column) return 0
   const first = compareScalars(a.cursor, b.cursor)
   if (first !== 0) return first
   const length = Math.min(a.key.length, b.key.length)
@@ -91,10 +95,30 @@ export function recordedWatermark(table: TableSpec, candidate: Watermark | undef
 }
 
 /**
- * Whether a stored watermark is a position in the table's cursor now: one committed for another cursor column
- * is not (reading after it could skip rows); one that names no column (files, or written before columns were
- * kept) is taken as it is.
+ * The watermark an incremental extract of `table` reads after, given the one stored (its position alone). A
+ * watermark is a value of one cursor column: read as a value of another, it would skip rows (or compare a number
+ * with a time).
+ *
+ * One of another column (the config's cursor changed), and for a change feed one that names none (kept by a
+ * dimsync that did not record it, whose cursor defaulted to the change time), is not read: every row is read again
+ * once. That changes nothing already merged (an unchanged state opens no version, a captured event is dropped) and
+ * slots in what the old cursor missed. An append table keeps every row it reads, so reading it all again would
+ * append every row twice: there a watermark of another column is refused, naming both columns and the way out. A
+ * watermark that names no column on a table that is not a change feed is read as a value of the cursor, as the
+ * dimsync that kept it did.
  */
-export function watermarkFitsCursor(table: TableSpec, watermark: Watermark): boolean {
-  return watermark.column === undefined || watermark.column === cursorColumn(table)
+export function watermarkToReadFrom(table: TableSpec, stored: Watermark | undefined): Watermark | undefined {
+  if (stored === undefined || table.extract.mode !== 'incremental') return stored
+  const cursor = table.extract.cursor
+  if (stored.column === cursor) return watermarkPosition(stored)
+  if (table.changes !== undefined) return undefined
+  if (stored.column === undefined) return watermarkPosition(stored)
+  if (table.mode !== 'append') return undefined
+  throw new SourceError(
+    table.name,
+    `table ${table.name}: the stored watermark is a value of cursor column ${stored.column}, but extract.cursor is ` +
+      `${cursor}; an append table reading ${cursor} from the start would append every row again. Set ` +
+      `extract.cursor back to ${stored.column}, or load the table under a new name to read it by ${cursor} from ` +
+      'the start',
+  )
 }

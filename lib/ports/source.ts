@@ -1,4 +1,5 @@
 import type { StagedColumn, Watermark } from '../core/batch.ts'
+import type { SourceTypes } from '../core/source-types.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import type { BatchWriter } from './staging-store.ts'
 
@@ -20,6 +21,8 @@ export interface ExtractRequest {
   readonly timeLeftMs?: () => number
   /** The `resume` of the previous pass of this batch: where this pass continues. */
   readonly resume?: unknown
+  /** How the table's CSV columns were read by the loads merged so far (`StateStore.getSourceTypes`). */
+  readonly sourceTypes?: SourceTypes
 }
 
 export interface ExtractResult {
@@ -33,6 +36,11 @@ export interface ExtractResult {
    * `ExtractRequest.resume` in the next pass. Absent when the extract is complete.
    */
   readonly resume?: unknown
+  /**
+   * How this extract read its CSV columns (the recorded types, plus the columns it read for the first time):
+   * kept in the manifest and recorded once the batch is merged, so later extracts read the same way.
+   */
+  readonly sourceTypes?: SourceTypes
 }
 
 /**
@@ -41,8 +49,11 @@ export interface ExtractResult {
  * (the caller aborts the batch) and the error is a `SourceError` naming the table and what failed.
  */
 export interface Source {
-  /** The columns an extract of `table` would stage (names and DuckDB types), without staging anything. */
-  describe(table: TableSpec): Promise<readonly StagedColumn[]>
+  /**
+   * The columns an extract of `table` would stage (names and DuckDB types), without staging anything; a CSV
+   * source reads with `sourceTypes` when given, as an extract does.
+   */
+  describe(table: TableSpec, sourceTypes?: SourceTypes): Promise<readonly StagedColumn[]>
   extract(request: ExtractRequest): Promise<ExtractResult>
   close(): Promise<void>
 }

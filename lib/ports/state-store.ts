@@ -1,6 +1,7 @@
 import type { Watermark } from '../core/batch.ts'
 import type { Lease } from '../core/lease.ts'
 import type { RunRecord } from '../core/run-record.ts'
+import type { SourceTypes } from '../core/source-types.ts'
 
 /**
  * Per-table watermarks, locks and run records. Implementations: a local folder (embedded mode) and DynamoDB.
@@ -29,4 +30,8 @@ export interface StateStore {
   recordRun(run: RunRecord): Promise<void>
   /** Most recent first. */
   listRuns(table: string, limit: number): Promise<readonly RunRecord[]>
+  /** How the table's CSV columns were read by the last merged batch; undefined before the first. */
+  getSourceTypes(table: string): Promise<SourceTypes | undefined>
+  /** Replaces the table's recorded source types (once a batch read with them is merged). */
+  recordSourceTypes(table: string, types: SourceTypes): Promise<void>
 }

@@ -5,12 +5,12 @@ import { LocalStagingStore } from '../adapters/staging/local-staging-store.ts'
 import { LocalStateStore } from '../adapters/state/local-state-store.ts'
 import type { BigQueryWarehouseOptions } from '../adapters/warehouse/bigquery-warehouse.ts'
 import { openWaitingForLock, type FileLockHolder } from '../adapters/warehouse/duckdb-file-lock.ts'
-import { readInteger } from '../config/env.ts'
+import { readInteger, readMemorySize } from '../config/env.ts'
 import { assertTableMatchesSource } from '../config/index.ts'
 import { stagedParquetVersion } from '../core/staged-parquet.ts'
 import type { ProjectSpec } from '../core/table-spec.ts'
 import type { StateStore } from '../ports/state-store.ts'
-import { openSource } from './open-source.ts'
+import { openSource, sourceMemoryLimit } from './open-source.ts'
 import type { Warehouse } from '../ports/warehouse.ts'
 import type { SqlDialect } from '../sql/dialect.ts'
 import type { RunEvent } from '../use-cases/run-event.ts'
@@ -35,9 +35,10 @@ export const BIGQUERY_ENDPOINT_VARIABLE = 'DIMSYNC_BIGQUERY_ENDPOINT'
 /**
  * DuckDB's memory limit for the warehouse (DIMSYNC_DUCKDB_MEMORY_LIMIT overrides it); beyond it DuckDB spills to
  * disk. 112MB: a 10M-row run peaked 267-284 MB against 301-305 MB at 128MB; not lower: at 96MB the first load of
- * 10M rows ran out of memory, at 64MB the diff of a 1M-key snapshot (docs/benchmarks.md).
+ * 10M rows ran out of memory, at 64MB the diff of a 1M-key snapshot (bench/results/log.md).
  */
 export const DEFAULT_WAREHOUSE_MEMORY_LIMIT = '112MB'
+export const WAREHOUSE_MEMORY_LIMIT_VARIABLE = 'DIMSYNC_DUCKDB_MEMORY_LIMIT'
 
 /**
  * How far the default limit grows for a merge that runs out of it: a quarter of the machine's memory, in MB
@@ -51,7 +52,7 @@ export function warehouseMemoryCeilingMb(totalBytes: number = totalmem()): numbe
 /**
  * DuckDB threads of the warehouse's merges but first loads (DIMSYNC_DUCKDB_THREADS overrides it). One: each
  * thread's buffers come on top of the memory limit, and with two the runs of a 10M-key changed snapshot peaked at
- * 381 and 415 MB against 263 and 272 MB (docs/benchmarks.md, session 13).
+ * 381 and 415 MB against 263 and 272 MB (bench/results/log.md).
  */
 export const DEFAULT_WAREHOUSE_THREADS = 1
 export const WAREHOUSE_THREADS_VARIABLE = 'DIMSYNC_DUCKDB_THREADS'
@@ -59,7 +60,7 @@ export const WAREHOUSE_THREADS_VARIABLE = 'DIMSYNC_DUCKDB_THREADS'
 /**
  * DuckDB threads of a first load (while DIMSYNC_DUCKDB_THREADS is not set): two where the machine has them. A first
  * load streams the batch once (no diff); on two threads first runs took 16-31% less time at 1M rows and 41-51% less
- * at 10M, peaking 8-16 MB higher at 1M and no higher at 10M (docs/benchmarks.md, session 13).
+ * at 10M, peaking 8-16 MB higher at 1M and no higher at 10M (bench/results/log.md).
  */
 export function firstLoadThreads(cpus: number = availableParallelism()): number {
   return Math.min(2, cpus)
@@ -85,6 +86,9 @@ export async function buildLocalDeps(
   stores: StoreOverrides = {},
   options: LocalDepsOptions = {},
 ): Promise<LocalDeps> {
+  // Settings read when a source or the warehouse is opened are refused before anything runs, as a bad path is.
+  readMemorySize(process.env, WAREHOUSE_MEMORY_LIMIT_VARIABLE)
+  sourceMemoryLimit(process.env)
   // A wrong warehouse path is refused before anything runs, although the file is opened only for a merge.
   // DuckDB (30 MB of the process's memory) is loaded here, once the config was read and found good.
   if (project.warehouse.type === 'duckdb' && project.warehouse.path !== ':memory:') {
@@ -189,12 +193,10 @@ async function openLocalWarehouse(
   }
   const { DuckDbWarehouse } = await import('../adapters/warehouse/duckdb-warehouse.ts')
   const { path } = project.warehouse
-  const memoryLimit = process.env.DIMSYNC_DUCKDB_MEMORY_LIMIT ?? DEFAULT_WAREHOUSE_MEMORY_LIMIT
+  const setLimit = readMemorySize(process.env, WAREHOUSE_MEMORY_LIMIT_VARIABLE)
+  const memoryLimit = setLimit ?? DEFAULT_WAREHOUSE_MEMORY_LIMIT
   // A limit the user did not set is where merges start, not a wall (docs/limits.md).
-  const memoryGrowth =
-    process.env.DIMSYNC_DUCKDB_MEMORY_LIMIT === undefined
-      ? { ceilingMb: warehouseMemoryCeilingMb() }
-      : undefined
+  const memoryGrowth = setLimit === undefined ? { ceilingMb: warehouseMemoryCeilingMb() } : undefined
   const setThreads = readInteger(process.env, WAREHOUSE_THREADS_VARIABLE, { min: 1, max: 1024 })
   const threads = setThreads ?? DEFAULT_WAREHOUSE_THREADS
   const firstLoad = setThreads ?? firstLoadThreads()

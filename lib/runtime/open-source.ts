@@ -2,10 +2,12 @@ import {
   DEFAULT_SOURCE_MEMORY_LIMIT,
   SOURCE_MEMORY_LIMIT_VARIABLE,
 } from '../adapters/duckdb/duckdb-errors.ts'
+import { readMemorySize } from '../config/env.ts'
 import type { StagedParquetVersion } from '../core/staged-parquet.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import type { ExtractRequest, ExtractResult, Source } from '../ports/source.ts'
 import type { StagedColumn } from '../core/batch.ts'
+import type { SourceTypes } from '../core/source-types.ts'
 
 export interface SourceEnvironment {
   /** Folder relative file paths resolve against (the config file's folder). */
@@ -22,7 +24,7 @@ export interface SourceEnvironment {
  * client library costs the process 10-20 MB of memory for as long as it runs.
  */
 export function openSource(table: TableSpec, environment: SourceEnvironment): Source {
-  const limit = memoryLimit(environment)
+  const limit = sourceMemoryLimit(environment.env)
   const { parquetVersion } = environment
   switch (table.source.type) {
     case 'file':
@@ -32,7 +34,7 @@ export function openSource(table: TableSpec, environment: SourceEnvironment): So
           baseDir: environment.baseDir,
           memoryLimit: limit,
           // One DuckDB thread: a second one's read buffers and row groups raised the peak of a 1M-row CSV read
-          // by 25-130 MB, to save about 0.2 s (docs/benchmarks.md).
+          // by 25-130 MB, to save about 0.2 s (bench/results/log.md).
           threads: 1,
           // s3:// paths: the S3 endpoint override (emulators) and credentials come from the same environment.
           env: environment.env,
@@ -61,8 +63,8 @@ class LazySource implements Source {
     this.#load = load
   }
 
-  async describe(table: TableSpec): Promise<readonly StagedColumn[]> {
-    return await (await this.#source()).describe(table)
+  async describe(table: TableSpec, sourceTypes?: SourceTypes): Promise<readonly StagedColumn[]> {
+    return await (await this.#source()).describe(table, sourceTypes)
   }
 
   async extract(request: ExtractRequest): Promise<ExtractResult> {
@@ -81,6 +83,6 @@ class LazySource implements Source {
 }
 
 /** DuckDB's memory limit while a source is read: files, and the CSV-to-Parquet conversion of database rows. */
-function memoryLimit(environment: SourceEnvironment): string {
-  return environment.env[SOURCE_MEMORY_LIMIT_VARIABLE] ?? DEFAULT_SOURCE_MEMORY_LIMIT
+export function sourceMemoryLimit(env: SourceEnvironment['env']): string {
+  return readMemorySize(env, SOURCE_MEMORY_LIMIT_VARIABLE, DEFAULT_SOURCE_MEMORY_LIMIT)
 }

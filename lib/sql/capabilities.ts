@@ -12,7 +12,7 @@ export interface DialectCapabilities {
   readonly transactionalDdl: boolean
   /**
    * The dimension is partitioned on valid_to (see `tableOptions`). Filters on current versions then also filter
-   * on valid_to (`IS NULL`, or `=` the open end; equivalent by invariant 2) so that only the partition of open
+   * on valid_to (`IS NULL`, or `=` the open end; equivalent by invariant 2, docs/invariants.md) so that only the partition of open
    * versions is read.
    */
   readonly partitionedOnValidTo: boolean

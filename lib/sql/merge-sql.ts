@@ -2,7 +2,7 @@ import type { CheckKind } from '../core/check-failure.ts'
 import type { DimensionLayout } from '../core/dimension-layout.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import type { CompiledStatement, SqlDialect, TableRef } from './dialect.ts'
-import type { DimensionObjects } from './render-ddl.ts'
+import { hasUntrackedAttributes, type DimensionObjects } from './render-ddl.ts'
 import { dbtIdAssignments, dbtIdNames, dbtIdValues, keyValues } from './dbt-ids.ts'
 import { raiseCheck } from './raise-check.ts'
 import {
@@ -12,6 +12,7 @@ import {
   type KeyNumbering,
   type SurrogateKeyRecord,
 } from './surrogate-keys.ts'
+import { TableAliases, userColumnNames } from './table-aliases.ts'
 import { storedEnd } from './version-end.ts'
 import { currentVersion, liveCurrentVersion } from './version-predicates.ts'
 
@@ -30,6 +31,7 @@ export const TEMP = Object.freeze({
   lateMatches: '__dimsync_late_matches',
   policyKeys: '__dimsync_policy_keys',
   type1Before: '__dimsync_type1_before',
+  type1Newest: '__dimsync_type1_newest',
   folded: '__dimsync_folded',
 })
 
@@ -38,6 +40,7 @@ export const WORK = Object.freeze({
   t: '__dimsync_t',
   del: '__dimsync_del',
   rowHash: '__dimsync_row_hash',
+  untrackedHash: '__dimsync_untracked_hash',
   state: '__dimsync_state',
   prevState: '__dimsync_prev_state',
   seq: '__dimsync_seq',
@@ -137,6 +140,12 @@ export class MergeSql {
   get names() {
     return this.p.table.columns
   }
+  #aliases: TableAliases | undefined
+  /** The table alias or CTE name to write for `name`: one no column of this table can shadow (table-aliases.ts). */
+  alias(name: string): string {
+    this.#aliases ??= new TableAliases(userColumnNames(this.p.table, this.p.layout))
+    return this.#aliases.of(name)
+  }
   get keys(): readonly string[] {
     return this.p.layout.key.map((c) => c.name)
   }
@@ -146,6 +155,13 @@ export class MergeSql {
   }
   get stored(): readonly string[] {
     return this.p.layout.stored.map((c) => c.name)
+  }
+  /**
+   * The capture log keeps a hash of each event's untracked values (type 1 and keep_first columns), so an event sent
+   * again at a captured time that differs only in them is refused like one that differs in a tracked column.
+   */
+  get logsUntrackedHash(): boolean {
+    return this.p.objects.captures !== undefined && hasUntrackedAttributes(this.p.layout)
   }
   /** Deletes by absence: full extracts of snapshot tables (in a change feed, absence means nothing). */
   get absenceDeletes(): boolean {

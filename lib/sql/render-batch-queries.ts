@@ -1,6 +1,7 @@
 import type { TableRef } from '../core/table-ref.ts'
 import type { SqlDialect } from './dialect.ts'
-import { TEMP, WORK } from './render-merge.ts'
+import { TEMP, WORK, type MergePlan } from './render-merge.ts'
+import { currentVersion } from './version-predicates.ts'
 
 /**
  * Reads of the batch ledger (`_dimsync_batches`, one row per merged batch; see renderBatchLedgerDdl): whether a
@@ -79,20 +80,45 @@ export function renderLastMergedBatchQuery(d: SqlDialect, batches: TableRef, tar
 /**
  * One row, read in the merge's session right after its last statement: the batch's ledger row (events,
  * inserted_versions, closed_versions, deleted_keys, unchanged_events, late_keys) plus what the fast path did to
- * keys (new_keys, changed_keys, deleted_key_changes), from the merge's temporary change table.
+ * keys (new_keys, changed_keys, deleted_key_changes), from the merge's temporary change table. With the plan of a
+ * mirror, also `overwritten_keys`: keys whose row the batch overwrote in place (counted among unchanged events in
+ * the ledger, as type 1 changes are).
  */
-export function renderBatchReport(d: SqlDialect, batches: TableRef, target: string, batchId: string): string {
+export function renderBatchReport(
+  d: SqlDialect,
+  batches: TableRef,
+  target: string,
+  batchId: string,
+  plan?: MergePlan,
+): string {
   const w = (column: string) => d.quoteIdentifier(column)
   const first = `${w(WORK.changeNo)} = 1`
+  const overwritten = plan === undefined ? undefined : overwrittenKeysQuery(d, plan)
   return (
     `SELECT b.events, b.inserted_versions, b.closed_versions, b.deleted_keys, b.unchanged_events, b.late_keys,\n` +
-    `  k.new_keys, k.changed_keys, k.deleted_keys AS deleted_key_changes\n` +
+    `  k.new_keys, k.changed_keys, k.deleted_keys AS deleted_key_changes${overwritten ? ', o.overwritten_keys' : ''}\n` +
     `FROM ${d.table(batches)} b CROSS JOIN (\n` +
     `  SELECT SUM(CASE WHEN ${first} AND NOT ${w(WORK.hadCurrent)} AND NOT ${w(WORK.del)} THEN 1 ELSE 0 END) AS new_keys,\n` +
     `    SUM(CASE WHEN ${first} AND ${w(WORK.hadCurrent)} AND NOT ${w(WORK.del)} THEN 1 ELSE 0 END) AS changed_keys,\n` +
     `    SUM(CASE WHEN ${w(WORK.del)} THEN 1 ELSE 0 END) AS deleted_keys\n` +
     `  FROM ${d.table({ name: TEMP.changes })}\n) k\n` +
+    (overwritten ? `CROSS JOIN (\n  ${overwritten}\n) o\n` : '') +
     `WHERE ${isBatch(d, target, batchId, 'b.')}`
+  )
+}
+
+/**
+ * A mirror's keys whose current row now holds other values than before the batch (the merge's copy of the type 1
+ * values before it, which a mirror's every column is). Undefined for other tables.
+ */
+function overwrittenKeysQuery(d: SqlDialect, plan: MergePlan): string | undefined {
+  const columns = plan.layout.type1.map((c) => d.quoteIdentifier(c.name))
+  if (plan.table.mode !== 'mirror' || columns.length === 0) return undefined
+  const keys = plan.table.key.map((k) => d.quoteIdentifier(k))
+  return (
+    `SELECT COUNT(*) AS overwritten_keys FROM ${d.table({ name: TEMP.type1Before })} p\n` +
+    `  JOIN ${d.table(plan.objects.dimension)} r ON ${keys.map((k) => `r.${k} = p.${k}`).join(' AND ')} AND ${currentVersion(d, plan.table, 'r')}\n` +
+    `  WHERE ${columns.map((c) => `r.${c} IS DISTINCT FROM p.${c}`).join(' OR ')}`
   )
 }
 

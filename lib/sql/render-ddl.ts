@@ -221,6 +221,13 @@ export function renderDimensionDdl(
         }),
     })
   }
+  if (objects.captures !== undefined && hasUntrackedAttributes(layout)) {
+    // Added, not created: logs written before it was kept gain the column (NULL on their rows: not compared).
+    out.push({
+      label: 'capture log: hash of untracked values',
+      sql: `ALTER TABLE ${d.table(objects.captures)} ADD COLUMN IF NOT EXISTS ${CAPTURE_UNTRACKED_HASH_COLUMN} ${d.type('string')}`,
+    })
+  }
   if (objects.captures !== undefined && refoldsPartialUpdates(table) && layout.partial !== undefined) {
     // Added, not created: logs written before raw values were kept gain the columns (their rows hold NULL in
     // raw_logged, and a late event of such a key is refused).
@@ -275,6 +282,17 @@ export const CAPTURE_SEQUENCE_COLUMN = 'captured_sequence'
  * (still read back by the BigQuery adapter), and what fact tables carry.
  */
 export const SOURCE_TYPE_NOTE = 'dimsync source type: '
+
+/**
+ * The capture log's column holding a hash of what an event said in its untracked columns (type 1 and keep_first;
+ * the state of a deletion), compared when the same event is sent again. NULL on rows logged before it was kept.
+ */
+export const CAPTURE_UNTRACKED_HASH_COLUMN = 'untracked_hash'
+
+/** Whether a layout has untracked attributes (type 1 or keep_first columns), whose hash the capture log keeps. */
+export function hasUntrackedAttributes(layout: DimensionLayout): boolean {
+  return layout.type1.length + layout.keepFirst.length > 0
+}
 
 /** Partial-update tables: the capture log's flag that a row holds its event's raw values (NULL on older rows). */
 export const CAPTURE_RAW_LOGGED_COLUMN = 'raw_logged'

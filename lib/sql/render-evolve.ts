@@ -2,7 +2,7 @@ import type { DimensionColumn } from '../core/dimension-layout.ts'
 import type { TableRef } from '../core/table-ref.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import type { CompiledStatement, SqlDialect } from './dialect.ts'
-import type { DimensionObjects } from './render-ddl.ts'
+import { CAPTURE_UNTRACKED_HASH_COLUMN, type DimensionObjects } from './render-ddl.ts'
 import { dbtScdId, keyValues } from './dbt-ids.ts'
 import { renderRowHash } from './row-hash.ts'
 
@@ -116,6 +116,19 @@ export function renderEvolveColumn(
       label: 'evolve: dbt_scd_id from the key as now typed',
       sql: `UPDATE ${d.table(r.objects.dimension)} AS d SET ${q(r.table.dbtIds.scdId)} = ${id}
 WHERE ${column} IS DISTINCT FROM ${id}`,
+    })
+  }
+  if (r.objects.captures !== undefined && !isKey && !tracked.some((c) => c.name === r.columns[0])) {
+    // The log keeps a hash of each event's untracked values as they were typed, which no version can map to the
+    // new type's text: those hashes are no longer compared (an event sent again is then taken as the same).
+    const log = d.table(r.objects.captures)
+    out.push({
+      label: `evolve: rewrite ${r.objects.captures.name}: make sure it has the column ${CAPTURE_UNTRACKED_HASH_COLUMN}`,
+      sql: `ALTER TABLE ${log} ADD COLUMN IF NOT EXISTS ${CAPTURE_UNTRACKED_HASH_COLUMN} ${d.type('string')}`,
+    })
+    out.push({
+      label: 'evolve: hashes of captured untracked values are forgotten',
+      sql: `UPDATE ${log} SET ${CAPTURE_UNTRACKED_HASH_COLUMN} = NULL WHERE ${CAPTURE_UNTRACKED_HASH_COLUMN} IS NOT NULL`,
     })
   }
   if (!tracked.some((c) => r.columns.includes(c.name))) return out

@@ -5,7 +5,7 @@ import { REFOLDED } from './render-partial-refold.ts'
 import { DELETED_STATE } from './row-hash.ts'
 
 /**
- * The late path (DESIGN.md §4.5). Keys with an event older than what is already captured (or, in a sequenced
+ * The late path (docs/invariants.md, the merge, step 5). Keys with an event older than what is already captured (or, in a sequenced
  * change feed, another event at a captured change time) get their windows recomputed from the capture log: every
  * state ever captured, including ones that changed nothing, so the result is the same whatever the order batches
  * arrived in.
@@ -81,12 +81,13 @@ function renderGuardedLatePath(m: MergeSql, captures: TableRef): void {
     `    SELECT ${m.keyList('d')}, d.${q(n.rowHash)}, 2${attrs.map((c) => `, ${m.col('d', c)}`).join('')}\n` +
     `    FROM ${m.dim} d WHERE EXISTS (SELECT 1 FROM ${lateKeys} l WHERE ${m.keyEq('l', 'd')})` +
     refoldedAttributes(m)
+  const a = m.alias('a')
   m.emit(
     'late keys: attributes of each state',
     m.d.createTempTableAs(
       TEMP.lateAttributes,
-      `SELECT * FROM (\n  ${source}\n) a WHERE TRUE\n` +
-        `QUALIFY ROW_NUMBER() OVER (PARTITION BY ${m.keyList('a')}, a.h ORDER BY a.${q(W.priority)}) = 1`,
+      `SELECT * FROM (\n  ${source}\n) ${a} WHERE TRUE\n` +
+        `QUALIFY ROW_NUMBER() OVER (PARTITION BY ${m.keyList(a)}, ${a}.h ORDER BY ${a}.${q(W.priority)}) = 1`,
     ),
   )
   if (m.p.objects.retired !== undefined) retireVersionsWithoutRun(m, m.p.objects.retired)

@@ -20,7 +20,7 @@ export function renderMergeScript(
   const before = [renderBatchLedgerDdl(d, m.objects.batches), ...ddl, ...views]
   const after = [
     { label: 'drop staging table', sql: d.dropTableIfExists(m.stage) },
-    { label: 'report counts', sql: renderBatchReport(d, m.objects.batches, m.table.target, m.batchId) },
+    { label: 'report counts', sql: renderBatchReport(d, m.objects.batches, m.table.target, m.batchId, m) },
   ]
   const title = `dimsync merge of table ${m.table.name}, batch ${m.batchId} into ${d.table(m.objects.dimension)}`
   return { ddl: before, merge, after, text: d.scriptText({ title, ddl: before, merge, after }) }

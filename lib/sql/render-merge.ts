@@ -21,10 +21,11 @@ import { renderSystemTimeMerge } from './render-system-time.ts'
 import {
   CAPTURE_RAW_LOGGED_COLUMN,
   CAPTURE_SEQUENCE_COLUMN,
+  CAPTURE_UNTRACKED_HASH_COLUMN,
   captureRawColumn,
   refoldsPartialUpdates,
 } from './render-ddl.ts'
-import { rawCaptureColumns, rawWorkColumn, renderRefoldLateKeys } from './render-partial-refold.ts'
+import { rawCaptureColumns, rawWorkColumn, REFOLDED, renderRefoldLateKeys } from './render-partial-refold.ts'
 import { DELETED_STATE, renderRowHash } from './row-hash.ts'
 import { currentVersion } from './version-predicates.ts'
 
@@ -33,7 +34,7 @@ const W = WORK
 
 /**
  * Renders the merge of one staged batch (already loaded into `plan.stage`) as a list of
- * set-based statements, to run inside one transaction (DESIGN.md §4). Checks are statements that raise an
+ * set-based statements, to run inside one transaction (docs/invariants.md, the merge). Checks are statements that raise an
  * error, so a rejected batch aborts the transaction and nothing is written.
  */
 export function renderMerge(d: SqlDialect, plan: MergePlan): CompiledStatement[] {
@@ -92,6 +93,7 @@ class MergeRenderer extends MergeSql {
         ),
       )
       if (this.p.objects.captures !== undefined) this.#logCaptures(this.p.objects.captures)
+      if (this.p.layout.type1.length > 0) this.#newestType1Events()
       if (this.sequenced) this.#dropSupersededEvents()
       this.#buildChanges()
     }
@@ -208,6 +210,9 @@ class MergeRenderer extends MergeSql {
     const columns = this.stored.map((c) => this.col('s', c)).join(', ') + raw
     const sequence = this.p.layout.sequence
     const order = sequence === undefined ? '' : `, ${this.col('s', sequence.name)} AS ${this.q(W.order)}`
+    const untracked = this.logsUntrackedHash
+      ? `,\n  CASE WHEN ${del} THEN ${this.str(DELETED_STATE)} ELSE ${renderRowHash(this.d, [...this.p.layout.type1, ...this.p.layout.keepFirst], 's')} END AS ${this.q(W.untrackedHash)}`
+      : ''
     // A change feed may deliver the same event twice in one batch (the grain check refused different ones).
     const once =
       this.p.table.changes === undefined
@@ -219,7 +224,7 @@ class MergeRenderer extends MergeSql {
         TEMP.events,
         `SELECT e.*, CASE WHEN e.${this.q(W.del)} THEN ${this.str(DELETED_STATE)} ELSE e.${this.q(W.rowHash)} END AS ${this.q(W.state)}\n` +
           `FROM (\n  SELECT ${columns}, ${this.eventTime} AS ${this.q(W.t)}, ${del} AS ${this.q(W.del)},\n` +
-          `  ${rowHash} AS ${this.q(W.rowHash)}${order}\n  FROM ${this.stage} s\n) e${once}`,
+          `  ${rowHash} AS ${this.q(W.rowHash)}${order}${untracked}\n  FROM ${this.stage} s\n) e${once}`,
       ),
     )
   }
@@ -230,10 +235,12 @@ class MergeRenderer extends MergeSql {
     const absent = `${this.liveCurrent('d')} AND NOT EXISTS (SELECT 1 FROM ${this.stage} s WHERE ${this.keyEq('s', 'd')})`
     if (!this.p.allowMassDelete) this.#guardMassDelete(`(SELECT COUNT(*) FROM ${this.dim} d WHERE ${absent})`)
     const columns = this.stored.map((c) => this.q(c)).join(', ')
+    const untrackedName = this.logsUntrackedHash ? `, ${this.q(W.untrackedHash)}` : ''
+    const untrackedValue = this.logsUntrackedHash ? `, ${this.str(DELETED_STATE)}` : ''
     this.emit(
       'add deletes by absence',
-      `INSERT INTO ${this.tmp(TEMP.events)} (${columns}, ${this.q(W.t)}, ${this.q(W.del)}, ${this.q(W.rowHash)}, ${this.q(W.state)})\n` +
-        `SELECT ${this.stored.map((c) => this.col('d', c)).join(', ')}, ${this.d.timestampLiteral(this.p.extractedAt)}, TRUE, d.${this.q(n.rowHash)}, ${this.str(DELETED_STATE)}\n` +
+      `INSERT INTO ${this.tmp(TEMP.events)} (${columns}, ${this.q(W.t)}, ${this.q(W.del)}, ${this.q(W.rowHash)}, ${this.q(W.state)}${untrackedName})\n` +
+        `SELECT ${this.stored.map((c) => this.col('d', c)).join(', ')}, ${this.d.timestampLiteral(this.p.extractedAt)}, TRUE, d.${this.q(n.rowHash)}, ${this.str(DELETED_STATE)}${untrackedValue}\n` +
         `FROM ${this.dim} d WHERE ${absent}`,
     )
   }
@@ -387,6 +394,7 @@ class MergeRenderer extends MergeSql {
     const earliest = this.d.earliestEventTime(`SELECT MIN(${this.q(W.t)}) FROM ${ev}`)
     for (const sql of earliest.statements) this.emit('note the earliest event time', sql)
     const recent = (c: string) => `${c}.captured_at >= ${earliest.value}`
+    this.#recentCaptures = recent
     this.emit(
       'check conflicting captures',
       `SELECT ${this.raise(
@@ -394,7 +402,7 @@ class MergeRenderer extends MergeSql {
         `${this.str(`${this.prefix()}: key `)} || ${this.keyText('e')} || ${this.str(' already has a different state captured')} || ` +
           `${at} || ${this.str(' (batch ')} || c.batch_id || ${this.str(`): ${why}; nothing was written`)}`,
       )}\nFROM ${ev} e JOIN ${log} c ON ${this.keyEq('c', 'e')} AND ${sameEvent('e')} AND ${recent('c')}\n` +
-        `WHERE ${this.#refolds ? this.#saidOtherwise() : `c.state_hash <> e.${this.q(W.state)}`}\nLIMIT 1`,
+        `WHERE ${this.#refolds ? this.#saidOtherwise() : this.#otherState()}\nLIMIT 1`,
     )
     this.emit(
       'drop re-delivered events',
@@ -421,17 +429,32 @@ class MergeRenderer extends MergeSql {
     const rawValues = this.#refolds
       ? `, TRUE${this.attributes.map((_, i) => `, e.${this.q(rawWorkColumn(i))}`).join('')}`
       : ''
+    const untrackedName = this.logsUntrackedHash ? `, ${CAPTURE_UNTRACKED_HASH_COLUMN}` : ''
+    const untrackedValue = this.logsUntrackedHash ? `, e.${this.q(W.untrackedHash)}` : ''
     this.emit(
       'append capture log',
-      `INSERT INTO ${log} (${this.keyList()}, captured_at, ${seq ? `${this.q(CAPTURE_SEQUENCE_COLUMN)}, ` : ''}state_hash, is_deleted, batch_id${rawNames})\n` +
-        `SELECT ${this.keyList('e')}, e.${this.q(W.t)}, ${seq ? `e.${this.q(W.order)}, ` : ''}e.${this.q(W.state)}, e.${this.q(W.del)}, ${this.str(this.p.batchId)}${rawValues} FROM ${ev} e`,
+      `INSERT INTO ${log} (${this.keyList()}, captured_at, ${seq ? `${this.q(CAPTURE_SEQUENCE_COLUMN)}, ` : ''}state_hash, is_deleted, batch_id${untrackedName}${rawNames})\n` +
+        `SELECT ${this.keyList('e')}, e.${this.q(W.t)}, ${seq ? `e.${this.q(W.order)}, ` : ''}e.${this.q(W.state)}, e.${this.q(W.del)}, ${this.str(this.p.batchId)}${untrackedValue}${rawValues} FROM ${ev} e`,
     )
     if (this.#refolds) this.guarded(lateKeysExist, () => renderRefoldLateKeys(this, captures))
   }
 
+  /** SQL condition: capture `c` of the log is at or after the batch's earliest event (read from there on). */
+  #recentCaptures: ((c: string) => string) | undefined
+
   /** Partial-update tables whose capture log keeps raw values (render-partial-refold.ts). */
   get #refolds(): boolean {
     return this.p.layout.partial !== undefined && refoldsPartialUpdates(this.p.table)
+  }
+
+  /**
+   * A logged capture `c` and an event `e` of the same key and time whose states differ, or (where both hashes are
+   * known) their untracked values.
+   */
+  #otherState(): string {
+    const state = `c.state_hash <> e.${this.q(W.state)}`
+    if (!this.logsUntrackedHash) return state
+    return `(${state} OR c.${CAPTURE_UNTRACKED_HASH_COLUMN} <> e.${this.q(W.untrackedHash)})`
   }
 
   /** A logged capture `c` and an event `e` of the same key and time that said different things. */
@@ -441,7 +464,7 @@ class MergeRenderer extends MergeSql {
       .join('')
     return (
       `(CASE WHEN c.${this.q(CAPTURE_RAW_LOGGED_COLUMN)} THEN (c.is_deleted <> e.${this.q(W.del)}${rawDiffers}) ` +
-      `ELSE c.state_hash <> e.${this.q(W.state)} END)`
+      `ELSE ${this.#otherState()} END)`
     )
   }
 
@@ -572,6 +595,8 @@ class MergeRenderer extends MergeSql {
   /**
    * Type 1 values of the batch's keys before the merge, read from their current versions (the open partition on
    * BigQuery): every version of a key holds the same type 1 values, so these are the values of all its versions.
+   * Under `invalidate` a late key may have no current version (a delete closed it): its values are read from its
+   * newest version, before the late path changes any.
    */
   #type1BeforeBatch(): void {
     const cols = [...this.keys, ...this.p.layout.type1.map((c) => c.name)]
@@ -583,36 +608,97 @@ class MergeRenderer extends MergeSql {
           `WHERE ${this.current('d')} AND EXISTS (SELECT 1 FROM ${this.stage} s WHERE ${this.keyEq('s', 'd')})`,
       ),
     )
+    if (this.p.objects.captures === undefined || this.p.table.deletes !== 'invalidate') return
+    const before = this.tmp(TEMP.type1Before)
+    this.guarded(`EXISTS (SELECT 1 FROM ${this.tmp(TEMP.lateKeys)})`, () =>
+      this.emit(
+        'type 1 values before the batch of late keys without a current version',
+        `INSERT INTO ${before} (${cols.map((c) => this.q(c)).join(', ')})\n` +
+          `SELECT ${cols.map((c) => this.col('d', c)).join(', ')} FROM ${this.dim} d\n` +
+          `WHERE EXISTS (SELECT 1 FROM ${this.tmp(TEMP.lateKeys)} l WHERE ${this.keyEq('l', 'd')})\n` +
+          `  AND NOT EXISTS (SELECT 1 FROM ${before} b WHERE ${this.keyEq('b', 'd')})\n` +
+          `QUALIFY ROW_NUMBER() OVER (PARTITION BY ${this.keyList('d')} ORDER BY d.${this.q(this.names.validFrom)} DESC, d.${this.q(this.names.surrogateKey)} DESC) = 1`,
+      ),
+    )
   }
 
   /**
-   * Untracked columns take the value of the key's newest capture on every version of the key. Rewriting every
-   * version reads the keys' whole history, so it runs only when a version may hold another value (see
-   * #type1MayDiffer); when none can, it would change nothing.
+   * Type 1 columns hold, on every version of a key, the values of the key's newest event that is not a delete, in
+   * change time then sequence order (a delete sends no values; the values of an update before it stay). Per key of
+   * the batch: its newest such event in the batch, read before events superseded at the same change time are
+   * dropped (a delete superseding an update at its time keeps the update's values), kept only where no capture
+   * of the key that is not a delete is newer. A key whose events are all newer than its captures (not late) has
+   * none; partial-update tables that fold late keys again take the late key's newest refolded state instead.
+   */
+  #newestType1Events(): void {
+    const q = (name: string) => this.q(name)
+    const type1 = this.p.layout.type1.map((c) => c.name)
+    const order = this.sequenced ? `, e.${q(W.order)}` : ''
+    const newest = this.tmp(TEMP.type1Newest)
+    this.emit(
+      'type 1: newest event of each key that is not a delete',
+      this.d.createTempTableAs(
+        TEMP.type1Newest,
+        `SELECT ${[...this.keys, ...type1].map((c) => this.col('e', c)).join(', ')}, e.${q(W.t)}${order}\n` +
+          `FROM ${this.tmp(TEMP.events)} e WHERE NOT e.${q(W.del)}\n` +
+          `QUALIFY ROW_NUMBER() OVER (PARTITION BY ${this.keyList('e')} ORDER BY e.${q(W.t)} DESC${order ? `${order} DESC` : ''}) = 1`,
+      ),
+    )
+    const log = this.d.table(this.p.objects.captures!)
+    const late = this.tmp(TEMP.lateKeys)
+    this.guarded(`EXISTS (SELECT 1 FROM ${late})`, () => {
+      if (this.#refolds) {
+        this.emit(
+          'type 1: late keys take their newest refolded state',
+          `DELETE FROM ${newest} WHERE EXISTS (SELECT 1 FROM ${late} l WHERE ${this.keys.map((k) => `l.${q(k)} = ${newest}.${q(k)}`).join(' AND ')})`,
+        )
+        const sequence = this.sequenced ? `, r.${q(CAPTURE_SEQUENCE_COLUMN)}` : ''
+        this.emit(
+          'type 1: newest refolded state of late keys',
+          `INSERT INTO ${newest} (${[...this.keys, ...type1, W.t, ...(this.sequenced ? [W.order] : [])].map(q).join(', ')})\n` +
+            `SELECT ${[...this.keys, ...type1].map((c) => this.col('r', c)).join(', ')}, r.captured_at${sequence}\n` +
+            `FROM ${this.tmp(REFOLDED)} r WHERE NOT r.is_deleted\n` +
+            `QUALIFY ROW_NUMBER() OVER (PARTITION BY ${this.keyList('r')} ORDER BY r.captured_at DESC${sequence ? `${sequence} DESC` : ''}) = 1`,
+        )
+        return
+      }
+      const newer =
+        `c.captured_at > ${newest}.${q(W.t)}` +
+        (this.sequenced
+          ? ` OR (c.captured_at = ${newest}.${q(W.t)} AND c.${q(CAPTURE_SEQUENCE_COLUMN)} > ${newest}.${q(W.order)})`
+          : '')
+      this.emit(
+        'type 1: drop events of late keys older than a capture that is not a delete',
+        `DELETE FROM ${newest} WHERE EXISTS (SELECT 1 FROM ${log} c WHERE ${this.keys.map((k) => `c.${q(k)} = ${newest}.${q(k)}`).join(' AND ')} ` +
+          `AND NOT c.is_deleted AND (${newer}) AND ${this.#recentCaptures!('c')})`,
+      )
+    })
+  }
+
+  /**
+   * Untracked columns take the values of the key's newest event that is not a delete on every version of the key
+   * (#newestType1Events; in a snapshot, the staged row). Rewriting every version reads the keys' whole history, so
+   * it runs only when a version may hold other values (see #type1MayDiffer); when none can, it would change nothing.
    */
   #overwriteType1(): void {
     const type1 = this.p.layout.type1.map((c) => c.name)
-    const newest = this.#newestType1FromBatch()
+    const newest = this.#newestType1()
     let latest: string
     if (this.oneEventPerKey) {
-      latest = newest
+      latest = `SELECT * FROM ${newest} e`
     } else {
-      // A key whose newest capture is not in this batch keeps the values it had (all its versions share them):
-      // this also repairs a version the late path just inserted with the late event's older values.
+      // A key whose newest event that is not a delete is not in this batch keeps the values it had (all its
+      // versions share them): this also repairs versions the late path wrote with a late event's older values.
       const cols = (alias: string) => [...this.keys, ...type1].map((c) => this.col(alias, c)).join(', ')
       latest =
         `SELECT * FROM (\n` +
-        `    SELECT ${cols('e')}, 1 AS ${this.q(W.priority)} FROM (\n      ${newest}\n    ) e\n` +
+        `    SELECT ${cols('e')}, 1 AS ${this.q(W.priority)} FROM ${this.tmp(TEMP.type1Newest)} e\n` +
         `    UNION ALL\n` +
-        `    SELECT ${cols('x')}, 2 FROM ${this.dim} x WHERE x.${this.q(this.names.batchId)} <> ${this.str(this.p.batchId)}\n` +
-        `      AND EXISTS (SELECT 1 FROM ${this.tmp(TEMP.events)} e WHERE ${this.keyEq('e', 'x')})\n` +
+        `    SELECT ${cols('b')}, 2 FROM ${this.tmp(TEMP.type1Before)} b\n` +
         `  ) l WHERE TRUE\n` +
         `  QUALIFY ROW_NUMBER() OVER (PARTITION BY ${this.keyList('l')} ORDER BY l.${this.q(W.priority)}) = 1`
     }
-    // The guard reads no capture log: without the filter on later captures it sees more keys, so it holds at
-    // least as often (its conditions are EXISTS); a key it adds has a later capture, so it is a late key (which
-    // makes the guard hold anyway) or its newest event here is followed by a delete.
-    this.guarded(this.#type1MayDiffer(this.#newestType1FromBatch({ laterCaptures: 'ignored' })), () =>
+    this.guarded(this.#type1MayDiffer(newest), () =>
       this.emit(
         'overwrite type 1 columns',
         `UPDATE ${this.dim} AS d SET ${type1.map((c) => `${this.q(c)} = l.${this.q(c)}`).join(', ')}\n` +
@@ -622,37 +708,22 @@ class MergeRenderer extends MergeSql {
     )
   }
 
-  /** Per key of the batch, its newest state's row when that is the key's newest capture (not deleted). */
-  #newestType1FromBatch(
-    options: { laterCaptures: 'excluded' | 'ignored' } = { laterCaptures: 'excluded' },
-  ): string {
+  /** Per key of the batch whose values it sets, the type 1 values of its newest event that is not a delete. */
+  #newestType1(): string {
+    if (!this.oneEventPerKey) return this.tmp(TEMP.type1Newest)
     // Only the columns read from it: BigQuery bills every column a statement names.
     const columns = [...this.keys, ...this.p.layout.type1.map((c) => c.name)]
       .map((c) => this.col('e', c))
       .join(', ')
-    if (this.oneEventPerKey) {
-      const softDeleted = this.softDeleted('e')
-      return `SELECT ${columns} FROM ${this.stage} e${softDeleted ? ` WHERE NOT (${softDeleted})` : ''}`
-    }
-    const newer =
-      this.p.objects.captures === undefined || options.laterCaptures === 'ignored'
-        ? ''
-        : ` AND NOT EXISTS (SELECT 1 FROM ${this.d.table(this.p.objects.captures)} c WHERE ${this.keyEq('c', 'e')} AND (c.captured_at > e.${this.q(W.t)}` +
-          (this.sequenced
-            ? ` OR (c.captured_at = e.${this.q(W.t)} AND c.${this.q(CAPTURE_SEQUENCE_COLUMN)} > e.${this.q(W.order)})`
-            : '') +
-          '))'
-    return (
-      `SELECT ${columns} FROM ${this.tmp(TEMP.events)} e WHERE NOT e.${this.q(W.del)}${newer}\n` +
-      `      QUALIFY ROW_NUMBER() OVER (PARTITION BY ${this.keyList('e')} ORDER BY e.${this.q(W.t)} DESC) = 1`
-    )
+    const softDeleted = this.softDeleted('e')
+    return `(SELECT ${columns} FROM ${this.stage} e${softDeleted ? ` WHERE NOT (${softDeleted})` : ''})`
   }
 
   /**
    * SQL condition, reading only this batch's tables: some version of a key may hold type 1 values other than the
    * key's newest. That is when the newest values differ from those before the batch (or the key had no current
    * version and may still have older versions: deletes close keys under `invalidate`), when a version this batch
-   * inserted holds older values (several events of a key), or when the late path ran.
+   * inserted holds other values (several events of a key), or when the late path ran.
    */
   #type1MayDiffer(newest: string): string {
     const type1 = this.p.layout.type1.map((c) => c.name)
@@ -661,9 +732,9 @@ class MergeRenderer extends MergeSql {
     const firstKey = this.q(this.keys[0]!)
     const noCurrent = this.p.table.deletes === 'invalidate' ? `b.${firstKey} IS NULL OR ` : ''
     const conditions = [
-      `EXISTS (SELECT 1 FROM (${newest}) l LEFT JOIN ${this.tmp(TEMP.type1Before)} b ON ${this.keyEq('b', 'l')}\n` +
+      `EXISTS (SELECT 1 FROM ${newest} l LEFT JOIN ${this.tmp(TEMP.type1Before)} b ON ${this.keyEq('b', 'l')}\n` +
         `  WHERE ${noCurrent}(b.${firstKey} IS NOT NULL AND (${differ('b', 'l')})))`,
-      `EXISTS (SELECT 1 FROM ${this.tmp(TEMP.changes)} c JOIN (${newest}) l ON ${this.keyEq('c', 'l')} WHERE ${differ('c', 'l')})`,
+      `EXISTS (SELECT 1 FROM ${this.tmp(TEMP.changes)} c JOIN ${newest} l ON ${this.keyEq('c', 'l')} WHERE ${differ('c', 'l')})`,
       ...(this.p.objects.captures === undefined ? [] : [`EXISTS (SELECT 1 FROM ${this.tmp(TEMP.lateKeys)})`]),
     ]
     return conditions.join('\nOR ')

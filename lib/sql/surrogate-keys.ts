@@ -3,7 +3,7 @@ import { HIGHEST_KEY_COLUMN } from './render-ddl.ts'
 import { renderRowHash, type HashedColumn } from './row-hash.ts'
 
 /**
- * Surrogate keys (invariant 5: unique, never reused, never changed). Every writer of new keys follows one rule:
+ * Surrogate keys (invariant 5, docs/invariants.md: unique, never reused, never changed). Every writer of new keys follows one rule:
  *
  * 1. `seed`: a dimension whose record (objects.keys, render-ddl.ts) holds no row yet (a new dimension, or one an
  *    older dimsync wrote) gets one: the highest key in the tables that hold given-out keys, read once.

@@ -10,7 +10,7 @@ import { storedEndAfter } from './version-end.ts'
 
 /**
  * The key's current version (a deletion version under `deletes: new_record` included). Where the dialect
- * partitions the dimension on valid_to, the equivalent filter on the open end (invariant 2) is added so that
+ * partitions the dimension on valid_to, the equivalent filter on the open end (invariant 2, docs/invariants.md) is added so that
  * only the partition of open versions is read.
  */
 export function currentVersion(d: SqlDialect, table: TableSpec, alias?: string): string {
@@ -66,7 +66,7 @@ export function liveCurrentVersion(d: SqlDialect, table: TableSpec, alias?: stri
 }
 
 /**
- * The version valid at `instant`, unless it records a deletion (invariant 8), as the table says now. Windows are
+ * The version valid at `instant`, unless it records a deletion (invariant 8, docs/invariants.md), as the table says now. Windows are
  * half-open: a version closed at exactly `instant` is not returned, its successor is.
  */
 export function liveVersionAt(d: SqlDialect, table: TableSpec, instant: string, alias?: string): string {

@@ -1,7 +1,7 @@
 import type { BatchManifest, StagedPart, Watermark } from '../core/batch.ts'
 import { DimsyncError, StagingError } from '../core/errors.ts'
 import type { TableSpec } from '../core/table-spec.ts'
-import { watermarkFitsCursor, watermarkPosition } from '../core/watermark.ts'
+import { watermarkToReadFrom } from '../core/watermark.ts'
 import type { Source } from '../ports/source.ts'
 import type { BatchCheckpoint, BatchWriter, StagingStore } from '../ports/staging-store.ts'
 import type { StateStore } from '../ports/state-store.ts'
@@ -89,11 +89,10 @@ export async function extractPass(
     progress = readPassProgress(table, batchId, resumed.checkpoint.state)
   } else {
     const mode = stagedMode(table)
-    const stored = mode === 'incremental' ? await deps.state.getWatermark(table.name) : undefined
-    // The source reads after the position alone; one in another cursor column than the config's (the cursor
-    // changed) would skip rows: every row is read again instead (unchanged ones open no version).
     const watermark =
-      stored !== undefined && watermarkFitsCursor(table, stored) ? watermarkPosition(stored) : undefined
+      mode === 'incremental'
+        ? watermarkToReadFrom(table, await deps.state.getWatermark(table.name))
+        : undefined
     writer = await deps.staging.beginBatch(table.name, batchId)
     progress = {
       version: 1,
@@ -102,6 +101,9 @@ export async function extractPass(
       ...(watermark !== undefined ? { watermark } : {}),
     }
   }
+  // A CSV source reads with the types its merged batches were read with (recorded by mergeStep).
+  const csv = table.source.type === 'file' && table.source.format === 'csv'
+  const sourceTypes = csv ? await deps.state.getSourceTypes(table.name) : undefined
   const source = deps.openSource(table)
   try {
     const result = await source.extract({
@@ -113,6 +115,7 @@ export async function extractPass(
       onProgress: request.onProgress,
       ...(request.timeLeftMs ? { timeLeftMs: request.timeLeftMs } : {}),
       ...(progress.source !== undefined ? { resume: progress.source } : {}),
+      ...(sourceTypes !== undefined ? { sourceTypes } : {}),
     })
     // The source refuses an excluded column it lacks and stages the others without it: it had them all.
     deps.checkSourceColumns?.(table, [...result.columns.map((c) => c.name), ...table.exclude])
@@ -142,6 +145,7 @@ export async function extractPass(
       columns: result.columns,
       watermarkCandidate: result.watermarkCandidate,
       sourceDescription: result.sourceDescription,
+      ...(result.sourceTypes !== undefined ? { sourceTypes: result.sourceTypes } : {}),
     })
     return { complete: true, manifest, bytes: manifest.parts.reduce((sum, part) => sum + part.bytes, 0) }
   } catch (error) {

@@ -53,6 +53,8 @@ export interface KeyChanges {
   readonly newKeys: number
   readonly changedKeys: number
   readonly deletedKeys: number
+  /** A mirror: keys whose row was overwritten in place (their events are among `counts.unchangedEvents`). */
+  readonly overwrittenKeys?: number
 }
 
 export interface MergeBatchResult {
@@ -79,7 +81,7 @@ export interface MergeDeps {
 
 /**
  * Merges one committed staged batch into its dimension, in one transaction together with the row that records
- * the batch as applied (DESIGN.md §4). A batch already recorded is skipped, so a retried merge never applies a
+ * the batch as applied (docs/invariants.md, the merge). A batch already recorded is skipped, so a retried merge never applies a
  * batch twice.
  */
 export async function mergeBatch(deps: MergeDeps, request: MergeBatchRequest): Promise<MergeBatchResult> {
@@ -128,7 +130,7 @@ export async function mergeBatch(deps: MergeDeps, request: MergeBatchRequest): P
     const report = await warehouse.transaction(
       async (tx) => {
         for (const statement of inside) await tx.execute(statement)
-        const [row] = await tx.query(renderBatchReport(d, objects.batches, table.target, batchId))
+        const [row] = await tx.query(renderBatchReport(d, objects.batches, table.target, batchId, plan))
         if (!request.dryRun) await request.beforeCommit?.()
         return row
       },
@@ -282,5 +284,6 @@ function toKeyChanges(row: Row | undefined): KeyChanges {
     newKeys: n(row?.new_keys),
     changedKeys: n(row?.changed_keys),
     deletedKeys: n(row?.deleted_key_changes),
+    ...(row?.overwritten_keys !== undefined ? { overwrittenKeys: n(row.overwritten_keys) } : {}),
   }
 }

@@ -2,6 +2,7 @@ import { canonicalJson, committedWatermark, compareWatermarks, watermarkPosition
 import type { BatchManifest, Watermark } from '../core/batch.ts'
 import { compareManifests } from '../core/batch-manifest.ts'
 import { BatchRejectedError, MassDeleteRefusedError, OutOfOrderBatchError } from '../core/errors.ts'
+import { sameSourceTypes, type SourceTypes } from '../core/source-types.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import type { StagingStore } from '../ports/staging-store.ts'
 import type { StateStore } from '../ports/state-store.ts'
@@ -76,7 +77,23 @@ export async function mergeStep(
     table.name,
     candidate === undefined ? undefined : committedWatermark(table, candidate, request.batchId),
   )
+  await recordSourceTypes(deps.state, table.name, manifest.sourceTypes)
   return { merge, manifest, watermark }
+}
+
+/**
+ * Records how the merged batch read its CSV columns, so every later extract reads them the same way (a date
+ * format chosen once is never guessed again). Only after the merge: a refused batch records nothing, and the
+ * next load chooses again. A crash before this is repaired like the watermark: the batch merged again is skipped.
+ */
+async function recordSourceTypes(
+  state: StateStore,
+  table: string,
+  types: SourceTypes | undefined,
+): Promise<void> {
+  if (types === undefined) return
+  if (sameSourceTypes(await state.getSourceTypes(table), types)) return
+  await state.recordSourceTypes(table, types)
 }
 
 /**
@@ -162,22 +179,26 @@ export async function mergeLeftStaged(
         onMemoryRaised: request.onMemoryRaised,
       })
     } catch (error) {
-      if (!(error instanceof BatchRejectedError) || error instanceof OutOfOrderBatchError) throw error
-      const discard = `dimsync discard --table ${table.name} --batch ${manifest.batchId}`
-      const wayOut =
-        error instanceof MassDeleteRefusedError
-          ? `rerun with --allow-mass-delete to apply it, or drop it with: ${discard}`
-          : `it is refused on every run until it is dropped with: ${discard}`
-      const Refused = error instanceof MassDeleteRefusedError ? MassDeleteRefusedError : BatchRejectedError
-      throw new Refused(
-        table.name,
-        manifest.batchId,
-        `${error.message}. This batch was staged by an earlier run; ${wayOut}`,
-      )
+      throw leftStagedRefusal(error, table.name, manifest.batchId)
     }
     await deps.staging.deleteBatch(table.name, manifest.batchId)
     request.onMerged?.(result)
     results.push(result)
   }
   return results
+}
+
+/**
+ * A batch an earlier run staged, refused again: it would be refused on every run, so the error says how to get
+ * past it. Other errors (and an out-of-order batch, which is removed from staging) are returned as they are.
+ */
+export function leftStagedRefusal(error: unknown, table: string, batchId: string): unknown {
+  if (!(error instanceof BatchRejectedError) || error instanceof OutOfOrderBatchError) return error
+  const discard = `dimsync discard --table ${table} --batch ${batchId}`
+  const wayOut =
+    error instanceof MassDeleteRefusedError
+      ? `rerun with --allow-mass-delete to apply it, or drop it with: ${discard}`
+      : `it is refused on every run until it is dropped with: ${discard}`
+  const Refused = error instanceof MassDeleteRefusedError ? MassDeleteRefusedError : BatchRejectedError
+  return new Refused(table, batchId, `${error.message}. This batch was staged by an earlier run; ${wayOut}`)
 }

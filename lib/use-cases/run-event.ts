@@ -22,9 +22,16 @@ export type RunEvent =
     }
   /**
    * The lease was taken over from run `runId`, which never released it (its process died, or its lease
-   * expired): that run's record, if still `running`, is now `failed` as interrupted.
+   * expired). `record`: `interrupted` when its record said `running` and now says `failed` as interrupted; the
+   * status it recorded itself when it had finished (it died before releasing the lease); `none` without a record.
    */
-  | { readonly step: 'interrupted'; readonly table: string; readonly runId: string; readonly by: string }
+  | {
+      readonly step: 'interrupted'
+      readonly table: string
+      readonly runId: string
+      readonly by: string
+      readonly record: 'interrupted' | Exclude<RunStatus, 'running'> | 'none'
+    }
   /** Uncommitted batches older than the abandon limit were removed (extracts that died). */
   | { readonly step: 'cleanup'; readonly table: string; readonly removed: readonly string[] }
   /** A batch an earlier run staged but never merged was merged first (history is applied in order). */

@@ -7,7 +7,7 @@ import { extractInRun } from './extract-table.ts'
 import { loadFactBatch, type LoadFactBatchResult, type UnknownMemberCount } from './load-fact-batch.ts'
 import { repointFacts } from './repoint-facts.ts'
 import { reportMemoryRaised } from './run-event.ts'
-import { advanceWatermark } from './merge-step.ts'
+import { advanceWatermark, leftStagedRefusal } from './merge-step.ts'
 import type { PipelineDeps } from './run-table.ts'
 import { inTableRun, type TableRun } from './table-run.ts'
 
@@ -15,6 +15,11 @@ export interface RunFactOptions {
   /** Extraction time of the batch; default: now. */
   readonly extractedAt?: Date
   readonly leaseTtlMs?: number
+  /**
+   * `dimsync plan`: extract, run the load and its checks and report the counts, roll it back and discard the
+   * staged batch (no watermark, no run record, no unknown member added; batches left staged stay).
+   */
+  readonly dryRun?: boolean
 }
 
 export interface RunFactResult {
@@ -47,20 +52,26 @@ export async function runFact(
   const startedAt = deps.clock()
   const runId = makeRunId(startedAt)
   const table = factStagingTable(fact)
+  const dryRun = options.dryRun ?? false
   const request = {
     table: fact.name,
     runId,
     leaseTtlMs: options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS,
     startedAt: startedAt.toISOString(),
-    recorded: true,
+    recorded: !dryRun,
   }
   return await inTableRun(deps, request, async (run) => {
     try {
       await run.record({ status: 'running' })
       const resumed: LoadFactBatchResult[] = []
-      const left = [...(await deps.staging.listBatches(fact.name))].sort(compareManifests)
-      for (const manifest of left)
-        resumed.push(await loadStaged(deps, run, fact, dimensions, manifest.batchId))
+      const left = dryRun ? [] : [...(await deps.staging.listBatches(fact.name))].sort(compareManifests)
+      for (const manifest of left) {
+        try {
+          resumed.push(await loadStaged(deps, run, fact, dimensions, manifest.batchId))
+        } catch (error) {
+          throw leftStagedRefusal(error, fact.name, manifest.batchId)
+        }
+      }
       const extractedAt = options.extractedAt ?? deps.clock()
       const batchId = makeBatchId(extractedAt)
       // The fact's own columns are checked against its source, not a dimension's.
@@ -73,6 +84,10 @@ export async function runFact(
         extractedAt,
         abandonedAfterMs: 0,
       })
+      if (dryRun) {
+        const load = await dryRunLoad(deps, fact, dimensions, batchId)
+        return { runId, fact: fact.name, resumed, batchId, rows, load, repointed: [] }
+      }
       const load = await loadStaged(deps, run, fact, dimensions, batchId)
       // Late dimension events may have moved windows facts already point through: re-point those facts.
       const warehouse = await deps.openWarehouse()
@@ -116,4 +131,22 @@ async function loadStaged(
   await advanceWatermark(deps.state, fact.name, manifest?.watermarkCandidate)
   await deps.staging.deleteBatch(fact.name, batchId)
   return load
+}
+
+/** Runs the load of the staged batch and its checks, rolls it back, then discards the batch. */
+async function dryRunLoad(
+  deps: PipelineDeps,
+  fact: FactSpec,
+  dimensions: readonly TableSpec[],
+  batchId: string,
+): Promise<LoadFactBatchResult> {
+  try {
+    const warehouse = await deps.openWarehouse()
+    return await loadFactBatch(
+      { warehouse, staging: deps.staging },
+      { fact, dimensions, schema: deps.schema, batchId, now: deps.clock(), dryRun: true },
+    )
+  } finally {
+    await deps.staging.deleteBatch(fact.name, batchId)
+  }
 }

@@ -141,7 +141,8 @@ export const RECENT_RUNS = 50
 
 /**
  * Run `runId` held the table and never released it: its process died (or it lost its lease and stopped). Its
- * record, still `running`, would say so forever: it becomes `failed`, saying what happened.
+ * record, still `running`, would say so forever: it becomes `failed`, saying what happened. A run that recorded
+ * its end before it died keeps the record it wrote.
  */
 async function recordInterrupted(
   deps: TableRunDeps,
@@ -149,9 +150,12 @@ async function recordInterrupted(
   runId: string,
   by: string,
 ): Promise<void> {
-  deps.onEvent?.({ step: 'interrupted', table, runId, by })
   const record = (await deps.state.listRuns(table, RECENT_RUNS)).find((r) => r.runId === runId)
-  if (record?.status !== 'running') return
+  if (record?.status !== 'running') {
+    deps.onEvent?.({ step: 'interrupted', table, runId, by, record: record?.status ?? 'none' })
+    return
+  }
+  deps.onEvent?.({ step: 'interrupted', table, runId, by, record: 'interrupted' })
   const finishedAt = deps.clock().toISOString()
   await deps.state.recordRun({
     ...record,

@@ -34,6 +34,34 @@ export function describeStateStoreContract(name: string, makeStore: () => Promis
       await fixture.cleanup()
     })
 
+    describe('source types', () => {
+      const first = {
+        version: 1 as const,
+        columns: [
+          { name: 'acct', type: 'DECIMAL(38,0)' },
+          { name: 'd', type: 'DATE', format: '%d/%m/%Y' },
+        ],
+      }
+
+      it('start undefined, read back what was recorded, and are replaced by the next record', async () => {
+        expect(await store.getSourceTypes(TABLE)).toBeUndefined()
+        await store.recordSourceTypes(TABLE, first)
+        expect(await store.getSourceTypes(TABLE)).toEqual(first)
+        expect(await store.getSourceTypes('suppliers')).toBeUndefined()
+        const next = { version: 1 as const, columns: [...first.columns, { name: 'note', type: 'VARCHAR' }] }
+        await store.recordSourceTypes(TABLE, next)
+        expect(await store.getSourceTypes(TABLE)).toEqual(next)
+      })
+
+      it('leave the watermark and the lease alone', async () => {
+        const lease = await store.acquireLease(TABLE, 'run-a', TTL, T0)
+        await store.commitWatermark(TABLE, { cursor: 'x', key: [1] }, undefined)
+        await store.recordSourceTypes(TABLE, first)
+        expect(await store.getWatermark(TABLE)).toEqual({ cursor: 'x', key: [1] })
+        await store.assertLeaseHeld(lease, at(1))
+      })
+    })
+
     describe('watermarks', () => {
       const w1 = { cursor: '2024-03-01T09:00:00.000001Z', key: [Number.MAX_SAFE_INTEGER, '9007199254740993'] }
       const w2 = { cursor: '2024-03-01T09:30:00.000000Z', key: [12, 'b'] }

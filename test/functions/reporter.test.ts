@@ -38,6 +38,21 @@ describe('the CLI reporter', () => {
     }
   })
 
+  it('says a run whose lock was taken over was recorded as interrupted only when it was', () => {
+    const err = stream(false)
+    const reporter = createReporter(err, stream(false))
+    const takenOver = { step: 'interrupted', table: 'customers', runId: 'run-a', by: 'run-b' } as const
+    reporter.onEvent({ ...takenOver, record: 'interrupted' })
+    reporter.onEvent({ ...takenOver, record: 'succeeded' })
+    reporter.onEvent({ ...takenOver, record: 'none' })
+    expect(err.text().split('\n').slice(0, 3)).toEqual([
+      '2026-01-01T00:00:00.000Z customers: run run-a stopped while it held the table; recorded as interrupted',
+      "2026-01-01T00:00:00.000Z customers: run run-a ended (recorded as succeeded) without releasing the table's lock; run-b took the lock over",
+      '2026-01-01T00:00:00.000Z customers: run run-a stopped while it held the table, before it recorded anything; run-b took the lock over',
+    ])
+    reporter.done()
+  })
+
   it('on a terminal, a merge longer than a second shows what it is doing and for how long', () => {
     const err = stream(true)
     const reporter = createReporter(err, stream(false))

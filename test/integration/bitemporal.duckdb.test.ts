@@ -59,7 +59,7 @@ async function allRows(h: ScdHarness): Promise<Row[]> {
   )
 }
 
-/** Invariant 11: the merge added rows and closed rows in system time, and changed nothing else. */
+/** Invariant 11 (docs/invariants.md): the merge added rows and closed rows in system time, and changed nothing else. */
 function expectOnlySystemToClosed(before: readonly Row[], after: readonly Row[], at: string) {
   const key = (r: Row) => `${String(r.dimsync_sk)}@${String(r.system_from)}`
   const afterByKey = new Map(after.map((r) => [key(r), r]))

@@ -5,7 +5,7 @@ import { CAPTURE_COLUMNS, captureTable } from '../support/history-arbitraries.ts
 import type { Value } from '../support/staged-batches.ts'
 
 /*
- * Issue 11 item 13: every merge reads the capture log only from its batch's earliest event time on (on BigQuery a
+ * Every merge reads the capture log only from its batch's earliest event time on (on BigQuery a
  * script variable, so the log's monthly partitions before it are pruned). Captures spread over several months: a
  * late event older than the key's newest capture is still slotted in, a re-delivered event next to a newer one is
  * still dropped, and an event that contradicts an old capture is still refused, with the same rows on DuckDB and

@@ -105,6 +105,30 @@ describe('dimsync evolve --table T --column C (real DuckDB)', () => {
     ])
   })
 
+  it('an untracked (type 1) column whose canonical text differs: an event sent again after the rewrite is not refused', async () => {
+    const table: TableSpec = { ...TABLE, tracked: { kind: 'all_except', columns: ['region'] } }
+    const h = (harness = await ScdHarness.create(table, TEXT))
+    await h.load([{ customer_id: 1, region: '0.1', changed_at: at(1) }], { extractedAt: extracted(1) })
+    await h.load([{ customer_id: 1, region: '0.2', changed_at: at(5) }], { extractedAt: extracted(2) })
+    const DOUBLE = withRegion('DOUBLE')
+    const refused = await h.stage([{ customer_id: 1, region: 0.2, changed_at: at(9) }], {
+      extractedAt: extracted(3),
+      columns: DOUBLE,
+    })
+    await expect(h.merge(refused)).rejects.toThrow('changed type from VARCHAR')
+    await evolveColumn(
+      { warehouse: h.warehouse, staging: h.batches },
+      { table, schema: 'main', column: 'region' },
+    )
+    expect((await h.merge(refused)).counts).toMatchObject({ insertedVersions: 0, closedVersions: 0 })
+    const again = await h.load([{ customer_id: 1, region: 0.1, changed_at: at(1) }], {
+      extractedAt: extracted(4),
+      columns: DOUBLE,
+    } as never)
+    expect(again.counts).toMatchObject({ insertedVersions: 0, closedVersions: 0, unchangedEvents: 1 })
+    expect(await versions(h)).toEqual([[1, 0.2, 'DOUBLE', '2024-01-01']])
+  })
+
   it("a partial-update table: the capture log's raw column is rewritten too, so a late partial event refolds with the new type (text to time)", async () => {
     const partial: TableSpec = { ...TABLE, partialUpdates: { ignoreNulls: { kind: 'all' } } }
     const h = (harness = await ScdHarness.create(partial, TEXT))

@@ -4,7 +4,7 @@ import { ScdHarness } from '../support/scd-harness.ts'
 import { tableSpec } from '../support/table-spec-builder.ts'
 
 /*
- * Issue 11 item 13: a merge takes the next surrogate key from the dimension's record of the highest key given out
+ * A merge takes the next surrogate key from the dimension's record of the highest key given out
  * (<target>_dimsync_keys), not from MAX over the key column, which on BigQuery reads every version.
  */
 

@@ -779,7 +779,7 @@ async function runScenario(
 }
 
 /**
- * Invariant 5 over what a warehouse holds (both hold the same): surrogate keys are unique over the dimension and
+ * Invariant 5 (docs/invariants.md) over what a warehouse holds (both hold the same): surrogate keys are unique over the dimension and
  * its retired versions, every key a batch gave out is above every key of the batches before it (a retired key is
  * never given out again), and the record of the highest key given out is at least every key held.
  */
@@ -842,7 +842,7 @@ describe.each([
 })
 
 /**
- * Issue 11 item 11: BigQuery numbers the new keys of a batch larger than a bucket per bucket of the key's hash
+ * BigQuery numbers the new keys of a batch larger than a bucket per bucket of the key's hash
  * (surrogate-keys.ts). Here every batch of more than two rows is numbered that way, on both warehouses: the same
  * keys on both, unique, above every key of earlier batches, retired keys never given out again.
  */

@@ -23,7 +23,7 @@ export function actual(rows: VersionRow[]): ModelVersion[] {
   }))
 }
 
-/** DESIGN.md §3 invariants 1-5 on a history as stored. */
+/** Invariants 1-5 (docs/invariants.md) on a history as stored. */
 export function assertInvariants(rows: VersionRow[]): void {
   const byKey = new Map<number, VersionRow[]>()
   for (const r of rows) byKey.set(Number(r.customer_id), [...(byKey.get(Number(r.customer_id)) ?? []), r])
@@ -63,7 +63,7 @@ export function withOpenEndAsNull(rows: VersionRow[]): VersionRow[] {
   return rows.map((r) => (String(r.valid_to).startsWith('9999-12-31') ? { ...r, valid_to: null } : r))
 }
 
-/** Invariant 8: at each hour given, dim_customer_as_of returns the last state the model captured at or before it. */
+/** Invariant 8 (docs/invariants.md): at each hour given, dim_customer_as_of returns the last state the model captured at or before it. */
 export async function expectAsOfMatchesModel(
   query: (sql: string) => Promise<readonly Record<string, unknown>[]>,
   captures: readonly ModelEvent[],

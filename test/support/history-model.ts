@@ -19,7 +19,7 @@ export interface ModelVersion {
 
 /**
  * The specification of a history, written the simplest way: sort each key's captures by time, collapse runs of
- * equal states, and turn each run into a version (DESIGN.md §3). The engine must produce exactly this, whatever
+ * equal states, and turn each run into a version (docs/invariants.md). The engine must produce exactly this, whatever
  * the batches and their order.
  */
 export function expectedHistory(events: readonly ModelEvent[], policy: DeletePolicy): ModelVersion[] {

@@ -9,7 +9,7 @@ export const SOURCE_MEMORY_LIMIT_VARIABLE = 'DIMSYNC_SOURCE_MEMORY_LIMIT'
 /**
  * Default memory limit of source reading, as DuckDB spells it. DuckDB's allocations outside its buffer pool (read
  * buffers, row groups being written) come on top: reading a 1M-row CSV peaked 40-70 MB higher at 128MB than at
- * 64MB, and was not measurably faster (docs/benchmarks.md).
+ * 64MB, and was not measurably faster (bench/results/log.md).
  */
 export const DEFAULT_SOURCE_MEMORY_LIMIT = '64MB'
 

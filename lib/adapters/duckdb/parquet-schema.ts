@@ -26,6 +26,35 @@ export async function readParquetColumns(
   })
 }
 
+/**
+ * The names of a Parquet file's columns as the file spells them (from its footer). DuckDB reads a name that
+ * differs from an earlier one only in case under another name (`name` after `Name` as `name_1`); these are the
+ * names before that.
+ */
+export async function readParquetColumnNames(path: string, connection?: DuckDBConnection): Promise<string[]> {
+  return await withConnection(connection, async (conn) => {
+    const reader = await conn.runAndReadAll(
+      `SELECT name, num_children FROM parquet_schema(${sqlString(path)})`,
+    )
+    // Schema elements in depth-first order: the root, then each column followed by its nested fields.
+    const elements = reader.getRowObjectsJson().map((row) => ({
+      name: String(row.name),
+      children: Number(row.num_children ?? 0),
+    }))
+    let next = 1
+    const skipSubtree = () => {
+      const { children } = elements[next++]!
+      for (let i = 0; i < children; i++) skipSubtree()
+    }
+    const names: string[] = []
+    for (let i = 0; i < (elements[0]?.children ?? 0); i++) {
+      names.push(elements[next]!.name)
+      skipSubtree()
+    }
+    return names
+  })
+}
+
 /** Row count of each Parquet file, from the footers, in the order of `paths`. */
 export async function readParquetRowCounts(
   paths: readonly string[],

@@ -15,6 +15,8 @@ export interface CsvField {
 export interface CsvRecord {
   /** Bytes of the record as written in the file, without its line end. */
   readonly bytes: number
+  /** The file's line (1-based) the record starts on: a quoted value may hold line ends. */
+  readonly line: number
   readonly fields: readonly CsvField[]
 }
 
@@ -53,6 +55,10 @@ export async function* readCsvRecords(
   /** A quote inside a quoted value: either the closing quote or the first of `""`. */
   let quotePending = false
   let pending = ''
+  /** Line ends seen so far, and the line the current record started on. */
+  let lineEnds = 0
+  let recordLine = 1
+  let quotedCr = false
   const take = (ch: string) => {
     fieldBytes++
     if (prefix.length < prefixChars * 4) prefix += ch
@@ -65,9 +71,10 @@ export async function* readCsvRecords(
   }
   const endRecord = (): CsvRecord => {
     endField()
-    const record = { bytes: recordBytes, fields }
+    const record = { bytes: recordBytes, line: recordLine, fields }
     fields = []
     recordBytes = 0
+    recordLine = lineEnds + 1
     return record
   }
   try {
@@ -87,6 +94,9 @@ export async function* readCsvRecords(
         }
         if (quoted) {
           recordBytes++
+          // `\r\n` is one line end, also when a chunk ends between the two.
+          if (ch === '\r' || (ch === '\n' && !quotedCr)) lineEnds++
+          quotedCr = ch === '\r'
           if (ch === '"') quotePending = true
           else take(ch)
           continue
@@ -99,6 +109,7 @@ export async function* readCsvRecords(
         }
         if (ch === '\n' || ch === '\r') {
           if (ch === '\r' && text[i + 1] === '\n') i++
+          lineEnds++
           yield endRecord()
           continue
         }

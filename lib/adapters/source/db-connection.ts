@@ -78,14 +78,40 @@ export function readEndpoint(
   }
 }
 
-/** `text` with the endpoint's password (plain and URL-encoded) and the whole URL replaced by `***`. */
+/**
+ * `text` with the whole URL and the endpoint's password (plain and URL-encoded) replaced by `***`. The password
+ * is masked where it stands on its own, not inside a longer name (table `pgbad` with password `bad`): a message
+ * must name the table it is about.
+ */
 export function redact(text: string, endpoint: DbEndpoint): string {
   let out = text.replaceAll(endpoint.url, '***')
   const password = endpoint.password
   if (password !== undefined && password.length > 0) {
-    out = out.replaceAll(password, '***').replaceAll(encodeURIComponent(password), '***')
+    out = maskStandalone(maskStandalone(out, password), encodeURIComponent(password))
   }
   return out
+}
+
+const NAME_CHARACTER = /[A-Za-z0-9_$]/
+
+/** `text` with every occurrence of `secret` replaced by `***`, except where it continues a name on either side. */
+function maskStandalone(text: string, secret: string): string {
+  const joinsBefore = NAME_CHARACTER.test(secret[0]!)
+  const joinsAfter = NAME_CHARACTER.test(secret[secret.length - 1]!)
+  let out = ''
+  let from = 0
+  for (let at = text.indexOf(secret); at !== -1; at = text.indexOf(secret, at + 1)) {
+    if (at < from) continue
+    const before = text[at - 1]
+    const after = text[at + secret.length]
+    const insideName =
+      (joinsBefore && before !== undefined && NAME_CHARACTER.test(before)) ||
+      (joinsAfter && after !== undefined && NAME_CHARACTER.test(after))
+    if (insideName) continue
+    out += `${text.slice(from, at)}***`
+    from = at + secret.length
+  }
+  return out + text.slice(from)
 }
 
 /** Node network error codes that mean "the server could not be reached", worded for a user. */

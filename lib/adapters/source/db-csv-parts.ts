@@ -67,7 +67,7 @@ const ZSTD_LEVEL = 1
  * Most distinct values per row group a column is dictionary-encoded with (DuckDB's default is a fifth of the row
  * group, 24,576). A column of unique texts (names, e-mails, notes) would build a dictionary that large before the
  * writer gives up on it: a 1M-row, 10-column PostgreSQL table was written in 0.62-0.69 s instead of 0.79 s, and its
- * extract took a median 1.87 s instead of 1.98 s (docs/benchmarks.md). Columns of few values keep their dictionary.
+ * extract took a median 1.87 s instead of 1.98 s (bench/results/log.md). Columns of few values keep their dictionary.
  */
 const DICTIONARY_SIZE_LIMIT = 1000
 /** Largest row, as CSV text, a database extract stages (the documented limit). */
@@ -80,7 +80,7 @@ const NEWLINE = 0x0a
 /**
  * DuckDB threads converting an extract's CSV: the CPUs less one, at most 2. The JavaScript thread that reads the
  * wire and spools the rows needs a core of its own; on 2 CPUs a second DuckDB thread competed with it and made a
- * 1M-row PostgreSQL extract slower (median 4.1 s against 3.3 s with one thread, docs/benchmarks.md).
+ * 1M-row PostgreSQL extract slower (median 4.1 s against 3.3 s with one thread, bench/results/log.md).
  */
 export function defaultConverterThreads(cpus = availableParallelism()): number {
   return Math.max(1, Math.min(2, cpus - 1))
@@ -301,7 +301,7 @@ export interface CsvSpoolOptions {
  *
  * Bytes go to the spooled file with synchronous writes: a write into the page cache takes microseconds, while an
  * asynchronous one is a round trip through libuv's thread pool (which DuckDB's conversions also use) for every
- * piece, and the reader waited for each (1.2-1.9 s of a 2.3-2.9 s read of 1M rows, docs/benchmarks.md).
+ * piece, and the reader waited for each (1.2-1.9 s of a 2.3-2.9 s read of 1M rows, bench/results/log.md).
  */
 export class CsvSpool {
   readonly #options: Required<Omit<CsvSpoolOptions, 'onPart'>> & Pick<CsvSpoolOptions, 'onPart'>

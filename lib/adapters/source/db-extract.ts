@@ -7,12 +7,14 @@ import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 
 import type { StagedColumn, Watermark } from '../../core/batch.ts'
+import { caseOnlyCollision, caseOnlyCollisionText } from '../../core/column-name-case.ts'
 import { SourceError } from '../../core/errors.ts'
 import type { StagedParquetVersion } from '../../core/staged-parquet.ts'
 import type { DatabaseSourceSpec, TableSpec } from '../../core/table-spec.ts'
 import type { ExtractRequest, ExtractResult } from '../../ports/source.ts'
 import { DEFAULT_SOURCE_MEMORY_LIMIT, SOURCE_MEMORY_LIMIT_VARIABLE } from '../duckdb/duckdb-errors.ts'
 import { CsvPartConverter, CsvSpool, RowProblem, StagingProblem } from './db-csv-parts.ts'
+import { keptOperationsPredicate } from './ignored-operations.ts'
 import {
   chunkBoundsSql,
   chunkPredicates,
@@ -158,8 +160,10 @@ export async function extractDatabaseTable(
     if (resumed) assertSameColumns(table, spec, driver, resumed.columns, staged)
     const byName = new Map(columns.map((c) => [c.name, c]))
     const cursor = table.extract.mode === 'incremental' ? byName.get(table.extract.cursor) : undefined
-    const delta =
-      cursor === undefined ? undefined : buildDelta(driver, table, cursor, pass.key, request.watermark)
+    const delta = allOf([
+      cursor === undefined ? undefined : buildDelta(driver, table, cursor, pass.key, request.watermark),
+      keptRows(driver, table),
+    ])
     const plan = resumed ?? (await planNewExtract(pass, byName, cursor, delta))
     const ranges = chunkPredicates(pass.key, plan.bounds, driver.literal)
     pass.converter = await converter
@@ -470,7 +474,10 @@ async function planExtract(input: PlanInput): Promise<ExtractPlan> {
   try {
     if (cursor !== undefined) {
       doing = `checking cursor column ${cursor.name} for NULLs in`
-      const nulls = await countOf(main, `SELECT COUNT(*) FROM ${relation} WHERE ${q(cursor.name)} IS NULL`)
+      const nulls = await countOf(
+        main,
+        `SELECT COUNT(*) FROM ${relation}${whereClause([`${q(cursor.name)} IS NULL`, keptRows(driver, table)])}`,
+      )
       if (nulls > 0) {
         throw new SourceError(
           table.name,
@@ -484,7 +491,11 @@ async function planExtract(input: PlanInput): Promise<ExtractPlan> {
     doing = 'counting the rows of'
     const expected = await countOf(main, `SELECT COUNT(*) FROM ${relation}${where}`)
 
-    if (table.extract.mode === 'full' || table.validFrom.kind === 'extracted_at') {
+    // A change feed holds several events of a key by design; its grain is checked after its events are folded.
+    if (
+      table.changes === undefined &&
+      (table.extract.mode === 'full' || table.validFrom.kind === 'extracted_at')
+    ) {
       doing = 'checking the key is unique in'
       await assertKeyUnique(driver, table, spec, main, relation, delta, key, byName.keys())
     }
@@ -504,10 +515,13 @@ async function planExtract(input: PlanInput): Promise<ExtractPlan> {
       const candidate: Watermark = {
         cursor: watermarkValue(table, cursor, last![0]),
         key: keyColumns.map((c, i) => watermarkValue(table, c, last![i + 1])),
+        column: cursor.name,
       }
       // Deleted rows can make the newest remaining row older than the stored watermark: never move back.
       watermarkCandidate =
-        request.watermark && !isAfter(candidate, request.watermark) ? request.watermark : candidate
+        request.watermark && !isAfter(candidate, request.watermark)
+          ? { ...request.watermark, column: cursor.name }
+          : candidate
     }
     return {
       expected,
@@ -685,6 +699,16 @@ async function describeChecked(
     }
     seen.add(column.name)
   }
+  const collision = caseOnlyCollision(
+    columns.map((c) => c.name).filter((name) => !table.exclude.includes(name)),
+  )
+  if (collision !== undefined) {
+    throw new SourceError(
+      table.name,
+      `table ${table.name}: ${where} ${caseOnlyCollisionText(collision)}; rename one (in a query source: AS ` +
+        '<another name>) or list one in exclude',
+    )
+  }
   const needed: [string, string][] = table.key.map((k) => [k, 'key column'])
   if (table.extract.mode === 'incremental') needed.push([table.extract.cursor, 'cursor column'])
   if (table.softDeleteColumn !== undefined) needed.push([table.softDeleteColumn, 'soft delete column'])
@@ -746,6 +770,22 @@ function validFromColumn(table: TableSpec, column: DbColumn, where: string): DbC
     `table ${table.name}: valid_from column ${column.name} of ${where} is ${column.serverType}, not a date or ` +
       'timestamp; choose another valid_from column, or cast it in a query source',
   )
+}
+
+/** The rows a change feed's extract reads: all but those of its ignored operations (ignored-operations.ts). */
+function keptRows(driver: DbDriver, table: TableSpec): string | undefined {
+  return keptOperationsPredicate(table, {
+    column: quoteIdent(driver.flavor, table.changes?.operation.column ?? ''),
+    // MySQL compares text without case and trailing spaces; its bytes compare exactly, as the merge does.
+    asText: (expression) => `CAST(${expression} AS ${driver.flavor === 'postgres' ? 'text' : 'BINARY'})`,
+    literal: driver.literal,
+  })
+}
+
+/** The conjunction of the conditions given, or undefined when none is. */
+function allOf(conditions: readonly (string | undefined)[]): string | undefined {
+  const present = conditions.filter((c): c is string => c !== undefined)
+  return present.length === 0 ? undefined : present.map((c) => `(${c})`).join(' AND ')
 }
 
 function buildDelta(

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { mkdir, mkdtemp, readdir, rm, stat } from 'node:fs/promises'
+import { mkdir, mkdtemp, open, readdir, rm, stat } from 'node:fs/promises'
 import { availableParallelism, tmpdir } from 'node:os'
 import { isAbsolute, join, relative, resolve } from 'node:path'
 
@@ -9,6 +9,7 @@ import type { S3Client } from '@aws-sdk/client-s3'
 import { glob, isDynamicPattern } from 'tinyglobby'
 
 import type { StagedColumn, Watermark } from '../../core/batch.ts'
+import { caseOnlyCollision, caseOnlyCollisionText } from '../../core/column-name-case.ts'
 import { SourceError } from '../../core/errors.ts'
 import { S3_SCHEME } from '../../core/s3-path.ts'
 import type { StagedParquetVersion } from '../../core/staged-parquet.ts'
@@ -19,6 +20,7 @@ import {
   type ListedFile,
 } from '../../core/file-watermark.ts'
 import { canonicalJson } from '../../core/watermark.ts'
+import type { SourceColumnType, SourceTypes } from '../../core/source-types.ts'
 import { isPointInTimeType } from '../../core/staged-types.ts'
 import type { FileSourceSpec, TableSpec } from '../../core/table-spec.ts'
 import type { ExtractRequest, ExtractResult, Source } from '../../ports/source.ts'
@@ -30,14 +32,25 @@ import {
   type MemoryLimitSetting,
 } from '../duckdb/duckdb-errors.ts'
 import {
+  readParquetColumnNames,
   readParquetColumns,
   readParquetRowCounts,
   sqlIdentifier,
   sqlString,
   sqlStringList,
 } from '../duckdb/parquet-schema.ts'
+import {
+  delimiterOption,
+  describeNotCsvText,
+  HEAD_BYTES,
+  likelyDelimiter,
+  notCsvText,
+} from './csv-file-kind.ts'
+import { chooseColumnTypes, showValue, type SniffedFile } from './csv-column-types.ts'
 import { readCsvRecords, type CsvRecord } from './csv-records.ts'
+import { CSV_VALUE_MACROS, expectedText, readColumn, refusedValue } from './csv-value-sql.ts'
 import { formatSize, MAX_RECORD_BYTES } from './db-csv-parts.ts'
+import { duckdbSelectOfKeptOperations } from './ignored-operations.ts'
 import type * as S3FilesModule from './s3-files.ts'
 import type { S3File } from './s3-files.ts'
 
@@ -95,6 +108,22 @@ interface CsvLayout {
   readonly timestampFormat: string | undefined
 }
 
+/** What a CSV read adds to its SELECT: the types it reads with, and the words for a value it refused. */
+interface CsvRead {
+  readonly sourceTypes: SourceTypes
+  /** The refusal of a value the read stopped at (naming its file, line and column), or undefined. */
+  readonly explainValue: (error: unknown) => Promise<SourceError | undefined>
+}
+
+/** Where a column's type came from, as a refused value's message says it. */
+type TypeOrigin = 'declared' | 'recorded' | 'chosen' | 'excluded'
+const ORIGINS: Readonly<Record<TypeOrigin, string>> = {
+  declared: 'its type declared in columns:',
+  recorded: 'the type the column was first loaded as',
+  chosen: 'the type of its other values',
+  excluded: 'an excluded column',
+}
+
 /**
  * Source kind `file`: one CSV or Parquet file, or a glob of files read as ONE snapshot (full extracts only).
  *
@@ -102,10 +131,10 @@ interface CsvLayout {
  * pass through JavaScript and memory stays within `memoryLimit`.
  *
  * CSV rules (RFC 4180): `"` quotes, `""` inside quotes is a quote, no comment lines, no skipped lines. Column
- * types are detected from the WHOLE of each file (not a sample), so a value near the end cannot contradict the
- * type chosen at the start; files of a glob whose types differ for a column get a common type (BIGINT and DOUBLE
- * give DOUBLE, any other mix gives VARCHAR). An unquoted empty field is read as NULL, a quoted empty field `""`
- * as the empty string: a CSV writer that quotes strings can thus tell the two apart.
+ * types are declared (`columns:`), recorded by earlier loads (`ExtractRequest.sourceTypes`), or chosen from
+ * every value of every file and checked (csv-column-types.ts); every value is converted exactly or refused
+ * (csv-value-sql.ts). An unquoted empty field is read as NULL, a quoted empty field `""` as the empty string: a
+ * CSV writer that quotes strings can thus tell the two apart.
  *
  * All files of a glob must have the same column names (in any order for Parquet and for CSV with a header).
  */
@@ -137,16 +166,22 @@ export class FileSource implements Source {
    * checks and errors as `extract`; for CSV it costs one full read of each file (type detection). A source that
    * reads new files only is described by its newest file.
    */
-  async describe(table: TableSpec): Promise<readonly StagedColumn[]> {
+  async describe(table: TableSpec, sourceTypes?: SourceTypes): Promise<readonly StagedColumn[]> {
     const spec = fileSpec(table)
     const listed = await this.#listFiles(table.name, spec.path)
     const files = spec.files === 'new_only' ? [newest(listed)] : listed
     const workDir = await mkdtemp(join(tmpdir(), 'dimsync-file-source-'))
-    return await this.#withSelect(table, files, workDir, async (connection, select, _files, names) => {
-      const columns = await describeQuery(connection, select)
-      await assertValidFromColumn(connection, table, select, columns, names)
-      return columns
-    })
+    return await this.#withSelect(
+      table,
+      files,
+      workDir,
+      async (connection, select, _files, names, csv) => {
+        const columns = await describeQuery(connection, select)
+        await assertValidFromColumn(connection, table, select, columns, names, csv)
+        return columns
+      },
+      sourceTypes,
+    )
   }
 
   /**
@@ -259,13 +294,20 @@ export class FileSource implements Source {
     files: readonly SourceFile[],
     empty: boolean,
     rowsBefore = 0,
-  ): Promise<{ rows: number; columns: readonly StagedColumn[] }> {
+  ): Promise<{ rows: number; columns: readonly StagedColumn[]; sourceTypes?: SourceTypes }> {
     const { table, writer } = request
     const workDir = join(writer.scratchDir, `file-source-${randomBytes(6).toString('hex')}`)
-    return await this.#withSelect(table, files, workDir, async (connection, fullSelect, paths, names) => {
+    const stage = async (
+      connection: DuckDBConnection,
+      fullSelect: string,
+      paths: readonly string[],
+      names: ReadonlyMap<string, string>,
+      csv: CsvRead | undefined,
+    ) => {
       const outDir = join(workDir, 'parts')
       const select = empty ? `SELECT * FROM (${fullSelect}) LIMIT 0` : fullSelect
-      await assertValidFromColumn(connection, table, select, await describeQuery(connection, select), names)
+      const described = await describeQuery(connection, select)
+      await assertValidFromColumn(connection, table, select, described, names, csv)
       try {
         await connection.run(
           `COPY (${select}) TO ${sqlString(outDir)} (FORMAT parquet, COMPRESSION zstd, ` +
@@ -273,7 +315,10 @@ export class FileSource implements Source {
             `PARQUET_VERSION ${this.#parquetVersion})`,
         )
       } catch (error) {
-        throw await explainReadError(table, error, names, paths, this.#memory())
+        throw (
+          (await csv?.explainValue(error)) ??
+          (await explainReadError(table, error, names, paths, this.#memory()))
+        )
       }
       const partPaths = await listParts(outDir)
       const columns = await readParquetColumns(partPaths, connection)
@@ -284,8 +329,9 @@ export class FileSource implements Source {
         rows += partRows
         request.onProgress?.(rowsBefore + rows)
       }
-      return { rows, columns }
-    })
+      return { rows, columns, ...(csv !== undefined ? { sourceTypes: csv.sourceTypes } : {}) }
+    }
+    return await this.#withSelect(table, files, workDir, stage, request.sourceTypes)
   }
 
   /**
@@ -301,7 +347,9 @@ export class FileSource implements Source {
       select: string,
       files: readonly string[],
       names: ReadonlyMap<string, string>,
+      csv: CsvRead | undefined,
     ) => Promise<T>,
+    recorded?: SourceTypes,
   ): Promise<T> {
     const spec = fileSpec(table)
     await mkdir(workDir, { recursive: true })
@@ -325,12 +373,15 @@ export class FileSource implements Source {
       })
       connection = await instance.connect()
       await connection.run(`SET TimeZone='UTC'`)
-      const everything =
+      const read =
         spec.format === 'csv'
-          ? await this.#csvSelect(connection, table, spec, files, names)
-          : await this.#parquetSelect(connection, table.name, files, names)
-      const select = await withoutExcluded(connection, table, everything, names)
-      return await action(connection, select, files, names)
+          ? await this.#csvSelect(connection, table, spec, files, names, recorded)
+          : { select: await this.#parquetSelect(connection, table.name, files, names), csv: undefined }
+      const select = duckdbSelectOfKeptOperations(
+        table,
+        await withoutExcluded(connection, table, read.select, names),
+      )
+      return await action(connection, select, files, names, read.csv)
     } catch (error) {
       if (error instanceof SourceError) throw error
       const what = describeDuckDbError(error, `reading ${spec.path}`, this.#memory())
@@ -447,50 +498,134 @@ export class FileSource implements Source {
     return files
   }
 
+  /**
+   * The SELECT that reads CSV `files` as one relation, every column converted exactly to its type (values a type
+   * does not hold exactly stop the read: csv-value-sql.ts). Types come from the table's declared `columns`, then
+   * from `recorded` (the types of earlier loads), and only for columns neither names from the files' values
+   * (csv-column-types.ts), which then costs a full read of each file.
+   */
   async #csvSelect(
     connection: DuckDBConnection,
     table: TableSpec,
     spec: FileSourceSpec,
     files: readonly string[],
     names: ReadonlyMap<string, string>,
-  ): Promise<string> {
+    recorded: SourceTypes | undefined,
+  ): Promise<{ select: string; csv: CsvRead }> {
     const dialect =
       `header=${spec.csv.header}, delim=${sqlString(spec.csv.delimiter)}, quote='"', escape='"', ` +
       `comment='', skip=0, allow_quoted_nulls=false, max_line_size=${MAX_RECORD_BYTES}, buffer_size=${CSV_BUFFER_BYTES}`
-    const layouts: CsvLayout[] = []
+    const heads: string[][] = []
     for (const file of files) {
-      await assertCsvHead(table, file, names.get(file)!, spec)
-      layouts.push(await sniffCsv(connection, table, file, names.get(file)!, dialect, spec))
+      await assertCsvText(table, file, names.get(file)!)
+      heads.push(await assertCsvHead(table, file, names.get(file)!, spec))
     }
-    const first = layouts[0]!
-    for (const layout of layouts.slice(1)) {
-      assertSameColumns(
+    const columnsOf = (head: readonly string[]) => head.map((name) => ({ name, type: '' }))
+    for (const [i, head] of heads.entries()) {
+      if (i === 0) continue
+      const [a, b] = [names.get(files[0]!)!, names.get(files[i]!)!]
+      assertSameColumns(table.name, a, columnsOf(heads[0]!), b, columnsOf(head), !spec.csv.header)
+    }
+    const order = heads[0]!
+    const excluded = new Set(table.exclude)
+    const declared = new Map((spec.columns ?? []).map((c) => [c.name, c]))
+    for (const name of declared.keys()) {
+      if (order.includes(name) && !excluded.has(name)) continue
+      const shown = files.map((file) => names.get(file)).join(', ')
+      throw new SourceError(
         table.name,
-        names.get(first.path)!,
-        first.columns,
-        names.get(layout.path)!,
-        layout.columns,
-        !spec.csv.header,
+        excluded.has(name)
+          ? `${table.name}: column ${name} is excluded, so it is never read: remove it from columns:`
+          : `${table.name}: column ${name} of columns: is not a column of ${shown}; its columns are ${order.join(', ')}`,
       )
     }
-    const types = unifyTypes(first.columns, layouts)
-    const selectList = first.columns.map((column) => sqlIdentifier(column.name)).join(', ')
-    return layouts
-      .map((layout) => {
-        const columns = layout.columns
-          .map((column) => `${sqlString(column.name)}: ${sqlString(types.get(column.name)!)}`)
-          .join(', ')
-        const formats =
-          (layout.dateFormat === undefined ? '' : `, dateformat=${sqlString(layout.dateFormat)}`) +
-          (layout.timestampFormat === undefined
-            ? ''
-            : `, timestampformat=${sqlString(layout.timestampFormat)}`)
-        return (
-          `SELECT ${selectList} FROM read_csv(${sqlString(layout.path)}, auto_detect=false, ${dialect}, ` +
-          `columns={${columns}}${formats}, strict_mode=true, null_padding=false, ignore_errors=false)`
+    const kept = new Map((recorded?.columns ?? []).map((c) => [c.name, c]))
+    const origins = new Map<string, TypeOrigin>()
+    const types = new Map<string, SourceColumnType>()
+    for (const name of order) {
+      const known = excluded.has(name) ? { name, type: 'VARCHAR' } : (declared.get(name) ?? kept.get(name))
+      if (known === undefined) continue
+      types.set(name, known)
+      origins.set(name, excluded.has(name) ? 'excluded' : declared.has(name) ? 'declared' : 'recorded')
+    }
+    for (const macro of CSV_VALUE_MACROS) await connection.run(macro)
+    const fileSelect = (file: string, index: number, typeOf: (name: string) => SourceColumnType) => {
+      const head = heads[index]!
+      const columns = head.map((name) => `${sqlString(name)}: 'VARCHAR'`).join(', ')
+      const list = order.map(
+        (name) =>
+          `${readColumn(typeOf(name), sqlIdentifier(name), index, order.indexOf(name))} AS ${sqlIdentifier(name)}`,
+      )
+      return (
+        `SELECT ${list.join(', ')} FROM read_csv(${sqlString(file)}, auto_detect=false, ${dialect}, ` +
+        `columns={${columns}}, strict_mode=true, null_padding=false, ignore_errors=false)`
+      )
+    }
+    const locate = (name: string, value: string) => locateValue(files, names, heads, spec, name, value)
+    const unknown = order.filter((name) => !types.has(name))
+    if (unknown.length > 0) {
+      const sniffed: SniffedFile[] = []
+      for (const [i, file] of files.entries()) {
+        const layout = await sniffCsv(connection, table, file, names.get(file)!, dialect, spec)
+        sniffed.push({
+          name: names.get(file)!,
+          types: new Map(
+            heads[i]!.map((name, position) => [name, layout.columns[position]?.type ?? 'VARCHAR']),
+          ),
+          ...(layout.dateFormat !== undefined ? { dateFormat: layout.dateFormat } : {}),
+          ...(layout.timestampFormat !== undefined ? { timestampFormat: layout.timestampFormat } : {}),
+        })
+      }
+      const text = { name: '', type: 'VARCHAR' }
+      const textSelect = files.map((file, i) => fileSelect(file, i, () => text)).join(' UNION ALL ')
+      let chosen: SourceColumnType[]
+      try {
+        chosen = await chooseColumnTypes(
+          {
+            connection,
+            tableName: table.name,
+            names: order,
+            textSelect,
+            files: sniffed,
+            locate,
+            // A valid_from column of text is refused by its own check, which names the row by its key.
+            plainText: table.validFrom.kind === 'column' ? [table.validFrom.column] : [],
+          },
+          unknown,
         )
-      })
-      .join(' UNION ALL ')
+      } catch (error) {
+        if (error instanceof SourceError) throw error
+        throw await explainReadError(table, error, names, files, this.#memory())
+      }
+      for (const column of chosen) {
+        types.set(column.name, column)
+        origins.set(column.name, 'chosen')
+      }
+    }
+    const typeOf = (name: string) => types.get(name)!
+    const select = files.map((file, i) => fileSelect(file, i, typeOf)).join(' UNION ALL ')
+    const stored = order.filter((name) => !excluded.has(name)).map(typeOf)
+    const storedNames = new Set(stored.map((c) => c.name))
+    const sourceTypes: SourceTypes = {
+      version: 1,
+      columns: [...(recorded?.columns ?? []).filter((c) => !storedNames.has(c.name)), ...stored],
+    }
+    const explainValue = async (error: unknown): Promise<SourceError | undefined> => {
+      const refused = refusedValue(error instanceof Error ? error.message : String(error))
+      if (refused === undefined) return undefined
+      const name = order[refused.column]!
+      const column = typeOf(name)
+      const file = files[refused.file]!
+      const where = await locateValue([file], names, [heads[refused.file]!], spec, name, refused.value)
+      return new SourceError(
+        table.name,
+        `${table.name}: ${where}: column ${name} holds ${showValue(refused.value)}, which is not ` +
+          `${expectedText(column)} (${ORIGINS[origins.get(name)!]}); nothing was staged. Fix the value, or ` +
+          `declare the column's type in the source of table ${table.name}: columns: { ${name}: VARCHAR }`,
+        { cause: error },
+      )
+    }
+    return { select, csv: { sourceTypes, explainValue } }
   }
 
   async #parquetSelect(
@@ -501,6 +636,12 @@ export class FileSource implements Source {
   ): Promise<string> {
     const schemas: StagedColumn[][] = []
     for (const file of files) {
+      const collision = caseOnlyCollision(await readParquetColumnNames(file, connection).catch(() => []))
+      if (collision !== undefined)
+        throw new SourceError(
+          tableName,
+          `${tableName}: ${names.get(file)} ${caseOnlyCollisionText(collision)}; give every column its own name`,
+        )
       try {
         schemas.push(await readParquetColumns([file], connection))
       } catch (error) {
@@ -601,6 +742,26 @@ async function diagnoseCsv(
   }
 }
 
+/**
+ * Refuses a file that is not UTF-8 text (UTF-16, Parquet, gzip without a .gz name) before DuckDB reads it as a
+ * broken CSV, naming what it is instead.
+ */
+async function assertCsvText(table: TableSpec, file: string, name: string): Promise<void> {
+  if (file.toLowerCase().endsWith('.gz')) return
+  const handle = await open(file, 'r')
+  let head: Uint8Array
+  try {
+    const buffer = Buffer.alloc(HEAD_BYTES)
+    const { bytesRead } = await handle.read(buffer, 0, HEAD_BYTES, 0)
+    head = buffer.subarray(0, bytesRead)
+  } finally {
+    await handle.close()
+  }
+  const found = notCsvText(head)
+  if (found !== undefined)
+    throw new SourceError(table.name, `${table.name}: ${name} ${describeNotCsvText(found, table.name)}`)
+}
+
 /** The first record of a CSV file (a byte-order mark and blank lines skipped), or undefined. */
 async function firstRecord(file: string, delimiter: string): Promise<CsvRecord | undefined> {
   for await (const record of readCsvRecords(file, { delimiter, prefixChars: 1000 })) {
@@ -625,10 +786,11 @@ async function assertCsvHead(
   file: string,
   name: string,
   spec: FileSourceSpec,
-): Promise<void> {
+): Promise<string[]> {
   const tableName = table.name
   const records = readCsvRecords(file, { delimiter: spec.csv.delimiter, prefixChars: 1000 })
   let header: CsvRecord | undefined
+  let firstRow: CsvRecord | undefined
   let hasRow = false
   try {
     for await (const record of records) {
@@ -637,6 +799,7 @@ async function assertCsvHead(
         header = withoutBom(record)
         continue
       }
+      firstRow = withoutBom(record)
       hasRow = true
       break
     }
@@ -645,6 +808,18 @@ async function assertCsvHead(
   }
   const refuse = (what: string, separator = ': ') =>
     new SourceError(tableName, `${tableName}: ${name}${separator}${what}`)
+  const firstLine = header ?? firstRow
+  if (firstLine !== undefined) {
+    const texts = firstLine.fields.map((field) => field.text)
+    const other = likelyDelimiter(texts, spec.csv.delimiter)
+    if (other !== undefined) {
+      throw refuse(
+        `the ${header === undefined ? 'first line' : 'header'} ${JSON.stringify(texts[0])} is one column when ` +
+          `split at ${JSON.stringify(spec.csv.delimiter).replaceAll('"', "'")}; it looks separated by ` +
+          `${other === '\t' ? 'tabs' : `'${other}'`}: set ${delimiterOption(other)} in the source of table ${tableName}`,
+      )
+    }
+  }
   if (header !== undefined) {
     const seen = new Map<string, number>()
     for (const [i, field] of header.fields.entries()) {
@@ -667,6 +842,44 @@ async function assertCsvHead(
         : 'a file without rows has no column types; leave it out of the change feed'
     throw refuse(`${spec.csv.header ? 'has a header but no rows' : 'has no rows'}; ${why}`, ' ')
   }
+  if (header !== undefined) return header.fields.map((field) => field.text.trim())
+  const count = firstRow!.fields.length
+  return firstRow!.fields.map((_, i) => headerlessName(i, count))
+}
+
+/** DuckDB's name for column `index` of `count` in a file without a header: column0, or column07 of 11. */
+function headerlessName(index: number, count: number): string {
+  return `column${String(index).padStart(String(count - 1).length, '0')}`
+}
+
+/**
+ * Where `value` stands in column `column` of the first of `files` that holds it: `customers.csv line 4` (the
+ * file's own line, a header and line ends inside quoted values counted), or the file names when none does.
+ * Compares the first 200 characters, all a refused value's error keeps.
+ */
+async function locateValue(
+  files: readonly string[],
+  names: ReadonlyMap<string, string>,
+  heads: readonly (readonly string[])[],
+  spec: FileSourceSpec,
+  column: string,
+  value: string,
+): Promise<string> {
+  const wanted = [...value].slice(0, 200).join('')
+  for (const [i, file] of files.entries()) {
+    const position = heads[i]!.indexOf(column)
+    if (position < 0) continue
+    let header = spec.csv.header
+    for await (const record of readCsvRecords(file, { delimiter: spec.csv.delimiter, prefixChars: 200 })) {
+      if (record.bytes === 0) continue
+      if (header) {
+        header = false
+        continue
+      }
+      if (record.fields[position]?.text === wanted) return `${names.get(file)} line ${record.line}`
+    }
+  }
+  return files.map((file) => names.get(file)).join(', ')
 }
 
 /**
@@ -705,16 +918,22 @@ async function assertValidFromColumn(
   select: string,
   columns: readonly StagedColumn[],
   names: ReadonlyMap<string, string>,
+  csv: CsvRead | undefined,
 ): Promise<void> {
   if (table.validFrom.kind !== 'column') return
   const name = table.validFrom.column
   const column = columns.find((c) => c.name === name)
   if (column === undefined || isPointInTimeType(column.type)) return
   const keys = table.key.filter((k) => columns.some((c) => c.name === k))
-  const reader = await connection.runAndReadAll(
-    `SELECT ${[...keys, name].map(sqlIdentifier).join(', ')} FROM (${select}) ` +
-      `WHERE ${sqlIdentifier(name)} IS NOT NULL AND TRY_CAST(${sqlIdentifier(name)} AS TIMESTAMPTZ) IS NULL LIMIT 1`,
-  )
+  let reader
+  try {
+    reader = await connection.runAndReadAll(
+      `SELECT ${[...keys, name].map(sqlIdentifier).join(', ')} FROM (${select}) ` +
+        `WHERE ${sqlIdentifier(name)} IS NOT NULL AND TRY_CAST(${sqlIdentifier(name)} AS TIMESTAMPTZ) IS NULL LIMIT 1`,
+    )
+  } catch (error) {
+    throw (await csv?.explainValue(error)) ?? error
+  }
   const [row] = reader.getRowsJS()
   const files = [...names.values()].join(', ')
   const example =
@@ -727,13 +946,6 @@ async function assertValidFromColumn(
     `${table.name}: valid_from column ${name} of ${files} is ${column.type}, not dates or timestamps${example}; ` +
       'fix the values, or choose another valid_from column',
   )
-}
-
-function showValue(value: unknown): string {
-  if (value === null || value === undefined) return 'NULL'
-  const text = String(value)
-  const shown = [...text].length > SHOWN_CHARS ? `${[...text].slice(0, SHOWN_CHARS).join('')}…` : text
-  return /^[\w.:+-]+$/.test(shown) ? shown : JSON.stringify(shown)
 }
 
 function assertSameColumns(
@@ -769,25 +981,6 @@ function assertSameColumns(
       `${tableName}: ${otherName} lacks column "${missing}" which ${firstName} has; all files must have the same columns`,
     )
   }
-}
-
-/**
- * One type per column across the files of a glob. Reading a file with a wider type than it was sniffed with is
- * always safe for these promotions: an integer text parses as DOUBLE, any text as VARCHAR (unchanged text, not a
- * re-rendering of a parsed value).
- */
-function unifyTypes(order: readonly StagedColumn[], layouts: readonly CsvLayout[]): Map<string, string> {
-  const types = new Map<string, string>()
-  for (const { name } of order) {
-    const found = new Set(
-      layouts.map((layout) => layout.columns.find((column) => column.name === name)!.type),
-    )
-    const [only] = found
-    if (found.size === 1) types.set(name, only!)
-    else if ([...found].every((type) => type === 'BIGINT' || type === 'DOUBLE')) types.set(name, 'DOUBLE')
-    else types.set(name, 'VARCHAR')
-  }
-  return types
 }
 
 /** A pass starts another file only if the time left is this many times its slowest file so far. */

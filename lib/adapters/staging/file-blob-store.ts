@@ -1,15 +1,19 @@
-import { copyFile, mkdir, open, readdir, rename, rm, stat, unlink } from 'node:fs/promises'
+import { copyFile, open, readdir, rename, rm, stat, unlink } from 'node:fs/promises'
 import { dirname, join, relative, resolve, sep } from 'node:path'
 
 import { StagingError } from '../../core/errors.ts'
 import type { BlobDigest, BlobInfo, BlobStore, WriteOptions, LocalBlobs } from '../../ports/blob-store.ts'
 import {
+  describeFolderTrouble,
+  folderTrouble,
   isErrnoCode,
+  makeFolder,
   readTextIfExists,
   sha256File,
   syncDir,
   writeFileAtomic,
   writeFileIfAbsent,
+  type StoreFolder,
 } from './local-files.ts'
 
 /**
@@ -19,10 +23,15 @@ import {
  */
 export class FileBlobStore implements BlobStore {
   readonly #root: string
+  readonly #folder: StoreFolder
 
-  /** `root` is created on first write; a relative path resolves against the working directory. */
-  constructor(root: string) {
+  /**
+   * `root` is created on first write; a relative path resolves against the working directory. `describe` names
+   * the folder in messages (a full disk, a read-only folder) and where another one is set.
+   */
+  constructor(root: string, describe: (root: string) => StoreFolder) {
     this.#root = resolve(root)
+    this.#folder = describe(this.#root)
   }
 
   get root(): string {
@@ -38,19 +47,19 @@ export class FileBlobStore implements BlobStore {
     try {
       return await readTextIfExists(path)
     } catch (error) {
-      throw ioError(what, 'reading', path, error)
+      throw this.#ioError(what, 'reading', path, error)
     }
   }
 
   async writeText(key: string, text: string, what: string, options?: WriteOptions): Promise<boolean> {
     const path = this.locate(key)
     try {
-      await mkdir(dirname(path), { recursive: true })
+      await makeFolder(dirname(path))
       if (options?.ifAbsent) return await writeFileIfAbsent(path, text)
       await writeFileAtomic(path, text)
       return true
     } catch (error) {
-      throw ioError(what, 'writing', path, error)
+      throw this.#ioError(what, 'writing', path, error)
     }
   }
 
@@ -61,7 +70,7 @@ export class FileBlobStore implements BlobStore {
       return true
     } catch (error) {
       if (isErrnoCode(error, 'ENOENT')) return false
-      throw ioError(what, 'checking', path, error)
+      throw this.#ioError(what, 'checking', path, error)
     }
   }
 
@@ -72,7 +81,7 @@ export class FileBlobStore implements BlobStore {
       entries = await readdir(dir, { recursive: true, withFileTypes: true })
     } catch (error) {
       if (isErrnoCode(error, 'ENOENT')) return []
-      throw ioError(what, 'listing', dir, error)
+      throw this.#ioError(what, 'listing', dir, error)
     }
     const blobs: BlobInfo[] = []
     for (const entry of entries) {
@@ -83,7 +92,7 @@ export class FileBlobStore implements BlobStore {
         info = await stat(path)
       } catch (error) {
         if (isErrnoCode(error, 'ENOENT')) continue // removed while listing
-        throw ioError(what, 'listing', path, error)
+        throw this.#ioError(what, 'listing', path, error)
       }
       const key = `${folder}/${relative(dir, path).split(sep).join('/')}`
       blobs.push({ key, bytes: info.size, modifiedAt: info.mtimeMs })
@@ -96,7 +105,7 @@ export class FileBlobStore implements BlobStore {
     const target = this.locate(key)
     if (signal.aborted) throw new StagingError(`${what}: ${target}: upload aborted`)
     try {
-      await mkdir(dirname(target), { recursive: true })
+      await makeFolder(dirname(target))
       await moveFile(resolve(localPath), target)
       // Flushed before it can be referenced by a manifest: a crash must not leave a committed batch with a part
       // whose bytes never reached the disk.
@@ -110,7 +119,7 @@ export class FileBlobStore implements BlobStore {
       const [sha256, info] = await Promise.all([sha256File(target), stat(target)])
       return { bytes: info.size, sha256 }
     } catch (error) {
-      throw ioError(what, 'storing', target, error)
+      throw this.#ioError(what, 'storing', target, error)
     }
   }
 
@@ -123,7 +132,7 @@ export class FileBlobStore implements BlobStore {
         const [info, sha256] = [await stat(path), await sha256File(path)]
         files.push({ path, bytes: info.size, sha256 })
       } catch (error) {
-        if (!isErrnoCode(error, 'ENOENT')) throw ioError(what, 'reading', path, error)
+        if (!isErrnoCode(error, 'ENOENT')) throw this.#ioError(what, 'reading', path, error)
         files.push(undefined)
       }
     }
@@ -133,23 +142,45 @@ export class FileBlobStore implements BlobStore {
   async delete(key: string, what: string): Promise<void> {
     const path = this.locate(key)
     await rm(path, { force: true }).catch((error: unknown) => {
-      throw ioError(what, 'deleting', path, error)
+      throw this.#ioError(what, 'deleting', path, error)
     })
   }
 
   async deleteFolder(folder: string, what: string): Promise<void> {
     const dir = this.locate(folder)
     await rm(dir, { recursive: true, force: true }).catch((error: unknown) => {
-      throw ioError(what, 'deleting', dir, error)
+      throw this.#ioError(what, 'deleting', dir, error)
     })
   }
 
   /** `<folder>/.scratch`, emptied: on the blobs' disk, so that `putFile` is a rename. */
   async scratchFolder(folder: string): Promise<string> {
     const dir = join(this.locate(folder), '.scratch')
-    await rm(dir, { recursive: true, force: true })
-    await mkdir(dir, { recursive: true })
+    try {
+      await rm(dir, { recursive: true, force: true })
+      await makeFolder(dir)
+    } catch (error) {
+      throw this.#ioError(`scratch folder ${dir}`, 'creating', dir, error)
+    }
     return dir
+  }
+
+  /**
+   * A failed call as one line: what the folder's trouble is and the way out (a full disk, a read-only file
+   * system, no permission), else the system's message. A folder that could not be created is named as such.
+   */
+  #ioError(what: string, doing: string, path: string, error: unknown): StagingError {
+    if (error instanceof StagingError) return error
+    const trouble = folderTrouble(error)
+    if (trouble !== undefined) {
+      const failed = error as NodeJS.ErrnoException
+      const call = failed.syscall === 'mkdir' && failed.path ? `creating ${failed.path}` : `${doing} ${path}`
+      return new StagingError(`${what}: ${describeFolderTrouble(trouble, this.#folder, call)}`, {
+        cause: error,
+      })
+    }
+    const detail = error instanceof Error ? error.message : String(error)
+    return new StagingError(`${what}: ${doing} ${path}: ${detail}`, { cause: error })
   }
 }
 
@@ -161,10 +192,4 @@ async function moveFile(from: string, to: string): Promise<void> {
     await copyFile(from, to)
     await unlink(from)
   }
-}
-
-function ioError(what: string, doing: string, path: string, error: unknown): StagingError {
-  if (error instanceof StagingError) return error
-  const detail = error instanceof Error ? error.message : String(error)
-  return new StagingError(`${what}: ${doing} ${path}: ${detail}`, { cause: error })
 }

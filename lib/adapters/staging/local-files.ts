@@ -1,7 +1,7 @@
 export { instantSortKey } from '../../core/instant.ts'
 import { createHash, randomBytes } from 'node:crypto'
 import { createReadStream } from 'node:fs'
-import { link, open, rename, rm } from 'node:fs/promises'
+import { link, mkdir, open, rename, rm, stat } from 'node:fs/promises'
 import { basename, dirname, join } from 'node:path'
 import { pipeline } from 'node:stream/promises'
 
@@ -119,4 +119,67 @@ export async function readTextIfExists(path: string): Promise<string | undefined
 
 export function isErrnoCode(error: unknown, code: string): boolean {
   return typeof error === 'object' && error !== null && (error as NodeJS.ErrnoException).code === code
+}
+
+/**
+ * Creates `path` and its missing parents. Node reports a parent it could not create on a read-only file system
+ * as ENOENT (no such file or directory); this throws the error of that parent's own creation instead (EROFS,
+ * EACCES), with the parent as its path.
+ */
+export async function makeFolder(path: string): Promise<void> {
+  try {
+    await mkdir(path, { recursive: true })
+  } catch (error) {
+    if (!isErrnoCode(error, 'ENOENT')) throw error
+    let child = path
+    let parent = dirname(path)
+    while (parent !== child && !(await isFolder(parent))) [child, parent] = [parent, dirname(parent)]
+    try {
+      await mkdir(child)
+    } catch (cause) {
+      if (!isErrnoCode(cause, 'EEXIST')) throw cause
+    }
+    await mkdir(path, { recursive: true })
+  }
+}
+
+async function isFolder(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isDirectory()
+  } catch {
+    return false
+  }
+}
+
+/** What a failed file-system call says about the folder it wrote in: a user can act on each of these. */
+export type FolderTrouble = 'disk-full' | 'read-only' | 'no-permission'
+
+export function folderTrouble(error: unknown): FolderTrouble | undefined {
+  if (isErrnoCode(error, 'ENOSPC') || isErrnoCode(error, 'EDQUOT')) return 'disk-full'
+  if (isErrnoCode(error, 'EROFS')) return 'read-only'
+  if (isErrnoCode(error, 'EACCES') || isErrnoCode(error, 'EPERM')) return 'no-permission'
+  return undefined
+}
+
+/** A local store's folder, to name it and the settings that move it in a message. */
+export interface StoreFolder {
+  /** `staging folder /data/staging` */
+  readonly name: string
+  /** Where another folder is set: `staging.path in dimsync.yaml, or --staging`. */
+  readonly setting: string
+}
+
+/**
+ * One line saying what is wrong with a store's folder and the way out, for an error `folderTrouble` knows;
+ * `doing` is the call that failed (`writing /data/staging/customers/…/_manifest.json`).
+ */
+export function describeFolderTrouble(trouble: FolderTrouble, folder: StoreFolder, doing: string): string {
+  switch (trouble) {
+    case 'disk-full':
+      return `the disk of the ${folder.name} is full (${doing}); free disk space and run again`
+    case 'read-only':
+      return `the ${folder.name} is on a read-only file system (${doing}); make it writable, or use another folder (${folder.setting})`
+    case 'no-permission':
+      return `no permission in the ${folder.name} (${doing}); give this user read and write access to it, or use another folder (${folder.setting})`
+  }
 }

@@ -14,7 +14,10 @@ export class LocalStagingStore extends BlobStagingStore {
   readonly #blobs: FileBlobStore
 
   constructor(options: LocalStagingStoreOptions) {
-    const blobs = new FileBlobStore(options.root)
+    const blobs = new FileBlobStore(options.root, (root) => ({
+      name: `staging folder ${root}`,
+      setting: 'staging.path in dimsync.yaml, or --staging',
+    }))
     super(blobs)
     this.#blobs = blobs
   }

@@ -24,6 +24,7 @@ import {
   type StoredLease,
 } from '../../core/lease.ts'
 import type { RunRecord } from '../../core/run-record.ts'
+import { parseSourceTypes, type SourceTypes } from '../../core/source-types.ts'
 import type { StateStore } from '../../ports/state-store.ts'
 import { assertSafeId, instantSortKey } from '../staging/local-files.ts'
 import { canonicalJson, compareWatermarks } from '../../core/watermark.ts'
@@ -44,6 +45,7 @@ export interface DynamoDbStateStoreOptions {
  * | pk                | sk                               | item                                                      |
  * |-------------------|----------------------------------|-----------------------------------------------------------|
  * | `TABLE#<table>`   | `WATERMARK`                      | `watermark` (canonical JSON), `updatedAt`                  |
+ * | `TABLE#<table>`   | `SOURCE_TYPES`                   | `types` (JSON of the SourceTypes), `updatedAt`            |
  * | `TABLE#<table>`   | `LEASE`                          | `token` (N, only grows), `owner`, `acquiredAt`, `leaseExpiresAt`, `leaseExpiresAtMs` (absent when released) |
  * | `RUNS#<table>`    | `RUN#<startedAt sort key>#<runId>` | `run` (JSON of the RunRecord), `runId`, `status`, `expiresAt` (TTL) |
  * | `RUNS#<table>`    | `RUNID#<runId>`                  | `runSk` (where the record is), `expiresAt` (TTL)          |
@@ -55,6 +57,7 @@ export interface DynamoDbStateStoreOptions {
  */
 const WATERMARK_SK = 'WATERMARK'
 const LEASE_SK = 'LEASE'
+const SOURCE_TYPES_SK = 'SOURCE_TYPES'
 const RUN_PREFIX = 'RUN#'
 const RUNID_PREFIX = 'RUNID#'
 
@@ -413,6 +416,43 @@ export class DynamoDbStateStore implements StateStore {
       owner: item.owner?.S,
       acquiredAt: item.acquiredAt?.S,
       expiresAt: item.leaseExpiresAt?.S,
+    }
+  }
+
+  /** How the last merged batch read the table's CSV columns (strongly consistent read). */
+  async getSourceTypes(table: string): Promise<SourceTypes | undefined> {
+    const item = await this.#get(tableKey(table), SOURCE_TYPES_SK, `table ${table}: reading the source types`)
+    const text = item?.types?.S
+    if (text === undefined) return undefined
+    let types: SourceTypes | undefined
+    try {
+      types = parseSourceTypes(JSON.parse(text))
+    } catch {
+      types = undefined
+    }
+    if (types === undefined) {
+      throw new DimsyncError(
+        `table ${table}: the source types stored in ${this.location} (pk ${tableKey(table)}, sk ${SOURCE_TYPES_SK}) ` +
+          'are damaged; delete that item, and the next load chooses the CSV column types again from its values',
+      )
+    }
+    return types
+  }
+
+  async recordSourceTypes(table: string, types: SourceTypes): Promise<void> {
+    try {
+      await this.#client.send(
+        new PutItemCommand({
+          TableName: this.#tableName,
+          Item: {
+            ...key(tableKey(table), SOURCE_TYPES_SK),
+            types: { S: JSON.stringify(types) },
+            updatedAt: { S: this.#clock().toISOString() },
+          },
+        }),
+      )
+    } catch (error) {
+      throw wrapAwsError('dynamodb', `table ${table}: recording the source types in ${this.location}`, error)
     }
   }
 

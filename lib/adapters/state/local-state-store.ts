@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { link, mkdir, open, readdir, readFile, rename, stat, unlink } from 'node:fs/promises'
+import { link, open, readdir, readFile, rename, stat, unlink } from 'node:fs/promises'
 import { hostname as osHostname } from 'node:os'
 import { join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -18,13 +18,18 @@ import {
   type StoredLease,
 } from '../../core/lease.ts'
 import type { RunRecord } from '../../core/run-record.ts'
+import { parseSourceTypes, type SourceTypes } from '../../core/source-types.ts'
 import type { StateStore } from '../../ports/state-store.ts'
 import {
   assertSafeId,
+  describeFolderTrouble,
+  folderTrouble,
   instantSortKey,
   isErrnoCode,
+  makeFolder,
   readJsonIfExists,
   writeFileAtomic,
+  type StoreFolder,
 } from '../staging/local-files.ts'
 
 export interface LocalStateStoreOptions {
@@ -56,12 +61,13 @@ interface MutexContent {
 }
 
 const MUTEX = '.mutex'
+const SOURCE_TYPES_FILE = 'source-types.json'
 /** How long a mutex file without its content may be its creator's, still writing it. */
 const UNWRITTEN_MUTEX_GRACE_MS = 1000
 
 /**
- * State in a local folder (embedded mode): one folder per table with `watermark.json`, `lease.json` and
- * `runs/<startedAt>_<runId>.json`. Every read-modify-write runs under a per-table mutex file created with
+ * State in a local folder (embedded mode): one folder per table with `watermark.json`, `lease.json`,
+ * `source-types.json` and `runs/<startedAt>_<runId>.json`. Every read-modify-write runs under a per-table mutex file created with
  * `O_EXCL`, so the lease rules hold across processes on one machine (not across machines sharing a network
  * folder: use the DynamoDB store there).
  */
@@ -186,7 +192,7 @@ export class LocalStateStore implements StateStore {
     const fileName = runFileName(run)
     await this.#withMutex(run.table, async (dir) => {
       const runsDir = join(dir, 'runs')
-      await mkdir(runsDir, { recursive: true })
+      await makeFolder(runsDir)
       await writeFileAtomic(join(runsDir, fileName), `${JSON.stringify(run)}\n`)
       // The same run recorded with another startedAt must not leave its older record behind.
       const suffix = `_${encodeURIComponent(run.runId)}.json`
@@ -220,6 +226,31 @@ export class LocalStateStore implements StateStore {
       if (run !== undefined) runs.push(run)
     }
     return runs
+  }
+
+  /** `<table>/source-types.json`: how the last merged batch read the table's CSV columns. */
+  async getSourceTypes(table: string): Promise<SourceTypes | undefined> {
+    const path = join(this.#tableDir(table), SOURCE_TYPES_FILE)
+    // Text that is not JSON is damaged like JSON that is not a record.
+    const stored = await readJsonIfExists(path).catch((error: unknown) => {
+      if (error instanceof SyntaxError) return null
+      throw error
+    })
+    if (stored === undefined) return undefined
+    const types = parseSourceTypes(stored)
+    if (types === undefined) {
+      throw new DimsyncError(
+        `table ${table}: ${path} is damaged; remove it, and the next load chooses the CSV column types ` +
+          'again from its values (or declare them with columns: in the source)',
+      )
+    }
+    return types
+  }
+
+  async recordSourceTypes(table: string, types: SourceTypes): Promise<void> {
+    await this.#withMutex(table, async (dir) => {
+      await writeFileAtomic(join(dir, SOURCE_TYPES_FILE), `${JSON.stringify(types)}\n`)
+    })
   }
 
   /**
@@ -276,8 +307,37 @@ export class LocalStateStore implements StateStore {
    * by a process of this host that is gone, was left by a crashed process and is broken.
    */
   async #withMutex<T>(table: string, action: (dir: string) => Promise<T>): Promise<T> {
+    try {
+      return await this.#underMutex(table, action)
+    } catch (error) {
+      throw this.#folderError(table, error)
+    }
+  }
+
+  /**
+   * A full disk, a read-only file system or a missing permission, as one line naming the state folder and the
+   * way out; any other error as it is.
+   */
+  #folderError(table: string, error: unknown): unknown {
+    const trouble = folderTrouble(error)
+    if (trouble === undefined) return error
+    const failed = error as NodeJS.ErrnoException
+    const doing =
+      failed.syscall === 'mkdir' || failed.syscall === 'open'
+        ? `creating ${failed.path}`
+        : `writing in ${join(this.#root, table)}`
+    const folder: StoreFolder = {
+      name: `state folder ${this.#root}`,
+      setting: 'state.path in dimsync.yaml, or --state',
+    }
+    return new DimsyncError(`table ${table}: ${describeFolderTrouble(trouble, folder, doing)}`, {
+      cause: error,
+    })
+  }
+
+  async #underMutex<T>(table: string, action: (dir: string) => Promise<T>): Promise<T> {
     const dir = this.#tableDir(table)
-    await mkdir(dir, { recursive: true })
+    await makeFolder(dir)
     const mutexPath = join(dir, MUTEX)
     const content: MutexContent = {
       nonce: randomBytes(8).toString('hex'),

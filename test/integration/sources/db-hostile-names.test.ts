@@ -91,6 +91,7 @@ describe.each(KITS)(
         expect(result.watermarkCandidate).toEqual({
           cursor: kit.name === 'mysql' ? '2024-01-03T00:00:00.000000' : '2024-01-03T00:00:00',
           key: [1],
+          column: 'w1',
         })
       })
     })

@@ -163,6 +163,7 @@ describe.each(KITS)('$kit.label extract in several passes', ({ kit, available })
       expect(first.manifest.watermarkCandidate).toEqual({
         cursor: kit.name === 'mysql' ? '2024-01-02T00:00:00.000000' : '2024-01-02T00:00:00',
         key: [1000],
+        column: 'updated_at',
       })
       expect(first.rows.find((r) => r.id === 10)?.name).toBe('n10')
       await state.commitWatermark('items', first.manifest.watermarkCandidate!, undefined)

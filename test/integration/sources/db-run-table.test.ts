@@ -129,6 +129,7 @@ tables:
       expect(await deps.state.getWatermark('delta')).toMatchObject({
         cursor: iso('2024-04-01T00:00:00'),
         key: [4],
+        column: 'updated_at',
       })
     })
 
@@ -166,6 +167,7 @@ tables:
       expect(await deps.state.getWatermark('delta')).toMatchObject({
         cursor: iso('2024-06-01T00:00:00'),
         key: [1],
+        column: 'updated_at',
       })
     })
   })

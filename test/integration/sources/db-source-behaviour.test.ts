@@ -82,7 +82,11 @@ describe.each(KITS)('$kit.label source against a real server', ({ kit, available
       const pending = await kit.openTransaction(db, [`INSERT INTO ${db.table('ties')} VALUES (3, '${T0}')`])
       const first = await harness.extract(source, ties)
       expect(first.rows.map((r) => r.id)).toEqual(['1', '5'])
-      expect(first.result.watermarkCandidate).toEqual({ cursor: '2024-05-01T10:00:00.000001', key: [5] })
+      expect(first.result.watermarkCandidate).toEqual({
+        cursor: '2024-05-01T10:00:00.000001',
+        key: [5],
+        column: 'updated_at',
+      })
       await pending.commit()
 
       const second = await harness.extract(source, ties, { watermark: first.result.watermarkCandidate })
@@ -99,7 +103,11 @@ describe.each(KITS)('$kit.label source against a real server', ({ kit, available
       // Only the newest cursor value is read again from now on.
       const fourth = await harness.extract(source, ties, { watermark: third.result.watermarkCandidate })
       expect(fourth.rows.map((r) => r.id)).toEqual(['2'])
-      expect(fourth.result.watermarkCandidate).toEqual({ cursor: '2024-05-01T10:00:00.000002', key: [2] })
+      expect(fourth.result.watermarkCandidate).toEqual({
+        cursor: '2024-05-01T10:00:00.000002',
+        key: [2],
+        column: 'updated_at',
+      })
     })
 
     it('look-back: a transaction that commits late with an older cursor is read again within the window', async () => {

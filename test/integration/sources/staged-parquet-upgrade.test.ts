@@ -14,7 +14,7 @@ import { runTable } from '../../../lib/use-cases/run-table.ts'
 import { PG_URL, PgScratch, postgresReachable } from './support/db-services.ts'
 
 /**
- * Invariants 4 and 10 across the switch of staged parts to Parquet 2.0 encodings (lib/core/staged-parquet.ts): a
+ * Invariants 4 and 10 (docs/invariants.md) across the switch of staged parts to Parquet 2.0 encodings (lib/core/staged-parquet.ts): a
  * dimension whose history was staged in V1 parts (an older dimsync), then the same snapshot staged in V2 parts,
  * must change nothing. Every value must read back from a V2 part as from a V1 part, or its row hash differs and
  * every key gets a new version. Edge values of every PostgreSQL type family, in more rows than the converter keeps

@@ -20,20 +20,54 @@ describe('extract: { mode: changes }', () => {
     expect(spec.deletes).toBe('invalidate')
   })
 
-  it('a database feed is read after a watermark of its change time unless it names a cursor', () => {
-    const byTime = parseProject(
+  it('a database feed is read after a watermark of its sequence unless it names another cursor, never its change time', () => {
+    const bySequence = parseProject(
       table(
-        'key: id\nextract: { mode: changes, lookback_minutes: 5 }\nvalid_from: { column: changed_at }',
+        'key: id\nextract: { mode: changes, sequence: seq }\nvalid_from: { column: changed_at }',
         DATABASE,
       ),
       CONFIG,
     ).tables[0]!
-    expect(byTime.extract).toEqual({ mode: 'incremental', cursor: 'changed_at', lookbackMinutes: 5 })
+    expect(bySequence.extract).toEqual({ mode: 'incremental', cursor: 'seq', lookbackMinutes: 0 })
     const byLsn = parseProject(
-      table('key: id\nextract: { mode: changes, cursor: lsn }\nvalid_from: { column: changed_at }', DATABASE),
+      table(
+        'key: id\nextract: { mode: changes, cursor: lsn, sequence: seq }\nvalid_from: { column: changed_at }',
+        DATABASE,
+      ),
       CONFIG,
     ).tables[0]!
     expect(byLsn.extract).toEqual({ mode: 'incremental', cursor: 'lsn', lookbackMinutes: 0 })
+    // The change time goes backwards (a late event, a correction): reading after its watermark loses events.
+    expect(
+      issuesOf(
+        table(
+          'key: id\nextract: { mode: changes, lookback_minutes: 5 }\nvalid_from: { column: changed_at }',
+          DATABASE,
+        ),
+      ),
+    ).toEqual([
+      'tables[0].extract: a change feed read from a database needs a column that only grows in commit order to read it by: set sequence: <column> (the change sequence or log position the CDC tool writes; it is then the cursor) or cursor: <column>. The change time cannot be the cursor: a change inserted later with an older change time would never be read',
+    ])
+    expect(
+      issuesOf(
+        table(
+          'key: id\nextract: { mode: changes, cursor: Changed_At }\nvalid_from: { column: changed_at }',
+          DATABASE,
+        ),
+      ),
+    ).toEqual([
+      'tables[0].extract.cursor: a change feed read from a database by its change time "Changed_At" loses late events: a change inserted later with an older change time than the last run read would never be read; read it by a column that only grows in commit order: sequence: <column> (the change sequence or log position the CDC tool writes) or cursor: <column>',
+    ])
+    expect(
+      issuesOf(
+        table(
+          'key: id\nextract: { mode: changes, cursor: changed_at, sequence: seq }\nvalid_from: { column: changed_at }',
+          DATABASE,
+        ),
+      ),
+    ).toEqual([
+      'tables[0].extract.cursor: a change feed read from a database by its change time "changed_at" loses late events: a change inserted later with an older change time than the last run read would never be read; remove cursor (the sequence "seq" is then the cursor)',
+    ])
   })
 
   it('takes another operation column, other values (one or several), a sequence and another delete policy', () => {
@@ -82,6 +116,55 @@ deletes: new_record`),
         table('key: id\nextract: { mode: changes, operation: { insert: [] } }\nvalid_from: { column: ts }'),
       ),
     ).toEqual(['tables[0].extract.operation.insert: must not be empty'])
+  })
+
+  it('sorts operation values by rule with ops: insert, update, delete, and ignore (rows skipped)', () => {
+    const spec = parseProject(
+      table(`key: id
+extract:
+  mode: changes
+  operation: op
+  ops: { insert: [c, r], update: u, delete: d, ignore: [B, heartbeat] }
+valid_from: { column: ts_ms }`),
+      CONFIG,
+    ).tables[0]!
+    expect(spec.changes!.operation).toEqual({
+      column: 'op',
+      insert: ['c', 'r'],
+      update: ['u'],
+      delete: ['d'],
+      ignore: ['B', 'heartbeat'],
+    })
+    // Unnamed operations keep AWS DMS's values.
+    expect(
+      parseProject(
+        table('key: id\nextract: { mode: changes, ops: { ignore: B } }\nvalid_from: { column: t }'),
+        CONFIG,
+      ).tables[0]!.changes!.operation,
+    ).toEqual({ column: 'Op', insert: ['I'], update: ['U'], delete: ['D'], ignore: ['B'] })
+    expect(
+      issuesOf(
+        table(
+          'key: id\nextract: { mode: changes, operation: { column: op, delete: x }, ops: { ignore: [B] } }\nvalid_from: { column: t }',
+        ),
+      ),
+    ).toEqual([
+      'tables[0].extract.ops: operation values are given in extract.operation too; give them in one place: operation: <column> and ops: { insert, update, delete, ignore }',
+    ])
+    expect(
+      issuesOf(
+        table(
+          'key: id\nextract: { mode: changes, ops: { ignore: [D, X], nope: [1] } }\nvalid_from: { column: t }',
+        ),
+      ),
+    ).toEqual(['tables[0].extract.ops: unknown key "nope"'])
+    expect(
+      issuesOf(
+        table('key: id\nextract: { mode: changes, ops: { ignore: [D, X] } }\nvalid_from: { column: t }'),
+      ),
+    ).toEqual([
+      'tables[0].extract.ops.ignore: "D" is also a delete value; each operation value must mean one thing',
+    ])
   })
 
   it('names the modes when one is misspelled', () => {

@@ -198,6 +198,11 @@ facts:
     extract: { mode: changes, operation: { column: kind, insert: [new], update: edit, delete: gone } }
     grain: refund_id
     event_time: refunded_at
+  - name: returns
+    source: { type: file, path: returns.csv }
+    extract: { mode: changes, operation: kind, ops: { insert: new, ignore: [before, heartbeat] } }
+    grain: return_id
+    event_time: returned_at
 `,
       '/project/dimsync.yaml',
     )
@@ -209,6 +214,18 @@ facts:
       [
         { mode: 'full' },
         { operation: { column: 'kind', insert: ['new'], update: ['edit'], delete: ['gone'] } },
+      ],
+      [
+        { mode: 'full' },
+        {
+          operation: {
+            column: 'kind',
+            insert: ['new'],
+            update: ['U'],
+            delete: ['D'],
+            ignore: ['before', 'heartbeat'],
+          },
+        },
       ],
     ])
     expect(
@@ -223,11 +240,17 @@ facts:
     extract: { mode: changes, cursor: changed_at }
     grain: refund_id
     event_time: refunded_at
+  - name: returns
+    source: { type: postgres, url_env: PG_URL, table: return_changes }
+    extract: { mode: changes, cursor: Returned_At, sequence: lsn }
+    grain: return_id
+    event_time: returned_at
 `),
     ).toEqual([
       'facts[0].extract.operation.delete: "I" is also an insert value; each operation value must mean one thing',
-      'facts[0].extract: a change feed read from a database needs a cursor (or a sequence, used as the cursor): the column that grows with every change',
+      'facts[0].extract: a change feed read from a database needs a column that only grows in commit order to read it by: set sequence: <column> (the change sequence or log position the CDC tool writes; it is then the cursor) or cursor: <column>. The event time cannot be the cursor: a change inserted later with an older event time would never be read',
       'facts[1].extract.cursor: a file change feed is read whole on every run (re-applying its changes gives the same facts); cursor applies to database sources only',
+      'facts[2].extract.cursor: a change feed read from a database by its event time "Returned_At" loses late events: a change inserted later with an older event time than the last run read would never be read; remove cursor (the sequence "lsn" is then the cursor)',
     ])
   })
 

@@ -8,7 +8,7 @@ import { customersYaml, makeEmbeddedProject, type EmbeddedProject } from '../../
 
 /**
  * The embedded warehouse's DuckDB settings bound a run's memory: each DuckDB thread's buffers come on top of the
- * memory limit, and with two threads the snapshot diff of 1M keys ran out of the default limit (docs/benchmarks.md).
+ * memory limit, and with two threads the snapshot diff of 1M keys ran out of the default limit (bench/results/log.md).
  */
 const opened: EmbeddedProject[] = []
 afterEach(async () => {

@@ -19,7 +19,7 @@ import { tableScans, type TableScan } from '../../support/zetasql/partition-prun
 import { ZetaSqlAnalyzer, type CatalogColumn } from '../../support/zetasql/zetasql-analyzer.ts'
 
 /*
- * Issue 11 item 14: what a merge costs on BigQuery (on-demand pricing bills bytes processed), computed from the
+ * What a merge costs on BigQuery (on-demand pricing bills bytes processed), computed from the
  * statements dimsync renders, not billed. Each statement of a later batch's script is resolved by ZetaSQL (with
  * unused columns pruned, as BigQuery reads only referenced columns); every table scan costs the rows of the
  * partitions it reads times the sizes of the columns it references, at BigQuery's documented data type sizes; an

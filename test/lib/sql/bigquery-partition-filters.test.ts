@@ -21,7 +21,7 @@ import { tableSpec } from '../../support/table-spec-builder.ts'
 import { serialRowNumbers, tableScans, unprunedScans } from '../../support/zetasql/partition-pruning.ts'
 
 /*
- * Issue 11 item 14: the cost of a merge on BigQuery grows with the batch and the open versions, not with the depth
+ * The cost of a merge on BigQuery grows with the batch and the open versions, not with the depth
  * of history. The dimension is partitioned on valid_to (render-ddl.ts, bigquery-dialect.ts), so every statement
  * that reads it must filter valid_to to the open end (a conjunct `valid_to IS NULL` or `valid_to = <sentinel>`)
  * for BigQuery to read only the open versions' partition. This test walks ZetaSQL's resolved tree of every
@@ -51,7 +51,7 @@ const CAPTURES_UNBOUNDED_YET: readonly (readonly [label: string, why: string])[]
 
 /**
  * Statements that still number new surrogate keys with one ROW_NUMBER() over the whole batch, which BigQuery runs
- * on one worker (issue 11 item 11). Same rule as above: the list only shrinks.
+ * on one worker. Same rule as above: the list only shrinks.
  */
 const SERIAL_YET: readonly string[] = []
 
@@ -105,7 +105,7 @@ async function unprunedReads(
         captures.push(
           `${label}: scan of ${log.table} (as ${scan.alias}) not bounded by the earliest event time`,
         )
-    // Issue 11 item 11: a batch's surrogate keys are not numbered by one worker.
+    // A batch's surrogate keys are not numbered by one worker.
     if (serialRowNumbers(verdict.resolved) > 0) serial.push(label)
   }
   const all: readonly CompiledStatement[] = [...script.ddl, ...script.merge, ...script.after]

@@ -126,7 +126,7 @@ describe('every BigQuery statement of a fact load passes the GoogleSQL analyzer 
   it.each(all.map((c) => [c.title, c] as const))('%s', async (_title, c) => {
     analyzer.reset()
     const verdicts: { label: string; ok: boolean; error?: string }[] = []
-    // Issue 11 item 11: no statement numbers rows with one ROW_NUMBER() over the whole batch (one worker).
+    // No statement numbers rows with one ROW_NUMBER() over the whole batch (one worker).
     const serial: string[] = []
     const run = async (statements: readonly CompiledStatement[]) => {
       for (const s of statements) {

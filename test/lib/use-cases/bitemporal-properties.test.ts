@@ -41,7 +41,7 @@ async function allRows(h: ScdHarness): Promise<VersionRow[]> {
 const knownAt = (rows: readonly VersionRow[], at: number) =>
   rows.filter((r) => Number(r.system_from) <= at && (r.system_to === null || Number(r.system_to) > at))
 
-/** Invariant 11, system axis: a merge adds rows and closes rows at its system time, and changes nothing else. */
+/** Invariant 11 (docs/invariants.md), system axis: a merge adds rows and closes rows at its system time, and changes nothing else. */
 function expectOnlyClosedInSystemTime(
   before: readonly VersionRow[],
   after: readonly VersionRow[],

@@ -42,7 +42,7 @@ describe.each<[DeletePolicy, boolean, string | null]>([
                 stagedIds.set(batch, batchId)
                 applied = [...applied, ...batch]
               }
-              // Issue 11 item 11: every other batch numbers its new keys per bucket of two rows (as BigQuery
+              // Every other batch numbers its new keys per bucket of two rows (as BigQuery
               // numbers a batch larger than a bucket); new keys are above every key given out before.
               const highestBefore = Math.max(0, ...keyOfSk.keys())
               const result = await h.merge(batchId, i % 2 === 0 ? { rowsPerKeyBucket: 2 } : {})
@@ -51,7 +51,7 @@ describe.each<[DeletePolicy, boolean, string | null]>([
               if (openEnd !== null) expect(stored.filter((r) => r.valid_to === null)).toEqual([])
               const rows = withOpenEndAsNull(stored)
               assertInvariants(rows)
-              // Invariant 5: a surrogate key always belongs to the same key and is never given out twice (a
+              // Invariant 5 (docs/invariants.md): a surrogate key always belongs to the same key and is never given out twice (a
               // version a correction replaced is retired with its key).
               const retired = sequenced
                 ? await h.query('SELECT dimsync_sk FROM dim_customer_dimsync_retired')

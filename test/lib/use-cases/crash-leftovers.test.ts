@@ -69,6 +69,7 @@ describe('crash leftovers on the CLI path', () => {
       table: 'customers',
       runId: 'run-killed',
       by: next.runId,
+      record: 'interrupted',
     })
     const runs = await at.deps.state.listRuns('customers', 10)
     expect(runs.find((r) => r.runId === 'run-killed')).toMatchObject({
@@ -79,6 +80,31 @@ describe('crash leftovers on the CLI path', () => {
       ),
     })
     expect(runs.filter((r) => r.status === 'running')).toEqual([])
+  })
+
+  it('a run killed after it recorded its success is taken over without being called interrupted', async () => {
+    writeCsv(['1,South'])
+    const dead = new LocalStateStore({ root: at.project.state.path, pid: deadPid() })
+    await dead.acquireLease('customers', 'run-done', 600_000, new Date())
+    const finished = {
+      runId: 'run-done',
+      table: 'customers',
+      status: 'succeeded' as const,
+      startedAt: new Date(Date.now() - 1000).toISOString(),
+      finishedAt: new Date().toISOString(),
+    }
+    await dead.recordRun(finished)
+
+    const next = await runTable(at.deps, table(), { extractedAt: JAN })
+    expect(at.events).toContainEqual({
+      step: 'interrupted',
+      table: 'customers',
+      runId: 'run-done',
+      by: next.runId,
+      record: 'succeeded',
+    })
+    const runs = await at.deps.state.listRuns('customers', 10)
+    expect(runs.find((r) => r.runId === 'run-done')).toEqual(finished)
   })
 
   it('a lease released normally marks no run as interrupted', async () => {

@@ -156,7 +156,7 @@ describe.each<[DeletePolicy, string | null]>([
         const customers = captureTable(policy, openEnd)
         const h = await FactHarness.duckdb([customers])
         const placeholders = new Set<number>()
-        // Invariant 5 with inferred members: the keys merges and fact loads give out are unique, each above every
+        // Invariant 5 (docs/invariants.md) with inferred members: the keys merges and fact loads give out are unique, each above every
         // key given out before, and covered by the dimension's key record (the unknown member's key is ≤ 0).
         const given = new Set<number>()
         const expectKeysGivenOutOnce = async (what: string) => {
@@ -258,7 +258,7 @@ const inferring: FactSpec = {
 /**
  * With inferred members (`placeholders`: the surrogate keys fact loads created as placeholders): every fact
  * points at the live version of its key valid at its time (as stored), else at the unknown member, and a key
- * never extracted has a placeholder holding all its facts. The history keeps DESIGN.md's invariants 1-5 and,
+ * never extracted has a placeholder holding all its facts. The history keeps invariants 1-5 (docs/invariants.md) and,
  * outside placeholders still inferred, reads at every half hour as its capture log says: the events, plus for a
  * completed placeholder the state it was completed with, from the start it kept (so the facts loaded early stay
  * in it); for keys that never had a placeholder logged, exactly the model. Returns how many placeholders were

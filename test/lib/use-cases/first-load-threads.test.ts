@@ -14,7 +14,7 @@ import { stageWideShuffledRows, WIDE_ROW_COLUMNS } from '../../support/wide-rows
 
 /**
  * The first load of a dimension runs on the warehouse's first-load threads, every later merge on its threads
- * (docs/benchmarks.md, session 13), and the history does not depend on the thread count: the surrogate keys
+ * (bench/results/log.md), and the history does not depend on the thread count: the surrogate keys
  * follow the keys' order, whatever thread numbered them. 300,000 shuffled rows: three row groups of the staged
  * part, so two threads both work. For a whole-number key and for a composite key of a text and a date.
  */

@@ -13,7 +13,7 @@ import { stageWideShuffledRows } from '../../support/wide-rows.ts'
 
 /**
  * A merge that runs out of memory runs again with more (DuckDbWarehouse `memoryGrowth`); the attempts that ran out
- * are rolled back, so the history is the one a single attempt with room writes (DESIGN.md §3: surrogate keys
+ * are rolled back, so the history is the one a single attempt with room writes (invariant 5, docs/invariants.md: surrogate keys
  * given out once (5), a failed attempt leaves nothing (9), a batch applied once (6)). The first load of 200,000
  * wide rows in shuffled key order runs out of 24MB (measured: at 32MB and below, numbered by one window over the
  * rows or by their keys alone).

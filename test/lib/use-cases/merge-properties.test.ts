@@ -42,7 +42,7 @@ describe.each<[DeletePolicy, string | null]>([
               stagedIds.set(batch, batchId)
               applied = [...applied, ...batch]
             }
-            // Issue 11 item 11: every other batch numbers its new keys per bucket of two rows, as BigQuery
+            // Every other batch numbers its new keys per bucket of two rows, as BigQuery
             // numbers a batch larger than a bucket.
             const highestBefore = Math.max(0, ...seenSk.keys())
             const result = await h.merge(batchId, i % 2 === 0 ? { rowsPerKeyBucket: 2 } : {})
@@ -64,7 +64,7 @@ describe.each<[DeletePolicy, string | null]>([
             expect(Number(record?.k), 'the record covers every key given out').toBeGreaterThanOrEqual(
               Math.max(0, ...sks),
             )
-            // Invariant 5: an existing version keeps its surrogate key (and what it describes) forever. A deletion
+            // Invariant 5 (docs/invariants.md): an existing version keeps its surrogate key (and what it describes) forever. A deletion
             // version describes the key's absence; the attributes it carries follow the version before it.
             for (const r of rows) {
               const identity = r.is_deleted
@@ -78,7 +78,7 @@ describe.each<[DeletePolicy, string | null]>([
             if (result.status === 'already-applied') expect(i).toBe(batches.length - 1)
             expect(actual(rows)).toEqual(expectedHistory(toModel(applied), policy))
           }
-          // Invariant 8: the as-of view at t returns the last state captured at or before t.
+          // Invariant 8 (docs/invariants.md): the as-of view at t returns the last state captured at or before t.
           await expectAsOfMatchesModel((sql) => h.query(sql), toModel(events), policy, [0, 7, 20, 33, 41])
         } finally {
           await h.dispose()

@@ -198,13 +198,127 @@ describe('validateProject checks fact tables against their sources too', () => {
     ])
   })
 
-  it('says ok for a fact whose configured columns are all in its source', async () => {
-    const lines = await validateProject(spec, (t) =>
-      described(t.name === 'orders' ? ['order_id', 'ordered_at', 'amount', 'customer_id'] : ['id']),
+  /** orders with these types of ordered_at and customer_id; customers keyed on an id of `key` type. */
+  const typed = (types: { ordered_at: string; customer_id: string; key: string }) => (t: { name: string }) =>
+    t.name === 'orders'
+      ? source([
+          { name: 'order_id', type: 'BIGINT' },
+          { name: 'ordered_at', type: types.ordered_at },
+          { name: 'amount', type: 'DOUBLE' },
+          { name: 'customer_id', type: types.customer_id },
+        ])
+      : source([{ name: 'id', type: types.key }])
+
+  it('says ok for a fact whose configured columns are all in its source, of types the load can use', async () => {
+    const lines = await validateProject(
+      spec,
+      typed({ ordered_at: 'TIMESTAMP WITH TIME ZONE', customer_id: 'INTEGER', key: 'BIGINT' }),
     )
     expect(lines).toEqual([
-      'customers: ok (id VARCHAR)',
-      'orders: ok (order_id VARCHAR, ordered_at VARCHAR, amount VARCHAR, customer_id VARCHAR)',
+      'customers: ok (id BIGINT)',
+      'orders: ok (order_id BIGINT, ordered_at TIMESTAMP WITH TIME ZONE, amount DOUBLE, customer_id INTEGER)',
     ])
+    expect(
+      await validateProject(spec, typed({ ordered_at: 'DATE', customer_id: 'VARCHAR', key: 'VARCHAR' })),
+    ).toHaveLength(2)
+  })
+
+  it('refuses what the load refuses: an event time stored as text, a reference key that cannot equal the key', async () => {
+    const error = await validateProject(
+      spec,
+      typed({ ordered_at: 'VARCHAR', customer_id: 'VARCHAR', key: 'BIGINT' }),
+    ).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(ConfigError)
+    expect((error as ConfigError).issues).toEqual([
+      'facts[0] (orders): event time column "ordered_at" has type VARCHAR; it must be a timestamp or a date; cast it in the source',
+      'facts[0] (orders): reference to customers: column "customer_id" (VARCHAR) cannot match key column "id" ' +
+        '(BIGINT) of dim_customers; cast it in the source',
+    ])
+  })
+
+  it('leaves the reference unchecked when the dimension itself could not be described (its own issue says why)', async () => {
+    const error = await validateProject(spec, (t) =>
+      t.name === 'orders'
+        ? typed({ ordered_at: 'DATE', customer_id: 'VARCHAR', key: 'BIGINT' })(t)
+        : { ...source([]), describe: async () => Promise.reject(new Error('customers.csv: no such file')) },
+    ).catch((e: unknown) => e)
+    expect((error as ConfigError).issues).toEqual(['tables[0] (customers): customers.csv: no such file'])
+  })
+})
+
+describe('validateProject checks the operation values of a change feed as run checks them', () => {
+  const spec = parseProject(
+    `version: 1\ntables:\n${table('customers', 'dim_customers')}` +
+      '    extract: { mode: changes }\n    valid_from: { column: changed_at }\n' +
+      'facts:\n' +
+      '  - name: orders\n    source: { type: file, path: orders.csv }\n    grain: order_id\n' +
+      '    event_time: ordered_at\n    measures: [amount]\n' +
+      '    extract: { mode: changes, operation: { column: kind, insert: [new], update: edit, delete: gone } }\n' +
+      '    references:\n      - { dimension: customers, key: customer_id, as: customer }\n',
+    '/project/dimsync.yaml',
+  )
+  const sources = (t: { name: string }) =>
+    t.name === 'orders'
+      ? source([
+          { name: 'order_id', type: 'BIGINT' },
+          { name: 'kind', type: 'VARCHAR' },
+          { name: 'ordered_at', type: 'TIMESTAMP' },
+          { name: 'amount', type: 'DOUBLE' },
+          { name: 'customer_id', type: 'VARCHAR' },
+        ])
+      : source([
+          { name: 'id', type: 'VARCHAR' },
+          { name: 'Op', type: 'VARCHAR' },
+          { name: 'changed_at', type: 'TIMESTAMP' },
+          { name: 'region', type: 'VARCHAR' },
+        ])
+
+  it('reads only the columns the check needs, and says ok when every value is a configured one', async () => {
+    const asked: [string, string, readonly string[]][] = []
+    const lines = await validateProject(spec, sources, {
+      stagedValues: async (_source, t, column) => {
+        asked.push([t.name, column, t.exclude])
+        return t.name === 'orders'
+          ? [
+              { value: 'new', rows: 3 },
+              { value: 'gone', rows: 1 },
+            ]
+          : [{ value: 'U', rows: 2 }]
+      },
+    })
+    expect(lines).toHaveLength(2)
+    expect(asked).toEqual([
+      ['customers', 'Op', ['region']],
+      ['orders', 'kind', ['ordered_at', 'amount', 'customer_id']],
+    ])
+  })
+
+  it('refuses values run would refuse (another case, NULL), naming the column, the configured values and the way out', async () => {
+    const error = await validateProject(spec, sources, {
+      stagedValues: async (_source, t) =>
+        t.name === 'orders'
+          ? [
+              { value: 'NEW', rows: 3 },
+              { value: 'edit', rows: 2 },
+              { value: null, rows: 1 },
+            ]
+          : [
+              { value: 'i', rows: 2 },
+              { value: 'U', rows: 1 },
+            ],
+    }).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(ConfigError)
+    expect((error as ConfigError).issues).toEqual([
+      'tables[0] (customers): operation column "Op" holds values that are none of I, U, D, which run refuses: ' +
+        '"i" (2 rows); values are compared exactly, case too: list them in extract.operation ' +
+        '(e.g. insert: [I, i]) or fix the source',
+      'facts[0] (orders): operation column "kind" holds values that are none of new, edit, gone, which run refuses: ' +
+        '"NEW" (3 rows), NULL (1 row); values are compared exactly, case too: list them in extract.operation ' +
+        '(e.g. insert: [new, NEW]) or fix the source',
+    ])
+  })
+
+  it('without a reader of staged values (plain describe), the values are not checked', async () => {
+    expect(await validateProject(spec, sources)).toHaveLength(2)
   })
 })

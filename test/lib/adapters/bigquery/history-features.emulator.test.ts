@@ -95,6 +95,31 @@ describe('history features give the same rows on DuckDB and on the BigQuery emul
     expect(bigquery).toEqual(duckdb)
   })
 
+  it('a mirror reports the rows a batch overwrote in place, the same on both warehouses', async () => {
+    const table = tableSpec({ mode: 'mirror', tracked: { kind: 'list', columns: [] }, deletes: 'invalidate' })
+    const columns = [
+      { name: 'customer_id', type: 'BIGINT' },
+      { name: 'region', type: 'VARCHAR' },
+    ]
+    const r = (customer_id: number, region: string | null) => ({ customer_id, region })
+    const dimension = await both.open(table, columns)
+    try {
+      await dimension.load([r(1, 'South'), r(2, 'East'), r(3, null)], { extractedAt: '2024-02-01T00:00:00Z' })
+      // 1 overwritten, 2 unchanged, 3 overwritten from NULL, 4 new.
+      const second = await dimension.load([r(1, 'North'), r(2, 'East'), r(3, 'West'), r(4, 'East')], {
+        extractedAt: '2024-02-02T00:00:00Z',
+      })
+      for (const outcome of [second.duckdb, second.bigquery])
+        expect(outcome).toMatchObject({
+          status: 'merged',
+          counts: { insertedVersions: 1, unchangedEvents: 3 },
+          keys: { newKeys: 1, changedKeys: 0, deletedKeys: 0, overwrittenKeys: 2 },
+        })
+    } finally {
+      await dimension.close()
+    }
+  })
+
   it('append: every extract appended, the rows it replaces ended at its extraction time', async () => {
     const table = tableSpec({ mode: 'append' })
     const columns = [

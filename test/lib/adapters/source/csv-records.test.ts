@@ -37,6 +37,7 @@ describe('readCsvRecords', () => {
       ['2', 'é'],
     ])
     expect(read.map((r) => r.bytes)).toEqual([7, 13, 4])
+    expect(read.map((r) => r.line)).toEqual([1, 2, 4])
     expect(read[1]!.fields.map((f) => f.bytes)).toEqual([1, 7])
   })
 
@@ -61,6 +62,11 @@ describe('readCsvRecords', () => {
           expect(read.map((r) => r.fields.map((f) => f.bytes))).toEqual(
             rows.map((row) => row.map((v) => Buffer.byteLength(v))),
           )
+          // Each record starts after the line ends of the records before it (those inside values too).
+          const lineEnds = (row: string[]) =>
+            row.reduce((n, v) => n + (v.match(/\r\n|\r|\n/g)?.length ?? 0), 0)
+          const starts = rows.map((_, k) => 1 + rows.slice(0, k).reduce((n, row) => n + 1 + lineEnds(row), 0))
+          expect(read.map((r) => r.line)).toEqual(starts)
         },
       ),
       { numRuns: 200 },

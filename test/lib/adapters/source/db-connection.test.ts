@@ -50,4 +50,17 @@ describe('redact', () => {
       'failed for *** with *** and ***',
     )
   })
+
+  it('leaves names that merely contain the password as they are, and masks it where it stands alone', () => {
+    const endpoint = readEndpoint(table('postgres'), { DB_URL: 'postgres://app:bad@h:5432/d' })
+    expect(
+      redact('table pgbad: relation "public.pgbad_missing" does not exist (bad_x, x_bad, xbadx)', endpoint),
+    ).toBe('table pgbad: relation "public.pgbad_missing" does not exist (bad_x, x_bad, xbadx)')
+    expect(redact('password=bad; user app:bad@h "bad" bad', endpoint)).toBe(
+      'password=***; user app:***@h "***" ***',
+    )
+    // A password whose edge is not a letter, digit or underscore cannot be part of a name on that side.
+    const symbols = readEndpoint(table('postgres'), { DB_URL: 'postgres://app:%23bad@h:5432/d' })
+    expect(redact('pg#bad and #badly', symbols)).toBe('pg*** and #badly')
+  })
 })

@@ -6,7 +6,7 @@ import { threadsInTransaction as threadsIn, threadsNow } from '../../../support/
 /**
  * A first load streams the batch once through statements that parallelize (the numbering of the keys, the join
  * back, the INSERT), so it may run on more threads than a merge that diffs against a dimension, whose hash joins
- * hold every thread's share in memory (docs/benchmarks.md, session 13).
+ * hold every thread's share in memory (bench/results/log.md).
  */
 describe('the DuckDB warehouse runs first loads on their own thread count', () => {
   it('runs a first load on firstLoadThreads and every other transaction on threads', async () => {
