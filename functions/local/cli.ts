@@ -5,6 +5,7 @@ import { readInteger } from '../../lib/config/env.ts'
 import { parseIsoInstant } from '../../lib/core/instant.ts'
 import { oneLineArgumentError } from './argument-errors.ts'
 import type * as CommandModule from './commands.ts'
+import type * as ResetWatermarkModule from './reset-watermark-command.ts'
 
 // The commands' work (the config parser, DuckDB, the use cases) is imported when a command runs: `--version` and
 // `--help` start without it.
@@ -142,6 +143,17 @@ withStoreOptions(program.command('discard'))
   .option('-l, --list', 'list the staged batches (committed and uncommitted) with their ids; delete nothing')
   .action(async (opts: OptionsOf<'discard'>) => {
     await (await commands()).discard(opts)
+  })
+
+withStoreOptions(program.command('reset-watermark'))
+  .description(
+    "set a table's watermark to the last batch the warehouse merged (after the warehouse or the state was lost or restored)",
+  )
+  .addOption(configOption())
+  .requiredOption('-t, --table <name>', 'table whose watermark to reset')
+  .action(async (opts: Parameters<typeof ResetWatermarkModule.resetWatermarkCommand>[0]) => {
+    const { resetWatermarkCommand } = await import('./reset-watermark-command.ts')
+    await resetWatermarkCommand(opts)
   })
 
 program

@@ -21,6 +21,7 @@ import type { HistoryFormat } from './format-history.ts'
 import { createReporter } from './reporter.ts'
 import { describeFactRun, factHasNoHistory, factNamed, selectRunnable } from './fact-runs.ts'
 import { runTables } from './run-tables.ts'
+import { describeContractChanges } from './contract-changes.ts'
 
 /** `dimsync run`. `maxFutureMs` is read (and a bad setting refused) before the config is. */
 export async function run(
@@ -245,7 +246,7 @@ export async function validate(opts: { config: string }): Promise<void> {
   )
 }
 
-async function withProject(
+export async function withProject(
   configPath: string,
   work: (project: ProjectSpec, deps: LocalDeps, reporter: ReturnType<typeof createReporter>) => Promise<void>,
   stores: StoreOverrides = {},
@@ -271,7 +272,7 @@ async function loadConsistentProject(configPath: string): Promise<ProjectSpec> {
 }
 
 /** The table named (every table when none is), for a command that takes tables only (not facts). */
-function selectTables(
+export function selectTables(
   project: ProjectSpec,
   name: string | undefined,
   command?: string,
@@ -315,7 +316,7 @@ function describeRun(table: TableSpec, result: RunTableResult): string {
     `${table.name} → ${table.target}: batch ${result.batchId}, ${result.rows} rows; ` +
     `${c?.insertedVersions ?? 0} versions inserted, ${c?.closedVersions ?? 0} closed, ` +
     `${overwritten === undefined ? '' : `${overwritten} overwritten, `}${c?.deletedKeys ?? 0} keys deleted, ` +
-    `${unchanged} unchanged, ${c?.lateKeys ?? 0} late keys${resumed}`
+    `${unchanged} unchanged, ${c?.lateKeys ?? 0} late keys${describeContractChanges(result.merge)}${resumed}`
   )
 }
 

@@ -2,6 +2,7 @@ import type { FactSpec } from '../../lib/core/fact-spec.ts'
 import type { TableSpec } from '../../lib/core/table-spec.ts'
 import type { RunFactResult } from '../../lib/use-cases/run-fact.ts'
 import type { RunTableResult } from '../../lib/use-cases/run-table.ts'
+import { describeContractChanges } from './contract-changes.ts'
 
 /** The line `dimsync plan` prints per table. */
 export function describePlan(table: TableSpec, result: RunTableResult): string {
@@ -20,7 +21,8 @@ export function describePlan(table: TableSpec, result: RunTableResult): string {
     `${table.name}: ${result.rows} rows extracted; would add ${keys?.newKeys ?? 0} new keys, change ${keys?.changedKeys ?? 0}, ` +
     `${overwritten === undefined ? '' : `overwrite ${overwritten}, `}` +
     `delete ${keys?.deletedKeys ?? 0}, leave ${unchanged} unchanged, recompute ${counts?.lateKeys ?? 0} late keys ` +
-    `(${counts?.insertedVersions ?? 0} versions inserted, ${counts?.closedVersions ?? 0} closed)`
+    `(${counts?.insertedVersions ?? 0} versions inserted, ${counts?.closedVersions ?? 0} closed)` +
+    describeContractChanges(result.merge)
   )
 }
 

@@ -1,6 +1,7 @@
 import type { Logger } from '@aws-lambda-powertools/logger'
 import { MetricUnit, type Metrics } from '@aws-lambda-powertools/metrics'
 
+import { describeChange } from '../../lib/core/table-contract.ts'
 import type { RunEvent, RunEventListener } from '../../lib/use-cases/run-event.ts'
 
 /**
@@ -85,7 +86,7 @@ export function powertoolsListener(
         })
         return
       case 'merge': {
-        const { status, counts, keys } = event.result
+        const { status, counts, keys, contractChanges } = event.result
         logger.info(status === 'merged' ? 'batch merged' : 'batch already applied', {
           step: 'merge',
           status,
@@ -93,6 +94,14 @@ export function powertoolsListener(
           keys,
           durationMs: ms(event.seconds),
         })
+        if (contractChanges !== undefined && contractChanges.length > 0)
+          logger.warn(
+            'the table config changed since its dimension was built; applied without a version per key',
+            {
+              step: 'merge',
+              changes: contractChanges.map(describeChange),
+            },
+          )
         if (status === 'merged' && counts) {
           metrics.addMetric('VersionsInserted', MetricUnit.Count, counts.insertedVersions)
           metrics.addMetric('VersionsClosed', MetricUnit.Count, counts.closedVersions)

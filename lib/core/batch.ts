@@ -30,10 +30,13 @@ export interface Watermark {
   readonly cursor: string | number
   readonly key: readonly (string | number)[]
   /**
-   * The cursor column the watermark is a value of (database sources). A watermark of another column, or one kept
-   * by a dimsync that did not record it, is never read as a value of the table's cursor (see watermarkToReadFrom).
+   * The cursor column the position is a value of, as committed (database sources; absent for `files: new_only`,
+   * and in watermarks kept by a dimsync that did not record it). A watermark of another column is never read as a
+   * value of the table's cursor (see watermarkToReadFrom).
    */
   readonly column?: string
+  /** The batch whose merge committed this watermark: the warehouse's ledger must hold it (absent before it was kept). */
+  readonly batchId?: string
 }
 
 export interface BatchManifest {

@@ -16,6 +16,8 @@ import { isWidening } from './type-widening.ts'
 export interface DimensionColumn {
   readonly name: string
   readonly type: string
+  /** A column of an existing table declared NOT NULL (as read back by `Warehouse.describeTable`). */
+  readonly notNull?: boolean
 }
 
 /** A column whose type is widened in place: its type in the dimension (`from`) and in the source (`type`). */

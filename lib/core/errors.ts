@@ -139,3 +139,32 @@ export class WarehouseBusyError extends DimsyncError {
     this.name = 'WarehouseBusyError'
   }
 }
+
+/**
+ * The table's config changed in a way the dimension's rows cannot follow (its key, mode, valid_from, system time,
+ * metadata columns), or its recorded contract cannot be read; nothing was written. Retrying cannot help.
+ */
+export class ContractChangedError extends DimsyncError {
+  constructor(
+    readonly table: string,
+    message: string,
+  ) {
+    super(message)
+    this.name = 'ContractChangedError'
+  }
+}
+
+/**
+ * The state store's watermark and the warehouse's batch ledger disagree (a warehouse lost or restored from an
+ * older copy, or a state restored): a delta read after that watermark would leave rows out of the dimension, or
+ * read them twice. Nothing was extracted. Retrying cannot help.
+ */
+export class LedgerMismatchError extends DimsyncError {
+  constructor(
+    readonly table: string,
+    message: string,
+  ) {
+    super(message)
+    this.name = 'LedgerMismatchError'
+  }
+}

@@ -68,27 +68,57 @@ function compareScalars(a: string | number, b: string | number): number {
   return 0
 }
 
+/** The position alone (cursor and key), as a source reads after it: what the column and batch id are about. */
+export function watermarkPosition(watermark: Watermark): Watermark {
+  return { cursor: watermark.cursor, key: watermark.key }
+}
+
+/** The cursor column of an incremental extract, which a committed watermark names (undefined otherwise). */
+export function cursorColumn(table: TableSpec): string | undefined {
+  return table.extract.mode === 'incremental' ? table.extract.cursor : undefined
+}
+
+/** The watermark a merge of `batchId` commits for `candidate` (its position, its cursor column, the batch). */
+export function committedWatermark(table: TableSpec, candidate: Watermark, batchId: string): Watermark {
+  const column = cursorColumn(table)
+  return { ...watermarkPosition(candidate), ...(column !== undefined ? { column } : {}), batchId }
+}
+
 /**
- * The watermark an incremental extract of `table` reads after, given the one stored. A watermark is a value of one
- * cursor column: read as a value of another, it would skip rows (or compare a number with a time).
+ * What a batch's ledger row records of the watermark its merge moves to (canonical JSON of its position and
+ * cursor column; the row names the batch), or undefined for a batch without one (a full extract).
+ */
+export function recordedWatermark(table: TableSpec, candidate: Watermark | undefined): string | undefined {
+  if (candidate === undefined) return undefined
+  const column = cursorColumn(table)
+  return canonicalJson({ ...watermarkPosition(candidate), ...(column !== undefined ? { column } : {}) })
+}
+
+/**
+ * The watermark an incremental extract of `table` reads after, given the one stored (its position alone). A
+ * watermark is a value of one cursor column: read as a value of another, it would skip rows (or compare a number
+ * with a time).
  *
- * A change feed whose stored watermark is of another column, or names none (kept by a dimsync that did not record
- * it, whose cursor defaulted to the change time), is read again from the start: the merge drops the events it has
- * already captured, so reading them again changes nothing and slots in the events the old cursor missed. Any
- * other table whose watermark names another column is refused (its rows are states, and an append table would
- * append them all again), naming both columns and the way out. A watermark that names no column on a table that
- * is not a change feed is read as a value of the cursor, as the dimsync that kept it did.
+ * One of another column (the config's cursor changed), and for a change feed one that names none (kept by a
+ * dimsync that did not record it, whose cursor defaulted to the change time), is not read: every row is read again
+ * once. That changes nothing already merged (an unchanged state opens no version, a captured event is dropped) and
+ * slots in what the old cursor missed. An append table keeps every row it reads, so reading it all again would
+ * append every row twice: there a watermark of another column is refused, naming both columns and the way out. A
+ * watermark that names no column on a table that is not a change feed is read as a value of the cursor, as the
+ * dimsync that kept it did.
  */
 export function watermarkToReadFrom(table: TableSpec, stored: Watermark | undefined): Watermark | undefined {
   if (stored === undefined || table.extract.mode !== 'incremental') return stored
   const cursor = table.extract.cursor
-  if (stored.column === cursor) return stored
+  if (stored.column === cursor) return watermarkPosition(stored)
   if (table.changes !== undefined) return undefined
-  if (stored.column === undefined) return stored
+  if (stored.column === undefined) return watermarkPosition(stored)
+  if (table.mode !== 'append') return undefined
   throw new SourceError(
     table.name,
     `table ${table.name}: the stored watermark is a value of cursor column ${stored.column}, but extract.cursor is ` +
-      `${cursor}; reading ${cursor} after it would skip or repeat rows. Set extract.cursor back to ` +
-      `${stored.column}, or load the table under a new name to read it by ${cursor} from the start`,
+      `${cursor}; an append table reading ${cursor} from the start would append every row again. Set ` +
+      `extract.cursor back to ${stored.column}, or load the table under a new name to read it by ${cursor} from ` +
+      'the start',
   )
 }

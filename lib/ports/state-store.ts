@@ -11,6 +11,11 @@ export interface StateStore {
   /** Stores `next` only if the stored watermark still equals `expected`; throws `DimsyncError` otherwise. */
   commitWatermark(table: string, next: Watermark, expected: Watermark | undefined): Promise<void>
   /**
+   * Sets the watermark to `next` (undefined: removes it), backwards too, only if the stored watermark still equals
+   * `expected`; throws `WatermarkConflictError` otherwise. For `dimsync reset-watermark` and a cursor column change.
+   */
+  resetWatermark(table: string, next: Watermark | undefined, expected: Watermark | undefined): Promise<void>
+  /**
    * Takes the table's lock for `ttlMs`. Throws `LockHeldError` (holder, since) when another owner holds an
    * unexpired lease; an expired lease is taken over with a higher token.
    */

@@ -95,6 +95,23 @@ export interface MergePlan {
    * row count and the dialect's rows per bucket). Default 1: one ordered sequence.
    */
   readonly keyBuckets?: number
+  /**
+   * Written into the batch's ledger row with its counts (LEDGER_RECORD_COLUMNS): the table's contract when the
+   * merge records it, and the watermark an incremental batch moves to (both texts).
+   */
+  readonly ledgerRecord?: { readonly contract?: string; readonly watermark?: string }
+  /**
+   * The current versions are hashed again over the tracked columns before the diff, so that a change of what is
+   * tracked (the config, or a column the source stopped sending) opens no version by itself. Default: when the
+   * dimension has columns the source no longer sends.
+   */
+  readonly rehashCurrent?: boolean
+  /**
+   * The config changed what some columns are: before the diff, every version of every key takes the values its
+   * policies now define (render-policy-rewrite.ts): `type1`, the columns that just became type 1; `policies`,
+   * keep_first, previous_value and current_value recomputed too.
+   */
+  readonly policyRewrite?: { readonly type1: readonly string[]; readonly policies: boolean }
 }
 
 /** The ledger's counts of a merged batch, as SQL expressions. */
@@ -346,13 +363,18 @@ export class MergeSql {
    * row), so a re-delivered batch is recognised and skipped.
    */
   recordBatch(counts: BatchCounts, from: string): void {
+    const record = Object.entries(this.p.ledgerRecord ?? {}).filter(
+      (entry): entry is [string, string] => entry[1] !== undefined,
+    )
+    const recordColumns = record.map(([column]) => `, ${this.q(column)}`).join('')
+    const recordValues = record.map(([, text]) => `, ${this.str(text)}`).join('')
     this.emit(
       'record batch as applied',
-      `INSERT INTO ${this.d.table(this.p.objects.batches)} (target, table_name, batch_id, extracted_at, mode, applied_at, events, inserted_versions, closed_versions, deleted_keys, unchanged_events, late_keys)\n` +
+      `INSERT INTO ${this.d.table(this.p.objects.batches)} (target, table_name, batch_id, extracted_at, mode, applied_at, events, inserted_versions, closed_versions, deleted_keys, unchanged_events, late_keys${recordColumns})\n` +
         `SELECT ${this.str(this.p.table.target)}, ${this.str(this.p.table.name)}, ${this.str(this.p.batchId)}, ` +
         `${this.d.timestampLiteral(this.p.extractedAt)}, ${this.str(this.p.mode)}, ${this.d.timestampLiteral(this.p.appliedAt)},\n` +
         `  ${counts.events}, ${counts.insertedVersions},\n  ${counts.closedVersions},\n  ${counts.deletedKeys},\n` +
-        `  ${counts.unchangedEvents},\n  ${counts.lateKeys}\nFROM ${from}`,
+        `  ${counts.unchangedEvents},\n  ${counts.lateKeys}${recordValues}\nFROM ${from}`,
     )
   }
 

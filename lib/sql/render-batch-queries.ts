@@ -19,6 +19,39 @@ export function renderAppliedBatchQuery(
 }
 
 /**
+ * What the ledger says of `target`, one row per fact (`fact`, `batch_id`, `payload`): `applied` for each of
+ * `batchIds` the ledger holds; `contract`, the contract recorded last (by applied time) and the batch that
+ * recorded it; `watermark`, the last batch that recorded a watermark, with it; `any`, one row whose batch_id is
+ * NULL when the ledger holds no batch of `target` at all.
+ */
+export function renderLedgerFactsQuery(
+  d: SqlDialect,
+  batches: TableRef,
+  target: string,
+  batchIds: readonly string[],
+): string {
+  const ledger = d.table(batches)
+  const ofTarget = `target = ${d.stringLiteral(target)}`
+  const noText = `CAST(NULL AS ${d.type('string')})`
+  const last = (column: string) =>
+    `SELECT ${d.stringLiteral(column)} AS fact, batch_id, payload FROM (\n` +
+    `  SELECT batch_id, ${d.quoteIdentifier(column)} AS payload FROM ${ledger}\n` +
+    `  WHERE ${ofTarget} AND ${d.quoteIdentifier(column)} IS NOT NULL ORDER BY applied_at DESC, batch_id DESC LIMIT 1\n) l_${column}`
+  const parts = [
+    ...(batchIds.length === 0
+      ? []
+      : [
+          `SELECT 'applied' AS fact, batch_id, ${noText} AS payload FROM ${ledger}\n` +
+            `WHERE ${ofTarget} AND batch_id IN (${batchIds.map((id) => d.stringLiteral(id)).join(', ')})`,
+        ]),
+    last('contract'),
+    last('watermark'),
+    `SELECT 'any' AS fact, MIN(batch_id) AS batch_id, ${noText} AS payload FROM ${ledger} WHERE ${ofTarget}`,
+  ]
+  return parts.join('\nUNION ALL\n')
+}
+
+/**
  * One row about the batches of `target` extracted at or after `extractedAt` (an ISO instant): `same_time_batch`, one
  * extracted at that very instant (NULL when none), and `later` (1 when one was extracted after it, else 0 or NULL).
  */

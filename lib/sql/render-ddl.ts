@@ -79,12 +79,33 @@ export function renderBatchLedgerDdl(d: SqlDialect, batches: TableRef): Compiled
       `CREATE TABLE IF NOT EXISTS ${d.table(batches)} (\n  target ${d.type('string')} NOT NULL, table_name ${d.type('string')} NOT NULL, ` +
       `batch_id ${d.type('string')} NOT NULL,\n  extracted_at ${d.type('timestamp')} NOT NULL, mode ${d.type('string')} NOT NULL, applied_at ${d.type('timestamp')} NOT NULL,\n` +
       `  events ${d.type('int64')}, inserted_versions ${d.type('int64')}, closed_versions ${d.type('int64')}, deleted_keys ${d.type('int64')},\n` +
-      `  unchanged_events ${d.type('int64')}, late_keys ${d.type('int64')},\n  ${d.primaryKey(['target', 'batch_id'])}\n)` +
+      `  unchanged_events ${d.type('int64')}, late_keys ${d.type('int64')},\n` +
+      `  ${LEDGER_RECORD_COLUMNS.map((c) => `${c} ${d.type('string')}`).join(', ')},\n  ${d.primaryKey(['target', 'batch_id'])}\n)` +
       d.tableOptions('ledger', {
         key: [],
         description: 'dimsync: one row per merged batch (idempotence ledger)',
       }),
   }
+}
+
+/**
+ * Ledger columns a merge fills besides its counts (NULL otherwise): `contract`, the table's contract when the
+ * merge records one (table-contract.ts: the first merge, and every merge whose config changed it); `watermark`,
+ * the position an incremental batch moves the watermark to (canonical JSON), so the state store's watermark can
+ * be checked against the warehouse, and set back to it.
+ */
+export const LEDGER_RECORD_COLUMNS = Object.freeze(['contract', 'watermark'] as const)
+
+/** Adds the record columns a ledger created before them lacks (`missing`, from its description). */
+export function renderLedgerColumnsDdl(
+  d: SqlDialect,
+  batches: TableRef,
+  missing: readonly string[],
+): CompiledStatement[] {
+  return missing.map((column) => ({
+    label: `batch ledger: add column ${column}`,
+    sql: `ALTER TABLE ${d.table(batches)} ADD COLUMN IF NOT EXISTS ${d.quoteIdentifier(column)} ${d.type('string')}`,
+  }))
 }
 
 /** The column of the surrogate-key record (objects.keys) holding the highest key given out. */

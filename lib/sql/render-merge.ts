@@ -16,6 +16,7 @@ import { foundsDimension, renderFirstLoad } from './render-first-load.ts'
 import { renderInferredCompletion } from './render-inferred-completion.ts'
 import { LATE_INSERTED, renderLatePath } from './render-late-path.ts'
 import { renderPartialUpdates } from './render-partial-updates.ts'
+import { renderPolicyRewrite } from './render-policy-rewrite.ts'
 import { renderSystemTimeMerge } from './render-system-time.ts'
 import {
   CAPTURE_RAW_LOGGED_COLUMN,
@@ -43,8 +44,10 @@ export function renderMerge(d: SqlDialect, plan: MergePlan): CompiledStatement[]
 
 class MergeRenderer extends MergeSql {
   render(): CompiledStatement[] {
-    if (this.p.layout.removed.length > 0 && this.p.table.mode !== 'append')
+    const rehash = this.p.rehashCurrent ?? this.p.layout.removed.length > 0
+    if (rehash && !this.p.layout.createDimension && this.p.table.mode !== 'append')
       this.#rehashWithoutRemovedColumns()
+    if (this.p.table.mode !== 'append') renderPolicyRewrite(this)
     if (this.p.layout.partial !== undefined) renderPartialUpdates(this)
     this.#checkGrain()
     renderInferredCompletion(this)

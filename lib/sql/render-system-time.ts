@@ -74,9 +74,15 @@ export function renderSystemTimeMerge(
     ...dbtIdNames(plan.table),
   ]
   const list = (alias?: string) => columns.map((c) => (alias ? m.col(alias, c) : q(c))).join(', ')
-  // Keys the ordinary merge can touch: those staged, and (deletes by absence) every key's current version.
+  // Keys the ordinary merge can touch: those staged, (deletes by absence, or current versions hashed again over
+  // changed tracked columns) every key's current version, and (policies rewritten) every version.
   const staged = `EXISTS (SELECT 1 FROM ${m.rawStage} s WHERE ${m.keyEq('s', 'd')})`
-  const scope = m.absenceDeletes ? `(${staged} OR ${m.current('d')})` : staged
+  const scope =
+    plan.policyRewrite !== undefined
+      ? 'TRUE'
+      : m.absenceDeletes || plan.rehashCurrent
+        ? `(${staged} OR ${m.current('d')})`
+        : staged
   m.emit(
     'system time: rows known now of the keys the batch can touch',
     d.createTempTableAs(

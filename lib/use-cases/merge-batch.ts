@@ -18,7 +18,7 @@ import {
   type Warehouse,
 } from '../ports/warehouse.ts'
 import type { CompiledStatement, SqlDialect } from '../sql/dialect.ts'
-import { renderAppliedBatchQuery, renderBatchReport } from '../sql/render-batch-queries.ts'
+import { renderBatchReport } from '../sql/render-batch-queries.ts'
 import { renderBatchMerge } from '../sql/render-batch-merge.ts'
 import { foundsDimension } from '../sql/render-first-load.ts'
 import type { MergePlan } from '../sql/render-merge.ts'
@@ -27,6 +27,10 @@ import { renderMergeScript, stagingTableName } from '../sql/render-merge-script.
 import type { BatchOnDemand } from '../ports/staging-store.ts'
 import { keyBucketsFor } from '../sql/surrogate-keys.ts'
 import { findRepeatedSnapshot } from './snapshot-redelivery.ts'
+import { assertConfigMatchesContract, decideContract, type ContractDecision } from './contract-check.ts'
+import { readLedgerFacts, runDdl, type LedgerFacts } from './ledger-facts.ts'
+import type { ContractChange } from '../core/table-contract.ts'
+import { recordedWatermark } from '../core/watermark.ts'
 
 export interface MergeBatchRequest {
   readonly table: TableSpec
@@ -63,6 +67,11 @@ export interface MergeBatchResult {
   readonly statements: readonly CompiledStatement[]
   /** BigQuery: bytes the merge script processed, or (dry run) the bytes BigQuery estimates it would process. */
   readonly bytesProcessed?: number
+  /**
+   * What changed in the table's config since its dimension's recorded contract, applied by this merge without a
+   * version per key (a changed tracked set rehashed the current versions once).
+   */
+  readonly contractChanges?: readonly ContractChange[]
 }
 
 export interface MergeDeps {
@@ -82,24 +91,34 @@ export async function mergeBatch(deps: MergeDeps, request: MergeBatchRequest): P
   const d = warehouse.dialect
   const ledger = renderBatchLedgerDdl(d, objects.batches)
   await warehouse.createSchemaIfMissing(request.schema)
+  const readLedger = () =>
+    readLedgerFacts(warehouse, {
+      batches: objects.batches,
+      target: table.target,
+      batchIds: [batchId],
+      create: true,
+    })
 
   if (isScriptWarehouse(warehouse)) {
     // The load fetches the parts group by group (the function's /tmp is smaller than a large batch).
     const batch = await deps.staging.openBatchOnDemand(table.name, batchId)
-    const applied = await isApplied(warehouse, ledger, objects.batches, table.target, batchId)
-    if (applied) return { status: 'already-applied', batchId, statements: [] }
-    return await mergeAsScript(warehouse, request, batch)
+    const facts = await readLedger()
+    if (facts.applied.has(batchId)) return { status: 'already-applied', batchId, statements: [] }
+    assertConfigMatchesContract(table, facts)
+    return await mergeAsScript(warehouse, request, batch, facts)
   }
   const batch = await deps.staging.openBatch(table.name, batchId)
   try {
-    const applied = await isApplied(warehouse, ledger, objects.batches, table.target, batchId)
-    if (applied) return { status: 'already-applied', batchId, statements: [] }
+    const facts = await readLedger()
+    if (facts.applied.has(batchId)) return { status: 'already-applied', batchId, statements: [] }
 
+    assertConfigMatchesContract(table, facts)
     const staged = await warehouse.loadStaging(batch.partPaths)
     const existing = await warehouse.describeTable(objects.dimension)
     assertNotEmptyFirstLoad(request, batch, existing)
     const layout = planDimensionLayout(table, batchId, staged, existing)
-    const plan = batchMerge(d, request, batch, layout)
+    const contract = await decideContract(warehouse, { table, objects, layout, existing, ledger: facts })
+    const plan = batchMerge(d, request, batch, layout, contract)
     const sameAs = await findRepeatedSnapshot(warehouse, plan)
     if (sameAs !== undefined) return { status: 'already-applied', batchId, sameAs, statements: [] }
     const { ddl, merge, views } = renderBatchMerge(d, plan)
@@ -122,6 +141,7 @@ export async function mergeBatch(deps: MergeDeps, request: MergeBatchRequest): P
       batchId,
       counts: toCounts(report),
       keys: toKeyChanges(report),
+      ...contractReport(contract),
       statements: [ledger, ...before, ...inside],
     }
   } finally {
@@ -138,6 +158,7 @@ async function mergeAsScript(
   warehouse: ScriptWarehouse<SqlDialect>,
   request: MergeBatchRequest,
   batch: BatchOnDemand,
+  facts: LedgerFacts,
 ): Promise<MergeBatchResult> {
   const { table, batchId } = request
   const objects = dimensionObjects(table, request.schema)
@@ -154,7 +175,8 @@ async function mergeAsScript(
   const existing = await warehouse.describeTable(objects.dimension)
   assertNotEmptyFirstLoad(request, batch, existing)
   const layout = planDimensionLayout(table, batchId, columns, existing)
-  const plan = { ...batchMerge(warehouse.dialect, request, batch, layout), stage }
+  const contract = await decideContract(warehouse, { table, objects, layout, existing, ledger: facts })
+  const plan = { ...batchMerge(warehouse.dialect, request, batch, layout, contract), stage }
   const sameAs = await findRepeatedSnapshot(warehouse, plan)
   if (sameAs !== undefined) return { status: 'already-applied', batchId, sameAs, statements: [] }
   const script = renderMergeScript(warehouse.dialect, plan)
@@ -180,6 +202,7 @@ async function mergeAsScript(
     batchId,
     counts: row === undefined ? undefined : toCounts(row),
     keys: row === undefined ? undefined : toKeyChanges(row),
+    ...contractReport(contract),
     statements,
     bytesProcessed: result.bytesProcessed,
   }
@@ -212,8 +235,16 @@ function batchMerge(
   request: MergeBatchRequest,
   batch: { readonly manifest: BatchManifest },
   layout: DimensionLayout,
+  contract: ContractDecision,
 ): MergePlan {
+  const watermark = recordedWatermark(request.table, batch.manifest.watermarkCandidate)
   return {
+    ledgerRecord: {
+      ...(contract.record !== undefined ? { contract: contract.record } : {}),
+      ...(watermark !== undefined ? { watermark } : {}),
+    },
+    rehashCurrent: contract.rehashCurrent,
+    ...(contract.policyRewrite !== undefined ? { policyRewrite: contract.policyRewrite } : {}),
     keyBuckets: keyBucketsFor(
       batch.manifest.rowCount,
       request.rowsPerKeyBucket ?? d.capabilities.rowsPerKeyBucket,
@@ -229,24 +260,9 @@ function batchMerge(
   }
 }
 
-async function isApplied(
-  warehouse: Warehouse<SqlDialect>,
-  ledger: CompiledStatement,
-  batches: { schema?: string; name: string },
-  target: string,
-  batchId: string,
-): Promise<boolean> {
-  const d = warehouse.dialect
-  await runDdl(warehouse, ledger)
-  const rows = await warehouse.query(renderAppliedBatchQuery(d, batches, target, batchId))
-  return rows.length > 0
-}
-
-/** A DDL statement on its own: in a transaction where DDL may run in one, else as a plain statement. */
-async function runDdl(warehouse: Warehouse<SqlDialect>, statement: CompiledStatement): Promise<void> {
-  if (warehouse.dialect.capabilities.transactionalDdl)
-    await warehouse.transaction((tx) => tx.execute(statement), { commit: true })
-  else await warehouse.query(statement.sql)
+/** The safe contract changes a merge applied, for its report. */
+function contractReport(contract: ContractDecision): Pick<MergeBatchResult, 'contractChanges'> {
+  return contract.changes.length === 0 ? {} : { contractChanges: contract.changes }
 }
 
 function toCounts(row: Row | undefined): MergeCounts {

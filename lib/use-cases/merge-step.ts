@@ -1,4 +1,4 @@
-import { canonicalJson, compareWatermarks } from '../core/watermark.ts'
+import { canonicalJson, committedWatermark, compareWatermarks, watermarkPosition } from '../core/watermark.ts'
 import type { BatchManifest, Watermark } from '../core/batch.ts'
 import { compareManifests } from '../core/batch-manifest.ts'
 import { BatchRejectedError, MassDeleteRefusedError, OutOfOrderBatchError } from '../core/errors.ts'
@@ -71,7 +71,12 @@ export async function mergeStep(
     if (error instanceof OutOfOrderBatchError) await deps.staging.deleteBatch(table.name, request.batchId)
     throw error
   }
-  const watermark = await advanceWatermark(deps.state, table.name, manifest.watermarkCandidate)
+  const candidate = manifest.watermarkCandidate
+  const watermark = await advanceWatermark(
+    deps.state,
+    table.name,
+    candidate === undefined ? undefined : committedWatermark(table, candidate, request.batchId),
+  )
   await recordSourceTypes(deps.state, table.name, manifest.sourceTypes)
   return { merge, manifest, watermark }
 }
@@ -91,7 +96,12 @@ async function recordSourceTypes(
   await state.recordSourceTypes(table, types)
 }
 
-/** Moves the watermark forward to `candidate`; never backwards (a batch merged after a newer one). */
+/**
+ * Moves the watermark forward to `candidate`; never backwards (a batch merged after a newer one). A dimension's
+ * candidate names its cursor column and batch (committedWatermark): a position already there is kept (a retried
+ * merge, an empty delta) unless the stored one names no batch yet, which then gets this one; a position in another
+ * cursor column replaces the stored one (the config's cursor changed: that batch read every row).
+ */
 export async function advanceWatermark(
   state: StateStore,
   table: string,
@@ -99,8 +109,23 @@ export async function advanceWatermark(
 ): Promise<WatermarkOutcome> {
   if (candidate === undefined) return 'none'
   const current = await state.getWatermark(table)
-  if (current !== undefined && canonicalJson(current) === canonicalJson(candidate)) return 'unchanged'
-  if (current !== undefined && compareWatermarks(candidate, current) < 0) return 'behind'
+  if (current === undefined) {
+    await state.commitWatermark(table, candidate, current)
+    return 'advanced'
+  }
+  const position = (w: Watermark) => canonicalJson(watermarkPosition(w))
+  const sameColumn =
+    current.column === undefined || candidate.column === undefined || current.column === candidate.column
+  if (!sameColumn) {
+    await state.resetWatermark(table, candidate, current)
+    return 'advanced'
+  }
+  if (position(current) === position(candidate)) {
+    if (current.batchId === undefined && candidate.batchId !== undefined)
+      await state.commitWatermark(table, candidate, current)
+    return 'unchanged'
+  }
+  if (compareWatermarks(candidate, current) < 0) return 'behind'
   await state.commitWatermark(table, candidate, current)
   return 'advanced'
 }

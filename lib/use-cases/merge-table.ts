@@ -14,6 +14,7 @@ import {
   type MergeStepResult,
   type WatermarkOutcome,
 } from './merge-step.ts'
+import { assertStateAgreesWithWarehouse } from './warehouse-agreement.ts'
 import { inTableRun, RECENT_RUNS, type RunOfStep, type TableRun, type TableRunDeps } from './table-run.ts'
 
 export interface MergeTableDeps extends TableRunDeps {
@@ -72,6 +73,8 @@ export async function mergeTable(
     async (run) => {
       const earlier = (await deps.state.listRuns(table.name, RECENT_RUNS)).find((r) => r.runId === run.runId)
       if (earlier !== undefined) run.adopt(earlier)
+      const { warehouse } = await mergeStepDeps(deps)
+      await assertStateAgreesWithWarehouse({ ...deps, warehouse }, table)
       const { batchId, allowMassDelete } = request
       return await mergeInRun(deps, run, table, {
         batchId,

@@ -4,6 +4,7 @@ import { extractInRun, type ExtractTableDeps } from './extract-table.ts'
 import { mergeBatch, type MergeBatchResult } from './merge-batch.ts'
 import { mergeInRun, mergeLeftStagedInRun, mergeStepDeps, type MergeTableDeps } from './merge-table.ts'
 import { inTableRun } from './table-run.ts'
+import { assertStateAgreesWithWarehouse } from './warehouse-agreement.ts'
 
 export type { RunEvent } from './run-event.ts'
 
@@ -56,6 +57,7 @@ export async function runTable(
   return await inTableRun(deps, request, async (run) => {
     try {
       await run.record({ status: 'running' })
+      await checkAgainstWarehouse(deps, table)
       const resumed = dryRun
         ? []
         : await mergeLeftStagedInRun(deps, run, table, { allowMassDelete: options.allowMassDelete })
@@ -71,6 +73,19 @@ export async function runTable(
       await deps.releaseWarehouse?.()
     }
   })
+}
+
+/**
+ * The config against the dimension's recorded contract and the watermark against the warehouse's ledger, before
+ * anything is extracted or merged; a DuckDB file is closed again for the extract (another table's run may merge).
+ */
+export async function checkAgainstWarehouse(deps: MergeTableDeps, table: TableSpec): Promise<void> {
+  const { warehouse } = await mergeStepDeps(deps)
+  try {
+    await assertStateAgreesWithWarehouse({ ...deps, warehouse }, table)
+  } finally {
+    await deps.releaseWarehouse?.()
+  }
 }
 
 /** Runs the merge of the staged batch and rolls it back, then discards the batch. */

@@ -96,6 +96,27 @@ export function describeStateStoreContract(name: string, makeStore: () => Promis
         await store.commitWatermark(TABLE, { cursor: 42, key: [] }, undefined)
         expect(await store.getWatermark(TABLE)).toEqual({ cursor: 42, key: [] })
       })
+
+      it('a watermark keeps the cursor column and the batch that committed it', async () => {
+        const named = { ...w1, column: 'updated_at', batchId: '20240301T090000.000Z-aaaaaa' }
+        await store.commitWatermark(TABLE, named, undefined)
+        expect(await store.getWatermark(TABLE)).toEqual(named)
+      })
+
+      it('resetWatermark sets it backwards, or removes it, only from the expected watermark', async () => {
+        await store.commitWatermark(TABLE, w2, undefined)
+        await expect(store.resetWatermark(TABLE, w1, undefined)).rejects.toThrow(
+          /table customers: watermark changed since it was read/,
+        )
+        expect(await store.getWatermark(TABLE)).toEqual(w2)
+        await store.resetWatermark(TABLE, w1, w2)
+        expect(await store.getWatermark(TABLE)).toEqual(w1)
+        await store.resetWatermark(TABLE, undefined, w1)
+        expect(await store.getWatermark(TABLE)).toBeUndefined()
+        await store.resetWatermark(TABLE, undefined, undefined)
+        await store.commitWatermark(TABLE, w2, undefined)
+        expect(await store.getWatermark(TABLE)).toEqual(w2)
+      })
     })
 
     describe('leases', () => {

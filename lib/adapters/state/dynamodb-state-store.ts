@@ -149,6 +149,61 @@ export class DynamoDbStateStore implements StateStore {
   }
 
   /**
+   * Sets (or with undefined removes) the watermark item if its canonical JSON still equals `expected`, backwards
+   * too: one conditional write. Otherwise `WatermarkConflictError`; nothing is written.
+   */
+  async resetWatermark(
+    table: string,
+    next: Watermark | undefined,
+    expected: Watermark | undefined,
+  ): Promise<void> {
+    const names = { '#w': 'watermark' }
+    const condition =
+      expected === undefined
+        ? { ConditionExpression: 'attribute_not_exists(#w)' }
+        : {
+            ConditionExpression: '#w = :expected',
+            ExpressionAttributeValues: { ':expected': { S: canonicalJson(expected) } },
+          }
+    try {
+      if (next === undefined)
+        await this.#client.send(
+          new DeleteItemCommand({
+            TableName: this.#tableName,
+            Key: key(tableKey(table), WATERMARK_SK),
+            ...condition,
+            ExpressionAttributeNames: names,
+          }),
+        )
+      else
+        await this.#client.send(
+          new UpdateItemCommand({
+            TableName: this.#tableName,
+            Key: key(tableKey(table), WATERMARK_SK),
+            UpdateExpression: 'SET #w = :next, updatedAt = :at',
+            ...condition,
+            ExpressionAttributeNames: names,
+            ExpressionAttributeValues: {
+              ...(condition.ExpressionAttributeValues ?? {}),
+              ':next': { S: canonicalJson(next) },
+              ':at': { S: this.#clock().toISOString() },
+            },
+          }),
+        )
+    } catch (error) {
+      if (!isAwsError(error, 'ConditionalCheckFailedException')) {
+        throw wrapAwsError('dynamodb', `table ${table}: setting the watermark in ${this.location}`, error)
+      }
+      const found = await this.getWatermark(table)
+      throw new WatermarkConflictError(
+        table,
+        `table ${table}: watermark changed since it was read ` +
+          `(expected ${describe(expected)}, found ${describe(found)})`,
+      )
+    }
+  }
+
+  /**
    * Takes the table's lease for `ttlMs` from `now` with one conditional UpdateItem: granted when nobody holds
    * it, when the holder's lease expired (`leaseExpiresAtMs <= now`), or to the same owner again; `ADD token :one`
    * gives every grant a higher fencing token. Otherwise `LockHeldError` with the holder and its `acquiredAt`.

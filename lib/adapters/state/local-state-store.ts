@@ -110,6 +110,30 @@ export class LocalStateStore implements StateStore {
     })
   }
 
+  /** Sets (or with undefined removes) the watermark if the stored one deep-equals `expected`, backwards too. */
+  async resetWatermark(
+    table: string,
+    next: Watermark | undefined,
+    expected: Watermark | undefined,
+  ): Promise<void> {
+    await this.#withMutex(table, async (dir) => {
+      const path = join(dir, 'watermark.json')
+      const found = (await readJsonIfExists(path)) as Watermark | undefined
+      if (!jsonEqual(found, expected)) {
+        throw new WatermarkConflictError(
+          table,
+          `table ${table}: watermark changed since it was read ` +
+            `(expected ${describeJson(expected)}, found ${describeJson(found)})`,
+        )
+      }
+      if (next !== undefined) await writeFileAtomic(path, `${JSON.stringify(next)}\n`)
+      else
+        await unlink(path).catch((error: unknown) =>
+          isErrnoCode(error, 'ENOENT') ? undefined : Promise.reject(error),
+        )
+    })
+  }
+
   /**
    * Takes the table's lease for `ttlMs` from `now`. Throws `LockHeldError` (holder, since = its acquiredAt)
    * when another owner holds an unexpired lease. A lease that expired, or whose holder was a process on this

@@ -152,6 +152,7 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
       return {
         name,
         type: type !== undefined && recordedTypeFits(type, f) ? type : stagedTypeOfBigQueryField(f),
+        ...((f as { mode?: string }).mode === 'REQUIRED' ? { notNull: true } : {}),
       }
     })
   }

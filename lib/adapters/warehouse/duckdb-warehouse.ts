@@ -97,11 +97,15 @@ export class DuckDbWarehouse implements Warehouse<SqlDialect> {
 
   async describeTable(ref: TableRef): Promise<DimensionColumn[] | undefined> {
     const rows = await this.query(
-      `SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = ${duckDbDialect.stringLiteral(ref.schema ?? 'main')} ` +
+      `SELECT column_name, data_type, is_nullable FROM information_schema.columns WHERE table_schema = ${duckDbDialect.stringLiteral(ref.schema ?? 'main')} ` +
         `AND table_name = ${duckDbDialect.stringLiteral(ref.name)} ORDER BY ordinal_position`,
     )
     if (rows.length === 0) return undefined
-    return rows.map((r) => ({ name: String(r.column_name), type: String(r.data_type) }))
+    return rows.map((r) => ({
+      name: String(r.column_name),
+      type: String(r.data_type),
+      ...(r.is_nullable === 'NO' ? { notNull: true } : {}),
+    }))
   }
 
   async createSchemaIfMissing(schema: string): Promise<void> {

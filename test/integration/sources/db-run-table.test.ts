@@ -126,7 +126,7 @@ tables:
         [3, 'Carla', 'South', '2024-01-01', null, true, false],
         ...full.slice(5),
       ])
-      expect(await deps.state.getWatermark('delta')).toEqual({
+      expect(await deps.state.getWatermark('delta')).toMatchObject({
         cursor: iso('2024-04-01T00:00:00'),
         key: [4],
         column: 'updated_at',
@@ -164,7 +164,7 @@ tables:
         [1, 'Ana', 'North', '2024-03-01', '2024-06-03', false, false],
         [1, 'Ana Maria', 'North', '2024-06-03', null, true, false],
       ])
-      expect(await deps.state.getWatermark('delta')).toEqual({
+      expect(await deps.state.getWatermark('delta')).toMatchObject({
         cursor: iso('2024-06-01T00:00:00'),
         key: [1],
         column: 'updated_at',

@@ -22,8 +22,8 @@ describe('the watermark an extract reads after', () => {
   const unnamed: Watermark = { cursor: '2024-03-01T00:00:00', key: [1] }
 
   it('is the stored one when it is of the cursor column', () => {
-    expect(watermarkToReadFrom(feed, ofSeq)).toBe(ofSeq)
-    expect(watermarkToReadFrom(snapshotDelta, ofSeq)).toBe(ofSeq)
+    expect(watermarkToReadFrom(feed, ofSeq)).toEqual({ cursor: 7, key: [1] })
+    expect(watermarkToReadFrom(snapshotDelta, { ...ofSeq, batchId: 'b1' })).toEqual({ cursor: 7, key: [1] })
     expect(watermarkToReadFrom(feed, undefined)).toBeUndefined()
   })
 
@@ -32,14 +32,19 @@ describe('the watermark an extract reads after', () => {
     expect(watermarkToReadFrom(feed, unnamed)).toBeUndefined()
   })
 
-  it('another table keeps a watermark that names no column, and refuses one of another column', () => {
-    expect(watermarkToReadFrom(snapshotDelta, unnamed)).toBe(unnamed)
-    const refused = () => watermarkToReadFrom(snapshotDelta, ofTime)
+  it('another table keeps a watermark that names no column, and reads every row again after a cursor change', () => {
+    expect(watermarkToReadFrom(snapshotDelta, unnamed)).toEqual(unnamed)
+    expect(watermarkToReadFrom(snapshotDelta, ofTime)).toBeUndefined()
+  })
+
+  it('an append table refuses a watermark of another column: reading every row again would append it twice', () => {
+    const appended = tableSpec({ name: 'events', source, extract: bySeq, mode: 'append' })
+    const refused = () => watermarkToReadFrom(appended, ofTime)
     expect(refused).toThrow(SourceError)
     expect(refused).toThrow(
-      'table customers: the stored watermark is a value of cursor column changed_at, but extract.cursor is seq; ' +
-        'reading seq after it would skip or repeat rows. Set extract.cursor back to changed_at, or load the ' +
-        'table under a new name to read it by seq from the start',
+      'table events: the stored watermark is a value of cursor column changed_at, but extract.cursor is seq; an ' +
+        'append table reading seq from the start would append every row again. Set extract.cursor back to ' +
+        'changed_at, or load the table under a new name to read it by seq from the start',
     )
   })
 

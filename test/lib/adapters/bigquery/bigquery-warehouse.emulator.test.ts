@@ -533,7 +533,11 @@ describe('BigQueryWarehouse on the BigQuery emulator (the real client, SQL run b
     const w = warehouse()
     await merge(w, await stage('20240310T210000.000Z-jjjjjj'))
     const columns = await w.describeTable({ schema: DATASET, name: table.target })
-    expect(columns?.filter((c) => COLUMNS.some((s) => s.name === c.name))).toEqual(COLUMNS)
+    // The key column is REQUIRED (NOT NULL), as dimsync created it.
+    expect(columns?.filter((c) => COLUMNS.some((s) => s.name === c.name))).toEqual([
+      { ...COLUMNS[0], notNull: true },
+      ...COLUMNS.slice(1),
+    ])
     expect(await w.describeTable({ schema: DATASET, name: 'missing' })).toBeUndefined()
     // A table dimsync did not write: types from BigQuery's own schema (parameters kept).
     await new BigQuery({ projectId: PROJECT, ...emulator.clientOptions() })
