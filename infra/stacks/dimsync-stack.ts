@@ -8,7 +8,7 @@ import * as ec2 from 'aws-cdk-lib/aws-ec2'
 import * as iam from 'aws-cdk-lib/aws-iam'
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager'
 import type { Construct } from 'constructs'
-import { AWS_ENV, STATE_PARTITIONS } from '../../lib/runtime/aws-env.ts'
+import { AWS_ENV, SECRET_NAME_PREFIX, STATE_PARTITIONS } from '../../lib/runtime/aws-env.ts'
 import { LoaderFunction } from '../constructs/loader-function.ts'
 import { Monitoring, Notifications } from '../constructs/monitoring.ts'
 import { Orchestration, type OrchestratedTable } from '../constructs/orchestration.ts'
@@ -25,6 +25,15 @@ export interface DimsyncStackProps extends StackProps {
 }
 
 const FULL_SECRET_ARN = /^arn:[^:]+:secretsmanager:[^:]+:\d{12}:secret:.+-[A-Za-z0-9]{6}$/
+
+/**
+ * What the functions look a secret of dimsync.yaml up by: an ARN as written, a name as `secretsmanager:<name>`.
+ * Never an ARN built from a name: Secrets Manager takes `...:secret:prod/db-reader` (a name ending in a hyphen
+ * and six characters) for a complete ARN and finds nothing.
+ */
+function secretReference(ref: string): string {
+  return ref.startsWith('arn:') ? ref : `${SECRET_NAME_PREFIX}${ref}`
+}
 
 export class DimsyncStack extends Stack {
   readonly storage: Storage
@@ -79,7 +88,7 @@ export class DimsyncStack extends Stack {
         environment: {
           ...common,
           [AWS_ENV.handOverTtlSeconds]: String(longestWaitBetweenPassesSeconds(EXTRACT_RETRIERS)),
-          ...Object.fromEntries(sourceSecrets.map((s) => [s.urlEnv, s.ref.secretArn])),
+          ...Object.fromEntries(sourceSecrets.map((s) => [s.urlEnv, secretReference(s.secret)])),
         },
       })
       const merge = new LoaderFunction(this, `Merge${fnClass.id}`, {
@@ -91,7 +100,9 @@ export class DimsyncStack extends Stack {
         ...(props.handlerEntries?.merge !== undefined ? { entry: props.handlerEntries.merge } : {}),
         environment: {
           ...common,
-          ...(bigQuerySecret !== undefined ? { [AWS_ENV.bigQuerySecretArn]: bigQuerySecret.secretArn } : {}),
+          ...(plan.bigQuerySecret !== undefined
+            ? { [AWS_ENV.bigQuerySecretArn]: secretReference(plan.bigQuerySecret) }
+            : {}),
         },
       })
       this.#grantStaging(extract, fnClass, [

@@ -4,7 +4,7 @@ import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager'
 
 import { makeDynamoDbClient, makeS3Client, makeSecretsManagerClient } from '../adapters/aws/aws-clients.ts'
 import {
-  isSecretArn,
+  isSecretReference,
   resolveSourceSecrets,
   secretToUrl,
   secretsManagerGetter,
@@ -236,7 +236,7 @@ export async function buildAwsDeps(
         if (table.source.type === 'file') return undefined
         const variable = table.source.urlEnv
         const arn = env[variable]?.trim()
-        if (arn === undefined || !isSecretArn(arn)) return undefined
+        if (arn === undefined || !isSecretReference(arn)) return undefined
         const url = secretToUrl(variable, arn, table.source.type, await getSecret(arn))
         const rotated = sourceEnv !== undefined && sourceEnv[variable] !== url
         if (sourceEnv !== undefined) sourceEnv[variable] = url

@@ -45,4 +45,6 @@ export const AWS_ENV = Object.freeze({
 } as const)
 
 export { STATE_PARTITIONS, STATE_TABLE_KEYS } from '../core/state-table.ts'
+/** A secret known by name reaches the functions as `secretsmanager:<name>` (see source-secrets.ts). */
+export { SECRET_NAME_PREFIX } from '../adapters/aws/source-secrets.ts'
 export { RETRY_ERROR_NAMES } from '../core/retry-policy.ts'
