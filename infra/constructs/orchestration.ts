@@ -20,6 +20,7 @@ import type * as sns from 'aws-cdk-lib/aws-sns'
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions'
 import { Construct } from 'constructs'
 import { LockHeldError } from '../../lib/core/errors.ts'
+import { FAILED_RUN_MARKER, STATE_PARTITIONS } from '../../lib/runtime/aws-env.ts'
 import { MAX_EXTRACT_PASSES, METRIC, METRICS_NAMESPACE } from '../defaults.ts'
 import type { DeploymentPlan } from '../deploy-plan.ts'
 import { scopedPolicy } from '../nag-acknowledgements.ts'
@@ -31,6 +32,9 @@ export interface OrchestratedTable {
   /** Published versions, not functions: one code version per execution (see LoaderFunction.version). */
   readonly extract: lambda.IVersion
   readonly merge: lambda.IVersion
+  /** Where the functions log: a failure notice links to the log group of the step that failed. */
+  readonly extractLogGroup: logs.ILogGroup
+  readonly mergeLogGroup: logs.ILogGroup
 }
 
 export interface OrchestrationProps {
@@ -38,6 +42,8 @@ export interface OrchestrationProps {
   readonly topic: sns.ITopic
   /** The topic's KMS key: publishing needs kms:GenerateDataKey and kms:Decrypt on it. */
   readonly topicKey: kms.IKey
+  /** The state table's name: a failure notice gives the key of the run record in it. */
+  readonly stateTableName: string
   readonly executionLogs: DeploymentPlan['executionLogs']
   readonly logRetentionDays: number
   readonly removalPolicy: RemovalPolicy
@@ -75,12 +81,20 @@ export class Orchestration extends Construct {
     this.#names = props.tables.map((t) => t.name)
     this.#lookup = Stack.of(this).toJsonString(
       Object.fromEntries(
-        props.tables.map((t) => [t.name, { extract: t.extract.functionArn, merge: t.merge.functionArn }]),
+        props.tables.map((t) => [
+          t.name,
+          {
+            extract: t.extract.functionArn,
+            merge: t.merge.functionArn,
+            extractLogs: t.extractLogGroup.logGroupName,
+            mergeLogs: t.mergeLogGroup.logGroupName,
+          },
+        ]),
       ),
     )
     this.#example = `{"table": "${this.#names[0]}", "mode": "full"}`
 
-    const failure = this.#failurePath(props.topic)
+    const failure = this.#failurePath(props.topic, props.stateTableName)
     const load = this.#load(failure)
     const definition = this.#inputChecks(load)
     this.stateMachine = new sfn.StateMachine(this, 'StateMachine', {
@@ -129,8 +143,13 @@ export class Orchestration extends Construct {
     return this.#putMetrics(id, [failureReported('{% 1 %}')], '{% $states.input %}')
   }
 
-  /** Notify → RecordFailure → Failed: a failure is told once, by the notice; its metrics count whether it was. */
-  #failurePath(topic: sns.ITopic): FailurePath {
+  /**
+   * Notify → RecordFailure → Failed: a failure is told once, by the notice; its metrics count whether it was.
+   * The notice names the table, step, batch, error class and the run record's key, and links to the execution
+   * and the failed function's logs; never the error's cause, which can hold key values and SQL (it stays in the
+   * execution, for those allowed to read it).
+   */
+  #failurePath(topic: sns.ITopic, stateTableName: string): FailurePath {
     const notify = new sfn.CustomState(this, 'Notify', {
       stateJson: {
         Type: 'Task',
@@ -141,9 +160,7 @@ export class Orchestration extends Construct {
           Subject:
             // SNS refuses a subject of 100 characters or more (and the failure would then go unreported).
             '{% $substring("dimsync: " & $table & " failed in " & $failedStep & " (" & $error.Error & ")", 0, 99) %}',
-          Message:
-            "{% $string({'table': $table, 'mode': $mode, 'reason': $reason, 'step': $failedStep, 'batchId': $batchId, " +
-            "'error': $error.Error, 'cause': $error.Cause, 'execution': $states.context.Execution.Id}, true) %}",
+          Message: `{% ${this.#noticeExpression(stateTableName)} %}`,
         },
         Assign: { notified: true },
       },
@@ -161,6 +178,38 @@ export class Orchestration extends Construct {
     recordFailure.addCatch(failed, { errors: ['States.ALL'] })
     notify.next(recordFailure.next(failed))
     return { notify }
+  }
+
+  /**
+   * The failure notice as JSON text. The batch is the execution's, or else the one a failed first extract pass
+   * names at the end of its error (FAILED_RUN_MARKER); console links are built from the execution ARN
+   * (partition and region), so they need no CloudFormation token.
+   */
+  #noticeExpression(stateTableName: string): string {
+    const table = Stack.of(this).toJsonString(stateTableName)
+    const { start, end } = FAILED_RUN_MARKER
+    return [
+      '(',
+      `$cause := $type($error.Cause) = "string" ? $error.Cause : "";`,
+      `$batch := $batchId != null ? $batchId : ($contains($cause, "${start}") ? $substringBefore($substringAfter($cause, "${start}"), "${end}") : null);`,
+      '$arn := $states.context.Execution.Id;',
+      '$arnParts := $split($arn, ":");',
+      '$region := $arnParts[3];',
+      `$consoleHost := $lookup({"aws-cn": "console.amazonaws.cn", "aws-us-gov": "console.amazonaws-us-gov.com"}, $arnParts[1]);`,
+      '$console := "https://" & ($exists($consoleHost) ? $consoleHost : $region & ".console.aws.amazon.com");',
+      '$logGroup := $failedStep = "Merge" ? $functions.mergeLogs : $functions.extractLogs;',
+      '$string({',
+      "'table': $table, 'step': $failedStep, 'error': $error.Error, 'batchId': $batch, 'mode': $mode, 'reason': $reason,",
+      `'runRecord': $batch != null ? {'stateTable': ${table}, 'pk': '${STATE_PARTITIONS.runs('')}' & $table, 'sk': 'RUNID#run-' & $batch} : null,`,
+      "'execution': $arn,",
+      "'links': {",
+      "'execution': $console & '/states/home?region=' & $region & '#/v2/executions/details/' & $arn,",
+      "'logs': $console & '/cloudwatch/home?region=' & $region & '#logsV2:log-groups/log-group/' & $replace($logGroup, '/', '$252F')",
+      '},',
+      "'logGroup': $logGroup",
+      '}, true)',
+      ')',
+    ].join(' ')
   }
 
   /** Start → Extract ⟲ → Merge → RecordSuccess → Done, with the skipped and busy endings of the extract. */

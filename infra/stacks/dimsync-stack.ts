@@ -146,7 +146,13 @@ export class DimsyncStack extends Stack {
 
       this.functions[fnClass.id] = { extract, merge }
       for (const t of tables)
-        orchestrated.push({ name: t.name, extract: extract.version, merge: merge.version })
+        orchestrated.push({
+          name: t.name,
+          extract: extract.version,
+          merge: merge.version,
+          extractLogGroup: extract.logGroup,
+          mergeLogGroup: merge.logGroup,
+        })
     }
 
     const order = plan.tables.map((t) => t.name)
@@ -155,6 +161,7 @@ export class DimsyncStack extends Stack {
       tables: orchestrated,
       topic: notifications.topic,
       topicKey: notifications.key,
+      stateTableName: this.storage.stateTable.tableName,
       executionLogs: plan.executionLogs,
       logRetentionDays: plan.logRetentionDays,
       removalPolicy,

@@ -44,6 +44,13 @@ export const AWS_ENV = Object.freeze({
   logLevel: 'POWERTOOLS_LOG_LEVEL',
 } as const)
 
+/**
+ * How a failed extract names its run at the end of its error message (`... [run run-<batch id>]`): the state
+ * machine reads the batch id from there when the extract failed before returning one, to name the run record in
+ * its failure notice without quoting the message.
+ */
+export const FAILED_RUN_MARKER = Object.freeze({ start: '[run run-', end: ']' } as const)
+
 export { STATE_PARTITIONS, STATE_TABLE_KEYS } from '../core/state-table.ts'
 /** A secret known by name reaches the functions as `secretsmanager:<name>` (see source-secrets.ts). */
 export { SECRET_NAME_PREFIX } from '../adapters/aws/source-secrets.ts'

@@ -283,6 +283,52 @@ describe('state machine definition run by a JSONata interpreter (simulated Step 
     ])
   })
 
+  it('a failure notice names table, step, batch, error class, run record key and links to the logs, never the cause', async () => {
+    const batchId = '20240101T000000.000Z-abcdef'
+    const secretish = "customer_id=42 name='Ana Lima' in SELECT * FROM dim_small WHERE name = 'Ana Lima'"
+    const result = await machine.run({
+      input: { table: 'small', reason: 'nightly' },
+      executionName: 'exec-1',
+      invoke: async (name) => {
+        if (roles.get(name) === 'extract')
+          return { table: 'small', batchId, rows: 3, bytes: 9, complete: true }
+        throw Object.assign(new Error(`mass delete refused: ${secretish}`), {
+          name: 'MassDeleteRefusedError',
+        })
+      },
+    })
+    expect(result).toMatchObject({ status: 'FAILED', error: 'MassDeleteRefusedError' })
+    const published = result.calls.filter((c) => c.resource === SNS_PUBLISH)
+    expect(published).toHaveLength(1)
+    const { Subject, Message } = published[0]!.arguments as { Subject: string; Message: string }
+    expect(Subject).toBe('dimsync: small failed in Merge (MassDeleteRefusedError)')
+    expect(Message).not.toContain('Ana Lima')
+    expect(Message).not.toContain('SELECT')
+    const execution = 'arn:aws:states:us-east-1:123456789012:execution:simulated:exec-1'
+    const notice = JSON.parse(Message) as Record<string, unknown>
+    expect(notice).toEqual({
+      table: 'small',
+      step: 'Merge',
+      error: 'MassDeleteRefusedError',
+      batchId,
+      mode: null,
+      reason: 'nightly',
+      runRecord: {
+        stateTable: expect.stringMatching(/^StorageState/),
+        pk: 'RUNS#small',
+        sk: `RUNID#run-${batchId}`,
+      },
+      execution,
+      links: {
+        execution: `https://us-east-1.console.aws.amazon.com/states/home?region=us-east-1#/v2/executions/details/${execution}`,
+        logs: expect.stringMatching(
+          /^https:\/\/us-east-1\.console\.aws\.amazon\.com\/cloudwatch\/home\?region=us-east-1#logsV2:log-groups\/log-group\/MergeMedium\w*Logs\w+$/,
+        ),
+      },
+      logGroup: expect.stringMatching(/^MergeMedium\w*Logs/),
+    })
+  })
+
   it('the interpreter refuses what it does not simulate instead of skipping it', async () => {
     const base = machine.definition
     const variant = (patch: (d: { States: Record<string, Record<string, unknown>> }) => void) => {
@@ -502,13 +548,15 @@ describe('state machine definition run by a JSONata interpreter (simulated Step 
       expect(published).toHaveLength(1)
       const { Subject, Message } = published[0]!.arguments as { Subject: string; Message: string }
       expect(Subject).toBe('dimsync: broken failed in Extract (ConfigError)')
-      expect(JSON.parse(Message)).toMatchObject({
-        table: 'broken',
-        step: 'Extract',
-        error: 'ConfigError',
-        cause: result.cause,
-        batchId: null,
-      })
+      const notice = JSON.parse(Message) as { batchId: string; runRecord: { pk: string; sk: string } }
+      expect(notice).toMatchObject({ table: 'broken', step: 'Extract', error: 'ConfigError' })
+      expect(notice).not.toHaveProperty('cause')
+      expect(Message).not.toContain('colour')
+      // The extract failed on its first pass: the batch and its run record come from the function's error.
+      expect(notice.batchId).toMatch(/^\d{8}T\d{6}\.\d{3}Z-[0-9a-f]{6}$/)
+      expect(notice.runRecord).toMatchObject({ pk: 'RUNS#broken', sk: `RUNID#run-${notice.batchId}` })
+      const runs = await deps.state.listRuns('broken', 10)
+      expect(runs.map((r) => [r.runId, r.status])).toEqual([[`run-${notice.batchId}`, 'failed']])
     })
 
     /** An earlier pass that stopped before its time limit keeps the table's lease for its next pass. */

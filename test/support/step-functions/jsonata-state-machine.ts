@@ -678,7 +678,8 @@ export class JsonataStateMachine {
  * The Step Functions definition of a synthesized stack (a CloudFormation template as JSON), its CloudFormation
  * tokens replaced by recognizable values: a Lambda function's ARN by `lambdaArnOf(logicalId)` (a version's by
  * `lambdaVersionArnOf(functionId, versionId)`), a topic's by
- * `topicArnOf(logicalId)`, the pseudo parameters by us-east-1 / 123456789012. Any other token is refused.
+ * `topicArnOf(logicalId)`, the name of a schedule, log group or DynamoDB table by its logical id, the pseudo
+ * parameters by us-east-1 / 123456789012. Any other token is refused.
  */
 export function definitionFromTemplate(
   template: {
@@ -717,8 +718,9 @@ export function definitionFromTemplate(
     }
     if (t.Ref !== undefined && pseudo[t.Ref] !== undefined) return pseudo[t.Ref]!
     if (t.Ref !== undefined && template.Resources[t.Ref]?.Type === 'AWS::SNS::Topic') return topicArnOf(t.Ref)
-    // A schedule's Ref is its name; its logical id stands in for it.
-    if (t.Ref !== undefined && template.Resources[t.Ref]?.Type === 'AWS::Scheduler::Schedule') return t.Ref
+    // A schedule's, log group's or DynamoDB table's Ref is its name; its logical id stands in for it.
+    const named = ['AWS::Scheduler::Schedule', 'AWS::Logs::LogGroup', 'AWS::DynamoDB::Table']
+    if (t.Ref !== undefined && named.includes(template.Resources[t.Ref]?.Type ?? '')) return t.Ref
     throw new UnsupportedDefinitionError(`CloudFormation token ${JSON.stringify(token)} in the definition`)
   }
   let text: string
