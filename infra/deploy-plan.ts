@@ -29,6 +29,8 @@ export interface TablePlan {
   readonly source?: { readonly urlEnv: string; readonly secret: string }
   /** The s3:// path (or glob) of a file source: the extract function may read there and nowhere else. */
   readonly sourceFiles?: string
+  /** A file source that reads only the files not merged yet (`files: new_only`): no full reload. */
+  readonly newFilesOnly: boolean
 }
 
 export interface DeploymentPlan {
@@ -123,6 +125,7 @@ export function planDeployment(project: ProjectSpec): DeploymentPlan {
     return {
       name: table.name,
       mode: table.extract.mode,
+      newFilesOnly: table.source.type === 'file' && table.source.files === 'new_only',
       functionClass: id,
       ...(schedule !== undefined ? { schedule } : {}),
       ...(stalenessWindowMinutes !== undefined ? { stalenessWindowMinutes } : {}),

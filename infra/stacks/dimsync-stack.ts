@@ -152,6 +152,7 @@ export class DimsyncStack extends Stack {
           merge: merge.version,
           extractLogGroup: extract.logGroup,
           mergeLogGroup: merge.logGroup,
+          settings: { mode: t.mode, newFilesOnly: t.newFilesOnly },
         })
     }
 
@@ -162,6 +163,7 @@ export class DimsyncStack extends Stack {
       topic: notifications.topic,
       topicKey: notifications.key,
       stateTableName: this.storage.stateTable.tableName,
+      staging: { bucket: this.storage.bucket, prefix: STAGING_PREFIX },
       executionLogs: plan.executionLogs,
       logRetentionDays: plan.logRetentionDays,
       removalPolicy,

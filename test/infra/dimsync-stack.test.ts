@@ -200,10 +200,11 @@ describe('DimsyncStack (bundling skipped)', () => {
     ])
     expect(choice.Default).toBe('Merge')
     const check = States.CheckInput as { Choices: { Next: string }[]; Default: string }
-    expect(check.Choices.map((c) => c.Next)).toEqual(['RefuseUnknownTable', 'RefuseInvalidInput'])
+    expect(check.Choices.map((c) => c.Next)).toEqual(['RefuseUnknownTable', 'RefuseInvalidInput', 'Replay'])
+    expect(check.Default).toBe('Start')
     expect(States.UnknownTable!.Cause).toBe(
       '{% "table " & $string($states.input.table) & " is not deployed by this stack (tables: customers, orders, products); ' +
-        'start an execution with {\\"table\\": \\"customers\\", \\"mode\\": \\"full\\"}" %}',
+        'start an execution with {\\"table\\": \\"customers\\"}" %}',
     )
   })
 

@@ -19,6 +19,7 @@ import { PostgresFunctionEnv } from '../support/aws/postgres-functions.ts'
 import { captureStdout, fakeContext, nearTheDeadline, stagingExtract } from '../support/aws/lambda.ts'
 import {
   JsonataStateMachine,
+  LIST_OBJECTS,
   PUT_METRIC_DATA,
   SNS_PUBLISH,
   UnsupportedDefinitionError,
@@ -48,6 +49,13 @@ tables:
     key: id
   - name: broken
     source: { type: postgres, url_env: DB_URL, table: public.items }
+    key: id
+  - name: orders
+    source: { type: postgres, url_env: DB_URL, table: public.orders }
+    key: id
+    extract: { mode: incremental, cursor: updated_at }
+  - name: drops
+    source: { type: file, path: 's3://landing/drops/*.csv', files: new_only }
     key: id
 aws:
   secrets:
@@ -132,8 +140,8 @@ describe('state machine definition run by a JSONata interpreter (simulated Step 
       status: 'FAILED',
       error: 'UnknownTable',
       cause:
-        'table nope is not deployed by this stack (tables: items, small, broken); ' +
-        'start an execution with {"table": "items", "mode": "full"}',
+        'table nope is not deployed by this stack (tables: items, small, broken, orders, drops); ' +
+        'start an execution with {"table": "items"}',
       visited: ['CheckInput', 'RefuseUnknownTable', 'UnknownTable'],
       invocations: [],
     })
@@ -154,7 +162,131 @@ describe('state machine definition run by a JSONata interpreter (simulated Step 
       error: 'InvalidInput',
       visited: ['CheckInput', 'RefuseInvalidInput', 'InvalidInput'],
     })
-    expect(badMode.cause).toContain('(got delta)')
+    expect(badMode.cause).toContain('(got "delta")')
+  })
+
+  /** A console typo: the execution fails as InvalidInput with `cause` (one line), nothing invoked, no notice. */
+  async function refused(input: Json, cause: string | RegExp) {
+    const result = await machine.run({ input, invoke: notInvoked })
+    expect(result).toMatchObject({
+      status: 'FAILED',
+      error: 'InvalidInput',
+      visited: ['CheckInput', 'RefuseInvalidInput', 'InvalidInput'],
+      invocations: [],
+    })
+    if (typeof cause === 'string') expect(result.cause).toBe(cause)
+    else expect(result.cause).toMatch(cause)
+    expect(result.cause).not.toContain('\n')
+    // Told to who started it (counted as reported), never notified, never counted as a failed load.
+    expect(result.calls.map((c) => c.resource)).toEqual([PUT_METRIC_DATA])
+    expect(metricsOf(result, 'RefuseInvalidInput').map((m) => m.MetricName)).toEqual(['FailuresReported'])
+    return result
+  }
+
+  it("refuses a console typo against the table's deployed settings: InvalidInput with a one-line reason, no notice, no LoadFailed", async () => {
+    await refused(
+      { table: 'items', mode: 'incremental' },
+      'mode: table items is configured for full extracts; "incremental" needs extract.cursor in dimsync.yaml (start it without a mode)',
+    )
+    await refused(
+      { table: 'drops', mode: 'full' },
+      'mode: table drops reads new files only (source.files: new_only), so "full" would not read the files merged already; start it without a mode',
+    )
+    await refused({ table: 'items', whenBusy: 'wait' }, 'whenBusy: must be "fail" or "skip" (got "wait")')
+    await refused(
+      { table: 'items', reason: 'x'.repeat(1000) + 'y' },
+      'reason: must be a text of at most 1000 characters (got 1001)',
+    )
+    await refused(
+      { table: 'items', reason: 42 },
+      'reason: must be a text of at most 1000 characters (got 42)',
+    )
+    await refused(
+      {},
+      'table: is required (tables: items, small, broken, orders, drops); start an execution with {"table": "items"}',
+    )
+    await refused('items', 'the input must be a JSON object like {"table": "items"} (got "items")')
+    await refused(
+      { table: 'items', mdoe: 'full', resume: { pass: 1 } },
+      'mdoe, resume: unknown keys (the input takes table, mode, reason, whenBusy, batchId)',
+    )
+    // Every problem of one input, on one line.
+    await refused(
+      { table: 'items', mode: 'delta', whenBusy: 'never' },
+      'mode: must be "full" or "incremental" (got "delta"); whenBusy: must be "fail" or "skip" (got "never")',
+    )
+    await refused(
+      { table: 'items', batchId: 'no such/batch' },
+      /^batchId: must be the id of a staged batch, like 20240310T143000\.000Z-3f9a1c \(got "no such\/batch"\)$/,
+    )
+    await refused(
+      { table: 'items', batchId: '20240310T143000.000Z-3f9a1c', mode: 'full' },
+      'mode: cannot be given with batchId (a batchId merges a staged batch again, without extracting)',
+    )
+    // What a schedule sends, and the configured modes, pass.
+    const passes: LambdaInvoker = async (name) =>
+      roles.get(name) === 'extract'
+        ? { table: 'x', batchId: 'b1', rows: 0, bytes: 0, complete: true }
+        : { table: 'x', batchId: 'b1', status: 'merged', watermark: 'none' }
+    const valid: Json[] = [
+      { table: 'items', reason: 'schedule', whenBusy: 'skip' },
+      { table: 'orders', mode: 'incremental' },
+      { table: 'orders', mode: 'full', reason: 'x'.repeat(1000) },
+      { table: 'drops', mode: '', whenBusy: null },
+    ]
+    for (const input of valid)
+      expect((await machine.run({ input, invoke: passes })).status, JSON.stringify(input)).toBe('SUCCEEDED')
+  })
+
+  it('a batchId replays that staged batch without extracting; a batch that is not staged is refused as InvalidInput', async () => {
+    const batchId = '20240310T143000.000Z-3f9a1c'
+    const listed: Json[] = []
+    const staged = (keyCount: number) => (call: { resource: string; arguments: Json }) => {
+      if (call.resource !== LIST_OBJECTS) return {}
+      listed.push(call.arguments)
+      return { KeyCount: keyCount, Contents: [] }
+    }
+    const merged = await machine.run({
+      input: { table: 'small', batchId, reason: 'replay after the fix' },
+      invoke: async (name, payload) => {
+        expect(roles.get(name)).toBe('merge')
+        expect(payload).toEqual({ table: 'small', batchId })
+        return { table: 'small', batchId, status: 'merged', watermark: 'advanced', counts: {} }
+      },
+      callService: staged(1),
+    })
+    expect(merged).toMatchObject({ status: 'SUCCEEDED', output: { table: 'small', batchId, rows: 0 } })
+    expect(merged.visited).toEqual([
+      'CheckInput',
+      'Replay',
+      'CheckStaged',
+      'BatchStaged',
+      'Merge',
+      'RecordSuccess',
+      'Done',
+    ])
+    expect(listed).toEqual([
+      {
+        Bucket: expect.stringMatching(/^StorageStaging/),
+        Prefix: `staging/small/${batchId}/_manifest.json`,
+        MaxKeys: 1,
+      },
+    ])
+
+    const missing = await machine.run({
+      input: { table: 'small', batchId },
+      invoke: notInvoked,
+      callService: staged(0),
+    })
+    expect(missing).toMatchObject({ status: 'FAILED', error: 'InvalidInput', invocations: [] })
+    expect(missing.cause).toMatch(
+      new RegExp(
+        `^batchId: batch ${batchId} of table small is not staged \\(nothing at s3://StorageStaging\\w+/staging/small/${batchId}/_manifest\\.json\\); `,
+      ),
+    )
+    expect(missing.visited.slice(-3)).toEqual(['BatchStaged', 'RefuseUnstagedBatch', 'BatchNotStaged'])
+    expect(missing.calls.filter((c) => c.resource === SNS_PUBLISH)).toEqual([])
+    expect(metricsOf(missing, 'RefuseUnstagedBatch').map((m) => m.MetricName)).toEqual(['FailuresReported'])
   })
 
   it('takes "mode": null as no mode, as the functions do', async () => {
@@ -557,6 +689,46 @@ describe('state machine definition run by a JSONata interpreter (simulated Step 
       expect(notice.runRecord).toMatchObject({ pk: 'RUNS#broken', sk: `RUNID#run-${notice.batchId}` })
       const runs = await deps.state.listRuns('broken', 10)
       expect(runs.map((r) => [r.runId, r.status])).toEqual([[`run-${notice.batchId}`, 'failed']])
+    })
+
+    it('a console replay merges the batch a failed merge left staged, without extracting again', async () => {
+      const { box, deps } = await sandbox()
+      const staged = await captureStdout(() =>
+        stagingExtract({ deps: async () => deps })({ table: 'small' }, fakeContext()),
+      )
+      const { batchId } = staged.result
+      const result = await machine.run({
+        input: { table: 'small', batchId },
+        invoke: invoker(deps),
+        // The state machine's S3 call, answered by the sandbox's bucket on s3rver.
+        callService: async (call) => {
+          if (call.resource !== LIST_OBJECTS) return {}
+          const { Prefix, MaxKeys } = call.arguments as { Prefix: string; MaxKeys: number }
+          const listed = await env.s3.client.send(
+            new ListObjectsV2Command({ Bucket: box.bucket, Prefix, MaxKeys }),
+          )
+          return { KeyCount: listed.KeyCount ?? 0 }
+        },
+      })
+      expect([result.status, result.error, result.cause]).toEqual(['SUCCEEDED', undefined, undefined])
+      expect(result.invocations.map((i) => [i.state, i.payload])).toEqual([
+        ['Merge', { table: 'small', batchId }],
+      ])
+      expect(await env.currentVersions(box, deps, 'dim_small', 's')).toEqual([
+        { versions: 30, keys: 30, lo: 1, hi: 30, wrong: 0 },
+      ])
+      // Merged and removed: replaying it again is refused, nothing invoked.
+      const again = await machine.run({
+        input: { table: 'small', batchId },
+        invoke: notInvoked,
+        callService: async (call) => {
+          if (call.resource !== LIST_OBJECTS) return {}
+          const { Prefix } = call.arguments as { Prefix: string }
+          const listed = await env.s3.client.send(new ListObjectsV2Command({ Bucket: box.bucket, Prefix }))
+          return { KeyCount: listed.KeyCount ?? 0 }
+        },
+      })
+      expect(again).toMatchObject({ status: 'FAILED', error: 'InvalidInput' })
     })
 
     /** An earlier pass that stopped before its time limit keeps the table's lease for its next pass. */
