@@ -48,6 +48,11 @@ export interface DeploymentPlan {
   readonly reservedConcurrency?: AwsDeploymentSpec['reservedConcurrency']
   readonly logRetentionDays: number
   readonly removalPolicy: 'retain' | 'destroy'
+  /** What accounts governed by SCPs ask of the roles and resources (see AwsDeploymentSpec). */
+  readonly permissionsBoundary?: string
+  readonly roleNamePrefix?: string
+  readonly tags?: Readonly<Record<string, string>>
+  readonly bootstrapQualifier?: string
 }
 
 const DEFAULT_SIZE: LambdaSizeSpec = { sizeClass: 'medium', memoryMb: 2048, timeoutSeconds: 900 }
@@ -150,5 +155,9 @@ export function planDeployment(project: ProjectSpec): DeploymentPlan {
     ...(aws?.reservedConcurrency !== undefined ? { reservedConcurrency: aws.reservedConcurrency } : {}),
     logRetentionDays: aws?.logRetentionDays ?? 30,
     removalPolicy: aws?.removalPolicy ?? 'retain',
+    ...(aws?.permissionsBoundary !== undefined ? { permissionsBoundary: aws.permissionsBoundary } : {}),
+    ...(aws?.roleNamePrefix !== undefined ? { roleNamePrefix: aws.roleNamePrefix } : {}),
+    ...(aws?.tags !== undefined ? { tags: aws.tags } : {}),
+    ...(aws?.bootstrapQualifier !== undefined ? { bootstrapQualifier: aws.bootstrapQualifier } : {}),
   }
 }

@@ -47,8 +47,8 @@ export interface OrchestratedTable {
 export interface OrchestrationProps {
   readonly tables: readonly OrchestratedTable[]
   readonly topic: sns.ITopic
-  /** The topic's KMS key: publishing needs kms:GenerateDataKey and kms:Decrypt on it. */
-  readonly topicKey: kms.IKey
+  /** The topic's KMS key, if it has one: publishing needs kms:GenerateDataKey and kms:Decrypt on it. */
+  readonly topicKey?: kms.IKey
   /** The state table's name: a failure notice gives the key of the run record in it. */
   readonly stateTableName: string
   /** Where batches are staged: a replay (`batchId` in the input) checks that its batch is there. */
@@ -489,12 +489,13 @@ export class Orchestration extends Construct {
       }),
     )
     // What SNS asks of a publisher to an encrypted topic, named exactly (no kms:GenerateDataKey* wildcard).
-    this.stateMachine.addToRolePolicy(
-      new iam.PolicyStatement({
-        actions: ['kms:Decrypt', 'kms:GenerateDataKey'],
-        resources: [props.topicKey.keyArn],
-      }),
-    )
+    if (props.topicKey !== undefined)
+      this.stateMachine.addToRolePolicy(
+        new iam.PolicyStatement({
+          actions: ['kms:Decrypt', 'kms:GenerateDataKey'],
+          resources: [props.topicKey.keyArn],
+        }),
+      )
     scopedPolicy(this, 'Metrics', {
       role: this.stateMachine.role,
       statements: [

@@ -10,15 +10,24 @@ import { STATE_TABLE_KEYS } from '../../lib/runtime/aws-env.ts'
 
 export interface StorageProps {
   readonly removalPolicy: RemovalPolicy
+  /** False when the loader stages in an existing bucket (default true). */
+  readonly createBucket?: boolean
+  /** False when the loader keeps its state in an existing table (default true). */
+  readonly createStateTable?: boolean
 }
 
 export class Storage extends Construct {
-  readonly bucket: s3.Bucket
-  readonly stateTable: dynamodb.Table
+  readonly bucket?: s3.Bucket
+  readonly stateTable?: dynamodb.Table
 
   constructor(scope: Construct, id: string, props: StorageProps) {
     super(scope, id)
-    this.bucket = new s3.Bucket(this, 'Staging', {
+    if (props.createBucket !== false) this.bucket = Storage.#bucket(this, props)
+    if (props.createStateTable !== false) this.stateTable = Storage.#stateTable(this, props)
+  }
+
+  static #bucket(scope: Construct, props: StorageProps): s3.Bucket {
+    const bucket = new s3.Bucket(scope, 'Staging', {
       encryption: s3.BucketEncryption.S3_MANAGED,
       blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
       enforceSSL: true,
@@ -33,14 +42,17 @@ export class Storage extends Construct {
         { id: 'abort-incomplete-uploads', abortIncompleteMultipartUploadAfter: Duration.days(1) },
       ],
     })
-    Validations.of(this.bucket).acknowledge({
+    Validations.of(bucket).acknowledge({
       id: 'AwsSolutions-S1',
       reason:
         'Staged batches are transient copies of source rows, written and read only by the two dimsync roles; ' +
         'access is audited with CloudTrail data events when needed, a second bucket of access logs adds cost, not control.',
     })
+    return bucket
+  }
 
-    this.stateTable = new dynamodb.Table(this, 'State', {
+  static #stateTable(scope: Construct, props: StorageProps): dynamodb.Table {
+    return new dynamodb.Table(scope, 'State', {
       partitionKey: { name: STATE_TABLE_KEYS.partitionKey, type: dynamodb.AttributeType.STRING },
       sortKey: { name: STATE_TABLE_KEYS.sortKey, type: dynamodb.AttributeType.STRING },
       billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,

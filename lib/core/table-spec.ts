@@ -281,4 +281,12 @@ export interface AwsDeploymentSpec {
   readonly logRetentionDays: number
   /** `retain` keeps the bucket and state table when the stack is deleted. */
   readonly removalPolicy: 'retain' | 'destroy'
+  /** Managed policy name or ARN set as the permissions boundary of every role the stack creates. */
+  readonly permissionsBoundary?: string
+  /** Every role the stack creates is named with this prefix. */
+  readonly roleNamePrefix?: string
+  /** Tags of every resource of the stack. */
+  readonly tags?: Readonly<Record<string, string>>
+  /** Qualifier of the CDK bootstrap stack the deployment uses. */
+  readonly bootstrapQualifier?: string
 }

@@ -349,10 +349,11 @@ describe('DimsyncStack (bundling skipped)', () => {
         Dimensions: [{ Name: 'Table', Value: table }],
         ComparisonOperator: 'GreaterThanOrEqualToThreshold',
       })
-    // products is disabled: no staleness alarm. 3 failure + 2 staleness + 3 execution alarms (failed untold,
-    // timed out, throttled) + 3 per function (throttles, near timeout, errors) × 4 functions + one per
-    // dead-letter queue (3 tables, the staleness check) + starts dropped + target errors.
-    template.resourceCountIs('AWS::CloudWatch::Alarm', 26)
+    // products is disabled: no staleness alarm. 3 failure + 2 staleness + the staleness check's own + 4
+    // execution alarms (failed untold, timed out, throttled, aborted) + 3 per function (throttles, near
+    // timeout, errors) × 4 functions + one per dead-letter queue (3 tables, the staleness check) + starts
+    // dropped + target errors.
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 28)
     template.hasResourceProperties('AWS::SNS::Subscription', {
       Protocol: 'email',
       Endpoint: 'ops@example.com',
