@@ -215,7 +215,9 @@ export async function buildAwsDeps(
           `table ${table.name}: sources opened before prepareSources() resolved their secrets`,
         )
       }
-      return openSource(table, { baseDir: project.baseDir, env: sourceEnv })
+      // File sources on S3 read with the container's own S3 client (same endpoint as staging), so their calls
+      // are instrumented (X-Ray) like every other AWS call of the function.
+      return openSource(table, { baseDir: project.baseDir, env: sourceEnv, s3Client: s3 })
     },
     checkSourceColumns(table, columns) {
       assertTableMatchesSource(
