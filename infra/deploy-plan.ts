@@ -53,6 +53,9 @@ export interface DeploymentPlan {
   readonly roleNamePrefix?: string
   readonly tags?: Readonly<Record<string, string>>
   readonly bootstrapQualifier?: string
+  /** Customer-managed KMS key ARN of staging and logs, or `create`. */
+  readonly kmsKey?: string
+  readonly stagingVersioning: boolean
 }
 
 const DEFAULT_SIZE: LambdaSizeSpec = { sizeClass: 'medium', memoryMb: 2048, timeoutSeconds: 900 }
@@ -159,5 +162,7 @@ export function planDeployment(project: ProjectSpec): DeploymentPlan {
     ...(aws?.roleNamePrefix !== undefined ? { roleNamePrefix: aws.roleNamePrefix } : {}),
     ...(aws?.tags !== undefined ? { tags: aws.tags } : {}),
     ...(aws?.bootstrapQualifier !== undefined ? { bootstrapQualifier: aws.bootstrapQualifier } : {}),
+    ...(aws?.kmsKey !== undefined ? { kmsKey: aws.kmsKey } : {}),
+    stagingVersioning: aws?.stagingVersioning ?? false,
   }
 }

@@ -13,7 +13,8 @@ import { Annotations, Aspects, Names, RemovalPolicy, Stack, Tags, type IAspect }
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb'
 import * as ec2 from 'aws-cdk-lib/aws-ec2'
 import * as iam from 'aws-cdk-lib/aws-iam'
-import type * as kms from 'aws-cdk-lib/aws-kms'
+import * as kms from 'aws-cdk-lib/aws-kms'
+import * as logs from 'aws-cdk-lib/aws-logs'
 import type * as s3 from 'aws-cdk-lib/aws-s3'
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager'
 import type * as sns from 'aws-cdk-lib/aws-sns'
@@ -61,6 +62,12 @@ export interface DimsyncLoaderProps {
   /** The KMS key `existingTopic` is encrypted with, if it is (publishing then needs it). */
   readonly existingTopicKey?: kms.IKey
   /**
+   * Customer-managed key of the staging bucket (a new one, or the key `existingBucket` is encrypted with) and of
+   * every log group; overrides `aws.kms_key`. A key made in this app gets the policy CloudWatch Logs needs; an
+   * imported key's policy must already allow it.
+   */
+  readonly encryptionKey?: kms.IKey
+  /**
    * Permissions boundary of every IAM role the loader creates; overrides `aws.permissions_boundary` of the
    * config.
    */
@@ -103,6 +110,14 @@ export function loaderProject(scope: IConstruct, props: DimsyncLoaderProps): Pro
   return parseProject(text, file)
 }
 
+/** Encrypts every log group of a scope with `key` (set on the resource, so log groups made anywhere inside count). */
+class LogGroupKey implements IAspect {
+  constructor(private readonly key: kms.IKey) {}
+  visit(node: IConstruct): void {
+    if (node instanceof logs.CfnLogGroup && node.kmsKeyId === undefined) node.kmsKeyId = this.key.keyArn
+  }
+}
+
 /** Names every IAM role of a scope `<prefix><unique part>`, at most 64 characters. */
 class RoleNamePrefix implements IAspect {
   constructor(private readonly prefix: string) {}
@@ -122,6 +137,8 @@ export class DimsyncLoader extends Construct {
   readonly schedules: TableSchedules
   readonly monitoring: Monitoring
   readonly topic: sns.ITopic
+  /** The customer-managed key of staging and logs, if any. */
+  readonly encryptionKey?: kms.IKey
   readonly #secrets = new Map<string, secretsmanager.ISecret>()
 
   constructor(scope: Construct, id: string, props: DimsyncLoaderProps) {
@@ -131,10 +148,12 @@ export class DimsyncLoader extends Construct {
     const plan = planDeployment(project)
     this.plan = plan
     const removalPolicy = plan.removalPolicy === 'destroy' ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN
+    this.encryptionKey = this.#encryptionKey(plan, props, removalPolicy)
     this.storage =
       props.existingBucket !== undefined && props.existingStateTable !== undefined
         ? { bucket: props.existingBucket, stateTable: props.existingStateTable }
         : this.#storage(removalPolicy, props)
+    if (this.encryptionKey !== undefined) Aspects.of(this).add(new LogGroupKey(this.encryptionKey))
     let topicKey: kms.IKey | undefined
     if (props.existingTopic !== undefined) {
       this.topic = props.existingTopic
@@ -309,11 +328,48 @@ export class DimsyncLoader extends Construct {
     for (const [key, value] of Object.entries(plan.tags ?? {})) Tags.of(this).add(key, value)
   }
 
+  /** The key of `encryptionKey`, `aws.kms_key: <ARN>`, or a new one for `aws.kms_key: create`. */
+  #encryptionKey(
+    plan: DeploymentPlan,
+    props: DimsyncLoaderProps,
+    removalPolicy: RemovalPolicy,
+  ): kms.IKey | undefined {
+    const key =
+      props.encryptionKey ??
+      (plan.kmsKey === undefined
+        ? undefined
+        : plan.kmsKey === 'create'
+          ? new kms.Key(this, 'EncryptionKey', {
+              enableKeyRotation: true,
+              description: 'dimsync: staged batches and logs',
+              removalPolicy,
+            })
+          : kms.Key.fromKeyArn(this, 'EncryptionKey', plan.kmsKey))
+    // CloudWatch Logs encrypts a log group only with a key whose policy lets the service use it for that group
+    // (a no-op for an imported key, whose policy is its owner's).
+    const stack = Stack.of(this)
+    key?.addToResourcePolicy(
+      new iam.PolicyStatement({
+        principals: [new iam.ServicePrincipal(`logs.${stack.region}.amazonaws.com`)],
+        actions: ['kms:Encrypt*', 'kms:Decrypt*', 'kms:ReEncrypt*', 'kms:GenerateDataKey*', 'kms:Describe*'],
+        resources: ['*'],
+        conditions: {
+          ArnLike: {
+            'kms:EncryptionContext:aws:logs:arn': `arn:${stack.partition}:logs:${stack.region}:${stack.account}:log-group:*`,
+          },
+        },
+      }),
+    )
+    return key
+  }
+
   #storage(removalPolicy: RemovalPolicy, props: DimsyncLoaderProps) {
     const storage = new Storage(this, 'Storage', {
       removalPolicy,
       createBucket: props.existingBucket === undefined,
       createStateTable: props.existingStateTable === undefined,
+      versioned: this.plan.stagingVersioning,
+      ...(this.encryptionKey !== undefined ? { encryptionKey: this.encryptionKey } : {}),
     })
     return {
       bucket: props.existingBucket ?? storage.bucket!,
@@ -333,11 +389,27 @@ export class DimsyncLoader extends Construct {
     return secret
   }
 
-  /** Objects and listing under `staging/<table>/` of the class's tables only. */
+  /**
+   * Objects and listing under `staging/<table>/` of the class's tables only; with a customer-managed key, its use
+   * through S3 (writing needs a data key, reading decrypts).
+   */
   #grantStaging(fn: LoaderFunction, fnClass: FunctionClassPlan, actions: string[]): void {
     const bucket = this.storage.bucket
+    const key = this.encryptionKey
+    const writes = actions.includes('s3:PutObject')
     fn.addPolicy('Staging', {
       statements: [
+        ...(key !== undefined
+          ? [
+              new iam.PolicyStatement({
+                actions: writes ? ['kms:Decrypt', 'kms:GenerateDataKey'] : ['kms:Decrypt'],
+                resources: [key.keyArn],
+                conditions: {
+                  StringEquals: { 'kms:ViaService': `s3.${Stack.of(this).region}.amazonaws.com` },
+                },
+              }),
+            ]
+          : []),
         new iam.PolicyStatement({
           actions,
           resources: fnClass.tables.map((t) => bucket.arnForObjects(`${STAGING_PREFIX}/${t}/*`)),

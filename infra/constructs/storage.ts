@@ -4,6 +4,7 @@
  */
 import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib'
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb'
+import type * as kms from 'aws-cdk-lib/aws-kms'
 import * as s3 from 'aws-cdk-lib/aws-s3'
 import { Construct } from 'constructs'
 import { STATE_TABLE_KEYS } from '../../lib/runtime/aws-env.ts'
@@ -14,7 +15,14 @@ export interface StorageProps {
   readonly createBucket?: boolean
   /** False when the loader keeps its state in an existing table (default true). */
   readonly createStateTable?: boolean
+  /** Customer-managed key of the bucket; default SSE-S3. */
+  readonly encryptionKey?: kms.IKey
+  /** Keep earlier object versions (they expire after NONCURRENT_DAYS). */
+  readonly versioned?: boolean
 }
+
+/** How long a replaced or deleted staged object's earlier version is kept when the bucket is versioned. */
+export const NONCURRENT_DAYS = 30
 
 export class Storage extends Construct {
   readonly bucket?: s3.Bucket
@@ -28,7 +36,10 @@ export class Storage extends Construct {
 
   static #bucket(scope: Construct, props: StorageProps): s3.Bucket {
     const bucket = new s3.Bucket(scope, 'Staging', {
-      encryption: s3.BucketEncryption.S3_MANAGED,
+      ...(props.encryptionKey !== undefined
+        ? { encryption: s3.BucketEncryption.KMS, encryptionKey: props.encryptionKey, bucketKeyEnabled: true }
+        : { encryption: s3.BucketEncryption.S3_MANAGED }),
+      ...(props.versioned === true ? { versioned: true } : {}),
       blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
       enforceSSL: true,
       minimumTLSVersion: 1.2,
@@ -40,6 +51,15 @@ export class Storage extends Construct {
       lifecycleRules: [
         // An extract killed mid-upload leaves parts of a multipart upload that are billed but invisible.
         { id: 'abort-incomplete-uploads', abortIncompleteMultipartUploadAfter: Duration.days(1) },
+        ...(props.versioned === true
+          ? [
+              {
+                id: 'expire-earlier-versions',
+                noncurrentVersionExpiration: Duration.days(NONCURRENT_DAYS),
+                expiredObjectDeleteMarker: true,
+              },
+            ]
+          : []),
       ],
     })
     Validations.of(bucket).acknowledge({

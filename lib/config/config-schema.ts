@@ -449,6 +449,22 @@ export const awsSchema = strict({
       'Qualifier of the CDK bootstrap stack to deploy with (cdk bootstrap --qualifier ...), for accounts ' +
         'bootstrapped with their own. Default: the CDK default (hnb659fds).',
     ),
+  kms_key: patterned(
+    /^(create|arn:aws(-[a-z]+)*:kms:[a-z0-9-]+:\d{12}:key\/[A-Za-z0-9-]+)$/,
+    'create, or a KMS key ARN (arn:aws:kms:<region>:<account>:key/<key id>)',
+  )
+    .optional()
+    .describe(
+      'Customer-managed KMS key of the staging bucket and of every log group: a key ARN (its policy must let ' +
+        'CloudWatch Logs use it), or create (a new key with rotation). Default: SSE-S3 and the logs service key.',
+    ),
+  staging_versioning: z
+    .boolean({ error: expecting('true or false') })
+    .optional()
+    .describe(
+      'Keep earlier versions of staged objects (S3 versioning); they expire 30 days after being replaced or ' +
+        'deleted. Default false.',
+    ),
   // Still a known key, so the error says why it went instead of "unknown key".
   staging_expiry_days: z
     .unknown()

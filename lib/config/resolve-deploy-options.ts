@@ -130,6 +130,8 @@ export interface AwsDocument {
   readonly role_name_prefix?: string | undefined
   readonly tags?: Readonly<Record<string, string>> | undefined
   readonly bootstrap_qualifier?: string | undefined
+  readonly kms_key?: string | undefined
+  readonly staging_versioning?: boolean | undefined
 }
 
 /**
@@ -193,5 +195,7 @@ export function resolveAws(aws: AwsDocument, tables: readonly TableSpec[], add: 
     ...(aws.role_name_prefix !== undefined ? { roleNamePrefix: aws.role_name_prefix } : {}),
     ...(aws.tags !== undefined ? { tags: { ...aws.tags } } : {}),
     ...(aws.bootstrap_qualifier !== undefined ? { bootstrapQualifier: aws.bootstrap_qualifier } : {}),
+    ...(aws.kms_key !== undefined ? { kmsKey: aws.kms_key } : {}),
+    ...(aws.staging_versioning !== undefined ? { stagingVersioning: aws.staging_versioning } : {}),
   }
 }

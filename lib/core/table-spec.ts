@@ -289,4 +289,8 @@ export interface AwsDeploymentSpec {
   readonly tags?: Readonly<Record<string, string>>
   /** Qualifier of the CDK bootstrap stack the deployment uses. */
   readonly bootstrapQualifier?: string
+  /** Customer-managed KMS key (ARN, or `create`) of the staging bucket and the log groups. */
+  readonly kmsKey?: string
+  /** S3 versioning of the staging bucket. */
+  readonly stagingVersioning?: boolean
 }
