@@ -56,7 +56,12 @@ export interface DeploymentPlan {
   /** Customer-managed KMS key ARN of staging and logs, or `create`. */
   readonly kmsKey?: string
   readonly stagingVersioning: boolean
+  /** Published versions kept per function. */
+  readonly functionVersionsKept: number
 }
+
+/** Published versions kept per function when the config does not say. */
+export const DEFAULT_VERSIONS_KEPT = 5
 
 const DEFAULT_SIZE: LambdaSizeSpec = { sizeClass: 'medium', memoryMb: 2048, timeoutSeconds: 900 }
 
@@ -164,5 +169,6 @@ export function planDeployment(project: ProjectSpec): DeploymentPlan {
     ...(aws?.bootstrapQualifier !== undefined ? { bootstrapQualifier: aws.bootstrapQualifier } : {}),
     ...(aws?.kmsKey !== undefined ? { kmsKey: aws.kmsKey } : {}),
     stagingVersioning: aws?.stagingVersioning ?? false,
+    functionVersionsKept: aws?.functionVersionsKept ?? DEFAULT_VERSIONS_KEPT,
   }
 }

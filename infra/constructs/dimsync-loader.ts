@@ -36,6 +36,7 @@ import { Monitoring, Notifications } from './monitoring.ts'
 import { Orchestration, type OrchestratedTable } from './orchestration.ts'
 import { Storage } from './storage.ts'
 import { TableSchedules, type ScheduledTable } from './table-schedules.ts'
+import { VersionPruning } from './version-pruning.ts'
 
 /** dimsync.yaml as a TypeScript value: the same keys, the same rules (checked by the same parser). */
 export type DimsyncConfig = z.input<typeof configDocumentSchema>
@@ -311,6 +312,12 @@ export class DimsyncLoader extends Construct {
           `table ${t.name} has no staleness alarm: ${t.stalenessSkipped}`,
         )
     }
+    new VersionPruning(this, 'PruneVersions', {
+      versions: Object.values(this.functions).flatMap((pair) => [pair.extract.version, pair.merge.version]),
+      keep: plan.functionVersionsKept,
+      logRetentionDays: plan.logRetentionDays,
+      removalPolicy,
+    })
     this.#governance(plan, props)
   }
 

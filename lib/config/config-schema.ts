@@ -465,6 +465,12 @@ export const awsSchema = strict({
       'Keep earlier versions of staged objects (S3 versioning); they expire 30 days after being replaced or ' +
         'deleted. Default false.',
     ),
+  function_versions_kept: wholeNumber('versions', 1, 100)
+    .optional()
+    .describe(
+      'Published versions kept per function: each deploy deletes older ones, once replaced for more than 24 ' +
+        'hours (no execution can still use them). Default 5.',
+    ),
   // Still a known key, so the error says why it went instead of "unknown key".
   staging_expiry_days: z
     .unknown()

@@ -132,6 +132,7 @@ export interface AwsDocument {
   readonly bootstrap_qualifier?: string | undefined
   readonly kms_key?: string | undefined
   readonly staging_versioning?: boolean | undefined
+  readonly function_versions_kept?: number | undefined
 }
 
 /**
@@ -197,5 +198,6 @@ export function resolveAws(aws: AwsDocument, tables: readonly TableSpec[], add: 
     ...(aws.bootstrap_qualifier !== undefined ? { bootstrapQualifier: aws.bootstrap_qualifier } : {}),
     ...(aws.kms_key !== undefined ? { kmsKey: aws.kms_key } : {}),
     ...(aws.staging_versioning !== undefined ? { stagingVersioning: aws.staging_versioning } : {}),
+    ...(aws.function_versions_kept !== undefined ? { functionVersionsKept: aws.function_versions_kept } : {}),
   }
 }

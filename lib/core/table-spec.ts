@@ -293,4 +293,6 @@ export interface AwsDeploymentSpec {
   readonly kmsKey?: string
   /** S3 versioning of the staging bucket. */
   readonly stagingVersioning?: boolean
+  /** Published versions kept per function (older ones are deleted on deploy). */
+  readonly functionVersionsKept?: number
 }

@@ -37,8 +37,8 @@ describe('at rest: a customer-managed KMS key for staging and logs, staging vers
       ]),
     )
     const logGroups = resources(template, 'AWS::Logs::LogGroup')
-    // Extract and merge, the loader's and the staleness check's state machines.
-    expect(logGroups.length).toBe(4)
+    // Extract and merge, the loader's and the staleness check's state machines, the version pruning.
+    expect(logGroups.length).toBe(5)
     for (const group of logGroups) expect(group.Properties.KmsKeyId).toBe(KEY_ARN)
 
     const extract = kmsStatements(statementsOf(template, 'ExtractMediumRole'))

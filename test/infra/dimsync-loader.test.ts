@@ -5,7 +5,7 @@ import path from 'node:path'
 import { Template } from 'aws-cdk-lib/assertions'
 import { describe, expect, it } from 'vitest'
 import { markdownBlocks } from '../support/markdown-blocks.ts'
-import { deploymentYaml, NO_BUNDLING, synthStack } from './support/synth-stack.ts'
+import { deploymentYaml, loaderFunctionsOf, NO_BUNDLING, synthStack } from './support/synth-stack.ts'
 
 const ROOT = path.join(import.meta.dirname, '..', '..')
 const EXAMPLE = path.join(ROOT, 'examples', 'aws', 'cdk-app.ts')
@@ -46,9 +46,9 @@ describe('DimsyncLoader in a CDK app of its own', () => {
     // Nothing of its own where the team gave one: no bucket, state table, topic or notification key.
     for (const type of ['AWS::S3::Bucket', 'AWS::DynamoDB::Table', 'AWS::SNS::Topic', 'AWS::KMS::Key'])
       expect(ofType(template, type), type).toEqual([])
-    const functions = ofType(template, 'AWS::Lambda::Function').map(
-      ([, f]) => (f.Properties!.Environment as { Variables: Record<string, unknown> }).Variables,
-    )
+    const functions = Object.values(
+      loaderFunctionsOf({ findResources: (t) => Object.fromEntries(ofType(template, t)) }),
+    ).map((f) => f.Properties.Environment!.Variables)
     expect(functions).toHaveLength(2)
     for (const env of functions)
       expect(env).toMatchObject({
