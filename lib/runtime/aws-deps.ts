@@ -54,6 +54,7 @@ export interface AwsSettings {
   readonly s3Endpoint?: string
   readonly dynamoDbEndpoint?: string
   readonly secretsManagerEndpoint?: string
+  readonly bigQueryEndpoint?: string
 }
 
 /**
@@ -91,6 +92,7 @@ export function readAwsSettings(env: Env): AwsSettings {
     s3Endpoint: readUrl(env, AWS_ENV.s3Endpoint),
     dynamoDbEndpoint: readUrl(env, AWS_ENV.dynamoDbEndpoint),
     secretsManagerEndpoint: readUrl(env, AWS_ENV.secretsManagerEndpoint),
+    bigQueryEndpoint: readUrl(env, AWS_ENV.bigQueryEndpoint),
   }
 }
 
@@ -283,6 +285,7 @@ async function openWarehouse(
       return await openBigQueryWarehouse(project.warehouse, {
         secretArn: settings.bigQuerySecretArn,
         getSecret,
+        ...(settings.bigQueryEndpoint !== undefined ? { endpoint: settings.bigQueryEndpoint } : {}),
       })
     }
   }

@@ -38,6 +38,8 @@ export const AWS_ENV = Object.freeze({
   s3Endpoint: 'DIMSYNC_S3_ENDPOINT',
   dynamoDbEndpoint: 'DIMSYNC_DYNAMODB_ENDPOINT',
   secretsManagerEndpoint: 'DIMSYNC_SECRETSMANAGER_ENDPOINT',
+  /** A BigQuery API endpoint that takes no Google credentials (the tests' emulator); unset in deployments. */
+  bigQueryEndpoint: 'DIMSYNC_BIGQUERY_ENDPOINT',
   /** Powertools settings the functions read (set by the stack): service name, metrics namespace, log level. */
   serviceName: 'POWERTOOLS_SERVICE_NAME',
   metricsNamespace: 'POWERTOOLS_METRICS_NAMESPACE',

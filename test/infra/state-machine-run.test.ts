@@ -1,4 +1,5 @@
 import { mkdtempSync } from 'node:fs'
+import { writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 
@@ -13,10 +14,19 @@ import { createExtractHandler, createMergeHandler } from '../../functions/shared
 import { buildApp } from '../../infra/build-app.ts'
 import { parseProject } from '../../lib/config/index.ts'
 import type { ProjectSpec } from '../../lib/core/table-spec.ts'
-import type { AwsDeps } from '../../lib/runtime/aws-deps.ts'
-import { postgresReachable } from '../integration/sources/support/db-services.ts'
+import { buildAwsDeps, type AwsDeps } from '../../lib/runtime/aws-deps.ts'
+import { AWS_ENV } from '../../lib/runtime/aws-env.ts'
+import { PG_URL, postgresReachable } from '../integration/sources/support/db-services.ts'
+import { BigQueryEmulator } from '../support/bigquery-emulator/bigquery-emulator.ts'
+import { ZetaSqlService } from '../support/bigquery-emulator/zetasql-service.ts'
 import { PostgresFunctionEnv } from '../support/aws/postgres-functions.ts'
-import { captureStdout, fakeContext, nearTheDeadline, stagingExtract } from '../support/aws/lambda.ts'
+import {
+  captureStdout,
+  fakeContext,
+  makeSandbox,
+  nearTheDeadline,
+  stagingExtract,
+} from '../support/aws/lambda.ts'
 import {
   JsonataStateMachine,
   LIST_OBJECTS,
@@ -729,6 +739,64 @@ describe('state machine definition run by a JSONata interpreter (simulated Step 
         },
       })
       expect(again).toMatchObject({ status: 'FAILED', error: 'InvalidInput' })
+    })
+
+    describe('merging into BigQuery (the emulator, its SQL run by ZetaSQL)', () => {
+      let zetaSql: ZetaSqlService
+      let bigQuery: BigQueryEmulator
+
+      beforeAll(async () => {
+        process.env.METADATA_SERVER_DETECTION = 'none'
+        zetaSql = await ZetaSqlService.start()
+        bigQuery = await BigQueryEmulator.start({ zetaSql })
+        bigQuery.createDataset('acme-dw', 'history', { location: 'EU' })
+      })
+      afterAll(async () => {
+        await bigQuery?.stop()
+        await zetaSql?.stop()
+      })
+
+      it('a run goes PostgreSQL → S3 → BigQuery through the state machine: the merge function takes the BigQuery endpoint', async () => {
+        const box = await makeSandbox(env.s3, env.dynamo)
+        await writeFile(
+          path.join(box.dir, 'dimsync.yaml'),
+          [
+            'version: 1',
+            'warehouse: { type: bigquery, project: acme-dw, dataset: history, location: EU }',
+            'tables:',
+            '  - name: small',
+            `    source: { type: postgres, url_env: DB_URL, table: ${env.table('small')} }`,
+            '    target: dim_small',
+            '    key: id',
+            '    tracked: [name]',
+            '',
+          ].join('\n'),
+        )
+        const deps = await buildAwsDeps({
+          ...box.env,
+          DB_URL: PG_URL,
+          [AWS_ENV.warehouse]: 'bigquery',
+          [AWS_ENV.bigQueryEndpoint]: bigQuery.url,
+        })
+        try {
+          const result = await machine.run({ input: { table: 'small' }, invoke: invoker(deps) })
+          expect([result.status, result.error, result.cause]).toEqual(['SUCCEEDED', undefined, undefined])
+          expect(result.output).toMatchObject({
+            table: 'small',
+            rows: 30,
+            merge: { status: 'merged', counts: expect.objectContaining({ insertedVersions: 30 }) },
+          })
+          const current = await bigQuery.query(
+            'acme-dw',
+            "SELECT COUNT(*) AS n, COUNTIF(name = CONCAT('s', CAST(id AS STRING))) AS right_names " +
+              'FROM `acme-dw.history.dim_small` WHERE valid_to IS NULL',
+            { location: 'EU' },
+          )
+          expect(current).toEqual([{ n: '30', right_names: '30' }])
+        } finally {
+          await deps.close()
+        }
+      })
     })
 
     /** An earlier pass that stopped before its time limit keeps the table's lease for its next pass. */
