@@ -2,7 +2,7 @@
  * Builds the CDK app for a dimsync.yaml: the same loadProject as the CLI (so a bad file fails with the same
  * message), the AWS-only rules of planDeployment, then the stack with cdk-nag's AwsSolutions checks registered.
  */
-import { App, type AppProps, Validations } from 'aws-cdk-lib'
+import { App, type AppProps, DefaultStackSynthesizer, Validations } from 'aws-cdk-lib'
 import { AwsSolutionsChecks } from 'cdk-nag'
 import { DEFAULT_CONFIG_FILE, loadProject } from '../lib/config/index.ts'
 import type { ProjectSpec } from '../lib/core/table-spec.ts'
@@ -34,8 +34,11 @@ export async function buildApp(options: BuildAppOptions): Promise<BuiltApp> {
   const plan = planDeployment(project)
   Validations.of(app).addPlugins(new AwsSolutionsChecks(app))
   const stack = new DimsyncStack(app, plan.stackName, {
-    plan,
+    project,
     description: `dimsync loader for ${plan.tables.map((t) => t.name).join(', ')} (${project.configPath})`,
+    ...(plan.bootstrapQualifier !== undefined
+      ? { synthesizer: new DefaultStackSynthesizer({ qualifier: plan.bootstrapQualifier }) }
+      : {}),
     ...(options.handlerEntries !== undefined ? { handlerEntries: options.handlerEntries } : {}),
   })
   return { app, stack, plan }

@@ -29,6 +29,8 @@ export interface TablePlan {
   readonly source?: { readonly urlEnv: string; readonly secret: string }
   /** The s3:// path (or glob) of a file source: the extract function may read there and nowhere else. */
   readonly sourceFiles?: string
+  /** A file source that reads only the files not merged yet (`files: new_only`): no full reload. */
+  readonly newFilesOnly: boolean
 }
 
 export interface DeploymentPlan {
@@ -46,7 +48,20 @@ export interface DeploymentPlan {
   readonly reservedConcurrency?: AwsDeploymentSpec['reservedConcurrency']
   readonly logRetentionDays: number
   readonly removalPolicy: 'retain' | 'destroy'
+  /** What accounts governed by SCPs ask of the roles and resources (see AwsDeploymentSpec). */
+  readonly permissionsBoundary?: string
+  readonly roleNamePrefix?: string
+  readonly tags?: Readonly<Record<string, string>>
+  readonly bootstrapQualifier?: string
+  /** Customer-managed KMS key ARN of staging and logs, or `create`. */
+  readonly kmsKey?: string
+  readonly stagingVersioning: boolean
+  /** Published versions kept per function. */
+  readonly functionVersionsKept: number
 }
+
+/** Published versions kept per function when the config does not say. */
+export const DEFAULT_VERSIONS_KEPT = 5
 
 const DEFAULT_SIZE: LambdaSizeSpec = { sizeClass: 'medium', memoryMb: 2048, timeoutSeconds: 900 }
 
@@ -123,6 +138,7 @@ export function planDeployment(project: ProjectSpec): DeploymentPlan {
     return {
       name: table.name,
       mode: table.extract.mode,
+      newFilesOnly: table.source.type === 'file' && table.source.files === 'new_only',
       functionClass: id,
       ...(schedule !== undefined ? { schedule } : {}),
       ...(stalenessWindowMinutes !== undefined ? { stalenessWindowMinutes } : {}),
@@ -147,5 +163,12 @@ export function planDeployment(project: ProjectSpec): DeploymentPlan {
     ...(aws?.reservedConcurrency !== undefined ? { reservedConcurrency: aws.reservedConcurrency } : {}),
     logRetentionDays: aws?.logRetentionDays ?? 30,
     removalPolicy: aws?.removalPolicy ?? 'retain',
+    ...(aws?.permissionsBoundary !== undefined ? { permissionsBoundary: aws.permissionsBoundary } : {}),
+    ...(aws?.roleNamePrefix !== undefined ? { roleNamePrefix: aws.roleNamePrefix } : {}),
+    ...(aws?.tags !== undefined ? { tags: aws.tags } : {}),
+    ...(aws?.bootstrapQualifier !== undefined ? { bootstrapQualifier: aws.bootstrapQualifier } : {}),
+    ...(aws?.kmsKey !== undefined ? { kmsKey: aws.kmsKey } : {}),
+    stagingVersioning: aws?.stagingVersioning ?? false,
+    functionVersionsKept: aws?.functionVersionsKept ?? DEFAULT_VERSIONS_KEPT,
   }
 }

@@ -11,6 +11,7 @@ import type { Context } from 'aws-lambda'
 
 import { instantOfBatchId, makeBatchId, runIdOfBatch } from '../../lib/core/batch-id.ts'
 import { ConfigError } from '../../lib/core/errors.ts'
+import { FAILED_RUN_MARKER } from '../../lib/runtime/aws-env.ts'
 import type { TableSpec } from '../../lib/core/table-spec.ts'
 import { extractTable } from '../../lib/use-cases/extract-table.ts'
 import type { MergeBatchResult } from '../../lib/use-cases/merge-batch.ts'
@@ -75,22 +76,24 @@ export function createExtractHandler(options: HandlerOptions = {}) {
       ...(resume ? { resumeAfterPass: input.resume!.pass } : {}),
     })
     metrics.addDimension('table', table.name)
-    const result = await refreshingSecretOnRefusedLogin(deps, 'extract', table, () =>
-      extractTable(pipelineDepsOf(deps, powertoolsListener('extract', logger, metrics)), table, {
-        // One owner per extract (the run id is new for every first pass): its later passes take the lease over.
-        run: {
-          runId,
-          owner: `${runId}/extract`,
-          leaseTtlMs: deps.settings.leaseTtlMs,
-          handOverTtlMs: deps.settings.handOverTtlMs,
-        },
-        batchId,
-        extractedAt: resume ? new Date(instantOfBatchId(batchId) ?? now.toISOString()) : now,
-        resume,
-        timeLeftMs: () => context.getRemainingTimeInMillis() - EXTRACT_RESERVE_MS,
-        abandonedAfterMs: deps.settings.abandonedBatchMs,
-        whenBusy: input.whenBusy ?? 'fail',
-      }),
+    const result = await namingTheRun(batchId, () =>
+      refreshingSecretOnRefusedLogin(deps, 'extract', table, () =>
+        extractTable(pipelineDepsOf(deps, powertoolsListener('extract', logger, metrics)), table, {
+          // One owner per extract (the run id is new for every first pass): its later passes take the lease over.
+          run: {
+            runId,
+            owner: `${runId}/extract`,
+            leaseTtlMs: deps.settings.leaseTtlMs,
+            handOverTtlMs: deps.settings.handOverTtlMs,
+          },
+          batchId,
+          extractedAt: resume ? new Date(instantOfBatchId(batchId) ?? now.toISOString()) : now,
+          resume,
+          timeLeftMs: () => context.getRemainingTimeInMillis() - EXTRACT_RESERVE_MS,
+          abandonedAfterMs: deps.settings.abandonedBatchMs,
+          whenBusy: input.whenBusy ?? 'fail',
+        }),
+      ),
     )
     if ('skipped' in result) {
       logger.info('table busy: run skipped', { step: 'lock', heldBy: result.heldBy, since: result.since })
@@ -153,6 +156,21 @@ function withMode(table: TableSpec, mode: ExtractEvent['mode']): TableSpec {
   throw new ConfigError('extract event', [
     `mode: table ${table.name} is configured for full extracts; "incremental" needs extract.cursor in dimsync.yaml`,
   ])
+}
+
+/**
+ * Runs `step`; an error it throws leaves with the run named at the end of its message (FAILED_RUN_MARKER), so
+ * the state machine can name the run record of an extract that failed before returning its batch id.
+ */
+async function namingTheRun<T>(batchId: string, step: () => Promise<T>): Promise<T> {
+  try {
+    return await step()
+  } catch (error) {
+    const marker = `${FAILED_RUN_MARKER.start}${batchId}${FAILED_RUN_MARKER.end}`
+    if (error instanceof Error && !error.message.includes(marker))
+      error.message = `${error.message} ${marker}`
+    throw error
+  }
 }
 
 /** The merge's lease owner: run, step and invocation, so two invocations of one merge never share a lease. */

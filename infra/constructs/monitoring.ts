@@ -1,7 +1,8 @@
 /**
  * Notifications and alarms: an encrypted SNS topic (optionally with an email subscription), per table an alarm
- * on failed runs and one on staleness (no successful load in twice the schedule interval), an alarm on
- * executions that ended outside the failure path (timed out, aborted), and a small dashboard.
+ * on failed runs and one on staleness (no successful load in twice the schedule interval), one when the
+ * staleness check itself stops succeeding, alarms on executions that ended outside the failure path (timed out,
+ * aborted, failed without a notice), and a small dashboard.
  */
 import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib'
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch'
@@ -102,6 +103,8 @@ function tableMetric(name: string, table: string, period: Duration, statistic = 
 export class Monitoring extends Construct {
   readonly failureAlarms: Record<string, cloudwatch.Alarm> = {}
   readonly stalenessAlarms: Record<string, cloudwatch.Alarm> = {}
+  /** Alarms when the staleness check stops succeeding (absent when no table is checked). */
+  stalenessCheckAlarm?: cloudwatch.Alarm
   readonly dashboard: cloudwatch.Dashboard
 
   constructor(scope: Construct, id: string, props: MonitoringProps) {
@@ -141,6 +144,7 @@ export class Monitoring extends Construct {
             alarms: [
               ...Object.values(this.failureAlarms),
               ...Object.values(this.stalenessAlarms),
+              ...(this.stalenessCheckAlarm !== undefined ? [this.stalenessCheckAlarm] : []),
               ...escaped,
               ...functionAlarms,
               ...scheduleAlarms,
@@ -203,8 +207,14 @@ export class Monitoring extends Construct {
       'dimsync: Step Functions throttled the start of an execution; a load may not have run',
       sm.metricThrottled({ period: Duration.minutes(5), statistic: 'Sum' }),
     )
-    for (const alarm of [untold, timedOut, throttled]) alarm.addAlarmAction(notify)
-    return [untold, timedOut, throttled]
+    const aborted = this.#whenAtLeast(
+      'ExecutionsAborted',
+      'dimsync: an execution was stopped before it ended (no notice is sent for it); an extract stopped between ' +
+        'passes keeps its table busy until its lease expires, and its batch is removed by the next extract',
+      sm.metricAborted({ period: Duration.minutes(5), statistic: 'Sum' }),
+    )
+    for (const alarm of [untold, timedOut, throttled, aborted]) alarm.addAlarmAction(notify)
+    return [untold, timedOut, throttled, aborted]
   }
 
   /**
@@ -278,7 +288,8 @@ export class Monitoring extends Construct {
 
   /**
    * Per scheduled table, an alarm on the `Stale` metric the staleness check publishes every 15 minutes. One
-   * message when a table becomes stale, none when it recovers; a missing check keeps the alarm as it was.
+   * message when a table becomes stale, none when it recovers; a missing check keeps the alarm as it was, and the
+   * check's own alarm says that no check succeeded.
    */
   #stalenessAlarms(props: MonitoringProps, notify: actions.SnsAction): void {
     const checked = props.tables.flatMap((t) => {
@@ -301,6 +312,24 @@ export class Monitoring extends Construct {
       stateMachine: check.stateMachine,
       input: {},
     })
+    // The Stale alarms keep their state while no check runs (one message, here, instead of one per table).
+    const checkPeriod = Duration.minutes(STALENESS_CHECK_MINUTES)
+    const missedChecks = 3
+    const checkFailing = new cloudwatch.Alarm(this, 'StalenessCheckFailing', {
+      alarmDescription:
+        `dimsync: the staleness check has not succeeded in ${missedChecks * STALENESS_CHECK_MINUTES} minutes, so ` +
+        `the staleness alarms of ${checked.map((t) => t.name).join(', ')} are not updated; see the failed ` +
+        "executions of the staleness check state machine (or its schedule's dead-letter queue)",
+      metric: check.stateMachine.metricSucceeded({ period: checkPeriod, statistic: 'Sum' }),
+      threshold: 1,
+      comparisonOperator: cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+      evaluationPeriods: missedChecks,
+      datapointsToAlarm: missedChecks,
+      // No data is no successful check: a check that stopped running is as broken as one that fails.
+      treatMissingData: cloudwatch.TreatMissingData.BREACHING,
+    })
+    checkFailing.addAlarmAction(notify)
+    this.stalenessCheckAlarm = checkFailing
     for (const table of checked) {
       const alarm = new cloudwatch.Alarm(this, `Stale-${table.name}`, {
         alarmDescription:

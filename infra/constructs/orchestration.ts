@@ -3,9 +3,11 @@
  * `{"table": "customers", "mode": "full"}`:
  *
  *   CheckInput → Start → Extract ⟲ (while the extract says complete: false) → Merge → RecordSuccess → Done
- *                          │  └──────────── any error ────────────┘→ Notify → RecordFailure → Failed
- *                          ├ skipped (a scheduled start found the table busy) → RecordSkipped → Skipped
- *                          └ busy (a start by hand) → RefuseBusyTable → TableBusy
+ *       │                  │  └──────────── any error ────────────┘→ Notify → RecordFailure → Failed
+ *       │                  ├ skipped (a scheduled start found the table busy) → RecordSkipped → Skipped
+ *       │                  └ busy (a start by hand) → RefuseBusyTable → TableBusy
+ *       ├ batchId given → Replay → CheckStaged → Merge …   (not staged → RefuseUnstagedBatch → BatchNotStaged)
+ *       └ unknown table, invalid input → RefuseUnknownTable / RefuseInvalidInput → UnknownTable / InvalidInput
  *
  * Written in JSONata so the table → functions lookup, the metric values and the messages are computed in the
  * definition, without a helper Lambda. Transient errors are retried with backoff; validation errors never are.
@@ -16,14 +18,18 @@ import * as iam from 'aws-cdk-lib/aws-iam'
 import type * as kms from 'aws-cdk-lib/aws-kms'
 import type * as lambda from 'aws-cdk-lib/aws-lambda'
 import * as logs from 'aws-cdk-lib/aws-logs'
+import type * as s3 from 'aws-cdk-lib/aws-s3'
 import type * as sns from 'aws-cdk-lib/aws-sns'
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions'
 import { Construct } from 'constructs'
 import { LockHeldError } from '../../lib/core/errors.ts'
+import { FAILED_RUN_MARKER, STATE_PARTITIONS } from '../../lib/runtime/aws-env.ts'
 import { MAX_EXTRACT_PASSES, METRIC, METRICS_NAMESPACE } from '../defaults.ts'
 import type { DeploymentPlan } from '../deploy-plan.ts'
 import { scopedPolicy } from '../nag-acknowledgements.ts'
 import { EXTRACT_RETRIERS, RETRIERS } from '../retriers.ts'
+import { MANIFEST } from '../../lib/adapters/staging/batch-keys.ts'
+import { givenExpression, inputProblems, type DeployedTableSettings } from './console-input.ts'
 import { observeStateMachine } from './state-machine-observability.ts'
 
 export interface OrchestratedTable {
@@ -31,13 +37,22 @@ export interface OrchestratedTable {
   /** Published versions, not functions: one code version per execution (see LoaderFunction.version). */
   readonly extract: lambda.IVersion
   readonly merge: lambda.IVersion
+  /** Where the functions log: a failure notice links to the log group of the step that failed. */
+  readonly extractLogGroup: logs.ILogGroup
+  readonly mergeLogGroup: logs.ILogGroup
+  /** The settings an execution's input is checked against (see console-input.ts). */
+  readonly settings: DeployedTableSettings
 }
 
 export interface OrchestrationProps {
   readonly tables: readonly OrchestratedTable[]
   readonly topic: sns.ITopic
-  /** The topic's KMS key: publishing needs kms:GenerateDataKey and kms:Decrypt on it. */
-  readonly topicKey: kms.IKey
+  /** The topic's KMS key, if it has one: publishing needs kms:GenerateDataKey and kms:Decrypt on it. */
+  readonly topicKey?: kms.IKey
+  /** The state table's name: a failure notice gives the key of the run record in it. */
+  readonly stateTableName: string
+  /** Where batches are staged: a replay (`batchId` in the input) checks that its batch is there. */
+  readonly staging: { readonly bucket: s3.IBucket; readonly prefix: string }
   readonly executionLogs: DeploymentPlan['executionLogs']
   readonly logRetentionDays: number
   readonly removalPolicy: RemovalPolicy
@@ -75,14 +90,26 @@ export class Orchestration extends Construct {
     this.#names = props.tables.map((t) => t.name)
     this.#lookup = Stack.of(this).toJsonString(
       Object.fromEntries(
-        props.tables.map((t) => [t.name, { extract: t.extract.functionArn, merge: t.merge.functionArn }]),
+        props.tables.map((t) => [
+          t.name,
+          {
+            extract: t.extract.functionArn,
+            merge: t.merge.functionArn,
+            extractLogs: t.extractLogGroup.logGroupName,
+            mergeLogs: t.mergeLogGroup.logGroupName,
+            mode: t.settings.mode,
+            newFilesOnly: t.settings.newFilesOnly,
+          },
+        ]),
       ),
     )
-    this.#example = `{"table": "${this.#names[0]}", "mode": "full"}`
+    this.#example = `{"table": "${this.#names[0]}"}`
 
-    const failure = this.#failurePath(props.topic)
-    const load = this.#load(failure)
-    const definition = this.#inputChecks(load)
+    const failure = this.#failurePath(props.topic, props.stateTableName)
+    const merge = this.#merge(failure)
+    const load = this.#load(failure, merge)
+    const replay = this.#replay(failure, merge, props.staging)
+    const definition = this.#inputChecks(load, replay)
     this.stateMachine = new sfn.StateMachine(this, 'StateMachine', {
       comment: `dimsync: extract then merge one table (${this.#names.join(', ')}); start with ${this.#example}`,
       definitionBody: sfn.DefinitionBody.fromChainable(definition),
@@ -129,8 +156,13 @@ export class Orchestration extends Construct {
     return this.#putMetrics(id, [failureReported('{% 1 %}')], '{% $states.input %}')
   }
 
-  /** Notify → RecordFailure → Failed: a failure is told once, by the notice; its metrics count whether it was. */
-  #failurePath(topic: sns.ITopic): FailurePath {
+  /**
+   * Notify → RecordFailure → Failed: a failure is told once, by the notice; its metrics count whether it was.
+   * The notice names the table, step, batch, error class and the run record's key, and links to the execution
+   * and the failed function's logs; never the error's cause, which can hold key values and SQL (it stays in the
+   * execution, for those allowed to read it).
+   */
+  #failurePath(topic: sns.ITopic, stateTableName: string): FailurePath {
     const notify = new sfn.CustomState(this, 'Notify', {
       stateJson: {
         Type: 'Task',
@@ -141,9 +173,7 @@ export class Orchestration extends Construct {
           Subject:
             // SNS refuses a subject of 100 characters or more (and the failure would then go unreported).
             '{% $substring("dimsync: " & $table & " failed in " & $failedStep & " (" & $error.Error & ")", 0, 99) %}',
-          Message:
-            "{% $string({'table': $table, 'mode': $mode, 'reason': $reason, 'step': $failedStep, 'batchId': $batchId, " +
-            "'error': $error.Error, 'cause': $error.Cause, 'execution': $states.context.Execution.Id}, true) %}",
+          Message: `{% ${this.#noticeExpression(stateTableName)} %}`,
         },
         Assign: { notified: true },
       },
@@ -163,23 +193,49 @@ export class Orchestration extends Construct {
     return { notify }
   }
 
+  /**
+   * The failure notice as JSON text. The batch is the execution's, or else the one a failed first extract pass
+   * names at the end of its error (FAILED_RUN_MARKER); console links are built from the execution ARN
+   * (partition and region), so they need no CloudFormation token.
+   */
+  #noticeExpression(stateTableName: string): string {
+    const table = Stack.of(this).toJsonString(stateTableName)
+    const { start, end } = FAILED_RUN_MARKER
+    return [
+      '(',
+      `$cause := $type($error.Cause) = "string" ? $error.Cause : "";`,
+      `$batch := $batchId != null ? $batchId : ($contains($cause, "${start}") ? $substringBefore($substringAfter($cause, "${start}"), "${end}") : null);`,
+      '$arn := $states.context.Execution.Id;',
+      '$arnParts := $split($arn, ":");',
+      '$region := $arnParts[3];',
+      `$consoleHost := $lookup({"aws-cn": "console.amazonaws.cn", "aws-us-gov": "console.amazonaws-us-gov.com"}, $arnParts[1]);`,
+      '$console := "https://" & ($exists($consoleHost) ? $consoleHost : $region & ".console.aws.amazon.com");',
+      '$logGroup := $failedStep = "Merge" ? $functions.mergeLogs : $functions.extractLogs;',
+      '$string({',
+      "'table': $table, 'step': $failedStep, 'error': $error.Error, 'batchId': $batch, 'mode': $mode, 'reason': $reason,",
+      `'runRecord': $batch != null ? {'stateTable': ${table}, 'pk': '${STATE_PARTITIONS.runs('')}' & $table, 'sk': 'RUNID#run-' & $batch} : null,`,
+      "'execution': $arn,",
+      "'links': {",
+      "'execution': $console & '/states/home?region=' & $region & '#/v2/executions/details/' & $arn,",
+      "'logs': $console & '/cloudwatch/home?region=' & $region & '#logsV2:log-groups/log-group/' & $replace($logGroup, '/', '$252F')",
+      '},',
+      "'logGroup': $logGroup",
+      '}, true)',
+      ')',
+    ].join(' ')
+  }
+
   /** Start → Extract ⟲ → Merge → RecordSuccess → Done, with the skipped and busy endings of the extract. */
-  #load(failure: FailurePath): sfn.IChainable {
+  #load(failure: FailurePath, merge: sfn.CustomState): sfn.IChainable {
     const start = sfn.Pass.jsonata(this, 'Start', {
       assign: {
-        table: '{% $states.input.table %}',
-        mode: '{% $exists($states.input.mode) ? $states.input.mode : null %}',
-        reason:
-          '{% $exists($states.input.reason) ? $string($states.input.reason) : "started by hand: " & $states.context.Execution.Name %}',
-        whenBusy: '{% $exists($states.input.whenBusy) ? $states.input.whenBusy : null %}',
-        functions: `{% $lookup(${this.#lookup}, $states.input.table) %}`,
-        passes: 0,
-        resume: null,
+        ...this.#runVariables(),
+        mode: `{% ${givenExpression('$states.input.mode')} ? $states.input.mode : null %}`,
+        whenBusy: `{% ${givenExpression('$states.input.whenBusy')} ? $states.input.whenBusy : null %}`,
         batchId: null,
       },
     })
     const extract = this.#extract(failure)
-    const merge = this.#merge(failure)
     const extractComplete = sfn.Choice.jsonata(this, 'ExtractComplete')
       .when(sfn.Condition.jsonata('{% $extract.skipped = true %}'), this.#skipped())
       .when(
@@ -203,6 +259,70 @@ export class Orchestration extends Construct {
       )
       .otherwise(merge.next(this.#succeeded()))
     return start.next(extract.next(extractComplete))
+  }
+
+  /** The variables every execution assigns in its first state after the checks (the same on every path). */
+  #runVariables(): Record<string, unknown> {
+    return {
+      table: '{% $states.input.table %}',
+      reason: `{% ${givenExpression('$states.input.reason')} ? $states.input.reason : "started by hand: " & $states.context.Execution.Name %}`,
+      functions: `{% $lookup(${this.#lookup}, $states.input.table) %}`,
+      passes: 0,
+      resume: null,
+      extract: null,
+    }
+  }
+
+  /**
+   * Replay → CheckStaged → Merge: `{"table": ..., "batchId": ...}` merges a batch left staged (a merge that
+   * failed) without extracting again. A batch that is not staged (a typo, or merged already and removed) is
+   * refused as InvalidInput, like any other wrong input.
+   */
+  #replay(
+    failure: FailurePath,
+    merge: sfn.CustomState,
+    staging: OrchestrationProps['staging'],
+  ): sfn.IChainable {
+    const replay = sfn.Pass.jsonata(this, 'Replay', {
+      comment: 'Merge a staged batch again, without extracting.',
+      assign: {
+        ...this.#runVariables(),
+        mode: null,
+        whenBusy: null,
+        batchId: '{% $states.input.batchId %}',
+      },
+    })
+    const manifest = `"/" & $table & "/" & $batchId & "/${MANIFEST}"`
+    const checkStaged = new sfn.CustomState(this, 'CheckStaged', {
+      stateJson: {
+        Type: 'Task',
+        QueryLanguage: 'JSONata',
+        Resource: this.#integration('aws-sdk:s3:listObjectsV2'),
+        Arguments: {
+          Bucket: staging.bucket.bucketName,
+          Prefix: `{% "${staging.prefix}" & ${manifest} %}`,
+          MaxKeys: 1,
+        },
+        Assign: {
+          staged: '{% $exists($states.result.KeyCount) and $states.result.KeyCount > 0 %}',
+        },
+      },
+    })
+    checkStaged.addCatch(failure.notify, {
+      errors: ['States.ALL'],
+      assign: { error: '{% $states.errorOutput %}', failedStep: 'CheckStaged' },
+    })
+    const notStaged = sfn.Fail.jsonata(this, 'BatchNotStaged', {
+      error: 'InvalidInput',
+      cause:
+        `{% "batchId: batch " & $batchId & " of table " & $table & " is not staged (nothing at s3://" & ` +
+        `${Stack.of(this).toJsonString(staging.bucket.bucketName)} & "/${staging.prefix}" & ${manifest} & "); ` +
+        'a merged or discarded batch is removed from staging: start the table without batchId to load it again" %}',
+    })
+    const staged = sfn.Choice.jsonata(this, 'BatchStaged')
+      .when(sfn.Condition.jsonata('{% $staged %}'), merge)
+      .otherwise(this.#reportRefusal('RefuseUnstagedBatch').next(notStaged))
+    return replay.next(checkStaged).next(staged)
   }
 
   /** One extract pass; a first pass that finds the table busy fails at once, told to who started it. */
@@ -310,30 +430,33 @@ export class Orchestration extends Construct {
     return recordSkipped.next(skipped)
   }
 
-  /** CheckInput: an unknown table or a wrong mode is refused before anything runs. */
-  #inputChecks(load: sfn.IChainable): sfn.IChainable {
+  /**
+   * CheckInput: an unknown table, or any input the table's deployed settings refuse (console-input.ts), ends the
+   * execution at once with the reason, told to whoever started it; a `batchId` replays a staged batch.
+   */
+  #inputChecks(load: sfn.IChainable, replay: sfn.IChainable): sfn.IChainable {
     const names = this.#names.join(', ')
+    const problems = inputProblems(this.#lookup, this.#names, this.#example)
     const unknownTable = sfn.Fail.jsonata(this, 'UnknownTable', {
       error: 'UnknownTable',
       cause: `{% "table " & $string($states.input.table) & " is not deployed by this stack (tables: ${names}); start an execution with ${this.#quotedExample}" %}`,
     })
-    const invalidMode = sfn.Fail.jsonata(this, 'InvalidInput', {
+    const invalidInput = sfn.Fail.jsonata(this, 'InvalidInput', {
       error: 'InvalidInput',
-      cause: `{% "mode must be \\"full\\" or \\"incremental\\" (got " & $string($states.input.mode) & "); e.g. ${this.#quotedExample}" %}`,
+      cause: `{% $join(${problems}, "; ") %}`,
     })
     return sfn.Choice.jsonata(this, 'CheckInput')
       .when(
         sfn.Condition.jsonata(
-          `{% $type($states.input.table) = "string" ? $not($exists($lookup(${this.#lookup}, $states.input.table))) : true %}`,
+          `{% $type($states.input) = "object" and $type($states.input.table) = "string" and $not($exists($lookup(${this.#lookup}, $states.input.table))) %}`,
         ),
         this.#reportRefusal('RefuseUnknownTable').next(unknownTable),
       )
       .when(
-        sfn.Condition.jsonata(
-          '{% $exists($states.input.mode) and $type($states.input.mode) != "null" and $not($states.input.mode in ["full", "incremental"]) %}',
-        ),
-        this.#reportRefusal('RefuseInvalidInput').next(invalidMode),
+        sfn.Condition.jsonata(`{% $count(${problems}) > 0 %}`),
+        this.#reportRefusal('RefuseInvalidInput').next(invalidInput),
       )
+      .when(sfn.Condition.jsonata(`{% ${givenExpression('$states.input.batchId')} %}`), replay)
       .otherwise(load)
   }
 
@@ -357,13 +480,22 @@ export class Orchestration extends Construct {
     this.stateMachine.addToRolePolicy(
       new iam.PolicyStatement({ actions: ['sns:Publish'], resources: [props.topic.topicArn] }),
     )
-    // What SNS asks of a publisher to an encrypted topic, named exactly (no kms:GenerateDataKey* wildcard).
+    // A replay checks that its batch's manifest is staged: listing, under the staging prefix only.
     this.stateMachine.addToRolePolicy(
       new iam.PolicyStatement({
-        actions: ['kms:Decrypt', 'kms:GenerateDataKey'],
-        resources: [props.topicKey.keyArn],
+        actions: ['s3:ListBucket'],
+        resources: [props.staging.bucket.bucketArn],
+        conditions: { StringLike: { 's3:prefix': `${props.staging.prefix}/*` } },
       }),
     )
+    // What SNS asks of a publisher to an encrypted topic, named exactly (no kms:GenerateDataKey* wildcard).
+    if (props.topicKey !== undefined)
+      this.stateMachine.addToRolePolicy(
+        new iam.PolicyStatement({
+          actions: ['kms:Decrypt', 'kms:GenerateDataKey'],
+          resources: [props.topicKey.keyArn],
+        }),
+      )
     scopedPolicy(this, 'Metrics', {
       role: this.stateMachine.role,
       statements: [

@@ -363,6 +363,8 @@ const secretRef = z
     },
   )
 
+const TAG_KEY_TEXT = 'a tag key (at most 128 letters, digits, spaces or _.:/=+-@, not starting with aws:)'
+
 export const awsSchema = strict({
   stack_name: patterned(/^[A-Za-z][A-Za-z0-9-]{0,127}$/, 'a CloudFormation stack name (letters, digits, -)')
     .optional()
@@ -453,6 +455,69 @@ export const awsSchema = strict({
     })
     .optional()
     .describe('Default 30.'),
+  permissions_boundary: patterned(
+    /^(arn:aws(-[a-z]+)*:iam::(\d{12}|aws):policy\/([\w+=,.@-]+\/)*[\w+=,.@-]{1,128}|[\w+=,.@-]{1,128})$/,
+    'a managed policy name or ARN (arn:aws:iam::<account>:policy/<name>)',
+  )
+    .optional()
+    .describe(
+      'Managed policy set as the permissions boundary of every IAM role the stack creates (accounts whose ' +
+        'SCPs require one). A name is a policy of the deploying account.',
+    ),
+  role_name_prefix: patterned(/^[\w+=,.@-]{1,32}$/, 'a role name prefix (at most 32 of A-Z a-z 0-9 +=,.@_-)')
+    .optional()
+    .describe(
+      'Every IAM role the stack creates is named <prefix><unique part> (at most 64 characters); deploying ' +
+        'then needs CAPABILITY_NAMED_IAM, which cdk deploy asks for. Default: names CloudFormation generates.',
+    ),
+  tags: z
+    .record(
+      patterned(/^(?!aws:)[\p{L}\p{Z}\p{N}_.:/=+@-]{1,128}$/u, TAG_KEY_TEXT),
+      z
+        .string({ error: expecting('a tag value (a text of at most 256 characters)') })
+        .max(256, { error: expecting('a tag value (a text of at most 256 characters)') }),
+      {
+        // zod reports a wrong key with the record's message: say what a key must be.
+        error: (issue) =>
+          mustBe(
+            issue.code === 'invalid_key' ? TAG_KEY_TEXT : 'a mapping of tag keys to values',
+            issue.input,
+          ),
+      },
+    )
+    .optional()
+    .describe('Tags put on every resource of the stack that takes tags.'),
+  bootstrap_qualifier: patterned(
+    /^[A-Za-z0-9_-]{1,10}$/,
+    'a CDK bootstrap qualifier (at most 10 letters, digits, _ or -)',
+  )
+    .optional()
+    .describe(
+      'Qualifier of the CDK bootstrap stack to deploy with (cdk bootstrap --qualifier ...), for accounts ' +
+        'bootstrapped with their own. Default: the CDK default (hnb659fds).',
+    ),
+  kms_key: patterned(
+    /^(create|arn:aws(-[a-z]+)*:kms:[a-z0-9-]+:\d{12}:key\/[A-Za-z0-9-]+)$/,
+    'create, or a KMS key ARN (arn:aws:kms:<region>:<account>:key/<key id>)',
+  )
+    .optional()
+    .describe(
+      'Customer-managed KMS key of the staging bucket and of every log group: a key ARN (its policy must let ' +
+        'CloudWatch Logs use it), or create (a new key with rotation). Default: SSE-S3 and the logs service key.',
+    ),
+  staging_versioning: z
+    .boolean({ error: expecting('true or false') })
+    .optional()
+    .describe(
+      'Keep earlier versions of staged objects (S3 versioning); they expire 30 days after being replaced or ' +
+        'deleted. Default false.',
+    ),
+  function_versions_kept: wholeNumber('versions', 1, 100)
+    .optional()
+    .describe(
+      'Published versions kept per function: each deploy deletes older ones, once replaced for more than 24 ' +
+        'hours (no execution can still use them). Default 5.',
+    ),
   // Still a known key, so the error says why it went instead of "unknown key".
   staging_expiry_days: z
     .unknown()

@@ -126,6 +126,13 @@ export interface AwsDocument {
   readonly log_retention_days?: number | undefined
   readonly staging_expiry_days?: unknown
   readonly removal_policy?: 'retain' | 'destroy' | undefined
+  readonly permissions_boundary?: string | undefined
+  readonly role_name_prefix?: string | undefined
+  readonly tags?: Readonly<Record<string, string>> | undefined
+  readonly bootstrap_qualifier?: string | undefined
+  readonly kms_key?: string | undefined
+  readonly staging_versioning?: boolean | undefined
+  readonly function_versions_kept?: number | undefined
 }
 
 /**
@@ -185,5 +192,12 @@ export function resolveAws(aws: AwsDocument, tables: readonly TableSpec[], add: 
     ...(aws.alarm_email !== undefined ? { alarmEmail: aws.alarm_email } : {}),
     logRetentionDays: aws.log_retention_days ?? 30,
     removalPolicy: aws.removal_policy ?? 'retain',
+    ...(aws.permissions_boundary !== undefined ? { permissionsBoundary: aws.permissions_boundary } : {}),
+    ...(aws.role_name_prefix !== undefined ? { roleNamePrefix: aws.role_name_prefix } : {}),
+    ...(aws.tags !== undefined ? { tags: { ...aws.tags } } : {}),
+    ...(aws.bootstrap_qualifier !== undefined ? { bootstrapQualifier: aws.bootstrap_qualifier } : {}),
+    ...(aws.kms_key !== undefined ? { kmsKey: aws.kms_key } : {}),
+    ...(aws.staging_versioning !== undefined ? { stagingVersioning: aws.staging_versioning } : {}),
+    ...(aws.function_versions_kept !== undefined ? { functionVersionsKept: aws.function_versions_kept } : {}),
   }
 }

@@ -286,4 +286,18 @@ export interface AwsDeploymentSpec {
   readonly logRetentionDays: number
   /** `retain` keeps the bucket and state table when the stack is deleted. */
   readonly removalPolicy: 'retain' | 'destroy'
+  /** Managed policy name or ARN set as the permissions boundary of every role the stack creates. */
+  readonly permissionsBoundary?: string
+  /** Every role the stack creates is named with this prefix. */
+  readonly roleNamePrefix?: string
+  /** Tags of every resource of the stack. */
+  readonly tags?: Readonly<Record<string, string>>
+  /** Qualifier of the CDK bootstrap stack the deployment uses. */
+  readonly bootstrapQualifier?: string
+  /** Customer-managed KMS key (ARN, or `create`) of the staging bucket and the log groups. */
+  readonly kmsKey?: string
+  /** S3 versioning of the staging bucket. */
+  readonly stagingVersioning?: boolean
+  /** Published versions kept per function (older ones are deleted on deploy). */
+  readonly functionVersionsKept?: number
 }

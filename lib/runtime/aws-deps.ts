@@ -4,7 +4,7 @@ import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager'
 
 import { makeDynamoDbClient, makeS3Client, makeSecretsManagerClient } from '../adapters/aws/aws-clients.ts'
 import {
-  isSecretArn,
+  isSecretReference,
   resolveSourceSecrets,
   secretToUrl,
   secretsManagerGetter,
@@ -54,6 +54,7 @@ export interface AwsSettings {
   readonly s3Endpoint?: string
   readonly dynamoDbEndpoint?: string
   readonly secretsManagerEndpoint?: string
+  readonly bigQueryEndpoint?: string
 }
 
 /**
@@ -91,6 +92,7 @@ export function readAwsSettings(env: Env): AwsSettings {
     s3Endpoint: readUrl(env, AWS_ENV.s3Endpoint),
     dynamoDbEndpoint: readUrl(env, AWS_ENV.dynamoDbEndpoint),
     secretsManagerEndpoint: readUrl(env, AWS_ENV.secretsManagerEndpoint),
+    bigQueryEndpoint: readUrl(env, AWS_ENV.bigQueryEndpoint),
   }
 }
 
@@ -215,7 +217,9 @@ export async function buildAwsDeps(
           `table ${table.name}: sources opened before prepareSources() resolved their secrets`,
         )
       }
-      return openSource(table, { baseDir: project.baseDir, env: sourceEnv })
+      // File sources on S3 read with the container's own S3 client (same endpoint as staging), so their calls
+      // are instrumented (X-Ray) like every other AWS call of the function.
+      return openSource(table, { baseDir: project.baseDir, env: sourceEnv, s3Client: s3 })
     },
     checkSourceColumns(table, columns) {
       assertTableMatchesSource(
@@ -236,7 +240,7 @@ export async function buildAwsDeps(
         if (table.source.type === 'file') return undefined
         const variable = table.source.urlEnv
         const arn = env[variable]?.trim()
-        if (arn === undefined || !isSecretArn(arn)) return undefined
+        if (arn === undefined || !isSecretReference(arn)) return undefined
         const url = secretToUrl(variable, arn, table.source.type, await getSecret(arn))
         const rotated = sourceEnv !== undefined && sourceEnv[variable] !== url
         if (sourceEnv !== undefined) sourceEnv[variable] = url
@@ -281,6 +285,7 @@ async function openWarehouse(
       return await openBigQueryWarehouse(project.warehouse, {
         secretArn: settings.bigQuerySecretArn,
         getSecret,
+        ...(settings.bigQueryEndpoint !== undefined ? { endpoint: settings.bigQueryEndpoint } : {}),
       })
     }
   }

@@ -38,11 +38,22 @@ export const AWS_ENV = Object.freeze({
   s3Endpoint: 'DIMSYNC_S3_ENDPOINT',
   dynamoDbEndpoint: 'DIMSYNC_DYNAMODB_ENDPOINT',
   secretsManagerEndpoint: 'DIMSYNC_SECRETSMANAGER_ENDPOINT',
+  /** A BigQuery API endpoint that takes no Google credentials (the tests' emulator); unset in deployments. */
+  bigQueryEndpoint: 'DIMSYNC_BIGQUERY_ENDPOINT',
   /** Powertools settings the functions read (set by the stack): service name, metrics namespace, log level. */
   serviceName: 'POWERTOOLS_SERVICE_NAME',
   metricsNamespace: 'POWERTOOLS_METRICS_NAMESPACE',
   logLevel: 'POWERTOOLS_LOG_LEVEL',
 } as const)
 
+/**
+ * How a failed extract names its run at the end of its error message (`... [run run-<batch id>]`): the state
+ * machine reads the batch id from there when the extract failed before returning one, to name the run record in
+ * its failure notice without quoting the message.
+ */
+export const FAILED_RUN_MARKER = Object.freeze({ start: '[run run-', end: ']' } as const)
+
 export { STATE_PARTITIONS, STATE_TABLE_KEYS } from '../core/state-table.ts'
+/** A secret known by name reaches the functions as `secretsmanager:<name>` (see source-secrets.ts). */
+export { SECRET_NAME_PREFIX } from '../adapters/aws/source-secrets.ts'
 export { RETRY_ERROR_NAMES } from '../core/retry-policy.ts'

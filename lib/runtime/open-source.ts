@@ -2,6 +2,7 @@ import {
   DEFAULT_SOURCE_MEMORY_LIMIT,
   SOURCE_MEMORY_LIMIT_VARIABLE,
 } from '../adapters/duckdb/duckdb-errors.ts'
+import type { S3Client } from '@aws-sdk/client-s3'
 import { readMemorySize } from '../config/env.ts'
 import type { StagedParquetVersion } from '../core/staged-parquet.ts'
 import type { TableSpec } from '../core/table-spec.ts'
@@ -16,6 +17,8 @@ export interface SourceEnvironment {
   readonly env: Readonly<Record<string, string | undefined>>
   /** Parquet version of the staged parts: who reads them decides (default V1, which every reader decodes). */
   readonly parquetVersion?: StagedParquetVersion
+  /** The S3 client of file sources on S3 (the functions pass their traced one); default: one per source. */
+  readonly s3Client?: S3Client
 }
 
 /**
@@ -39,6 +42,7 @@ export function openSource(table: TableSpec, environment: SourceEnvironment): So
           // s3:// paths: the S3 endpoint override (emulators) and credentials come from the same environment.
           env: environment.env,
           parquetVersion,
+          ...(environment.s3Client !== undefined ? { s3Client: environment.s3Client } : {}),
         })
       })
     case 'postgres':

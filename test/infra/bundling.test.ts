@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -52,7 +52,10 @@ describe('function bundles (real esbuild bundling)', () => {
     async () => {
       const { dir, synth, yaml } = await synthWithBundling('x86_64')
       synth()
-      const assets = readdirSync(path.join(dir, 'cdk.out')).filter((name) => name.startsWith('asset.'))
+      const assets = readdirSync(path.join(dir, 'cdk.out')).filter(
+        // The loader's bundles (they ship dimsync.yaml), not the version-pruning function's plain file.
+        (name) => name.startsWith('asset.') && existsSync(path.join(dir, 'cdk.out', name, 'dimsync.yaml')),
+      )
       expect(assets.length).toBeGreaterThan(0)
       for (const asset of assets) {
         const root = path.join(dir, 'cdk.out', asset)
@@ -75,7 +78,10 @@ describe('function bundles (real esbuild bundling)', () => {
     async () => {
       const { dir, synth } = await synthWithBundling('arm64')
       synth()
-      const assets = readdirSync(path.join(dir, 'cdk.out')).filter((name) => name.startsWith('asset.'))
+      const assets = readdirSync(path.join(dir, 'cdk.out')).filter(
+        // The loader's bundles (they ship dimsync.yaml), not the version-pruning function's plain file.
+        (name) => name.startsWith('asset.') && existsSync(path.join(dir, 'cdk.out', name, 'dimsync.yaml')),
+      )
       expect(assets.length).toBeGreaterThan(0)
       for (const asset of assets) {
         const duckdb = path.join(dir, 'cdk.out', asset, 'node_modules', '@duckdb')

@@ -10,7 +10,13 @@ import { buildApp } from '../../infra/build-app.ts'
 import { ALLOCATOR_DEFAULTS } from '../../bin/allocator-environment.mjs'
 import { planDeployment } from '../../infra/deploy-plan.ts'
 import { definitionFromTemplate } from '../support/step-functions/jsonata-state-machine.ts'
-import { bigQueryProject, FIXTURE_HANDLER, NO_BUNDLING, statementsOf } from './support/synth-stack.ts'
+import {
+  bigQueryProject,
+  FIXTURE_HANDLER,
+  loaderFunctionsOf,
+  NO_BUNDLING,
+  statementsOf,
+} from './support/synth-stack.ts'
 
 const FIXTURE = FIXTURE_HANDLER
 
@@ -200,10 +206,11 @@ describe('DimsyncStack (bundling skipped)', () => {
     ])
     expect(choice.Default).toBe('Merge')
     const check = States.CheckInput as { Choices: { Next: string }[]; Default: string }
-    expect(check.Choices.map((c) => c.Next)).toEqual(['RefuseUnknownTable', 'RefuseInvalidInput'])
+    expect(check.Choices.map((c) => c.Next)).toEqual(['RefuseUnknownTable', 'RefuseInvalidInput', 'Replay'])
+    expect(check.Default).toBe('Start')
     expect(States.UnknownTable!.Cause).toBe(
       '{% "table " & $string($states.input.table) & " is not deployed by this stack (tables: customers, orders, products); ' +
-        'start an execution with {\\"table\\": \\"customers\\", \\"mode\\": \\"full\\"}" %}',
+        'start an execution with {\\"table\\": \\"customers\\"}" %}',
     )
   })
 
@@ -253,7 +260,7 @@ describe('DimsyncStack (bundling skipped)', () => {
   })
 
   it('deploys pinned nodejs22.x functions sized per class, with the env contract', () => {
-    template.resourceCountIs('AWS::Lambda::Function', 4)
+    expect(Object.keys(loaderFunctionsOf(template))).toHaveLength(4)
     template.hasResourceProperties('AWS::Lambda::Function', {
       Runtime: 'nodejs22.x',
       Architectures: ['arm64'],
@@ -277,7 +284,7 @@ describe('DimsyncStack (bundling skipped)', () => {
   })
 
   it('starts every function with the allocator settings the CLI starts with', () => {
-    const functions = Object.values(template.findResources('AWS::Lambda::Function')) as {
+    const functions = Object.values(loaderFunctionsOf(template)) as {
       Properties: { Environment: { Variables: Record<string, string> } }
     }[]
     expect(functions).toHaveLength(4)
@@ -348,10 +355,11 @@ describe('DimsyncStack (bundling skipped)', () => {
         Dimensions: [{ Name: 'Table', Value: table }],
         ComparisonOperator: 'GreaterThanOrEqualToThreshold',
       })
-    // products is disabled: no staleness alarm. 3 failure + 2 staleness + 3 execution alarms (failed untold,
-    // timed out, throttled) + 3 per function (throttles, near timeout, errors) × 4 functions + one per
-    // dead-letter queue (3 tables, the staleness check) + starts dropped + target errors.
-    template.resourceCountIs('AWS::CloudWatch::Alarm', 26)
+    // products is disabled: no staleness alarm. 3 failure + 2 staleness + the staleness check's own + 4
+    // execution alarms (failed untold, timed out, throttled, aborted) + 3 per function (throttles, near
+    // timeout, errors) × 4 functions + one per dead-letter queue (3 tables, the staleness check) + starts
+    // dropped + target errors.
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 28)
     template.hasResourceProperties('AWS::SNS::Subscription', {
       Protocol: 'email',
       Endpoint: 'ops@example.com',
@@ -456,12 +464,13 @@ describe('deployment rules and bad configs', () => {
     })
     app.synth()
     const template = Template.fromStack(stack)
-    template.allResourcesProperties('AWS::Lambda::Function', {
-      VpcConfig: {
+    const functions = Object.values(loaderFunctionsOf(template))
+    expect(functions).toHaveLength(4)
+    for (const fn of functions)
+      expect(fn.Properties.VpcConfig).toEqual({
         SubnetIds: ['subnet-0123456789abcdef0', 'subnet-0fedcba9876543210'],
-        SecurityGroupIds: [{ 'Fn::GetAtt': [Match.stringLikeRegexp('^FunctionsSecurityGroup'), 'GroupId'] }],
-      },
-    })
+        SecurityGroupIds: [{ 'Fn::GetAtt': [expect.stringMatching(/^FunctionsSecurityGroup/), 'GroupId'] }],
+      })
     template.hasResourceProperties('AWS::EC2::SecurityGroup', {
       VpcId: 'vpc-0123456789abcdef0',
       SecurityGroupEgress: [{ CidrIp: '0.0.0.0/0', IpProtocol: '-1' }],

@@ -56,7 +56,7 @@ describe('alarms: one message per failure, and alarms for what the state machine
     expect(failed[0]!.Properties.AlarmActions).toBeUndefined()
   })
 
-  it('alarms on failed executions nobody was told about, timed-out and throttled executions', async () => {
+  it('alarms on failed executions nobody was told about, timed-out, throttled and aborted executions', async () => {
     const { template } = await synthStack(deploymentYaml())
     const alarms = Object.values(alarmsOf(template))
     const untold = alarms.find((a) => JSON.stringify(a.Properties).includes('FailuresReported'))!
@@ -69,7 +69,7 @@ describe('alarms: one message per failure, and alarms for what the state machine
       ComparisonOperator: 'GreaterThanOrEqualToThreshold',
       AlarmActions: [{ Ref: expect.stringMatching(/^NotificationsTopic/) }],
     })
-    for (const name of ['ExecutionsTimedOut', 'ExecutionThrottled']) {
+    for (const name of ['ExecutionsTimedOut', 'ExecutionThrottled', 'ExecutionsAborted']) {
       const alarm = alarms.find((a) => a.Properties.MetricName === name)!
       expect(alarm.Properties).toMatchObject({
         Namespace: 'AWS/States',

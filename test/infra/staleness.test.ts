@@ -83,6 +83,30 @@ describe('staleness: no successful load in twice the schedule interval', () => {
     expect(alarms.filter((a) => a.Properties.MetricName === 'LoadSucceeded')).toEqual([])
   })
 
+  it('alarms when the check itself fails or stops running: no successful check is a breach, one message for all tables', () => {
+    const alarms = Object.values(synthesized.template.findResources('AWS::CloudWatch::Alarm')) as {
+      Properties: Record<string, unknown>
+    }[]
+    const health = alarms.filter(
+      (a) =>
+        a.Properties.Namespace === 'AWS/States' &&
+        JSON.stringify(a.Properties.Dimensions).includes('MonitoringStalenessCheckStateMachine'),
+    )
+    expect(health).toHaveLength(1)
+    expect(health[0]!.Properties).toMatchObject({
+      MetricName: 'ExecutionsSucceeded',
+      Statistic: 'Sum',
+      Period: 900,
+      EvaluationPeriods: 3,
+      DatapointsToAlarm: 3,
+      Threshold: 1,
+      ComparisonOperator: 'LessThanThreshold',
+      TreatMissingData: 'breaching',
+      AlarmActions: [expect.anything()],
+    })
+    expect(String(health[0]!.Properties.AlarmDescription)).toMatch(/staleness alarms of customers, orders/)
+  })
+
   it('may read the two schedules it checks and nothing else of the Scheduler', () => {
     const statements = statementsOf(synthesized.template, 'MonitoringStalenessCheckStateMachineRole')
     const read = statements.filter((s) => JSON.stringify(s.Action).includes('scheduler:'))

@@ -1,4 +1,5 @@
 import { mkdtempSync } from 'node:fs'
+import { writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 
@@ -13,12 +14,22 @@ import { createExtractHandler, createMergeHandler } from '../../functions/shared
 import { buildApp } from '../../infra/build-app.ts'
 import { parseProject } from '../../lib/config/index.ts'
 import type { ProjectSpec } from '../../lib/core/table-spec.ts'
-import type { AwsDeps } from '../../lib/runtime/aws-deps.ts'
-import { postgresReachable } from '../integration/sources/support/db-services.ts'
+import { buildAwsDeps, type AwsDeps } from '../../lib/runtime/aws-deps.ts'
+import { AWS_ENV } from '../../lib/runtime/aws-env.ts'
+import { PG_URL, postgresReachable } from '../integration/sources/support/db-services.ts'
+import { BigQueryEmulator } from '../support/bigquery-emulator/bigquery-emulator.ts'
+import { ZetaSqlService } from '../support/bigquery-emulator/zetasql-service.ts'
 import { PostgresFunctionEnv } from '../support/aws/postgres-functions.ts'
-import { captureStdout, fakeContext, nearTheDeadline, stagingExtract } from '../support/aws/lambda.ts'
+import {
+  captureStdout,
+  fakeContext,
+  makeSandbox,
+  nearTheDeadline,
+  stagingExtract,
+} from '../support/aws/lambda.ts'
 import {
   JsonataStateMachine,
+  LIST_OBJECTS,
   PUT_METRIC_DATA,
   SNS_PUBLISH,
   UnsupportedDefinitionError,
@@ -48,6 +59,13 @@ tables:
     key: id
   - name: broken
     source: { type: postgres, url_env: DB_URL, table: public.items }
+    key: id
+  - name: orders
+    source: { type: postgres, url_env: DB_URL, table: public.orders }
+    key: id
+    extract: { mode: incremental, cursor: updated_at }
+  - name: drops
+    source: { type: file, path: 's3://landing/drops/*.csv', files: new_only }
     key: id
 aws:
   secrets:
@@ -132,8 +150,8 @@ describe('state machine definition run by a JSONata interpreter (simulated Step 
       status: 'FAILED',
       error: 'UnknownTable',
       cause:
-        'table nope is not deployed by this stack (tables: items, small, broken); ' +
-        'start an execution with {"table": "items", "mode": "full"}',
+        'table nope is not deployed by this stack (tables: items, small, broken, orders, drops); ' +
+        'start an execution with {"table": "items"}',
       visited: ['CheckInput', 'RefuseUnknownTable', 'UnknownTable'],
       invocations: [],
     })
@@ -154,7 +172,131 @@ describe('state machine definition run by a JSONata interpreter (simulated Step 
       error: 'InvalidInput',
       visited: ['CheckInput', 'RefuseInvalidInput', 'InvalidInput'],
     })
-    expect(badMode.cause).toContain('(got delta)')
+    expect(badMode.cause).toContain('(got "delta")')
+  })
+
+  /** A console typo: the execution fails as InvalidInput with `cause` (one line), nothing invoked, no notice. */
+  async function refused(input: Json, cause: string | RegExp) {
+    const result = await machine.run({ input, invoke: notInvoked })
+    expect(result).toMatchObject({
+      status: 'FAILED',
+      error: 'InvalidInput',
+      visited: ['CheckInput', 'RefuseInvalidInput', 'InvalidInput'],
+      invocations: [],
+    })
+    if (typeof cause === 'string') expect(result.cause).toBe(cause)
+    else expect(result.cause).toMatch(cause)
+    expect(result.cause).not.toContain('\n')
+    // Told to who started it (counted as reported), never notified, never counted as a failed load.
+    expect(result.calls.map((c) => c.resource)).toEqual([PUT_METRIC_DATA])
+    expect(metricsOf(result, 'RefuseInvalidInput').map((m) => m.MetricName)).toEqual(['FailuresReported'])
+    return result
+  }
+
+  it("refuses a console typo against the table's deployed settings: InvalidInput with a one-line reason, no notice, no LoadFailed", async () => {
+    await refused(
+      { table: 'items', mode: 'incremental' },
+      'mode: table items is configured for full extracts; "incremental" needs extract.cursor in dimsync.yaml (start it without a mode)',
+    )
+    await refused(
+      { table: 'drops', mode: 'full' },
+      'mode: table drops reads new files only (source.files: new_only), so "full" would not read the files merged already; start it without a mode',
+    )
+    await refused({ table: 'items', whenBusy: 'wait' }, 'whenBusy: must be "fail" or "skip" (got "wait")')
+    await refused(
+      { table: 'items', reason: 'x'.repeat(1000) + 'y' },
+      'reason: must be a text of at most 1000 characters (got 1001)',
+    )
+    await refused(
+      { table: 'items', reason: 42 },
+      'reason: must be a text of at most 1000 characters (got 42)',
+    )
+    await refused(
+      {},
+      'table: is required (tables: items, small, broken, orders, drops); start an execution with {"table": "items"}',
+    )
+    await refused('items', 'the input must be a JSON object like {"table": "items"} (got "items")')
+    await refused(
+      { table: 'items', mdoe: 'full', resume: { pass: 1 } },
+      'mdoe, resume: unknown keys (the input takes table, mode, reason, whenBusy, batchId)',
+    )
+    // Every problem of one input, on one line.
+    await refused(
+      { table: 'items', mode: 'delta', whenBusy: 'never' },
+      'mode: must be "full" or "incremental" (got "delta"); whenBusy: must be "fail" or "skip" (got "never")',
+    )
+    await refused(
+      { table: 'items', batchId: 'no such/batch' },
+      /^batchId: must be the id of a staged batch, like 20240310T143000\.000Z-3f9a1c \(got "no such\/batch"\)$/,
+    )
+    await refused(
+      { table: 'items', batchId: '20240310T143000.000Z-3f9a1c', mode: 'full' },
+      'mode: cannot be given with batchId (a batchId merges a staged batch again, without extracting)',
+    )
+    // What a schedule sends, and the configured modes, pass.
+    const passes: LambdaInvoker = async (name) =>
+      roles.get(name) === 'extract'
+        ? { table: 'x', batchId: 'b1', rows: 0, bytes: 0, complete: true }
+        : { table: 'x', batchId: 'b1', status: 'merged', watermark: 'none' }
+    const valid: Json[] = [
+      { table: 'items', reason: 'schedule', whenBusy: 'skip' },
+      { table: 'orders', mode: 'incremental' },
+      { table: 'orders', mode: 'full', reason: 'x'.repeat(1000) },
+      { table: 'drops', mode: '', whenBusy: null },
+    ]
+    for (const input of valid)
+      expect((await machine.run({ input, invoke: passes })).status, JSON.stringify(input)).toBe('SUCCEEDED')
+  })
+
+  it('a batchId replays that staged batch without extracting; a batch that is not staged is refused as InvalidInput', async () => {
+    const batchId = '20240310T143000.000Z-3f9a1c'
+    const listed: Json[] = []
+    const staged = (keyCount: number) => (call: { resource: string; arguments: Json }) => {
+      if (call.resource !== LIST_OBJECTS) return {}
+      listed.push(call.arguments)
+      return { KeyCount: keyCount, Contents: [] }
+    }
+    const merged = await machine.run({
+      input: { table: 'small', batchId, reason: 'replay after the fix' },
+      invoke: async (name, payload) => {
+        expect(roles.get(name)).toBe('merge')
+        expect(payload).toEqual({ table: 'small', batchId })
+        return { table: 'small', batchId, status: 'merged', watermark: 'advanced', counts: {} }
+      },
+      callService: staged(1),
+    })
+    expect(merged).toMatchObject({ status: 'SUCCEEDED', output: { table: 'small', batchId, rows: 0 } })
+    expect(merged.visited).toEqual([
+      'CheckInput',
+      'Replay',
+      'CheckStaged',
+      'BatchStaged',
+      'Merge',
+      'RecordSuccess',
+      'Done',
+    ])
+    expect(listed).toEqual([
+      {
+        Bucket: expect.stringMatching(/^StorageStaging/),
+        Prefix: `staging/small/${batchId}/_manifest.json`,
+        MaxKeys: 1,
+      },
+    ])
+
+    const missing = await machine.run({
+      input: { table: 'small', batchId },
+      invoke: notInvoked,
+      callService: staged(0),
+    })
+    expect(missing).toMatchObject({ status: 'FAILED', error: 'InvalidInput', invocations: [] })
+    expect(missing.cause).toMatch(
+      new RegExp(
+        `^batchId: batch ${batchId} of table small is not staged \\(nothing at s3://StorageStaging\\w+/staging/small/${batchId}/_manifest\\.json\\); `,
+      ),
+    )
+    expect(missing.visited.slice(-3)).toEqual(['BatchStaged', 'RefuseUnstagedBatch', 'BatchNotStaged'])
+    expect(missing.calls.filter((c) => c.resource === SNS_PUBLISH)).toEqual([])
+    expect(metricsOf(missing, 'RefuseUnstagedBatch').map((m) => m.MetricName)).toEqual(['FailuresReported'])
   })
 
   it('takes "mode": null as no mode, as the functions do', async () => {
@@ -281,6 +423,52 @@ describe('state machine definition run by a JSONata interpreter (simulated Step 
       ['LoadFailed', 1],
       ['FailuresReported', 0],
     ])
+  })
+
+  it('a failure notice names table, step, batch, error class, run record key and links to the logs, never the cause', async () => {
+    const batchId = '20240101T000000.000Z-abcdef'
+    const secretish = "customer_id=42 name='Ana Lima' in SELECT * FROM dim_small WHERE name = 'Ana Lima'"
+    const result = await machine.run({
+      input: { table: 'small', reason: 'nightly' },
+      executionName: 'exec-1',
+      invoke: async (name) => {
+        if (roles.get(name) === 'extract')
+          return { table: 'small', batchId, rows: 3, bytes: 9, complete: true }
+        throw Object.assign(new Error(`mass delete refused: ${secretish}`), {
+          name: 'MassDeleteRefusedError',
+        })
+      },
+    })
+    expect(result).toMatchObject({ status: 'FAILED', error: 'MassDeleteRefusedError' })
+    const published = result.calls.filter((c) => c.resource === SNS_PUBLISH)
+    expect(published).toHaveLength(1)
+    const { Subject, Message } = published[0]!.arguments as { Subject: string; Message: string }
+    expect(Subject).toBe('dimsync: small failed in Merge (MassDeleteRefusedError)')
+    expect(Message).not.toContain('Ana Lima')
+    expect(Message).not.toContain('SELECT')
+    const execution = 'arn:aws:states:us-east-1:123456789012:execution:simulated:exec-1'
+    const notice = JSON.parse(Message) as Record<string, unknown>
+    expect(notice).toEqual({
+      table: 'small',
+      step: 'Merge',
+      error: 'MassDeleteRefusedError',
+      batchId,
+      mode: null,
+      reason: 'nightly',
+      runRecord: {
+        stateTable: expect.stringMatching(/^StorageState/),
+        pk: 'RUNS#small',
+        sk: `RUNID#run-${batchId}`,
+      },
+      execution,
+      links: {
+        execution: `https://us-east-1.console.aws.amazon.com/states/home?region=us-east-1#/v2/executions/details/${execution}`,
+        logs: expect.stringMatching(
+          /^https:\/\/us-east-1\.console\.aws\.amazon\.com\/cloudwatch\/home\?region=us-east-1#logsV2:log-groups\/log-group\/MergeMedium\w*Logs\w+$/,
+        ),
+      },
+      logGroup: expect.stringMatching(/^MergeMedium\w*Logs/),
+    })
   })
 
   it('the interpreter refuses what it does not simulate instead of skipping it', async () => {
@@ -502,12 +690,112 @@ describe('state machine definition run by a JSONata interpreter (simulated Step 
       expect(published).toHaveLength(1)
       const { Subject, Message } = published[0]!.arguments as { Subject: string; Message: string }
       expect(Subject).toBe('dimsync: broken failed in Extract (ConfigError)')
-      expect(JSON.parse(Message)).toMatchObject({
-        table: 'broken',
-        step: 'Extract',
-        error: 'ConfigError',
-        cause: result.cause,
-        batchId: null,
+      const notice = JSON.parse(Message) as { batchId: string; runRecord: { pk: string; sk: string } }
+      expect(notice).toMatchObject({ table: 'broken', step: 'Extract', error: 'ConfigError' })
+      expect(notice).not.toHaveProperty('cause')
+      expect(Message).not.toContain('colour')
+      // The extract failed on its first pass: the batch and its run record come from the function's error.
+      expect(notice.batchId).toMatch(/^\d{8}T\d{6}\.\d{3}Z-[0-9a-f]{6}$/)
+      expect(notice.runRecord).toMatchObject({ pk: 'RUNS#broken', sk: `RUNID#run-${notice.batchId}` })
+      const runs = await deps.state.listRuns('broken', 10)
+      expect(runs.map((r) => [r.runId, r.status])).toEqual([[`run-${notice.batchId}`, 'failed']])
+    })
+
+    it('a console replay merges the batch a failed merge left staged, without extracting again', async () => {
+      const { box, deps } = await sandbox()
+      const staged = await captureStdout(() =>
+        stagingExtract({ deps: async () => deps })({ table: 'small' }, fakeContext()),
+      )
+      const { batchId } = staged.result
+      const result = await machine.run({
+        input: { table: 'small', batchId },
+        invoke: invoker(deps),
+        // The state machine's S3 call, answered by the sandbox's bucket on s3rver.
+        callService: async (call) => {
+          if (call.resource !== LIST_OBJECTS) return {}
+          const { Prefix, MaxKeys } = call.arguments as { Prefix: string; MaxKeys: number }
+          const listed = await env.s3.client.send(
+            new ListObjectsV2Command({ Bucket: box.bucket, Prefix, MaxKeys }),
+          )
+          return { KeyCount: listed.KeyCount ?? 0 }
+        },
+      })
+      expect([result.status, result.error, result.cause]).toEqual(['SUCCEEDED', undefined, undefined])
+      expect(result.invocations.map((i) => [i.state, i.payload])).toEqual([
+        ['Merge', { table: 'small', batchId }],
+      ])
+      expect(await env.currentVersions(box, deps, 'dim_small', 's')).toEqual([
+        { versions: 30, keys: 30, lo: 1, hi: 30, wrong: 0 },
+      ])
+      // Merged and removed: replaying it again is refused, nothing invoked.
+      const again = await machine.run({
+        input: { table: 'small', batchId },
+        invoke: notInvoked,
+        callService: async (call) => {
+          if (call.resource !== LIST_OBJECTS) return {}
+          const { Prefix } = call.arguments as { Prefix: string }
+          const listed = await env.s3.client.send(new ListObjectsV2Command({ Bucket: box.bucket, Prefix }))
+          return { KeyCount: listed.KeyCount ?? 0 }
+        },
+      })
+      expect(again).toMatchObject({ status: 'FAILED', error: 'InvalidInput' })
+    })
+
+    describe('merging into BigQuery (the emulator, its SQL run by ZetaSQL)', () => {
+      let zetaSql: ZetaSqlService
+      let bigQuery: BigQueryEmulator
+
+      beforeAll(async () => {
+        process.env.METADATA_SERVER_DETECTION = 'none'
+        zetaSql = await ZetaSqlService.start()
+        bigQuery = await BigQueryEmulator.start({ zetaSql })
+        bigQuery.createDataset('acme-dw', 'history', { location: 'EU' })
+      })
+      afterAll(async () => {
+        await bigQuery?.stop()
+        await zetaSql?.stop()
+      })
+
+      it('a run goes PostgreSQL → S3 → BigQuery through the state machine: the merge function takes the BigQuery endpoint', async () => {
+        const box = await makeSandbox(env.s3, env.dynamo)
+        await writeFile(
+          path.join(box.dir, 'dimsync.yaml'),
+          [
+            'version: 1',
+            'warehouse: { type: bigquery, project: acme-dw, dataset: history, location: EU }',
+            'tables:',
+            '  - name: small',
+            `    source: { type: postgres, url_env: DB_URL, table: ${env.table('small')} }`,
+            '    target: dim_small',
+            '    key: id',
+            '    tracked: [name]',
+            '',
+          ].join('\n'),
+        )
+        const deps = await buildAwsDeps({
+          ...box.env,
+          DB_URL: PG_URL,
+          [AWS_ENV.warehouse]: 'bigquery',
+          [AWS_ENV.bigQueryEndpoint]: bigQuery.url,
+        })
+        try {
+          const result = await machine.run({ input: { table: 'small' }, invoke: invoker(deps) })
+          expect([result.status, result.error, result.cause]).toEqual(['SUCCEEDED', undefined, undefined])
+          expect(result.output).toMatchObject({
+            table: 'small',
+            rows: 30,
+            merge: { status: 'merged', counts: expect.objectContaining({ insertedVersions: 30 }) },
+          })
+          const current = await bigQuery.query(
+            'acme-dw',
+            "SELECT COUNT(*) AS n, COUNTIF(name = CONCAT('s', CAST(id AS STRING))) AS right_names " +
+              'FROM `acme-dw.history.dim_small` WHERE valid_to IS NULL',
+            { location: 'EU' },
+          )
+          expect(current).toEqual([{ n: '30', right_names: '30' }])
+        } finally {
+          await deps.close()
+        }
       })
     })
 

@@ -66,6 +66,16 @@ const HINTS: Readonly<Record<string, string>> = {
   ECONNREFUSED: 'is the endpoint running and reachable?',
 }
 
+/** Where a service's own meaning of an error name differs from the hint above. */
+const SERVICE_HINTS: Readonly<Partial<Record<AwsServiceError['service'], Readonly<Record<string, string>>>>> =
+  {
+    secretsmanager: {
+      ResourceNotFoundException:
+        'check the secret name or ARN: a name is looked up in the account and region the code runs in, an ARN ' +
+        'must be complete (with the 6-character suffix) or leave the suffix out',
+    },
+  }
+
 /**
  * Wraps an unexpected SDK error as `AwsServiceError`: `what` says what dimsync was doing and on which resource
  * (`s3://bucket/key: reading the manifest`). Marked retryable when `isRetryableAwsError` says so. The
@@ -80,7 +90,8 @@ export function wrapAwsError(
   const name = awsErrorName(error) ?? 'Error'
   const code = (error as { code?: unknown } | null)?.code
   const retryable = isRetryableAwsError(error)
-  const hint = (typeof code === 'string' ? HINTS[code] : undefined) ?? HINTS[name]
+  const hint =
+    (typeof code === 'string' ? HINTS[code] : undefined) ?? SERVICE_HINTS[service]?.[name] ?? HINTS[name]
   const detail = error instanceof Error ? error.message : String(error)
   return new AwsServiceError(
     service,

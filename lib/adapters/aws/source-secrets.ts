@@ -10,32 +10,56 @@ import { wrapAwsError } from './aws-errors.ts'
  */
 const SECRET_ARN = /^arn:aws(-[a-z]+)*:secretsmanager:/
 
-/** Whether a `url_env` value is the ARN of a Secrets Manager secret (else it is the connection URL itself). */
+/**
+ * `secretsmanager:<name>`: a secret of the function's own account and region, by its name. Secrets Manager takes
+ * an ARN whose name ends in a hyphen and six characters (`...:secret:prod/db-reader`) for a complete ARN, so a
+ * secret known by name only is looked up by its name, never by an ARN made from it.
+ */
+export const SECRET_NAME_PREFIX = 'secretsmanager:'
+
+/** Whether a `url_env` value is the ARN of a Secrets Manager secret. */
 export function isSecretArn(value: string): boolean {
   return SECRET_ARN.test(value)
 }
 
-/** Fetches the SecretString of a secret by ARN. */
-export type GetSecret = (arn: string) => Promise<string>
+/**
+ * Whether a `url_env` value names a Secrets Manager secret (its ARN, or `secretsmanager:<name>`); else it is the
+ * connection URL itself.
+ */
+export function isSecretReference(value: string): boolean {
+  return (
+    isSecretArn(value) || (value.startsWith(SECRET_NAME_PREFIX) && value.length > SECRET_NAME_PREFIX.length)
+  )
+}
+
+/** The SecretId Secrets Manager is asked for: the name of `secretsmanager:<name>`, anything else as it is. */
+export function secretIdOf(reference: string): string {
+  return reference.startsWith(SECRET_NAME_PREFIX) ? reference.slice(SECRET_NAME_PREFIX.length) : reference
+}
+
+/** Fetches the SecretString of a secret by reference (an ARN, `secretsmanager:<name>`, or a bare name). */
+export type GetSecret = (reference: string) => Promise<string>
 
 /** `GetSecret` backed by Secrets Manager. */
 export function secretsManagerGetter(client: SecretsManagerClient): GetSecret {
-  return async (arn) => {
+  return async (reference) => {
     try {
-      const response = await client.send(new GetSecretValueCommand({ SecretId: arn }))
+      const response = await client.send(new GetSecretValueCommand({ SecretId: secretIdOf(reference) }))
       if (response.SecretString === undefined) {
-        throw new ConfigError(arn, ['the secret has no SecretString (binary secrets are not supported)'])
+        throw new ConfigError(reference, [
+          'the secret has no SecretString (binary secrets are not supported)',
+        ])
       }
       return response.SecretString
     } catch (error) {
-      throw wrapAwsError('secretsmanager', `reading secret ${arn}`, error)
+      throw wrapAwsError('secretsmanager', `reading secret ${reference}`, error)
     }
   }
 }
 
 /**
- * Returns a copy of `env` in which every `url_env` variable of the project's database sources that holds a
- * Secrets Manager ARN is replaced by the connection URL the secret holds. Each ARN is fetched once. The secret
+ * Returns a copy of `env` in which every `url_env` variable of the project's database sources that names a
+ * Secrets Manager secret (`isSecretReference`) is replaced by the connection URL the secret holds. Each ARN is fetched once. The secret
  * may be the URL itself, a JSON object with a `url` field, or an RDS-managed secret (`engine`, `host`, `port`,
  * `username`, `password`, `dbname`), from which the URL is built with the parts percent-encoded. Errors name
  * the variable and the ARN, never the secret's value.
@@ -51,7 +75,7 @@ export async function resolveSourceSecrets(
     if (table.source.type === 'file') continue
     const variable = table.source.urlEnv
     const value = env[variable]?.trim()
-    if (value === undefined || !isSecretArn(value)) continue
+    if (value === undefined || !isSecretReference(value)) continue
     let secret = cache.get(value)
     if (secret === undefined) {
       secret = getSecret(value)

@@ -122,3 +122,57 @@ describe('extract and merge functions on an S3 change feed read as new files onl
     ])
   })
 })
+
+describe('the S3 client of a file source on S3', () => {
+  it("is one of the container's instrumented clients (traced in Lambda): every S3 call of an extract goes through them", async () => {
+    const box = await makeSandbox(s3, dynamo)
+    const source = await s3.createBucket('landing')
+    await writeFile(
+      join(box.dir, 'dimsync.yaml'),
+      [
+        'version: 1',
+        'warehouse: { type: duckdb, path: unused.duckdb }',
+        'tables:',
+        '  - name: customers',
+        `    source: { type: file, path: 's3://${source}/exports/*.csv' }`,
+        '    target: dim_customer',
+        '    key: customer_id',
+        '',
+      ].join('\n'),
+    )
+    await s3.client.send(
+      new PutObjectCommand({
+        Bucket: source,
+        Key: 'exports/customers.csv',
+        Body: 'customer_id,region\n1,South\n2,North\n',
+      }),
+    )
+    // What X-Ray instrumentation does to a client, made visible: a middleware that records each call's bucket.
+    const seen: string[] = []
+    const deps = await buildAwsDeps(box.env, {
+      instrumentClient: (client) => {
+        type Args = { input: { Bucket?: string } }
+        const stack = (client as unknown as { middlewareStack: { add(m: unknown, o: object): void } })
+          .middlewareStack
+        stack.add(
+          (next: (args: Args) => Promise<unknown>, context: { commandName: string }) =>
+            async (args: Args) => {
+              seen.push(`${context.commandName}:${args.input.Bucket ?? ''}`)
+              return await next(args)
+            },
+          { step: 'initialize', name: 'recordCalls' },
+        )
+        return client
+      },
+    })
+    opened.push(deps)
+    const staged = (
+      await captureStdout(() =>
+        stagingExtract({ deps: async () => deps })({ table: 'customers' }, fakeContext()),
+      )
+    ).result
+    expect(staged.rows).toBe(2)
+    expect(seen).toContain(`GetObjectCommand:${source}`)
+    expect(seen.some((call) => call.endsWith(`:${box.bucket}`))).toBe(true)
+  })
+})

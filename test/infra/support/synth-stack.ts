@@ -99,3 +99,22 @@ export function statementsOf(template: Template, rolePrefix: string): Statement[
 export function actionsOf(statement: Statement): string[] {
   return typeof statement.Action === 'string' ? [statement.Action] : statement.Action
 }
+
+export type FunctionResource = {
+  Properties: { Environment?: { Variables: Record<string, unknown> } } & Record<string, unknown>
+  DependsOn?: string[]
+}
+
+/**
+ * The loader's extract and merge functions (they have the state table in their environment), by logical id:
+ * not the stack's housekeeping function (infra/constructs/version-pruning.ts).
+ */
+export function loaderFunctionsOf(template: {
+  findResources(type: string): Record<string, unknown>
+}): Record<string, FunctionResource> {
+  return Object.fromEntries(
+    Object.entries(
+      template.findResources('AWS::Lambda::Function') as Record<string, FunctionResource>,
+    ).filter(([, f]) => f.Properties.Environment?.Variables.DIMSYNC_STATE_TABLE !== undefined),
+  )
+}

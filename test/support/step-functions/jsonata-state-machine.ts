@@ -24,7 +24,8 @@
  *   (both through JSON, as Lambda serializes them) and answers `{ ExecutedVersion, Payload, StatusCode }`; an
  *   error the callback throws becomes `{ Error: error.name, Cause: error.message }` (simplified: Lambda's real
  *   Cause is a JSON document with errorMessage, errorType and trace). `aws-sdk:cloudwatch:putMetricData`,
- *   `aws-sdk:cloudwatch:getMetricData`, `aws-sdk:scheduler:getSchedule` and `sns:publish` are recorded and answer
+ *   `aws-sdk:cloudwatch:getMetricData`, `aws-sdk:scheduler:getSchedule`, `aws-sdk:s3:listObjectsV2` and
+ *   `sns:publish` are recorded and answer
  *   `{}` (or what the optional `callService` hook returns or throws).
  *
  * It refuses (`JsonataStateMachine.load` throws UnsupportedDefinitionError) anything else rather than skipping it: other
@@ -59,7 +60,14 @@ export const PUT_METRIC_DATA = 'arn:aws:states:::aws-sdk:cloudwatch:putMetricDat
 export const SNS_PUBLISH = 'arn:aws:states:::sns:publish'
 export const GET_METRIC_DATA = 'arn:aws:states:::aws-sdk:cloudwatch:getMetricData'
 export const GET_SCHEDULE = 'arn:aws:states:::aws-sdk:scheduler:getSchedule'
-const RECORDED_RESOURCES: readonly string[] = [PUT_METRIC_DATA, SNS_PUBLISH, GET_METRIC_DATA, GET_SCHEDULE]
+export const LIST_OBJECTS = 'arn:aws:states:::aws-sdk:s3:listObjectsV2'
+const RECORDED_RESOURCES: readonly string[] = [
+  PUT_METRIC_DATA,
+  SNS_PUBLISH,
+  GET_METRIC_DATA,
+  GET_SCHEDULE,
+  LIST_OBJECTS,
+]
 
 /** Calls the Lambda function (the real handler in tests); throw to fail the invocation. */
 export type LambdaInvoker = (functionName: string, payload: Json) => Promise<unknown>
@@ -678,7 +686,8 @@ export class JsonataStateMachine {
  * The Step Functions definition of a synthesized stack (a CloudFormation template as JSON), its CloudFormation
  * tokens replaced by recognizable values: a Lambda function's ARN by `lambdaArnOf(logicalId)` (a version's by
  * `lambdaVersionArnOf(functionId, versionId)`), a topic's by
- * `topicArnOf(logicalId)`, the pseudo parameters by us-east-1 / 123456789012. Any other token is refused.
+ * `topicArnOf(logicalId)`, the name of a schedule, log group, bucket or DynamoDB table by its logical id, the pseudo
+ * parameters by us-east-1 / 123456789012. Any other token is refused.
  */
 export function definitionFromTemplate(
   template: {
@@ -717,8 +726,14 @@ export function definitionFromTemplate(
     }
     if (t.Ref !== undefined && pseudo[t.Ref] !== undefined) return pseudo[t.Ref]!
     if (t.Ref !== undefined && template.Resources[t.Ref]?.Type === 'AWS::SNS::Topic') return topicArnOf(t.Ref)
-    // A schedule's Ref is its name; its logical id stands in for it.
-    if (t.Ref !== undefined && template.Resources[t.Ref]?.Type === 'AWS::Scheduler::Schedule') return t.Ref
+    // A schedule's, log group's or DynamoDB table's Ref is its name; its logical id stands in for it.
+    const named = [
+      'AWS::Scheduler::Schedule',
+      'AWS::Logs::LogGroup',
+      'AWS::DynamoDB::Table',
+      'AWS::S3::Bucket',
+    ]
+    if (t.Ref !== undefined && named.includes(template.Resources[t.Ref]?.Type ?? '')) return t.Ref
     throw new UnsupportedDefinitionError(`CloudFormation token ${JSON.stringify(token)} in the definition`)
   }
   let text: string

@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest'
 
-import { isSecretArn, resolveSourceSecrets } from '../../../../lib/adapters/aws/source-secrets.ts'
+import {
+  isSecretArn,
+  isSecretReference,
+  resolveSourceSecrets,
+  secretIdOf,
+} from '../../../../lib/adapters/aws/source-secrets.ts'
 import type { ProjectSpec } from '../../../../lib/core/table-spec.ts'
 
 const project = {
@@ -38,5 +43,15 @@ describe('secret ARNs in every partition', () => {
     expect(isSecretArn('postgres://arn:aws:secretsmanager@host/db')).toBe(false)
     expect(isSecretArn('arn:aws:ssm:eu-west-1:123456789012:parameter/db')).toBe(false)
     expect(isSecretArn('arn:awsx:secretsmanager:eu-west-1:123456789012:secret:x')).toBe(false)
+  })
+
+  it('takes secretsmanager:<name> for a secret named in the same account, and asks for it by its name', () => {
+    expect(isSecretReference('secretsmanager:prod/db-reader')).toBe(true)
+    expect(secretIdOf('secretsmanager:prod/db-reader')).toBe('prod/db-reader')
+    const arn = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/db-reader-AbCdEf'
+    expect(isSecretReference(arn)).toBe(true)
+    expect(secretIdOf(arn)).toBe(arn)
+    expect(isSecretReference('secretsmanager:')).toBe(false)
+    expect(isSecretReference('postgres://u@h/db')).toBe(false)
   })
 })
