@@ -199,12 +199,23 @@ describe('bitemporal history (system_time: true) on real DuckDB', () => {
           now: new Date(at),
         },
       )
+    // The contract recorded with the dimension names the change first.
+    await expect(mergeAs(bitemporalFeed(), day(1, 6))).rejects.toThrow(
+      'table customers: system_time off → on',
+    )
+    // A dimension an earlier dimsync built recorded no contract: its columns tell.
+    const withoutContracts = () => h.warehouse.query('UPDATE main._dimsync_batches SET contract = NULL')
+    await withoutContracts()
     await expect(mergeAs(bitemporalFeed(), day(1, 6))).rejects.toThrow(
       'table customers: dimension dim_customer was created without system time (no system_from and system_to ' +
         'columns), so system_time: true cannot apply to it',
     )
     const other = { ...bitemporalFeed(), target: 'dim_customer_bt' }
     await mergeAs(other, day(1, 7))
+    await expect(mergeAs({ ...other, systemTime: undefined }, day(1, 8))).rejects.toThrow(
+      'table customers: system_time on (system_from, system_to) → off since dim_customer_bt was built',
+    )
+    await withoutContracts()
     await expect(mergeAs({ ...other, systemTime: undefined }, day(1, 8))).rejects.toThrow(
       'table customers: dimension dim_customer_bt keeps bitemporal history (columns system_from and system_to); ' +
         'set system_time: true on table customers again',
