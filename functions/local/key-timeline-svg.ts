@@ -45,14 +45,28 @@ function scaleOf(instants: readonly number[]): Scale {
   return { from, to: end, open, x: (ms) => LABEL_WIDTH + ((ms - from) / (end - from)) * plot }
 }
 
-/** About five ticks at a step of whole hours, days, weeks or years, aligned to UTC midnights. */
+/** At most six ticks at whole hours, days, weeks, or first days of months or years (UTC). */
 function ticks(scale: Scale): number[] {
-  const steps = [3_600_000, 6 * 3_600_000, DAY_MS, 7 * DAY_MS, 30 * DAY_MS, 91 * DAY_MS, 365 * DAY_MS]
   const span = scale.to - scale.from
-  const step = steps.find((s) => span / s <= 6) ?? Math.ceil(span / 6 / (365 * DAY_MS)) * 365 * DAY_MS
+  const aligned = (step: number) => {
+    const out: number[] = []
+    for (let t = Math.ceil(scale.from / step) * step; t <= scale.to; t += step) out.push(t)
+    return out
+  }
+  for (const step of [1, 3, 6, 12].map((h) => h * 3_600_000).concat([1, 2, 7, 14].map((d) => d * DAY_MS)))
+    if (span / step <= 6) return aligned(step)
+  const months = [1, 2, 3, 6, 12, 24, 60, 120, 240, 600, 1200].find((m) => span / (m * 30.44 * DAY_MS) <= 6)
+  if (months === undefined) return []
+  const start = new Date(scale.from)
+  let index = start.getUTCFullYear() * 12 + start.getUTCMonth()
+  if (Date.UTC(Math.floor(index / 12), index % 12, 1) < scale.from) index++
+  index = Math.ceil(index / months) * months
   const out: number[] = []
-  for (let t = Math.ceil(scale.from / step) * step; t <= scale.to; t += step) out.push(t)
-  return out
+  for (; ; index += months) {
+    const t = Date.UTC(Math.floor(index / 12), index % 12, 1)
+    if (t > scale.to) return out
+    out.push(t)
+  }
 }
 
 function axis(scale: Scale, y: number, height: number): Markup {

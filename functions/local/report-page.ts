@@ -716,7 +716,7 @@ const CHART_BOOTSTRAP = `(function () {
         out.fill = s.color;
         out.width = 0;
         out.points = { show: false };
-        out.paths = uPlot.paths.bars({ size: [bars.length === 1 ? 0.7 : 0.42, 28], align: align, gap: 0 });
+        out.paths = uPlot.paths.bars({ size: [bars.length === 1 ? 0.7 : 0.42, 28, 3], align: align, gap: 0 });
       } else {
         out.points = { show: true, size: 4 };
         out.value = function (u, v) { return v == null ? '' : v + '%'; };
@@ -731,7 +731,7 @@ const CHART_BOOTSTRAP = `(function () {
       tzDate: utc,
       cursor: { points: { show: false } },
       scales: {
-        x: { time: true },
+        x: { time: true, range: function (u, min, max) { var pad = Math.max(86400, (max - min) * 0.03); return [min - pad, max + pad]; } },
         count: { range: function (u, min, max) { return [0, Math.max(1, max)]; } },
         percent: { range: [0, 100] }
       },

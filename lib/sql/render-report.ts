@@ -31,9 +31,14 @@ function perDay(d: SqlDialect, counts: readonly string[], arms: readonly string[
   )
 }
 
-/** Bitemporal tables: only the rows known now (what the table says today); every row for others. */
+/**
+ * The versions a report counts: those known now (bitemporal tables: not superseded in system time), without the
+ * unknown member facts point at (its natural key is NULL, and a version's never is).
+ */
 function knownNow(d: SqlDialect, table: TableSpec): string {
-  return knownNowCondition(d, table) ?? 'TRUE'
+  const keyed = `${d.quoteIdentifier(table.key[0]!)} IS NOT NULL`
+  const now = knownNowCondition(d, table)
+  return now === undefined ? keyed : `${keyed} AND ${now}`
 }
 
 /**
@@ -66,10 +71,11 @@ export function renderVersionDaysQuery(d: SqlDialect, table: TableSpec, dimensio
     `SELECT ${q(n.validFrom)} AS t, COUNT(*) AS opened, 0 AS closed, 0 AS corrected FROM ${dim} WHERE ${now} GROUP BY ${q(n.validFrom)}`,
     `SELECT ${q(n.validTo)} AS t, 0 AS opened, COUNT(*) AS closed, 0 AS corrected FROM ${dim} WHERE ${now} AND NOT ${q(n.isCurrent)} GROUP BY ${q(n.validTo)}`,
   ]
-  if (table.systemTime !== undefined) {
+  const superseded = knownNowCondition(d, table)
+  if (table.systemTime !== undefined && superseded !== undefined) {
     const to = q(table.systemTime.systemTo)
     arms.push(
-      `SELECT ${to} AS t, 0 AS opened, 0 AS closed, COUNT(*) AS corrected FROM ${dim} WHERE NOT (${now}) GROUP BY ${to}`,
+      `SELECT ${to} AS t, 0 AS opened, 0 AS closed, COUNT(*) AS corrected FROM ${dim} WHERE NOT (${superseded}) GROUP BY ${to}`,
     )
   }
   return perDay(d, ['opened', 'closed', 'corrected'], arms)
