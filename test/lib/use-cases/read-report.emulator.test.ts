@@ -18,7 +18,7 @@ import {
  */
 
 interface Observed {
-  readonly report: Omit<ProjectReport, 'warehouse' | 'generatedAt'>
+  readonly report: Pick<ProjectReport, 'config' | 'dimensions' | 'facts'>
   readonly feedKey: KeyTimeline
   readonly accountKey: KeyTimeline
 }
@@ -26,11 +26,7 @@ interface Observed {
 async function observe(h: FactHarness): Promise<Observed> {
   try {
     await loadReportScenario(h)
-    const {
-      warehouse: _,
-      generatedAt: __,
-      ...report
-    } = await readReport(
+    const full = await readReport(
       { warehouse: h.warehouse },
       {
         project: {
@@ -43,6 +39,7 @@ async function observe(h: FactHarness): Promise<Observed> {
         now: new Date('2024-06-01T00:00:00Z'),
       },
     )
+    const report = { config: full.config, dimensions: full.dimensions, facts: full.facts }
     return {
       report,
       feedKey: await readKeyTimeline(h.warehouse, { table: feed, schema: h.schema, key: '3' }),
