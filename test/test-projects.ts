@@ -13,7 +13,7 @@ export const UNIT_TESTS = [
   'test/lib/sql/{dialect-base,dialects-side-by-side,system-time-predicates,widen-columns}.test.ts',
   'test/lib/use-cases/validate-project.test.ts',
   'test/lib/adapters/source/{row-csv-encoder,csv-file-kind}.test.ts',
-  'test/functions/{format-plan,reporter,retryable-errors}.test.ts',
+  'test/functions/{format-plan,reporter,retryable-errors,report-page}.test.ts',
   'test/support/bigquery-emulator/{job-store,text-edits,values}.test.ts',
 ]
 

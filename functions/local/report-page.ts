@@ -128,9 +128,7 @@ export function renderReportPage(report: ProjectReport, assets: ChartAssets | un
         <meta http-equiv="Content-Security-Policy" content="${policy}" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <title>dimsync: ${title}</title>
-        <style>
-          ${trusted(style)}
-        </style>
+        ${inline('style', style)}
       </head>
       <body>
         <main>
@@ -151,19 +149,8 @@ export function renderReportPage(report: ProjectReport, assets: ChartAssets | un
           </header>
           ${timeline}${dimensions}${facts}
         </main>
-        ${
-          withCharts
-            ? html`<script type="application/json" id="dimsync-charts">
-                ${trusted(scriptJson({ charts }))}
-              </script>`
-            : undefined
-        }
-        ${scripts.map(
-          (s) =>
-            html`<script>
-              ${trusted(s)}
-            </script>`,
-        )}
+        ${withCharts ? inline('script', scriptJson({ charts }), ' type="application/json" id="dimsync-charts"') : undefined}
+        ${scripts.map((script) => inline('script', script))}
       </body>
     </html> `
   return page.text
@@ -684,6 +671,14 @@ function shorten(text: string, max: number): string {
 
 function hashSource(text: string): string {
   return `'sha256-${createHash('sha256').update(text, 'utf8').digest('base64')}'`
+}
+
+/**
+ * A script or style element holding exactly `text` (its hash in the policy is of this text: no template may add
+ * whitespace inside it).
+ */
+function inline(tag: 'script' | 'style', text: string, attributes = ''): Markup {
+  return trusted(`<${tag}${attributes}>${text}</${tag}>`)
 }
 
 /** An inlined script or style must not be able to end its element early. */
