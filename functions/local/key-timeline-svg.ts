@@ -188,7 +188,12 @@ export function bitemporalSvg(timeline: KeyTimeline): Markup {
   const plotHeight = 220
   const top = AXIS_HEIGHT
   const y = (ms: number) => top + ((ms - system.from) / (system.to - system.from)) * plotHeight
-  const sysTicks = ticks(system)
+  // The instants the key's rows were learned and superseded (a merge each), or regular ticks when there are many.
+  const merges = [...new Set(known.map(instantMs))]
+    .filter((t) => Number.isFinite(t))
+    .toSorted((a, b) => a - b)
+  const marks = merges.length <= 8 ? merges : ticks(system)
+  const sysTicks = marks.filter((t, i) => i === 0 || y(t) - y(marks[i - 1]!) >= 12)
   const colours = new Map<string, string>()
   const rects = versions.map((v) => {
     const state = v.deleted ? 'deleted' : v.values.map(valueText).join(' · ')
@@ -231,7 +236,7 @@ export function bitemporalSvg(timeline: KeyTimeline): Markup {
           y2="${y(t).toFixed(1)}"
         ></line
         ><text x="${LABEL_WIDTH - 8}" y="${(y(t) + 4).toFixed(1)}" text-anchor="end"
-          >${shortInstant(t)}</text
+          >${merges.length <= 8 ? new Date(t).toISOString().slice(0, 19).replace('T', ' ') : shortInstant(t)}</text
         ></g
       >`,
   )
@@ -246,6 +251,6 @@ export function bitemporalSvg(timeline: KeyTimeline): Markup {
     <text class="axis-title" x="${WIDTH - RIGHT_MARGIN}" y="${height - 8}" text-anchor="end">
       business time (valid_from → valid_to) →
     </text>
-    <text class="axis-title" x="4" y="${top + 12}">system time ↓</text>
+    <text class="axis-title" x="4" y="${top - 8}">system time ↓</text>
   </svg>`
 }

@@ -200,12 +200,10 @@ function dimensionSection(r: DimensionReport, id: string, charts: ChartSpec[]): 
       lastRun ? card(lastRun.status, `last run ${shortTime(lastRun.startedAt)}`) : undefined,
     ]}
   </div>`
-  const shown = recentDays(r.days, CHART_DAYS)
-  const earlier = r.days.length - shown.length
   const versions = dayPair(
     `${id}-versions`,
     'Versions opened and closed per day',
-    shown,
+    r.days,
     [
       { field: 'opened', label: 'opened', color: COLOURS.opened },
       { field: 'closed', label: 'closed', color: COLOURS.closed },
@@ -225,7 +223,7 @@ function dimensionSection(r: DimensionReport, id: string, charts: ChartSpec[]): 
       : dayPair(
           `${id}-deletes`,
           'Keys deleted and restored per day',
-          shown,
+          r.days,
           [
             { field: 'deletedKeys', label: 'deleted keys', color: COLOURS.deleted },
             { field: 'restored', label: 'restored', color: COLOURS.restored },
@@ -239,7 +237,7 @@ function dimensionSection(r: DimensionReport, id: string, charts: ChartSpec[]): 
       : dayPair(
           `${id}-late`,
           'Late events and corrections per day',
-          shown,
+          r.days,
           [
             { field: 'lateKeys', label: 'late keys', color: COLOURS.late },
             { field: 'corrected', label: 'corrected versions', color: COLOURS.corrected },
@@ -248,14 +246,7 @@ function dimensionSection(r: DimensionReport, id: string, charts: ChartSpec[]): 
           totals,
         )
   return html`<section id="${id}">
-    ${heading}${cards}${
-      earlier > 0
-        ? html`<p class="muted">
-            Charts show the ${CHART_DAYS} days up to the last change; ${count(earlier)} earlier day(s) are
-            counted in the totals only.
-          </p>`
-        : undefined
-    }${versions}${deletions}${corrections}${depthNote(r)}${runsSection(r.runs)}${batchesSection(r.recentBatches)}
+    ${heading}${cards}${versions}${deletions}${corrections}${depthNote(r)}${runsSection(r.runs)}${batchesSection(r.recentBatches)}
   </section>`
 }
 
@@ -276,8 +267,9 @@ function dayPair(
   totals: Record<string, number>,
 ): Markup {
   const active = days.filter((d) => series.some((s) => d[s.field] !== 0))
-  const filled = fillDays(days.map((d) => d.day))
-  const byDay = new Map(days.map((d) => [d.day, d]))
+  const shown = recentDays(active, CHART_DAYS)
+  const filled = fillDays(shown.map((d) => d.day))
+  const byDay = new Map(shown.map((d) => [d.day, d]))
   charts.push({
     id,
     x: filled.map(daySeconds),
@@ -315,6 +307,14 @@ function dayPair(
             </tr>
           </tbody>
         </table>
+        ${
+          shown.length < active.length
+            ? html`<p class="muted">
+                The chart shows the ${CHART_DAYS} days up to the last one;
+                ${count(active.length - shown.length)} earlier day(s) count in the totals.
+              </p>`
+            : undefined
+        }
         ${
           active.length > TABLE_DAYS
             ? html`<p class="muted">the last ${TABLE_DAYS} of ${count(active.length)} days</p>`
@@ -718,11 +718,12 @@ const CHART_BOOTSTRAP = `(function () {
       }
       return out;
     }));
-    var axes = [{}, { scale: 'count', values: function (u, ticks) { return ticks.map(function (t) { return Number.isInteger(t) ? t.toLocaleString('en-US') : ''; }); } }];
+    var axes = [{ space: 70, incrs: [1, 2, 7, 14, 28, 56, 91, 182, 364, 728, 1820].map(function (d) { return d * 86400; }), values: function (u, ticks) { return ticks.map(function (t) { return day(u, t); }); } }, { scale: 'count', values: function (u, ticks) { return ticks.map(function (t) { return Number.isInteger(t) ? t.toLocaleString('en-US') : ''; }); } }];
     if (percent) axes.push({ scale: 'percent', side: 1, grid: { show: false }, values: function (u, ticks) { return ticks.map(function (t) { return t + '%'; }); } });
     var opts = {
       width: Math.max(320, Math.floor(el.clientWidth || 640)),
       height: 220,
+      padding: [12, 40, 0, 0],
       tzDate: utc,
       cursor: { points: { show: false } },
       scales: {

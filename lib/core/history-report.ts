@@ -16,8 +16,8 @@ export interface DimensionDay {
   /** Versions that bring a key back after a delete (they start that day). */
   readonly restored: number
   /**
-   * Versions a later batch corrected: rows superseded that day in system time (bitemporal tables), or versions
-   * retired by a batch extracted that day (change feeds whose states can be corrected).
+   * Versions a batch of that extraction day corrected: rows it superseded in system time (bitemporal tables), or
+   * versions it retired (change feeds whose states can be corrected).
    */
   readonly corrected: number
   /** Batches merged with that extraction day, and what the ledger says they did. */

@@ -58,27 +58,48 @@ export function renderDepthQuery(d: SqlDialect, table: TableSpec, dimension: Tab
   )
 }
 
-/**
- * Per day: versions opened (`opened`, by valid_from) and closed (`closed`, by valid_to) as the table says now,
- * and for bitemporal tables rows superseded in system time (`corrected`, by system_to).
- */
+/** Per day: versions opened (`opened`, by valid_from) and closed (`closed`, by valid_to) as the table says now. */
 export function renderVersionDaysQuery(d: SqlDialect, table: TableSpec, dimension: TableRef): string {
   const n = table.columns
   const q = (c: string) => d.quoteIdentifier(c)
   const dim = d.table(dimension)
   const now = knownNow(d, table)
-  const arms = [
-    `SELECT ${q(n.validFrom)} AS t, COUNT(*) AS opened, 0 AS closed, 0 AS corrected FROM ${dim} WHERE ${now} GROUP BY ${q(n.validFrom)}`,
-    `SELECT ${q(n.validTo)} AS t, 0 AS opened, COUNT(*) AS closed, 0 AS corrected FROM ${dim} WHERE ${now} AND NOT ${q(n.isCurrent)} GROUP BY ${q(n.validTo)}`,
-  ]
-  const superseded = knownNowCondition(d, table)
-  if (table.systemTime !== undefined && superseded !== undefined) {
-    const to = q(table.systemTime.systemTo)
-    arms.push(
-      `SELECT ${to} AS t, 0 AS opened, 0 AS closed, COUNT(*) AS corrected FROM ${dim} WHERE NOT (${superseded}) GROUP BY ${to}`,
-    )
-  }
-  return perDay(d, ['opened', 'closed', 'corrected'], arms)
+  return perDay(
+    d,
+    ['opened', 'closed'],
+    [
+      `SELECT ${q(n.validFrom)} AS t, COUNT(*) AS opened, 0 AS closed FROM ${dim} WHERE ${now} GROUP BY ${q(n.validFrom)}`,
+      `SELECT ${q(n.validTo)} AS t, 0 AS opened, COUNT(*) AS closed FROM ${dim} WHERE ${now} AND NOT ${q(n.isCurrent)} GROUP BY ${q(n.validTo)}`,
+    ],
+  )
+}
+
+/**
+ * Bitemporal tables, per extraction day of the batch that superseded them (`corrected`): rows closed in system
+ * time. A row's system_to is the applied time of the merge that superseded it, which the ledger records.
+ */
+export function renderSupersededDaysQuery(
+  d: SqlDialect,
+  table: TableSpec,
+  dimension: TableRef,
+  batches: TableRef,
+): string {
+  const systemTime = table.systemTime
+  const known = knownNowCondition(d, table)
+  if (systemTime === undefined || known === undefined)
+    throw new Error(`table ${table.name} has no system time (system_time: true)`)
+  const to = d.quoteIdentifier(systemTime.systemTo)
+  return perDay(
+    d,
+    ['corrected'],
+    [
+      `SELECT b.extracted_at AS t, SUM(s.superseded) AS corrected FROM (\n` +
+        `    SELECT ${to} AS system_to, COUNT(*) AS superseded FROM ${d.table(dimension)}\n` +
+        `    WHERE ${d.quoteIdentifier(table.key[0]!)} IS NOT NULL AND NOT (${known}) GROUP BY ${to}\n` +
+        `  ) s JOIN ${d.table(batches)} b ON b.applied_at = s.system_to AND b.target = ${d.stringLiteral(table.target)}\n` +
+        `  GROUP BY b.extracted_at`,
+    ],
+  )
 }
 
 /**

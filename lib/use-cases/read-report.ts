@@ -29,6 +29,7 @@ import {
   renderRecentBatchesQuery,
   renderRestoredDaysQuery,
   renderRetiredDaysQuery,
+  renderSupersededDaysQuery,
   renderVersionDaysQuery,
   restoredCounting,
   type FactReferenceColumns,
@@ -249,8 +250,14 @@ class ReportReader {
       day: String(r.day_text),
       opened: num(r.opened),
       closed: num(r.closed),
-      corrected: num(r.corrected),
     }))
+    const superseded =
+      ledger !== undefined && table.systemTime !== undefined
+        ? (await this.#query(renderSupersededDaysQuery(d, table, objects.dimension, ledger))).map((r) => ({
+            day: String(r.day_text),
+            corrected: num(r.corrected),
+          }))
+        : []
     const restored =
       base.restoredCounting === 'none'
         ? []
@@ -284,7 +291,7 @@ class ReportReader {
       rows: depth.versions,
       liveKeys,
       depth,
-      days: mergeDimensionDays(versionDays, restored, ledgerDays, retired),
+      days: mergeDimensionDays(versionDays, superseded, restored, ledgerDays, retired),
       recentBatches,
     }
   }

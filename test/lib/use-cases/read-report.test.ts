@@ -94,10 +94,10 @@ describe('readReport on DuckDB', () => {
     expect(dimension('feed').depth).toEqual({ keys: 3, versions: 6, median: 2, p99: 3, max: 3 })
   })
 
-  it('bitemporal: the row Lille corrected is counted on the day it was superseded, not among the versions', () => {
+  it('bitemporal: the row Lille corrected counts on the extraction day of the batch that superseded it, not among the versions', () => {
     const a = dimension('accounts')
     const superseded = a.days.filter((d) => d.corrected > 0)
-    expect(superseded.map((d) => [d.day, d.corrected])).toEqual([['2030-01-01', 1]])
+    expect(superseded.map((d) => [d.day, d.corrected])).toEqual([['2024-02-02', 1]])
     expect(a.days.filter((d) => d.opened + d.closed > 0).map((d) => [d.day, d.opened, d.closed])).toEqual([
       ['2023-12-01', 1, 0],
       ['2024-01-01', 1, 1],
