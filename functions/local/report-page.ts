@@ -698,6 +698,11 @@ const CHART_BOOTSTRAP = `(function () {
   var charts = JSON.parse(block.textContent).charts;
   var utc = function (ts) { return uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'); };
   var day = function (u, ts) { return ts == null ? '' : new Date(ts * 1000).toISOString().slice(0, 10); };
+  var compact = function (n) {
+    if (!Number.isInteger(n)) return '';
+    var abs = Math.abs(n);
+    return abs >= 1e6 ? +(n / 1e6).toFixed(1) + 'M' : abs >= 1e4 ? +(n / 1e3).toFixed(1) + 'k' : String(n);
+  };
   charts.forEach(function (chart) {
     var el = document.getElementById(chart.id);
     if (!el) return;
@@ -718,7 +723,8 @@ const CHART_BOOTSTRAP = `(function () {
       }
       return out;
     }));
-    var axes = [{ space: 70, incrs: [1, 2, 7, 14, 28, 56, 91, 182, 364, 728, 1820].map(function (d) { return d * 86400; }), values: function (u, ticks) { return ticks.map(function (t) { return day(u, t); }); } }, { scale: 'count', values: function (u, ticks) { return ticks.map(function (t) { return Number.isInteger(t) ? t.toLocaleString('en-US') : ''; }); } }];
+    // Days only: a tick that is not a UTC midnight (uPlot splits short spans by hours) gets no label.
+    var axes = [{ space: 90, values: function (u, ticks) { return ticks.map(function (t) { return t % 86400 === 0 ? day(u, t) : ''; }); } }, { scale: 'count', size: 48, values: function (u, ticks) { return ticks.map(compact); } }];
     if (percent) axes.push({ scale: 'percent', side: 1, grid: { show: false }, values: function (u, ticks) { return ticks.map(function (t) { return t + '%'; }); } });
     var opts = {
       width: Math.max(320, Math.floor(el.clientWidth || 640)),
