@@ -132,16 +132,19 @@ export function renderRestoredDaysQuery(d: SqlDialect, table: TableSpec, dimensi
     )
   const keys = table.key.map(q).join(', ')
   const previous = (c: string) => `LAG(${q(c)}) OVER (PARTITION BY ${keys} ORDER BY ${q(n.validFrom)})`
-  // A version follows a gap when its predecessor's stored end is before the end a linked predecessor stores.
+  // A version follows a gap when its predecessor's stored end is before the end a linked predecessor stores;
+  // only `deletes: new_record` writes deletion versions, which a return follows without a gap.
   const gap = `previous_end < ${storedEnd(d, table, 'valid_from')}`
+  const deletionVersions = table.deletes === 'new_record'
   return perDay(
     d,
     ['restored'],
     [
       `SELECT valid_from AS t, COUNT(*) AS restored FROM (\n` +
-        `    SELECT ${q(n.validFrom)} AS valid_from, ${previous(n.validTo)} AS previous_end, ${previous(n.isDeleted)} AS previous_deleted\n` +
+        `    SELECT ${q(n.validFrom)} AS valid_from, ${previous(n.validTo)} AS previous_end` +
+        `${deletionVersions ? `, ${previous(n.isDeleted)} AS previous_deleted` : ''}\n` +
         `    FROM ${dim} WHERE ${now}\n  ) versions_in_order\n` +
-        `  WHERE ${gap} OR previous_deleted GROUP BY valid_from`,
+        `  WHERE ${gap}${deletionVersions ? ' OR previous_deleted' : ''} GROUP BY valid_from`,
     ],
   )
 }
