@@ -45,7 +45,14 @@ export async function report(
       )
       const page = renderReportPage(data, chartAssets())
       const out = resolve(opts.out)
-      writeFileSync(out, page)
+      try {
+        writeFileSync(out, page)
+      } catch (error) {
+        const why = error instanceof Error ? error.message : String(error)
+        throw new DimsyncError(
+          `report: cannot write ${out}: ${why}; nothing was written (--out names another file)`,
+        )
+      }
       const sections = [
         `${data.dimensions.length} table(s)`,
         `${data.facts.length} fact table(s)`,
