@@ -133,7 +133,7 @@ export function renderReportPage(report: ProjectReport, assets: ChartAssets | un
       <body>
         <main>
           <header>
-            <h1>dimsync report</h1>
+            <h1>${sections.length > 0 ? 'dimsync report' : 'dimsync history'}</h1>
             <p class="muted">
               ${report.config} · warehouse ${report.warehouse} · generated
               ${report.generatedAt.replace('T', ' ').slice(0, 19)} UTC
