@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: every benchmark, each measured against a baseline in the same run; results merged into
  * bench/results/latest.json. A subset: BENCH_ONLY=firstLoad,merge,backfill,endToEnd,sources,s3Extract,changeFeed,
- * facts,runMemory.
+ * facts,runMemory,report.
  */
 import { spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
@@ -32,11 +32,13 @@ const benchmarks: Record<string, () => Promise<unknown>> = {
   changeFeed: script('change-feed.ts', 'change-feed.json'),
   facts: script('facts.ts', 'facts.json'),
   runMemory: script('run-memory.ts', 'run-memory.json'),
+  report: script('report.ts', 'report.json'),
 }
 for (const [name, run] of Object.entries(benchmarks)) {
   if (only && !only.includes(name)) continue
   console.log(`\n== ${name}`)
   const result = await run()
-  if (['sources', 's3Extract', 'changeFeed', 'facts', 'runMemory'].includes(name)) writeResults(name, result)
+  if (['sources', 's3Extract', 'changeFeed', 'facts', 'runMemory', 'report'].includes(name))
+    writeResults(name, result)
   console.log(JSON.stringify(result, null, 2))
 }

@@ -6,6 +6,7 @@ import { parseIsoInstant } from '../../lib/core/instant.ts'
 import { oneLineArgumentError } from './argument-errors.ts'
 import type * as CommandModule from './commands.ts'
 import type * as ResetWatermarkModule from './reset-watermark-command.ts'
+import type * as ReportCommand from './report-command.ts'
 
 // The commands' work (the config parser, DuckDB, the use cases) is imported when a command runs: `--version` and
 // `--help` start without it.
@@ -173,10 +174,27 @@ program
     instantOption('--known-at'),
   )
   .addOption(
-    new Option('-f, --format <format>', 'output format').choices(['table', 'csv', 'json']).default('table'),
+    new Option('-f, --format <format>', "output format (html: one key's timeline as a page, with --key)")
+      .choices(['table', 'csv', 'json', 'html'])
+      .default('table'),
   )
   .action(async (name: string, opts: Parameters<Commands['history']>[1]) => {
     await (await commands()).history(name, opts)
+  })
+
+withStoreOptions(program.command('report'))
+  .description(
+    "write one self-contained HTML page of the history: per table and fact, changes per day, depth, runs; a key's timeline",
+  )
+  .addOption(configOption())
+  .option('-t, --table <name>', 'only this table or fact table')
+  .option(
+    '-k, --key <value>',
+    "a key's timeline: 101, or col=value,col=value (with --table, or a one-table project)",
+  )
+  .option('-o, --out <file>', 'the page to write', 'report.html')
+  .action(async (opts: Parameters<typeof ReportCommand.report>[0]) => {
+    await (await import('./report-command.ts')).report(opts)
   })
 
 program

@@ -208,8 +208,10 @@ export async function discard(
 /** `dimsync history`. */
 export async function history(
   name: string,
-  opts: { config: string; key?: string; asOf?: Date; knownAt?: Date; format: HistoryFormat },
+  opts: { config: string; key?: string; asOf?: Date; knownAt?: Date; format: HistoryFormat | 'html' },
 ): Promise<void> {
+  if (opts.format === 'html') return (await import('./report-command.ts')).historyHtml(name, opts)
+  const format = opts.format
   await withProject(opts.config, async (project, deps) => {
     const fact = factNamed(project, name)
     if (fact !== undefined) throw new DimsyncError(factHasNoHistory(fact))
@@ -225,7 +227,7 @@ export async function history(
       asOf: opts.asOf?.toISOString(),
       knownAt: opts.knownAt?.toISOString(),
     })
-    process.stdout.write(formatHistory(table!, rows, opts.format))
+    process.stdout.write(formatHistory(table!, rows, format))
   })
 }
 
@@ -246,6 +248,7 @@ export async function validate(opts: { config: string }): Promise<void> {
   )
 }
 
+/** Loads the config, builds the CLI's adapters, runs `work` and closes them (every command goes through here). */
 export async function withProject(
   configPath: string,
   work: (project: ProjectSpec, deps: LocalDeps, reporter: ReturnType<typeof createReporter>) => Promise<void>,

@@ -42,7 +42,7 @@ function parseInstant(option: string, text: string): string {
   return new Date(at).toISOString()
 }
 
-function parseKey(table: TableSpec, text: string): [string, string][] {
+export function parseKey(table: TableSpec, text: string): [string, string][] {
   if (table.key.length === 1 && !text.includes('=')) return [[table.key[0]!, text]]
   const pairs = text.split(',').map((part) => {
     const eq = part.indexOf('=')
