@@ -468,6 +468,7 @@ describe('state machine definition run by a JSONata interpreter (simulated Step 
         ),
       },
       logGroup: expect.stringMatching(/^MergeMedium\w*Logs/),
+      docs: 'docs/errors.md#the-mass-delete-guard',
     })
   })
 
