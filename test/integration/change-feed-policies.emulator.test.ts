@@ -218,6 +218,41 @@ describe('type 1 columns: the rule at the edges', () => {
   })
 })
 
+describe('partial updates: a delete sent again folds as it did', () => {
+  it('an old delete re-delivered beside a later partial row: the row folds into the current state', async () => {
+    const table = feed({ partialUpdates: { ignoreNulls: { kind: 'list', columns: ['a', 'b'] } } })
+    await withDimension(table, async (dimension) => {
+      await merged(dimension, [
+        { op: 'D', hour: 1 },
+        { op: 'I', hour: 2, a: 'A', b: 'B' },
+      ])
+      await merged(dimension, [
+        { op: 'D', hour: 1 },
+        { op: 'U', hour: 3, a: null, b: 'C' },
+      ])
+      expect(await stored(dimension)).toEqual([
+        ['A', 'B', null, 2, false],
+        ['A', 'C', null, 3, false],
+      ])
+    })
+  })
+
+  it('a new delete between the current version and a later partial row ends the state', async () => {
+    const table = feed({ partialUpdates: { ignoreNulls: { kind: 'list', columns: ['a', 'b'] } } })
+    await withDimension(table, async (dimension) => {
+      await merged(dimension, [{ op: 'I', hour: 2, a: 'A', b: 'B' }])
+      await merged(dimension, [
+        { op: 'D', hour: 3 },
+        { op: 'U', hour: 4, a: null, b: 'C' },
+      ])
+      expect(await stored(dimension)).toEqual([
+        ['A', 'B', null, 2, false],
+        [null, 'C', null, 4, false],
+      ])
+    })
+  })
+})
+
 describe('an event sent again at a merged change time with other untracked values is refused', () => {
   const refused = (outcome: Paired<MergeOutcome>) =>
     expect(outcome.duckdb).toMatchObject({
