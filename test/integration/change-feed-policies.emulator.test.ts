@@ -297,6 +297,59 @@ describe('an event sent again at a merged change time with other untracked value
   })
 })
 
+describe('mirror: a snapshot sent again', () => {
+  it.each(['ignore', 'invalidate', 'new_record'] as const)(
+    'deletes: %s: an older snapshot sent again unchanged changes nothing; changed, it is refused',
+    async (deletes) => {
+      const table = tableSpec({
+        name: 'lookup',
+        target: 'dim_lookup',
+        key: ['id'],
+        mode: 'mirror',
+        tracked: { kind: 'list', columns: [] },
+        deletes,
+      })
+      const columns: StagedColumn[] = [
+        { name: 'id', type: 'BIGINT' },
+        { name: 'a', type: 'VARCHAR' },
+      ]
+      const dimension = await both.open(table, columns)
+      const snapshot = (extractedAt: string, rows: Record<string, Value>[]) =>
+        dimension.load(rows, { extractedAt, allowMassDelete: true })
+      const s0 = [
+        { id: 1, a: 'x' },
+        { id: 2, a: 'y' },
+      ]
+      const read = (d: SqlDialect, schema: string) =>
+        `SELECT ${['id', 'a', table.columns.surrogateKey].map((c) => `${d.castToString(d.quoteIdentifier(c))} AS ${d.quoteIdentifier(c)}`).join(', ')} ` +
+        `FROM ${d.table({ schema, name: table.target })} ORDER BY 1`
+      try {
+        for (const outcome of [
+          await snapshot('2024-01-01T00:00:00Z', s0),
+          await snapshot('2024-01-04T00:00:00Z', [{ id: 1, a: 'z' }]),
+        ])
+          for (const o of [outcome.duckdb, outcome.bigquery]) if ('error' in o) throw new Error(o.message)
+        const before = await dimension.read(read)
+        expect(before.bigquery).toEqual(before.duckdb)
+
+        const again = await snapshot('2024-01-01T00:00:00Z', s0)
+        expect(again.bigquery).toEqual(again.duckdb)
+        expect(again.duckdb).toMatchObject({ status: 'already-applied' })
+        expect(await dimension.read(read)).toEqual(before)
+
+        const changed = await snapshot('2024-01-01T00:00:00Z', [...s0, { id: 3, a: 'w' }])
+        expect(changed.bigquery).toEqual(changed.duckdb)
+        expect(changed.duckdb).toMatchObject({
+          message: expect.stringContaining('a different snapshot at that extraction time is already merged'),
+        })
+        expect(await dimension.read(read)).toEqual(before)
+      } finally {
+        await dimension.close()
+      }
+    },
+  )
+})
+
 describe('aliases no column can shadow', () => {
   it('a late event of a table with columns named a and b (aliases the late path writes)', async () => {
     await withDimension(feed(), async (dimension) => {
