@@ -221,8 +221,17 @@ export const opsSchema = strict({
     'The values of the operation column meaning insert, update and delete, and those whose rows are skipped (ignore). Default { insert: I, update: U, delete: D }.',
   )
 
+/** Layouts of change files a CDC tool writes that a file source reads as they are. */
+export const CHANGE_FORMATS = ['dms'] as const
+
 const changesSchema = strict({
   mode: z.literal('changes'),
+  format: oneOf(CHANGE_FORMATS)
+    .optional()
+    .describe(
+      'File sources: dms reads AWS DMS output as DMS writes it (full-load LOAD files without Op are inserts, ' +
+        'read before the change files; a STRING timestamp column is read as times). Default: none.',
+    ),
   operation: operationSchema,
   ops: opsSchema,
   sequence: column

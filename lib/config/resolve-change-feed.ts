@@ -15,6 +15,7 @@ type OperationValues = string | readonly string[]
 /** The `mode: changes` member of the extract option, as zod parsed it. */
 export interface ChangesDocument {
   readonly mode: 'changes'
+  readonly format?: 'dms'
   readonly operation?:
     | string
     | {
@@ -118,6 +119,19 @@ export function resolveChangeFeed(
   if (doc.sequence !== undefined && doc.sequence.toLowerCase() === operation.column.toLowerCase())
     report(at('extract', 'sequence'), `${show(doc.sequence)} is also the operation column${note}`)
 
+  if (doc.format !== undefined && source.type !== 'file')
+    report(
+      at('extract', 'format'),
+      `format: ${doc.format} reads the files a CDC tool writes; a ${source.type} source is read by its columns${note}`,
+    )
+  if (doc.format === 'dms' && source.type === 'file' && source.format === 'csv' && !source.csv.header) {
+    if (source.columns === undefined)
+      report(
+        at('source', 'columns'),
+        'AWS DMS writes CSV without a header (unless AddColumnName is set): declare its columns in the order of ' +
+          'the files, e.g. columns: { Op: VARCHAR, dms_ts: VARCHAR, customer_id: BIGINT, … }',
+      )
+  }
   let extract: ExtractSpec
   if (source.type === 'file') {
     for (const option of ['cursor', 'lookback_minutes'] as const) {
@@ -138,6 +152,7 @@ export function resolveChangeFeed(
   const changes: ChangeFeedSpec = {
     operation,
     ...(doc.sequence !== undefined ? { sequence: doc.sequence } : {}),
+    ...(doc.format !== undefined ? { format: doc.format } : {}),
   }
   return { extract, changes }
 }

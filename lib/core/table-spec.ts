@@ -87,6 +87,11 @@ export interface ChangeFeedSpec {
   }
   /** Orders events of one key that share a change time (the last one is the state at that time). */
   readonly sequence?: string
+  /**
+   * The layout of the change files, read as the CDC tool writes them: `dms` (AWS DMS's S3 target: full-load files
+   * without the operation column are inserts, read before the change files; a text change time is read as times).
+   */
+  readonly format?: 'dms'
 }
 
 /**
