@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
-import { PutObjectCommand } from '@aws-sdk/client-s3'
+import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3'
 import { DuckDBInstance } from '@duckdb/node-api'
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 
@@ -11,6 +11,7 @@ import { readHistory } from '../../../lib/use-cases/read-history.ts'
 import { runTable } from '../../../lib/use-cases/run-table.ts'
 import { S3RVER_CREDENTIALS, startS3rver, type S3rverHandle } from '../../support/aws/s3rver.ts'
 import { makeEmbeddedProject, type EmbeddedProject } from '../../support/embedded-project.ts'
+import { markdownBlocks } from '../../support/markdown-blocks.ts'
 
 /**
  * AWS DMS output as DMS's S3 target writes it (docs.aws.amazon.com/dms/latest/userguide/CHAP_Target.S3.html), read
@@ -184,6 +185,47 @@ describe.each(places)('AWS DMS output on a %s', (_name, makePlace) => {
     const run = await runTable(deps, table, { extractedAt: JAN })
     expect(run.rows).toBe(5)
     expect(await history()).toEqual(EXPECTED)
+  })
+})
+
+describe('docs/sources.md', () => {
+  it('the dimsync.yaml shown beside the DMS endpoint settings reads what those settings make DMS write, on S3', async () => {
+    const page = join(import.meta.dirname, '..', '..', '..', 'docs', 'sources.md')
+    const blocks = markdownBlocks('docs/sources.md', readFileSync(page, 'utf8'))
+    const yaml = blocks.find((b) => b.lang === 'yaml' && b.text.includes('format: dms'))!.text
+    const settings = JSON.parse(
+      blocks.find((b) => b.lang === 'json' && b.text.includes('TimestampColumnName'))!.text,
+    ) as {
+      BucketName: string
+      TimestampColumnName: string
+      IncludeOpForFullLoad: boolean
+      AddColumnName: boolean
+    }
+    expect(settings).toMatchObject({
+      TimestampColumnName: 'dms_ts',
+      IncludeOpForFullLoad: false,
+      AddColumnName: false,
+    })
+    await s3.client.send(new CreateBucketCommand({ Bucket: settings.BucketName }))
+    vi.stubEnv('DIMSYNC_S3_ENDPOINT', s3.endpoint)
+    vi.stubEnv('AWS_ACCESS_KEY_ID', S3RVER_CREDENTIALS.accessKeyId)
+    vi.stubEnv('AWS_SECRET_ACCESS_KEY', S3RVER_CREDENTIALS.secretAccessKey)
+    vi.stubEnv('AWS_REGION', 'us-east-1')
+    const put = (key: string, body: string) =>
+      s3.client.send(new PutObjectCommand({ Bucket: settings.BucketName, Key: key, Body: body }))
+    embedded = await makeEmbeddedProject(yaml)
+    const { deps, project } = embedded
+    const table = project.tables[0]!
+    await put('public/customers/LOAD00000001.csv', dmsCsv(FULL_LOAD))
+    await put('public/customers/20240102-1000000000.csv', dmsCsv(CHANGES))
+    expect((await runTable(deps, table, { extractedAt: JAN })).rows).toBe(5)
+    const rows = await readHistory(await deps.openWarehouse(), { table, schema: 'main' })
+    expect(rows.map((r) => [r.customer_id, r.region, r.is_current])).toEqual([
+      [1, 'South', false],
+      [1, 'West', true],
+      [2, 'North', false],
+      [3, 'East', true],
+    ])
   })
 })
 
