@@ -174,6 +174,15 @@ describe.each(places)('AWS DMS output on a %s', (_name, makePlace) => {
     },
   )
 
+  it('CSV with AddColumnName: the header names the columns, the full load header has no Op', async () => {
+    const place = await makePlace()
+    const { deps, table, history } = await setUp(place, '*.csv')
+    await place.put(`${FOLDER}/LOAD00000001.csv`, 'dms_ts,customer_id,region\n' + dmsCsv(FULL_LOAD))
+    await place.put(`${FOLDER}/20240102-1000000000.csv`, 'Op,dms_ts,customer_id,region\n' + dmsCsv(CHANGES))
+    expect((await runTable(deps, table, { extractedAt: JAN })).rows).toBe(5)
+    expect(await history()).toEqual(EXPECTED)
+  })
+
   it.each([
     ['without IncludeOpForFullLoad', FULL_LOAD],
     ['with IncludeOpForFullLoad', withOp(FULL_LOAD)],
