@@ -28,6 +28,7 @@ export interface ChangesDocument {
     readonly insert?: OperationValues
     readonly update?: OperationValues
     readonly delete?: OperationValues
+    readonly truncate?: OperationValues
     readonly ignore?: OperationValues
   }
   readonly sequence?: string
@@ -35,7 +36,7 @@ export interface ChangesDocument {
   readonly lookback_minutes?: number
 }
 
-const KINDS = ['insert', 'update', 'delete', 'ignore'] as const
+const KINDS = ['insert', 'update', 'delete', 'truncate', 'ignore'] as const
 
 /**
  * The operation column of a change feed and the values meaning insert, update and delete (AWS DMS's `Op` with
@@ -60,12 +61,14 @@ export function resolveOperation(
   const values = (v: OperationValues | undefined, fallback: readonly string[]) =>
     v === undefined ? fallback : typeof v === 'string' ? [v] : v
   const ignore = values(rules.ignore, [])
+  const truncate = values(rules.truncate, [])
   const operation = {
     column: op.column ?? DMS_OPERATION.column,
     insert: values(rules.insert, DMS_OPERATION.insert),
     update: values(rules.update, DMS_OPERATION.update),
     delete: values(rules.delete, DMS_OPERATION.delete),
     ...(ignore.length > 0 ? { ignore } : {}),
+    ...(truncate.length > 0 ? { truncate } : {}),
   }
   const seen = new Map<string, string>()
   for (const kind of KINDS) {

@@ -195,6 +195,20 @@ valid_from: { column: ts_ms }`),
     ])
   })
 
+  it('ops.truncate names the values of a truncate (none by default), each meaning one thing', () => {
+    expect(
+      parseProject(
+        table('key: id\nextract: { mode: changes, ops: { truncate: [T, t] } }\nvalid_from: { column: t }'),
+        CONFIG,
+      ).tables[0]!.changes?.operation,
+    ).toEqual({ column: 'Op', insert: ['I'], update: ['U'], delete: ['D'], truncate: ['T', 't'] })
+    expect(
+      issuesOf(table('key: id\nextract: { mode: changes, ops: { truncate: D } }\nvalid_from: { column: t }')),
+    ).toEqual([
+      'tables[0].extract.ops.truncate: "D" is also a delete value; each operation value must mean one thing',
+    ])
+  })
+
   it('names the modes when one is misspelled', () => {
     expect(issuesOf(table('key: id\nextract: { mode: change }'))).toEqual([
       'tables[0].extract.mode: must be one of full, incremental, changes (got "change"); did you mean "changes"?',
