@@ -212,17 +212,29 @@ export const opsSchema = strict({
   insert: operationValues.optional().describe('Default I.'),
   update: operationValues.optional().describe('Default U.'),
   delete: operationValues.optional().describe('Default D.'),
+  truncate: operationValues
+    .optional()
+    .describe('Dimensions: a truncate closes every current version at its change time. Default none.'),
   ignore: operationValues
     .optional()
     .describe('Rows skipped by the extract (before-images, heartbeats). Default none.'),
 })
   .optional()
   .describe(
-    'The values of the operation column meaning insert, update and delete, and those whose rows are skipped (ignore). Default { insert: I, update: U, delete: D }.',
+    'The values of the operation column meaning insert, update, delete and truncate, and those whose rows are skipped (ignore). Default { insert: I, update: U, delete: D }.',
   )
+
+/** Layouts of change files a CDC tool writes that a file source reads as they are. */
+export const CHANGE_FORMATS = ['dms'] as const
 
 const changesSchema = strict({
   mode: z.literal('changes'),
+  format: oneOf(CHANGE_FORMATS)
+    .optional()
+    .describe(
+      'File sources: dms reads AWS DMS output as DMS writes it (full-load LOAD files without Op are inserts, ' +
+        'read before the change files; a STRING timestamp column is read as times). Default: none.',
+    ),
   operation: operationSchema,
   ops: opsSchema,
   sequence: column

@@ -15,6 +15,7 @@ type OperationValues = string | readonly string[]
 /** The `mode: changes` member of the extract option, as zod parsed it. */
 export interface ChangesDocument {
   readonly mode: 'changes'
+  readonly format?: 'dms'
   readonly operation?:
     | string
     | {
@@ -27,6 +28,7 @@ export interface ChangesDocument {
     readonly insert?: OperationValues
     readonly update?: OperationValues
     readonly delete?: OperationValues
+    readonly truncate?: OperationValues
     readonly ignore?: OperationValues
   }
   readonly sequence?: string
@@ -34,7 +36,7 @@ export interface ChangesDocument {
   readonly lookback_minutes?: number
 }
 
-const KINDS = ['insert', 'update', 'delete', 'ignore'] as const
+const KINDS = ['insert', 'update', 'delete', 'truncate', 'ignore'] as const
 
 /**
  * The operation column of a change feed and the values meaning insert, update and delete (AWS DMS's `Op` with
@@ -59,12 +61,14 @@ export function resolveOperation(
   const values = (v: OperationValues | undefined, fallback: readonly string[]) =>
     v === undefined ? fallback : typeof v === 'string' ? [v] : v
   const ignore = values(rules.ignore, [])
+  const truncate = values(rules.truncate, [])
   const operation = {
     column: op.column ?? DMS_OPERATION.column,
     insert: values(rules.insert, DMS_OPERATION.insert),
     update: values(rules.update, DMS_OPERATION.update),
     delete: values(rules.delete, DMS_OPERATION.delete),
     ...(ignore.length > 0 ? { ignore } : {}),
+    ...(truncate.length > 0 ? { truncate } : {}),
   }
   const seen = new Map<string, string>()
   for (const kind of KINDS) {
@@ -118,6 +122,19 @@ export function resolveChangeFeed(
   if (doc.sequence !== undefined && doc.sequence.toLowerCase() === operation.column.toLowerCase())
     report(at('extract', 'sequence'), `${show(doc.sequence)} is also the operation column${note}`)
 
+  if (doc.format !== undefined && source.type !== 'file')
+    report(
+      at('extract', 'format'),
+      `format: ${doc.format} reads the files a CDC tool writes; a ${source.type} source is read by its columns${note}`,
+    )
+  if (doc.format === 'dms' && source.type === 'file' && source.format === 'csv' && !source.csv.header) {
+    if (source.columns === undefined)
+      report(
+        at('source', 'columns'),
+        'AWS DMS writes CSV without a header (unless AddColumnName is set): declare its columns in the order of ' +
+          'the files, e.g. columns: { Op: VARCHAR, dms_ts: VARCHAR, customer_id: BIGINT, … }',
+      )
+  }
   let extract: ExtractSpec
   if (source.type === 'file') {
     for (const option of ['cursor', 'lookback_minutes'] as const) {
@@ -138,6 +155,7 @@ export function resolveChangeFeed(
   const changes: ChangeFeedSpec = {
     operation,
     ...(doc.sequence !== undefined ? { sequence: doc.sequence } : {}),
+    ...(doc.format !== undefined ? { format: doc.format } : {}),
   }
   return { extract, changes }
 }

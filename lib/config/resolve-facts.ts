@@ -166,6 +166,11 @@ function resolveFactChangeFeed(
   issues: IssueList,
 ): { extract: ExtractSpec; changes: ChangeFeedSpec } {
   const operation = resolveOperation(doc, (where, message) => issues.add([...at, ...where], message))
+  if (operation.truncate !== undefined)
+    issues.add(
+      [...at, 'ops', 'truncate'],
+      'a fact keeps every change it was given; a truncate of the source deletes no fact: list the value in ops.ignore',
+    )
   if (doc.sequence !== undefined && doc.sequence === operation.column)
     issues.add([...at, 'sequence'], `${show(doc.sequence)} is also the operation column`)
   const changes: ChangeFeedSpec = {

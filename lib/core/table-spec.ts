@@ -84,9 +84,16 @@ export interface ChangeFeedSpec {
     readonly delete: readonly string[]
     /** Values whose rows the extract skips (before-images, heartbeats); absent: none. */
     readonly ignore?: readonly string[]
+    /** Values of a truncate: every key with a state at its change time is closed then (dimensions); absent: none. */
+    readonly truncate?: readonly string[]
   }
   /** Orders events of one key that share a change time (the last one is the state at that time). */
   readonly sequence?: string
+  /**
+   * The layout of the change files, read as the CDC tool writes them: `dms` (AWS DMS's S3 target: full-load files
+   * without the operation column are inserts, read before the change files; a text change time is read as times).
+   */
+  readonly format?: 'dms'
 }
 
 /**

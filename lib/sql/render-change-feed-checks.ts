@@ -25,7 +25,10 @@ export function renderChangeFeedChecks(m: MergeSql): void {
           ` events whose operation (column ${operation.name}) is NULL or not one of ${known.join(', ')}, for example key `,
         ) +
         ` || MIN(${m.keyText('s')} || ${m.str(` with ${operation.name} `)} || COALESCE(${m.d.castToString(op)}, 'NULL'))` +
-        ` || ${m.str('; nothing was written')}`,
+        ` || ${m.str(
+          '; nothing was written. Say what the value means in extract.ops (insert, update, delete or truncate), ' +
+            'or skip its rows with ops.ignore',
+        )}`,
     )}\nFROM ${m.stage} s WHERE NOT (${isKnown}) HAVING COUNT(*) > 0`,
   )
   const sequence = m.p.layout.sequence

@@ -18,6 +18,7 @@ import { LATE_INSERTED, renderLatePath } from './render-late-path.ts'
 import { renderPartialUpdates } from './render-partial-updates.ts'
 import { renderPolicyRewrite } from './render-policy-rewrite.ts'
 import { renderSystemTimeMerge } from './render-system-time.ts'
+import { withTruncates } from './render-truncates.ts'
 import {
   CAPTURE_RAW_LOGGED_COLUMN,
   CAPTURE_SEQUENCE_COLUMN,
@@ -38,7 +39,7 @@ const W = WORK
  * error, so a rejected batch aborts the transaction and nothing is written.
  */
 export function renderMerge(d: SqlDialect, plan: MergePlan): CompiledStatement[] {
-  const ordinary = (p: MergePlan) => new MergeRenderer(d, p).render()
+  const ordinary = (p: MergePlan) => withTruncates(d, p, (q) => new MergeRenderer(d, q).render())
   return plan.table.systemTime === undefined ? ordinary(plan) : renderSystemTimeMerge(d, plan, ordinary)
 }
 

@@ -171,7 +171,7 @@ async function operationProblems(
     ...table,
     exclude: [...table.exclude, ...columns.map((c) => c.name).filter((name) => !needed.has(name))],
   }
-  const known = [...operation.insert, ...operation.update, ...operation.delete]
+  const known = [...operation.insert, ...operation.update, ...operation.delete, ...(operation.truncate ?? [])]
   const unknown = (await options.stagedValues(source, narrowed, operation.column)).filter(
     (v) => v.value === null || !known.includes(v.value),
   )

@@ -46,10 +46,12 @@ import {
   likelyDelimiter,
   notCsvText,
 } from './csv-file-kind.ts'
+import { csvColumnNames } from './csv-column-names.ts'
 import { chooseColumnTypes, showValue, type SniffedFile } from './csv-column-types.ts'
 import { readCsvRecords, type CsvRecord } from './csv-records.ts'
 import { CSV_VALUE_MACROS, expectedText, readColumn, refusedValue } from './csv-value-sql.ts'
 import { formatSize, MAX_RECORD_BYTES } from './db-csv-parts.ts'
+import { dmsFileOrder, DMS_TIMESTAMP_PATTERN, DMS_TIMESTAMP_TEXT, isDmsFullLoadFile } from './dms-files.ts'
 import { duckdbSelectOfKeptOperations } from './ignored-operations.ts'
 import type * as S3FilesModule from './s3-files.ts'
 import type { S3File } from './s3-files.ts'
@@ -110,7 +112,8 @@ interface CsvLayout {
 
 /** What a CSV read adds to its SELECT: the types it reads with, and the words for a value it refused. */
 interface CsvRead {
-  readonly sourceTypes: SourceTypes
+  /** CSV: the column types read with (recorded for later loads). */
+  readonly sourceTypes?: SourceTypes
   /** The refusal of a value the read stopped at (naming its file, line and column), or undefined. */
   readonly explainValue: (error: unknown) => Promise<SourceError | undefined>
 }
@@ -169,7 +172,7 @@ export class FileSource implements Source {
   async describe(table: TableSpec, sourceTypes?: SourceTypes): Promise<readonly StagedColumn[]> {
     const spec = fileSpec(table)
     const listed = await this.#listFiles(table.name, spec.path)
-    const files = spec.files === 'new_only' ? [newest(listed)] : listed
+    const files = spec.files === 'new_only' ? [newest(listed)] : inReadingOrder(table, listed)
     const workDir = await mkdtemp(join(tmpdir(), 'dimsync-file-source-'))
     return await this.#withSelect(
       table,
@@ -207,7 +210,7 @@ export class FileSource implements Source {
       )
     }
     const listed = await this.#listFiles(table.name, spec.path)
-    const chosen = newOnly ? selectNewFiles(listed, request.watermark) : listed
+    const chosen = inReadingOrder(table, newOnly ? selectNewFiles(listed, request.watermark) : listed)
     const candidate = newOnly ? nextFileWatermark(request.watermark, chosen) : undefined
     const withCandidate = candidate !== undefined ? { watermarkCandidate: candidate } : {}
     if (chosen.length === 0) {
@@ -329,7 +332,7 @@ export class FileSource implements Source {
         rows += partRows
         request.onProgress?.(rowsBefore + rows)
       }
-      return { rows, columns, ...(csv !== undefined ? { sourceTypes: csv.sourceTypes } : {}) }
+      return { rows, columns, ...(csv?.sourceTypes !== undefined ? { sourceTypes: csv.sourceTypes } : {}) }
     }
     return await this.#withSelect(table, files, workDir, stage, request.sourceTypes)
   }
@@ -376,12 +379,13 @@ export class FileSource implements Source {
       const read =
         spec.format === 'csv'
           ? await this.#csvSelect(connection, table, spec, files, names, recorded)
-          : { select: await this.#parquetSelect(connection, table.name, files, names), csv: undefined }
-      const select = duckdbSelectOfKeptOperations(
+          : { select: await this.#parquetSelect(connection, table, files, names), csv: undefined }
+      const kept = duckdbSelectOfKeptOperations(
         table,
         await withoutExcluded(connection, table, read.select, names),
       )
-      return await action(connection, select, files, names, read.csv)
+      const { select, csv } = await withDmsTimes(connection, table, kept, read.csv)
+      return await action(connection, select, files, names, csv)
     } catch (error) {
       if (error instanceof SourceError) throw error
       const what = describeDuckDbError(error, `reading ${spec.path}`, this.#memory())
@@ -515,18 +519,26 @@ export class FileSource implements Source {
     const dialect =
       `header=${spec.csv.header}, delim=${sqlString(spec.csv.delimiter)}, quote='"', escape='"', ` +
       `comment='', skip=0, allow_quoted_nulls=false, max_line_size=${MAX_RECORD_BYTES}, buffer_size=${CSV_BUFFER_BYTES}`
-    const heads: string[][] = []
+    const read: string[][] = []
     for (const file of files) {
       await assertCsvText(table, file, names.get(file)!)
-      heads.push(await assertCsvHead(table, file, names.get(file)!, spec))
+      read.push(await assertCsvHead(table, file, names.get(file)!, spec))
     }
+    const fileNames = files.map((file) => names.get(file)!)
+    const { heads, order, orderFrom, lacksOperation, positional } = csvColumnNames(
+      table,
+      spec,
+      fileNames,
+      read,
+    )
     const columnsOf = (head: readonly string[]) => head.map((name) => ({ name, type: '' }))
+    const operation = table.changes?.operation
     for (const [i, head] of heads.entries()) {
-      if (i === 0) continue
-      const [a, b] = [names.get(files[0]!)!, names.get(files[i]!)!]
-      assertSameColumns(table.name, a, columnsOf(heads[0]!), b, columnsOf(head), !spec.csv.header)
+      if (i === orderFrom) continue
+      const expected = lacksOperation[i] ? order.filter((name) => name !== operation?.column) : order
+      const [a, b] = [fileNames[orderFrom]!, fileNames[i]!]
+      assertSameColumns(table.name, a, columnsOf(expected), b, columnsOf(head), positional)
     }
-    const order = heads[0]!
     const excluded = new Set(table.exclude)
     const declared = new Map((spec.columns ?? []).map((c) => [c.name, c]))
     for (const name of declared.keys()) {
@@ -552,9 +564,10 @@ export class FileSource implements Source {
     const fileSelect = (file: string, index: number, typeOf: (name: string) => SourceColumnType) => {
       const head = heads[index]!
       const columns = head.map((name) => `${sqlString(name)}: 'VARCHAR'`).join(', ')
-      const list = order.map(
-        (name) =>
-          `${readColumn(typeOf(name), sqlIdentifier(name), index, order.indexOf(name))} AS ${sqlIdentifier(name)}`,
+      const list = order.map((name) =>
+        lacksOperation[index] && name === operation?.column
+          ? `${sqlString(operation.insert[0]!)} AS ${sqlIdentifier(name)}`
+          : `${readColumn(typeOf(name), sqlIdentifier(name), index, order.indexOf(name))} AS ${sqlIdentifier(name)}`,
       )
       return (
         `SELECT ${list.join(', ')} FROM read_csv(${sqlString(file)}, auto_detect=false, ${dialect}, ` +
@@ -630,10 +643,11 @@ export class FileSource implements Source {
 
   async #parquetSelect(
     connection: DuckDBConnection,
-    tableName: string,
+    table: TableSpec,
     files: readonly string[],
     names: ReadonlyMap<string, string>,
   ): Promise<string> {
+    const tableName = table.name
     const schemas: StagedColumn[][] = []
     for (const file of files) {
       const collision = caseOnlyCollision(await readParquetColumnNames(file, connection).catch(() => []))
@@ -654,10 +668,22 @@ export class FileSource implements Source {
         )
       }
     }
-    const first = schemas[0]!
-    for (const [i, schema] of schemas.entries()) {
-      if (i === 0) continue
-      const [a, b] = [names.get(files[0]!)!, names.get(files[i]!)!]
+    // AWS DMS full-load files lack the operation column unless IncludeOpForFullLoad is set: their rows are inserts.
+    const operation = table.changes?.format === 'dms' ? table.changes.operation : undefined
+    const lacksOperation = schemas.map(
+      (schema, i) =>
+        operation !== undefined &&
+        isDmsFullLoadFile(names.get(files[i]!)!) &&
+        !schema.some((column) => column.name === operation.column),
+    )
+    const complete = lacksOperation.indexOf(false)
+    const orderFrom = Math.max(complete, 0)
+    const first =
+      complete >= 0 ? schemas[complete]! : [{ name: operation!.column, type: 'VARCHAR' }, ...schemas[0]!]
+    for (const [i, full] of schemas.entries()) {
+      if (i === orderFrom) continue
+      const schema = lacksOperation[i] ? [first.find((c) => c.name === operation!.column)!, ...full] : full
+      const [a, b] = [names.get(files[orderFrom]!)!, names.get(files[i]!)!]
       assertSameColumns(tableName, a, first, b, schema, false)
       const types = new Map(first.map((column) => [column.name, column.type]))
       for (const column of schema) {
@@ -669,9 +695,21 @@ export class FileSource implements Source {
         }
       }
     }
-    const selectList = first.map((column) => sqlIdentifier(column.name)).join(', ')
     // The column sets were checked equal, so matching by name only absorbs a different column order.
-    return `SELECT ${selectList} FROM read_parquet(${sqlStringList(files)}, union_by_name=true)`
+    const selectOf = (group: readonly string[], insert: string | undefined) =>
+      `SELECT ${first
+        .map((column) =>
+          insert !== undefined && column.name === operation?.column
+            ? `CAST(${sqlString(insert)} AS ${column.type}) AS ${sqlIdentifier(column.name)}`
+            : sqlIdentifier(column.name),
+        )
+        .join(', ')} FROM read_parquet(${sqlStringList(group)}, union_by_name=true)`
+    const fullLoad = files.filter((_, i) => lacksOperation[i])
+    const others = files.filter((_, i) => !lacksOperation[i])
+    return [
+      ...(fullLoad.length > 0 ? [selectOf(fullLoad, operation!.insert[0]!)] : []),
+      ...(others.length > 0 ? [selectOf(others, undefined)] : []),
+    ].join(' UNION ALL ')
   }
 
   #displayName(file: string): string {
@@ -906,6 +944,58 @@ async function withoutExcluded(
   const excluded = new Set(table.exclude)
   const kept = columns.filter((c) => !excluded.has(c.name)).map((c) => sqlIdentifier(c.name))
   return `SELECT ${kept.join(', ')} FROM (${select})`
+}
+
+/** `files` in the order the table's feed was written: AWS DMS's full load first (dms-files.ts), else as listed. */
+function inReadingOrder<T extends { readonly name: string }>(table: TableSpec, files: readonly T[]): T[] {
+  return table.changes?.format === 'dms' ? dmsFileOrder(files) : [...files]
+}
+
+/** Marks the DuckDB error raised by a DMS change time that is not DMS's timestamp text. */
+const DMS_TIME_MARKER = 'dimsync-dms-time'
+
+/**
+ * AWS DMS writes its TimestampColumnName column as text (in Parquet files too): under `format: dms` a text
+ * `valid_from` column is read as TIMESTAMP (UTC, to the microsecond), and a value that is not DMS's timestamp text
+ * stops the read; the returned `csv.explainValue` names its key and value.
+ */
+async function withDmsTimes(
+  connection: DuckDBConnection,
+  table: TableSpec,
+  select: string,
+  csv: CsvRead | undefined,
+): Promise<{ select: string; csv: CsvRead | undefined }> {
+  if (table.changes?.format !== 'dms' || table.validFrom.kind !== 'column') return { select, csv }
+  const name = table.validFrom.column
+  const column = (await describeQuery(connection, select)).find((c) => c.name === name)
+  if (column?.type !== 'VARCHAR') return { select, csv }
+  const text = sqlIdentifier(name)
+  const matches = `regexp_full_match(${text}, ${sqlString(DMS_TIMESTAMP_PATTERN)})`
+  const read =
+    `CASE WHEN ${text} IS NULL THEN NULL WHEN ${matches} THEN CAST(${text} AS TIMESTAMP) ` +
+    `ELSE error(${sqlString(DMS_TIME_MARKER)}) END`
+  const explainTime = async (error: unknown): Promise<SourceError | undefined> => {
+    if (!String(error instanceof Error ? error.message : error).includes(DMS_TIME_MARKER)) return undefined
+    const keys = table.key.map(sqlIdentifier)
+    const reader = await connection.runAndReadAll(
+      `SELECT ${[text, ...keys].join(', ')} FROM (${select}) WHERE ${text} IS NOT NULL AND NOT ${matches} LIMIT 1`,
+    )
+    const [row] = reader.getRowsJS()
+    const key = table.key.map((k, i) => `${k}=${showValue(row?.[i + 1])}`).join(', ')
+    return new SourceError(
+      table.name,
+      `${table.name}: valid_from column ${name} holds ${showValue(row?.[0])} (${key}), which is not ` +
+        `${DMS_TIMESTAMP_TEXT}; nothing was staged. Fix the value, or read the table without format: dms`,
+      { cause: error },
+    )
+  }
+  return {
+    select: `SELECT * REPLACE (${read} AS ${text}) FROM (${select})`,
+    csv: {
+      ...(csv?.sourceTypes !== undefined ? { sourceTypes: csv.sourceTypes } : {}),
+      explainValue: async (error) => (await csv?.explainValue(error)) ?? (await explainTime(error)),
+    },
+  }
 }
 
 /**

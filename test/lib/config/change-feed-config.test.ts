@@ -20,6 +20,34 @@ describe('extract: { mode: changes }', () => {
     expect(spec.deletes).toBe('invalidate')
   })
 
+  it('format: dms reads files as AWS DMS writes them; a database source or a headerless CSV without declared columns is refused', () => {
+    const spec = parseProject(
+      table('key: customer_id\nextract: { mode: changes, format: dms }\nvalid_from: { column: dms_ts }'),
+      CONFIG,
+    ).tables[0]!
+    expect(spec.changes).toMatchObject({ format: 'dms', operation: { column: 'Op' } })
+    expect(
+      issuesOf(
+        table(
+          'key: id\nextract: { mode: changes, format: dms, sequence: seq }\nvalid_from: { column: changed_at }',
+          DATABASE,
+        ),
+      ),
+    ).toEqual([
+      'tables[0].extract.format: format: dms reads the files a CDC tool writes; a postgres source is read by its columns',
+    ])
+    expect(
+      issuesOf(
+        table(
+          'key: id\nextract: { mode: changes, format: dms }\nvalid_from: { column: dms_ts }',
+          "source: { type: file, path: 'dms/*.csv', header: false }",
+        ),
+      ),
+    ).toEqual([
+      'tables[0].source.columns: AWS DMS writes CSV without a header (unless AddColumnName is set): declare its columns in the order of the files, e.g. columns: { Op: VARCHAR, dms_ts: VARCHAR, customer_id: BIGINT, … }',
+    ])
+  })
+
   it('a database feed is read after a watermark of its sequence unless it names another cursor, never its change time', () => {
     const bySequence = parseProject(
       table(
@@ -164,6 +192,20 @@ valid_from: { column: ts_ms }`),
       ),
     ).toEqual([
       'tables[0].extract.ops.ignore: "D" is also a delete value; each operation value must mean one thing',
+    ])
+  })
+
+  it('ops.truncate names the values of a truncate (none by default), each meaning one thing', () => {
+    expect(
+      parseProject(
+        table('key: id\nextract: { mode: changes, ops: { truncate: [T, t] } }\nvalid_from: { column: t }'),
+        CONFIG,
+      ).tables[0]!.changes?.operation,
+    ).toEqual({ column: 'Op', insert: ['I'], update: ['U'], delete: ['D'], truncate: ['T', 't'] })
+    expect(
+      issuesOf(table('key: id\nextract: { mode: changes, ops: { truncate: D } }\nvalid_from: { column: t }')),
+    ).toEqual([
+      'tables[0].extract.ops.truncate: "D" is also a delete value; each operation value must mean one thing',
     ])
   })
 

@@ -245,12 +245,18 @@ facts:
     extract: { mode: changes, cursor: Returned_At, sequence: lsn }
     grain: return_id
     event_time: returned_at
+  - name: credits
+    source: { type: file, path: credits.csv }
+    extract: { mode: changes, ops: { truncate: T } }
+    grain: credit_id
+    event_time: credited_at
 `),
     ).toEqual([
       'facts[0].extract.operation.delete: "I" is also an insert value; each operation value must mean one thing',
       'facts[0].extract: a change feed read from a database needs a column that only grows in commit order to read it by: set sequence: <column> (the change sequence or log position the CDC tool writes; it is then the cursor) or cursor: <column>. The event time cannot be the cursor: a change inserted later with an older event time would never be read',
       'facts[1].extract.cursor: a file change feed is read whole on every run (re-applying its changes gives the same facts); cursor applies to database sources only',
       'facts[2].extract.cursor: a change feed read from a database by its event time "Returned_At" loses late events: a change inserted later with an older event time than the last run read would never be read; remove cursor (the sequence "lsn" is then the cursor)',
+      'facts[3].extract.ops.truncate: a fact keeps every change it was given; a truncate of the source deletes no fact: list the value in ops.ignore',
     ])
   })
 
