@@ -17,8 +17,10 @@ import { DimsyncError } from '../../core/errors.ts'
 import {
   assertLeaseHeld,
   leaseLostError,
+  handedOverLease,
   leaseRefusal,
   renewedLease,
+  runOfOwner,
   takenLease,
   type Lease,
   type StoredLease,
@@ -205,7 +207,8 @@ export class DynamoDbStateStore implements StateStore {
 
   /**
    * Takes the table's lease for `ttlMs` from `now` with one conditional UpdateItem: granted when nobody holds
-   * it, when the holder's lease expired (`leaseExpiresAtMs <= now`), or to the same owner again; `ADD token :one`
+   * it, when the holder's lease expired (`leaseExpiresAtMs <= now`), to the same owner again, or to a step of
+   * the run it was handed over to (`#owner = :run`); `ADD token :one`
    * gives every grant a higher fencing token. Otherwise `LockHeldError` with the holder and its `acquiredAt`.
    */
   async acquireLease(table: string, owner: string, ttlMs: number, now: Date): Promise<Lease> {
@@ -222,10 +225,11 @@ export class DynamoDbStateStore implements StateStore {
             UpdateExpression:
               'SET #owner = :owner, acquiredAt = :now, leaseExpiresAt = :exp, leaseExpiresAtMs = :expMs ADD #token :one',
             ConditionExpression:
-              'attribute_not_exists(#owner) OR leaseExpiresAtMs <= :nowMs OR #owner = :owner',
+              'attribute_not_exists(#owner) OR leaseExpiresAtMs <= :nowMs OR #owner = :owner OR #owner = :run',
             ExpressionAttributeNames: { '#owner': 'owner', '#token': 'token' },
             ExpressionAttributeValues: {
               ':owner': { S: owner },
+              ':run': { S: runOfOwner(owner) },
               ':now': { S: taking.acquiredAt },
               ':exp': { S: taking.expiresAt },
               ':expMs': { N: String(Date.parse(taking.expiresAt)) },
@@ -285,6 +289,42 @@ export class DynamoDbStateStore implements StateStore {
       throw leaseLostError(lease, await this.#readLease(lease.table))
     }
     return renewed
+  }
+
+  /**
+   * Hands `lease` over to its run until `now + ttlMs` (owner and expiry rewritten, token kept) if it is still the
+   * stored one (same owner and token); otherwise `LeaseLostError` naming the new holder.
+   */
+  async handOverLease(lease: Lease, ttlMs: number, now: Date): Promise<Lease> {
+    const handedOver = handedOverLease(lease, ttlMs, now)
+    try {
+      await this.#client.send(
+        new UpdateItemCommand({
+          TableName: this.#tableName,
+          Key: key(tableKey(lease.table), LEASE_SK),
+          UpdateExpression: 'SET #owner = :run, leaseExpiresAt = :exp, leaseExpiresAtMs = :expMs',
+          ConditionExpression: '#owner = :owner AND #token = :token',
+          ExpressionAttributeNames: { '#owner': 'owner', '#token': 'token' },
+          ExpressionAttributeValues: {
+            ':owner': { S: lease.owner },
+            ':token': { N: String(lease.token) },
+            ':run': { S: handedOver.owner },
+            ':exp': { S: handedOver.expiresAt },
+            ':expMs': { N: String(Date.parse(handedOver.expiresAt)) },
+          },
+        }),
+      )
+    } catch (error) {
+      if (!isAwsError(error, 'ConditionalCheckFailedException')) {
+        throw wrapAwsError(
+          'dynamodb',
+          `table ${lease.table}: handing the lease over in ${this.location}`,
+          error,
+        )
+      }
+      throw leaseLostError(lease, await this.#readLease(lease.table))
+    }
+    return handedOver
   }
 
   /**
