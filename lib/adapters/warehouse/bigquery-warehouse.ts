@@ -500,7 +500,7 @@ OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
       })
       return (rows as Record<string, unknown>[]).map(toRow)
     } catch (error) {
-      throw new WarehouseError('query', sql, { cause: error })
+      throw new WarehouseError('query', sql, { cause: error, retryable: isTransientApiError(error) })
     }
   }
 

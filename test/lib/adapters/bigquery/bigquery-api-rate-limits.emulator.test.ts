@@ -80,6 +80,13 @@ describe('a BigQuery API call answered rateLimitExceeded (403) is transient', ()
     ['checking the dataset', (r) => r.method === 'GET' && r.path.endsWith(`/datasets/${DATASET}`)],
     ['reading a job', (r) => r.method === 'GET' && /\/jobs\/dimsync_/.test(r.path)],
     [
+      'reading the ledger (a query)',
+      (r) =>
+        r.method === 'POST' &&
+        r.path.endsWith('/queries') &&
+        JSON.stringify(emulator.requests.at(-1)?.json ?? {}).includes("SELECT 'applied' AS fact"),
+    ],
+    [
       'recording the column types',
       (r) =>
         r.method === 'POST' &&
