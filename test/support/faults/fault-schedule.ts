@@ -22,8 +22,11 @@ export const FAULT_KINDS: readonly FaultKind[] = ['error', 'throttle', 'timeout'
 
 export type Decision = { readonly kind: 'pass' } | { readonly kind: FaultKind; readonly waitMs: number }
 
-/** Which faults a call of a kind may meet (the chaos test narrows it per call where a fault is not survivable yet). */
-export type FaultPolicy = (call: string) => readonly FaultKind[]
+/**
+ * Which faults the n-th call (from 1) of a kind may meet: the chaos test narrows them per call where a fault is
+ * not survived yet; a regression test scripts one fault at one call.
+ */
+export type FaultPolicy = (call: string, n: number) => readonly FaultKind[]
 
 export interface ScheduleOptions {
   readonly seed: number
@@ -70,7 +73,7 @@ export class FaultSchedule {
     this.#seen.set(call, n)
     this.#calls++
     const random = xorshift32(seedOf(this.#options.seed, call, n))
-    const allowed = this.#options.policy(call)
+    const allowed = this.#options.policy(call, n)
     const decision: Decision =
       allowed.length === 0 || random() >= this.#options.rate
         ? { kind: 'pass' }
