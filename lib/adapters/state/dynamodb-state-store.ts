@@ -105,7 +105,8 @@ export class DynamoDbStateStore implements StateStore {
   /**
    * Stores `next` only if the stored watermark still equals `expected` (deep equality via canonical JSON;
    * undefined: none stored yet) and `next` is not behind `expected`. Otherwise throws `WatermarkConflictError`
-   * naming the table and both watermarks; nothing is written.
+   * naming the table and both watermarks; nothing is written. Finding `next` itself stored is success: a retried
+   * attempt met the write of one whose answer was lost.
    */
   async commitWatermark(table: string, next: Watermark, expected: Watermark | undefined): Promise<void> {
     if (expected !== undefined && compareWatermarks(next, expected) < 0) {
@@ -142,6 +143,9 @@ export class DynamoDbStateStore implements StateStore {
         throw wrapAwsError('dynamodb', `table ${table}: committing the watermark in ${this.location}`, error)
       }
       const found = await this.getWatermark(table)
+      // The SDK sent the write again after an attempt that was applied but lost its answer (a dropped
+      // connection): the stored watermark is ours, `next` (a batch id is never reused), not another run's.
+      if (found !== undefined && canonicalJson(found) === canonicalJson(next)) return
       throw new WatermarkConflictError(
         table,
         `table ${table}: watermark changed since it was read ` +
@@ -197,6 +201,9 @@ export class DynamoDbStateStore implements StateStore {
         throw wrapAwsError('dynamodb', `table ${table}: setting the watermark in ${this.location}`, error)
       }
       const found = await this.getWatermark(table)
+      // The SDK sent the write again after an attempt that was applied but lost its answer (a dropped
+      // connection): the stored watermark is ours, `next` (a batch id is never reused), not another run's.
+      if (found !== undefined && canonicalJson(found) === canonicalJson(next)) return
       throw new WatermarkConflictError(
         table,
         `table ${table}: watermark changed since it was read ` +
