@@ -237,6 +237,25 @@ describe('partial updates: a delete sent again folds as it did', () => {
     })
   })
 
+  it('a delete that a correction at its change time superseded, sent again beside a later partial row', async () => {
+    const table = feed({ partialUpdates: { ignoreNulls: { kind: 'list', columns: ['a', 'b'] } } })
+    await withDimension(table, async (dimension) => {
+      await merged(dimension, [
+        { op: 'I', hour: 1, a: 'A', b: 'B' },
+        { op: 'D', hour: 3, seq: 0 },
+      ])
+      await merged(dimension, [{ op: 'U', hour: 3, seq: 1, a: 'A', b: 'B' }])
+      await merged(dimension, [
+        { op: 'D', hour: 3, seq: 0 },
+        { op: 'U', hour: 4, a: null, b: 'C' },
+      ])
+      expect(await stored(dimension)).toEqual([
+        ['A', 'B', null, 1, false],
+        ['A', 'C', null, 4, false],
+      ])
+    })
+  })
+
   it('a new delete between the current version and a later partial row ends the state', async () => {
     const table = feed({ partialUpdates: { ignoreNulls: { kind: 'list', columns: ['a', 'b'] } } })
     await withDimension(table, async (dimension) => {
