@@ -31,6 +31,7 @@ import {
   stagingField,
 } from '../../sql/bigquery/bigquery-types.ts'
 import type { CompiledStatement, SqlDialect, TableRef } from '../../sql/dialect.ts'
+import { scriptLengthProblem } from '../../sql/bigquery/script-length.ts'
 import { assertNoNullArrayElements } from './bigquery-array-elements.ts'
 import { jobFailure, NO_RESPONSE, transientReason, type JobError } from './bigquery-errors.ts'
 import { backoffDelayMs, latestAttempt } from './bigquery-job-attempts.ts'
@@ -441,6 +442,12 @@ OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
   async runMergeScript(request: MergeScriptRequest): Promise<MergeScriptResult> {
     const { table, batchId, script } = request
     const statements = [...script.ddl, ...script.merge, ...script.after]
+    const tooLong = scriptLengthProblem(table.name, script.text, request.columns?.length)
+    if (tooLong !== undefined) {
+      // The staging table was loaded only for this script: nothing is left behind.
+      await this.#dropStage(request.stage)
+      throw new DimsyncError(tooLong)
+    }
     const configuration = {
       query: { query: script.text, useLegacySql: false },
       labels: jobLabels(table.name, batchId),
