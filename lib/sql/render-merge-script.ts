@@ -6,25 +6,37 @@ import type { MergePlan } from './render-merge.ts'
 import { renderBatchReport } from './render-batch-queries.ts'
 import { renderBatchLedgerDdl } from './render-ddl.ts'
 import { renderCommittedBatch, renderLedgerOnceCheck } from './render-committed-batch.ts'
+import { FENCE_TABLE, renderFenceCheck, renderFenceDdl, type FenceHolder } from './render-fence.ts'
 
 /**
  * The merge of a staged batch as one script, for warehouses that run a merge as one job: DDL (ledger,
  * dimension, added columns, capture log, views) before the transaction, the merge inside it (its ledger row
  * checked to be the batch's only one), then the staging table is dropped and the batch's counts are selected (the
- * last statement's rows are the script's result). A batch the ledger already holds is not merged again: the
+ * last statement's rows are the script's result). With a lease `fence`, the merge checks before COMMIT that no
+ * newer lease advanced it (render-fence.ts). A batch the ledger already holds is not merged again: the
  * script answers its recorded counts (renderCommittedBatch). The dialect writes the script around the statements
  * (`scriptText`).
  */
 export function renderMergeScript(
   d: SqlDialect,
-  m: MergePlan & { readonly stage: TableRef },
+  m: MergePlan & { readonly stage: TableRef; readonly fence?: FenceHolder },
 ): CompiledScript {
   const statements = renderBatchMerge(d, m)
   const { ddl, views } = statements
   const { batches } = m.objects
-  const merge = [...statements.merge, renderLedgerOnceCheck(d, batches, m.table.target, m.batchId)]
+  const fences = { schema: batches.schema, name: FENCE_TABLE }
+  const merge = [
+    ...statements.merge,
+    renderLedgerOnceCheck(d, batches, m.table.target, m.batchId),
+    ...(m.fence === undefined ? [] : [renderFenceCheck(d, fences, m.table.name, m.table.target, m.fence)]),
+  ]
   const committed = renderCommittedBatch(d, batches, m.table.target, m.batchId, m.stage)
-  const before = [renderBatchLedgerDdl(d, m.objects.batches), ...ddl, ...views]
+  const before = [
+    renderBatchLedgerDdl(d, m.objects.batches),
+    ...(m.fence === undefined ? [] : [renderFenceDdl(d, fences)]),
+    ...ddl,
+    ...views,
+  ]
   const after = [
     { label: 'drop staging table', sql: d.dropTableIfExists(m.stage) },
     { label: 'report counts', sql: renderBatchReport(d, m.objects.batches, m.table.target, m.batchId, m) },

@@ -24,6 +24,7 @@ import { foundsDimension } from '../sql/render-first-load.ts'
 import type { MergePlan } from '../sql/render-merge.ts'
 import { dimensionObjects, renderBatchLedgerDdl } from '../sql/render-ddl.ts'
 import { renderMergeScript, stagingTableName } from '../sql/render-merge-script.ts'
+import { FENCE_TABLE, renderFenceAdvance, renderFenceDdl, type FenceHolder } from '../sql/render-fence.ts'
 import type { BatchOnDemand } from '../ports/staging-store.ts'
 import { keyBucketsFor } from '../sql/surrogate-keys.ts'
 import { findRepeatedSnapshot } from './snapshot-redelivery.ts'
@@ -42,6 +43,11 @@ export interface MergeBatchRequest {
   readonly dryRun?: boolean
   /** Called inside the transaction just before COMMIT (a lease check); throwing rolls the merge back. */
   readonly beforeCommit?: () => Promise<void>
+  /**
+   * The lease holder (its fencing token): a warehouse that runs the merge as one job (BigQuery) advances the
+   * table's fence to it before the merge and checks it at COMMIT (render-fence.ts).
+   */
+  readonly fence?: FenceHolder
   /** Told when the merge ran out of memory and runs again with a higher limit (DuckDB's default limit). */
   readonly onMemoryRaised?: (raised: MemoryRaised) => void
   /** Number new surrogate keys per bucket of this many rows (default: the dialect's rowsPerKeyBucket). */
@@ -164,6 +170,7 @@ async function mergeAsScript(
   const objects = dimensionObjects(table, request.schema)
   const stage = { schema: request.schema, name: stagingTableName(table.target, batchId) }
   const columns = batch.manifest.columns
+  if (request.fence !== undefined && !request.dryRun) await advanceFence(warehouse, request, request.fence)
   await warehouse.loadBatch({
     table,
     batchId,
@@ -176,7 +183,11 @@ async function mergeAsScript(
   assertNotEmptyFirstLoad(request, batch, existing)
   const layout = planDimensionLayout(table, batchId, columns, existing)
   const contract = await decideContract(warehouse, { table, objects, layout, existing, ledger: facts })
-  const plan = { ...batchMerge(warehouse.dialect, request, batch, layout, contract), stage }
+  const plan = {
+    ...batchMerge(warehouse.dialect, request, batch, layout, contract),
+    stage,
+    ...(request.fence !== undefined && !request.dryRun ? { fence: request.fence } : {}),
+  }
   const sameAs = await findRepeatedSnapshot(warehouse, plan)
   if (sameAs !== undefined) return { status: 'already-applied', batchId, sameAs, statements: [] }
   const script = renderMergeScript(warehouse.dialect, plan)
@@ -206,6 +217,27 @@ async function mergeAsScript(
     statements,
     bytesProcessed: result.bytesProcessed,
   }
+}
+
+/**
+ * Moves the table's lease fence up to this holder's token before its merge (one transaction; never down), so a
+ * holder whose lease lapsed finds the fence past its token at COMMIT.
+ */
+async function advanceFence(
+  warehouse: ScriptWarehouse<SqlDialect>,
+  request: MergeBatchRequest,
+  holder: FenceHolder,
+): Promise<void> {
+  const d = warehouse.dialect
+  const fences = { schema: request.schema, name: FENCE_TABLE }
+  await runDdl(warehouse, renderFenceDdl(d, fences))
+  const statements = renderFenceAdvance(d, fences, request.table.target, holder, request.now.toISOString())
+  await warehouse.transaction(
+    async (tx) => {
+      for (const statement of statements) await tx.execute(statement)
+    },
+    { commit: true },
+  )
 }
 
 /**

@@ -9,6 +9,7 @@ import type { StateStore } from '../ports/state-store.ts'
 import type { MemoryRaised, Warehouse } from '../ports/warehouse.ts'
 import type { SqlDialect } from '../sql/dialect.ts'
 import { mergeBatch, type MergeBatchResult } from './merge-batch.ts'
+import type { FenceHolder } from '../sql/render-fence.ts'
 
 export interface MergeStepDeps {
   readonly staging: StagingStore
@@ -30,6 +31,8 @@ export interface MergeStepRequest {
   readonly allowMassDelete?: boolean
   /** Called inside the merge transaction just before COMMIT (the fencing check); throwing rolls back. */
   readonly beforeCommit?: () => Promise<void>
+  /** The lease holder, checked at the warehouse's COMMIT where the warehouse needs it (see MergeBatchRequest). */
+  readonly fence?: FenceHolder
   /** Called once the batch's manifest is read, as its merge starts. */
   readonly onStart?: (manifest: BatchManifest) => void
   /** Told when the merge ran out of memory and runs again with a higher limit. */
@@ -64,6 +67,7 @@ export async function mergeStep(
       now: deps.clock(),
       allowMassDelete: request.allowMassDelete,
       beforeCommit: request.beforeCommit,
+      fence: request.fence,
       onMemoryRaised: request.onMemoryRaised,
     })
   } catch (error) {
@@ -145,6 +149,7 @@ export interface LeftStagedRequest {
   readonly before?: string
   readonly allowMassDelete?: boolean
   readonly beforeCommit?: () => Promise<void>
+  readonly fence?: FenceHolder
   /** Called as the merge of each batch starts. */
   readonly onStart?: (manifest: BatchManifest) => void
   readonly onMemoryRaised?: (raised: MemoryRaised) => void
@@ -175,6 +180,7 @@ export async function mergeLeftStaged(
         batchId: manifest.batchId,
         allowMassDelete: request.allowMassDelete,
         beforeCommit: request.beforeCommit,
+        fence: request.fence,
         onStart: request.onStart,
         onMemoryRaised: request.onMemoryRaised,
       })

@@ -132,6 +132,7 @@ export async function mergeInRun(
       batchId,
       allowMassDelete: request.allowMassDelete,
       beforeCommit: () => run.lease.assertHeld(),
+      fence: run.lease.current,
       onStart: reportMerging(deps, table),
       onMemoryRaised: reportMemoryRaised(deps, table.name),
     })
@@ -183,6 +184,7 @@ export async function mergeLeftStagedInRun(
   return await mergeLeftStaged(await mergeStepDeps(deps), table, {
     ...request,
     beforeCommit: () => run.lease.assertHeld(),
+    fence: run.lease.current,
     onStart: reportMerging(deps, table),
     onMemoryRaised: reportMemoryRaised(deps, table.name),
     onMerged: ({ merge, watermark }) =>

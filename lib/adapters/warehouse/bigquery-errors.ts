@@ -1,6 +1,7 @@
 import type { DimsyncError } from '../../core/errors.ts'
 import { rejectedBatchError } from '../../core/check-failure.ts'
-import { WarehouseError } from '../../core/errors.ts'
+import { LeaseLostError, WarehouseError } from '../../core/errors.ts'
+import { parseFenceRefusal } from '../../sql/render-fence.ts'
 import type { CompiledStatement } from '../../sql/dialect.ts'
 import { STEP_FAILED } from '../../sql/bigquery/bigquery-script.ts'
 
@@ -38,6 +39,8 @@ export function jobFailure(
   }
   const rejected = rejectedBatchError(message)
   if (rejected !== undefined) return rejected
+  const fenced = parseFenceRefusal(message)
+  if (fenced !== undefined) return new LeaseLostError(fenced.table, fenced.message)
   const statement = statements.find((s) => s.label === label)
   const transient = transientReason(error.reason, message, httpStatus)
   const reason = transient ?? error.reason

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import { createReadStream } from 'node:fs'
 import { BigQuery, type BigQueryOptions } from '@google-cloud/bigquery'
 import type { StagedColumn } from '../../core/batch.ts'
@@ -30,9 +31,17 @@ import {
   stagingField,
 } from '../../sql/bigquery/bigquery-types.ts'
 import type { CompiledStatement, SqlDialect, TableRef } from '../../sql/dialect.ts'
+import { scriptLengthProblem } from '../../sql/bigquery/script-length.ts'
 import { assertNoNullArrayElements } from './bigquery-array-elements.ts'
 import { jobFailure, NO_RESPONSE, transientReason, type JobError } from './bigquery-errors.ts'
 import { backoffDelayMs, latestAttempt } from './bigquery-job-attempts.ts'
+import {
+  DEFAULT_JOB_TIMEOUT_MS,
+  DEFAULT_MAX_ATTEMPTS,
+  DEFAULT_REQUEST_TIMEOUT_MS,
+  DEFAULT_RETRY_DELAY_MS,
+  withDeadline,
+} from './bigquery-deadlines.ts'
 import { jobId, jobLabels } from './bigquery-job-ids.ts'
 import {
   DEFAULT_LOAD_CONCURRENCY,
@@ -64,6 +73,12 @@ export interface BigQueryWarehouseOptions {
   readonly retryDelayMs?: number
   /** Milliseconds a job is awaited before the call gives up, leaving it running for the retry (default 600,000). */
   readonly jobTimeoutMs?: number
+  /**
+   * Milliseconds one API call (a job's insertion or status, a table's metadata, a page of results) may go
+   * unanswered before it is abandoned and tried again, up to `maxAttempts` in all (default 30,000). See
+   * bigquery-deadlines.ts for the longest wait that follows.
+   */
+  readonly requestTimeoutMs?: number
   /** Milliseconds an upload of one part may take before it is retried (default 300,000). */
   readonly uploadTimeoutMs?: number
   /** Parts are combined into one load job up to this many bytes (default 256 MiB; see bigquery-load-groups.ts). */
@@ -90,9 +105,9 @@ interface ApiError {
 }
 
 const DAY_MS = 86_400_000
-/** Below the merge Lambda's 15 minutes, so a long job is left running and adopted by the retry. */
-const DEFAULT_JOB_TIMEOUT_MS = 600_000
 const DEFAULT_UPLOAD_TIMEOUT_MS = 300_000
+/** First wait between status polls of a job; doubles up to pollIntervalMs (short jobs answer sooner). */
+const FIRST_POLL_MS = 50
 
 /** A request that got no answer: the connection failed or timed out (the client's errors carry a `type`). */
 function isNoResponse(error: unknown): boolean {
@@ -100,11 +115,23 @@ function isNoResponse(error: unknown): boolean {
   return type === 'request-timeout' || type === 'system'
 }
 
-/** An API call's failure that a later attempt can get past (see transientReason). */
-function isTransientApiError(error: unknown): boolean {
+/**
+ * An API call worth trying again: no answer, a 5xx or 429, or one of BigQuery's transient reasons (a 403
+ * rateLimitExceeded among them, which the client does not retry itself).
+ */
+function isTransientCall(error: unknown): boolean {
   if (isNoResponse(error)) return true
   const api = error as ApiError
   return transientReason(api.errors?.[0]?.reason, api.message ?? '', api.code) !== undefined
+}
+
+/** A query job that ended with an error, shaped as the client's API errors are (`errors[0].reason`). */
+class QueryJobError extends Error {
+  readonly errors: readonly JobError[]
+  constructor(jobId: string, error: JobError) {
+    super(`BigQuery job ${jobId} failed (${error.reason ?? 'unknown'}): ${error.message ?? ''}`)
+    this.errors = [error]
+  }
 }
 
 /**
@@ -125,12 +152,17 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
   constructor(options: BigQueryWarehouseOptions) {
     this.#options = options
     this.dialect = createBigQueryDialect({ project: options.project })
+    // `timeout` is the client's per-request socket timeout (ServiceOptions; BigQueryOptions does not name it).
+    const requestTimeout = { timeout: options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS }
     this.#client = new BigQuery({
+      ...requestTimeout,
       projectId: options.project,
       location: options.location,
       ...(options.apiEndpoint ? { apiEndpoint: options.apiEndpoint } : {}),
       ...(options.authClient ? { authClient: options.authClient } : {}),
       ...(options.credentials ? { credentials: { ...options.credentials } } : {}),
+      // Each request gives up after requestTimeoutMs; dimsync retries it (#call), the client does not.
+      autoRetry: false,
     })
   }
 
@@ -146,7 +178,7 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
       .table(ref.name)
     let fields: Parameters<typeof stagedTypeOfBigQueryField>[0][]
     try {
-      const [metadata] = await table.getMetadata()
+      const [metadata] = await this.#call(`read the schema of ${this.#name(ref)}`, () => table.getMetadata())
       fields = (metadata.schema?.fields ?? []) as typeof fields
     } catch (error) {
       if ((error as ApiError).code === 404) return undefined
@@ -174,13 +206,15 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
     const dataset = this.#client.dataset(schema, { location })
     let exists: boolean
     try {
-      ;[exists] = await dataset.exists()
+      ;[exists] = await this.#call(`check that dataset ${project}.${schema} exists`, () => dataset.exists())
     } catch (error) {
       throw this.#apiError(`check that dataset ${project}.${schema} exists`, error)
     }
     if (!exists) {
       try {
-        await this.#client.createDataset(schema, { location })
+        await this.#call(`create dataset ${project}.${schema}`, () =>
+          this.#client.createDataset(schema, { location }),
+        )
       } catch (error) {
         const code = (error as ApiError).code
         if (code === 403 || code === 401) {
@@ -202,11 +236,10 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
   /** The staged types recorded for the columns of `dimension`; undefined when nothing was ever recorded. */
   async #recordedColumnTypes(dimension: TableRef): Promise<Map<string, string> | undefined> {
     try {
-      const [rows] = await this.#client.query({
-        query: renderRecordedColumnTypesQuery(this.dialect, dimension),
-        location: this.#options.location,
-        useLegacySql: false,
-      })
+      const rows = await this.#runQuery(
+        renderRecordedColumnTypesQuery(this.dialect, dimension),
+        `read the column types recorded for ${this.#name(dimension)}`,
+      )
       return new Map(
         (rows as Record<string, unknown>[]).map((r) => [String(r.column_name), String(r.source_type)]),
       )
@@ -228,11 +261,11 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
     ]
     for (const sql of statements) {
       try {
-        await this.#client.query({ query: sql, location: this.#options.location, useLegacySql: false })
+        await this.#runQuery(sql, `record the column types of ${this.#name(dimension)}`)
       } catch (error) {
         throw new WarehouseError(`record the column types of ${this.#name(dimension)}`, sql, {
           cause: error,
-          retryable: isTransientApiError(error),
+          retryable: isTransientCall(error) || (error instanceof DimsyncError && error.retryable),
         })
       }
     }
@@ -287,13 +320,14 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
     const json = request.columns.filter((c) => isJsonType(c.type)).map((c) => c.name)
     if (json.length === 0) return
     const { stage } = request
-    const [metadata] = await this.#client
+    const stageTable = this.#client
       .dataset(this.#dataset(stage), { location: this.#options.location })
       .table(stage.name)
-      .getMetadata()
-      .catch((error: unknown) => {
-        throw this.#apiError(`read the schema of staging table ${this.#name(stage)}`, error)
-      })
+    const [metadata] = await this.#call(`read the schema of staging table ${this.#name(stage)}`, () =>
+      stageTable.getMetadata(),
+    ).catch((error: unknown) => {
+      throw this.#apiError(`read the schema of staging table ${this.#name(stage)}`, error)
+    })
     const fields = ((metadata as { schema?: { fields?: { name: string; type: string }[] } }).schema?.fields ??
       []) as { name: string; type: string }[]
     const unparsed = json.filter((name) => fields.find((f) => f.name === name)?.type === 'STRING')
@@ -308,7 +342,7 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
 OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
 ` + `AS SELECT * REPLACE (${parsed.join(', ')}) FROM ${d.table(stage)}`
     try {
-      await this.#client.query({ query: sql, location: this.#options.location, useLegacySql: false })
+      await this.#runQuery(sql, `parse the JSON columns of staging table ${this.#name(stage)}`)
     } catch (error) {
       throw this.#apiError(`parse the JSON columns of staging table ${this.#name(stage)}`, error)
     }
@@ -330,21 +364,22 @@ OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
     }))
     const expirationTime = String(this.#stagingExpiresAt())
     try {
-      await dataset.table(stage.name).create({
-        schema: { fields },
-        expirationTime,
-        labels: jobLabels(table.name, batchId),
-        description: `dimsync: staged batch ${batchId} of table ${table.name}; dropped after the merge`,
-      })
+      await this.#call(`create staging table ${this.#name(stage)}`, () =>
+        dataset.table(stage.name).create({
+          schema: { fields },
+          expirationTime,
+          labels: jobLabels(table.name, batchId),
+          description: `dimsync: staged batch ${batchId} of table ${table.name}; dropped after the merge`,
+        }),
+      )
     } catch (error) {
       if ((error as ApiError).code !== 409)
         throw this.#apiError(`create staging table ${this.#name(stage)}`, error)
-      await dataset
-        .table(stage.name)
-        .setMetadata({ expirationTime })
-        .catch((patchError: unknown) => {
-          throw this.#apiError(`extend the expiration of staging table ${this.#name(stage)}`, patchError)
-        })
+      await this.#call(`extend the expiration of staging table ${this.#name(stage)}`, () =>
+        dataset.table(stage.name).setMetadata({ expirationTime }),
+      ).catch((patchError: unknown) => {
+        throw this.#apiError(`extend the expiration of staging table ${this.#name(stage)}`, patchError)
+      })
     }
   }
 
@@ -386,10 +421,12 @@ OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
 
   async #stagedRows(stage: TableRef): Promise<number> {
     try {
-      const [metadata] = await this.#client
+      const stageTable = this.#client
         .dataset(this.#dataset(stage), { location: this.#options.location })
         .table(stage.name)
-        .getMetadata()
+      const [metadata] = await this.#call(`count the rows of staging table ${this.#name(stage)}`, () =>
+        stageTable.getMetadata(),
+      )
       return Number((metadata as { numRows?: string }).numRows ?? 0)
     } catch (error) {
       if ((error as ApiError).code === 404) return 0
@@ -399,10 +436,10 @@ OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
 
   async #dropStage(stage: TableRef): Promise<void> {
     try {
-      await this.#client
+      const stageTable = this.#client
         .dataset(this.#dataset(stage), { location: this.#options.location })
         .table(stage.name)
-        .delete()
+      await this.#call(`drop staging table ${this.#name(stage)}`, () => stageTable.delete())
     } catch (error) {
       if ((error as ApiError).code !== 404)
         throw this.#apiError(`drop staging table ${this.#name(stage)}`, error)
@@ -412,16 +449,25 @@ OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
   async runMergeScript(request: MergeScriptRequest): Promise<MergeScriptResult> {
     const { table, batchId, script } = request
     const statements = [...script.ddl, ...script.merge, ...script.after]
+    const tooLong = scriptLengthProblem(table.name, script.text, request.columns?.length)
+    if (tooLong !== undefined) {
+      // The staging table was loaded only for this script: nothing is left behind.
+      await this.#dropStage(request.stage)
+      throw new DimsyncError(tooLong)
+    }
     const configuration = {
       query: { query: script.text, useLegacySql: false },
       labels: jobLabels(table.name, batchId),
     }
     if (request.dryRun) {
-      const [job] = await this.#client
-        .createJob({ location: this.#options.location, configuration: { ...configuration, dryRun: true } })
-        .catch((error: unknown) => {
-          throw this.#scriptError('dry run', error, statements)
-        })
+      const [job] = await this.#call(`dry run of the merge of ${table.name}`, () =>
+        this.#client.createJob({
+          location: this.#options.location,
+          configuration: { ...configuration, dryRun: true },
+        }),
+      ).catch((error: unknown) => {
+        throw this.#scriptError('dry run', error, statements)
+      })
       const metadata = job.metadata as JobResource
       // The staging table was loaded only to be read by the dry run: a plan leaves nothing behind.
       await this.#dropStage(request.stage)
@@ -433,17 +479,25 @@ OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
     const { id, metadata } = await this.#runOnce(
       (attempt) => jobId('merge', table.target, batchId, { attempt }),
       async (jobIdentifier) => {
-        await this.#client.createJob({
-          jobId: jobIdentifier,
-          location: this.#options.location,
-          configuration,
-        })
+        // Tried again under the same id when unanswered: a 409 then means it arrived, and #submit adopts it.
+        await this.#call(`submit job ${jobIdentifier}`, () =>
+          this.#client.createJob({ jobId: jobIdentifier, location: this.#options.location, configuration }),
+        )
       },
       statements,
     )
-    const [rows] = await this.#client
-      .job(id, { location: this.#options.location })
-      .getQueryResults({ location: this.#options.location, maxResults: 10, wrapIntegers: INTEGER_VALUES })
+    const job = this.#client.job(id, { location: this.#options.location })
+    const [rows] = await this.#call(`read the result of job ${id}`, () =>
+      job.getQueryResults({
+        location: this.#options.location,
+        maxResults: 10,
+        autoPaginate: false,
+        wrapIntegers: INTEGER_VALUES,
+      }),
+    ).catch((error: unknown) => {
+      // The merge is done (committed, or its batch found in the ledger): a retry reads the ledger first.
+      throw this.#apiError(`read the result of job ${id}`, error)
+    })
     return {
       row: rows[0] === undefined ? undefined : toRow(rows[0] as Record<string, unknown>),
       bytesProcessed: Number(metadata.statistics?.totalBytesProcessed ?? 0),
@@ -475,15 +529,10 @@ OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
       ...statements.map((s) => `${s.sql};`),
       options.commit ? 'COMMIT TRANSACTION;' : 'ROLLBACK TRANSACTION;',
     ].join('\n')
-    const [job] = await this.#client
-      .createJob({
-        location: this.#options.location,
-        configuration: { query: { query: text, useLegacySql: false } },
-      })
-      .catch((error: unknown) => {
-        throw this.#scriptError('transaction', error, statements)
-      })
-    const id = (job.metadata as JobResource).jobReference?.jobId ?? job.id!
+    const id = `dimsync_transaction_${randomUUID().replaceAll('-', '_')}`
+    await this.#submitQuery(id, text).catch((error: unknown) => {
+      throw this.#scriptError('transaction', error, statements)
+    })
     const done = await this.#waitForJob(id)
     const failure = done.status?.errorResult
     if (failure) throw jobFailure(id, failure, statements)
@@ -492,15 +541,72 @@ OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
 
   async query(sql: string): Promise<Row[]> {
     try {
-      const [rows] = await this.#client.query({
-        query: sql,
-        location: this.#options.location,
-        useLegacySql: false,
-        wrapIntegers: INTEGER_VALUES,
-      })
-      return (rows as Record<string, unknown>[]).map(toRow)
+      return (await this.#runQuery(sql, 'query')).map(toRow)
     } catch (error) {
-      throw new WarehouseError('query', sql, { cause: error, retryable: isTransientApiError(error) })
+      throw new WarehouseError('query', sql, {
+        cause: error,
+        retryable: isTransientCall(error) || (error instanceof DimsyncError && error.retryable),
+      })
+    }
+  }
+
+  /**
+   * Runs one query job and answers its rows: submitted under a fresh id (tried again under the same id when
+   * unanswered, a 409 meaning it arrived), awaited like every job (jobTimeoutMs), its rows read once it is done.
+   * A failed job throws a QueryJobError carrying BigQuery's reason.
+   */
+  async #runQuery(sql: string, what: string): Promise<Record<string, unknown>[]> {
+    const id = `dimsync_query_${randomUUID().replaceAll('-', '_')}`
+    await this.#submitQuery(id, sql)
+    const done = await this.#waitForJob(id)
+    const failure = done.status?.errorResult
+    if (failure !== undefined) throw new QueryJobError(id, failure)
+    const job = this.#client.job(id, { location: this.#options.location })
+    // Every page, each page a call with its deadline; the job is done, so BigQuery answers at once.
+    const [rows] = await this.#call(
+      `read the result of ${what}`,
+      () => job.getQueryResults({ location: this.#options.location, wrapIntegers: INTEGER_VALUES }),
+      this.#options.jobTimeoutMs ?? DEFAULT_JOB_TIMEOUT_MS,
+    )
+    return rows as Record<string, unknown>[]
+  }
+
+  /** Inserts query job `id`; one whose first insertion arrived unanswered is found by its id (409). */
+  async #submitQuery(id: string, sql: string): Promise<void> {
+    try {
+      await this.#call(`submit job ${id}`, () =>
+        this.#client.createJob({
+          jobId: id,
+          location: this.#options.location,
+          configuration: { query: { query: sql, useLegacySql: false } },
+        }),
+      )
+    } catch (error) {
+      const api = error as ApiError
+      if (api.code === 409) return
+      // A query BigQuery refuses at insertion (invalid SQL, a table not found): the job exists, failed.
+      if (api.code !== undefined && api.code < 500 && api.errors?.[0] !== undefined)
+        throw new QueryJobError(id, { reason: api.errors[0].reason, message: api.message ?? '' })
+      throw error
+    }
+  }
+
+  /**
+   * One API call with its deadline (requestTimeoutMs, or `deadlineMs` for a call that may page), tried again
+   * while it fails transiently (no answer, 5xx, 429), `maxAttempts` times in all; the last error is thrown.
+   */
+  async #call<T>(what: string, work: () => Promise<T>, deadlineMs?: number): Promise<T> {
+    const maxAttempts = this.#options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS
+    const deadline = deadlineMs ?? this.#options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS
+    for (let tries = 1; ; tries++) {
+      try {
+        return await withDeadline(work(), deadline, what)
+      } catch (error) {
+        if (!isTransientCall(error) || tries >= maxAttempts) throw error
+        await this.#sleep(
+          backoffDelayMs(tries, this.#options.retryDelayMs ?? DEFAULT_RETRY_DELAY_MS, Math.random()),
+        )
+      }
     }
   }
 
@@ -523,7 +629,7 @@ OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
     statements: readonly CompiledStatement[],
     fresh = false,
   ): Promise<{ id: string; metadata: JobResource }> {
-    const maxAttempts = this.#options.maxAttempts ?? 5
+    const maxAttempts = this.#options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS
     const latest = await latestAttempt((attempt) => this.#getJob(makeId(attempt)))
     let attempt = latest?.attempt ?? 1
     let adopted = latest?.job
@@ -540,7 +646,9 @@ OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
       const error = jobFailure(id, failure, statements)
       // A rejected batch fails the same way every time; only transient failures deserve a new attempt now.
       if (!error.retryable || tries >= maxAttempts) throw error
-      await this.#sleep(backoffDelayMs(tries, this.#options.retryDelayMs ?? 1000, Math.random()))
+      await this.#sleep(
+        backoffDelayMs(tries, this.#options.retryDelayMs ?? DEFAULT_RETRY_DELAY_MS, Math.random()),
+      )
       attempt++
       adopted = undefined
     }
@@ -569,7 +677,8 @@ OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
 
   async #getJob(id: string): Promise<JobResource | undefined> {
     try {
-      const [metadata] = await this.#client.job(id, { location: this.#options.location }).getMetadata()
+      const job = this.#client.job(id, { location: this.#options.location })
+      const [metadata] = await this.#call(`read job ${id}`, () => job.getMetadata())
       return metadata as JobResource
     } catch (error) {
       if ((error as ApiError).code === 404) return undefined
@@ -582,10 +691,10 @@ OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
    * retryable, and the next attempt adopts the job (its id is found) instead of submitting it again.
    */
   async #waitForJob(id: string): Promise<JobResource> {
-    const interval = this.#options.pollIntervalMs ?? 1000
+    const longest = this.#options.pollIntervalMs ?? 1000
     const timeout = this.#options.jobTimeoutMs ?? DEFAULT_JOB_TIMEOUT_MS
     const deadline = Date.now() + timeout
-    for (;;) {
+    for (let interval = Math.min(FIRST_POLL_MS, longest); ; interval = Math.min(interval * 2, longest)) {
       const metadata = await this.#getJob(id)
       if (metadata === undefined)
         throw new WarehouseError(`job ${id}`, '', { cause: new Error('job not found') })
@@ -609,7 +718,7 @@ OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
    * would send nothing and hang. A 409 means an upload whose answer was lost did arrive: the caller adopts the job.
    */
   async #startLoad(id: string, request: LoadBatchRequest, path: string): Promise<void> {
-    const maxAttempts = this.#options.maxAttempts ?? 5
+    const maxAttempts = this.#options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS
     for (let tries = 1; ; tries++) {
       try {
         await this.#upload(id, request, path)
@@ -618,7 +727,9 @@ OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
         const api = error as ApiError
         const transient = isNoResponse(error) || transientReason(undefined, '', api.code) !== undefined
         if (api.code === 409 || !transient || tries >= maxAttempts) throw error
-        await this.#sleep(backoffDelayMs(tries, this.#options.retryDelayMs ?? 1000, Math.random()))
+        await this.#sleep(
+          backoffDelayMs(tries, this.#options.retryDelayMs ?? DEFAULT_RETRY_DELAY_MS, Math.random()),
+        )
       }
     }
   }
@@ -700,12 +811,10 @@ OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
     return `${this.#options.project}.${ref.schema ?? ''}.${ref.name}`
   }
 
-  /**
-   * A failed API call: retryable when it got no answer or BigQuery's reason or status is transient (a 403
-   * rateLimitExceeded, which the client does not retry itself, or a 5xx outlasting the client's retries).
-   */
+  /** A failed API call: retryable when it failed transiently (its attempts ran out), so the run is retried. */
   #apiError(what: string, error: unknown): WarehouseError {
-    return new WarehouseError(what, '', { cause: error, retryable: isTransientApiError(error) })
+    const retryable = isTransientCall(error) || (error instanceof DimsyncError && error.retryable)
+    return new WarehouseError(what, '', { cause: error, retryable })
   }
 
   /** A failed API call about a job (its insertion): BigQuery's reason and status decide whether it is transient. */

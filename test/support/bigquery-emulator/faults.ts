@@ -18,6 +18,8 @@ export interface RequestInfo {
   readonly method: string
   readonly path: string
   readonly query: URLSearchParams
+  /** The request's JSON body, if any (e.g. a job resource, to stall the insertion of one job). */
+  readonly json?: unknown
 }
 
 /**

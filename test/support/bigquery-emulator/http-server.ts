@@ -98,7 +98,12 @@ export class HttpServer {
             },
           }),
     })
-    const fault = this.#faults.forRequest({ method, path: url.pathname, query: url.searchParams })
+    const fault = this.#faults.forRequest({
+      method,
+      path: url.pathname,
+      query: url.searchParams,
+      ...(json === undefined ? {} : { json }),
+    })
     if (fault === 'stall') return new Promise<ApiResponse>(() => undefined)
     if (fault !== undefined)
       return { status: fault.status, body: errorResponseBody(fault.status, [fault.error]) }

@@ -27,6 +27,11 @@ function queryText(configuration: Proto): string {
   const query = configuration.query
   if (typeof query?.query !== 'string')
     throw invalid('Job configuration must contain exactly one job-specific configuration object')
+  // BigQuery's limit on a query's text (comments and white space included), checked before anything else.
+  if (query.query.length > 1_024_000)
+    throw invalidQuery(
+      'The query is too large. The maximum standard SQL query length is 1024.00K characters, including comments and white space characters.',
+    )
   if (query.useLegacySql !== false)
     throw invalidQuery(
       'The BigQuery emulator runs GoogleSQL only: set useLegacySql to false (BigQuery would read this query as legacy SQL)',

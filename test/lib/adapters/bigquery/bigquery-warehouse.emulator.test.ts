@@ -158,7 +158,12 @@ describe('BigQueryWarehouse on the BigQuery emulator (the real client, SQL run b
     })
 
     // The merge: one query job with a deterministic id, labels and the location; DDL before the transaction.
-    const scripts = jobInserts().filter((r) => r.json!.configuration.query && !r.json!.configuration.dryRun)
+    const scripts = jobInserts().filter(
+      (r) =>
+        r.json!.configuration.query &&
+        !r.json!.configuration.dryRun &&
+        String(r.json!.jobReference?.jobId).startsWith('dimsync_merge_'),
+    )
     expect(scripts).toHaveLength(1)
     const job = scripts[0]!.json!
     expect(job.jobReference).toMatchObject({ jobId: jobId('merge', table.target, first), location: LOCATION })

@@ -1,0 +1,147 @@
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { longestCallWaitMs } from '../../../../lib/adapters/warehouse/bigquery-deadlines.ts'
+import {
+  BigQueryWarehouse,
+  type BigQueryWarehouseOptions,
+} from '../../../../lib/adapters/warehouse/bigquery-warehouse.ts'
+import { WarehouseError } from '../../../../lib/core/errors.ts'
+import { mergeBatch } from '../../../../lib/use-cases/merge-batch.ts'
+import { BigQueryEmulator } from '../../../support/bigquery-emulator/bigquery-emulator.ts'
+import type { RequestInfo } from '../../../support/bigquery-emulator/faults.ts'
+import { ZetaSqlService } from '../../../support/bigquery-emulator/zetasql-service.ts'
+import { TestBatches } from '../../../support/staged-batches.ts'
+import { tableSpec } from '../../../support/table-spec-builder.ts'
+
+/*
+ * Every BigQuery API call has a deadline: a call that gets no answer is abandoned after `requestTimeoutMs` and
+ * tried again (with the same job id when it creates a job), and after `maxAttempts` the merge fails retryably.
+ * Each kind of call dimsync makes is stalled here (the emulator never answers it): the merge ends within the
+ * documented bound instead of hanging until the Lambda's timeout.
+ */
+
+process.env.METADATA_SERVER_DETECTION = 'none'
+
+const PROJECT = 'acme-dw'
+const DATASET = 'history'
+const LOCATION = 'EU'
+const table = tableSpec({ deletes: 'invalidate' })
+const COLUMNS = [
+  { name: 'customer_id', type: 'BIGINT' },
+  { name: 'name', type: 'VARCHAR' },
+]
+const DEADLINES = {
+  requestTimeoutMs: 400,
+  maxAttempts: 2,
+  retryDelayMs: 1,
+  jobTimeoutMs: 5000,
+  pollIntervalMs: 5,
+} satisfies Partial<BigQueryWarehouseOptions>
+
+let zeta: ZetaSqlService
+let emulator: BigQueryEmulator
+let batches: TestBatches
+
+beforeAll(async () => {
+  zeta = await ZetaSqlService.start()
+  batches = await TestBatches.create()
+})
+afterAll(async () => {
+  await batches.dispose()
+  await zeta.stop()
+})
+beforeEach(async () => {
+  emulator = await BigQueryEmulator.start({ zetaSql: zeta })
+  emulator.createDataset(PROJECT, DATASET, { location: LOCATION })
+})
+afterEach(async () => {
+  await emulator.stop()
+})
+
+const warehouse = () =>
+  new BigQueryWarehouse({ project: PROJECT, location: LOCATION, ...emulator.clientOptions(), ...DEADLINES })
+
+let batchNumber = 0
+async function stagedBatch(): Promise<string> {
+  batchNumber++
+  return batches.stage(
+    table.name,
+    COLUMNS,
+    [
+      { customer_id: 1, name: 'Ana' },
+      { customer_id: 2, name: `Bruno ${batchNumber}` },
+    ],
+    {
+      extractedAt: `2030-03-${String(batchNumber).padStart(2, '0')}T00:00:00.000Z`,
+      batchId: `2030030${batchNumber}T000000.000Z-aaaaa${batchNumber}`,
+    },
+  )
+}
+
+const merge = (batchId: string) =>
+  mergeBatch(
+    { warehouse: warehouse(), staging: batches },
+    { table, schema: DATASET, batchId, now: new Date('2030-03-10T14:31:00Z') },
+  )
+
+async function timed<T>(work: () => Promise<T>): Promise<{ ms: number; outcome: T | Error }> {
+  const started = Date.now()
+  const outcome = await work().catch((error: unknown) => error as Error)
+  return { ms: Date.now() - started, outcome }
+}
+
+const API = `/bigquery/v2/projects/${PROJECT}`
+const insertOf = (r: RequestInfo, prefix: string) =>
+  r.method === 'POST' &&
+  r.path === `${API}/jobs` &&
+  String((r.json as { jobReference?: { jobId?: string } } | undefined)?.jobReference?.jobId).startsWith(
+    prefix,
+  )
+/** Each kind of call a merge makes, as the emulator sees it. */
+const CALLS: Record<string, (r: RequestInfo) => boolean> = {
+  'datasets.get': (r) => r.method === 'GET' && r.path === `${API}/datasets/${DATASET}`,
+  'tables.get of the staging table': (r) =>
+    r.method === 'GET' && r.path.startsWith(`${API}/datasets/${DATASET}/tables/_dimsync_stage_`),
+  'tables.insert of the staging table': (r) =>
+    r.method === 'POST' && r.path === `${API}/datasets/${DATASET}/tables`,
+  'jobs.insert of a query (a read of the ledger)': (r) => insertOf(r, 'dimsync_query_'),
+  'jobs.insert of the merge script': (r) => insertOf(r, 'dimsync_merge_'),
+  'jobs.get polling the merge job': (r) =>
+    r.method === 'GET' && r.path.startsWith(`${API}/jobs/dimsync_merge_`),
+  'getQueryResults of the merge job': (r) =>
+    r.method === 'GET' && r.path.startsWith(`${API}/queries/dimsync_merge_`),
+}
+
+describe('a deadline on every BigQuery call', () => {
+  it.each(Object.entries(CALLS))(
+    '%s never answered: the merge fails retryably within one call’s bound instead of hanging',
+    async (_name, match) => {
+      // A merge with nothing stalled first: the time the work itself takes on this machine.
+      const clean = await timed(async () => merge(await stagedBatch()))
+      expect(clean.outcome).toMatchObject({ status: 'merged' })
+      const batchId = await stagedBatch()
+      emulator.faults.stallRequest(match, 1000)
+      const stalled = await timed(() => merge(batchId))
+      expect(stalled.outcome).toBeInstanceOf(WarehouseError)
+      expect((stalled.outcome as WarehouseError).retryable).toBe(true)
+      expect(stalled.ms).toBeLessThan(clean.ms + longestCallWaitMs(DEADLINES) + 2000)
+    },
+    30_000,
+  )
+
+  it('each kind of call stalled once: the call is tried again and the merge succeeds', async () => {
+    const batchId = await stagedBatch()
+    for (const match of Object.values(CALLS)) emulator.faults.stallRequest(match, 1)
+    const stalled = await timed(() => merge(batchId))
+    expect(stalled.outcome).toMatchObject({ status: 'merged', counts: { insertedVersions: 2 } })
+    // One merge job: its insertion that got no answer was tried again under the same id (answered 409, adopted).
+    const inserts = emulator.requests.filter((r) => insertOf(r, 'dimsync_merge_'))
+    expect(inserts).toHaveLength(2)
+    expect(new Set(inserts.map((r) => r.json?.jobReference?.jobId as string)).size).toBe(1)
+  }, 30_000)
+
+  it('the documented bound of one call: attempts × request timeout + the waits between them', () => {
+    expect(longestCallWaitMs({ requestTimeoutMs: 400, maxAttempts: 2, retryDelayMs: 1 })).toBe(801)
+    // The defaults: 5 attempts of 30 s, waits of 1 + 2 + 4 + 8 s.
+    expect(longestCallWaitMs({})).toBe(165_000)
+  })
+})

@@ -1,0 +1,128 @@
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { BigQueryWarehouse } from '../../../../lib/adapters/warehouse/bigquery-warehouse.ts'
+import { LeaseLostError } from '../../../../lib/core/errors.ts'
+import { FENCE_TABLE, type FenceHolder } from '../../../../lib/sql/render-fence.ts'
+import { mergeBatch } from '../../../../lib/use-cases/merge-batch.ts'
+import { BigQueryEmulator } from '../../../support/bigquery-emulator/bigquery-emulator.ts'
+import { ZetaSqlService } from '../../../support/bigquery-emulator/zetasql-service.ts'
+import { TestBatches } from '../../../support/staged-batches.ts'
+import { tableSpec } from '../../../support/table-spec-builder.ts'
+
+/*
+ * Fencing at the warehouse: a lease holder advances the table's fence (`_dimsync_fences`) to its token before its
+ * merge, and the merge script checks it just before COMMIT. Two holders race here: A's lease lapses after its
+ * lease check passed and while its merge job is queued; B takes the lease (a higher token) and advances the fence.
+ * A's merge cannot commit beside B: it rolls back with LeaseLostError, and B's merge commits.
+ */
+
+process.env.METADATA_SERVER_DETECTION = 'none'
+
+const PROJECT = 'acme-dw'
+const DATASET = 'history'
+const LOCATION = 'EU'
+const table = tableSpec({ deletes: 'invalidate' })
+const COLUMNS = [
+  { name: 'customer_id', type: 'BIGINT' },
+  { name: 'name', type: 'VARCHAR' },
+]
+const A: FenceHolder = { token: 7, owner: 'run-a' }
+const B: FenceHolder = { token: 8, owner: 'run-b' }
+
+let zeta: ZetaSqlService
+let emulator: BigQueryEmulator
+let batches: TestBatches
+
+beforeAll(async () => {
+  zeta = await ZetaSqlService.start()
+  batches = await TestBatches.create()
+})
+afterAll(async () => {
+  await batches.dispose()
+  await zeta.stop()
+})
+beforeEach(async () => {
+  emulator = await BigQueryEmulator.start({ zetaSql: zeta })
+  emulator.createDataset(PROJECT, DATASET, { location: LOCATION })
+})
+afterEach(async () => {
+  await emulator.stop()
+})
+
+const warehouse = () =>
+  new BigQueryWarehouse({
+    project: PROJECT,
+    location: LOCATION,
+    ...emulator.clientOptions(),
+    pollIntervalMs: 5,
+    retryDelayMs: 1,
+  })
+
+const merge = (batchId: string, fence: FenceHolder, beforeCommit?: () => Promise<void>) =>
+  mergeBatch(
+    { warehouse: warehouse(), staging: batches },
+    {
+      table,
+      schema: DATASET,
+      batchId,
+      now: new Date('2030-03-10T14:31:00Z'),
+      fence,
+      ...(beforeCommit ? { beforeCommit } : {}),
+    },
+  )
+
+const stage = () =>
+  batches.stage(
+    table.name,
+    COLUMNS,
+    [
+      { customer_id: 1, name: 'Ana' },
+      { customer_id: 2, name: 'Bruno' },
+    ],
+    { extractedAt: '2030-03-01T00:00:00.000Z', batchId: '20300301T000000.000Z-aaaaaa' },
+  )
+
+const rows = (tableId: string) => emulator.rows({ projectId: PROJECT, datasetId: DATASET, tableId }) ?? []
+
+describe('the lease fence at the warehouse', () => {
+  it('two holders race: the holder whose lease lapsed while its job queued cannot commit; the new holder does', async () => {
+    const batchId = await stage()
+    // A's lease check passes (A advanced the fence to its token); then, before A's script reaches COMMIT, B takes
+    // the lease and advances the fence to B's token, as B's merge does first (B's job queues behind A's).
+    const bTakesOver = async () => {
+      expect(rows(FENCE_TABLE)).toMatchObject([{ target: table.target, token: '7', owner: 'run-a' }])
+      await emulator.query(
+        PROJECT,
+        `UPDATE \`${PROJECT}.${DATASET}.${FENCE_TABLE}\` SET token = ${B.token}, owner = '${B.owner}' WHERE TRUE`,
+        { location: LOCATION },
+      )
+    }
+    const lapsed = await merge(batchId, A, bTakesOver).catch((e: unknown) => e)
+    expect(lapsed).toBeInstanceOf(LeaseLostError)
+    expect((lapsed as LeaseLostError).message).toBe(
+      `table customers: lease of run run-a (token 7) was taken over by run run-b (token 8) before this merge ` +
+        'committed; it was rolled back, nothing was written',
+    )
+    expect(rows(table.target)).toEqual([])
+    expect(rows('_dimsync_batches')).toEqual([])
+
+    const current = await merge(batchId, B)
+    expect(current.status).toBe('merged')
+    expect(rows(table.target)).toHaveLength(2)
+    expect(rows(FENCE_TABLE)).toMatchObject([{ target: table.target, token: '8', owner: 'run-b' }])
+  })
+
+  it('each new lease advances the fence; a lapsed holder advancing late leaves it where it is and is refused', async () => {
+    const batchId = await stage()
+    expect((await merge(batchId, B)).status).toBe('merged')
+    expect(rows(FENCE_TABLE)).toMatchObject([{ token: '8', owner: 'run-b' }])
+    const next = await batches.stage(table.name, COLUMNS, [{ customer_id: 1, name: 'Ana B.' }], {
+      extractedAt: '2030-03-02T00:00:00.000Z',
+      batchId: '20300302T000000.000Z-bbbbbb',
+    })
+    await expect(merge(next, A)).rejects.toBeInstanceOf(LeaseLostError)
+    expect(rows(FENCE_TABLE)).toMatchObject([{ token: '8', owner: 'run-b' }])
+    expect(rows('_dimsync_batches').map((r) => r.batch_id)).toEqual([batchId])
+    expect((await merge(next, { token: 9, owner: 'run-c' })).status).toBe('merged')
+    expect(rows(FENCE_TABLE)).toMatchObject([{ token: '9', owner: 'run-c' }])
+  })
+})
