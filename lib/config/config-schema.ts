@@ -578,9 +578,34 @@ export const tableOptionsShape = {
     .optional()
     .describe('Columns whose changes open a new version. Default { all_except: [] }.'),
   exclude: columnList.optional().describe('Source columns not stored at all. Default [].'),
-  deletes: oneOf(DELETE_POLICIES)
+  deletes: z
+    .union(
+      [
+        oneOf(DELETE_POLICIES),
+        strict({
+          when: nonEmpty('a condition such as "is_deleted = true"').describe(
+            "A row is a delete when <column> = <value> (true, false, a number or 'text'); the column is not stored.",
+          ),
+          policy: oneOf(DELETE_POLICIES)
+            .optional()
+            .describe('What a delete (and absence from a full extract) does. Default invalidate.'),
+        }),
+      ],
+      {
+        error: (issue) =>
+          issue.input !== null && typeof issue.input === 'object'
+            ? mustBe(
+                '{ when: "<column> = <value>", policy: <ignore, invalidate or new_record> }',
+                issue.input,
+              )
+            : mustBe(oneOfText(DELETE_POLICIES), issue.input, DELETE_POLICIES),
+      },
+    )
     .optional()
-    .describe('What absence from a full extract means. Default ignore.'),
+    .describe(
+      'What absence from a full extract means (ignore, invalidate or new_record), or { when, policy }: rows that ' +
+        'are deletes. Default ignore.',
+    ),
   max_delete_share: z
     .number({ error: expecting('a number greater than 0 and at most 1') })
     .gt(0, { error: expecting('a number greater than 0 and at most 1') })

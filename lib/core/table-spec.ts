@@ -96,6 +96,12 @@ export interface ChangeFeedSpec {
   readonly format?: 'dms'
 }
 
+/** A literal of a delete condition (`deletes: { when }`), parsed and validated: rendered, never pasted. */
+export type DeleteLiteral =
+  | { readonly kind: 'text'; readonly value: string }
+  | { readonly kind: 'number'; readonly value: string }
+  | { readonly kind: 'boolean'; readonly value: boolean }
+
 /**
  * Where an event's business time (`valid_from`) comes from: the extraction time of its batch, or a source
  * column holding the time the row changed. Only change-time tables accept late events (see merge docs).
@@ -182,6 +188,11 @@ export interface TableSpec {
   readonly dbtIds?: DbtIdColumnNames
   /** Optional source column whose non-NULL (or true) value marks a row as deleted (soft delete). */
   readonly softDeleteColumn?: string
+  /**
+   * `deletes: { when: "<softDeleteColumn> = <value>" }`: a row is a delete when its soft delete column equals this
+   * value (absent: when it is true, or not NULL).
+   */
+  readonly softDeleteEquals?: DeleteLiteral
   /** AWS deployment: when the table runs (absent: only when started by hand). See ScheduleSpec. */
   readonly schedule?: ScheduleSpec
   /** AWS deployment: memory and timeout of the table's extract and merge functions. */
