@@ -25,7 +25,7 @@ export const OPEN_END_PATTERN = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9
 
 export const DELETE_POLICIES = ['ignore', 'invalidate', 'new_record'] as const
 export const TABLE_MODES = ['history', 'mirror', 'append'] as const
-export const FILE_FORMATS = ['csv', 'parquet'] as const
+export const FILE_FORMATS = ['csv', 'parquet', 'json'] as const
 export const FILE_SELECTIONS = ['all', 'new_only'] as const
 export const SOURCE_TYPES = ['file', 'postgres', 'mysql'] as const
 
@@ -181,6 +181,14 @@ const incrementalSchema = strict({
 
 /** AWS DMS output: `Op` holds I, U or D. */
 export const DMS_OPERATION = Object.freeze({ column: 'Op', insert: ['I'], update: ['U'], delete: ['D'] })
+/** Debezium: `op` is c (create), r (snapshot read), u, d or t (truncate). */
+export const DEBEZIUM_OPERATION = Object.freeze({
+  column: 'op',
+  insert: ['c', 'r'],
+  update: ['u'],
+  delete: ['d'],
+  truncate: ['t'],
+})
 
 const OPERATION_VALUE_TEXT = 'a value or a list of values'
 const operationValues = z.union(
@@ -225,7 +233,7 @@ export const opsSchema = strict({
   )
 
 /** Layouts of change files a CDC tool writes that a file source reads as they are. */
-export const CHANGE_FORMATS = ['dms'] as const
+export const CHANGE_FORMATS = ['dms', 'debezium'] as const
 
 const changesSchema = strict({
   mode: z.literal('changes'),
@@ -233,7 +241,8 @@ const changesSchema = strict({
     .optional()
     .describe(
       'File sources: dms reads AWS DMS output as DMS writes it (full-load LOAD files without Op are inserts, ' +
-        'read before the change files; a STRING timestamp column is read as times). Default: none.',
+        'read before the change files; a STRING timestamp column is read as times); debezium reads Debezium ' +
+        'change events (JSON lines: after for c/u/r, the key of before for d, t a truncate). Default: none.',
     ),
   operation: operationSchema,
   ops: opsSchema,

@@ -31,7 +31,8 @@ export interface FileSourceSpec {
    * one snapshot (or, with `files: new_only`, the new ones form one delta).
    */
   readonly path: string
-  readonly format: 'csv' | 'parquet'
+  /** json: Debezium change events, JSON lines (extract format debezium only). */
+  readonly format: 'csv' | 'parquet' | 'json'
   /** CSV options; ignored for Parquet. */
   readonly csv: { readonly delimiter: string; readonly header: boolean }
   /**
@@ -93,7 +94,7 @@ export interface ChangeFeedSpec {
    * The layout of the change files, read as the CDC tool writes them: `dms` (AWS DMS's S3 target: full-load files
    * without the operation column are inserts, read before the change files; a text change time is read as times).
    */
-  readonly format?: 'dms'
+  readonly format?: 'dms' | 'debezium'
 }
 
 /** A literal of a delete condition (`deletes: { when }`), parsed and validated: rendered, never pasted. */
