@@ -82,6 +82,11 @@ export function resolveTable(
   const key = resolveKey(ctx)
   const read = resolveExtract(ctx, source)
   const { validFrom, extract, changeFeed } = read
+  if (source.type === 'file' && source.format === 'json' && changeFeed === undefined)
+    issues.add(
+      ctx.at('source', 'format'),
+      'JSON files are read as Debezium change events only: set extract: { mode: changes, format: debezium }',
+    )
   const tracked = resolveTracked(ctx, mode.value)
   const excludeOpt = ctx.pick('exclude')
   const exclude: Picked<readonly string[]> = { value: excludeOpt.value ?? [], note: excludeOpt.note }
