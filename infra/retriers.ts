@@ -64,7 +64,8 @@ export function retryWaitsSeconds(retry: sfn.RetryProps): number[] {
 const MARGIN_SECONDS = 60
 
 /**
- * The longest time, in seconds, between a pass handing its lease over and the next pass taking it: every
+ * The longest time, in seconds, between a step handing its lease over and the next step of its run taking it
+ * (the next extract pass, the merge after the extract, a merge's retry): every
  * retry of an error raised before the function runs (they follow one another), plus the longest single wait
  * of the others (a pass that fails hands the lease over again as it fails), plus a margin.
  */

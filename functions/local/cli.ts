@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs'
 
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander'
 import { readInteger } from '../../lib/config/env.ts'
+import { withDocs } from '../../lib/core/error-docs.ts'
 import { parseIsoInstant } from '../../lib/core/instant.ts'
 import { oneLineArgumentError } from './argument-errors.ts'
 import type * as CommandModule from './commands.ts'
@@ -226,9 +227,12 @@ function readClockSkewSeconds(): number {
   })
 }
 
-/** One line on stderr, whatever the error (a driver's message may go on for lines); DIMSYNC_DEBUG adds the stack. */
+/**
+ * One line on stderr, whatever the error (a driver's message may go on for lines), ending with the docs section
+ * that explains a dimsync error; DIMSYNC_DEBUG adds the stack.
+ */
 function reportError(message: string, error: unknown): void {
-  process.stderr.write(`dimsync: ${message.split('\n')[0]!.trimEnd()}\n`)
+  process.stderr.write(`dimsync: ${withDocs(message.split('\n')[0]!.trimEnd(), error)}\n`)
   if (process.env.DIMSYNC_DEBUG && error instanceof Error) process.stderr.write(`${error.stack}\n`)
 }
 

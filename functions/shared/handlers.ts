@@ -92,6 +92,8 @@ export function createExtractHandler(options: HandlerOptions = {}) {
           timeLeftMs: () => context.getRemainingTimeInMillis() - EXTRACT_RESERVE_MS,
           abandonedAfterMs: deps.settings.abandonedBatchMs,
           whenBusy: input.whenBusy ?? 'fail',
+          // The merge function takes the lease over: no other run starts between the extract and its merge.
+          holdForMerge: true,
         }),
       ),
     )
@@ -129,7 +131,13 @@ export function createMergeHandler(options: HandlerOptions = {}) {
     metrics.addDimension('table', table.name)
     const { merge, watermark } = await refreshingSecretOnRefusedLogin(deps, 'merge', table, () =>
       mergeTable(pipelineDepsOf(deps, powertoolsListener('merge', logger, metrics)), table, {
-        run: { runId, owner: mergeOwner(runId, context), leaseTtlMs: deps.settings.leaseTtlMs },
+        run: {
+          runId,
+          owner: mergeOwner(runId, context),
+          leaseTtlMs: deps.settings.leaseTtlMs,
+          // A retried merge takes the lease over: no other run starts during its backoff.
+          handOverTtlMs: deps.settings.handOverTtlMs,
+        },
         batchId,
       }),
     )

@@ -30,7 +30,7 @@ import { AWS_ENV, SECRET_NAME_PREFIX, STATE_PARTITIONS } from '../../lib/runtime
 import { STAGING_PREFIX } from '../defaults.ts'
 import { planDeployment, type DeploymentPlan, type FunctionClassPlan } from '../deploy-plan.ts'
 import { FACTS_CONTEXT, refuseFactsOnAws } from '../facts-on-aws.ts'
-import { EXTRACT_RETRIERS, longestWaitBetweenPassesSeconds } from '../retriers.ts'
+import { EXTRACT_RETRIERS, longestWaitBetweenPassesSeconds, RETRIERS } from '../retriers.ts'
 import { LoaderFunction } from './loader-function.ts'
 import { Monitoring, Notifications } from './monitoring.ts'
 import { Orchestration, type OrchestratedTable } from './orchestration.ts'
@@ -216,6 +216,8 @@ export class DimsyncLoader extends Construct {
         ...(props.handlerEntries?.merge !== undefined ? { entry: props.handlerEntries.merge } : {}),
         environment: {
           ...common,
+          // A merge that fails with a retryable error hands the lease over to its run until its retry.
+          [AWS_ENV.handOverTtlSeconds]: String(longestWaitBetweenPassesSeconds(RETRIERS)),
           ...(plan.bigQuerySecret !== undefined
             ? { [AWS_ENV.bigQuerySecretArn]: secretReference(plan.bigQuerySecret) }
             : {}),

@@ -22,6 +22,7 @@ import type * as s3 from 'aws-cdk-lib/aws-s3'
 import type * as sns from 'aws-cdk-lib/aws-sns'
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions'
 import { Construct } from 'constructs'
+import { ERROR_DOCS } from '../../lib/core/error-docs.ts'
 import { LockHeldError } from '../../lib/core/errors.ts'
 import { FAILED_RUN_MARKER, STATE_PARTITIONS } from '../../lib/runtime/aws-env.ts'
 import { MAX_EXTRACT_PASSES, METRIC, METRICS_NAMESPACE } from '../defaults.ts'
@@ -196,7 +197,8 @@ export class Orchestration extends Construct {
   /**
    * The failure notice as JSON text. The batch is the execution's, or else the one a failed first extract pass
    * names at the end of its error (FAILED_RUN_MARKER); console links are built from the execution ARN
-   * (partition and region), so they need no CloudFormation token.
+   * (partition and region), so they need no CloudFormation token. `docs` is the section of docs/errors.md that
+   * explains the error (none for an error dimsync does not raise).
    */
   #noticeExpression(stateTableName: string): string {
     const table = Stack.of(this).toJsonString(stateTableName)
@@ -219,7 +221,8 @@ export class Orchestration extends Construct {
       "'execution': $console & '/states/home?region=' & $region & '#/v2/executions/details/' & $arn,",
       "'logs': $console & '/cloudwatch/home?region=' & $region & '#logsV2:log-groups/log-group/' & $replace($logGroup, '/', '$252F')",
       '},',
-      "'logGroup': $logGroup",
+      "'logGroup': $logGroup,",
+      `'docs': $lookup(${JSON.stringify(ERROR_DOCS)}, $error.Error)`,
       '}, true)',
       ')',
     ].join(' ')

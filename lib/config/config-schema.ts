@@ -94,6 +94,13 @@ export const fileSourceSchema = strict({
       'all (default): every run reads every matching file as one snapshot. new_only: each run reads only the ' +
         'files not merged yet, as a delta (a key missing from it is not deleted).',
     ),
+  time_from_name: nonEmpty('a file name pattern with %Y (and %m %d %H %M %S), e.g. customers_%Y-%m-%d.csv')
+    .optional()
+    .describe(
+      'files: new_only only: how to read the time in a file name (%Y %m %d %H %M %S, * for anything; UTC). New ' +
+        'files are read in that order, and a file dated before the last merged one is refused (snapshot tables) ' +
+        'or slotted in at its change times (valid_from: { column }).',
+    ),
   format: oneOf(FILE_FORMATS)
     .optional()
     .describe('Inferred from the extension (.csv, .parquet) when omitted.'),

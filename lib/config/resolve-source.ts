@@ -2,6 +2,7 @@
 import { S3_SCHEME, s3PathHint, splitS3Path } from '../core/s3-path.ts'
 import { READ_TYPE_NAMES, readType, takesFormat, type SourceColumnType } from '../core/source-types.ts'
 import type { SourceSpec } from '../core/table-spec.ts'
+import { compileTimePattern } from '../core/time-from-name.ts'
 import type { TableDocument } from './config-schema.ts'
 import type { IssueList, Path } from './issue-list.ts'
 import { show } from './messages.ts'
@@ -37,12 +38,24 @@ export function resolveSource(base: Path, source: TableDocument['source'], issue
       }
     }
     const columns = resolveColumnTypes([...base, 'source', 'columns'], source.columns, issues)
+    if (source.time_from_name !== undefined) {
+      const where = [...base, 'source', 'time_from_name']
+      if (source.files !== 'new_only')
+        issues.add(
+          where,
+          'orders the new files of files: new_only; with every file read as one snapshot, load dated files ' +
+            'one by one with dimsync backfill --time-from-name',
+        )
+      const problem = timePatternProblem(source.time_from_name)
+      if (problem !== undefined) issues.add(where, problem)
+    }
     return {
       type: 'file',
       path: source.path,
       format: format ?? 'csv',
       csv: { delimiter: source.delimiter ?? ',', header: source.header ?? true },
       ...(source.files !== undefined ? { files: source.files } : {}),
+      ...(source.time_from_name !== undefined ? { timeFromName: source.time_from_name } : {}),
       ...(columns.length > 0 && format === 'csv' ? { columns } : {}),
     }
   }
@@ -97,4 +110,14 @@ function resolveColumnTypes(path: Path, declared: DeclaredColumns, issues: Issue
     columns.push({ name, type, ...(format !== undefined ? { format } : {}) })
   }
   return columns
+}
+
+/** Why `pattern` cannot read a time from a file name, or undefined when it can. */
+function timePatternProblem(pattern: string): string | undefined {
+  try {
+    compileTimePattern(pattern)
+    return undefined
+  } catch (error) {
+    return (error as Error).message.replace('--time-from-name pattern', 'pattern')
+  }
 }

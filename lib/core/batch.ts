@@ -37,6 +37,8 @@ export interface Watermark {
   readonly column?: string
   /** The batch whose merge committed this watermark: the warehouse's ledger must hold it (absent before it was kept). */
   readonly batchId?: string
+  /** `files: new_only` with `time_from_name`: the newest time read from a merged file's name (lib/core/dated-files.ts). */
+  readonly namedTime?: string
 }
 
 export interface BatchManifest {

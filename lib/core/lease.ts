@@ -36,8 +36,18 @@ export function isLeaseExpired(stored: StoredLease, now: Date): boolean {
 }
 
 /**
+ * The run an owner belongs to: the owner itself, or what comes before the step it names (`run-…/merge/…`).
+ * A lease whose owner is a run (no step) was handed over to that run: it waits for the run's next step.
+ */
+export function runOfOwner(owner: string): string {
+  const slash = owner.indexOf('/')
+  return slash < 0 ? owner : owner.slice(0, slash)
+}
+
+/**
  * The refusal for `owner` taking the lease at `now`, or undefined when it may: nobody holds it, its holder's
- * lease expired, or it is `owner`'s already (a later pass of the same run).
+ * lease expired, it is `owner`'s already (a later pass of the same run), or it was handed over to `owner`'s run
+ * (`handedOverLease`: a later step of the run takes it).
  */
 export function leaseRefusal(
   table: string,
@@ -46,6 +56,7 @@ export function leaseRefusal(
   now: Date,
 ): LockHeldError | undefined {
   if (stored?.owner === undefined || stored.owner === owner || isLeaseExpired(stored, now)) return undefined
+  if (stored.owner === runOfOwner(owner)) return undefined
   return new LockHeldError(table, stored.owner, stored.acquiredAt ?? 'an unknown time')
 }
 
@@ -73,6 +84,18 @@ export function takenLease(
 /** `lease` extended to `now + ttlMs`. */
 export function renewedLease(lease: Lease, ttlMs: number, now: Date): Lease {
   return { ...lease, expiresAt: new Date(now.getTime() + ttlMs).toISOString() }
+}
+
+/**
+ * `lease` handed over to its run until `now + ttlMs`: held by the run itself (no step runs), which only a step of
+ * the same run may take (`leaseRefusal`); the fencing token stays, the next step's acquire raises it.
+ */
+export function handedOverLease(lease: Lease, ttlMs: number, now: Date): Lease {
+  return {
+    ...lease,
+    owner: runOfOwner(lease.owner),
+    expiresAt: new Date(now.getTime() + ttlMs).toISOString(),
+  }
 }
 
 /** Whether `stored` is still `lease` (same owner and fencing token): not released, not taken over. */

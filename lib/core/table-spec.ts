@@ -40,6 +40,11 @@ export interface FileSourceSpec {
    * the merge), staged as a delta. Absent or `all`: every run reads every file as one full snapshot.
    */
   readonly files?: 'all' | 'new_only'
+  /**
+   * `files: new_only` only: the pattern that reads the time in a file's name (lib/core/time-from-name.ts); new
+   * files are then ordered by it, and one dated before the last merged file is late (lib/core/dated-files.ts).
+   */
+  readonly timeFromName?: string
   /** CSV only: columns whose type (and date format) is declared instead of chosen from the first load's values. */
   readonly columns?: readonly SourceColumnType[]
 }

@@ -68,9 +68,13 @@ function compareScalars(a: string | number, b: string | number): number {
   return 0
 }
 
-/** The position alone (cursor and key), as a source reads after it: what the column and batch id are about. */
+/**
+ * The position alone (cursor and key, and for dated new files the newest name time merged), as a source reads
+ * after it: what the column and batch id are about.
+ */
 export function watermarkPosition(watermark: Watermark): Watermark {
-  return { cursor: watermark.cursor, key: watermark.key }
+  const { cursor, key, namedTime } = watermark
+  return { cursor, key, ...(namedTime !== undefined ? { namedTime } : {}) }
 }
 
 /** The cursor column of an incremental extract, which a committed watermark names (undefined otherwise). */

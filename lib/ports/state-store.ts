@@ -22,6 +22,12 @@ export interface StateStore {
   acquireLease(table: string, owner: string, ttlMs: number, now: Date): Promise<Lease>
   /** Extends a held lease; throws `LeaseLostError` when it expired and was taken over. */
   renewLease(lease: Lease, ttlMs: number, now: Date): Promise<Lease>
+  /**
+   * Hands `lease` over to its run for `ttlMs` (the wait before the run's next step): the run then holds it, and
+   * only a step of that run may take it before it expires (see `handedOverLease`). Throws `LeaseLostError`
+   * unless `lease` is still the held one.
+   */
+  handOverLease(lease: Lease, ttlMs: number, now: Date): Promise<Lease>
   /** Throws `LeaseLostError` unless `lease` is still the held one (checked before a merge commits). */
   assertLeaseHeld(lease: Lease, now: Date): Promise<void>
   /** Releases the lease if still held by it; keeps the token counter. Safe to call twice. */

@@ -163,6 +163,21 @@ export interface ScriptParts {
   readonly ddl: readonly CompiledStatement[]
   readonly merge: readonly CompiledStatement[]
   readonly after: readonly CompiledStatement[]
+  /**
+   * A batch script: what it does instead when the batch is already in the ledger, checked first (after creating
+   * the ledger), so a script retried after its COMMIT answers the recorded counts instead of merging again.
+   */
+  readonly committed?: CommittedBatch
+}
+
+/** See renderCommittedBatch. */
+export interface CommittedBatch {
+  /** Creates the ledger when missing (idempotent DDL). */
+  readonly ledger: CompiledStatement
+  /** True when the ledger holds the batch (a SQL expression). */
+  readonly isCommitted: string
+  /** The statements run then: clean-up, and last the recorded counts (the script's result). */
+  readonly after: readonly CompiledStatement[]
 }
 
 /** A value computed once per batch: the statements that compute it and the expression that reads it. */

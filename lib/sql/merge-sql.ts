@@ -13,7 +13,7 @@ import {
   type KeyNumbering,
   type SurrogateKeyRecord,
 } from './surrogate-keys.ts'
-import { TableAliases, userColumnNames } from './table-aliases.ts'
+import { renameShadowed, TableAliases, userColumnNames } from './table-aliases.ts'
 import { storedEnd } from './version-end.ts'
 import { currentVersion, liveCurrentVersion } from './version-predicates.ts'
 
@@ -62,6 +62,7 @@ export const WORK = Object.freeze({
   order: '__dimsync_order',
   rank: '__dimsync_rank',
   newKey: '__dimsync_new_key',
+  before: '__dimsync_before',
 })
 
 /** Everything the merge of one batch depends on. Pure data: rendering does no I/O and reads no clock. */
@@ -144,8 +145,10 @@ export class MergeSql {
   #aliases: TableAliases | undefined
   /** The table alias or CTE name to write for `name`: one no column of this table can shadow (table-aliases.ts). */
   alias(name: string): string {
-    this.#aliases ??= new TableAliases(userColumnNames(this.p.table, this.p.layout))
-    return this.#aliases.of(name)
+    return this.#tableAliases().of(name)
+  }
+  #tableAliases(): TableAliases {
+    return (this.#aliases ??= new TableAliases(userColumnNames(this.p.table, this.p.layout)))
   }
   get keys(): readonly string[] {
     return this.p.layout.key.map((c) => c.name)
@@ -224,8 +227,21 @@ export class MergeSql {
       .join('')
   }
   #onlyIf: string | undefined
+  /**
+   * Adds a statement, its short names that a column of the table would shadow renamed (table-aliases.ts): the
+   * parts of the merge write `d`, `s` or `cur` and need not know the table's columns.
+   */
   emit(label: string, sql: string): void {
-    this.out.push(this.#onlyIf === undefined ? { label, sql } : { label, sql, onlyIf: this.#onlyIf })
+    const own = (text: string) => this.#renamed(text)
+    this.out.push(
+      this.#onlyIf === undefined
+        ? { label, sql: own(sql) }
+        : { label, sql: own(sql), onlyIf: own(this.#onlyIf) },
+    )
+  }
+  #renamed(sql: string): string {
+    // A dialect whose literal of one backslash escapes it reads backslash escapes in its quoted text.
+    return renameShadowed(this.#tableAliases(), sql, this.d.stringLiteral('\\') !== "'\\'")
   }
   /**
    * Renders the statements `body` emits to be needed only when `condition` holds (CompiledStatement.onlyIf): a

@@ -1,4 +1,4 @@
-import { TEMP, type MergeSql } from './merge-sql.ts'
+import { TEMP, WORK as W, type MergeSql } from './merge-sql.ts'
 import type { DerivedColumn } from '../core/dimension-layout.ts'
 import { HAS_CARRIED, carriedAs, changedKeysWithCarried, historyNeeded } from './render-carried-values.ts'
 
@@ -141,14 +141,14 @@ function renderPoliciesFromHistory(m: MergeSql): void {
     // The newest value of each touched key, then the newest of its versions holding another value (NULL if none).
     const newest = firstOrLast('DESC', [c.from])
     const before =
-      `SELECT ${m.keyList('x')}, x.${q(c.from)} AS v FROM ${m.dim} x JOIN (${newest}) nw ON ${m.keyEq('x', 'nw')}\n` +
+      `SELECT ${m.keyList('x')}, x.${q(c.from)} AS ${q(W.before)} FROM ${m.dim} x JOIN (${newest}) nw ON ${m.keyEq('x', 'nw')}\n` +
       `    WHERE x.${q(c.from)} IS DISTINCT FROM nw.${q(c.from)}\n` +
       `    QUALIFY ROW_NUMBER() OVER (PARTITION BY ${m.keyList('x')} ORDER BY x.${q(n.validFrom)} DESC, x.${q(n.surrogateKey)} DESC) = 1`
-    const sets = [[c.name, 'v'] as const]
+    const sets = [[c.name, W.before] as const]
     update(
       `column policies: value before the last change of ${c.from} (type 3)`,
       sets,
-      `SELECT ${m.keyList('t')}, b.v FROM ${touched} t LEFT JOIN (\n    ${before}\n  ) b ON ${m.keyEq('b', 't')}`,
+      `SELECT ${m.keyList('t')}, b.${q(W.before)} FROM ${touched} t LEFT JOIN (\n    ${before}\n  ) b ON ${m.keyEq('b', 't')}`,
     )
   }
 }

@@ -4,6 +4,7 @@ import type { SqlDialect } from './dialect.ts'
 import { dimensionObjects, renderBatchLedgerDdl, renderSurrogateKeyRecordDdl } from './render-ddl.ts'
 import { renderFactTableDdl, renderFactViews } from './render-fact-ddl.ts'
 import { renderFactLoad, renderFactReport, type FactLoadPlan } from './render-fact-load.ts'
+import { renderCommittedBatch, renderLedgerOnceCheck } from './render-committed-batch.ts'
 
 /**
  * The DDL a fact load runs first (all idempotent): the batch ledger, the surrogate-key record of each dimension it
@@ -31,11 +32,17 @@ export function renderFactScript(
   plan: FactLoadPlan & { readonly stage: TableRef },
 ): CompiledScript {
   const ddl = renderFactDdl(d, plan)
-  const merge = renderFactLoad(d, plan)
-  const after = [
-    { label: 'drop staging table', sql: d.dropTableIfExists(plan.stage) },
-    { label: 'report counts', sql: renderFactReport(d, plan) },
-  ]
+  const { batches } = plan.objects
+  const target = plan.fact.target
+  const merge = [...renderFactLoad(d, plan), renderLedgerOnceCheck(d, batches, target, plan.batchId)]
+  const drop = { label: 'drop staging table', sql: d.dropTableIfExists(plan.stage) }
+  const report = { label: 'report counts', sql: renderFactReport(d, plan) }
+  const after = [drop, report]
+  // Loaded already (a retry after COMMIT): the report reads only the fact table, so it answers the same counts.
+  const committed = {
+    ...renderCommittedBatch(d, batches, target, plan.batchId, plan.stage),
+    after: [drop, report],
+  }
   const title = `dimsync load of facts ${plan.fact.name}, batch ${plan.batchId} into ${d.table(plan.objects.table)}`
-  return { ddl, merge, after, text: d.scriptText({ title, ddl, merge, after }) }
+  return { ddl, merge, after, text: d.scriptText({ title, ddl, merge, after, committed }) }
 }

@@ -5,25 +5,37 @@ import { renderBatchMerge } from './render-batch-merge.ts'
 import type { MergePlan } from './render-merge.ts'
 import { renderBatchReport } from './render-batch-queries.ts'
 import { renderBatchLedgerDdl } from './render-ddl.ts'
+import { renderCommittedBatch, renderLedgerOnceCheck } from './render-committed-batch.ts'
 
 /**
  * The merge of a staged batch as one script, for warehouses that run a merge as one job: DDL (ledger,
- * dimension, added columns, capture log, views) before the transaction, the merge inside it, then the staging
- * table is dropped and the batch's counts are selected (the last statement's rows are the script's result). The
- * dialect writes the script around the statements (`scriptText`).
+ * dimension, added columns, capture log, views) before the transaction, the merge inside it (its ledger row
+ * checked to be the batch's only one), then the staging table is dropped and the batch's counts are selected (the
+ * last statement's rows are the script's result). A batch the ledger already holds is not merged again: the
+ * script answers its recorded counts (renderCommittedBatch). The dialect writes the script around the statements
+ * (`scriptText`).
  */
 export function renderMergeScript(
   d: SqlDialect,
   m: MergePlan & { readonly stage: TableRef },
 ): CompiledScript {
-  const { ddl, merge, views } = renderBatchMerge(d, m)
+  const statements = renderBatchMerge(d, m)
+  const { ddl, views } = statements
+  const { batches } = m.objects
+  const merge = [...statements.merge, renderLedgerOnceCheck(d, batches, m.table.target, m.batchId)]
+  const committed = renderCommittedBatch(d, batches, m.table.target, m.batchId, m.stage)
   const before = [renderBatchLedgerDdl(d, m.objects.batches), ...ddl, ...views]
   const after = [
     { label: 'drop staging table', sql: d.dropTableIfExists(m.stage) },
     { label: 'report counts', sql: renderBatchReport(d, m.objects.batches, m.table.target, m.batchId, m) },
   ]
   const title = `dimsync merge of table ${m.table.name}, batch ${m.batchId} into ${d.table(m.objects.dimension)}`
-  return { ddl: before, merge, after, text: d.scriptText({ title, ddl: before, merge, after }) }
+  return {
+    ddl: before,
+    merge,
+    after,
+    text: d.scriptText({ title, ddl: before, merge, after, committed }),
+  }
 }
 
 /**

@@ -30,10 +30,18 @@ export function renderPartialUpdates(m: MergeSql): void {
       ? `CASE WHEN ${condition} THEN 1 ELSE 0 END`
       : `COALESCE(SUM(CASE WHEN ${condition} THEN 1 ELSE 0 END) OVER (PARTITION BY ${m.keyList('s')} ` +
         `ORDER BY ${order} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)`
+  // A delete no later than the start of the key's live current version (one sent again, or a late one, whose key
+  // the late path folds again) cannot end the state that version began: only a later delete starts an era.
+  const currentStart = `cv.${q(m.names.validFrom)}`
+  const endsCurrent = `(${deleted}) AND (${currentStart} IS NULL OR ${m.eventTime} > ${currentStart})`
   const staged =
     deleted === undefined
       ? m.rawStage
-      : `(\n  SELECT s.*, ${eraOf(deleted)} AS ${era}\n  FROM ${m.rawStage} s\n)`
+      : m.p.table.deletes === 'ignore'
+        ? `(\n  SELECT s.*, ${eraOf(deleted)} AS ${era}\n  FROM ${m.rawStage} s\n)`
+        : `(\n  SELECT s.*, ${eraOf(endsCurrent)} AS ${era}\n  FROM ${m.rawStage} s\n` +
+          `  LEFT JOIN (SELECT ${m.keyList('d')}, d.${q(m.names.validFrom)} FROM ${m.dim} d WHERE ${m.liveCurrent('d')}) cv ` +
+          `ON ${m.keyEq('cv', 's')}\n)`
   const continuesCurrent = deleted === undefined ? '' : ` AND s.${era} = 0`
   const hasCurrent = `cur.${q(m.keys[0]!)} IS NOT NULL${continuesCurrent}`
   const w = `PARTITION BY ${m.keyList('s')}${deleted === undefined ? '' : `, s.${era}`} ORDER BY ${order}`

@@ -1,4 +1,4 @@
-import type { MergeSql } from './merge-sql.ts'
+import { WORK as W, type MergeSql } from './merge-sql.ts'
 
 /**
  * The first merge after the config changed what a column is (tracked or type 1, keep_first, previous_value,
@@ -56,14 +56,14 @@ export function renderPolicyRewrite(m: MergeSql): void {
   for (const c of layout.derived.filter((d) => d.kind === 'previous')) {
     const newest = ordered('DESC', [c.from])
     const before =
-      `SELECT ${m.keyList('x')}, x.${q(c.from)} AS v FROM ${m.dim} x JOIN (${newest}) nw ON ${m.keyEq('x', 'nw')}\n` +
+      `SELECT ${m.keyList('x')}, x.${q(c.from)} AS ${q(W.before)} FROM ${m.dim} x JOIN (${newest}) nw ON ${m.keyEq('x', 'nw')}\n` +
       `    WHERE x.${q(c.from)} IS DISTINCT FROM nw.${q(c.from)}\n` +
       `    QUALIFY ROW_NUMBER() OVER (PARTITION BY ${m.keyList('x')} ORDER BY x.${q(n.validFrom)} DESC, x.${q(n.surrogateKey)} DESC) = 1`
     const keys = `SELECT DISTINCT ${m.keyList('k')} FROM ${m.dim} k`
     update(
       `value before the last change of ${c.from} (type 3)`,
-      [[c.name, 'v'] as const],
-      `SELECT ${m.keyList('t')}, b.v FROM (${keys}) t LEFT JOIN (\n    ${before}\n  ) b ON ${m.keyEq('b', 't')}`,
+      [[c.name, W.before] as const],
+      `SELECT ${m.keyList('t')}, b.${q(W.before)} FROM (${keys}) t LEFT JOIN (\n    ${before}\n  ) b ON ${m.keyEq('b', 't')}`,
     )
   }
 }

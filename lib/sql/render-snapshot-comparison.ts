@@ -34,16 +34,36 @@ export function renderSnapshotDifferences(
   const sameVersion =
     `${at} AND ${m.keyEq('s', 'd')} AND d.${m.q(table.columns.rowHash)} = ${renderRowHash(d, layout.tracked, 's')}` +
     type1.join('')
-  const changed = `SELECT COUNT(*) FROM ${m.stage} s WHERE ${live} AND NOT EXISTS (SELECT 1 FROM ${m.dim} d WHERE ${sameVersion})`
-  return `SELECT (${changed}) + (${deletedKeys(m, at, live, soft)}) AS differences`
+  const versions = versionsOf(m, comparison)
+  const changed = `SELECT COUNT(*) FROM ${m.stage} s WHERE ${live} AND NOT EXISTS (SELECT 1 FROM ${versions} d WHERE ${sameVersion})`
+  return `SELECT (${changed}) + (${deletedKeys(m, versions, at, live, soft)}) AS differences`
+}
+
+/**
+ * The versions the dimension held. A mirror keeps only current rows: a row a later snapshot replaced or deleted
+ * is in the retired-versions table, with its window, hash and deletion flag (a mirror's values are all type 1,
+ * compared only while no later snapshot is merged, when every row of the snapshot's time is still current).
+ */
+function versionsOf(m: MergeSql, comparison: SnapshotComparison): string {
+  const retired = m.p.objects.retired
+  if (m.p.table.mode !== 'mirror' || retired === undefined || comparison.withType1) return m.dim
+  const n = m.names
+  const columns = [...m.keys, n.validFrom, n.validTo, n.isDeleted, n.rowHash].map((c) => m.q(c)).join(', ')
+  return `(SELECT ${columns} FROM ${m.dim} UNION ALL SELECT ${columns} FROM ${m.d.table(retired)})`
 }
 
 /** Keys live at the instant that the snapshot would delete: absent from a full extract, or soft-deleted. */
-function deletedKeys(m: MergeSql, at: string, live: string, soft: string | undefined): string {
+function deletedKeys(
+  m: MergeSql,
+  versions: string,
+  at: string,
+  live: string,
+  soft: string | undefined,
+): string {
   const { table } = m.p
   if (table.deletes === 'ignore') return '0'
   if (m.absenceDeletes)
-    return `SELECT COUNT(*) FROM ${m.dim} d WHERE ${at} AND NOT EXISTS (SELECT 1 FROM ${m.stage} s WHERE ${m.keyEq('s', 'd')} AND ${live})`
+    return `SELECT COUNT(*) FROM ${versions} d WHERE ${at} AND NOT EXISTS (SELECT 1 FROM ${m.stage} s WHERE ${m.keyEq('s', 'd')} AND ${live})`
   if (soft === undefined) return '0'
-  return `SELECT COUNT(*) FROM ${m.dim} d WHERE ${at} AND EXISTS (SELECT 1 FROM ${m.stage} s WHERE ${m.keyEq('s', 'd')} AND ${soft})`
+  return `SELECT COUNT(*) FROM ${versions} d WHERE ${at} AND EXISTS (SELECT 1 FROM ${m.stage} s WHERE ${m.keyEq('s', 'd')} AND ${soft})`
 }

@@ -21,6 +21,11 @@ export class TableAliases {
     this.#taken = new Set([...columnNames].map((c) => c.toLowerCase()))
   }
 
+  /** A column of the table has the name `name` (compared without case). */
+  shadows(name: string): boolean {
+    return this.#taken.has(name.toLowerCase())
+  }
+
   /** The alias to write for the short alias `name`. */
   of(name: string): string {
     let alias = this.#resolved.get(name)
@@ -36,6 +41,74 @@ export class TableAliases {
 
 /** The form of an alias some column would shadow (in the reserved prefix: no source column has it). */
 export const ALIAS_PREFIX = '__dimsync_as_'
+
+/**
+ * The names a merge's statements write unquoted for themselves: table aliases, CTE names and the names of
+ * working columns of a statement or of a temporary table only the merge reads. Every other name in its SQL is a
+ * keyword, a function, a column of dimsync's own tables, or quoted (a source column is always quoted).
+ * test/integration/alias-shadowing.emulator.test.ts collects the names the rendered SQL writes and checks each is
+ * here.
+ */
+export const SHORT_NAMES: ReadonlySet<string> = new Set([
+  ...'abcdefghijklmnopqrstuvwxyz',
+  ...['cur', 'nw', 'tie', 'sample', 'dup', 'seq', 'nseq', 'live', 'gone', 'sk', 'per_key', 'per_instant'],
+  ...['versions_in_order', 'same_time_batch', 'new_keys', 'live_keys', 'changed_keys', 'replaced', 'opened'],
+  ...['later', 'pairs', 'key_text', 'event_at', 'dimsync_e', 'dimsync_o'],
+])
+
+/**
+ * `sql` with every short name (SHORT_NAMES) that a column of the table would shadow renamed as `of` gives it,
+ * everywhere it is written in the statement: the same renaming in every statement of a merge, so a temporary
+ * table's working column is read by the name it was written with. Quoted identifiers, string literals and
+ * comments are left as they are; `backslashEscapes`: string literals (and, in GoogleSQL, double-quoted ones and
+ * backquoted identifiers) escape with a backslash, as in GoogleSQL, instead of doubling the quote.
+ */
+export function renameShadowed(aliases: TableAliases, sql: string, backslashEscapes: boolean): string {
+  let out = ''
+  let i = 0
+  const quoted = (quote: string, backslash: boolean): void => {
+    let j = i + 1
+    for (; j < sql.length; j++) {
+      const ch = sql[j]
+      if (backslash && ch === '\\') j++
+      else if (ch === quote) {
+        if (!backslash && sql[j + 1] === quote) j++
+        else break
+      }
+    }
+    out += sql.slice(i, j + 1)
+    i = j + 1
+  }
+  while (i < sql.length) {
+    const ch = sql[i]!
+    if (ch === "'") quoted("'", backslashEscapes)
+    else if (ch === '"') quoted('"', backslashEscapes)
+    else if (ch === '`') quoted('`', true)
+    else if (ch === '-' && sql[i + 1] === '-') {
+      const end = sql.indexOf('\n', i)
+      const j = end === -1 ? sql.length : end
+      out += sql.slice(i, j)
+      i = j
+    } else if (ch === '/' && sql[i + 1] === '*') {
+      const end = sql.indexOf('*/', i + 2)
+      const j = end === -1 ? sql.length : end + 2
+      out += sql.slice(i, j)
+      i = j
+    } else if (/[A-Za-z0-9_]/.test(ch)) {
+      let j = i + 1
+      while (j < sql.length && /[A-Za-z0-9_]/.test(sql[j]!)) j++
+      const word = sql.slice(i, j)
+      // A word followed by a quote prefixes a literal (r'…', b'…'); one starting with a digit is a number.
+      const prefixesLiteral = sql[j] === "'" || sql[j] === '"'
+      out += SHORT_NAMES.has(word) && !prefixesLiteral && aliases.shadows(word) ? aliases.of(word) : word
+      i = j
+    } else {
+      out += ch
+      i++
+    }
+  }
+  return out
+}
 
 /**
  * Every column name a table's statements may meet that a user chose: the staged columns (stored, excluded and

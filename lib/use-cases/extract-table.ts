@@ -60,13 +60,19 @@ export interface ExtractTableRequest extends ExtractRequest {
    * `skip`: record the run as skipped and return `SkippedExtract` (a scheduled start: the next one comes soon).
    */
   readonly whenBusy?: 'fail' | 'skip'
+  /**
+   * The batch's merge is a later step of this run (the merge function): a complete extract hands the lease over
+   * to the run for `run.handOverTtlMs` instead of releasing it, so no other run takes the table before the merge.
+   */
+  readonly holdForMerge?: boolean
 }
 
 /**
  * The extract step as a run of its own (the extract function): take the table's lease, extract into a staged
  * batch, write its manifest only if the lease is still ours, record the run as running (awaiting its merge),
- * release the lease. A pass that stops before its time limit keeps the lease for the next pass instead, and
- * so does a resumed pass that fails with a retryable error (its retry continues the batch).
+ * release the lease, or with `holdForMerge` hand it over to the run for its merge. A pass that stops before its
+ * time limit keeps the lease for the next pass instead, and so does a resumed pass that fails with a retryable
+ * error (its retry continues the batch).
  *
  * A resumed pass must find the lease its earlier pass handed over. When it does not (it expired and another
  * run took the table, perhaps loading a newer batch), the batch is abandoned: it is removed, the run is
@@ -99,7 +105,11 @@ export async function extractTable(
             throw await abandonBatch(deps, table, request.batchId, owner, holder)
         }
         try {
-          return await extractInRun(deps, run, table, request, handOverTtlMs)
+          const result = await extractInRun(deps, run, table, request, handOverTtlMs)
+          // The batch is committed whatever happens here: a lease that cannot be handed over is released.
+          if (result.complete && request.holdForMerge)
+            await run.handOverToRun(handOverTtlMs).catch(() => undefined)
+          return result
         } catch (error) {
           if (request.resume && (error as { retryable?: unknown }).retryable === true)
             await run.handOver(handOverTtlMs).catch(() => undefined)

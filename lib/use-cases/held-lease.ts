@@ -77,6 +77,19 @@ export class HeldLease {
     this.#released = true
   }
 
+  /**
+   * Hands the lease over to this run (`StateStore.handOverLease`) until `ttlMs` from now and stops renewing it:
+   * a later step of the run (the merge after the extract, the retry of a failed merge) takes it, and no other
+   * run in between. Should no step come, the lease expires. When handing over fails, `release` still releases.
+   */
+  async handOverToRun(ttlMs: number): Promise<void> {
+    if (this.#lost) throw this.#lost
+    if (this.#released) return
+    clearInterval(this.#timer)
+    this.#lease = await this.#state.handOverLease(this.#lease, ttlMs, this.#clock())
+    this.#released = true
+  }
+
   /** Stops renewing and releases the lease (keeps the token counter). Safe twice; never throws. */
   async release(): Promise<void> {
     clearInterval(this.#timer)

@@ -49,13 +49,21 @@ export interface MergeResult {
 }
 
 export interface MergeTableRequest extends Omit<MergeRequest, 'recordedAsMerged'> {
-  readonly run: RunOfStep
+  readonly run: RunOfStep & {
+    /**
+     * With a value, a merge that fails with a retryable error hands the lease over to its run for this long (at
+     * least the wait before its retry) instead of releasing it, so no other run takes the table before the
+     * retry. Without, the lease is released.
+     */
+    readonly handOverTtlMs?: number
+  }
 }
 
 /**
- * The merge step as a run of its own (the merge function): take the table's lease, continue the run record the
- * extract wrote, merge the staged batch (and first any batch an earlier run left staged), advance the
- * watermark, record the run as succeeded, remove the staged batch, release the lease.
+ * The merge step as a run of its own (the merge function): take the table's lease (also when the extract, or
+ * an earlier attempt of this merge, handed it over to the run), continue the run record the extract wrote,
+ * merge the staged batch (and first any batch an earlier run left staged), advance the watermark, record the
+ * run as succeeded, remove the staged batch, release the lease.
  */
 export async function mergeTable(
   deps: MergeTableDeps,
@@ -71,18 +79,34 @@ export async function mergeTable(
       startedAt: instantOfBatchId(request.batchId),
     },
     async (run) => {
-      const earlier = (await deps.state.listRuns(table.name, RECENT_RUNS)).find((r) => r.runId === run.runId)
-      if (earlier !== undefined) run.adopt(earlier)
-      const { warehouse } = await mergeStepDeps(deps)
-      await assertStateAgreesWithWarehouse({ ...deps, warehouse }, table)
-      const { batchId, allowMassDelete } = request
-      return await mergeInRun(deps, run, table, {
-        batchId,
-        allowMassDelete,
-        recordedAsMerged: earlier?.status === 'succeeded',
-      })
+      try {
+        return await mergeTableInRun(deps, run, table, request)
+      } catch (error) {
+        const { handOverTtlMs } = request.run
+        if (handOverTtlMs !== undefined && (error as { retryable?: unknown }).retryable === true)
+          await run.handOverToRun(Math.max(handOverTtlMs, request.run.leaseTtlMs)).catch(() => undefined)
+        throw error
+      }
     },
   )
+}
+
+async function mergeTableInRun(
+  deps: MergeTableDeps,
+  run: TableRun,
+  table: TableSpec,
+  request: MergeTableRequest,
+): Promise<MergeResult> {
+  const earlier = (await deps.state.listRuns(table.name, RECENT_RUNS)).find((r) => r.runId === run.runId)
+  if (earlier !== undefined) run.adopt(earlier)
+  const { warehouse } = await mergeStepDeps(deps)
+  await assertStateAgreesWithWarehouse({ ...deps, warehouse }, table)
+  const { batchId, allowMassDelete } = request
+  return await mergeInRun(deps, run, table, {
+    batchId,
+    allowMassDelete,
+    recordedAsMerged: earlier?.status === 'succeeded',
+  })
 }
 
 /**

@@ -85,6 +85,16 @@ export class TableRun {
     this.#handedOver = true
   }
 
+  /**
+   * Keeps the lease for a later step of this run, which may run in another invocation (the merge after the
+   * extract, the retry of a failed step): handed over to the run itself for `ttlMs`, and not released when this
+   * step ends.
+   */
+  async handOverToRun(ttlMs: number): Promise<void> {
+    await this.lease.handOverToRun(ttlMs)
+    this.#handedOver = true
+  }
+
   get handedOver(): boolean {
     return this.#handedOver
   }

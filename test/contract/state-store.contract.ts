@@ -183,6 +183,42 @@ export function describeStateStoreContract(name: string, makeStore: () => Promis
         expect(again.token).toBeGreaterThan(c.token)
       })
 
+      it('a lease handed over to its run is taken by a later step of that run, by no other run until it expires', async () => {
+        const extract = await store.acquireLease(TABLE, 'run-a/extract', TTL, T0)
+        const handedOver = await store.handOverLease(extract, 3 * TTL, at(1000))
+        expect(handedOver).toMatchObject({ owner: 'run-a', token: extract.token })
+        expect(handedOver.expiresAt).toBe(at(1000 + 3 * TTL).toISOString())
+        // The step that handed it over no longer holds it (no commit, no renewal, no release by it).
+        await expect(store.assertLeaseHeld(extract, at(2000))).rejects.toBeInstanceOf(LeaseLostError)
+        await expect(store.renewLease(extract, TTL, at(2000))).rejects.toBeInstanceOf(LeaseLostError)
+        await store.releaseLease(extract)
+        // Past the step's own TTL, another run (or another run's step) is still refused, naming the run.
+        for (const other of ['run-b', 'run-b/extract', 'run-ab/merge/1'])
+          await expect(store.acquireLease(TABLE, other, TTL, at(2 * TTL))).rejects.toMatchObject({
+            name: 'LockHeldError',
+            holder: 'run-a',
+          })
+        const merge = await store.acquireLease(TABLE, 'run-a/merge/1', TTL, at(2 * TTL))
+        expect(merge).toMatchObject({ owner: 'run-a/merge/1', previousHolder: 'run-a' })
+        expect(merge.token).toBeGreaterThan(extract.token)
+        // Held by a step again: another invocation of the same step is refused while it runs.
+        await expect(store.acquireLease(TABLE, 'run-a/merge/2', TTL, at(2 * TTL + 1))).rejects.toMatchObject({
+          holder: 'run-a/merge/1',
+        })
+        // Handed over again (a retry follows), and not taken by anyone: it expires, then any run may take it.
+        const again = await store.handOverLease(merge, TTL, at(2 * TTL + 2))
+        await expect(store.acquireLease(TABLE, 'run-b', TTL, at(3 * TTL + 1))).rejects.toBeInstanceOf(
+          LockHeldError,
+        )
+        const b = await store.acquireLease(TABLE, 'run-b', TTL, at(3 * TTL + 3))
+        expect(b).toMatchObject({ owner: 'run-b', previousHolder: 'run-a' })
+        // A step whose lease was taken over cannot hand it over any more.
+        await expect(store.handOverLease(again, TTL, at(3 * TTL + 4))).rejects.toBeInstanceOf(LeaseLostError)
+        await expect(store.handOverLease(merge, TTL, at(3 * TTL + 4))).rejects.toThrow(
+          /lease of run run-a\/merge\/1 \(token \d+\) was lost: it is now held by run run-b/,
+        )
+      })
+
       it('renewing extends the lease and keeps the token', async () => {
         const a = await store.acquireLease(TABLE, 'run-a', TTL, T0)
         const renewed = await store.renewLease(a, TTL, at(TTL - 1000))

@@ -75,7 +75,7 @@ describe('a refused fact batch', () => {
     expect(errorLines(again.err)).toEqual([
       `dimsync: fact orders: batch ${batch} has 1 facts with a NULL event time (ordered_at); nothing was written. ` +
         `This batch was staged by an earlier run; it is refused on every run until it is dropped with: ` +
-        `dimsync discard --table orders --batch ${batch}`,
+        `dimsync discard --table orders --batch ${batch} (see docs/errors.md#a-batch-is-refused)`,
     ])
 
     const listed = dimsync('discard', '--table', 'orders', '--list')
@@ -122,7 +122,7 @@ describe('plan and history of a fact', () => {
     expect(all.out).toMatch(/^customers: 1 rows extracted; would add 0 new keys/m)
     expect(errorLines(all.err)).toEqual([
       expect.stringMatching(
-        /^dimsync: fact orders: batch \S+ has 1 facts with a NULL event time \(ordered_at\); nothing was written$/,
+        /^dimsync: fact orders: batch \S+ has 1 facts with a NULL event time \(ordered_at\); nothing was written \(see docs\/errors\.md#a-batch-is-refused\)$/,
       ),
       'dimsync: 1 of 2 tables failed: orders',
     ])
@@ -151,7 +151,8 @@ describe('validate checks a fact as run checks it', () => {
     expect(errorLines(validated.err)).toEqual([
       `dimsync: ${join(work, 'dimsync.yaml')}: ` +
         'facts[0] (orders): event time column "ordered_at" has type VARCHAR; it must be a timestamp or a date; cast it in the source; ' +
-        'facts[0] (orders): reference to customers: column "customer_id" (VARCHAR) cannot match key column "customer_id" (BIGINT) of dim_customers; cast it in the source',
+        'facts[0] (orders): reference to customers: column "customer_id" (VARCHAR) cannot match key column "customer_id" (BIGINT) of dim_customers; cast it in the source ' +
+        '(see docs/errors.md#the-config-is-invalid)',
     ])
     const run = dimsync('run')
     expect(run.code).toBe(1)
@@ -190,7 +191,7 @@ facts:
     expect(errorLines(validated.err)).toEqual([
       `dimsync: ${join(work, 'dimsync.yaml')}: facts[0] (orders): operation column "Op" holds values that are none ` +
         'of I, U, D, which run refuses: "i" (2 rows); values are compared exactly, case too: list them in ' +
-        'extract.operation (e.g. insert: [I, i]) or fix the source',
+        'extract.operation (e.g. insert: [I, i]) or fix the source (see docs/errors.md#the-config-is-invalid)',
     ])
     expect(stagedOrders()).toEqual([])
     const run = dimsync('run')

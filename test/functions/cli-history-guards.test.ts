@@ -76,7 +76,7 @@ describe('a change of key', () => {
       'dimsync: table c: key (id) → (id, name) since dim_c was built (recorded by batch ' +
         `${String(before[0]!.dimsync_batch_id)}); the versions already written cannot be read that way, so ` +
         'nothing was written. Put key back to (id) in the config, or load table c into a new target ' +
-        '(target: dim_c_v2) to start its history over',
+        '(target: dim_c_v2) to start its history over (see docs/errors.md#the-config-changed-under-a-loaded-table)',
     )
     expect(versions()).toEqual(before)
 

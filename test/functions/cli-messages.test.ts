@@ -71,7 +71,7 @@ describe('memory limits from the environment (real process)', () => {
     expect(r.code).toBe(1)
     expect(errorLines(r.err)).toEqual([
       `dimsync: environment: ${variable}: expected a memory size above 0 with a unit, such as 112MB or 1GB ` +
-        `(B, KB, MB, GB, TB, KiB, MiB, GiB, TiB), got "${value}"`,
+        `(B, KB, MB, GB, TB, KiB, MiB, GiB, TiB), got "${value}" (see docs/errors.md#the-config-is-invalid)`,
     ])
     expect(stagedBatches()).toEqual([])
   })
@@ -110,6 +110,7 @@ describe.runIf(canMountTmpfs())(
       return dir
     }
     const STAGING_WAY_OUT = 'use another folder (staging.path in dimsync.yaml, or --staging)'
+    const STAGING_DOCS = '\\(see docs/errors\\.md#staging-cannot-be-written-or-read\\)'
     const STATE_WAY_OUT = 'use another folder (state.path in dimsync.yaml, or --state)'
 
     it('a full staging disk: one line saying the disk is full; the run after space is freed merges', () => {
@@ -122,7 +123,7 @@ describe.runIf(canMountTmpfs())(
         expect.stringMatching(
           new RegExp(
             `^dimsync: table customers: batch \\S+: the disk of the staging folder ${staging} is full ` +
-              `\\(writing ${staging}/customers/\\S+\\); free disk space and run again$`,
+              `\\(writing ${staging}/customers/\\S+\\); free disk space and run again ${STAGING_DOCS}$`,
           ),
         ),
       ])
@@ -138,7 +139,8 @@ describe.runIf(canMountTmpfs())(
       expect(r.code).toBe(1)
       expect(errorLines(r.err)[0]).toBe(
         `dimsync: table customers: batch ${/batch (\S+?):/.exec(r.err)?.[1]}: the staging folder ${staging} is on a ` +
-          `read-only file system (creating ${staging}/customers); make it writable, or ${STAGING_WAY_OUT}`,
+          `read-only file system (creating ${staging}/customers); make it writable, or ${STAGING_WAY_OUT} ` +
+          '(see docs/errors.md#staging-cannot-be-written-or-read)',
       )
     })
 
@@ -197,7 +199,7 @@ describe.runIf(nobody !== undefined)(
       expect(errorLines(r.err)[0]).toBe(
         `dimsync: table customers: batch ${/batch (\S+?):/.exec(r.err)?.[1]}: no permission in the staging folder ` +
           `${staging} (creating ${staging}/customers); give this user read and write access to it, or use another ` +
-          'folder (staging.path in dimsync.yaml, or --staging)',
+          'folder (staging.path in dimsync.yaml, or --staging) (see docs/errors.md#staging-cannot-be-written-or-read)',
       )
     })
 

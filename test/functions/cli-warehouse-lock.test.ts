@@ -65,7 +65,9 @@ describe('two processes on one DuckDB warehouse', () => {
     const since = await holdTableAndWarehouse('customers')
     const second = await dimsync(['run', '--table', 'customers'])
     expect(second.code).toBe(1)
-    expect(second.err).toMatch(`dimsync: table customers is locked by run run-other since ${since}\n`)
+    expect(second.err).toMatch(
+      `dimsync: table customers is locked by run run-other since ${since} (see docs/errors.md#a-table-is-locked)\n`,
+    )
     expect(second.err).not.toContain('IO Error')
   })
 

@@ -117,7 +117,7 @@ describe.skipIf(!PG_AVAILABLE)('an incremental PostgreSQL table (cursor updated_
     await add(101)
     const line = refused('run', '--table', 'c', '--extracted-at', '2024-03-02')
     expect(line).toMatch(
-      /^dimsync: table c: the state store's watermark is \{"cursor":"2024-01-01T00:01:40[^"]*","key":\[100\]\} \(committed by batch 20240301T000000\.000Z-\w+\), but the warehouse \(schema main\) has not merged it: its ledger holds no batch of dim_c with a watermark\. The warehouse was lost or restored from an older copy, and a delta read after that watermark would leave out every row before it; nothing was extracted\. Set the watermark back to what the warehouse holds with: dimsync reset-watermark --table c \(the next run reads again every row: a full reload\)$/,
+      /^dimsync: table c: the state store's watermark is \{"cursor":"2024-01-01T00:01:40[^"]*","key":\[100\]\} \(committed by batch 20240301T000000\.000Z-\w+\), but the warehouse \(schema main\) has not merged it: its ledger holds no batch of dim_c with a watermark\. The warehouse was lost or restored from an older copy, and a delta read after that watermark would leave out every row before it; nothing was extracted\. Set the watermark back to what the warehouse holds with: dimsync reset-watermark --table c \(the next run reads again every row: a full reload\) \(see docs\/errors\.md#the-watermark-and-the-warehouse-disagree\)$/,
     )
     const reset = dimsync('reset-watermark', '--table', 'c')
     expect(reset.code, reset.err).toBe(0)
@@ -142,7 +142,7 @@ describe.skipIf(!PG_AVAILABLE)('an incremental PostgreSQL table (cursor updated_
     copyFileSync(join(work, 'warehouse.copy'), WAREHOUSE())
     await add(102)
     expect(refused('run', '--table', 'c', '--extracted-at', '2024-03-03')).toMatch(
-      /^dimsync: table c: the state store's watermark is \{"cursor":"2024-02-01T00:01:41[^"]*","key":\[101\]\} \(committed by batch 20240302T000000\.000Z-\w+\), but the warehouse \(schema main\) has not merged it: its ledger's last batch of dim_c is 20240301T000000\.000Z-\w+ \(watermark \{"cursor":"2024-01-01T00:01:40[^"]*","key":\[100\]\}\)\. .* \(the next run reads again the rows after that batch\)$/,
+      /^dimsync: table c: the state store's watermark is \{"cursor":"2024-02-01T00:01:41[^"]*","key":\[101\]\} \(committed by batch 20240302T000000\.000Z-\w+\), but the warehouse \(schema main\) has not merged it: its ledger's last batch of dim_c is 20240301T000000\.000Z-\w+ \(watermark \{"cursor":"2024-01-01T00:01:40[^"]*","key":\[100\]\}\)\. .* \(the next run reads again the rows after that batch\) \(see docs\/errors\.md#the-watermark-and-the-warehouse-disagree\)$/,
     )
     expect(dimsync('reset-watermark', '--table', 'c').out).toMatch(
       /set to \{"cursor":"2024-01-01T00:01:40[^"]*","key":\[100\]\}, recorded by batch 20240301T000000\.000Z-\w+ \(the last batch of dim_c in the warehouse\); the next run reads the rows after it/,
@@ -153,7 +153,7 @@ describe.skipIf(!PG_AVAILABLE)('an incremental PostgreSQL table (cursor updated_
     // The state as it was after the first run: the ledger holds a newer watermark.
     copyFileSync(join(work, 'watermark.copy'), WATERMARK())
     expect(refused('run', '--table', 'c', '--extracted-at', '2024-03-05')).toMatch(
-      /^dimsync: table c: the state store's watermark is \{"cursor":"2024-01-01T00:01:40[^"]*","key":\[100\]\} \(committed by batch 20240301T000000\.000Z-\w+\), but the warehouse \(schema main\) merged more: its ledger's last batch of dim_c is 20240304T000000\.000Z-\w+ .*The state was lost or restored from an older copy, and the next delta would read again rows already merged; nothing was extracted\. Set the watermark to the ledger's last batch with: dimsync reset-watermark --table c$/,
+      /^dimsync: table c: the state store's watermark is \{"cursor":"2024-01-01T00:01:40[^"]*","key":\[100\]\} \(committed by batch 20240301T000000\.000Z-\w+\), but the warehouse \(schema main\) merged more: its ledger's last batch of dim_c is 20240304T000000\.000Z-\w+ .*The state was lost or restored from an older copy, and the next delta would read again rows already merged; nothing was extracted\. Set the watermark to the ledger's last batch with: dimsync reset-watermark --table c \(see docs\/errors\.md#the-watermark-and-the-warehouse-disagree\)$/,
     )
     // A state lost altogether, likewise.
     unlinkSync(WATERMARK())

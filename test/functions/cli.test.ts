@@ -163,7 +163,7 @@ describe('dimsync CLI (real process, quickstart data)', () => {
     )
     const missing = dimsync('run', '--config', 'missing.yaml')
     expect(missing.err).toMatch(
-      /^dimsync: .*missing\.yaml: config file not found \(give another with --config\)\n$/,
+      /^dimsync: .*missing\.yaml: config file not found \(give another with --config\) \(see docs\/errors\.md#the-config-is-invalid\)\n$/,
     )
   })
 
@@ -230,7 +230,8 @@ describe('dimsync CLI (real process, quickstart data)', () => {
     expect(dimsync('history', 'customers').err).toMatch(/does not exist yet/)
     const skew = dimsyncWith({ DIMSYNC_CLOCK_SKEW_SECONDS: 'soon' }, 'run')
     expect(skew.err).toBe(
-      'dimsync: environment: DIMSYNC_CLOCK_SKEW_SECONDS: expected an integer from 0 to 31622400000, got "soon"\n',
+      'dimsync: environment: DIMSYNC_CLOCK_SKEW_SECONDS: expected an integer from 0 to 31622400000, got "soon" ' +
+        '(see docs/errors.md#the-config-is-invalid)\n',
     )
   })
 
@@ -355,11 +356,14 @@ describe('dimsync CLI (real process, quickstart data)', () => {
       'the row with id=1 holds yesterday); fix the values, or choose another valid_from column'
     const run = dimsync('run')
     expect(run.code).toBe(1)
-    expect(run.err.split('\n').filter((l) => l.startsWith('dimsync:'))).toEqual([`dimsync: ${line}`])
+    expect(run.err.split('\n').filter((l) => l.startsWith('dimsync:'))).toEqual([
+      `dimsync: ${line} (see docs/errors.md#a-source-cannot-be-read)`,
+    ])
     const validate = dimsync('validate')
     expect(validate.err).toMatch(
       new RegExp(
-        `^dimsync: \\S+dimsync\\.yaml: tables\\[0\\] \\(changes\\): ${line.replace(/[()[\]]/g, '\\$&')}\\n$`,
+        `^dimsync: \\S+dimsync\\.yaml: tables\\[0\\] \\(changes\\): ${line.replace(/[()[\]]/g, '\\$&')}` +
+          ' \\(see docs/errors\\.md#the-config-is-invalid\\)\\n$',
       ),
     )
   })

@@ -1,5 +1,6 @@
 import { Match } from 'aws-cdk-lib/assertions'
 import { describe, expect, it } from 'vitest'
+import { AWS_ENV } from '../../lib/runtime/aws-env.ts'
 import { definitionFromTemplate } from '../support/step-functions/jsonata-state-machine.ts'
 import { deploymentYaml, loaderFunctionsOf, synthStack } from './support/synth-stack.ts'
 
@@ -27,6 +28,34 @@ describe('reserved concurrency', () => {
       { ReservedConcurrentExecutions: Match.anyValue() },
       0,
     )
+  })
+
+  it('the lease a step hands over to its run outlasts the wait before its next step: the merge, or a merge retry', async () => {
+    const { template } = await synthStack(deploymentYaml())
+    const { States } = definitionFromTemplate(
+      template.toJSON() as Parameters<typeof definitionFromTemplate>[0],
+    )
+    const retries = States.Merge!.Retry as {
+      ErrorEquals: string[]
+      IntervalSeconds: number
+      MaxAttempts: number
+      BackoffRate: number
+      MaxDelaySeconds?: number
+    }[]
+    const waits = (r: (typeof retries)[number]) =>
+      Array.from({ length: r.MaxAttempts }, (_, n) =>
+        Math.min(r.IntervalSeconds * r.BackoffRate ** n, r.MaxDelaySeconds ?? Number.POSITIVE_INFINITY),
+      )
+    // Throttles wait one after another before the function runs; a failed attempt hands the lease over again.
+    const throttled = retries.find((r) => r.ErrorEquals.includes('Lambda.TooManyRequestsException'))!
+    const longestSingle = Math.max(...retries.flatMap(waits))
+    const needed = waits(throttled).reduce((a, b) => a + b, 0) + longestSingle
+    const functions = Object.values(loaderFunctionsOf(template))
+    expect(functions).toHaveLength(2)
+    for (const fn of functions) {
+      const handOver = Number(fn.Properties.Environment!.Variables[AWS_ENV.handOverTtlSeconds])
+      expect(handOver, String(fn.Properties.Description)).toBeGreaterThanOrEqual(needed)
+    }
   })
 
   it('a throttled invocation waits for a free slot (minutes of backoff), not the seconds of a service hiccup', async () => {

@@ -13,6 +13,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { createExtractHandler, createMergeHandler } from '../../functions/shared/handlers.ts'
 import { buildApp } from '../../infra/build-app.ts'
 import { parseProject } from '../../lib/config/index.ts'
+import { WarehouseBusyError } from '../../lib/core/errors.ts'
 import type { ProjectSpec } from '../../lib/core/table-spec.ts'
 import { buildAwsDeps, type AwsDeps } from '../../lib/runtime/aws-deps.ts'
 import { AWS_ENV } from '../../lib/runtime/aws-env.ts'
@@ -468,6 +469,7 @@ describe('state machine definition run by a JSONata interpreter (simulated Step 
         ),
       },
       logGroup: expect.stringMatching(/^MergeMedium\w*Logs/),
+      docs: 'docs/errors.md#the-mass-delete-guard',
     })
   })
 
@@ -867,6 +869,70 @@ describe('state machine definition run by a JSONata interpreter (simulated Step 
       expect(result.calls.map((c) => [c.state, c.resource])).toEqual([['RefuseBusyTable', PUT_METRIC_DATA]])
       expect(metricsOf(result, 'RefuseBusyTable').map((m) => [m.MetricName, m.Value])).toEqual([
         ['FailuresReported', 1],
+      ])
+    })
+
+    it("the run holds the table from its extract to its merge: scheduled starts before the merge and during its retry's backoff are skipped, and the merge completes", async () => {
+      const { box, deps } = await sandbox()
+      const scheduled: ExecutionResult[] = []
+      const scheduledStart = async () => {
+        const input = { table: 'small', reason: 'schedule', whenBusy: 'skip' }
+        scheduled.push(await machine.run({ input, invoke: invoker(deps) }))
+      }
+      // The merge's first attempt fails after taking the lease, with an error the state machine retries later.
+      const busyWarehouse = invoker({
+        ...deps,
+        warehouse: () =>
+          Promise.reject(new WarehouseBusyError('warehouse.duckdb', 'the warehouse file is open elsewhere')),
+      })
+      const mine = invoker(deps)
+      let merges = 0
+      const result = await machine.run({
+        input: { table: 'small' },
+        invoke: async (name, payload) => {
+          if (roles.get(name) !== 'merge') return await mine(name, payload)
+          // Before the first attempt the extract has ended; before the second the first failed (its backoff).
+          await scheduledStart()
+          return await (++merges === 1 ? busyWarehouse : mine)(name, payload)
+        },
+      })
+
+      expect([result.status, result.error, result.cause]).toEqual(['SUCCEEDED', undefined, undefined])
+      expect(result.visited).toEqual([
+        'CheckInput',
+        'Start',
+        'Extract',
+        'ExtractComplete',
+        'Merge',
+        'RecordSuccess',
+        'Done',
+      ])
+      const { batchId } = result.output as { batchId: string }
+      expect(
+        result.invocations.filter((i) => i.state === 'Merge').map((i) => [i.attempt, i.error?.Error]),
+      ).toEqual([
+        [1, 'RetryableError'],
+        [2, undefined],
+      ])
+      expect(result.output).toMatchObject({ merge: { status: 'merged', counts: { insertedVersions: 30 } } })
+      expect(result.calls.filter((c) => c.resource === SNS_PUBLISH)).toEqual([])
+      // Both scheduled starts found the table held by the run, between its steps: skipped, no notice.
+      expect(scheduled.map((s) => [s.status, s.visited.at(-1), s.invocations.length])).toEqual([
+        ['SUCCEEDED', 'Skipped', 1],
+        ['SUCCEEDED', 'Skipped', 1],
+      ])
+      for (const skipped of scheduled) {
+        expect(skipped.output).toMatchObject({ status: 'skipped', heldBy: `run-${batchId}` })
+        expect(skipped.calls.filter((c) => c.resource === SNS_PUBLISH)).toEqual([])
+      }
+      const runs = await deps.state.listRuns('small', 10)
+      expect(runs.map((r) => r.status).sort()).toEqual(['skipped', 'skipped', 'succeeded'])
+      expect(runs.find((r) => r.status === 'succeeded')).toMatchObject({ runId: `run-${batchId}`, batchId })
+      // The merge released the table: a start now takes it.
+      await scheduledStart()
+      expect(scheduled.at(-1)).toMatchObject({ status: 'SUCCEEDED', output: { table: 'small', rows: 30 } })
+      expect(await env.currentVersions(box, deps, 'dim_small', 's')).toEqual([
+        { versions: 30, keys: 30, lo: 1, hi: 30, wrong: 0 },
       ])
     })
 

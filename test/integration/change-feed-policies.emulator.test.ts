@@ -218,6 +218,41 @@ describe('type 1 columns: the rule at the edges', () => {
   })
 })
 
+describe('partial updates: a delete sent again folds as it did', () => {
+  it('an old delete re-delivered beside a later partial row: the row folds into the current state', async () => {
+    const table = feed({ partialUpdates: { ignoreNulls: { kind: 'list', columns: ['a', 'b'] } } })
+    await withDimension(table, async (dimension) => {
+      await merged(dimension, [
+        { op: 'D', hour: 1 },
+        { op: 'I', hour: 2, a: 'A', b: 'B' },
+      ])
+      await merged(dimension, [
+        { op: 'D', hour: 1 },
+        { op: 'U', hour: 3, a: null, b: 'C' },
+      ])
+      expect(await stored(dimension)).toEqual([
+        ['A', 'B', null, 2, false],
+        ['A', 'C', null, 3, false],
+      ])
+    })
+  })
+
+  it('a new delete between the current version and a later partial row ends the state', async () => {
+    const table = feed({ partialUpdates: { ignoreNulls: { kind: 'list', columns: ['a', 'b'] } } })
+    await withDimension(table, async (dimension) => {
+      await merged(dimension, [{ op: 'I', hour: 2, a: 'A', b: 'B' }])
+      await merged(dimension, [
+        { op: 'D', hour: 3 },
+        { op: 'U', hour: 4, a: null, b: 'C' },
+      ])
+      expect(await stored(dimension)).toEqual([
+        ['A', 'B', null, 2, false],
+        [null, 'C', null, 4, false],
+      ])
+    })
+  })
+})
+
 describe('an event sent again at a merged change time with other untracked values is refused', () => {
   const refused = (outcome: Paired<MergeOutcome>) =>
     expect(outcome.duckdb).toMatchObject({
@@ -260,6 +295,64 @@ describe('an event sent again at a merged change time with other untracked value
       expect(await stored(dimension)).toEqual([['y', null, 2, 1, false]])
     })
   })
+})
+
+describe('mirror: a snapshot sent again', () => {
+  // (A mirror refuses deletes: new_record.)
+  it.each(['ignore', 'invalidate'] as const)(
+    'deletes: %s: an older snapshot sent again unchanged changes nothing; changed, it is refused',
+    async (deletes) => {
+      const table = tableSpec({
+        name: 'lookup',
+        target: 'dim_lookup',
+        key: ['id'],
+        mode: 'mirror',
+        tracked: { kind: 'list', columns: [] },
+        deletes,
+      })
+      const columns: StagedColumn[] = [
+        { name: 'id', type: 'BIGINT' },
+        { name: 'a', type: 'VARCHAR' },
+      ]
+      const dimension = await both.open(table, columns)
+      const snapshot = (extractedAt: string, rows: Record<string, Value>[]) =>
+        dimension.load(rows, { extractedAt, allowMassDelete: true })
+      const s0 = [
+        { id: 1, a: 'x' },
+        { id: 2, a: 'y' },
+      ]
+      const read = (d: SqlDialect, schema: string) =>
+        `SELECT ${['id', 'a', table.columns.surrogateKey].map((c) => `${d.castToString(d.quoteIdentifier(c))} AS ${d.quoteIdentifier(c)}`).join(', ')} ` +
+        `FROM ${d.table({ schema, name: table.target })} ORDER BY 1`
+      try {
+        const merge = async (extractedAt: string, rows: Record<string, Value>[]) => {
+          const outcome = await snapshot(extractedAt, rows)
+          for (const o of [outcome.duckdb, outcome.bigquery]) if ('error' in o) throw new Error(o.message)
+          const held = await dimension.read(read)
+          expect(held.bigquery).toEqual(held.duckdb)
+          return held
+        }
+        const first = await merge('2024-01-01T00:00:00Z', s0)
+        const before = await merge('2024-01-04T00:00:00Z', [{ id: 1, a: 'z' }])
+        // The update overwrote key 1's row in place (docs/concepts.md, table modes).
+        expect(before.duckdb[0]).toEqual({ ...first.duckdb[0], a: 'z' })
+
+        const again = await snapshot('2024-01-01T00:00:00Z', s0)
+        expect(again.bigquery).toEqual(again.duckdb)
+        expect(again.duckdb).toMatchObject({ status: 'already-applied' })
+        expect(await dimension.read(read)).toEqual(before)
+
+        const changed = await snapshot('2024-01-01T00:00:00Z', [...s0, { id: 3, a: 'w' }])
+        expect(changed.bigquery).toEqual(changed.duckdb)
+        expect(changed.duckdb).toMatchObject({
+          message: expect.stringContaining('a different snapshot at that extraction time is already merged'),
+        })
+        expect(await dimension.read(read)).toEqual(before)
+      } finally {
+        await dimension.close()
+      }
+    },
+  )
 })
 
 describe('aliases no column can shadow', () => {

@@ -20,6 +20,7 @@ import {
   type ListedFile,
 } from '../../core/file-watermark.ts'
 import { canonicalJson } from '../../core/watermark.ts'
+import { orderByNameTime, withNamedTime, type DatedFiles } from '../../core/dated-files.ts'
 import type { SourceColumnType, SourceTypes } from '../../core/source-types.ts'
 import { isPointInTimeType } from '../../core/staged-types.ts'
 import type { FileSourceSpec, TableSpec } from '../../core/table-spec.ts'
@@ -80,6 +81,21 @@ export interface FileSourceOptions {
   readonly roundBytes?: number
   /** The S3 client for `s3://` paths (tests); default: one made from `env`, destroyed by `close()`. */
   readonly s3Client?: S3Client
+}
+
+/** New files whose names carry their time, in that order (`time_from_name`); a late one refused or slotted in. */
+function datedFiles<T extends ListedFile>(
+  table: TableSpec,
+  pattern: string,
+  files: readonly T[],
+  request: ExtractRequest,
+): DatedFiles<T> {
+  return orderByNameTime(files, {
+    table: table.name,
+    pattern,
+    ...(request.watermark?.namedTime !== undefined ? { lastMerged: request.watermark.namedTime } : {}),
+    lateFilesSlotIn: table.validFrom.kind === 'column',
+  })
 }
 
 /** The prefix of a source path on S3 (its code is imported only for such paths). */
@@ -211,8 +227,15 @@ export class FileSource implements Source {
       )
     }
     const listed = await this.#listFiles(table.name, spec.path)
-    const chosen = inReadingOrder(table, newOnly ? selectNewFiles(listed, request.watermark) : listed)
-    const candidate = newOnly ? nextFileWatermark(request.watermark, chosen) : undefined
+    const fresh = newOnly ? selectNewFiles(listed, request.watermark) : listed
+    const dated =
+      newOnly && spec.timeFromName !== undefined
+        ? datedFiles(table, spec.timeFromName, fresh, request)
+        : undefined
+    const chosen = dated?.files ?? inReadingOrder(table, fresh)
+    const candidate = newOnly
+      ? withNamedTime(nextFileWatermark(request.watermark, chosen), dated?.newest)
+      : undefined
     const withCandidate = candidate !== undefined ? { watermarkCandidate: candidate } : {}
     if (chosen.length === 0) {
       // No new file: an empty part that still carries the columns (the merge then changes nothing).

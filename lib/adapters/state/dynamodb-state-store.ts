@@ -17,8 +17,10 @@ import { DimsyncError } from '../../core/errors.ts'
 import {
   assertLeaseHeld,
   leaseLostError,
+  handedOverLease,
   leaseRefusal,
   renewedLease,
+  runOfOwner,
   takenLease,
   type Lease,
   type StoredLease,
@@ -103,7 +105,8 @@ export class DynamoDbStateStore implements StateStore {
   /**
    * Stores `next` only if the stored watermark still equals `expected` (deep equality via canonical JSON;
    * undefined: none stored yet) and `next` is not behind `expected`. Otherwise throws `WatermarkConflictError`
-   * naming the table and both watermarks; nothing is written.
+   * naming the table and both watermarks; nothing is written. Finding `next` itself stored is success: a retried
+   * attempt met the write of one whose answer was lost.
    */
   async commitWatermark(table: string, next: Watermark, expected: Watermark | undefined): Promise<void> {
     if (expected !== undefined && compareWatermarks(next, expected) < 0) {
@@ -140,6 +143,9 @@ export class DynamoDbStateStore implements StateStore {
         throw wrapAwsError('dynamodb', `table ${table}: committing the watermark in ${this.location}`, error)
       }
       const found = await this.getWatermark(table)
+      // The SDK sent the write again after an attempt that was applied but lost its answer (a dropped
+      // connection): the stored watermark is ours, `next` (a batch id is never reused), not another run's.
+      if (found !== undefined && canonicalJson(found) === canonicalJson(next)) return
       throw new WatermarkConflictError(
         table,
         `table ${table}: watermark changed since it was read ` +
@@ -195,6 +201,9 @@ export class DynamoDbStateStore implements StateStore {
         throw wrapAwsError('dynamodb', `table ${table}: setting the watermark in ${this.location}`, error)
       }
       const found = await this.getWatermark(table)
+      // The SDK sent the write again after an attempt that was applied but lost its answer (a dropped
+      // connection): the stored watermark is ours, `next` (a batch id is never reused), not another run's.
+      if (found !== undefined && canonicalJson(found) === canonicalJson(next)) return
       throw new WatermarkConflictError(
         table,
         `table ${table}: watermark changed since it was read ` +
@@ -205,7 +214,8 @@ export class DynamoDbStateStore implements StateStore {
 
   /**
    * Takes the table's lease for `ttlMs` from `now` with one conditional UpdateItem: granted when nobody holds
-   * it, when the holder's lease expired (`leaseExpiresAtMs <= now`), or to the same owner again; `ADD token :one`
+   * it, when the holder's lease expired (`leaseExpiresAtMs <= now`), to the same owner again, or to a step of
+   * the run it was handed over to (`#owner = :run`); `ADD token :one`
    * gives every grant a higher fencing token. Otherwise `LockHeldError` with the holder and its `acquiredAt`.
    */
   async acquireLease(table: string, owner: string, ttlMs: number, now: Date): Promise<Lease> {
@@ -222,10 +232,11 @@ export class DynamoDbStateStore implements StateStore {
             UpdateExpression:
               'SET #owner = :owner, acquiredAt = :now, leaseExpiresAt = :exp, leaseExpiresAtMs = :expMs ADD #token :one',
             ConditionExpression:
-              'attribute_not_exists(#owner) OR leaseExpiresAtMs <= :nowMs OR #owner = :owner',
+              'attribute_not_exists(#owner) OR leaseExpiresAtMs <= :nowMs OR #owner = :owner OR #owner = :run',
             ExpressionAttributeNames: { '#owner': 'owner', '#token': 'token' },
             ExpressionAttributeValues: {
               ':owner': { S: owner },
+              ':run': { S: runOfOwner(owner) },
               ':now': { S: taking.acquiredAt },
               ':exp': { S: taking.expiresAt },
               ':expMs': { N: String(Date.parse(taking.expiresAt)) },
@@ -285,6 +296,42 @@ export class DynamoDbStateStore implements StateStore {
       throw leaseLostError(lease, await this.#readLease(lease.table))
     }
     return renewed
+  }
+
+  /**
+   * Hands `lease` over to its run until `now + ttlMs` (owner and expiry rewritten, token kept) if it is still the
+   * stored one (same owner and token); otherwise `LeaseLostError` naming the new holder.
+   */
+  async handOverLease(lease: Lease, ttlMs: number, now: Date): Promise<Lease> {
+    const handedOver = handedOverLease(lease, ttlMs, now)
+    try {
+      await this.#client.send(
+        new UpdateItemCommand({
+          TableName: this.#tableName,
+          Key: key(tableKey(lease.table), LEASE_SK),
+          UpdateExpression: 'SET #owner = :run, leaseExpiresAt = :exp, leaseExpiresAtMs = :expMs',
+          ConditionExpression: '#owner = :owner AND #token = :token',
+          ExpressionAttributeNames: { '#owner': 'owner', '#token': 'token' },
+          ExpressionAttributeValues: {
+            ':owner': { S: lease.owner },
+            ':token': { N: String(lease.token) },
+            ':run': { S: handedOver.owner },
+            ':exp': { S: handedOver.expiresAt },
+            ':expMs': { N: String(Date.parse(handedOver.expiresAt)) },
+          },
+        }),
+      )
+    } catch (error) {
+      if (!isAwsError(error, 'ConditionalCheckFailedException')) {
+        throw wrapAwsError(
+          'dynamodb',
+          `table ${lease.table}: handing the lease over in ${this.location}`,
+          error,
+        )
+      }
+      throw leaseLostError(lease, await this.#readLease(lease.table))
+    }
+    return handedOver
   }
 
   /**

@@ -9,6 +9,7 @@ import { DimsyncError, WatermarkConflictError } from '../../core/errors.ts'
 import {
   assertLeaseHeld,
   isLeaseExpired,
+  handedOverLease,
   isSameLease,
   leaseLostError,
   leaseRefusal,
@@ -168,6 +169,21 @@ export class LocalStateStore implements StateStore {
   }
 
   /**
+   * Hands `lease` over to its run until `now + ttlMs` if it is still the stored one (else `LeaseLostError`). The
+   * handed-over lease names no process: it outlives the one that handed it over, by design.
+   */
+  async handOverLease(lease: Lease, ttlMs: number, now: Date): Promise<Lease> {
+    return await this.#withMutex(lease.table, async (dir) => {
+      const path = join(dir, 'lease.json')
+      const stored = await readLease(lease.table, path)
+      if (!isSameLease(lease, stored)) throw leaseLostError(lease, stored)
+      const handedOver = handedOverLease(lease, ttlMs, now)
+      await this.#writeLease(path, handedOver, { process: false })
+      return handedOver
+    })
+  }
+
+  /**
    * Throws `LeaseLostError` unless `lease` is the stored lease (same owner and token) and has not expired at
    * `now`: a step must not commit on an expired lease, which another run may take at any moment.
    */
@@ -276,7 +292,7 @@ export class LocalStateStore implements StateStore {
     return leases
   }
 
-  async #writeLease(path: string, lease: Lease): Promise<void> {
+  async #writeLease(path: string, lease: Lease, options: { process?: boolean } = {}): Promise<void> {
     const { table, owner, token, acquiredAt, expiresAt } = lease
     const stored: LeaseFile = {
       table,
@@ -284,8 +300,7 @@ export class LocalStateStore implements StateStore {
       token,
       acquiredAt,
       expiresAt,
-      pid: this.#pid,
-      hostname: this.#hostname,
+      ...(options.process === false ? {} : { pid: this.#pid, hostname: this.#hostname }),
     }
     await writeFileAtomic(path, `${JSON.stringify(stored)}\n`)
   }

@@ -100,6 +100,13 @@ function isNoResponse(error: unknown): boolean {
   return type === 'request-timeout' || type === 'system'
 }
 
+/** An API call's failure that a later attempt can get past (see transientReason). */
+function isTransientApiError(error: unknown): boolean {
+  if (isNoResponse(error)) return true
+  const api = error as ApiError
+  return transientReason(api.errors?.[0]?.reason, api.message ?? '', api.code) !== undefined
+}
+
 /**
  * BigQuery as the warehouse. Building it makes no network call (the client authenticates lazily on the first
  * request). Every job gets a deterministic id, labels naming the table and batch, and the dataset's location.
@@ -223,7 +230,10 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
       try {
         await this.#client.query({ query: sql, location: this.#options.location, useLegacySql: false })
       } catch (error) {
-        throw new WarehouseError(`record the column types of ${this.#name(dimension)}`, sql, { cause: error })
+        throw new WarehouseError(`record the column types of ${this.#name(dimension)}`, sql, {
+          cause: error,
+          retryable: isTransientApiError(error),
+        })
       }
     }
   }
@@ -490,7 +500,7 @@ OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
       })
       return (rows as Record<string, unknown>[]).map(toRow)
     } catch (error) {
-      throw new WarehouseError('query', sql, { cause: error })
+      throw new WarehouseError('query', sql, { cause: error, retryable: isTransientApiError(error) })
     }
   }
 
@@ -690,8 +700,12 @@ OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
     return `${this.#options.project}.${ref.schema ?? ''}.${ref.name}`
   }
 
+  /**
+   * A failed API call: retryable when it got no answer or BigQuery's reason or status is transient (a 403
+   * rateLimitExceeded, which the client does not retry itself, or a 5xx outlasting the client's retries).
+   */
   #apiError(what: string, error: unknown): WarehouseError {
-    return new WarehouseError(what, '', { cause: error })
+    return new WarehouseError(what, '', { cause: error, retryable: isTransientApiError(error) })
   }
 
   /** A failed API call about a job (its insertion): BigQuery's reason and status decide whether it is transient. */

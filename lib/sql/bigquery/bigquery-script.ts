@@ -34,7 +34,11 @@ export function renderBigQueryScriptText(d: SqlDialect, script: ScriptParts): st
     `DECLARE ${v} STRING DEFAULT '';`,
     `DECLARE ${ERROR_VARIABLE} STRING DEFAULT '';`,
     `DECLARE ${EVENTS_FROM_VARIABLE} TIMESTAMP;`,
-    ...steps(script.ddl, ''),
+    ...committedBatch(script, step),
+    ...steps(
+      script.ddl.filter((s) => s.sql !== script.committed?.ledger.sql),
+      '',
+    ),
     'BEGIN',
     '  BEGIN TRANSACTION;',
     ...steps(script.merge, '  '),
@@ -52,6 +56,25 @@ export function renderBigQueryScriptText(d: SqlDialect, script: ScriptParts): st
     ...steps(script.after, ''),
   ].join('\n')
   return `${text}\n`
+}
+
+/**
+ * A batch already in the ledger (a retry after its COMMIT): the recorded counts are the answer, and the script
+ * returns before its DDL and merge.
+ */
+function committedBatch(
+  script: ScriptParts,
+  step: (s: CompiledStatement, indent: string) => string,
+): string[] {
+  const committed = script.committed
+  if (committed === undefined) return []
+  return [
+    step(committed.ledger, ''),
+    `IF ${committed.isCommitted} THEN`,
+    ...committed.after.map((s) => step(s, '  ')),
+    '  RETURN;',
+    'END IF;',
+  ]
 }
 
 /**

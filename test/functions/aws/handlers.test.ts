@@ -255,11 +255,18 @@ describe('extract and merge functions (s3rver + dynalite + DuckDB)', () => {
 
   it('a batch whose merge never ran is merged first, in order, by the merge of the next batch', async () => {
     const { box, deps } = await sandboxWithDeps()
-    const extract = () =>
-      captureStdout(() => stagingExtract({ deps: async () => deps })({ table: 'customers' }, fakeContext()))
-    const left = (await extract()).result // its merge failed or never ran
+    const extract = (container: AwsDeps) =>
+      captureStdout(() =>
+        stagingExtract({ deps: async () => container })({ table: 'customers' }, fakeContext()),
+      )
+    const left = (await extract(deps)).result // its merge failed or never ran
     await box.writeCustomers(['1,Ada,west', '2,Bob,south', '3,Cy,east'])
-    const next = (await extract()).result
+    // The lease its extract handed over to its run for the merge has expired when the next extract starts.
+    const later = await buildAwsDeps(box.env, {
+      clock: () => new Date(Date.now() + deps.settings.handOverTtlMs + 1000),
+    })
+    opened.push(later)
+    const next = (await extract(later)).result
     const merged = await captureStdout(() =>
       createMergeHandler({ deps: async () => deps })(next, fakeContext()),
     )

@@ -83,7 +83,12 @@ describe.skipIf(!pgUp && !mysqlUp)('a source secret rotated while the container 
     const extract = stagingExtract({ deps: async () => deps })
     const merge = createMergeHandler({ deps: async () => deps })
     return {
-      extract: () => captureStdout(() => extract({ table: 'items' }, fakeContext())).then((r) => r.result),
+      /** A run that logs in and stages its batch, then merges it (its run ends: the next run finds the table free). */
+      extract: async () => {
+        const staged = await captureStdout(() => extract({ table: 'items' }, fakeContext()))
+        await captureStdout(() => merge(staged.result, fakeContext()))
+        return staged.result
+      },
       failedExtract: () =>
         captureStdout(() => extract({ table: 'items' }, fakeContext())).then(
           () => expect.unreachable('the extract logged in'),

@@ -12,7 +12,7 @@ import {
 
 const T0 = Date.parse('2024-03-01T10:00:00.000Z')
 const instant = fc.integer({ min: -120_000, max: 120_000 }).map((offset) => new Date(T0 + offset))
-const owner = fc.constantFrom('run-a', 'run-b', 'run-a/extract')
+const owner = fc.constantFrom('run-a', 'run-b', 'run-a/extract', 'run-a/merge/1', 'run-ab/extract')
 const stored: fc.Arbitrary<StoredLease | undefined> = fc.option(
   fc.record(
     {
@@ -27,12 +27,13 @@ const stored: fc.Arbitrary<StoredLease | undefined> = fc.option(
 )
 
 describe('lease rules (shared by the local and the DynamoDB state store)', () => {
-  it('a lease may be taken exactly when nobody holds it, its holder expired, or the taker holds it already', () => {
+  it('a lease may be taken exactly when nobody holds it, its holder expired, the taker holds it already, or it was handed over to the run the taker is a step of', () => {
     fc.assert(
       fc.property(stored, owner, instant, (lease, taker, now) => {
         const free =
           lease?.owner === undefined ||
           lease.owner === taker ||
+          taker.startsWith(`${lease.owner}/`) ||
           lease.expiresAt === undefined ||
           Date.parse(lease.expiresAt) <= now.getTime()
         const refusal = leaseRefusal('customers', lease, taker, now)
