@@ -25,7 +25,7 @@ export const OPEN_END_PATTERN = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9
 
 export const DELETE_POLICIES = ['ignore', 'invalidate', 'new_record'] as const
 export const TABLE_MODES = ['history', 'mirror', 'append'] as const
-export const FILE_FORMATS = ['csv', 'parquet'] as const
+export const FILE_FORMATS = ['csv', 'parquet', 'json'] as const
 export const FILE_SELECTIONS = ['all', 'new_only'] as const
 export const SOURCE_TYPES = ['file', 'postgres', 'mysql'] as const
 
@@ -188,6 +188,14 @@ const incrementalSchema = strict({
 
 /** AWS DMS output: `Op` holds I, U or D. */
 export const DMS_OPERATION = Object.freeze({ column: 'Op', insert: ['I'], update: ['U'], delete: ['D'] })
+/** Debezium: `op` is c (create), r (snapshot read), u, d or t (truncate). */
+export const DEBEZIUM_OPERATION = Object.freeze({
+  column: 'op',
+  insert: ['c', 'r'],
+  update: ['u'],
+  delete: ['d'],
+  truncate: ['t'],
+})
 
 const OPERATION_VALUE_TEXT = 'a value or a list of values'
 const operationValues = z.union(
@@ -232,7 +240,7 @@ export const opsSchema = strict({
   )
 
 /** Layouts of change files a CDC tool writes that a file source reads as they are. */
-export const CHANGE_FORMATS = ['dms'] as const
+export const CHANGE_FORMATS = ['dms', 'debezium'] as const
 
 const changesSchema = strict({
   mode: z.literal('changes'),
@@ -240,7 +248,8 @@ const changesSchema = strict({
     .optional()
     .describe(
       'File sources: dms reads AWS DMS output as DMS writes it (full-load LOAD files without Op are inserts, ' +
-        'read before the change files; a STRING timestamp column is read as times). Default: none.',
+        'read before the change files; a STRING timestamp column is read as times); debezium reads Debezium ' +
+        'change events (JSON lines: after for c/u/r, the key of before for d, t a truncate). Default: none.',
     ),
   operation: operationSchema,
   ops: opsSchema,
@@ -585,9 +594,34 @@ export const tableOptionsShape = {
     .optional()
     .describe('Columns whose changes open a new version. Default { all_except: [] }.'),
   exclude: columnList.optional().describe('Source columns not stored at all. Default [].'),
-  deletes: oneOf(DELETE_POLICIES)
+  deletes: z
+    .union(
+      [
+        oneOf(DELETE_POLICIES),
+        strict({
+          when: nonEmpty('a condition such as "is_deleted = true"').describe(
+            "A row is a delete when <column> = <value> (true, false, a number or 'text'); the column is not stored.",
+          ),
+          policy: oneOf(DELETE_POLICIES)
+            .optional()
+            .describe('What a delete (and absence from a full extract) does. Default invalidate.'),
+        }),
+      ],
+      {
+        error: (issue) =>
+          issue.input !== null && typeof issue.input === 'object'
+            ? mustBe(
+                '{ when: "<column> = <value>", policy: <ignore, invalidate or new_record> }',
+                issue.input,
+              )
+            : mustBe(oneOfText(DELETE_POLICIES), issue.input, DELETE_POLICIES),
+      },
+    )
     .optional()
-    .describe('What absence from a full extract means. Default ignore.'),
+    .describe(
+      'What absence from a full extract means (ignore, invalidate or new_record), or { when, policy }: rows that ' +
+        'are deletes. Default ignore.',
+    ),
   max_delete_share: z
     .number({ error: expecting('a number greater than 0 and at most 1') })
     .gt(0, { error: expecting('a number greater than 0 and at most 1') })

@@ -5,7 +5,7 @@
  * and the merge drops events it has already captured.
  */
 import type { ChangeFeedSpec, ExtractSpec, SourceSpec, ValidFromSpec } from '../core/table-spec.ts'
-import { DMS_OPERATION } from './config-schema.ts'
+import { DEBEZIUM_OPERATION, DMS_OPERATION } from './config-schema.ts'
 import { show } from './messages.ts'
 
 type Path = readonly PropertyKey[]
@@ -15,7 +15,7 @@ type OperationValues = string | readonly string[]
 /** The `mode: changes` member of the extract option, as zod parsed it. */
 export interface ChangesDocument {
   readonly mode: 'changes'
-  readonly format?: 'dms'
+  readonly format?: 'dms' | 'debezium'
   readonly operation?:
     | string
     | {
@@ -45,7 +45,7 @@ const KINDS = ['insert', 'update', 'delete', 'truncate', 'ignore'] as const
  * two operations is reported under the second one's name. `report` takes a path below `extract`.
  */
 export function resolveOperation(
-  doc: Pick<ChangesDocument, 'operation' | 'ops'>,
+  doc: Pick<ChangesDocument, 'operation' | 'ops' | 'format'>,
   report: (where: readonly PropertyKey[], message: string) => void,
 ): ChangeFeedSpec['operation'] {
   const op = typeof doc.operation === 'string' ? { column: doc.operation } : (doc.operation ?? {})
@@ -60,13 +60,15 @@ export function resolveOperation(
   const place = doc.ops !== undefined ? 'ops' : 'operation'
   const values = (v: OperationValues | undefined, fallback: readonly string[]) =>
     v === undefined ? fallback : typeof v === 'string' ? [v] : v
+  // Each tool's own values where none are given: Debezium's c/r/u/d/t, else AWS DMS's I/U/D.
+  const defaults = doc.format === 'debezium' ? DEBEZIUM_OPERATION : { ...DMS_OPERATION, truncate: [] }
   const ignore = values(rules.ignore, [])
-  const truncate = values(rules.truncate, [])
+  const truncate = values(rules.truncate, defaults.truncate)
   const operation = {
-    column: op.column ?? DMS_OPERATION.column,
-    insert: values(rules.insert, DMS_OPERATION.insert),
-    update: values(rules.update, DMS_OPERATION.update),
-    delete: values(rules.delete, DMS_OPERATION.delete),
+    column: op.column ?? defaults.column,
+    insert: values(rules.insert, defaults.insert),
+    update: values(rules.update, defaults.update),
+    delete: values(rules.delete, defaults.delete),
     ...(ignore.length > 0 ? { ignore } : {}),
     ...(truncate.length > 0 ? { truncate } : {}),
   }
@@ -126,6 +128,17 @@ export function resolveChangeFeed(
     report(
       at('extract', 'format'),
       `format: ${doc.format} reads the files a CDC tool writes; a ${source.type} source is read by its columns${note}`,
+    )
+  if (doc.format === 'debezium' && source.type === 'file' && source.format !== 'json')
+    report(
+      at('source', 'format'),
+      `format: debezium reads Debezium's JSON lines: name .json files, or set format: json in the source${note}`,
+    )
+  if (doc.format !== 'debezium' && source.type === 'file' && source.format === 'json')
+    report(
+      at('source', 'format'),
+      'JSON files are read as Debezium change events only: set extract: { mode: changes, format: debezium }' +
+        note,
     )
   if (doc.format === 'dms' && source.type === 'file' && source.format === 'csv' && !source.csv.header) {
     if (source.columns === undefined)

@@ -7,8 +7,9 @@ import type { TableDocument } from './config-schema.ts'
 import type { IssueList, Path } from './issue-list.ts'
 import { show } from './messages.ts'
 
-function inferFormat(filePath: string): 'csv' | 'parquet' | undefined {
+function inferFormat(filePath: string): 'csv' | 'parquet' | 'json' | undefined {
   const lower = filePath.toLowerCase()
+  if (/\.(json|jsonl|ndjson)(\.gz)?$/.test(lower)) return 'json'
   if (lower.endsWith('.csv') || lower.endsWith('.csv.gz')) return 'csv'
   if (lower.endsWith('.parquet')) return 'parquet'
   return undefined
@@ -25,13 +26,13 @@ export function resolveSource(base: Path, source: TableDocument['source'], issue
     }
     if (source.path.startsWith(S3_SCHEME) && splitS3Path(source.path) === undefined)
       issues.add([...base, 'source', 'path'], s3PathHint(source.path))
-    if (format === 'parquet') {
+    if (format === 'parquet' || format === 'json') {
       for (const option of ['delimiter', 'header', 'columns'] as const) {
         if (source[option] !== undefined)
           issues.add(
             [...base, 'source', option],
             option === 'columns'
-              ? 'only applies to csv sources (a Parquet file carries its types)'
+              ? `only applies to csv sources (a ${format === 'json' ? 'JSON' : 'Parquet'} file carries its types)`
               : 'only applies to csv sources',
           )
       }
@@ -55,7 +56,7 @@ export function resolveSource(base: Path, source: TableDocument['source'], issue
       csv: { delimiter: source.delimiter ?? ',', header: source.header ?? true },
       ...(source.files !== undefined ? { files: source.files } : {}),
       ...(source.time_from_name !== undefined ? { timeFromName: source.time_from_name } : {}),
-      ...(columns.length > 0 && format !== 'parquet' ? { columns } : {}),
+      ...(columns.length > 0 && format === 'csv' ? { columns } : {}),
     }
   }
   const hasTable = source.table !== undefined

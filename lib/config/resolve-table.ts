@@ -26,6 +26,7 @@ import type { IssueList, Path } from './issue-list.ts'
 import { show } from './messages.ts'
 import { normalizeOpenEnd } from './open-end.ts'
 import { changeFeedColumns, resolveChangeFeed, type ResolvedChangeFeed } from './resolve-change-feed.ts'
+import { parseDeleteCondition, type DeleteCondition } from './delete-condition.ts'
 import { resolveLambdaSize, resolveSchedule } from './resolve-deploy-options.ts'
 import { resolveSource } from './resolve-source.ts'
 import {
@@ -81,15 +82,28 @@ export function resolveTable(
   const key = resolveKey(ctx)
   const read = resolveExtract(ctx, source)
   const { validFrom, extract, changeFeed } = read
+  if (source.type === 'file' && source.format === 'json' && changeFeed === undefined)
+    issues.add(
+      ctx.at('source', 'format'),
+      'JSON files are read as Debezium change events only: set extract: { mode: changes, format: debezium }',
+    )
   const tracked = resolveTracked(ctx, mode.value)
   const excludeOpt = ctx.pick('exclude')
   const exclude: Picked<readonly string[]> = { value: excludeOpt.value ?? [], note: excludeOpt.note }
   const softOpt = ctx.pick('soft_delete_column')
-  const softDelete: Picked<string | undefined> = { value: softOpt.value ?? undefined, note: softOpt.note }
   const deletesOpt = ctx.pick('deletes')
+  const deletesDoc = deletesOpt.value
+  const condition =
+    typeof deletesDoc === 'object'
+      ? resolveDeleteCondition(ctx, deletesDoc.when, softOpt, deletesOpt.note)
+      : undefined
+  const softDelete: Picked<string | undefined> =
+    condition !== undefined
+      ? { value: condition.column, note: deletesOpt.note }
+      : { value: softOpt.value ?? undefined, note: softOpt.note }
   // A change feed says when a key was deleted, so its delete events close versions unless told otherwise.
   const deletes =
-    deletesOpt.value ??
+    (typeof deletesDoc === 'object' ? (deletesDoc.policy ?? 'invalidate') : deletesDoc) ??
     (changeFeed !== undefined ||
     (mode.value === 'mirror' && !readsNewFilesOnly(source) && seesDeletes(extract, softOpt.value))
       ? 'invalidate'
@@ -121,8 +135,9 @@ export function resolveTable(
       tracked.note,
     ]),
     ...exclude.value.map((name, i): NamedColumn => [ctx.at('exclude', i), name, exclude.note]),
+    // A soft delete flag is read, never stored: it may share the name of a metadata column (is_deleted).
     ...roleColumns.flatMap(([where, name, , note]): NamedColumn[] =>
-      name === undefined ? [] : [[where, name, note]],
+      name === undefined || name === softDelete.value ? [] : [[where, name, note]],
     ),
   ])
 
@@ -159,6 +174,7 @@ export function resolveTable(
     ...(preset.endStyle !== undefined ? { endStyle: preset.endStyle } : {}),
     ...(preset.dbtIds !== undefined ? { dbtIds: preset.dbtIds } : {}),
     ...(softDelete.value !== undefined ? { softDeleteColumn: softDelete.value } : {}),
+    ...(condition !== undefined ? { softDeleteEquals: condition.equals } : {}),
     ...(schedule !== undefined ? { schedule } : {}),
     ...(lambda !== undefined ? { lambda } : {}),
   }
@@ -198,7 +214,8 @@ function checkOptionsOfMode(ctx: TableContext, mode: Picked<TableMode>): void {
       ctx.issues.add(ctx.at(option), `does not apply to ${modeText}: ${why}; leave it out`)
   }
   const deletes = ctx.pick('deletes')
-  if (mode.value === 'mirror' && deletes.value === 'new_record') {
+  const policy = typeof deletes.value === 'object' ? deletes.value.policy : deletes.value
+  if (mode.value === 'mirror' && policy === 'new_record') {
     ctx.issues.add(
       ctx.at('deletes'),
       `new_record does not apply to ${modeText}: a deleted key's row is removed (use invalidate, or ignore to ` +
@@ -525,6 +542,26 @@ function checkSoftDeleteNotKey(
       `key column ${show(softDelete.value)} cannot be the soft delete column${softDelete.note}`,
     )
   }
+}
+
+/** `deletes: { when }` parsed (delete-condition.ts); refused with soft_delete_column, which says the same. */
+function resolveDeleteCondition(
+  ctx: TableContext,
+  when: string,
+  softOpt: Picked<string | null | undefined>,
+  note: string,
+): DeleteCondition | undefined {
+  const parsed = parseDeleteCondition(when)
+  if ('problem' in parsed) {
+    ctx.issues.add(ctx.at('deletes', 'when'), `${parsed.problem}${note}`)
+    return undefined
+  }
+  if (softOpt.value !== undefined && softOpt.value !== null)
+    ctx.issues.add(
+      ctx.at('deletes', 'when'),
+      `soft_delete_column ${show(softOpt.value)} says which rows are deletes too; keep one of them${note}`,
+    )
+  return parsed
 }
 
 /** A row missing from an incremental delta was not deleted, so deletes there come only from a column. */

@@ -55,7 +55,8 @@ export function checkTableAgainstSource(
   )
   for (const name of sourceColumns) {
     const clash = metadata.get(name.toLowerCase())
-    if (clash === undefined || excluded.has(name)) continue
+    // A soft delete flag is read, never stored, so it may share the name (is_deleted).
+    if (clash === undefined || excluded.has(name) || name === table.softDeleteColumn) continue
     const option = METADATA_COLUMN_OPTIONS[clash]
     issues.push(
       `${base}: source column "${name}" has the name of the ${option} metadata column; ` +

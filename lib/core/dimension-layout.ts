@@ -119,7 +119,8 @@ export function planDimensionLayout(
   ]
   const metadataNames = new Set(metadata.map((c) => c.name))
   for (const c of staged) {
-    if (metadataNames.has(c.name))
+    // A soft delete flag is read, never stored, so it may share the name of a metadata column (is_deleted).
+    if (metadataNames.has(c.name) && c.name !== table.softDeleteColumn)
       reject(
         `source column "${c.name}" has the name of a metadata column; rename it or choose other column names`,
       )

@@ -31,7 +31,8 @@ export interface FileSourceSpec {
    * one snapshot (or, with `files: new_only`, the new ones form one delta).
    */
   readonly path: string
-  readonly format: 'csv' | 'parquet'
+  /** json: Debezium change events, JSON lines (extract format debezium only). */
+  readonly format: 'csv' | 'parquet' | 'json'
   /** CSV options; ignored for Parquet. */
   readonly csv: { readonly delimiter: string; readonly header: boolean }
   /**
@@ -98,8 +99,14 @@ export interface ChangeFeedSpec {
    * The layout of the change files, read as the CDC tool writes them: `dms` (AWS DMS's S3 target: full-load files
    * without the operation column are inserts, read before the change files; a text change time is read as times).
    */
-  readonly format?: 'dms'
+  readonly format?: 'dms' | 'debezium'
 }
+
+/** A literal of a delete condition (`deletes: { when }`), parsed and validated: rendered, never pasted. */
+export type DeleteLiteral =
+  | { readonly kind: 'text'; readonly value: string }
+  | { readonly kind: 'number'; readonly value: string }
+  | { readonly kind: 'boolean'; readonly value: boolean }
 
 /**
  * Where an event's business time (`valid_from`) comes from: the extraction time of its batch, or a source
@@ -187,6 +194,11 @@ export interface TableSpec {
   readonly dbtIds?: DbtIdColumnNames
   /** Optional source column whose non-NULL (or true) value marks a row as deleted (soft delete). */
   readonly softDeleteColumn?: string
+  /**
+   * `deletes: { when: "<softDeleteColumn> = <value>" }`: a row is a delete when its soft delete column equals this
+   * value (absent: when it is true, or not NULL).
+   */
+  readonly softDeleteEquals?: DeleteLiteral
   /** AWS deployment: when the table runs (absent: only when started by hand). See ScheduleSpec. */
   readonly schedule?: ScheduleSpec
   /** AWS deployment: memory and timeout of the table's extract and merge functions. */

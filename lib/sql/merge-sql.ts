@@ -5,6 +5,7 @@ import type { CompiledStatement, SqlDialect, TableRef } from './dialect.ts'
 import { hasUntrackedAttributes, type DimensionObjects } from './render-ddl.ts'
 import { dbtIdAssignments, dbtIdNames, dbtIdValues, keyValues } from './dbt-ids.ts'
 import { raiseCheck } from './raise-check.ts'
+import { softDeleteComparison } from './soft-delete-condition.ts'
 import {
   advanceRecordedHighestKey,
   newSurrogateKey,
@@ -293,6 +294,9 @@ export class MergeSql {
   softDeleted(alias: string): string | undefined {
     const soft = this.p.layout.softDelete
     if (soft === undefined) return undefined
+    const equals = this.p.table.softDeleteEquals
+    if (equals !== undefined)
+      return `COALESCE(${softDeleteComparison(this.d, this.col(alias, soft.name), equals)}, FALSE)`
     return soft.type.toUpperCase() === 'BOOLEAN'
       ? `COALESCE(${this.col(alias, soft.name)}, FALSE)`
       : `${this.col(alias, soft.name)} IS NOT NULL`

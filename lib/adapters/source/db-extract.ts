@@ -743,7 +743,8 @@ async function describeChecked(
   }
   // An integer flag (0/1) marks a soft delete when non-zero; the merge reads any non-BOOLEAN as "deleted when
   // not NULL", which would mark every row deleted, so the flag is staged as a BOOLEAN.
-  const soft = table.softDeleteColumn
+  // A column compared with a value (deletes: { when }) is staged as it is.
+  const soft = table.softDeleteEquals === undefined ? table.softDeleteColumn : undefined
   const validFrom = table.validFrom.kind === 'column' ? table.validFrom.column : undefined
   // An excluded column is never read: it is not staged, so no copy of it reaches the warehouse (nor its staging).
   const excluded = new Set(table.exclude)

@@ -53,6 +53,7 @@ import { readCsvRecords, type CsvRecord } from './csv-records.ts'
 import { CSV_VALUE_MACROS, expectedText, readColumn, refusedValue } from './csv-value-sql.ts'
 import { formatSize, MAX_RECORD_BYTES } from './db-csv-parts.ts'
 import { dmsFileOrder, DMS_TIMESTAMP_PATTERN, DMS_TIMESTAMP_TEXT, isDmsFullLoadFile } from './dms-files.ts'
+import { debeziumSelect } from './debezium-select.ts'
 import { duckdbSelectOfKeptOperations } from './ignored-operations.ts'
 import type * as S3FilesModule from './s3-files.ts'
 import type { S3File } from './s3-files.ts'
@@ -402,7 +403,9 @@ export class FileSource implements Source {
       const read =
         spec.format === 'csv'
           ? await this.#csvSelect(connection, table, spec, files, names, recorded)
-          : { select: await this.#parquetSelect(connection, table, files, names), csv: undefined }
+          : spec.format === 'json'
+            ? { select: await debeziumSelect(connection, table, files, spec.path), csv: undefined }
+            : { select: await this.#parquetSelect(connection, table, files, names), csv: undefined }
       const kept = duckdbSelectOfKeptOperations(
         table,
         await withoutExcluded(connection, table, read.select, names),
@@ -1155,6 +1158,8 @@ function newest(files: readonly SourceFile[]): SourceFile {
 function extensionOf(key: string): string {
   const lower = key.toLowerCase()
   if (lower.endsWith('.csv.gz')) return '.csv.gz'
+  const json = /\.(json|jsonl|ndjson)\.gz$/.exec(lower)
+  if (json !== null) return json[0]
   return /\.[a-z0-9]{1,8}$/.exec(lower)?.[0] ?? ''
 }
 
@@ -1164,6 +1169,11 @@ function fileSpec(table: TableSpec): FileSourceSpec {
   if (spec.type !== 'file') {
     throw new SourceError(table.name, `${table.name}: FileSource cannot read a ${spec.type} source`)
   }
+  if (spec.format === 'json' && table.changes?.format !== 'debezium')
+    throw new SourceError(
+      table.name,
+      `${table.name}: JSON files are read as Debezium change events only: set extract: { mode: changes, format: debezium }`,
+    )
   if (table.extract.mode !== 'full') {
     throw new SourceError(
       table.name,

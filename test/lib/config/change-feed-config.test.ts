@@ -48,6 +48,39 @@ describe('extract: { mode: changes }', () => {
     ])
   })
 
+  it('format: debezium takes Debezium operation values (c/r, u, d, t) and reads .json files only', () => {
+    const spec = parseProject(
+      table(
+        'key: id\nextract: { mode: changes, format: debezium, sequence: source_lsn }\nvalid_from: { column: source_ts_ms }',
+        "source: { type: file, path: 'topics/shop.public.customers/*.json' }",
+      ),
+      CONFIG,
+    ).tables[0]!
+    expect(spec.source).toMatchObject({ format: 'json' })
+    expect(spec.changes).toEqual({
+      format: 'debezium',
+      sequence: 'source_lsn',
+      operation: { column: 'op', insert: ['c', 'r'], update: ['u'], delete: ['d'], truncate: ['t'] },
+    })
+    expect(
+      issuesOf(
+        table('key: id\nextract: { mode: changes, format: debezium }\nvalid_from: { column: source_ts_ms }'),
+      ),
+    ).toEqual([
+      "tables[0].source.format: format: debezium reads Debezium's JSON lines: name .json files, or set format: json in the source",
+    ])
+    expect(
+      issuesOf(
+        table(
+          'key: id\nextract: { mode: changes }\nvalid_from: { column: t }',
+          'source: { type: file, path: e.jsonl }',
+        ),
+      ),
+    ).toEqual([
+      'tables[0].source.format: JSON files are read as Debezium change events only: set extract: { mode: changes, format: debezium }',
+    ])
+  })
+
   it('a database feed is read after a watermark of its sequence unless it names another cursor, never its change time', () => {
     const bySequence = parseProject(
       table(

@@ -244,8 +244,11 @@ describe('sources', () => {
     expect(issuesOf(source('{ type: file, path: data/customers.txt }'))).toEqual([
       'tables[0].source.format: cannot infer the format from "data/customers.txt" (expected .csv or .parquet); set format: csv or parquet',
     ])
+    expect(issuesOf(source('{ type: file, path: x.csv, format: xml }'))).toEqual([
+      'tables[0].source.format: must be one of csv, parquet, json (got "xml")',
+    ])
     expect(issuesOf(source('{ type: file, path: x.csv, format: json }'))).toEqual([
-      'tables[0].source.format: must be one of csv, parquet (got "json")',
+      'tables[0].source.format: JSON files are read as Debezium change events only: set extract: { mode: changes, format: debezium }',
     ])
   })
 

@@ -46,7 +46,7 @@ describe('schema/dimsync.schema.json', () => {
       '$.tables[0]: unknown property trackd',
     ])
     expect(validate(schema, withTableChange({ deletes: 'delete' }))).toEqual([
-      '$.tables[0].deletes: not in enum',
+      '$.tables[0].deletes: anyOf failed',
     ])
     expect(validate(schema, withTableChange({ name: 'Customers' }))).toEqual([
       '$.tables[0].name: does not match ^[a-z][a-z0-9_]{0,62}$',
