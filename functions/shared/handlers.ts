@@ -22,7 +22,7 @@ import { parseExtractEvent, parseMergeEvent, type ExtractEvent, type ExtractOutp
 import { pipelineDepsOf, type FunctionDeps } from './function-deps.ts'
 import { createLogger, createMetrics } from './powertools.ts'
 import { retryableErrorsAsOneType } from './retryable-errors.ts'
-import { refreshingSecretOnRefusedLogin } from './refused-login.ts'
+import { afterRefusedLogin, refreshingSecretOnRefusedLogin } from './refused-login.ts'
 import { powertoolsListener } from './telemetry.ts'
 
 export interface HandlerOptions {
@@ -129,8 +129,10 @@ export function createMergeHandler(options: HandlerOptions = {}) {
     const runId = runIdOfBatch(batchId)
     logger.appendKeys({ table: table.name, batchId, runId })
     metrics.addDimension('table', table.name)
-    const { merge, watermark } = await refreshingSecretOnRefusedLogin(deps, 'merge', table, () =>
-      mergeTable(pipelineDepsOf(deps, powertoolsListener('merge', logger, metrics)), table, {
+    const { merge, watermark } = await mergeTable(
+      pipelineDepsOf(deps, powertoolsListener('merge', logger, metrics)),
+      table,
+      {
         run: {
           runId,
           owner: mergeOwner(runId, context),
@@ -139,7 +141,9 @@ export function createMergeHandler(options: HandlerOptions = {}) {
           handOverTtlMs: deps.settings.handOverTtlMs,
         },
         batchId,
-      }),
+        // Within the run: a login refused after a rotation is retried, so the lease is handed over for it too.
+        explainFailure: (error) => afterRefusedLogin(deps, 'merge', table, error),
+      },
     )
     const { status, counts } = merge
     return { table: table.name, batchId, status, watermark, ...(counts ? { counts } : {}) }

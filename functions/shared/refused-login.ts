@@ -16,9 +16,22 @@ export async function refreshingSecretOnRefusedLogin<T>(
   try {
     return await work()
   } catch (error) {
-    if (!isAuthenticationFailure(error)) throw error
-    const refreshed = await deps.refreshSecret(step, table).catch(() => undefined)
-    if (refreshed === undefined) throw error
-    throw afterSecretRefresh(error, refreshed.secret, refreshed.rotated)
+    throw await afterRefusedLogin(deps, step, table, error)
   }
+}
+
+/**
+ * What a step's failure becomes: a refused login, once its secret was read again, is retryable when the secret
+ * had changed, or says that it is unchanged; any other error is itself.
+ */
+export async function afterRefusedLogin(
+  deps: Pick<FunctionDeps, 'refreshSecret'>,
+  step: 'extract' | 'merge',
+  table: TableSpec,
+  error: unknown,
+): Promise<unknown> {
+  if (!isAuthenticationFailure(error)) return error
+  const refreshed = await deps.refreshSecret(step, table).catch(() => undefined)
+  if (refreshed === undefined) return error
+  return afterSecretRefresh(error, refreshed.secret, refreshed.rotated)
 }

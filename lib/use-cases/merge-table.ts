@@ -57,6 +57,11 @@ export interface MergeTableRequest extends Omit<MergeRequest, 'recordedAsMerged'
      */
     readonly handOverTtlMs?: number
   }
+  /**
+   * What a failure of the merge becomes, decided while the run still holds the lease (so a failure made
+   * retryable is handed over too): the merge function reads a refused login's secret again. Default: itself.
+   */
+  readonly explainFailure?: (error: unknown) => Promise<unknown>
 }
 
 /**
@@ -82,10 +87,11 @@ export async function mergeTable(
       try {
         return await mergeTableInRun(deps, run, table, request)
       } catch (error) {
+        const failure = request.explainFailure ? await request.explainFailure(error) : error
         const { handOverTtlMs } = request.run
-        if (handOverTtlMs !== undefined && (error as { retryable?: unknown }).retryable === true)
+        if (handOverTtlMs !== undefined && (failure as { retryable?: unknown }).retryable === true)
           await run.handOverToRun(Math.max(handOverTtlMs, request.run.leaseTtlMs)).catch(() => undefined)
-        throw error
+        throw failure
       }
     },
   )

@@ -11,7 +11,7 @@ import { ConfigError, LeaseLostError, LockHeldError, StagingError } from '../../
 import { buildAwsDeps, type AwsDeps } from '../../../lib/runtime/aws-deps.ts'
 import type { StateStore } from '../../../lib/ports/state-store.ts'
 import type { StagedExtractOutput } from '../../../functions/shared/events.ts'
-import { createMergeHandler } from '../../../functions/shared/handlers.ts'
+import { createExtractHandler, createMergeHandler } from '../../../functions/shared/handlers.ts'
 import type { FunctionDeps } from '../../../functions/shared/function-deps.ts'
 import { startDynalite, type DynaliteHandle } from '../../support/aws/dynalite.ts'
 import {
@@ -285,6 +285,39 @@ describe('extract and merge functions (s3rver + dynalite + DuckDB)', () => {
       { customer_id: '2', name: 'Bob', region: 'south', current: true },
       { customer_id: '3', name: 'Cy', region: 'east', current: true },
     ])
+  })
+
+  it('a merge whose login was refused after a rotation keeps the table for its retry: a start in between is skipped', async () => {
+    const { deps } = await sandboxWithDeps()
+    const staged = (
+      await captureStdout(() =>
+        stagingExtract({ deps: async () => deps })({ table: 'customers' }, fakeContext()),
+      )
+    ).result
+    const refusedLogin: FunctionDeps = {
+      ...deps,
+      warehouse: () => Promise.reject(new Error('invalid_grant: Invalid JWT Signature.')),
+      refreshSecret: () => Promise.resolve({ secret: 'dimsync/bigquery', rotated: true }),
+    }
+    const refused = await captureStdout(() =>
+      createMergeHandler({ deps: async () => refusedLogin })(staged, fakeContext()),
+    ).catch((e: unknown) => e as Error)
+    expect(refused).toMatchObject({
+      name: 'RetryableError',
+      message: expect.stringMatching(/had been rotated/),
+    })
+
+    const scheduled = await captureStdout(() =>
+      createExtractHandler({ deps: async () => deps })(
+        { table: 'customers', reason: 'schedule', whenBusy: 'skip' },
+        fakeContext(),
+      ),
+    )
+    expect(scheduled.result).toMatchObject({ skipped: true, heldBy: `run-${staged.batchId}` })
+    const retried = await captureStdout(() =>
+      createMergeHandler({ deps: async () => deps })(staged, fakeContext()),
+    )
+    expect(retried.result).toMatchObject({ status: 'merged', counts: { insertedVersions: 3 } })
   })
 
   it('an expired lease taken over by a new owner: the old owner fails its fencing check and rolls back', async () => {
