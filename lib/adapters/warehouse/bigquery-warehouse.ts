@@ -118,6 +118,11 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
   readonly mergeMode = 'script' as const
   readonly dialect: SqlDialect
   readonly #client: BigQuery
+  /**
+   * The client that uploads parts, with its own retries off: it would send a request that got no answer again with
+   * the part's stream already read, an upload that never ends (see #startLoad, which retries with the part reopened).
+   */
+  readonly #uploadClient: BigQuery
   readonly #options: BigQueryWarehouseOptions
   /** Datasets found or created by createSchemaIfMissing. */
   readonly #knownDatasets = new Set<string>()
@@ -125,13 +130,15 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
   constructor(options: BigQueryWarehouseOptions) {
     this.#options = options
     this.dialect = createBigQueryDialect({ project: options.project })
-    this.#client = new BigQuery({
+    const clientOptions = {
       projectId: options.project,
       location: options.location,
       ...(options.apiEndpoint ? { apiEndpoint: options.apiEndpoint } : {}),
       ...(options.authClient ? { authClient: options.authClient } : {}),
       ...(options.credentials ? { credentials: { ...options.credentials } } : {}),
-    })
+    }
+    this.#client = new BigQuery(clientOptions)
+    this.#uploadClient = new BigQuery({ ...clientOptions, retryOptions: { autoRetry: false } })
   }
 
   /**
@@ -644,7 +651,7 @@ OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
         },
       },
     }
-    const client = this.#client as unknown as {
+    const client = this.#uploadClient as unknown as {
       apiEndpoint: string
       makeAuthenticatedRequest(options: object, callback: (error: Error | null, body?: unknown) => void): void
     }
