@@ -145,6 +145,11 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
   readonly mergeMode = 'script' as const
   readonly dialect: SqlDialect
   readonly #client: BigQuery
+  /**
+   * The client that uploads parts, with its own retries off: it would send a request that got no answer again with
+   * the part's stream already read, an upload that never ends (see #startLoad, which retries with the part reopened).
+   */
+  readonly #uploadClient: BigQuery
   readonly #options: BigQueryWarehouseOptions
   /** Datasets found or created by createSchemaIfMissing. */
   readonly #knownDatasets = new Set<string>()
@@ -152,17 +157,22 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
   constructor(options: BigQueryWarehouseOptions) {
     this.#options = options
     this.dialect = createBigQueryDialect({ project: options.project })
-    // `timeout` is the client's per-request socket timeout (ServiceOptions; BigQueryOptions does not name it).
-    const requestTimeout = { timeout: options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS }
-    this.#client = new BigQuery({
-      ...requestTimeout,
+    const clientOptions = {
       projectId: options.project,
       location: options.location,
       ...(options.apiEndpoint ? { apiEndpoint: options.apiEndpoint } : {}),
       ...(options.authClient ? { authClient: options.authClient } : {}),
       ...(options.credentials ? { credentials: { ...options.credentials } } : {}),
-      // Each request gives up after requestTimeoutMs; dimsync retries it (#call), the client does not.
+    }
+    // `timeout` is the client's per-request socket timeout (ServiceOptions; BigQueryOptions does not name it).
+    // Each request gives up after requestTimeoutMs; dimsync retries it (#call), the client does not.
+    const requestTimeout = { timeout: options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS }
+    this.#client = new BigQuery({ ...clientOptions, ...requestTimeout, autoRetry: false })
+    // An upload is bounded by uploadTimeoutMs instead (#upload), which a large part may need.
+    this.#uploadClient = new BigQuery({
+      ...clientOptions,
       autoRetry: false,
+      retryOptions: { autoRetry: false },
     })
   }
 
@@ -755,7 +765,7 @@ OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
         },
       },
     }
-    const client = this.#client as unknown as {
+    const client = this.#uploadClient as unknown as {
       apiEndpoint: string
       makeAuthenticatedRequest(options: object, callback: (error: Error | null, body?: unknown) => void): void
     }

@@ -47,7 +47,8 @@ export class FaultProxy {
     readonly options: FaultProxyOptions,
   ) {
     this.#target = new URL(target)
-    this.#server = createServer((req, res) => void this.#serve(req, res))
+    // A client that gives up while its request is read or forwarded aborts it: the connection is gone already.
+    this.#server = createServer((req, res) => void this.#serve(req, res).catch(() => res.socket?.destroy()))
     this.#server.on('connection', (socket) => {
       this.#sockets.add(socket)
       socket.once('close', () => this.#sockets.delete(socket))
