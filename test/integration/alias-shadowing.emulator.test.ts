@@ -287,11 +287,15 @@ describe('no column hides a name the merge writes', () => {
     expect(written.filter((name) => !SHORT_NAMES.has(name))).toEqual([])
   })
 
-  it.each(KINDS)('%s: columns named like every alias and CTE name', async (kind) => {
-    // Three attribute roles, each played by several columns with the written names (and the same values).
-    const shadowing = [...written]
-    while (shadowing.length % 3 !== 0) shadowing.push(`pad_${shadowing.length}`)
-    const plain = shadowing.map((_, i) => `p_${i}`)
-    expect(await onBoth(kind, shadowing)).toEqual(await onDuckDb(kind, plain))
-  }, 300_000)
+  it.each(KINDS)(
+    '%s: columns named like every alias and CTE name',
+    async (kind) => {
+      // Three attribute roles, each played by several columns with the written names (and the same values).
+      const shadowing = [...written]
+      while (shadowing.length % 3 !== 0) shadowing.push(`pad_${shadowing.length}`)
+      const plain = shadowing.map((_, i) => `p_${i}`)
+      expect(await onBoth(kind, shadowing)).toEqual(await onDuckDb(kind, plain))
+    },
+    300_000,
+  )
 })
