@@ -64,6 +64,8 @@ export const SHORT_NAMES: ReadonlySet<string> = new Set([
  * backquoted identifiers) escape with a backslash, as in GoogleSQL, instead of doubling the quote.
  */
 export function renameShadowed(aliases: TableAliases, sql: string, backslashEscapes: boolean): string {
+  // Most tables have no column with a short name: their SQL is not scanned.
+  if (![...SHORT_NAMES].some((name) => aliases.shadows(name))) return sql
   let out = ''
   let i = 0
   const quoted = (quote: string, backslash: boolean): void => {
