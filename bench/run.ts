@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: every benchmark, each measured against a baseline in the same run; results merged into
- * bench/results/latest.json. A subset: BENCH_ONLY=firstLoad,merge,backfill,endToEnd,sources,s3Extract,changeFeed,
+ * bench/results/latest.json. A subset: BENCH_ONLY=firstLoad,merge,backfill,endToEnd,sources,s3Extract,changeFeed,dmsFeed,
  * facts,runMemory,report.
  */
 import { spawnSync } from 'node:child_process'
@@ -30,6 +30,7 @@ const benchmarks: Record<string, () => Promise<unknown>> = {
   sources: script('sources.ts', 'sources.json'),
   s3Extract: script('s3-extract.ts', 's3-extract.json'),
   changeFeed: script('change-feed.ts', 'change-feed.json'),
+  dmsFeed: script('dms-feed.ts', 'dms-feed.json'),
   facts: script('facts.ts', 'facts.json'),
   runMemory: script('run-memory.ts', 'run-memory.json'),
   report: script('report.ts', 'report.json'),
@@ -38,7 +39,7 @@ for (const [name, run] of Object.entries(benchmarks)) {
   if (only && !only.includes(name)) continue
   console.log(`\n== ${name}`)
   const result = await run()
-  if (['sources', 's3Extract', 'changeFeed', 'facts', 'runMemory', 'report'].includes(name))
+  if (['sources', 's3Extract', 'changeFeed', 'dmsFeed', 'facts', 'runMemory', 'report'].includes(name))
     writeResults(name, result)
   console.log(JSON.stringify(result, null, 2))
 }
