@@ -1,5 +1,8 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { longestCallWaitMs } from '../../../../lib/adapters/warehouse/bigquery-deadlines.ts'
+import {
+  longestCallWaitMs,
+  longestMergeWaitMs,
+} from '../../../../lib/adapters/warehouse/bigquery-deadlines.ts'
 import {
   BigQueryWarehouse,
   type BigQueryWarehouseOptions,
@@ -143,5 +146,12 @@ describe('a deadline on every BigQuery call', () => {
     expect(longestCallWaitMs({ requestTimeoutMs: 400, maxAttempts: 2, retryDelayMs: 1 })).toBe(801)
     // The defaults: 5 attempts of 30 s, waits of 1 + 2 + 4 + 8 s.
     expect(longestCallWaitMs({})).toBe(165_000)
+  })
+
+  it('the documented bound of a merge of one part group: the sum of its calls’ and jobs’ bounds', () => {
+    // 5 calls × 165 s; 8 query jobs × (165 + 765 + 165) s; 2 × (165 + 1,515 + 765) s of loading; the script job
+    // 165 + 165 + 765 + 165 s.
+    expect(longestMergeWaitMs({})).toBe((825 + 8 * 1095 + 2 * 2445 + 1260) * 1000)
+    expect(longestMergeWaitMs({})).toBe(15_735_000)
   })
 })
