@@ -66,3 +66,40 @@ export async function withDeadline<T>(work: Promise<T>, ms: number, what: string
     clearTimeout(timer)
   }
 }
+
+/** What a merge runs, for its bound (counted from a merge on the emulator: see docs/bigquery.md). */
+export interface MergeCalls {
+  /** Calls outside jobs: datasets.get, tables.get (ledger, staging table, dimension), tables.insert. */
+  readonly calls: number
+  /** Small query jobs (ledger, column types, contract, re-delivery reads) and transactions (the fence). */
+  readonly queryJobs: number
+  /** Load jobs of part groups, run `loadConcurrency` at a time. */
+  readonly loadGroups: number
+  readonly loadConcurrency: number
+}
+
+/** A merge of one part group as counted on the emulator: 5 calls, 7 query jobs and the fence's transaction. */
+export const ONE_GROUP_MERGE: MergeCalls = { calls: 5, queryJobs: 8, loadGroups: 1, loadConcurrency: 2 }
+
+/**
+ * The longest a merge can wait on BigQuery, every wait at its bound in turn: each call (C = longestCallWaitMs),
+ * each query job (its insertion, its wait J = longestJobWaitMs, its results), each round of load jobs (the lookup
+ * of an earlier attempt, the upload, the wait; twice, as a staging table found short is reloaded) and the script
+ * job (lookup, insertion, wait, results). In practice the Lambda's 15 minutes end it first, and the retry adopts
+ * the jobs already submitted; what the bound guarantees is that no single wait is endless.
+ */
+export function longestMergeWaitMs(
+  deadlines: BigQueryDeadlines & { readonly uploadTimeoutMs?: number },
+  merge: MergeCalls = ONE_GROUP_MERGE,
+): number {
+  const call = longestCallWaitMs(deadlines)
+  const job = longestJobWaitMs(deadlines)
+  const upload = longestCallWaitMs({ ...deadlines, requestTimeoutMs: deadlines.uploadTimeoutMs ?? 300_000 })
+  const loadRounds = Math.ceil(merge.loadGroups / Math.max(1, merge.loadConcurrency))
+  return (
+    merge.calls * call +
+    merge.queryJobs * (call + job + call) +
+    2 * loadRounds * (call + upload + job) +
+    (call + call + job + call)
+  )
+}

@@ -87,7 +87,11 @@ describe(`the CLI deps with a BigQuery warehouse at ${BIGQUERY_ENDPOINT_VARIABLE
         )
         .filter((c) => c !== undefined)
       expect(configurations.filter((c) => c.load !== undefined)).toHaveLength(1)
-      expect(configurations.filter((c) => c.query !== undefined && !c.dryRun)).toEqual([])
+      // Reads (the ledger, the recorded column types) are query jobs too; no merge script runs.
+      const mergeJobs = emulator.requests.filter((r) =>
+        String(r.json?.jobReference?.jobId).startsWith('dimsync_merge_'),
+      )
+      expect(mergeJobs).toEqual([])
       expect(configurations.filter((c) => c.dryRun)).toHaveLength(1)
       expect(await deps.staging.listBatches('customers')).toEqual([])
       expect(

@@ -1,5 +1,8 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { longestCallWaitMs } from '../../../../lib/adapters/warehouse/bigquery-deadlines.ts'
+import {
+  longestCallWaitMs,
+  longestMergeWaitMs,
+} from '../../../../lib/adapters/warehouse/bigquery-deadlines.ts'
 import {
   BigQueryWarehouse,
   type BigQueryWarehouseOptions,
@@ -30,7 +33,8 @@ const COLUMNS = [
   { name: 'name', type: 'VARCHAR' },
 ]
 const DEADLINES = {
-  requestTimeoutMs: 400,
+  // Long enough for an answer on a loaded machine (the suite shares two cores); short enough to wait out.
+  requestTimeoutMs: 3000,
   maxAttempts: 2,
   retryDelayMs: 1,
   jobTimeoutMs: 5000,
@@ -125,7 +129,7 @@ describe('a deadline on every BigQuery call', () => {
       expect((stalled.outcome as WarehouseError).retryable).toBe(true)
       expect(stalled.ms).toBeLessThan(clean.ms + longestCallWaitMs(DEADLINES) + 2000)
     },
-    30_000,
+    120_000,
   )
 
   it('each kind of call stalled once: the call is tried again and the merge succeeds', async () => {
@@ -137,11 +141,18 @@ describe('a deadline on every BigQuery call', () => {
     const inserts = emulator.requests.filter((r) => insertOf(r, 'dimsync_merge_'))
     expect(inserts).toHaveLength(2)
     expect(new Set(inserts.map((r) => r.json?.jobReference?.jobId as string)).size).toBe(1)
-  }, 30_000)
+  }, 120_000)
 
   it('the documented bound of one call: attempts × request timeout + the waits between them', () => {
-    expect(longestCallWaitMs({ requestTimeoutMs: 400, maxAttempts: 2, retryDelayMs: 1 })).toBe(801)
+    expect(longestCallWaitMs({ requestTimeoutMs: 3000, maxAttempts: 2, retryDelayMs: 1 })).toBe(6001)
     // The defaults: 5 attempts of 30 s, waits of 1 + 2 + 4 + 8 s.
     expect(longestCallWaitMs({})).toBe(165_000)
+  })
+
+  it('the documented bound of a merge of one part group: the sum of its calls’ and jobs’ bounds', () => {
+    // 5 calls × 165 s; 8 query jobs × (165 + 765 + 165) s; 2 × (165 + 1,515 + 765) s of loading; the script job
+    // 165 + 165 + 765 + 165 s.
+    expect(longestMergeWaitMs({})).toBe((825 + 8 * 1095 + 2 * 2445 + 1260) * 1000)
+    expect(longestMergeWaitMs({})).toBe(15_735_000)
   })
 })
