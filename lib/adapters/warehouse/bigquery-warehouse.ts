@@ -167,11 +167,11 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
     // `timeout` is the client's per-request socket timeout (ServiceOptions; BigQueryOptions does not name it).
     // Each request gives up after requestTimeoutMs; dimsync retries it (#call), the client does not.
     const requestTimeout = { timeout: options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS }
-    this.#client = new BigQuery({ ...clientOptions, ...requestTimeout, autoRetry: false })
-    // An upload is bounded by uploadTimeoutMs instead (#upload), which a large part may need.
+    this.#client = new BigQuery({ ...clientOptions, ...requestTimeout, retryOptions: { autoRetry: false } })
+    // An upload is bounded by uploadTimeoutMs instead (#upload), which a large part may need. (The client throws
+    // when given both autoRetry and retryOptions.autoRetry: only the second is set.)
     this.#uploadClient = new BigQuery({
       ...clientOptions,
-      autoRetry: false,
       retryOptions: { autoRetry: false },
     })
   }
