@@ -50,6 +50,12 @@ const available = await postgresReachable()
 const CI_SEEDS = [1, 2, 3]
 const SEEDS = seedsFromEnv(process.env.DIMSYNC_CHAOS_SEEDS) ?? CI_SEEDS
 const RATE = Number(process.env.DIMSYNC_CHAOS_RATE ?? 0.12)
+/**
+ * Share of scheduled starts delivered twice (EventBridge Scheduler delivers at least once). Off in CI: with it on,
+ * seed 1 leaves a staging table behind (`_dimsync_stage_dim_snap_…`), apparently from a second delivery whose
+ * snapshot repeats the one just merged (merged as already applied); reported, not fixed yet.
+ */
+const REDELIVERY = Number(process.env.DIMSYNC_CHAOS_REDELIVERY ?? 0)
 const STEPS = 3
 /** Scheduled starts of one step before the test gives up on a table (a stuck table). */
 const STARTS_PER_STEP = 6
@@ -106,7 +112,8 @@ interface Outcome {
   readonly table: TableName
   readonly step: number
   readonly start: number
-  readonly status: 'merged' | 'skipped' | 'failed'
+  /** already-applied: the batch was in the ledger already, or repeats the last snapshot merged (no ledger row). */
+  readonly status: 'merged' | 'already-applied' | 'skipped' | 'failed'
   readonly error?: string
   readonly cause?: string
   readonly batchId?: string
@@ -137,14 +144,14 @@ describe.skipIf(!available)('chaos: faults at every call of the cloud path', () 
       PgScratch.create(),
     ])
     bigQuery = await BigQueryEmulator.start({ zetaSql })
-  }, 120_000)
+  }, 300_000)
 
   afterAll(async () => {
     restoreOutput()
     const total = addTallies(tallies)
     console.log(
       [
-        formatTally(`chaos: ${SEEDS.length} seeds at rate ${RATE}`, total),
+        formatTally(`chaos: ${SEEDS.length} seeds at rate ${RATE}, redelivery ${REDELIVERY}`, total),
         `runs that gave up (completed by the next scheduled run): ${gaveUp.length}`,
         ...gaveUp.map((o) => `  seed step ${o.step} ${o.table} start ${o.start}: ${o.error}: ${o.cause}`),
         'slowest invocations:',
@@ -199,6 +206,7 @@ describe.skipIf(!available)('chaos: faults at every call of the cloud path', () 
         })
         const outcomes: Outcome[] = []
         const random = xorshift32(seed)
+        const redelivery = xorshift32(seed + 0x5eed)
         for (let step = 1; step <= STEPS; step++) {
           await sources.change(step, random)
           // Both sides read the same source state: the reference fault free, the other with faults.
@@ -207,7 +215,7 @@ describe.skipIf(!available)('chaos: faults at every call of the cloud path', () 
             for (const table of TABLES) {
               const [fine, faulted] = await Promise.all([
                 scheduledUntilMerged(reference, table, step, base),
-                scheduledUntilMerged(chaos, table, step, base),
+                scheduledUntilMerged(chaos, table, step, base, () => redelivery() < REDELIVERY),
               ])
               outcomes.push(...fine, ...faulted)
             }
@@ -231,11 +239,24 @@ describe.skipIf(!available)('chaos: faults at every call of the cloud path', () 
           )
         }
         for (const side of [reference, chaos]) {
-          const merged = outcomes.filter((o) => o.side === side.name && o.status === 'merged')
+          const ofSide = outcomes.filter((o) => o.side === side.name)
+          const named = (o: Outcome) => `${o.table} ${o.batchId}`
+          const merged = ofSide.filter((o) => o.status === 'merged').map(named)
+          // Already applied: by an attempt whose answer was lost (in the ledger), or a repeated snapshot (not).
+          const reported = new Set([
+            ...merged,
+            ...ofSide.filter((o) => o.status === 'already-applied').map(named),
+          ])
+          const ledger = await ledgerBatches(side)
+          const what = `${log}\n\n${side.name}: ledger ${JSON.stringify(ledger)}`
+          expect(new Set(ledger).size, `${what}: one ledger row per batch`).toBe(ledger.length)
+          expect(ledger, `${what}: every merged batch is in the ledger`).toEqual(
+            expect.arrayContaining(merged),
+          )
           expect(
-            await ledgerBatches(side),
-            `${log}\n\n${side.name}: one ledger row per merged batch`,
-          ).toEqual(merged.map((o) => `${o.table} ${o.batchId}`).sort())
+            ledger.filter((b) => !reported.has(b)),
+            `${what}: no batch in the ledger that no run merged`,
+          ).toEqual([])
           expect(await leftoverTables(side), `${log}\n\n${side.name}: staging tables left`).toEqual([])
           expect(await heldLeases(side), `${log}\n\n${side.name}: leases still held`).toEqual([])
           expect(await openRuns(side), `${log}\n\n${side.name}: run records not closed`).toEqual([])
@@ -320,7 +341,8 @@ describe.skipIf(!available)('chaos: faults at every call of the cloud path', () 
 
   /**
    * The scheduled starts of one step: a start every 10 minutes (of the side's clock) until one merges; a start
-   * that finds the table busy is skipped, one that gives up fails. Each Lambda invocation builds its own
+   * that finds the table busy is skipped, one that gives up fails. `redelivered`: whether a start is delivered
+   * twice. Each Lambda invocation builds its own
    * adapters, as a new container would.
    */
   async function scheduledUntilMerged(
@@ -328,18 +350,25 @@ describe.skipIf(!available)('chaos: faults at every call of the cloud path', () 
     table: TableName,
     step: number,
     base: number,
+    redelivered: () => boolean = () => false,
   ): Promise<Outcome[]> {
     const outcomes: Outcome[] = []
     for (let start = 0; start < STARTS_PER_STEP; start++) {
       side.clockMs = base + step * 3 * HOUR + start * 10 * 60_000
-      const result = await deployed.machine.run({
-        input: { table, reason: 'schedule', whenBusy: 'skip' },
-        executionName: `${side.name}-${table}-${step}-${start}`,
-        invoke: invoker(side),
-      })
-      const outcome = outcomeOf(side, table, step, start, result)
-      outcomes.push(outcome)
-      if (outcome.status === 'merged') return outcomes
+      // EventBridge Scheduler delivers at least once: a start is sometimes delivered twice, one after the other.
+      const deliveries = redelivered() ? 2 : 1
+      const ofThisStart: Outcome[] = []
+      for (let delivery = 1; delivery <= deliveries; delivery++) {
+        const result = await deployed.machine.run({
+          input: { table, reason: 'schedule', whenBusy: 'skip' },
+          executionName: `${side.name}-${table}-${step}-${start}-${delivery}`,
+          invoke: invoker(side),
+        })
+        ofThisStart.push(outcomeOf(side, table, step, start, result))
+      }
+      outcomes.push(...ofThisStart)
+      const done = (o: Outcome) => o.status === 'merged' || o.status === 'already-applied'
+      if (ofThisStart.some(done) && ofThisStart.every((o) => o.status !== 'failed')) return outcomes
     }
     throw new Error(
       `${side.name}: table ${table} was not merged after ${STARTS_PER_STEP} scheduled starts of step ${step}:\n` +
@@ -445,7 +474,8 @@ function outcomeOf(
   result: ExecutionResult,
 ): Outcome {
   const notices = result.calls.filter((c) => c.resource === SNS_PUBLISH).length
-  const output = result.output as { status?: string; batchId?: string } | undefined
+  const output = result.output as
+    { status?: string; batchId?: string; merge?: { status?: string } } | undefined
   if (result.status === 'FAILED')
     return {
       side: side.name,
@@ -458,7 +488,8 @@ function outcomeOf(
       notices,
     }
   if (output?.status === 'skipped') return { side: side.name, table, step, start, status: 'skipped', notices }
-  return { side: side.name, table, step, start, status: 'merged', batchId: output!.batchId!, notices }
+  const status = output?.merge?.status === 'already-applied' ? 'already-applied' : 'merged'
+  return { side: side.name, table, step, start, status, batchId: output!.batchId!, notices }
 }
 
 /** The three source tables of a seed and the random changes of each step. */
