@@ -189,7 +189,11 @@ async function mergeAsScript(
     ...(request.fence !== undefined && !request.dryRun ? { fence: request.fence } : {}),
   }
   const sameAs = await findRepeatedSnapshot(warehouse, plan)
-  if (sameAs !== undefined) return { status: 'already-applied', batchId, sameAs, statements: [] }
+  if (sameAs !== undefined) {
+    // The staging table was loaded to compare the snapshot: no script runs to drop it.
+    await warehouse.query(warehouse.dialect.dropTableIfExists(stage))
+    return { status: 'already-applied', batchId, sameAs, statements: [] }
+  }
   const script = renderMergeScript(warehouse.dialect, plan)
   const statements = [...script.ddl, ...script.merge, ...script.after]
   if (!request.dryRun) await request.beforeCommit?.()

@@ -212,3 +212,29 @@ describe('a batch committed exactly once on BigQuery, whatever fails after COMMI
     )
   })
 })
+
+describe('a snapshot delivered twice', () => {
+  it('is already applied under its second batch id, and leaves no staging table behind', async () => {
+    const second = await snapshots()
+    expect((await merge(warehouse(), SNAPSHOT, second)).status).toBe('merged')
+    // A start delivered twice extracts the same rows at the same time under another batch id.
+    const again = await batches.stage(
+      SNAPSHOT.name,
+      SNAPSHOT_COLUMNS,
+      [
+        { customer_id: 1, name: 'Ana B.' },
+        { customer_id: 3, name: 'Carla' },
+      ],
+      { extractedAt: '2030-03-10T00:00:00.000Z', batchId: '20300310T000000.000Z-cccccc' },
+    )
+    const result = await merge(warehouse(), SNAPSHOT, again)
+    expect(result).toMatchObject({ status: 'already-applied', sameAs: second })
+    expect(snapshotVersions()).toEqual(SECOND_SNAPSHOT_VERSIONS)
+    expect(ledgerRows(again)).toEqual([])
+    const stagingTables = emulator.store
+      .listTables(PROJECT, DATASET)
+      .map((t) => t.ref.tableId)
+      .filter((name) => name.startsWith('_dimsync_stage_'))
+    expect(stagingTables).toEqual([])
+  })
+})
