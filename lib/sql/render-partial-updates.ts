@@ -37,7 +37,7 @@ export function renderPartialUpdates(m: MergeSql): void {
   const endsState =
     deleted === undefined || captures === undefined
       ? deleted
-      : `(${deleted}) AND NOT EXISTS (SELECT 1 FROM ${m.d.table(captures)} c WHERE ${m.keyEq('c', 's')} AND c.captured_at >= ${m.eventTime})`
+      : `(${deleted}) AND NOT EXISTS (SELECT 1 FROM ${m.d.table(captures)} c WHERE ${m.keyEq('c', 's')} AND c.captured_at >= ${m.eventTime} AND ${capturesFromEarliestEvent(m)})`
   const staged =
     deleted === undefined
       ? m.rawStage
@@ -74,4 +74,15 @@ export function renderPartialUpdates(m: MergeSql): void {
         `LEFT JOIN (\n  SELECT ${[...m.keys, ...attrs].map((c) => m.col('d', c)).join(', ')} FROM ${m.dim} d WHERE ${m.liveCurrent('d')}\n) cur ON ${m.keyEq('cur', 's')}`,
     ),
   )
+}
+
+/**
+ * A lower bound on the capture log's reads in the fold: every capture it looks for is at or after a staged row's
+ * time, so at or after the batch's earliest one (on BigQuery, the log's partitions of that month and later are
+ * read, not the whole log).
+ */
+function capturesFromEarliestEvent(m: MergeSql): string {
+  const earliest = m.d.earliestEventTime(`SELECT MIN(${m.eventTime}) FROM ${m.rawStage} s`)
+  for (const sql of earliest.statements) m.emit('partial updates: note the earliest event time', sql)
+  return `c.captured_at >= ${earliest.value}`
 }
