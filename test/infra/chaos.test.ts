@@ -47,7 +47,8 @@ import { deployedMachine, type DeployedMachine } from './support/deployed-machin
 
 const available = await postgresReachable()
 
-const CI_SEEDS = [1, 2, 3]
+// Two seeds keep CI's time in bounds (each takes one to two minutes here); scripts/chaos.sh runs 1-200.
+const CI_SEEDS = [1, 2]
 const SEEDS = seedsFromEnv(process.env.DIMSYNC_CHAOS_SEEDS) ?? CI_SEEDS
 const RATE = Number(process.env.DIMSYNC_CHAOS_RATE ?? 0.12)
 /**
