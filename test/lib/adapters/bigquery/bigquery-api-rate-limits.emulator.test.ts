@@ -58,6 +58,9 @@ const warehouse = () =>
     ...emulator.clientOptions(),
     pollIntervalMs: 5,
     retryDelayMs: 1,
+    // One attempt per call: the answer's classification (retryable or not) reaches the merge's caller, as it
+    // does when a call's attempts run out.
+    maxAttempts: 1,
   })
 
 async function mergeOnce(batchId: string) {
@@ -83,14 +86,14 @@ describe('a BigQuery API call answered rateLimitExceeded (403) is transient', ()
       'reading the ledger (a query)',
       (r) =>
         r.method === 'POST' &&
-        r.path.endsWith('/queries') &&
+        /\/jobs$/.test(r.path) &&
         JSON.stringify(emulator.requests.at(-1)?.json ?? {}).includes("SELECT 'applied' AS fact"),
     ],
     [
       'recording the column types',
       (r) =>
         r.method === 'POST' &&
-        r.path.endsWith('/queries') &&
+        /\/jobs$/.test(r.path) &&
         // The request being served is the last one recorded (its body is not part of RequestInfo).
         JSON.stringify(emulator.requests.at(-1)?.json ?? {}).includes(
           'INSERT INTO `acme-dw`.`history`.`_dimsync_columns`',
