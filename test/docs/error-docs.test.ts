@@ -99,7 +99,7 @@ describe('the CLI ends a refusal with its docs section', () => {
       env: { ...process.env, CI: '1' },
     })
     expect(r.status).toBe(1)
-    const refusal = r.stderr.split('\n').find((l) => l.includes('101'))
+    const refusal = r.stderr.split('\n').find((l) => l.startsWith('dimsync:') && l.includes('101'))
     expect(refusal).toMatch(/^dimsync: .*customers.*\(see docs\/errors\.md#a-batch-is-refused\)$/)
   })
 
