@@ -311,6 +311,8 @@ class MergeRenderer extends MergeSql {
       `(cur.${stateOf} IS NOT NULL) AS ${this.q(W.hadCurrent)}`,
       `1 AS ${this.q(W.changeNo)}`,
       `${absent} AS ${this.q(W.absent)}`,
+      // dbt: the start of the version a deletion ends (deleted keys are added below, from that version).
+      ...(this.dbtDeletionIds ? [`CAST(NULL AS ${this.d.type('timestamp')}) AS ${this.q(W.prevStart)}`] : []),
     ]
     if (!deletes) {
       this.emit(
@@ -359,8 +361,12 @@ class MergeRenderer extends MergeSql {
         'TRUE',
         '1',
         `g.${this.q(W.absent)}`,
+        ...(this.dbtDeletionIds ? [`d.${this.q(n.validFrom)}`] : []),
       ]
-      const columns = [...this.stored, W.t, W.del, W.rowHash, W.state, W.hadCurrent, W.changeNo, W.absent]
+      const columns = [
+        ...[...this.stored, W.t, W.del, W.rowHash, W.state, W.hadCurrent, W.changeNo, W.absent],
+        ...(this.dbtDeletionIds ? [W.prevStart] : []),
+      ]
       this.emit(
         'add deleted keys to the changes',
         `INSERT INTO ${this.tmp(TEMP.changes)} (${columns.map((c) => this.q(c)).join(', ')})\n` +
@@ -531,6 +537,7 @@ class MergeRenderer extends MergeSql {
     const current =
       `SELECT ${this.keyList('d')}, CASE WHEN d.${this.q(n.isDeleted)} THEN ${this.str(DELETED_STATE)} ELSE d.${this.q(n.rowHash)} END AS ${this.q(W.state)}, ` +
       `d.${this.q(n.rowHash)} AS ${this.q(W.rowHash)}` +
+      (this.dbtDeletionIds ? `, d.${this.q(n.validFrom)} AS ${this.q(W.prevStart)}` : '') +
       this.attributes.map((c) => `, ${this.col('d', c)}`).join('') +
       `\n  FROM ${this.dim} d WHERE ${this.current('d')}`
     // A deletion version carries the last known attributes: those of the event before it, or the current version.
@@ -550,6 +557,12 @@ class MergeRenderer extends MergeSql {
       `(cur.${this.q(W.state)} IS NOT NULL) AS ${this.q(W.hadCurrent)}`,
     ]
     const w = `PARTITION BY ${this.keyList('e')} ORDER BY e.${this.q(W.t)}`
+    // The start of the version before each change (windows see only the changes, WHERE applies first): a deletion
+    // version's dbt_scd_id hashes the id of the version it ends.
+    if (this.dbtDeletionIds)
+      select.push(
+        `COALESCE(LAG(e.${this.q(W.t)}) OVER (${w}), cur.${this.q(W.prevStart)}) AS ${this.q(W.prevStart)}`,
+      )
     const lagged = [...this.attributes, W.rowHash]
       .map((c, i) => `LAG(${this.col('e', c)}) OVER (${w}) AS ${lagAlias(i)}`)
       .join(',\n    ')
@@ -587,7 +600,7 @@ class MergeRenderer extends MergeSql {
         `SELECT ${this.newKey('x', [this.keyList('x'), `x.${this.q(W.t)}`])},\n` +
         `  ${this.stored.map((c) => this.col('x', c)).join(', ')},\n` +
         `  x.${this.q(W.t)}, COALESCE(${this.endAtChange(`x.${this.q(W.next)}`, `x.${this.q(W.nextDeleted)}`)}, ${this.openEnd()}), x.${this.q(W.next)} IS NULL, x.${this.q(W.del)}, x.${this.q(W.rowHash)}, ${this.str(this.p.batchId)}` +
-        `${this.presetColumnValues('x', `x.${this.q(W.t)}`, `x.${this.q(W.del)}`)}\n` +
+        `${this.presetColumnValues('x', `x.${this.q(W.t)}`, `x.${this.q(W.del)}`, this.dbtDeletionIds ? `x.${this.q(W.prevStart)}` : undefined)}\n` +
         `FROM (\n  SELECT c.*, ${next} AS ${this.q(W.next)}, ${nextDeleted} AS ${this.q(W.nextDeleted)}\n` +
         `  FROM ${this.tmp(TEMP.changes)} c\n) x\n${onlyVersions}`,
     )
