@@ -34,6 +34,7 @@ export const TEMP = Object.freeze({
   policyKeys: '__dimsync_policy_keys',
   type1Before: '__dimsync_type1_before',
   type1Newest: '__dimsync_type1_newest',
+  type1Returning: '__dimsync_type1_returning',
   folded: '__dimsync_folded',
 })
 

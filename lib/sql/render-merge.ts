@@ -623,6 +623,7 @@ class MergeRenderer extends MergeSql {
           `WHERE ${this.current('d')} AND EXISTS (SELECT 1 FROM ${this.stage} s WHERE ${this.keyEq('s', 'd')})`,
       ),
     )
+    if (this.p.table.deletes === 'invalidate') this.#type1ReturningKeys()
     if (this.p.objects.captures === undefined || this.p.table.deletes !== 'invalidate') return
     const before = this.tmp(TEMP.type1Before)
     this.guarded(`EXISTS (SELECT 1 FROM ${this.tmp(TEMP.lateKeys)})`, () =>
@@ -735,6 +736,29 @@ class MergeRenderer extends MergeSql {
   }
 
   /**
+   * Under `invalidate`, the batch's keys without a current version that have older versions (a delete closed them):
+   * those versions may hold other type 1 values. Found before the batch inserts any version, and only when the
+   * batch has a key without a current version: a new key has none, and must not make the rewrite of every
+   * version run (the look-up reads the key columns of the whole dimension, the rewrite every column).
+   */
+  #type1ReturningKeys(): void {
+    const returning = this.tmp(TEMP.type1Returning)
+    const before = this.tmp(TEMP.type1Before)
+    const keys = this.keys.map((c) => this.col('s', c)).join(', ')
+    const withoutCurrent = `${this.stage} s WHERE NOT EXISTS (SELECT 1 FROM ${before} b WHERE ${this.keyEq('b', 's')})`
+    this.emit(
+      'type 1: keys without a current version',
+      this.d.createTempTableAs(TEMP.type1Returning, `SELECT DISTINCT ${keys} FROM ${withoutCurrent}`),
+    )
+    this.guarded(`EXISTS (SELECT 1 FROM ${returning})`, () =>
+      this.emit(
+        'type 1: keep those with older versions',
+        `DELETE FROM ${returning} WHERE NOT EXISTS (SELECT 1 FROM ${this.dim} d WHERE ${this.keys.map((k) => `d.${this.q(k)} = ${returning}.${this.q(k)}`).join(' AND ')})`,
+      ),
+    )
+  }
+
+  /**
    * SQL condition, reading only this batch's tables: some version of a key may hold type 1 values other than the
    * key's newest. That is when the newest values differ from those before the batch (or the key had no current
    * version and may still have older versions: deletes close keys under `invalidate`), when a version this batch
@@ -744,11 +768,12 @@ class MergeRenderer extends MergeSql {
     const type1 = this.p.layout.type1.map((c) => c.name)
     const differ = (a: string, b: string) =>
       type1.map((c) => `${this.col(a, c)} IS DISTINCT FROM ${this.col(b, c)}`).join(' OR ')
-    const firstKey = this.q(this.keys[0]!)
-    const noCurrent = this.p.table.deletes === 'invalidate' ? `b.${firstKey} IS NULL OR ` : ''
+    const returning =
+      this.p.table.deletes === 'invalidate' ? [`EXISTS (SELECT 1 FROM ${this.tmp(TEMP.type1Returning)})`] : []
     const conditions = [
-      `EXISTS (SELECT 1 FROM ${newest} l LEFT JOIN ${this.tmp(TEMP.type1Before)} b ON ${this.keyEq('b', 'l')}\n` +
-        `  WHERE ${noCurrent}(b.${firstKey} IS NOT NULL AND (${differ('b', 'l')})))`,
+      `EXISTS (SELECT 1 FROM ${newest} l JOIN ${this.tmp(TEMP.type1Before)} b ON ${this.keyEq('b', 'l')}\n` +
+        `  WHERE ${differ('b', 'l')})`,
+      ...returning,
       `EXISTS (SELECT 1 FROM ${this.tmp(TEMP.changes)} c JOIN ${newest} l ON ${this.keyEq('c', 'l')} WHERE ${differ('c', 'l')})`,
       ...(this.p.objects.captures === undefined ? [] : [`EXISTS (SELECT 1 FROM ${this.tmp(TEMP.lateKeys)})`]),
     ]
