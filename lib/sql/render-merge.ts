@@ -396,6 +396,7 @@ class MergeRenderer extends MergeSql {
     const why = seq
       ? 'the source changed an event without changing its valid_from and sequence columns'
       : 'the source changed a row without changing its valid_from column'
+    this.#dropEventsOfCurrentVersions()
     // Every capture these statements look for is at or after an event's time, so at or after the batch's earliest
     // one: the log is read from there on (on BigQuery, its partitions of that month and later).
     const earliest = this.d.earliestEventTime(`SELECT MIN(${this.q(W.t)}) FROM ${ev}`)
@@ -444,6 +445,31 @@ class MergeRenderer extends MergeSql {
         `SELECT ${this.keyList('e')}, e.${this.q(W.t)}, ${seq ? `e.${this.q(W.order)}, ` : ''}e.${this.q(W.state)}, e.${this.q(W.del)}, ${this.str(this.p.batchId)}${untrackedValue}${rawValues} FROM ${ev} e`,
     )
     if (this.#refolds) this.guarded(lateKeysExist, () => renderRefoldLateKeys(this, captures))
+  }
+
+  /**
+   * Full extracts: every key comes with its last change time, most of them the start of their current version,
+   * long ago. Such an event is the current version itself (same start, same state, same type 1 values), already
+   * in the capture log: it is dropped here, from the open partition alone, as the log would drop it (re-delivered),
+   * so that the log is read from the earliest event that changes something rather than from the oldest change time
+   * in the snapshot. Not where the log holds more than a version shows (keep_first values, raw values of partial
+   * updates, sequences).
+   */
+  #dropEventsOfCurrentVersions(): void {
+    if (this.p.mode !== 'full' || this.sequenced || this.#refolds || this.p.layout.keepFirst.length > 0)
+      return
+    const n = this.names
+    const ev = this.tmp(TEMP.events)
+    const state = `CASE WHEN d.${this.q(n.isDeleted)} THEN ${this.str(DELETED_STATE)} ELSE d.${this.q(n.rowHash)} END`
+    const untracked = this.logsUntrackedHash
+      ? ` AND ${renderRowHash(this.d, this.p.layout.type1, 'd')} = ${ev}.${this.q(W.untrackedHash)}`
+      : ''
+    this.emit(
+      "drop events that are their key's current version",
+      `DELETE FROM ${ev} WHERE EXISTS (SELECT 1 FROM ${this.dim} d WHERE ${this.current('d')} AND ` +
+        `${this.keys.map((k) => `d.${this.q(k)} = ${ev}.${this.q(k)}`).join(' AND ')} AND d.${this.q(n.validFrom)} = ${ev}.${this.q(W.t)} ` +
+        `AND ${state} = ${ev}.${this.q(W.state)}${untracked})`,
+    )
   }
 
   /** SQL condition: capture `c` of the log is at or after the batch's earliest event (read from there on). */
