@@ -7,6 +7,8 @@ export const HAS_CARRIED = '__dimsync_has_carried'
 export const carriedAs = (column: string) => `__dimsync_carried_${column}`
 /** Column of CARRIED: the version is an inferred member this batch completed in place (render-inferred-completion.ts). */
 const COMPLETED = '__dimsync_completed'
+/** Under `invalidate`: changed keys without a current version that have older versions (back after a delete). */
+const RETURNING = '__dimsync_carried_returning'
 
 /**
  * Columns whose value on a new version does not come from the batch but from the key's other versions: types 0, 3
@@ -43,24 +45,39 @@ export function renderCarriedValues(m: MergeSql): void {
         `WHERE ${m.current('d')} AND ${m.p.layout.hasInferredFlag ? `(${changed} OR ${ofBatch})` : changed}`,
     ),
   )
+  if (m.p.table.deletes !== 'invalidate') return
+  // A new key has no older version: only keys back after a delete make the values be read from history. Looked up
+  // (in the key columns of the whole dimension) only when the batch has changed keys without a current version.
+  const returning = m.tmp(RETURNING)
+  m.emit(
+    'carried values: changed keys without a current version',
+    m.d.createTempTableAs(
+      RETURNING,
+      `SELECT DISTINCT ${m.keyList('c')} FROM ${m.tmp(TEMP.changes)} c WHERE NOT c.${m.q(W.hadCurrent)}`,
+    ),
+  )
+  m.guarded(`EXISTS (SELECT 1 FROM ${returning})`, () =>
+    m.emit(
+      'carried values: keep those with older versions',
+      `DELETE FROM ${returning} WHERE NOT EXISTS (SELECT 1 FROM ${m.dim} d WHERE ${m.keys.map((k) => `d.${m.q(k)} = ${returning}.${m.q(k)}`).join(' AND ')})`,
+    ),
+  )
 }
 
 /**
  * SQL condition, reading only this batch's temporary tables: a carried value must be read from the history of a
  * key rather than from its current version before the batch. That is when the late path ran (versions slotted
  * into history), when the batch gave a key more than one version (the older ones are closed, outside the open
- * partition), or, under `deletes: invalidate`, when a changed key had no current version (it may have older
- * versions; a new key counts too, since telling them apart would read history), or the batch completed an
- * inferred member. Undefined: never, for this table.
+ * partition), or, under `deletes: invalidate`, when a changed key without a current version has older versions
+ * (back after a delete; a new key has none), or the batch completed an inferred member. Undefined: never, for
+ * this table.
  */
 export function historyNeeded(m: MergeSql): string | undefined {
   const changes = m.tmp(TEMP.changes)
   const conditions = [
     ...(m.p.objects.captures === undefined ? [] : [`EXISTS (SELECT 1 FROM ${m.tmp(TEMP.lateKeys)})`]),
     ...(m.oneEventPerKey ? [] : [`EXISTS (SELECT 1 FROM ${changes} WHERE ${m.q(W.changeNo)} > 1)`]),
-    ...(m.p.table.deletes === 'invalidate'
-      ? [`EXISTS (SELECT 1 FROM ${changes} WHERE NOT ${m.q(W.hadCurrent)})`]
-      : []),
+    ...(m.p.table.deletes === 'invalidate' ? [`EXISTS (SELECT 1 FROM ${m.tmp(RETURNING)})`] : []),
     // An inferred member completed in place took the batch's values without a new version.
     ...(m.p.layout.hasInferredFlag
       ? [`EXISTS (SELECT 1 FROM ${m.tmp(CARRIED)} WHERE ${m.q(COMPLETED)})`]

@@ -80,3 +80,35 @@ describe('the type 1 rewrite runs only when a version can hold other type 1 valu
     ])
   })
 })
+
+describe('types 0, 3 and 6 are read from history only when the open partition is not enough (snapshots, invalidate)', () => {
+  it('new keys: not from history; a key back after a delete: from history', async () => {
+    const table = tableSpec({
+      deletes: 'invalidate',
+      policies: { keepFirst: ['phone'], currentValue: ['region'], previousValue: ['region'] },
+    })
+    h = await ScdHarness.create(table, COLUMNS)
+    const verdicts = recordGuard(h.warehouse, 'column policies: keys the batch touched')
+    const row = (customer_id: number, region: string, phone: string) => ({ customer_id, region, phone })
+    const load = async (rows: ReturnType<typeof row>[], day: number) => {
+      const result = await h!.load(rows, { extractedAt: at(day), allowMassDelete: true })
+      expect(result.status).toBe('merged')
+    }
+    await load([row(101, 'South', 'a'), row(102, 'North', 'b')], 1)
+    const before = verdicts.length
+    // A new key, and Bruno unchanged: the open partition holds every value the new versions need.
+    await load([row(101, 'South', 'a'), row(102, 'North', 'b'), row(103, 'East', 'c')], 2)
+    expect(verdicts.slice(before), 'a new key does not read history').toEqual([false])
+    // Chloé is deleted, then comes back elsewhere: her closed version must take the current value.
+    await load([row(101, 'South', 'a'), row(102, 'North', 'b')], 3)
+    await load([row(101, 'South', 'a'), row(102, 'North', 'b'), row(103, 'West', 'c2')], 4)
+    expect(verdicts.at(-1), 'a key back after a delete reads its history').toBe(true)
+    const rows = await h.query(
+      'SELECT customer_id, region, phone, current_region, previous_region FROM main.dim_customer WHERE customer_id = 103 ORDER BY valid_from',
+    )
+    expect(rows.map((r) => Object.values(r).map(String).join(' '))).toEqual([
+      '103 East c West East',
+      '103 West c West East',
+    ])
+  })
+})
