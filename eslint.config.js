@@ -114,21 +114,58 @@ const restrictedDynamicImports = {
   },
 }
 
-const importRules = (files, patterns, allowComputed = false) => ({
+/** `dynamicOnly`: patterns for `import()` alone (a static import of the same module is checked elsewhere). */
+const importRules = (files, patterns, { allowComputed = false, dynamicOnly = [] } = {}) => ({
   files,
   plugins: { dimsync: { rules: { 'restricted-dynamic-imports': restrictedDynamicImports } } },
   rules: {
     'no-restricted-imports': ['error', { patterns }],
-    'dimsync/restricted-dynamic-imports': ['error', { patterns, allowComputed }],
+    'dimsync/restricted-dynamic-imports': [
+      'error',
+      { patterns: [...patterns, ...dynamicOnly], allowComputed },
+    ],
   },
 })
 
+/** DuckDB is opened in one place, with one set of session settings (lib/adapters/duckdb/duckdb-engine.ts). */
+const DUCKDB_ENGINE = 'lib/adapters/duckdb/duckdb-engine.ts'
+const OPEN_DUCKDB_MESSAGE = `open DuckDB with openDuckDbEngine (${DUCKDB_ENGINE}), which every place shares`
+const oneDuckDbEngine = {
+  files: ['lib/**/*.ts'],
+  ignores: [DUCKDB_ENGINE],
+  rules: {
+    '@typescript-eslint/no-restricted-imports': [
+      'error',
+      {
+        paths: [
+          {
+            name: '@duckdb/node-api',
+            importNames: ['DuckDBInstance', 'DuckDBInstanceCache'],
+            allowTypeImports: true,
+            message: OPEN_DUCKDB_MESSAGE,
+          },
+        ],
+      },
+    ],
+  },
+}
+
 const layering = [
-  ...Object.entries(libPatterns).map(([folder, patterns]) => importRules([`${folder}/**/*.ts`], patterns)),
+  ...Object.entries(libPatterns).map(([folder, patterns]) =>
+    importRules([`${folder}/**/*.ts`], patterns, {
+      dynamicOnly: [{ regex: '^@duckdb/node-api$', message: OPEN_DUCKDB_MESSAGE }],
+    }),
+  ),
+  oneDuckDbEngine,
   importRules(['functions/**/*.ts'], IMPORTERS.functions),
   importRules(['infra/**/*.ts', 'infra/**/*.mjs'], IMPORTERS.infra),
   // The launcher imports the compiled CLI from its cache by path (bin/compile-cache.mjs).
-  importRules(['bin/**/*.mjs'], IMPORTERS.bin, true),
+  importRules(['bin/**/*.mjs'], IMPORTERS.bin, { allowComputed: true }),
+  // The engine factory itself loads DuckDB's module on first use.
+  {
+    files: [DUCKDB_ENGINE],
+    rules: { 'dimsync/restricted-dynamic-imports': ['error', { patterns: libPatterns['lib/adapters'] }] },
+  },
 ]
 
 export default tseslint.config(

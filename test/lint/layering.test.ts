@@ -82,6 +82,38 @@ describe('ESLint keeps the layering (functions → runtime → use-cases → por
     expect(errors[0]!.replace(/^.* by a pattern\. /s, '')).toMatch(message)
   })
 
+  it.each([
+    [
+      'lib/adapters/source/file-source.ts',
+      `import { DuckDBInstance } from '@duckdb/node-api'\nexport const i = DuckDBInstance\n`,
+    ],
+    [
+      'lib/adapters/warehouse/bigquery-load-groups.ts',
+      `export const load = () => import('@duckdb/node-api')\n`,
+    ],
+    ['lib/use-cases/run-table.ts', `export const load = () => import('@duckdb/node-api')\n`],
+  ])('%s may not open DuckDB itself: one engine factory does', async (filePath, code) => {
+    const [result] = await eslint.lintText(code, { filePath })
+    expect(result!.messages.map((m) => m.message)).toEqual([
+      expect.stringContaining('open DuckDB with openDuckDbEngine (lib/adapters/duckdb/duckdb-engine.ts)'),
+    ])
+  })
+
+  it.each([
+    [
+      'lib/adapters/duckdb/canonical-json-function.ts',
+      `import { VARCHAR } from '@duckdb/node-api'\nexport const t = VARCHAR\n`,
+    ],
+    [
+      'lib/adapters/source/db-csv-parts.ts',
+      `import type { DuckDBInstance } from '@duckdb/node-api'\nexport type I = DuckDBInstance\n`,
+    ],
+    ['lib/adapters/duckdb/duckdb-engine.ts', `export const load = () => import('@duckdb/node-api')\n`],
+  ])('%s may use DuckDB without opening it', async (filePath, code) => {
+    const [result] = await eslint.lintText(code, { filePath })
+    expect(result!.messages).toEqual([])
+  })
+
   it('a dynamic import of a computed path in lib/ is refused: the layering could not check it', async () => {
     const [result] = await eslint.lintText('export const load = (name: string) => import(name)\n', {
       filePath: 'lib/use-cases/run-table.ts',

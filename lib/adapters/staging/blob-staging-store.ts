@@ -100,7 +100,8 @@ export class BlobStagingStore implements StagingStore {
     const manifests: BatchManifest[] = []
     for (const blob of await this.#blobs.list(folder, `table ${table}`)) {
       const [batchId, name, ...deeper] = blob.key.slice(folder.length + 1).split('/')
-      if (batchId === undefined || name !== MANIFEST_FILE || deeper.length > 0 || !isBatchId(batchId)) continue
+      if (batchId === undefined || name !== MANIFEST_FILE || deeper.length > 0 || !isBatchId(batchId))
+        continue
       const manifest = await this.#readManifest(table, batchId)
       if (manifest !== undefined) manifests.push(manifest)
     }
