@@ -16,6 +16,11 @@ export interface DimensionObjects {
   readonly dimension: TableRef
   readonly captures?: TableRef
   /**
+   * The truncates of a change feed merged so far (`ops.truncate`): a key whose events arrive after a truncate was
+   * merged, with a state before it, is ended by it too (render-truncates.ts).
+   */
+  readonly truncates?: TableRef
+  /**
    * Versions removed from the dimension: replaced by a correction (tables whose state at a captured time can
    * change: sequenced change feeds) or, in a mirror, replaced or deleted rows. Kept so their surrogate keys are
    * never given out again and facts pointing at them can still be read.
@@ -37,6 +42,10 @@ export function dimensionObjects(table: TableSpec, schema: string): DimensionObj
     dimension: { schema, name: table.target },
     captures:
       table.validFrom.kind === 'column' ? { schema, name: `${table.target}_dimsync_captures` } : undefined,
+    truncates:
+      table.validFrom.kind === 'column' && (table.changes?.operation.truncate ?? []).length > 0
+        ? { schema, name: `${table.target}_dimsync_truncates` }
+        : undefined,
     // A bitemporal table keeps every row it ever held: a replaced version is closed in system time instead.
     retired:
       table.systemTime === undefined &&
@@ -219,6 +228,18 @@ export function renderDimensionDdl(
           capturedAt: d.quoteIdentifier('captured_at'),
           description: `dimsync: every state of table ${table.name} captured so far (late events)`,
         }),
+    })
+  }
+  if (objects.truncates !== undefined) {
+    const sequence =
+      layout.sequence === undefined
+        ? ''
+        : `${column({ name: CAPTURE_SEQUENCE_COLUMN, type: layout.sequence.type }, true)}, `
+    out.push({
+      label: 'create truncate log',
+      sql:
+        `CREATE TABLE IF NOT EXISTS ${d.table(objects.truncates)} (\n  captured_at ${d.type('timestamp')} NOT NULL, ${sequence}` +
+        `batch_id ${d.type('string')} NOT NULL\n)`,
     })
   }
   if (objects.captures !== undefined && hasUntrackedAttributes(layout)) {

@@ -255,6 +255,7 @@ export function objectNameConflicts(project: ProjectSpec): string[] {
       [objects.currentView.name, 'the current-versions view'],
       [objects.asOfFunction.name, 'the as-of table function'],
       [objects.captures?.name, 'the capture log'],
+      [objects.truncates?.name, 'the truncate log'],
       [objects.retired?.name, 'the retired versions'],
       [objects.keys.name, 'the surrogate key record'],
     ]
