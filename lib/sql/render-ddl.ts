@@ -212,12 +212,13 @@ export function renderDimensionDdl(
       sql: `ALTER TABLE ${d.table(objects.dimension)} ADD COLUMN IF NOT EXISTS ${column(c, false)}`,
     })
   }
+  // The capture and truncate logs order events of the same time by the feed's sequence.
+  const sequence =
+    layout.sequence === undefined
+      ? ''
+      : `${column({ name: CAPTURE_SEQUENCE_COLUMN, type: layout.sequence.type }, true)}, `
   if (objects.captures !== undefined) {
     const keys = layout.key.map((c) => column(c, true))
-    const sequence =
-      layout.sequence === undefined
-        ? ''
-        : `${column({ name: CAPTURE_SEQUENCE_COLUMN, type: layout.sequence.type }, true)}, `
     out.push({
       label: 'create capture log',
       sql:
@@ -231,10 +232,6 @@ export function renderDimensionDdl(
     })
   }
   if (objects.truncates !== undefined) {
-    const sequence =
-      layout.sequence === undefined
-        ? ''
-        : `${column({ name: CAPTURE_SEQUENCE_COLUMN, type: layout.sequence.type }, true)}, `
     out.push({
       label: 'create truncate log',
       sql:
