@@ -26,6 +26,7 @@ import type { IssueList, Path } from './issue-list.ts'
 import { show } from './messages.ts'
 import { normalizeOpenEnd } from './open-end.ts'
 import { changeFeedColumns, resolveChangeFeed, type ResolvedChangeFeed } from './resolve-change-feed.ts'
+import { resolveChangeDetection } from './resolve-change-detection.ts'
 import { parseDeleteCondition, type DeleteCondition } from './delete-condition.ts'
 import { resolveLambdaSize, resolveSchedule } from './resolve-deploy-options.ts'
 import { resolveSource } from './resolve-source.ts'
@@ -126,6 +127,20 @@ export function resolveTable(
   const columns = resolveMetadataNames(ctx)
   const preset = presetTableFields(presetOf(ctx.table.columns, presetOf(ctx.defaults.columns, 'dimsync')))
   const systemTime = resolveSystemTime(ctx, mode, columns)
+  const changeDetection = resolveChangeDetection(ctx.table.change_detection, {
+    at: ctx.at,
+    issues,
+    mode: mode.value,
+    key,
+    tracked: tracked.value,
+    exclude: exclude.value,
+    policies,
+    changeFeed: changeFeed !== undefined,
+    partialUpdates: partialUpdates !== undefined,
+    systemTime,
+    validFromColumn: validFrom.kind === 'column' ? validFrom.column : undefined,
+    cursor: extract.mode === 'incremental' ? extract.cursor : undefined,
+  })
   checkDbtIdsFree(ctx, columns, preset.dbtIds)
   checkMetadataClashes(ctx, columns, systemTime, preset.dbtIds, [
     ...key.map((name, i): NamedColumn => [keyPath(ctx, i), name, '']),
@@ -164,6 +179,7 @@ export function resolveTable(
     tracked: tracked.value,
     ...(policies !== undefined ? { policies } : {}),
     ...(partialUpdates !== undefined ? { partialUpdates } : {}),
+    ...(changeDetection !== undefined ? { changeDetection } : {}),
     ...(removedColumns === 'keep_last' ? { removedColumns } : {}),
     ...(systemTime !== undefined ? { systemTime } : {}),
     exclude: exclude.value,

@@ -147,7 +147,11 @@ export function planDimensionLayout(
   if (operation) excluded.add(operation.name)
   if (sequence) excluded.add(sequence.name)
   // A cursor is bookkeeping: it moves on every write, so hashing it would version rows that did not change.
-  const cursor = table.extract.mode === 'incremental' ? table.extract.cursor : undefined
+  // Unless it is the version column (change_detection), whose growth is what opens a version.
+  const cursor =
+    table.extract.mode === 'incremental' && table.extract.cursor !== table.changeDetection?.versionColumn
+      ? table.extract.cursor
+      : undefined
   const attributes = staged.filter((c) => !keyNames.has(c.name) && !excluded.has(c.name))
   let trackedNames: Set<string>
   if (table.tracked.kind === 'list') {
