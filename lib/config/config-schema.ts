@@ -709,6 +709,13 @@ export const tableSchema = strict({
       "Which column decides a new version (dbt's timestamp strategy): { version_column, on_same_version }. " +
         'Default: any change of a tracked column (the row hash). Not for change feeds.',
     ),
+  renamed: z
+    .record(column, column, { error: expecting('a mapping { <old column name>: <new column name> }') })
+    .optional()
+    .describe(
+      'Columns the source renamed, { old_name: new_name }: the dimension column is renamed and its history ' +
+        'carried over, with no version opened by the rename.',
+    ),
   ...tableOptionsShape,
 })
 

@@ -1,4 +1,5 @@
 import type { StagedColumn } from './batch.ts'
+import { afterRenames, plannedRenames } from './column-renames.ts'
 import { BatchRejectedError } from './errors.ts'
 import { inferredColumnName } from './inferred-member.ts'
 import {
@@ -9,7 +10,7 @@ import {
   SYSTEM_TIME_COLUMNS,
   systemTimeColumnNames,
 } from './metadata-columns.ts'
-import type { TableSpec } from './table-spec.ts'
+import type { ColumnRename, TableSpec } from './table-spec.ts'
 import { isWidening } from './type-widening.ts'
 
 /** A stored column of a dimension: name and warehouse-neutral type text (DuckDB logical type names). */
@@ -83,6 +84,11 @@ export interface DimensionLayout {
   readonly hasInferredFlag: boolean
   /** True when the dimension does not exist yet. */
   readonly createDimension: boolean
+  /**
+   * Columns of the dimension renamed before the merge (`renamed:`); the rest of the layout already reads them
+   * by their new names. Absent: none.
+   */
+  readonly renamed?: readonly ColumnRename[]
 }
 
 /** Prefix reserved for dimsync's working columns inside staging tables. */
@@ -98,11 +104,13 @@ export function planDimensionLayout(
   table: TableSpec,
   batchId: string,
   staged: readonly StagedColumn[],
-  existing: readonly DimensionColumn[] | undefined,
+  described: readonly DimensionColumn[] | undefined,
 ): DimensionLayout {
   const reject = (message: string): never => {
     throw new BatchRejectedError(table.name, batchId, `table ${table.name}: ${message}`)
   }
+  const renamed = plannedRenames(table, staged, described, reject)
+  const existing = described === undefined ? undefined : afterRenames(described, renamed)
   const byName = new Map(staged.map((c) => [c.name, c]))
   const need = (name: string, role: string): StagedColumn =>
     byName.get(name) ??
@@ -243,6 +251,7 @@ export function planDimensionLayout(
     removed,
     hasInferredFlag,
     createDimension: existing === undefined,
+    ...(renamed.length > 0 ? { renamed } : {}),
   })
 }
 

@@ -163,6 +163,12 @@ export interface ChangeDetectionSpec {
   readonly onSameVersion: 'refuse' | 'overwrite'
 }
 
+/** A source column renamed from `from` to `to` (`renamed:` in dimsync.yaml). */
+export interface ColumnRename {
+  readonly from: string
+  readonly to: string
+}
+
 export interface TableSpec {
   /** Logical name used by the CLI, state and logs (`customers`). */
   readonly name: string
@@ -181,6 +187,11 @@ export interface TableSpec {
   readonly policies?: ColumnPolicies
   /** Absent: every row holds the full state of its key. */
   readonly partialUpdates?: PartialUpdateSpec
+  /**
+   * Columns the source renamed (`renamed: { old: new }`): the dimension's column is renamed before the merge and
+   * the current versions rehashed, so the rename opens no version. Absent: none.
+   */
+  readonly renamed?: readonly ColumnRename[]
   /** Absent: any change of a tracked column opens a version (the row hash). */
   readonly changeDetection?: ChangeDetectionSpec
   /**

@@ -74,6 +74,7 @@ describe('schema/dimsync.schema.json', () => {
       'ignore_null_updates',
       'columns_to_update',
       'change_detection',
+      'renamed',
       'removed_columns',
       'system_time',
       'mode',
