@@ -1,3 +1,4 @@
+import { renderColumnRenames } from './render-column-renames.ts'
 import type { DimensionColumn, DimensionLayout } from '../core/dimension-layout.ts'
 import { dbtIdColumnList, systemTimeColumnList } from '../core/dimension-layout.ts'
 import {
@@ -159,6 +160,8 @@ export function renderDimensionDdl(
     return `${d.quoteIdentifier(c.name)} ${type}${notNull ? ' NOT NULL' : ''}${described}`
   }
   const keyTypes = layout.key.map((c) => ({ name: c.name, type: c.type }))
+  // Before anything that reads the columns by their new names (render-column-renames.ts).
+  out.push(...renderColumnRenames(d, objects.dimension, layout.renamed ?? []))
   if (layout.createDimension) {
     const n = table.columns
     const metadata = metadataColumnList(n)

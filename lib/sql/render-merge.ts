@@ -19,6 +19,7 @@ import { renderPartialUpdates } from './render-partial-updates.ts'
 import { renderPolicyRewrite } from './render-policy-rewrite.ts'
 import { renderSystemTimeMerge } from './render-system-time.ts'
 import { withTruncates } from './render-truncates.ts'
+import { renderVersionColumn } from './render-version-column.ts'
 import {
   CAPTURE_RAW_LOGGED_COLUMN,
   CAPTURE_SEQUENCE_COLUMN,
@@ -51,6 +52,7 @@ class MergeRenderer extends MergeSql {
     if (this.p.table.mode !== 'append') renderPolicyRewrite(this)
     if (this.p.layout.partial !== undefined) renderPartialUpdates(this)
     this.#checkGrain()
+    if (this.p.table.changeDetection !== undefined) renderVersionColumn(this, this.p.table.changeDetection)
     renderInferredCompletion(this)
     if (this.p.table.mode === 'append') {
       this.#checkExtractionOrder()
