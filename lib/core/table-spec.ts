@@ -213,8 +213,10 @@ export interface TableSpec {
   readonly columns: MetadataColumnNames
   /** How valid_to holds a closed version's end (absent: `exclusive`); see EndStyle. */
   readonly endStyle?: EndStyle
-  /** The dbt preset: dbt_scd_id and dbt_updated_at, derived from each version's key and start. */
+  /** The dbt preset: dbt_scd_id, dbt_updated_at and dbt_is_deleted, derived from each version's key and start. */
   readonly dbtIds?: DbtIdColumnNames
+  /** The fivetran preset: _fivetran_synced, the load time of the batch that wrote each version. */
+  readonly syncedColumn?: string
   /** Optional source column whose non-NULL (or true) value marks a row as deleted (soft delete). */
   readonly softDeleteColumn?: string
   /**

@@ -1,11 +1,12 @@
 import { renderColumnRenames } from './render-column-renames.ts'
 import type { DimensionColumn, DimensionLayout } from '../core/dimension-layout.ts'
-import { dbtIdColumnList, systemTimeColumnList } from '../core/dimension-layout.ts'
+import { presetColumnList, systemTimeColumnList } from '../core/dimension-layout.ts'
 import {
   DBT_ID_COLUMNS,
   METADATA_COLUMNS,
   metadataColumnList,
   metadataColumnNamed,
+  SYNCED_COLUMN,
   SYSTEM_TIME_COLUMNS,
 } from '../core/metadata-columns.ts'
 import type { TableSpec } from '../core/table-spec.ts'
@@ -176,8 +177,11 @@ export function renderDimensionDdl(
       ...layout.stored.map((c) => column(c, keyNames.has(c.name))),
       ...layout.derived.map((c) => column(c, false, `dimsync: the ${c.kind} value of ${c.from}`)),
       ...rest.map((c) => meta(c)),
-      ...dbtIdColumnList(table).map((c, i) => {
-        const contract = i === 0 ? DBT_ID_COLUMNS.scdId : DBT_ID_COLUMNS.updatedAt
+      ...presetColumnList(table).map((c) => {
+        const contract =
+          [DBT_ID_COLUMNS.scdId, DBT_ID_COLUMNS.updatedAt, DBT_ID_COLUMNS.isDeleted].find(
+            (k) => k.name === c.name,
+          ) ?? SYNCED_COLUMN
         return column(c, contract.notNull, `dimsync: ${contract.meaning}`)
       }),
       ...systemTimeColumnList(table).map((c, i) => {

@@ -2,7 +2,7 @@ import type { BatchManifest } from '../core/batch.ts'
 import { MassDeleteRefusedError } from '../core/errors.ts'
 import type { MergeCounts } from '../core/run-record.ts'
 import {
-  dbtIdColumnList,
+  presetColumnList,
   planDimensionLayout,
   systemTimeColumnList,
   type DimensionLayout,
@@ -205,7 +205,7 @@ async function mergeAsScript(
     dryRun: request.dryRun ?? false,
     columns: [
       ...metadataColumnList(table.columns),
-      ...dbtIdColumnList(table),
+      ...presetColumnList(table),
       ...systemTimeColumnList(table),
       ...layout.stored,
       ...layout.derived,
