@@ -8,6 +8,7 @@ import type {
   LoadBatchRequest,
   MergeScriptRequest,
   MergeScriptResult,
+  ReadEstimate,
   Row,
   ScriptWarehouse,
   TransactionOptions,
@@ -32,6 +33,7 @@ import {
 } from '../../sql/bigquery/bigquery-types.ts'
 import type { CompiledStatement, SqlDialect, TableRef } from '../../sql/dialect.ts'
 import { scriptLengthProblem } from '../../sql/bigquery/script-length.ts'
+import { standaloneReads } from '../../sql/bigquery/standalone-reads.ts'
 import { assertNoNullArrayElements } from './bigquery-array-elements.ts'
 import { jobFailure, NO_RESPONSE, transientReason, type JobError } from './bigquery-errors.ts'
 import { backoffDelayMs, latestAttempt } from './bigquery-job-attempts.ts'
@@ -470,18 +472,13 @@ OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
       labels: jobLabels(table.name, batchId),
     }
     if (request.dryRun) {
-      const [job] = await this.#call(`dry run of the merge of ${table.name}`, () =>
-        this.#client.createJob({
-          location: this.#options.location,
-          configuration: { ...configuration, dryRun: true },
-        }),
-      ).catch((error: unknown) => {
-        throw this.#scriptError('dry run', error, statements)
-      })
-      const metadata = job.metadata as JobResource
-      // The staging table was loaded only to be read by the dry run: a plan leaves nothing behind.
+      const reads = await this.#estimateReads(table.name, statements)
+      // The staging table was loaded only to be read by the dry runs: a plan leaves nothing behind.
       await this.#dropStage(request.stage)
-      return { bytesProcessed: Number(metadata.statistics?.totalBytesProcessed ?? 0) }
+      return {
+        bytesProcessed: reads.reduce((sum, read) => sum + ('bytes' in read ? read.bytes : 0), 0),
+        reads,
+      }
     }
     // Before the script: its DDL (columns added) stays when its transaction fails, and so do these types.
     if (request.columns !== undefined)
@@ -512,6 +509,41 @@ OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
       row: rows[0] === undefined ? undefined : toRow(rows[0] as Record<string, unknown>),
       bytesProcessed: Number(metadata.statistics?.totalBytesProcessed ?? 0),
     }
+  }
+
+  /**
+   * Prices each read of a merge script with its own dry run (see standalone-reads.ts): BigQuery's dry run of the
+   * whole script stops after its first DDL statement and would estimate next to nothing. A read of a table that
+   * does not exist yet (the dimension, before its first load) cannot be priced either; any other refusal fails
+   * the plan, as the script would fail.
+   */
+  async #estimateReads(table: string, statements: readonly CompiledStatement[]): Promise<ReadEstimate[]> {
+    const estimates: ReadEstimate[] = []
+    for (const read of standaloneReads(statements)) {
+      if (!('sql' in read)) {
+        estimates.push(read)
+        continue
+      }
+      try {
+        const [job] = await this.#call(`dry run of ${read.label} (${table})`, () =>
+          this.#client.createJob({
+            location: this.#options.location,
+            configuration: { dryRun: true, query: { query: read.sql, useLegacySql: false } },
+          }),
+        )
+        const metadata = job.metadata as JobResource
+        estimates.push({ label: read.label, bytes: Number(metadata.statistics?.totalBytesProcessed ?? 0) })
+      } catch (error) {
+        const api = error as ApiError
+        if (api.errors?.[0]?.reason !== 'notFound')
+          throw this.#scriptError(read.label, error, [{ label: read.label, sql: read.sql }])
+        estimates.push({
+          label: read.label,
+          notEstimable: `reads a table the script creates (${api.message ?? 'not found'})`,
+        })
+      }
+    }
+    return estimates
   }
 
   /**

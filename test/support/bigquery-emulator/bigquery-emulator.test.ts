@@ -317,6 +317,28 @@ INSERT INTO d.t (id, name, seen) VALUES (1, 'Ana', TIMESTAMP '2024-03-10 14:30:0
     expect(emulator.jobs.list(PROJECT)).toEqual([])
   })
 
+  it('a dry run of a script stops, as BigQuery’s, after its first DDL statement or at its first IF', async () => {
+    const dryRun = async (query: string) => {
+      const [job] = await client.createJob({
+        location: 'EU',
+        configuration: { dryRun: true, query: { query, useLegacySql: false } },
+      })
+      return job.metadata.statistics.totalBytesProcessed as string
+    }
+    // name: 'Ana' and 'Bruno' → (2 + 3) + (2 + 5) = 12 bytes per read of the column.
+    expect(await dryRun(`SELECT name FROM d.t; SELECT name FROM d.t;`)).toBe('24')
+    // Statements after the first DDL are neither estimated nor resolved (the unknown column is not seen).
+    expect(
+      await dryRun(`SELECT name FROM d.t; CREATE TEMP TABLE x AS SELECT 1 AS one; SELECT nope FROM d.t;`),
+    ).toBe('12')
+    expect(
+      await dryRun(`SELECT name FROM d.t; IF TRUE THEN SELECT name FROM d.t; END IF; SELECT name FROM d.t;`),
+    ).toBe('12')
+    // A statement before the stop is still resolved: an error there fails the dry run.
+    const invalid = await apiError(dryRun(`SELECT nope FROM d.t; CREATE TEMP TABLE x AS SELECT 1 AS one;`))
+    expect(invalid.errors?.[0]?.reason).toBe('invalidQuery')
+  })
+
   it('fault injection: a job or an HTTP call can be made to fail as BigQuery does under load', async () => {
     emulator.faults.failJob((job) => job.jobId === 'job_flaky', {
       reason: 'backendError',
