@@ -161,6 +161,52 @@ describe('BigQuery emulator: datasets and tables through @google-cloud/bigquery'
     expect((await client.dataset('d').table('short').exists())[0]).toBe(false)
   })
 
+  it('partition expiration: a partition older than the table’s expiration (set, or the dataset’s default) is deleted', async () => {
+    const DAY = 86_400_000
+    await client.createDataset('expiring', { location: 'EU', defaultPartitionExpirationMs: String(60 * DAY) })
+    const [dataset] = await client.dataset('expiring').getMetadata()
+    expect(dataset.defaultPartitionExpirationMs).toBe(String(60 * DAY))
+    // now: 2024-06-01. Partitions by month: 2024-01 expired (start + 60 days is before now), 2024-05 not yet.
+    await emulator.query(
+      PROJECT,
+      `CREATE TABLE expiring.p (id INT64, seen TIMESTAMP) PARTITION BY TIMESTAMP_TRUNC(seen, MONTH);
+CREATE TABLE expiring.own (id INT64, seen TIMESTAMP) PARTITION BY TIMESTAMP_TRUNC(seen, MONTH)
+  OPTIONS (partition_expiration_days = 200);
+CREATE TABLE expiring.flat (id INT64, seen TIMESTAMP);
+INSERT INTO expiring.p VALUES (1, TIMESTAMP '2024-01-15 00:00:00+00'), (2, TIMESTAMP '2024-05-20 00:00:00+00'), (3, NULL);
+INSERT INTO expiring.own VALUES (1, TIMESTAMP '2024-01-15 00:00:00+00');
+INSERT INTO expiring.flat VALUES (1, TIMESTAMP '2024-01-15 00:00:00+00');`,
+      { location: 'EU' },
+    )
+    const ids = async (table: string) =>
+      (await emulator.query(PROJECT, `SELECT id FROM expiring.${table} ORDER BY id`, { location: 'EU' })).map(
+        (r) => r.id,
+      )
+    // The dataset's default became the table's own setting when it was created, as tables.get shows.
+    const [partitioned] = await client.dataset('expiring').table('p').getMetadata()
+    expect(partitioned.timePartitioning).toEqual({
+      type: 'MONTH',
+      field: 'seen',
+      expirationMs: String(60 * DAY),
+    })
+    expect(await ids('p')).toEqual(['2', '3'])
+    // The table's own setting wins; an unpartitioned table has no partitions to expire.
+    expect(await ids('own')).toEqual(['1'])
+    expect(await ids('flat')).toEqual(['1'])
+    now += 60 * DAY
+    expect(await ids('p')).toEqual(['3'])
+    // The way out: remove the table's setting; its partitions then stay.
+    await emulator.query(
+      PROJECT,
+      `ALTER TABLE expiring.own SET OPTIONS (partition_expiration_days = NULL);
+INSERT INTO expiring.own VALUES (2, TIMESTAMP '2020-01-01 00:00:00+00');`,
+      { location: 'EU' },
+    )
+    expect(await ids('own')).toEqual(['2'])
+    const [own] = await client.dataset('expiring').table('own').getMetadata()
+    expect(own.timePartitioning).toEqual({ type: 'MONTH', field: 'seen' })
+  })
+
   it('creates datasets with a location; refuses a duplicate and deleting one still in use', async () => {
     await client.createDataset('fresh', { location: 'europe-west1' })
     const [metadata] = await client.dataset('fresh').getMetadata()
