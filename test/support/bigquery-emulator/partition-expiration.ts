@@ -36,9 +36,11 @@ export function partitionExpirationSet(
   const partitioning = metadata.timePartitioning
   if (option === undefined || partitioning === undefined) return metadata
   if (!isNull(option.value)) return withPartitionExpiration(metadata, undefined)
-  const { expirationMs: _expiration, ...kept } = partitioning
-  const { partition_expiration_days: _days, ...ddlOptions } = metadata.ddlOptions ?? {}
-  return { ...metadata, timePartitioning: kept, ddlOptions }
+  const timePartitioning = { ...partitioning }
+  delete timePartitioning.expirationMs
+  const ddlOptions = { ...metadata.ddlOptions }
+  delete ddlOptions.partition_expiration_days
+  return { ...metadata, timePartitioning, ddlOptions }
 }
 
 /**
