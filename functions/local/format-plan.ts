@@ -12,7 +12,8 @@ export function describePlan(table: TableSpec, result: RunTableResult): string {
     return (
       `${table.name}: ${result.rows} rows extracted; BigQuery estimates the merge would process ` +
       `${formatBytes(bytesProcessed)} (${bytesProcessed} bytes; a dry run: nothing was written, counts are known after a run)` +
-      describeReads(result.merge.reads)
+      describeReads(result.merge.reads) +
+      (result.merge.warnings ?? []).map((warning) => `\n  warning: ${warning}`).join('')
     )
   }
   // A mirror's rows overwritten in place are not unchanged, although they open no version.

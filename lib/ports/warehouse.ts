@@ -124,6 +124,8 @@ export interface MergeScriptResult {
   readonly bytesProcessed?: number
   /** Dry run: each read of the script as BigQuery prices it on its own (see standalone-reads.ts). */
   readonly reads?: readonly ReadEstimate[]
+  /** What a run would refuse or should know (a partition expiration that deletes closed history). */
+  readonly warnings?: readonly string[]
 }
 
 /** One read of a merge script: the bytes BigQuery's dry run estimates, or why BigQuery cannot price it alone. */

@@ -76,6 +76,8 @@ export interface MergeBatchResult {
   readonly bytesProcessed?: number
   /** A BigQuery dry run: the bytes of each read of the merge, priced on its own. */
   readonly reads?: readonly ReadEstimate[]
+  /** What a run would refuse or the user should know (BigQuery: a partition expiration deleting history). */
+  readonly warnings?: readonly string[]
   /**
    * What changed in the table's config since its dimension's recorded contract, applied by this merge without a
    * version per key (a changed tracked set rehashed the current versions once).
@@ -224,6 +226,7 @@ async function mergeAsScript(
     statements,
     bytesProcessed: result.bytesProcessed,
     ...(result.reads === undefined ? {} : { reads: result.reads }),
+    ...(result.warnings === undefined ? {} : { warnings: result.warnings }),
   }
 }
 

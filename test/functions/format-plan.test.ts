@@ -66,6 +66,24 @@ describe('describePlan', () => {
     )
   })
 
+  it('shows what a run would refuse (a partition expiration deleting closed history) as a warning', () => {
+    const result: RunTableResult = {
+      ...base,
+      merge: {
+        status: 'dry-run',
+        batchId: 'b',
+        statements: [],
+        bytesProcessed: 0,
+        warnings: [
+          'table customers: dataset acme-dw.history has a default partition expiration of 90 days …',
+        ],
+      },
+    }
+    expect(describePlan(tableSpec(), result).split('\n').at(-1)).toBe(
+      '  warning: table customers: dataset acme-dw.history has a default partition expiration of 90 days …',
+    )
+  })
+
   it('formats bytes', () => {
     expect(formatBytes(512)).toBe('512 B')
     expect(formatBytes(4 * 1024 ** 3)).toBe('4.0 GiB')

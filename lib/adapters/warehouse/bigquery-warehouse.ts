@@ -34,6 +34,13 @@ import {
 import type { CompiledStatement, SqlDialect, TableRef } from '../../sql/dialect.ts'
 import { scriptLengthProblem } from '../../sql/bigquery/script-length.ts'
 import { standaloneReads } from '../../sql/bigquery/standalone-reads.ts'
+import {
+  daysOfMs,
+  partitionExpirationProblem,
+  type PartitionExpiration,
+} from '../../sql/bigquery/partition-expiration.ts'
+import { dimensionObjects } from '../../sql/render-ddl.ts'
+import type { TableSpec } from '../../core/table-spec.ts'
 import { assertNoNullArrayElements } from './bigquery-array-elements.ts'
 import { jobFailure, NO_RESPONSE, transientReason, type JobError } from './bigquery-errors.ts'
 import { backoffDelayMs, latestAttempt } from './bigquery-job-attempts.ts'
@@ -87,6 +94,11 @@ export interface BigQueryWarehouseOptions {
   readonly loadGroupBytes?: number
   /** Load jobs of one batch run at once (default 2). */
   readonly loadConcurrency?: number
+  /**
+   * Merge into a dimension whose partitions expire (its own setting, or the dataset's default): BigQuery then
+   * deletes closed versions. Refused unless set (`warehouse.allow_partition_expiration`); a plan warns either way.
+   */
+  readonly allowPartitionExpiration?: boolean
   /** Test seam: how a wait between attempts is done (default a timer). */
   readonly sleep?: (ms: number) => Promise<void>
 }
@@ -467,6 +479,15 @@ OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
       await this.#dropStage(request.stage)
       throw new DimsyncError(tooLong)
     }
+    const expiring = partitionExpirationProblem(
+      table.name,
+      await this.#partitionExpirations(table, this.#dataset(request.stage)),
+    )
+    if (expiring !== undefined && !request.dryRun && this.#options.allowPartitionExpiration !== true) {
+      await this.#dropStage(request.stage)
+      throw new DimsyncError(expiring)
+    }
+    const warnings = expiring === undefined ? {} : { warnings: [expiring] }
     const configuration = {
       query: { query: script.text, useLegacySql: false },
       labels: jobLabels(table.name, batchId),
@@ -478,6 +499,7 @@ OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
       return {
         bytesProcessed: reads.reduce((sum, read) => sum + ('bytes' in read ? read.bytes : 0), 0),
         reads,
+        ...warnings,
       }
     }
     // Before the script: its DDL (columns added) stays when its transaction fails, and so do these types.
@@ -509,6 +531,48 @@ OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
       row: rows[0] === undefined ? undefined : toRow(rows[0] as Record<string, unknown>),
       bytesProcessed: Number(metadata.statistics?.totalBytesProcessed ?? 0),
     }
+  }
+
+  /**
+   * The partition expirations that would delete the table's closed history: each of its partitioned tables' own,
+   * and for one not created yet, the dataset's default (BigQuery copies it to a partitioned table at creation).
+   */
+  async #partitionExpirations(table: TableSpec, dataset: string): Promise<PartitionExpiration[]> {
+    const objects = dimensionObjects(table, dataset)
+    const partitioned = [
+      { role: 'dimension', name: objects.dimension.name },
+      ...(objects.captures === undefined ? [] : [{ role: 'capture log', name: objects.captures.name }]),
+    ]
+    const { project, location } = this.#options
+    const found: PartitionExpiration[] = []
+    let notCreated: (typeof partitioned)[number] | undefined
+    for (const object of partitioned) {
+      const what = `read the partition expiration of ${project}.${dataset}.${object.name}`
+      try {
+        const [metadata] = await this.#call(what, () =>
+          this.#client.dataset(dataset, { location }).table(object.name).getMetadata(),
+        )
+        const ms = (metadata as { timePartitioning?: { expirationMs?: string } }).timePartitioning
+          ?.expirationMs
+        if (ms !== undefined && Number(ms) > 0)
+          found.push({ kind: 'table', ...object, project, dataset, days: daysOfMs(Number(ms)) })
+      } catch (error) {
+        if ((error as ApiError).code !== 404) throw this.#apiError(what, error)
+        notCreated ??= object
+      }
+    }
+    if (notCreated !== undefined) {
+      const what = `read the default partition expiration of dataset ${project}.${dataset}`
+      const [metadata] = await this.#call(what, () =>
+        this.#client.dataset(dataset, { location }).getMetadata(),
+      ).catch((error: unknown) => {
+        throw this.#apiError(what, error)
+      })
+      const ms = (metadata as { defaultPartitionExpirationMs?: string }).defaultPartitionExpirationMs
+      if (ms !== undefined && Number(ms) > 0)
+        found.push({ kind: 'dataset', ...notCreated, project, dataset, days: daysOfMs(Number(ms)) })
+    }
+    return found
   }
 
   /**
