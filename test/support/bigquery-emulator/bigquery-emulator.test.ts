@@ -207,6 +207,55 @@ INSERT INTO expiring.own VALUES (2, TIMESTAMP '2020-01-01 00:00:00+00');`,
     expect(own.timePartitioning).toEqual({ type: 'MONTH', field: 'seen' })
   })
 
+  it('require_partition_filter: a statement reading the table without a filter that can prune its partitions is refused with BigQuery’s error', async () => {
+    await emulator.query(
+      PROJECT,
+      `CREATE TABLE d.p (id INT64, seen TIMESTAMP) PARTITION BY TIMESTAMP_TRUNC(seen, MONTH)
+  OPTIONS (require_partition_filter = TRUE);
+INSERT INTO d.p VALUES (1, NULL), (2, TIMESTAMP '2024-05-20 00:00:00+00');`,
+      { location: 'EU' },
+    )
+    const [metadata] = await client.dataset('d').table('p').getMetadata()
+    expect(metadata.requirePartitionFilter).toBe(true)
+    const refusal =
+      "Cannot query over table 'd.p' without a filter over column(s) 'seen' that can be used for partition elimination"
+    const run = (query: string) =>
+      client.createJob({ location: 'EU', configuration: { query: { query, useLegacySql: false } } })
+    const refused = async (query: string) => {
+      const error = await apiError(run(query))
+      return [error.code, error.errors?.[0]?.reason, error.errors?.[0]?.message]
+    }
+    expect(await refused('SELECT id FROM d.p')).toEqual([400, 'invalidQuery', refusal])
+    expect(await refused('SELECT id FROM d.p WHERE id = 1')).toEqual([400, 'invalidQuery', refusal])
+    expect(await refused('SELECT id FROM d.p WHERE seen IS NULL OR id = 1')).toEqual([
+      400,
+      'invalidQuery',
+      refusal,
+    ])
+    expect(
+      await refused(
+        'SELECT id FROM d.p WHERE seen >= (SELECT MIN(seen) FROM d.p AS q WHERE q.seen IS NOT NULL)',
+      ),
+    ).toEqual([400, 'invalidQuery', refusal])
+    expect(await refused('UPDATE d.p SET id = 3 WHERE id = 1')).toEqual([400, 'invalidQuery', refusal])
+    // A script fails at the statement (the job fails when it runs).
+    const [script] = await run('SELECT 1; SELECT id FROM d.p;')
+    const done = await waitForJob(script.id!)
+    expect(done.status.errorResult.message).toBe(refusal)
+    // Filters that can prune: on the partitioning column alone, against constants or script variables.
+    for (const query of [
+      'SELECT id FROM d.p WHERE seen IS NULL',
+      "SELECT id FROM d.p WHERE seen >= TIMESTAMP '2024-01-01 00:00:00+00' AND id = 2",
+      "SELECT id FROM d.p WHERE seen IS NULL OR seen > TIMESTAMP '2024-01-01 00:00:00+00'",
+      "DECLARE since TIMESTAMP DEFAULT TIMESTAMP '2024-01-01 00:00:00+00'; SELECT id FROM d.p WHERE seen >= since;",
+      'UPDATE d.p SET id = 3 WHERE seen IS NULL AND id = 1',
+      'INSERT INTO d.p (id, seen) VALUES (4, NULL)',
+    ]) {
+      const [job] = await run(query)
+      expect([query, (await waitForJob(job.id!)).status.errorResult]).toEqual([query, undefined])
+    }
+  })
+
   it('creates datasets with a location; refuses a duplicate and deleting one still in use', async () => {
     await client.createDataset('fresh', { location: 'europe-west1' })
     const [metadata] = await client.dataset('fresh').getMetadata()
