@@ -40,6 +40,7 @@ import {
   type PartitionExpiration,
 } from '../../sql/bigquery/partition-expiration.ts'
 import { dimensionObjects } from '../../sql/render-ddl.ts'
+import { closedVersionReads, partitionFilterProblem } from '../../sql/bigquery/partition-filter-reads.ts'
 import type { TableSpec } from '../../core/table-spec.ts'
 import { assertNoNullArrayElements } from './bigquery-array-elements.ts'
 import { jobFailure, NO_RESPONSE, transientReason, type JobError } from './bigquery-errors.ts'
@@ -479,10 +480,20 @@ OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
       await this.#dropStage(request.stage)
       throw new DimsyncError(tooLong)
     }
-    const expiring = partitionExpirationProblem(
-      table.name,
-      await this.#partitionExpirations(table, this.#dataset(request.stage)),
-    )
+    const dataset = this.#dataset(request.stage)
+    const partitions = await this.#partitionSettings(table, dataset)
+    const unfiltered = partitions.requiresFilter
+      ? partitionFilterProblem(
+          table.name,
+          { project: this.#options.project, dataset, name: table.target },
+          closedVersionReads(script, this.dialect.table({ schema: dataset, name: table.target })),
+        )
+      : undefined
+    if (unfiltered !== undefined) {
+      await this.#dropStage(request.stage)
+      throw new DimsyncError(unfiltered)
+    }
+    const expiring = partitionExpirationProblem(table.name, partitions.expirations)
     if (expiring !== undefined && !request.dryRun && this.#options.allowPartitionExpiration !== true) {
       await this.#dropStage(request.stage)
       throw new DimsyncError(expiring)
@@ -535,9 +546,13 @@ OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
 
   /**
    * The partition expirations that would delete the table's closed history: each of its partitioned tables' own,
-   * and for one not created yet, the dataset's default (BigQuery copies it to a partitioned table at creation).
+   * and for one not created yet, the dataset's default (BigQuery copies it to a partitioned table at creation);
+   * and whether the dimension requires a partition filter (`require_partition_filter`).
    */
-  async #partitionExpirations(table: TableSpec, dataset: string): Promise<PartitionExpiration[]> {
+  async #partitionSettings(
+    table: TableSpec,
+    dataset: string,
+  ): Promise<{ expirations: PartitionExpiration[]; requiresFilter: boolean }> {
     const objects = dimensionObjects(table, dataset)
     const partitioned = [
       { role: 'dimension', name: objects.dimension.name },
@@ -545,6 +560,7 @@ OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
     ]
     const { project, location } = this.#options
     const found: PartitionExpiration[] = []
+    let requiresFilter = false
     let notCreated: (typeof partitioned)[number] | undefined
     for (const object of partitioned) {
       const what = `read the partition expiration of ${project}.${dataset}.${object.name}`
@@ -552,8 +568,12 @@ OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
         const [metadata] = await this.#call(what, () =>
           this.#client.dataset(dataset, { location }).table(object.name).getMetadata(),
         )
-        const ms = (metadata as { timePartitioning?: { expirationMs?: string } }).timePartitioning
-          ?.expirationMs
+        const settings = metadata as {
+          timePartitioning?: { expirationMs?: string }
+          requirePartitionFilter?: boolean
+        }
+        if (object.role === 'dimension' && settings.requirePartitionFilter === true) requiresFilter = true
+        const ms = settings.timePartitioning?.expirationMs
         if (ms !== undefined && Number(ms) > 0)
           found.push({ kind: 'table', ...object, project, dataset, days: daysOfMs(Number(ms)) })
       } catch (error) {
@@ -572,7 +592,7 @@ OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
       if (ms !== undefined && Number(ms) > 0)
         found.push({ kind: 'dataset', ...notCreated, project, dataset, days: daysOfMs(Number(ms)) })
     }
-    return found
+    return { expirations: found, requiresFilter }
   }
 
   /**
