@@ -120,8 +120,7 @@ export async function validateProject(
           ),
         )
       const merge = problems.length === 0 ? mergeScriptReport(project, table, columns) : {}
-      if (merge.problem !== undefined)
-        problems.push(`tables[${index}] (${table.name}): ${merge.problem}`)
+      if (merge.problem !== undefined) problems.push(`tables[${index}] (${table.name}): ${merge.problem}`)
       issues.push(...problems)
       if (problems.length === 0)
         lines.push(
