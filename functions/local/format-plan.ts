@@ -11,7 +11,9 @@ export function describePlan(table: TableSpec, result: RunTableResult): string {
     // A BigQuery dry run prices the script without running it: bytes are known, counts are not.
     return (
       `${table.name}: ${result.rows} rows extracted; BigQuery estimates the merge would process ` +
-      `${formatBytes(bytesProcessed)} (${bytesProcessed} bytes; a dry run: nothing was written, counts are known after a run)`
+      `${formatBytes(bytesProcessed)} (${bytesProcessed} bytes; a dry run: nothing was written, counts are known after a run)` +
+      describeReads(result.merge.reads) +
+      (result.merge.warnings ?? []).map((warning) => `\n  warning: ${warning}`).join('')
     )
   }
   // A mirror's rows overwritten in place are not unchanged, although they open no version.
@@ -24,6 +26,21 @@ export function describePlan(table: TableSpec, result: RunTableResult): string {
     `(${counts?.insertedVersions ?? 0} versions inserted, ${counts?.closedVersions ?? 0} closed)` +
     describeContractChanges(result.merge)
   )
+}
+
+/**
+ * The reads of a BigQuery merge, each priced by its own dry run, and those BigQuery cannot price alone (the sum
+ * above is then a lower bound: those read the batch's own temporary tables, or a dimension not created yet).
+ */
+function describeReads(reads: RunTableResult['merge']['reads']): string {
+  if (reads === undefined || reads.length === 0) return ''
+  const lines = reads.map((read) =>
+    'bytes' in read
+      ? `\n  ${read.label}: ${formatBytes(read.bytes)}`
+      : `\n  ${read.label}: not estimated (${read.notEstimable})`,
+  )
+  const unpriced = reads.some((read) => !('bytes' in read))
+  return `${unpriced ? '; at least, per read:' : '; per read:'}${lines.join('')}`
 }
 
 /**

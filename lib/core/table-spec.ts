@@ -258,6 +258,8 @@ export interface BigQueryWarehouseSpec {
   readonly credentialsSecret?: string
   /** Keyless auth from AWS: workload identity federation (instead of `credentialsSecret`). */
   readonly workloadIdentity?: WorkloadIdentitySpec
+  /** Merge even where a partition expiration deletes closed versions (default: refused). */
+  readonly allowPartitionExpiration?: boolean
 }
 
 /** A workload identity pool provider trusting the AWS account, and the service account to impersonate. */

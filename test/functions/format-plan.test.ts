@@ -39,6 +39,51 @@ describe('describePlan', () => {
     )
   })
 
+  it('lists the bytes of each read a BigQuery dry run priced, and names those it could not price', () => {
+    const result: RunTableResult = {
+      ...base,
+      merge: {
+        status: 'dry-run',
+        batchId: 'b',
+        statements: [],
+        bytesProcessed: 3072,
+        reads: [
+          { label: 'check NULL keys', bytes: 1024 },
+          { label: 'diff snapshot against current versions', bytes: 2048 },
+          {
+            label: 'close changed current versions',
+            notEstimable: 'reads temporary table __dimsync_changes, which the script builds',
+          },
+        ],
+      },
+    }
+    expect(describePlan(tableSpec(), result)).toBe(
+      'customers: 3 rows extracted; BigQuery estimates the merge would process 3.0 KiB (3072 bytes; a dry run: ' +
+        'nothing was written, counts are known after a run); at least, per read:\n' +
+        '  check NULL keys: 1.0 KiB\n' +
+        '  diff snapshot against current versions: 2.0 KiB\n' +
+        '  close changed current versions: not estimated (reads temporary table __dimsync_changes, which the script builds)',
+    )
+  })
+
+  it('shows what a run would refuse (a partition expiration deleting closed history) as a warning', () => {
+    const result: RunTableResult = {
+      ...base,
+      merge: {
+        status: 'dry-run',
+        batchId: 'b',
+        statements: [],
+        bytesProcessed: 0,
+        warnings: [
+          'table customers: dataset acme-dw.history has a default partition expiration of 90 days …',
+        ],
+      },
+    }
+    expect(describePlan(tableSpec(), result).split('\n').at(-1)).toBe(
+      '  warning: table customers: dataset acme-dw.history has a default partition expiration of 90 days …',
+    )
+  })
+
   it('formats bytes', () => {
     expect(formatBytes(512)).toBe('512 B')
     expect(formatBytes(4 * 1024 ** 3)).toBe('4.0 GiB')
