@@ -45,17 +45,15 @@ const itemRow = (item: FeedItem): Record<string, Value> =>
 /** The model's events: each truncate becomes a delete of every key with an event at or before its time. */
 function withTruncateDeletes(items: readonly FeedItem[]): FeedEvent[] {
   const events = items.filter((i): i is FeedEvent => !isTruncate(i))
-  const deletes = items
-    .filter(isTruncate)
-    .flatMap((tr) =>
-      [...new Set(events.filter((e) => e.t <= tr.t).map((e) => e.key))].map((key): FeedEvent => ({
-        key,
-        t: tr.t,
-        ...(tr.seq === undefined ? {} : { seq: tr.seq }),
-        op: 'D',
-        attrs: {},
-      })),
-    )
+  const deletes = items.filter(isTruncate).flatMap((tr) =>
+    [...new Set(events.filter((e) => e.t <= tr.t).map((e) => e.key))].map((key): FeedEvent => ({
+      key,
+      t: tr.t,
+      ...(tr.seq === undefined ? {} : { seq: tr.seq }),
+      op: 'D',
+      attrs: {},
+    })),
+  )
   return [...events, ...deletes]
 }
 
