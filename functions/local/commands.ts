@@ -104,6 +104,7 @@ export async function plan(
     sql?: boolean
     allowMassDelete?: boolean
     dialect?: 'duckdb' | 'bigquery'
+    keys?: string
   } & StoreOverrides,
   reportError: (line: string, error: unknown) => void,
 ): Promise<void> {
@@ -111,7 +112,8 @@ export async function plan(
   await withProject(
     opts.config,
     async (project, deps, reporter) => {
-      const { describeFactPlan, describePlan } = await import('./format-plan.ts')
+      const { describeFactPlan, describeKeysBeforeAfter, describePlan, parsePlanKeys } =
+        await import('./format-plan.ts')
       const printSql = (statements: readonly { label: string; sql: string }[]) => {
         if (opts.sql)
           for (const statement of statements)
@@ -129,8 +131,11 @@ export async function plan(
           const result = await runTable(deps, table, {
             dryRun: true,
             allowMassDelete: opts.allowMassDelete,
+            ...(opts.keys !== undefined ? { inspectKeys: parsePlanKeys(table, opts.keys) } : {}),
           })
           reporter.summary(describePlan(table, result))
+          if (result.merge.keyHistories !== undefined)
+            process.stdout.write(describeKeysBeforeAfter(table, result.merge.keyHistories))
           printSql(result.merge.statements)
         },
         onFailure: reportError,
