@@ -12,9 +12,16 @@ export function describePlan(table: TableSpec, result: RunTableResult): string {
   const { keys, counts, bytesProcessed } = result.merge
   if (bytesProcessed !== undefined && counts === undefined) {
     // A BigQuery dry run prices the script without running it: bytes are known, counts are not.
+    const feed = result.merge.feed
+    const holds =
+      feed === undefined
+        ? ''
+        : `; the batch holds ${feed.events} events of ${feed.keysTouched} keys (${feed.corrections} corrections ` +
+          `in place, ${feed.deleteEvents} delete events, ${feed.truncateEvents} truncates)`
     return (
       `${table.name}: ${result.rows} rows extracted; BigQuery estimates the merge would process ` +
-      `${formatBytes(bytesProcessed)} (${bytesProcessed} bytes; a dry run: nothing was written, counts are known after a run)`
+      `${formatBytes(bytesProcessed)} (${bytesProcessed} bytes; a dry run: nothing was written, counts are known after a run)` +
+      holds
     )
   }
   if (result.merge.feed !== undefined) return describeFeedPlan(table, result)

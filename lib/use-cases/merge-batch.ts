@@ -240,6 +240,13 @@ async function mergeAsScript(
     await warehouse.query(warehouse.dialect.dropTableIfExists(stage))
     return { status: 'already-applied', batchId, sameAs, statements: [] }
   }
+  // A dry run does not run the script (its counts are unknown), but what a feed's batch holds is read.
+  const feed =
+    request.dryRun && table.changes !== undefined
+      ? feedCounts(
+          await warehouse.query(renderFeedPlanQuery(warehouse.dialect, plan, existing !== undefined)),
+        )
+      : undefined
   const script = renderMergeScript(warehouse.dialect, plan)
   const statements = [...script.ddl, ...script.merge, ...script.after]
   if (!request.dryRun) await request.beforeCommit?.()
@@ -264,6 +271,7 @@ async function mergeAsScript(
     counts: row === undefined ? undefined : toCounts(row),
     keys: row === undefined ? undefined : toKeyChanges(row),
     ...contractReport(contract),
+    ...(feed !== undefined ? { feed } : {}),
     statements,
     bytesProcessed: result.bytesProcessed,
   }

@@ -88,6 +88,24 @@ describe('describePlan', () => {
     expect(() => parsePlanKeys(composite, '1,2')).toThrow(/--key: expected column=value pairs/)
   })
 
+  it('adds what a change feed batch holds to a BigQuery dry run', () => {
+    const result: RunTableResult = {
+      ...base,
+      merge: {
+        status: 'dry-run',
+        batchId: 'b',
+        statements: [],
+        bytesProcessed: 2048,
+        feed: { events: 3, keysTouched: 2, deleteEvents: 1, truncateEvents: 0, corrections: 1 },
+      },
+    }
+    expect(describePlan(tableSpec(), result)).toBe(
+      'customers: 3 rows extracted; BigQuery estimates the merge would process 2.0 KiB (2048 bytes; a dry run: ' +
+        'nothing was written, counts are known after a run); the batch holds 3 events of 2 keys (1 corrections ' +
+        'in place, 1 delete events, 0 truncates)',
+    )
+  })
+
   it('formats bytes', () => {
     expect(formatBytes(512)).toBe('512 B')
     expect(formatBytes(4 * 1024 ** 3)).toBe('4.0 GiB')

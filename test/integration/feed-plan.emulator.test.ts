@@ -4,6 +4,7 @@ import { planDimensionLayout } from '../../lib/core/dimension-layout.ts'
 import type { SqlDialect } from '../../lib/sql/dialect.ts'
 import { dimensionObjects } from '../../lib/sql/render-ddl.ts'
 import { renderFeedPlanQuery } from '../../lib/sql/render-feed-plan.ts'
+import { mergeBatch } from '../../lib/use-cases/merge-batch.ts'
 import { BothWarehouses } from '../support/both-warehouses.ts'
 import { tableSpec } from '../support/table-spec-builder.ts'
 
@@ -102,6 +103,45 @@ describe('the counts dimsync plan reads of a change feed', () => {
         truncate_events: 1,
         corrections: 2,
       })
+    } finally {
+      await dimension.close()
+    }
+  })
+
+  it('a dry-run merge reports them on both warehouses (BigQuery prices its script instead of running it)', async () => {
+    const dimension = await both.open(table, COLUMNS)
+    try {
+      await dimension.load([{ Op: 'I', seq: 1, changed_at: hour(1), id: 1, a: 'x' }], {
+        extractedAt: '2024-02-01T00:00:00Z',
+      })
+      const batchId = await dimension.stage(
+        [
+          { Op: 'U', seq: 2, changed_at: hour(1), id: 1, a: 'x2' },
+          { Op: 'I', seq: 3, changed_at: hour(2), id: 2, a: 'y' },
+          { Op: 'D', seq: 4, changed_at: hour(3), id: 2, a: null },
+        ],
+        { extractedAt: '2024-02-02T00:00:00Z' },
+      )
+      for (const side of ['duckdb', 'bigquery'] as const) {
+        const result = await mergeBatch(
+          { warehouse: dimension.warehouses[side], staging: both.batches },
+          {
+            table,
+            schema: dimension.schemaOf(side),
+            batchId,
+            now: new Date('2030-01-01T00:00:00Z'),
+            dryRun: true,
+          },
+        )
+        expect(result.status, side).toBe('dry-run')
+        expect(result.feed, side).toEqual({
+          events: 3,
+          keysTouched: 2,
+          deleteEvents: 1,
+          truncateEvents: 0,
+          corrections: 1,
+        })
+      }
     } finally {
       await dimension.close()
     }
