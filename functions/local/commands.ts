@@ -136,6 +136,11 @@ export async function plan(
           reporter.summary(describePlan(table, result))
           if (result.merge.keyHistories !== undefined)
             process.stdout.write(describeKeysBeforeAfter(table, result.merge.keyHistories))
+          else if (opts.keys !== undefined)
+            reporter.summary(
+              `${table.name}: --keys shows versions before and after a merge the dry run runs; BigQuery's dry run ` +
+                'prices the script without running it',
+            )
           printSql(result.merge.statements)
         },
         onFailure: reportError,
