@@ -135,13 +135,13 @@ export function renderVersionColumn(m: MergeSql, spec: ChangeDetectionSpec): voi
     )}\nFROM ${steps} x WHERE ${involvesBatch} AND ${sameVersion} AND NOT (${overwritable})\nLIMIT 1`,
   )
   const overwrites = `(SELECT * FROM ${steps} x WHERE ${sameVersion} AND ${overwritable})`
+  const captures = m.p.objects.captures
   m.guarded(`EXISTS ${overwrites}`, () => {
     m.emit(
       'version column: overwrite a version changed at the same version',
       `UPDATE ${m.dim} AS d SET ${[...tracked.map((c) => `${q(c)} = y.${q(c)}`), `${q(n.rowHash)} = y.${q(V.hash)}`].join(', ')}\n` +
         `FROM ${overwrites} y\nWHERE ${m.keyEq('d', 'y')} AND d.${q(n.validFrom)} = y.${q(V.prevT)} AND NOT d.${q(n.isDeleted)}`,
     )
-    const captures = m.p.objects.captures
     if (captures === undefined) return
     m.emit(
       'version column: the overwritten version is what its captures held',
@@ -150,4 +150,16 @@ export function renderVersionColumn(m: MergeSql, spec: ChangeDetectionSpec): voi
         `  AND (y.${q(V.prevNextVersionAt)} IS NULL OR c.captured_at < y.${q(V.prevNextVersionAt)})`,
     )
   })
+  if (captures === undefined) return
+  // A row at the time of a capture, at the same version, replaces what was captured then (its untracked values
+  // too): the capture goes, and the row is merged and captured as a new event rather than refused as one sent
+  // again with other values.
+  const replacing = `x.${q(V.staged)} AND NOT x.${q(V.prevStaged)} AND x.${q(V.version)} = x.${q(V.prevVersion)}`
+  m.guarded(`EXISTS (SELECT 1 FROM ${steps} x WHERE ${replacing})`, () =>
+    m.emit(
+      'version column: a row at the same version replaces the capture at its time',
+      `DELETE FROM ${d.table(captures)} c WHERE EXISTS (SELECT 1 FROM ${steps} x WHERE ${replacing} AND ` +
+        `${m.keyEq('x', 'c')} AND c.captured_at = x.${q(V.t)})`,
+    ),
+  )
 }

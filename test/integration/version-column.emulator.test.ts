@@ -312,3 +312,38 @@ describe('change_detection with a version column apart from the change time', ()
     }
   })
 })
+
+describe('change_detection overwrite with untracked (type 1) columns', () => {
+  it('a row at the same change time that also changed a type 1 column is overwritten, not refused as a conflicting capture', async () => {
+    const table = tableSpec({
+      name: 't1',
+      target: 'dim_t1',
+      key: ['id'],
+      extract: { mode: 'incremental', cursor: 'updated_at', lookbackMinutes: 0 },
+      validFrom: { kind: 'column', column: 'updated_at' },
+      tracked: { kind: 'list', columns: ['a'] },
+      changeDetection: { versionColumn: 'updated_at', onSameVersion: 'overwrite' },
+    })
+    const columns: StagedColumn[] = [
+      { name: 'id', type: 'BIGINT' },
+      { name: 'a', type: 'VARCHAR' },
+      { name: 'b', type: 'VARCHAR' },
+      { name: 'updated_at', type: 'TIMESTAMP' },
+    ]
+    const dimension = await both.open(table, columns)
+    try {
+      await merged(dimension, [{ id: 1, a: 'x', b: 'p', updated_at: hour(1) }], day(1))
+      await merged(dimension, [{ id: 1, a: 'x2', b: 'q', updated_at: hour(1) }], day(2))
+      // The same row again changes nothing.
+      await merged(dimension, [{ id: 1, a: 'x2', b: 'q', updated_at: hour(1) }], day(3))
+      const rows = await dimension.read(
+        (d, schema) =>
+          `SELECT ${d.castToString('a')} AS a, ${d.castToString('b')} AS b FROM ${d.table({ schema, name: 'dim_t1' })}`,
+      )
+      expect(rows.bigquery).toEqual(rows.duckdb)
+      expect(rows.duckdb).toEqual([{ a: 'x2', b: 'q' }])
+    } finally {
+      await dimension.close()
+    }
+  })
+})
