@@ -91,4 +91,59 @@ describe('change_detection: version column properties (DuckDB)', () => {
       )
     }, 120_000)
   }
+
+  it('version column = valid_from, overwrite: the last row sent for a key and time wins, late rows included', async () => {
+    const delta = fc.uniqueArray(
+      fc.record({
+        id: fc.constantFrom(1, 2),
+        h: fc.integer({ min: 1, max: 5 }),
+        a: fc.constantFrom('x', 'y', 'z'),
+      }),
+      { selector: (r) => `${r.id}@${r.h}`, minLength: 1, maxLength: 4 },
+    )
+    await fc.assert(
+      fc.asyncProperty(fc.array(delta, { minLength: 1, maxLength: 4 }), async (batches) => {
+        const table = tableSpec({
+          key: ['id'],
+          extract: { mode: 'incremental', cursor: 'updated_at', lookbackMinutes: 0 },
+          validFrom: { kind: 'column', column: 'updated_at' },
+          changeDetection: { versionColumn: 'updated_at', onSameVersion: 'overwrite' },
+        })
+        const harness = await ScdHarness.create(table, [
+          { name: 'id', type: 'BIGINT' },
+          { name: 'a', type: 'VARCHAR' },
+          { name: 'updated_at', type: 'TIMESTAMP' },
+        ])
+        const at = (h: number) => `2024-01-01T0${h}:00:00Z`
+        try {
+          const said = new Map<number, Map<number, string>>()
+          for (const [i, rows] of batches.entries()) {
+            await harness.load(
+              rows.map((r) => ({ id: r.id, a: r.a, updated_at: at(r.h) })),
+              { extractedAt: `2024-02-0${i + 1}T00:00:00Z`, mode: 'incremental' },
+            )
+            for (const r of rows) said.set(r.id, new Map(said.get(r.id)).set(r.h, r.a))
+          }
+          // Per key: its states in time order, a version wherever the content changes.
+          const expected: [number, string, number][] = []
+          for (const id of [...said.keys()].sort()) {
+            let last: string | undefined
+            for (const [h, a] of [...said.get(id)!].sort(([x], [y]) => x - y)) {
+              if (a !== last) expected.push([id, a, h])
+              last = a
+            }
+          }
+          const held = (await harness.history()).map((r) => [
+            Number(r.id),
+            String(r.a),
+            Number(String(r[table.columns.validFrom]).slice(11, 13)),
+          ])
+          expect(held).toEqual(expected)
+        } finally {
+          await harness.dispose()
+        }
+      }),
+      { numRuns: Number(process.env.DIMSYNC_PROPERTY_RUNS ?? 15) },
+    )
+  }, 120_000)
 })
