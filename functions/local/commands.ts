@@ -103,6 +103,7 @@ export async function plan(
     sql?: boolean
     allowMassDelete?: boolean
     dialect?: 'duckdb' | 'bigquery'
+    keys?: string
   } & StoreOverrides,
   reportError: (line: string, error: unknown) => void,
 ): Promise<void> {
@@ -110,7 +111,8 @@ export async function plan(
   await withProject(
     opts.config,
     async (project, deps, reporter) => {
-      const { describeFactPlan, describePlan } = await import('./format-plan.ts')
+      const { describeFactPlan, describeKeysBeforeAfter, describePlan, parsePlanKeys } =
+        await import('./format-plan.ts')
       const printSql = (statements: readonly { label: string; sql: string }[]) => {
         if (opts.sql)
           for (const statement of statements)
@@ -128,8 +130,16 @@ export async function plan(
           const result = await runTable(deps, table, {
             dryRun: true,
             allowMassDelete: opts.allowMassDelete,
+            ...(opts.keys !== undefined ? { inspectKeys: parsePlanKeys(table, opts.keys) } : {}),
           })
           reporter.summary(describePlan(table, result))
+          if (result.merge.keyHistories !== undefined)
+            process.stdout.write(describeKeysBeforeAfter(table, result.merge.keyHistories))
+          else if (opts.keys !== undefined)
+            reporter.summary(
+              `${table.name}: --keys shows versions before and after a merge the dry run runs; BigQuery's dry run ` +
+                'prices the script without running it',
+            )
           printSql(result.merge.statements)
         },
         onFailure: reportError,

@@ -63,10 +63,13 @@ export function dimensionObjects(table: TableSpec, schema: string): DimensionObj
 
 /**
  * Whether a later batch can change the state a key had at an instant already merged (not only add states
- * between): a sequenced change feed's event supersedes an earlier-merged one at the same change time.
+ * between): a sequenced change feed's event supersedes an earlier-merged one at the same change time, and so does
+ * a row of a table that overwrites at the same version (change_detection).
  */
 export function statesCanBeCorrected(table: TableSpec): boolean {
-  return table.changes?.sequence !== undefined
+  // change_detection's overwrite replaces the state captured at a row's time (render-version-column.ts).
+  const overwrites = table.changeDetection?.onSameVersion === 'overwrite' && table.validFrom.kind === 'column'
+  return table.changes?.sequence !== undefined || overwrites
 }
 
 /**

@@ -135,19 +135,70 @@ export function renderVersionColumn(m: MergeSql, spec: ChangeDetectionSpec): voi
     )}\nFROM ${steps} x WHERE ${involvesBatch} AND ${sameVersion} AND NOT (${overwritable})\nLIMIT 1`,
   )
   const overwrites = `(SELECT * FROM ${steps} x WHERE ${sameVersion} AND ${overwritable})`
-  m.guarded(`EXISTS ${overwrites}`, () => {
-    m.emit(
-      'version column: overwrite a version changed at the same version',
-      `UPDATE ${m.dim} AS d SET ${[...tracked.map((c) => `${q(c)} = y.${q(c)}`), `${q(n.rowHash)} = y.${q(V.hash)}`].join(', ')}\n` +
-        `FROM ${overwrites} y\nWHERE ${m.keyEq('d', 'y')} AND d.${q(n.validFrom)} = y.${q(V.prevT)} AND NOT d.${q(n.isDeleted)}`,
+  const captures = m.p.objects.captures
+  if (captures === undefined) {
+    m.guarded(`EXISTS ${overwrites}`, () =>
+      m.emit(
+        'version column: overwrite a version changed at the same version',
+        `UPDATE ${m.dim} AS d SET ${[...tracked.map((c) => `${q(c)} = y.${q(c)}`), `${q(n.rowHash)} = y.${q(V.hash)}`].join(', ')}\n` +
+          `FROM ${overwrites} y\nWHERE ${m.keyEq('d', 'y')} AND d.${q(n.validFrom)} = y.${q(V.prevT)} AND NOT d.${q(n.isDeleted)}`,
+      ),
     )
-    const captures = m.p.objects.captures
-    if (captures === undefined) return
-    m.emit(
-      'version column: the overwritten version is what its captures held',
-      `UPDATE ${d.table(captures)} AS c SET state_hash = y.${q(V.hash)}\nFROM ${overwrites} y\n` +
-        `WHERE ${m.keyEq('c', 'y')} AND c.captured_at >= y.${q(V.prevT)} AND c.state_hash = y.${q(V.prevHash)}\n` +
-        `  AND (y.${q(V.prevNextVersionAt)} IS NULL OR c.captured_at < y.${q(V.prevNextVersionAt)})`,
+    return
+  }
+  // A table with a capture log: the captures are corrected and the key goes through the late path
+  // (render-late-path.ts), which gives the version its new attributes and merges or retires versions the
+  // correction made equal to their neighbour. A version column stored apart from valid_from is tracked, so the
+  // captures of the overwritten version hold its value: they all take the new state. (A version column that is
+  // valid_from is each capture's own time: later captures of the same content are other versions.)
+  if (!isStart)
+    m.guarded(`EXISTS ${overwrites}`, () =>
+      m.emit(
+        'version column: the captures of the overwritten version take its new state',
+        `UPDATE ${d.table(captures)} AS c SET state_hash = y.${q(V.hash)}\nFROM ${overwrites} y\n` +
+          `WHERE ${m.keyEq('c', 'y')} AND c.captured_at >= y.${q(V.prevT)} AND c.state_hash = y.${q(V.prevHash)}\n` +
+          `  AND (y.${q(V.prevNextVersionAt)} IS NULL OR c.captured_at < y.${q(V.prevNextVersionAt)})`,
+      ),
     )
-  })
+  // A row at the time of a capture, at the same version, replaces what was captured then (its untracked values
+  // too): the capture goes, and the row is captured as a new event rather than refused as one sent again. Where
+  // the version column is valid_from, every capture is a version value of its own: a row at its time replaces it.
+  const log = d.table(captures)
+  const replacing = isStart
+    ? `x.${q(V.staged)} AND EXISTS (SELECT 1 FROM ${log} c WHERE ${m.keyEq('c', 'x')} AND c.captured_at = x.${q(V.t)})`
+    : REPLACING
+  m.emit(
+    'version column: rows that replace a captured state',
+    d.createTempTableAs(
+      REPLACED,
+      `SELECT DISTINCT ${m.keyList('x')}, x.${q(V.t)} FROM ${steps} x WHERE ${replacing}`,
+    ),
+  )
+  const replaced = d.table({ name: REPLACED })
+  m.guarded(`EXISTS (SELECT 1 FROM ${replaced})`, () =>
+    m.emit(
+      'version column: a row at the same version replaces the capture at its time',
+      `DELETE FROM ${log} c WHERE EXISTS (SELECT 1 FROM ${replaced} x WHERE ${m.keyEq('x', 'c')} AND c.captured_at = x.${q(V.t)})`,
+    ),
+  )
+}
+
+/** Keys and times of the batch's rows that replace a captured state (a temporary table). */
+const REPLACED = '__dimsync_replaced'
+
+/** A batch row after a stored version with the same version value (what overwrite corrects). */
+const REPLACING = `x.${V.staged} AND NOT x.${V.prevStaged} AND x.${V.version} = x.${V.prevVersion}`
+
+/** Whether this merge corrects captured states in place (overwrite on a table with a capture log). */
+export function replacesCaptures(m: MergeSql): boolean {
+  const spec = m.p.table.changeDetection
+  return spec?.onSameVersion === 'overwrite' && m.p.objects.captures !== undefined
+}
+
+/**
+ * SQL condition: the key of the row aliased `alias` has a row of this batch at the same version as a stored
+ * version (overwritten in place): its windows are recomputed like a late key's.
+ */
+export function replacedCaptureOf(m: MergeSql, alias: string): string {
+  return `EXISTS (SELECT 1 FROM ${m.d.table({ name: REPLACED })} x WHERE ${m.keyEq('x', alias)})`
 }

@@ -263,3 +263,87 @@ describe('change_detection and the table contract', () => {
     }
   })
 })
+
+describe('change_detection with a version column apart from the change time', () => {
+  const table = tableSpec({
+    name: 'rv',
+    target: 'dim_rv',
+    key: ['id'],
+    extract: { mode: 'incremental', cursor: 'changed_at', lookbackMinutes: 0 },
+    validFrom: { kind: 'column', column: 'changed_at' },
+    changeDetection: { versionColumn: 'rv', onSameVersion: 'overwrite' },
+  })
+  const columns: StagedColumn[] = [
+    { name: 'id', type: 'BIGINT' },
+    { name: 'a', type: 'VARCHAR' },
+    { name: 'rv', type: 'BIGINT' },
+    { name: 'changed_at', type: 'TIMESTAMP' },
+  ]
+
+  it('a later row at the same version overwrites it; two rows of a batch, or a late row, at one version with different content are refused', async () => {
+    const dimension = await both.open(table, columns)
+    try {
+      await merged(dimension, [{ id: 1, a: 'x', rv: 1, changed_at: hour(1) }], day(1))
+      await merged(dimension, [{ id: 1, a: 'x-fixed', rv: 1, changed_at: hour(2) }], day(2))
+      const rows = await dimension.read(
+        (d, schema) =>
+          `SELECT ${d.castToString('a')} AS a, ${d.castToString('rv')} AS rv FROM ${d.table({ schema, name: 'dim_rv' })}`,
+      )
+      expect(rows.bigquery).toEqual(rows.duckdb)
+      expect(rows.duckdb).toEqual([{ a: 'x-fixed', rv: '1' }])
+      const twoInBatch = await refused(
+        dimension,
+        [
+          { id: 1, a: 'p', rv: 2, changed_at: hour(3) },
+          { id: 1, a: 'q', rv: 2, changed_at: hour(4) },
+        ],
+        day(3),
+      )
+      expect(twoInBatch).toContain('key id=1: version column rv is 2 at ')
+      expect(twoInBatch).toContain('(this batch) then 2 at ')
+      expect(twoInBatch).toContain('which one the version holds is ambiguous')
+      await merged(dimension, [{ id: 1, a: 'y', rv: 3, changed_at: hour(5) }], day(4))
+      const lateAhead = await refused(dimension, [{ id: 1, a: 'w', rv: 4, changed_at: hour(4) }], day(5))
+      expect(lateAhead).toMatch(
+        /version column rv is 4 at .* \(this batch\) then 3 at .* \(stored\).*went backwards/,
+      )
+    } finally {
+      await dimension.close()
+    }
+  })
+})
+
+describe('change_detection overwrite with untracked (type 1) columns', () => {
+  it('a row at the same change time that also changed a type 1 column is overwritten, not refused as a conflicting capture', async () => {
+    const table = tableSpec({
+      name: 't1',
+      target: 'dim_t1',
+      key: ['id'],
+      extract: { mode: 'incremental', cursor: 'updated_at', lookbackMinutes: 0 },
+      validFrom: { kind: 'column', column: 'updated_at' },
+      tracked: { kind: 'list', columns: ['a'] },
+      changeDetection: { versionColumn: 'updated_at', onSameVersion: 'overwrite' },
+    })
+    const columns: StagedColumn[] = [
+      { name: 'id', type: 'BIGINT' },
+      { name: 'a', type: 'VARCHAR' },
+      { name: 'b', type: 'VARCHAR' },
+      { name: 'updated_at', type: 'TIMESTAMP' },
+    ]
+    const dimension = await both.open(table, columns)
+    try {
+      await merged(dimension, [{ id: 1, a: 'x', b: 'p', updated_at: hour(1) }], day(1))
+      await merged(dimension, [{ id: 1, a: 'x2', b: 'q', updated_at: hour(1) }], day(2))
+      // The same row again changes nothing.
+      await merged(dimension, [{ id: 1, a: 'x2', b: 'q', updated_at: hour(1) }], day(3))
+      const rows = await dimension.read(
+        (d, schema) =>
+          `SELECT ${d.castToString('a')} AS a, ${d.castToString('b')} AS b FROM ${d.table({ schema, name: 'dim_t1' })}`,
+      )
+      expect(rows.bigquery).toEqual(rows.duckdb)
+      expect(rows.duckdb).toEqual([{ a: 'x2', b: 'q' }])
+    } finally {
+      await dimension.close()
+    }
+  })
+})
