@@ -47,12 +47,21 @@ export async function resolve(specifier, context, next) {
 const PRELOAD = join(work, 'trace.mjs')
 /** The line each start of Node (the launcher's, the worker's) writes to the log before anything is imported. */
 const STARTED = '#started'
+// The compiled CLI loads CommonJS packages with require() (bin/compile-cache.mjs), which the resolve hook does not
+// see: the packages of every CommonJS file the process loaded are logged when it ends.
 writeFileSync(
   PRELOAD,
   `import { appendFileSync } from 'node:fs'
-import { register } from 'node:module'
+import { Module, register } from 'node:module'
 appendFileSync(process.env.TRACE_LOG, ${JSON.stringify(`${STARTED}\n`)})
 register(${JSON.stringify(`file://${HOOK}`)})
+process.on('exit', () => {
+  const packages = Object.keys(Module._cache).flatMap((file) => {
+    const name = /.*node_modules\\/((?:@[^/]+\\/)?[^/]+)/.exec(file)?.[1]
+    return name === undefined || name.startsWith('.') ? [] : [name + '\\n']
+  })
+  appendFileSync(process.env.TRACE_LOG, packages.join(''))
+})
 `,
 )
 
