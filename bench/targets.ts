@@ -75,7 +75,7 @@ function firstLoadAgainstCtas(keys: number): Reader {
         : { what: 'hand-written CTAS, row_number() over the keys', seconds: window }
     return {
       value: dimsync / baseline.seconds,
-      dimsync: { what: `first load of ${keys} keys`, seconds: dimsync },
+      dimsync: { what: `first load of ${keys / 1_000_000}M keys`, seconds: dimsync },
       baseline,
     }
   }
@@ -268,4 +268,73 @@ export function mergeLatest(
   latest.targets = Object.fromEntries(Object.entries(targets).sort(([a], [b]) => a.localeCompare(b)))
   latest.machine = { node: context.node, at: context.at }
   return latest
+}
+
+const TABLE_START =
+  '<!-- targets: bench/targets-table.ts writes this table from bench/results/latest.json -->'
+const TABLE_END = '<!-- /targets -->'
+
+const seconds = (value: number | undefined) =>
+  value === undefined ? '' : value < 1 ? `${Math.round(value * 1000)} ms` : `${value.toFixed(2)} s`
+
+/** One measurement as a table cell: what was measured and its time or peak. */
+function describeMeasurement(measurement: Measurement | undefined): string {
+  if (measurement === undefined) return '(a fixed bound)'
+  const parts = [seconds(measurement.seconds)]
+  if (measurement.peakRssMb !== undefined) parts.push(`peak ${Math.round(measurement.peakRssMb)} MB`)
+  return `${measurement.what.replaceAll('|', '\\|')}: ${parts.filter((part) => part !== '').join(', ')}`
+}
+
+const describeTarget = (target: TargetFigure['target'], unit: string) =>
+  'atMost' in target ? `≤ ${target.atMost}${unit}` : `≥ ${target.atLeast}${unit}`
+
+/** Rows of a Markdown table, padded as Prettier pads them. */
+function markdownTable(rows: readonly (readonly string[])[]): string {
+  const widths = rows[0]!.map((_, column) => Math.max(3, ...rows.map((row) => row[column]!.length)))
+  const line = (cells: readonly string[]) =>
+    `| ${cells.map((cell, i) => cell.padEnd(widths[i]!)).join(' | ')} |`
+  return [line(rows[0]!), line(widths.map((width) => '-'.repeat(width))), ...rows.slice(1).map(line)].join(
+    '\n',
+  )
+}
+
+/**
+ * The table of the latest figures in docs/benchmarks.md, between its markers: one row per target of `latest`
+ * (latest.json's `targets`), in key order.
+ */
+export function renderTargetsTable(targets: Readonly<Record<string, unknown>>): string {
+  const rows = Object.keys(TARGETS)
+    .sort()
+    .flatMap((key) => {
+      const figure = record(targets[key]) as
+        (TargetFigure & { meetsTarget: boolean; measured: RunContext }) | undefined
+      if (figure === undefined) return []
+      const unit = key.endsWith('peakRssMb') ? ' MB' : 'x'
+      const value = unit === 'x' ? figure.value.toFixed(2) : String(Math.round(figure.value))
+      const load = figure.measured.loadAverage.length ? `, load ${figure.measured.loadAverage[0]}` : ''
+      return [
+        [
+          `\`${key}\``,
+          `${value}${unit}${figure.meetsTarget ? '' : ' (not met)'}`,
+          describeTarget(figure.target, unit),
+          describeMeasurement(figure.dimsync),
+          describeMeasurement(figure.baseline),
+          `\`${figure.command}\``,
+          `${figure.measured.at.slice(0, 10)}${load}`,
+        ],
+      ]
+    })
+  const table = markdownTable([
+    ['key', 'latest', 'target', 'dimsync', 'baseline (same run)', 'command', 'measured'],
+    ...rows,
+  ])
+  return `${TABLE_START}\n\n${table}\n\n${TABLE_END}`
+}
+
+/** `document` with the table between its markers replaced by `table`; undefined when it has no markers. */
+export function replaceTargetsTable(document: string, table: string): string | undefined {
+  const start = document.indexOf(TABLE_START)
+  const end = document.indexOf(TABLE_END)
+  if (start < 0 || end < start) return undefined
+  return document.slice(0, start) + table + document.slice(end + TABLE_END.length)
 }

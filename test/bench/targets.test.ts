@@ -3,9 +3,17 @@ import { join } from 'node:path'
 
 import { describe, expect, it } from 'vitest'
 
-import { mergeLatest, meetsTarget, TARGETS, type RunContext } from '../../bench/targets.ts'
+import {
+  mergeLatest,
+  meetsTarget,
+  renderTargetsTable,
+  replaceTargetsTable,
+  TARGETS,
+  type RunContext,
+} from '../../bench/targets.ts'
 
-const RESULTS = join(import.meta.dirname, '..', '..', 'bench', 'results')
+const ROOT = join(import.meta.dirname, '..', '..')
+const RESULTS = join(ROOT, 'bench', 'results')
 const context: RunContext = { at: '2026-12-04T21:00:00.000Z', node: 'v22.23.3', loadAverage: [3.5, 4, 4.2] }
 const later: RunContext = { ...context, at: '2026-12-04T22:00:00.000Z' }
 
@@ -158,5 +166,19 @@ describe('the targets of latest.json', () => {
       }
       expect(typeof targets[key]?.value, key).toBe('number')
     }
+  })
+
+  it('docs/benchmarks.md shows the figures latest.json holds (bench/targets-table.ts writes them)', () => {
+    const latest = JSON.parse(readFileSync(join(RESULTS, 'latest.json'), 'utf8')) as {
+      targets: Record<string, unknown>
+    }
+    const docs = readFileSync(join(ROOT, 'docs', 'benchmarks.md'), 'utf8')
+    const table = renderTargetsTable(latest.targets)
+    expect(docs).toContain(table)
+    for (const key of Object.keys(TARGETS)) expect(table).toContain(`| \`${key}\``)
+    // A run that changed a figure changes the table.
+    const changed = structuredClone(latest.targets) as Record<string, { value: number }>
+    changed['cli.versionRatioToNode']!.value += 1
+    expect(replaceTargetsTable(docs, renderTargetsTable(changed))).not.toBe(docs)
   })
 })
