@@ -78,6 +78,34 @@ describe('the compiled cache of the CLI', () => {
     expect(after.out).toBe(`edited: ${before.out}`)
   })
 
+  it("gives a CommonJS package's exports to a static and a dynamic import as Node's import does", () => {
+    // The compiled CLI requires CommonJS packages (DuckDB's API, yaml) instead of importing them.
+    writeFileSync(join(copy, 'customers.csv'), 'id,name\n1,Ana\n')
+    writeFileSync(
+      join(copy, 'dimsync.yaml'),
+      'version: 1\ntables:\n  - { name: customers, source: { type: file, path: customers.csv }, key: id }\n',
+    )
+    const validate = 'export async function validate(opts: { config: string }): Promise<void> {'
+    edit(
+      'functions/local/commands.ts',
+      validate,
+      `${validate}
+  const dynamic = await import('@duckdb/node-api')
+  const yaml = await import('yaml')
+  process.stdout.write(
+    \`exports: \${[typeof dynamic.DuckDBInstance?.create, typeof dynamic.default?.DuckDBInstance, typeof yaml.parse, typeof yaml.default?.parse, typeof staticYaml.parse, typeof StaticInstance.create].join(' ')}\\n\`,
+  )`,
+    )
+    edit(
+      'functions/local/commands.ts',
+      "import { resolve } from 'node:path'",
+      "import { resolve } from 'node:path'\nimport { DuckDBInstance as StaticInstance } from '@duckdb/node-api'\nimport staticYaml from 'yaml'",
+    )
+    const run = dimsync('validate')
+    expect(run.err).toBe('')
+    expect(run.out.split('\n')[0]).toBe(`exports: ${Array(6).fill('function').join(' ')}`)
+  })
+
   it('a source that does not compile is reported as tsx reports it; the next good source runs compiled again', () => {
     edit(
       'functions/local/cli.ts',
