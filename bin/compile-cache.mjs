@@ -110,7 +110,11 @@ async function compile(cache) {
     },
   }
   try {
-    await esbuild.build(bundleOptions(ENTRY, join(cache, build), [sources]))
+    await esbuild.build(
+      bundleOptions(ENTRY, join(cache, build), [sources], (manifest) =>
+        record(inputs, relative(ROOT, manifest).split(sep).join('/')),
+      ),
+    )
   } catch {
     rmSync(join(cache, build), { recursive: true, force: true })
     return undefined
@@ -129,9 +133,10 @@ async function compile(cache) {
 
 /**
  * How the CLI is compiled (bench/cli-startup.ts compiles its baseline the same way): one chunk per lazily imported
- * module, the packages left to Node.
+ * module, the packages left to Node. `recordManifest` is told the package.json files that decided how a package
+ * is loaded: an upgrade of the package compiles again.
  */
-export function bundleOptions(entry, outdir, plugins = []) {
+export function bundleOptions(entry, outdir, plugins = [], recordManifest = () => undefined) {
   return {
     entryPoints: [entry],
     outbase: ROOT,
@@ -146,7 +151,10 @@ export function bundleOptions(entry, outdir, plugins = []) {
     sourcemap: 'linked',
     sourcesContent: false,
     logLevel: 'silent',
-    plugins: typeof process.getBuiltinModule === 'function' ? [...plugins, commonJsPackages] : plugins,
+    plugins:
+      typeof process.getBuiltinModule === 'function'
+        ? [...plugins, commonJsPackages(recordManifest)]
+        : plugins,
   }
 }
 
@@ -158,39 +166,57 @@ const REQUIRED = 'dimsync-required'
  * 70 ms instead of 115 ms). The compiled chunk requires it where the static import was (in a chunk imported
  * lazily, when that chunk is); the default import is module.exports, as Node's import gives it.
  */
-const commonJsPackages = {
-  name: 'dimsync-commonjs-packages',
-  setup(builder) {
-    builder.onResolve({ filter: /^[^./]/ }, (args) => {
-      // A dynamic import() stays Node's: split into a chunk of its own, a required package would offer its
-      // exports as `default` only.
-      if (args.kind !== 'import-statement') return undefined
-      if (isBuiltin(args.path) || !loadsAsCommonJs(args.path)) return undefined
-      return { path: args.path, namespace: REQUIRED }
-    })
-    const requireFrom = JSON.stringify(pathToFileURL(join(ROOT, 'package.json')).href)
-    builder.onLoad({ filter: /.*/, namespace: REQUIRED }, (args) => ({
-      contents: `module.exports = process.getBuiltinModule('node:module').createRequire(${requireFrom})(${JSON.stringify(args.path)})`,
-      loader: 'js',
-    }))
-  },
+function commonJsPackages(recordManifest) {
+  return {
+    name: 'dimsync-commonjs-packages',
+    setup(builder) {
+      builder.onResolve({ filter: /^[^./]/ }, (args) => {
+        // A dynamic import() stays Node's: split into a chunk of its own, a required package would offer its
+        // exports as `default` only.
+        if (args.kind !== 'import-statement' || isBuiltin(args.path)) return undefined
+        const loading = howNodeImports(args.path)
+        if (loading === undefined) return undefined
+        for (const manifest of loading.manifests) recordManifest(manifest)
+        return loading.commonJs ? { path: args.path, namespace: REQUIRED } : undefined
+      })
+      const requireFrom = JSON.stringify(pathToFileURL(join(ROOT, 'package.json')).href)
+      builder.onLoad({ filter: /.*/, namespace: REQUIRED }, (args) => ({
+        contents: `module.exports = process.getBuiltinModule('node:module').createRequire(${requireFrom})(${JSON.stringify(args.path)})`,
+        loader: 'js',
+      }))
+    },
+  }
 }
 
-/** Whether Node's import of `specifier` (from this package) loads a CommonJS file. */
-function loadsAsCommonJs(specifier) {
+/**
+ * Whether Node's import of `specifier` (from this package) loads a CommonJS file, and the package.json files that
+ * decide it (the package's own, and the nearest to the file, whose `type` says CommonJS or not); undefined when
+ * it does not resolve (an optional client library not installed: the import stays, and fails as it would).
+ */
+function howNodeImports(specifier) {
   let file
   try {
     file = fileURLToPath(import.meta.resolve(specifier))
   } catch {
-    return false // not installed (an optional client library): the import stays, and fails as it would
+    return undefined
   }
-  if (extname(file) === '.cjs') return true
-  if (extname(file) !== '.js') return false
+  const name = specifier
+    .split('/')
+    .slice(0, specifier.startsWith('@') ? 2 : 1)
+    .join('/')
+  const manifests = []
+  let type
   for (let folder = dirname(file); folder !== dirname(folder); folder = dirname(folder)) {
     const manifest = join(folder, 'package.json')
-    if (existsSync(manifest)) return JSON.parse(readFileSync(manifest, 'utf8')).type !== 'module'
+    if (!existsSync(manifest)) continue
+    const fields = JSON.parse(readFileSync(manifest, 'utf8'))
+    if (manifests.length === 0) type = fields.type
+    manifests.push(manifest)
+    if (fields.name === name) break
   }
-  return true
+  const extension = extname(file)
+  const commonJs = extension === '.cjs' || (extension === '.js' && type !== 'module')
+  return { commonJs, manifests }
 }
 
 /**

@@ -106,6 +106,37 @@ describe('the compiled cache of the CLI', () => {
     expect(run.out.split('\n')[0]).toBe(`exports: ${Array(6).fill('function').join(' ')}`)
   })
 
+  it('compiles again when a package it requires becomes an ES module (an upgrade)', () => {
+    // A package of the copy's own: CommonJS first, then an ES module with top-level await, which require() refuses.
+    const folder = join(copy, 'node_modules', 'dimsync-test-package')
+    mkdirSync(folder)
+    const publish = (version: string, type: string, code: string) => {
+      writeFileSync(
+        join(folder, 'package.json'),
+        JSON.stringify({ name: 'dimsync-test-package', version, type, main: 'index.js' }),
+      )
+      writeFileSync(join(folder, 'index.js'), code)
+    }
+    publish('1.0.0', 'commonjs', 'exports.answer = 1\n')
+    const validate = 'export async function validate(opts: { config: string }): Promise<void> {'
+    edit(
+      'functions/local/commands.ts',
+      validate,
+      `${validate}\n  process.stdout.write(\`answer \${answer}\\n\`)`,
+    )
+    edit(
+      'functions/local/commands.ts',
+      "import { resolve } from 'node:path'",
+      "import { resolve } from 'node:path'\nimport { answer } from 'dimsync-test-package'",
+    )
+    expect(dimsync('validate').out.split('\n')[0]).toBe('answer 1')
+
+    publish('2.0.0', 'module', 'export const answer = await Promise.resolve(2)\n')
+    const upgraded = dimsync('validate')
+    expect(upgraded.err).toBe('')
+    expect(upgraded.out.split('\n')[0]).toBe('answer 2')
+  })
+
   it('a source that does not compile is reported as tsx reports it; the next good source runs compiled again', () => {
     edit(
       'functions/local/cli.ts',
