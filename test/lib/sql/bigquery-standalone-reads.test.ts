@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { standaloneReads } from '../../../lib/sql/bigquery/standalone-reads.ts'
 import { closedVersionReads } from '../../../lib/sql/bigquery/partition-filter-reads.ts'
+import { EVENTS_FROM_VARIABLE } from '../../../lib/sql/bigquery/bigquery-script.ts'
 
 const DIM = '`p`.`d`.`dim`'
 
@@ -13,11 +14,11 @@ describe('standaloneReads: the reads of a merge script BigQuery can dry-run one 
         label: 'diff',
         sql: `CREATE OR REPLACE TEMP TABLE \`__dimsync_changes\` AS\nSELECT 1 AS k FROM ${DIM}`,
       },
-      { label: 'earliest', sql: 'SET dimsync_events_from = (SELECT MIN(t) FROM `p`.`d`.`stage`)' },
+      { label: 'earliest', sql: `SET ${EVENTS_FROM_VARIABLE} = (SELECT MIN(t) FROM \`p\`.\`d\`.\`stage\`)` },
       { label: 'close', sql: `UPDATE ${DIM} d SET valid_to = c.t FROM \`__dimsync_changes\` c WHERE TRUE` },
       {
         label: 'late',
-        sql: `DELETE FROM ${DIM} WHERE valid_to >= dimsync_events_from`,
+        sql: `DELETE FROM ${DIM} WHERE valid_to >= ${EVENTS_FROM_VARIABLE}`,
         onlyIf: 'EXISTS (SELECT 1 FROM `p`.`d`.`stage`)',
       },
       {
@@ -33,7 +34,10 @@ describe('standaloneReads: the reads of a merge script BigQuery can dry-run one 
       { label: 'earliest', sql: 'SELECT (SELECT MIN(t) FROM `p`.`d`.`stage`)' },
       { label: 'close', notEstimable: 'reads temporary table __dimsync_changes, which the script builds' },
       { label: 'guard of late', sql: 'SELECT EXISTS (SELECT 1 FROM `p`.`d`.`stage`)' },
-      { label: 'late', notEstimable: 'reads script variable dimsync_events_from, set while the script runs' },
+      {
+        label: 'late',
+        notEstimable: `reads script variable ${EVENTS_FROM_VARIABLE}, set while the script runs`,
+      },
       { label: 'late 2', sql: `UPDATE ${DIM} SET x = 1 WHERE valid_to IS NULL` },
     ])
   })
