@@ -99,6 +99,10 @@ withStoreOptions(program.command('plan'))
   .option('-t, --table <name>', 'only this table')
   .option('--sql', 'print the SQL the merge would run')
   .option('--allow-mass-delete', 'plan as if the mass-delete guard were overridden')
+  .option(
+    '--keys <keys>',
+    "print these keys' versions before and after: 101,102 (composite keys: col=value,col=value;col=value,...)",
+  )
   .addOption(
     new Option(
       '--dialect <dialect>',

@@ -12,7 +12,6 @@ import { extractionTimeProblem } from '../../lib/core/instant.ts'
 import type { ProjectSpec, TableSpec } from '../../lib/core/table-spec.ts'
 import { buildLocalDeps, type LocalDeps } from '../../lib/runtime/local-deps.ts'
 import type { StoreOverrides } from '../../lib/runtime/store-overrides.ts'
-import { openSource } from '../../lib/runtime/open-source.ts'
 import type { StagedBatchEntry } from '../../lib/use-cases/discard-batches.ts'
 import { runFact } from '../../lib/use-cases/run-fact.ts'
 import { runTable, type RunTableResult } from '../../lib/use-cases/run-table.ts'
@@ -104,6 +103,7 @@ export async function plan(
     sql?: boolean
     allowMassDelete?: boolean
     dialect?: 'duckdb' | 'bigquery'
+    keys?: string
   } & StoreOverrides,
   reportError: (line: string, error: unknown) => void,
 ): Promise<void> {
@@ -111,7 +111,8 @@ export async function plan(
   await withProject(
     opts.config,
     async (project, deps, reporter) => {
-      const { describeFactPlan, describePlan } = await import('./format-plan.ts')
+      const { describeFactPlan, describeKeysBeforeAfter, describePlan, parsePlanKeys } =
+        await import('./format-plan.ts')
       const printSql = (statements: readonly { label: string; sql: string }[]) => {
         if (opts.sql)
           for (const statement of statements)
@@ -129,8 +130,16 @@ export async function plan(
           const result = await runTable(deps, table, {
             dryRun: true,
             allowMassDelete: opts.allowMassDelete,
+            ...(opts.keys !== undefined ? { inspectKeys: parsePlanKeys(table, opts.keys) } : {}),
           })
           reporter.summary(describePlan(table, result))
+          if (result.merge.keyHistories !== undefined)
+            process.stdout.write(describeKeysBeforeAfter(table, result.merge.keyHistories))
+          else if (opts.keys !== undefined)
+            reporter.summary(
+              `${table.name}: --keys shows versions before and after a merge the dry run runs; BigQuery's dry run ` +
+                'prices the script without running it',
+            )
           printSql(result.merge.statements)
         },
         onFailure: reportError,
@@ -329,23 +338,9 @@ function describeRun(table: TableSpec, result: RunTableResult): string {
  */
 async function planBigQueryOffline(configPath: string, tableName: string | undefined): Promise<void> {
   const project = await loadConsistentProject(configPath)
-  const { renderOfflineBigQueryPlan } = await import('../../lib/sql/bigquery/offline-plan.ts')
-  const bigquery = project.warehouse.type === 'bigquery' ? project.warehouse : undefined
+  const { offlineBigQueryPlan } = await import('../../lib/runtime/offline-bigquery-plan.ts')
   for (const table of selectTables(project, tableName, 'plan --dialect bigquery')) {
-    const source = openSource(table, { baseDir: project.baseDir, env: process.env })
-    let columns
-    try {
-      columns = await source.describe(table)
-    } finally {
-      await source.close()
-    }
-    const script = renderOfflineBigQueryPlan({
-      table,
-      columns,
-      project: bigquery?.project ?? 'your-project',
-      dataset: bigquery?.dataset ?? 'your_dataset',
-      now: new Date().toISOString(),
-    })
+    const script = await offlineBigQueryPlan(project, table, process.env, new Date().toISOString())
     process.stdout.write(script.text)
   }
 }

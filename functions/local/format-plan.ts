@@ -1,19 +1,32 @@
 import type { FactSpec } from '../../lib/core/fact-spec.ts'
 import type { TableSpec } from '../../lib/core/table-spec.ts'
 import type { RunFactResult } from '../../lib/use-cases/run-fact.ts'
+import type { KeyBeforeAfter } from '../../lib/use-cases/merge-batch.ts'
+import { parseKey } from '../../lib/use-cases/read-history.ts'
 import type { RunTableResult } from '../../lib/use-cases/run-table.ts'
 import { describeContractChanges } from './contract-changes.ts'
+import { formatHistory } from './format-history.ts'
 
 /** The line `dimsync plan` prints per table. */
 export function describePlan(table: TableSpec, result: RunTableResult): string {
   const { keys, counts, bytesProcessed } = result.merge
   if (bytesProcessed !== undefined && counts === undefined) {
     // A BigQuery dry run prices the script without running it: bytes are known, counts are not.
+    const feed = result.merge.feed
+    const holds =
+      feed === undefined
+        ? ''
+        : `; the batch holds ${feed.events} events of ${feed.keysTouched} keys (${feed.corrections} corrections ` +
+          `in place, ${feed.deleteEvents} delete events, ${feed.truncateEvents} truncates)`
     return (
       `${table.name}: ${result.rows} rows extracted; BigQuery estimates the merge would process ` +
-      `${formatBytes(bytesProcessed)} (${bytesProcessed} bytes; a dry run: nothing was written, counts are known after a run)`
+      `${formatBytes(bytesProcessed)} (${bytesProcessed} bytes; a dry run: nothing was written, counts are known after a run)` +
+      holds +
+      describeReads(result.merge.reads) +
+      (result.merge.warnings ?? []).map((warning) => `\n  warning: ${warning}`).join('')
     )
   }
+  if (result.merge.feed !== undefined) return describeFeedPlan(table, result)
   // A mirror's rows overwritten in place are not unchanged, although they open no version.
   const overwritten = keys?.overwrittenKeys
   const unchanged = Math.max(0, (counts?.unchangedEvents ?? 0) - (overwritten ?? 0))
@@ -24,6 +37,70 @@ export function describePlan(table: TableSpec, result: RunTableResult): string {
     `(${counts?.insertedVersions ?? 0} versions inserted, ${counts?.closedVersions ?? 0} closed)` +
     describeContractChanges(result.merge)
   )
+}
+
+/**
+ * The reads of a BigQuery merge, each priced by its own dry run, and those BigQuery cannot price alone (the sum
+ * above is then a lower bound: those read the batch's own temporary tables, or a dimension not created yet).
+ */
+function describeReads(reads: RunTableResult['merge']['reads']): string {
+  if (reads === undefined || reads.length === 0) return ''
+  const lines = reads.map((read) =>
+    'bytes' in read
+      ? `\n  ${read.label}: ${formatBytes(read.bytes)}`
+      : `\n  ${read.label}: not estimated (${read.notEstimable})`,
+  )
+  const unpriced = reads.some((read) => !('bytes' in read))
+  return `${unpriced ? '; at least, per read:' : '; per read:'}${lines.join('')}`
+}
+
+/**
+ * A change feed's plan, in the words of what its events do: `cust_feed: 7 events read, 3 keys touched; would open
+ * 4 versions and close 2, re-fold 1 late key, correct 1 event in place, delete 1 key (1 delete event), apply 1
+ * truncate; 1 event changes nothing`.
+ */
+function describeFeedPlan(table: TableSpec, result: RunTableResult): string {
+  const feed = result.merge.feed!
+  const counts = result.merge.counts
+  const n = (count: number, one: string, many = `${one}s`) => `${count} ${count === 1 ? one : many}`
+  return (
+    `${table.name}: ${n(feed.events, 'event')} read, ${n(feed.keysTouched, 'key')} touched; would open ` +
+    `${n(counts?.insertedVersions ?? 0, 'version')} and close ${counts?.closedVersions ?? 0}, ` +
+    `re-fold ${n(counts?.lateKeys ?? 0, 'late key')}, correct ${n(feed.corrections, 'event')} in place, ` +
+    `delete ${n(counts?.deletedKeys ?? 0, 'key')} (${n(feed.deleteEvents, 'delete event')}), ` +
+    `apply ${n(feed.truncateEvents, 'truncate')}; ${n(counts?.unchangedEvents ?? 0, 'event')} ` +
+    `${(counts?.unchangedEvents ?? 0) === 1 ? 'changes' : 'change'} nothing` +
+    describeContractChanges(result.merge)
+  )
+}
+
+/** `--keys 101,102`, or for a composite key `col=value,col=value;col=value,col=value`. */
+export function parsePlanKeys(table: TableSpec, text: string): (readonly [string, string])[][] {
+  const keys = table.key.length === 1 && !text.includes('=') ? text.split(',') : text.split(';')
+  return keys
+    .map((key) => key.trim())
+    .filter((key) => key !== '')
+    .map((key) => parseKey(table, key))
+}
+
+/** Each key's versions before the planned merge and after it, as `dimsync history` shows them. */
+export function describeKeysBeforeAfter(table: TableSpec, keys: readonly KeyBeforeAfter[]): string {
+  const indent = (text: string) =>
+    text
+      .trimEnd()
+      .split('\n')
+      .map((line) => `  ${line}`)
+      .join('\n')
+  const versions = (rows: KeyBeforeAfter['before']) =>
+    rows.length === 0
+      ? '    (no versions)'
+      : indent(formatHistory(table, rows, 'table').split('\n').slice(2).join('\n'))
+  return keys
+    .map(
+      ({ key, before, after }) =>
+        `key ${key.map(([c, v]) => `${c}=${v}`).join(', ')}\n  before:\n${versions(before)}\n  after:\n${versions(after)}\n`,
+    )
+    .join('')
 }
 
 /**

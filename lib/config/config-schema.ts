@@ -692,6 +692,30 @@ export const tableSchema = strict({
       'Partial updates: the only columns a row of an existing key updates; the others keep their values. ' +
         'Default: all columns.',
     ),
+  change_detection: strict({
+    version_column: column.describe(
+      'The source column whose growth opens a new version (a time such as updated_at, or a number). It must be ' +
+        'tracked.',
+    ),
+    on_same_version: oneOf(['refuse', 'overwrite'])
+      .optional()
+      .describe(
+        'A row whose content changed while its version column did not: refuse (default) stops the batch, ' +
+          'overwrite writes the new content into that version in place.',
+      ),
+  })
+    .optional()
+    .describe(
+      "Which column decides a new version (dbt's timestamp strategy): { version_column, on_same_version }. " +
+        'Default: any change of a tracked column (the row hash). Not for change feeds.',
+    ),
+  renamed: z
+    .record(column, column, { error: expecting('a mapping { <old column name>: <new column name> }') })
+    .optional()
+    .describe(
+      'Columns the source renamed, { old_name: new_name }: the dimension column is renamed and its history ' +
+        'carried over, with no version opened by the rename.',
+    ),
   ...tableOptionsShape,
 })
 
@@ -751,6 +775,12 @@ export const bigQueryWarehouseSchema = strict({
     .optional()
     .describe(
       "Keyless auth from AWS (workload identity federation): the functions' AWS role is exchanged for Google credentials. Instead of credentials_secret.",
+    ),
+  allow_partition_expiration: z
+    .boolean()
+    .optional()
+    .describe(
+      "Merge into dimensions whose partitions expire (the table's partition_expiration_days or the dataset's default): BigQuery then deletes closed versions. Default false: such a merge is refused.",
     ),
 })
 

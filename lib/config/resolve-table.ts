@@ -26,6 +26,8 @@ import type { IssueList, Path } from './issue-list.ts'
 import { show } from './messages.ts'
 import { normalizeOpenEnd } from './open-end.ts'
 import { changeFeedColumns, resolveChangeFeed, type ResolvedChangeFeed } from './resolve-change-feed.ts'
+import { resolveChangeDetection } from './resolve-change-detection.ts'
+import { resolveRenamed } from './resolve-renamed.ts'
 import { parseDeleteCondition, type DeleteCondition } from './delete-condition.ts'
 import { resolveLambdaSize, resolveSchedule } from './resolve-deploy-options.ts'
 import { resolveSource } from './resolve-source.ts'
@@ -126,6 +128,30 @@ export function resolveTable(
   const columns = resolveMetadataNames(ctx)
   const preset = presetTableFields(presetOf(ctx.table.columns, presetOf(ctx.defaults.columns, 'dimsync')))
   const systemTime = resolveSystemTime(ctx, mode, columns)
+  const renamed = resolveRenamed(ctx.table.renamed, {
+    at: ctx.at,
+    issues,
+    mode: mode.value,
+    key,
+    exclude: exclude.value,
+    validFrom,
+    changeFeed: changeFeed !== undefined,
+    systemTime,
+  })
+  const changeDetection = resolveChangeDetection(ctx.table.change_detection, {
+    at: ctx.at,
+    issues,
+    mode: mode.value,
+    key,
+    tracked: tracked.value,
+    exclude: exclude.value,
+    policies,
+    changeFeed: changeFeed !== undefined,
+    partialUpdates: partialUpdates !== undefined,
+    systemTime,
+    validFromColumn: validFrom.kind === 'column' ? validFrom.column : undefined,
+    cursor: extract.mode === 'incremental' ? extract.cursor : undefined,
+  })
   checkDbtIdsFree(ctx, columns, preset.dbtIds)
   if (preset.syncedColumn !== undefined && deletes === 'new_record')
     ctx.issues.add(
@@ -171,6 +197,8 @@ export function resolveTable(
     tracked: tracked.value,
     ...(policies !== undefined ? { policies } : {}),
     ...(partialUpdates !== undefined ? { partialUpdates } : {}),
+    ...(changeDetection !== undefined ? { changeDetection } : {}),
+    ...(renamed !== undefined ? { renamed } : {}),
     ...(removedColumns === 'keep_last' ? { removedColumns } : {}),
     ...(systemTime !== undefined ? { systemTime } : {}),
     exclude: exclude.value,

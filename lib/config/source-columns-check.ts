@@ -34,6 +34,8 @@ export function checkTableAgainstSource(
     references.push([`${base}.valid_from.column`, table.validFrom.column])
   if (table.softDeleteColumn !== undefined)
     references.push([`${base}.soft_delete_column`, table.softDeleteColumn])
+  if (table.changeDetection !== undefined)
+    references.push([`${base}.change_detection.version_column`, table.changeDetection.versionColumn])
   if (table.changes !== undefined) {
     references.push([`${base}.extract.operation`, table.changes.operation.column])
     if (table.changes.sequence !== undefined)

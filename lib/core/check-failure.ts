@@ -14,6 +14,7 @@ export const CHECK_KINDS = Object.freeze([
   'sequence-tie',
   'system-time-order',
   'late-partial-event',
+  'version-column',
 ] as const)
 export type CheckKind = (typeof CHECK_KINDS)[number]
 

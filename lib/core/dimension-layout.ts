@@ -1,4 +1,5 @@
 import type { StagedColumn } from './batch.ts'
+import { afterRenames, plannedRenames } from './column-renames.ts'
 import { BatchRejectedError } from './errors.ts'
 import { inferredColumnName } from './inferred-member.ts'
 import {
@@ -10,7 +11,7 @@ import {
   SYSTEM_TIME_COLUMNS,
   systemTimeColumnNames,
 } from './metadata-columns.ts'
-import type { TableSpec } from './table-spec.ts'
+import type { ColumnRename, TableSpec } from './table-spec.ts'
 import { isWidening } from './type-widening.ts'
 
 /** A stored column of a dimension: name and warehouse-neutral type text (DuckDB logical type names). */
@@ -84,6 +85,11 @@ export interface DimensionLayout {
   readonly hasInferredFlag: boolean
   /** True when the dimension does not exist yet. */
   readonly createDimension: boolean
+  /**
+   * Columns of the dimension renamed before the merge (`renamed:`); the rest of the layout already reads them
+   * by their new names. Absent: none.
+   */
+  readonly renamed?: readonly ColumnRename[]
 }
 
 /** Prefix reserved for dimsync's working columns inside staging tables. */
@@ -99,11 +105,13 @@ export function planDimensionLayout(
   table: TableSpec,
   batchId: string,
   staged: readonly StagedColumn[],
-  existing: readonly DimensionColumn[] | undefined,
+  described: readonly DimensionColumn[] | undefined,
 ): DimensionLayout {
   const reject = (message: string): never => {
     throw new BatchRejectedError(table.name, batchId, `table ${table.name}: ${message}`)
   }
+  const renamed = plannedRenames(table, staged, described, reject)
+  const existing = described === undefined ? undefined : afterRenames(described, renamed)
   const byName = new Map(staged.map((c) => [c.name, c]))
   const need = (name: string, role: string): StagedColumn =>
     byName.get(name) ??
@@ -148,7 +156,11 @@ export function planDimensionLayout(
   if (operation) excluded.add(operation.name)
   if (sequence) excluded.add(sequence.name)
   // A cursor is bookkeeping: it moves on every write, so hashing it would version rows that did not change.
-  const cursor = table.extract.mode === 'incremental' ? table.extract.cursor : undefined
+  // Unless it is the version column (change_detection), whose growth is what opens a version.
+  const cursor =
+    table.extract.mode === 'incremental' && table.extract.cursor !== table.changeDetection?.versionColumn
+      ? table.extract.cursor
+      : undefined
   const attributes = staged.filter((c) => !keyNames.has(c.name) && !excluded.has(c.name))
   let trackedNames: Set<string>
   if (table.tracked.kind === 'list') {
@@ -241,6 +253,7 @@ export function planDimensionLayout(
     removed,
     hasInferredFlag,
     createDimension: existing === undefined,
+    ...(renamed.length > 0 ? { renamed } : {}),
   })
 }
 

@@ -38,6 +38,11 @@ export interface TableContract {
   readonly previousValue: readonly string[]
   readonly currentValue: readonly string[]
   readonly extract: { readonly mode: 'full' | 'incremental'; readonly cursor: string | null }
+  /**
+   * `change_detection` (absent in contracts recorded before it existed: the row hash). Safe to change: it decides
+   * only how later rows are compared with the versions, which it leaves as they are.
+   */
+  readonly changeDetection?: { readonly versionColumn: string; readonly onSameVersion: string } | null
 }
 
 /** The parts of a contract the config alone decides (no source columns needed): all the unsafe ones. */
@@ -81,6 +86,7 @@ export function tableContract(table: TableSpec, layout: DimensionLayout): TableC
       table.extract.mode === 'incremental'
         ? { mode: 'incremental', cursor: table.extract.cursor }
         : { mode: 'full', cursor: null },
+    changeDetection: table.changeDetection === undefined ? null : { ...table.changeDetection },
   }
 }
 
@@ -121,6 +127,7 @@ export type ContractPart =
   | 'previous_value'
   | 'current_value'
   | 'extract'
+  | 'change_detection'
 
 /** One difference between the recorded contract and the config now. */
 export interface ContractChange {
@@ -144,6 +151,7 @@ export function describeChange(change: ContractChange): string {
     previous_value: 'previous_value',
     current_value: 'current_value',
     extract: 'extract',
+    change_detection: 'change_detection',
   }
   return `${what[change.part]} ${change.from} → ${change.to}`
 }
@@ -187,6 +195,11 @@ export function contractChanges(recorded: TableContract, now: TableContract): Co
   const extract = (e: TableContract['extract'] | undefined) =>
     e === undefined ? 'unknown' : e.mode === 'incremental' ? `incremental (cursor ${e.cursor})` : e.mode
   safe('extract', extract(recorded.extract), extract(now.extract))
+  const detection = (c: TableContract['changeDetection']) =>
+    c === undefined || c === null
+      ? 'row hash'
+      : `version_column ${c.versionColumn} (on_same_version ${c.onSameVersion})`
+  safe('change_detection', detection(recorded.changeDetection), detection(now.changeDetection))
   return changes
 }
 

@@ -153,6 +153,22 @@ export interface PartialUpdateSpec {
 /** `null`: open versions have `valid_to IS NULL`; otherwise a far-future sentinel instant (ISO, UTC). */
 export type OpenEnd = null | string
 
+/**
+ * `change_detection: { version_column }` (dbt's timestamp strategy): a row opens a new version only when its
+ * version column grows; one whose content changed at the same value is refused or, by choice, overwritten into
+ * that version in place; a value smaller than the one before it (going backwards) is always refused.
+ */
+export interface ChangeDetectionSpec {
+  readonly versionColumn: string
+  readonly onSameVersion: 'refuse' | 'overwrite'
+}
+
+/** A source column renamed from `from` to `to` (`renamed:` in dimsync.yaml). */
+export interface ColumnRename {
+  readonly from: string
+  readonly to: string
+}
+
 export interface TableSpec {
   /** Logical name used by the CLI, state and logs (`customers`). */
   readonly name: string
@@ -171,6 +187,13 @@ export interface TableSpec {
   readonly policies?: ColumnPolicies
   /** Absent: every row holds the full state of its key. */
   readonly partialUpdates?: PartialUpdateSpec
+  /**
+   * Columns the source renamed (`renamed: { old: new }`): the dimension's column is renamed before the merge and
+   * the current versions rehashed, so the rename opens no version. Absent: none.
+   */
+  readonly renamed?: readonly ColumnRename[]
+  /** Absent: any change of a tracked column opens a version (the row hash). */
+  readonly changeDetection?: ChangeDetectionSpec
   /**
    * What new versions hold in a column the source stopped sending: NULL (absent) or the key's last value
    * (`keep_last`).
@@ -235,6 +258,8 @@ export interface BigQueryWarehouseSpec {
   readonly credentialsSecret?: string
   /** Keyless auth from AWS: workload identity federation (instead of `credentialsSecret`). */
   readonly workloadIdentity?: WorkloadIdentitySpec
+  /** Merge even where a partition expiration deletes closed versions (default: refused). */
+  readonly allowPartitionExpiration?: boolean
 }
 
 /** A workload identity pool provider trusting the AWS account, and the service account to impersonate. */

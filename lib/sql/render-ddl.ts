@@ -1,3 +1,4 @@
+import { renderColumnRenames } from './render-column-renames.ts'
 import type { DimensionColumn, DimensionLayout } from '../core/dimension-layout.ts'
 import { presetColumnList, systemTimeColumnList } from '../core/dimension-layout.ts'
 import {
@@ -16,6 +17,11 @@ import { assertSafeTypeText } from './safe-type.ts'
 export interface DimensionObjects {
   readonly dimension: TableRef
   readonly captures?: TableRef
+  /**
+   * The truncates of a change feed merged so far (`ops.truncate`): a key whose events arrive after a truncate was
+   * merged, with a state before it, is ended by it too (render-truncates.ts).
+   */
+  readonly truncates?: TableRef
   /**
    * Versions removed from the dimension: replaced by a correction (tables whose state at a captured time can
    * change: sequenced change feeds) or, in a mirror, replaced or deleted rows. Kept so their surrogate keys are
@@ -38,6 +44,10 @@ export function dimensionObjects(table: TableSpec, schema: string): DimensionObj
     dimension: { schema, name: table.target },
     captures:
       table.validFrom.kind === 'column' ? { schema, name: `${table.target}_dimsync_captures` } : undefined,
+    truncates:
+      table.validFrom.kind === 'column' && (table.changes?.operation.truncate ?? []).length > 0
+        ? { schema, name: `${table.target}_dimsync_truncates` }
+        : undefined,
     // A bitemporal table keeps every row it ever held: a replaced version is closed in system time instead.
     retired:
       table.systemTime === undefined &&
@@ -53,10 +63,13 @@ export function dimensionObjects(table: TableSpec, schema: string): DimensionObj
 
 /**
  * Whether a later batch can change the state a key had at an instant already merged (not only add states
- * between): a sequenced change feed's event supersedes an earlier-merged one at the same change time.
+ * between): a sequenced change feed's event supersedes an earlier-merged one at the same change time, and so does
+ * a row of a table that overwrites at the same version (change_detection).
  */
 export function statesCanBeCorrected(table: TableSpec): boolean {
-  return table.changes?.sequence !== undefined
+  // change_detection's overwrite replaces the state captured at a row's time (render-version-column.ts).
+  const overwrites = table.changeDetection?.onSameVersion === 'overwrite' && table.validFrom.kind === 'column'
+  return table.changes?.sequence !== undefined || overwrites
 }
 
 /**
@@ -151,6 +164,8 @@ export function renderDimensionDdl(
     return `${d.quoteIdentifier(c.name)} ${type}${notNull ? ' NOT NULL' : ''}${described}`
   }
   const keyTypes = layout.key.map((c) => ({ name: c.name, type: c.type }))
+  // Before anything that reads the columns by their new names (render-column-renames.ts).
+  out.push(...renderColumnRenames(d, objects.dimension, layout.renamed ?? []))
   if (layout.createDimension) {
     const n = table.columns
     const metadata = metadataColumnList(n)
@@ -207,12 +222,13 @@ export function renderDimensionDdl(
       sql: `ALTER TABLE ${d.table(objects.dimension)} ADD COLUMN IF NOT EXISTS ${column(c, false)}`,
     })
   }
+  // The capture and truncate logs order events of the same time by the feed's sequence.
+  const sequence =
+    layout.sequence === undefined
+      ? ''
+      : `${column({ name: CAPTURE_SEQUENCE_COLUMN, type: layout.sequence.type }, true)}, `
   if (objects.captures !== undefined) {
     const keys = layout.key.map((c) => column(c, true))
-    const sequence =
-      layout.sequence === undefined
-        ? ''
-        : `${column({ name: CAPTURE_SEQUENCE_COLUMN, type: layout.sequence.type }, true)}, `
     out.push({
       label: 'create capture log',
       sql:
@@ -223,6 +239,14 @@ export function renderDimensionDdl(
           capturedAt: d.quoteIdentifier('captured_at'),
           description: `dimsync: every state of table ${table.name} captured so far (late events)`,
         }),
+    })
+  }
+  if (objects.truncates !== undefined) {
+    out.push({
+      label: 'create truncate log',
+      sql:
+        `CREATE TABLE IF NOT EXISTS ${d.table(objects.truncates)} (\n  captured_at ${d.type('timestamp')} NOT NULL, ${sequence}` +
+        `batch_id ${d.type('string')} NOT NULL\n)`,
     })
   }
   if (objects.captures !== undefined && hasUntrackedAttributes(layout)) {

@@ -19,6 +19,7 @@ import { renderPartialUpdates } from './render-partial-updates.ts'
 import { renderPolicyRewrite } from './render-policy-rewrite.ts'
 import { renderSystemTimeMerge } from './render-system-time.ts'
 import { withTruncates } from './render-truncates.ts'
+import { renderVersionColumn, replacedCaptureOf, replacesCaptures } from './render-version-column.ts'
 import {
   CAPTURE_RAW_LOGGED_COLUMN,
   CAPTURE_SEQUENCE_COLUMN,
@@ -51,6 +52,7 @@ class MergeRenderer extends MergeSql {
     if (this.p.table.mode !== 'append') renderPolicyRewrite(this)
     if (this.p.layout.partial !== undefined) renderPartialUpdates(this)
     this.#checkGrain()
+    if (this.p.table.changeDetection !== undefined) renderVersionColumn(this, this.p.table.changeDetection)
     renderInferredCompletion(this)
     if (this.p.table.mode === 'append') {
       this.#checkExtractionOrder()
@@ -422,7 +424,8 @@ class MergeRenderer extends MergeSql {
       'find late keys',
       this.d.createTempTableAs(
         TEMP.lateKeys,
-        `SELECT DISTINCT ${this.keyList('e')} FROM ${ev} e\nWHERE EXISTS (SELECT 1 FROM ${log} c WHERE ${this.keyEq('c', 'e')} AND ${later} e.${this.q(W.t)} AND ${recent('c')})`,
+        `SELECT DISTINCT ${this.keyList('e')} FROM ${ev} e\nWHERE EXISTS (SELECT 1 FROM ${log} c WHERE ${this.keyEq('c', 'e')} AND ${later} e.${this.q(W.t)} AND ${recent('c')})` +
+          (replacesCaptures(this) ? `\n   OR ${replacedCaptureOf(this, 'e')}` : ''),
       ),
     )
     // Partial updates read older captures of late keys only: not at all in a batch without late keys.

@@ -16,10 +16,13 @@ import {
   type Row,
   type ScriptWarehouse,
   type Warehouse,
+  type ReadEstimate,
 } from '../ports/warehouse.ts'
 import type { CompiledStatement, SqlDialect } from '../sql/dialect.ts'
 import { renderBatchReport } from '../sql/render-batch-queries.ts'
 import { renderBatchMerge } from '../sql/render-batch-merge.ts'
+import { renderFeedPlanQuery } from '../sql/render-feed-plan.ts'
+import { renderHistoryQuery } from '../sql/render-history.ts'
 import { foundsDimension } from '../sql/render-first-load.ts'
 import type { MergePlan } from '../sql/render-merge.ts'
 import { dimensionObjects, renderBatchLedgerDdl } from '../sql/render-ddl.ts'
@@ -52,6 +55,27 @@ export interface MergeBatchRequest {
   readonly onMemoryRaised?: (raised: MemoryRaised) => void
   /** Number new surrogate keys per bucket of this many rows (default: the dialect's rowsPerKeyBucket). */
   readonly rowsPerKeyBucket?: number
+  /**
+   * Dry run (not as one script): the keys (column, value pairs each) whose versions the result shows before and
+   * after the merge (`dimsync plan --keys`).
+   */
+  readonly inspectKeys?: readonly (readonly (readonly [string, string])[])[]
+}
+
+/** A change feed's batch, read by a dry run (`dimsync plan`) beside the merge's counts (render-feed-plan.ts). */
+export interface FeedPlanCounts {
+  readonly events: number
+  readonly keysTouched: number
+  readonly deleteEvents: number
+  readonly truncateEvents: number
+  readonly corrections: number
+}
+
+/** The versions of one key before a dry-run merge and after it (rolled back since). */
+export interface KeyBeforeAfter {
+  readonly key: readonly (readonly [string, string])[]
+  readonly before: readonly Row[]
+  readonly after: readonly Row[]
 }
 
 /** What the batch did to keys (fast path): first seen, changed, deleted. Late keys are counted in `counts`. */
@@ -73,11 +97,19 @@ export interface MergeBatchResult {
   readonly statements: readonly CompiledStatement[]
   /** BigQuery: bytes the merge script processed, or (dry run) the bytes BigQuery estimates it would process. */
   readonly bytesProcessed?: number
+  /** A BigQuery dry run: the bytes of each read of the merge, priced on its own. */
+  readonly reads?: readonly ReadEstimate[]
+  /** What a run would refuse or the user should know (BigQuery: a partition expiration deleting history). */
+  readonly warnings?: readonly string[]
   /**
    * What changed in the table's config since its dimension's recorded contract, applied by this merge without a
    * version per key (a changed tracked set rehashed the current versions once).
    */
   readonly contractChanges?: readonly ContractChange[]
+  /** Dry run of a change feed (not as one script): what its batch holds. */
+  readonly feed?: FeedPlanCounts
+  /** Dry run with `inspectKeys`: each key's versions before and after. */
+  readonly keyHistories?: readonly KeyBeforeAfter[]
 }
 
 export interface MergeDeps {
@@ -127,16 +159,31 @@ export async function mergeBatch(deps: MergeDeps, request: MergeBatchRequest): P
     const plan = batchMerge(d, request, batch, layout, contract)
     const sameAs = await findRepeatedSnapshot(warehouse, plan)
     if (sameAs !== undefined) return { status: 'already-applied', batchId, sameAs, statements: [] }
+    const feed =
+      request.dryRun && table.changes !== undefined
+        ? feedCounts(await warehouse.query(renderFeedPlanQuery(d, plan, existing !== undefined)))
+        : undefined
+    const inspect = request.dryRun ? (request.inspectKeys ?? []) : []
+    const history = (
+      key: readonly (readonly [string, string])[],
+      on: { query(sql: string): Promise<Row[]> },
+    ) => on.query(renderHistoryQuery(d, table, objects.dimension, { key: key.map(([c, v]) => [c, v]) }))
+    const before =
+      existing === undefined
+        ? inspect.map(() => [])
+        : await Promise.all(inspect.map((k) => history(k, warehouse)))
+    const after: Row[][] = []
     const { ddl, merge, views } = renderBatchMerge(d, plan)
     // DDL that cannot roll back with the merge runs before it, on its own (every DDL statement is idempotent).
-    const [before, inside] = d.capabilities.transactionalDdl
+    const [ddlBefore, inside] = d.capabilities.transactionalDdl
       ? [[], [...ddl, ...merge, ...views]]
       : [[...ddl, ...views], merge]
-    for (const statement of before) await runDdl(warehouse, statement)
+    for (const statement of ddlBefore) await runDdl(warehouse, statement)
     const report = await warehouse.transaction(
       async (tx) => {
         for (const statement of inside) await tx.execute(statement)
         const [row] = await tx.query(renderBatchReport(d, objects.batches, table.target, batchId, plan))
+        for (const key of inspect) after.push(await history(key, tx))
         if (!request.dryRun) await request.beforeCommit?.()
         return row
       },
@@ -148,7 +195,11 @@ export async function mergeBatch(deps: MergeDeps, request: MergeBatchRequest): P
       counts: toCounts(report),
       keys: toKeyChanges(report),
       ...contractReport(contract),
-      statements: [ledger, ...before, ...inside],
+      ...(feed !== undefined ? { feed } : {}),
+      ...(inspect.length > 0
+        ? { keyHistories: inspect.map((key, i) => ({ key, before: before[i]!, after: after[i]! })) }
+        : {}),
+      statements: [ledger, ...ddlBefore, ...inside],
     }
   } finally {
     await batch.release()
@@ -194,6 +245,13 @@ async function mergeAsScript(
     await warehouse.query(warehouse.dialect.dropTableIfExists(stage))
     return { status: 'already-applied', batchId, sameAs, statements: [] }
   }
+  // A dry run does not run the script (its counts are unknown), but what a feed's batch holds is read.
+  const feed =
+    request.dryRun && table.changes !== undefined
+      ? feedCounts(
+          await warehouse.query(renderFeedPlanQuery(warehouse.dialect, plan, existing !== undefined)),
+        )
+      : undefined
   const script = renderMergeScript(warehouse.dialect, plan)
   const statements = [...script.ddl, ...script.merge, ...script.after]
   if (!request.dryRun) await request.beforeCommit?.()
@@ -218,8 +276,11 @@ async function mergeAsScript(
     counts: row === undefined ? undefined : toCounts(row),
     keys: row === undefined ? undefined : toKeyChanges(row),
     ...contractReport(contract),
+    ...(feed !== undefined ? { feed } : {}),
     statements,
     bytesProcessed: result.bytesProcessed,
+    ...(result.reads === undefined ? {} : { reads: result.reads }),
+    ...(result.warnings === undefined ? {} : { warnings: result.warnings }),
   }
 }
 
@@ -321,5 +382,17 @@ function toKeyChanges(row: Row | undefined): KeyChanges {
     changedKeys: n(row?.changed_keys),
     deletedKeys: n(row?.deleted_key_changes),
     ...(row?.overwritten_keys !== undefined ? { overwrittenKeys: n(row.overwritten_keys) } : {}),
+  }
+}
+
+function feedCounts(rows: readonly Row[]): FeedPlanCounts {
+  const row = rows[0] ?? {}
+  const n = (name: string) => Number(row[name] ?? 0)
+  return {
+    events: n('events'),
+    keysTouched: n('keys_touched'),
+    deleteEvents: n('delete_events'),
+    truncateEvents: n('truncate_events'),
+    corrections: n('corrections'),
   }
 }

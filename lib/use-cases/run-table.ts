@@ -1,7 +1,7 @@
 import { makeBatchId, makeRunId } from '../core/batch-id.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import { extractInRun, type ExtractTableDeps } from './extract-table.ts'
-import { mergeBatch, type MergeBatchResult } from './merge-batch.ts'
+import { mergeBatch, type MergeBatchRequest, type MergeBatchResult } from './merge-batch.ts'
 import { mergeInRun, mergeLeftStagedInRun, mergeStepDeps, type MergeTableDeps } from './merge-table.ts'
 import { inTableRun } from './table-run.ts'
 import { assertStateAgreesWithWarehouse } from './warehouse-agreement.ts'
@@ -18,6 +18,8 @@ export interface RunTableOptions {
   /** Extract and compute the merge, report it, roll back and discard the staged batch. */
   readonly dryRun?: boolean
   readonly leaseTtlMs?: number
+  /** Dry run: the keys whose versions before and after the merge the result shows (see MergeBatchRequest). */
+  readonly inspectKeys?: MergeBatchRequest['inspectKeys']
 }
 
 export interface RunTableResult {
@@ -103,6 +105,7 @@ async function dryRunMerge(
       now: deps.clock(),
       allowMassDelete: options.allowMassDelete,
       dryRun: true,
+      ...(options.inspectKeys !== undefined ? { inspectKeys: options.inspectKeys } : {}),
     })
   } finally {
     await deps.staging.deleteBatch(table.name, batchId)

@@ -28,7 +28,8 @@ export async function findRepeatedSnapshot(
   const sameTime = merged?.same_time_batch ?? null
   const later = Number(merged?.later ?? 0) > 0
   if (sameTime === null && !later) return undefined
-  if (sameTime !== null && plan.layout.addColumns.length === 0) {
+  // Columns still to rename (renamed:) are read by their new names only after the merge's DDL.
+  if (sameTime !== null && plan.layout.addColumns.length === 0 && plan.layout.renamed === undefined) {
     const [compared] = await warehouse.query(renderSnapshotDifferences(d, plan, { withType1: !later }))
     if (Number(compared?.differences) === 0) return String(sameTime)
   }

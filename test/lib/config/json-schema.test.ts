@@ -73,6 +73,8 @@ describe('schema/dimsync.schema.json', () => {
       'current_value',
       'ignore_null_updates',
       'columns_to_update',
+      'change_detection',
+      'renamed',
       'removed_columns',
       'system_time',
       'mode',

@@ -92,3 +92,24 @@ describe('assertTableMatchesSource', () => {
     expect(assertTableMatchesSource(project, 0, ['order_id'])).toBeUndefined()
   })
 })
+
+describe('change_detection against the source', () => {
+  it('names a version column the source does not have, with the closest one', () => {
+    const versioned = parseProject(
+      `version: 1
+tables:
+  - name: items
+    source: { type: file, path: items.csv }
+    key: id
+    change_detection: { version_column: updatedat }
+`,
+      CONFIG,
+    )
+    expect(checkTableAgainstSource(versioned, 0, ['id', 'name', 'updated_at'])).toEqual([
+      expect.stringMatching(
+        /^tables\[0\]\.change_detection\.version_column: column "updatedat" is not in the source.*updated_at/,
+      ),
+    ])
+    expect(checkTableAgainstSource(versioned, 0, ['id', 'name', 'updatedat'])).toEqual([])
+  })
+})

@@ -8,6 +8,7 @@ import {
   parseContract,
   tableContract,
   trackedConfigChanged,
+  type TableContract,
 } from '../../../lib/core/table-contract.ts'
 import { COLUMN_PRESETS } from '../../../lib/config/index.ts'
 import type { TableSpec } from '../../../lib/core/table-spec.ts'
@@ -74,6 +75,22 @@ describe('table contract', () => {
       policies: { keepFirst: ['price'], previousValue: [], currentValue: [] },
     })
     expect(trackedConfigChanged(contractOf(base), keepFirst)).toBe(true)
+  })
+
+  it('change_detection is a safe change; a contract recorded before it existed reads as the row hash', () => {
+    const base = tableSpec({ extract: { mode: 'incremental', cursor: 'updated_at', lookbackMinutes: 0 } })
+    const versioned: TableSpec = {
+      ...base,
+      changeDetection: { versionColumn: 'updated_at', onSameVersion: 'overwrite' },
+    }
+    const changes = contractChanges(contractOf(base), contractOf(versioned))
+    expect(changes.map((c) => [describeChange(c), c.unsafe])).toEqual([
+      ['tracked columns [name, price] → [name, price, updated_at]', false],
+      ['change_detection row hash → version_column updated_at (on_same_version overwrite)', false],
+    ])
+    const older: TableContract = { ...contractOf(base) }
+    delete (older as { changeDetection?: unknown }).changeDetection
+    expect(contractChanges(older, contractOf(base))).toEqual([])
   })
 
   it('a recorded text this version cannot read stops the merge, naming the table and batch', () => {

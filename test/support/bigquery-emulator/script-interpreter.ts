@@ -1,4 +1,5 @@
 import { BigQueryError, invalidQuery } from './api-errors.ts'
+import type { OpenTransaction, Session } from './sessions.ts'
 import { isDdl, runDdl, type DdlOutcome, type DdlScope } from './ddl-executor.ts'
 import { child, childList, lineAndColumn, statementList, treeNode, type TreeNode } from './sql-tree.ts'
 import {
@@ -22,9 +23,16 @@ export interface ScriptOptions {
   readonly jobId: string
   /**
    * Dry run: statements are resolved (and their bytes counted) but queries and DML are not run; DDL runs on the
-   * store it is given, which must be a scratch copy.
+   * store it is given, which must be a scratch copy. A script's dry run stops, as BigQuery's does, after its first
+   * DDL statement or at its first IF: what follows is neither resolved nor estimated.
    */
   readonly dryRun?: boolean
+  /**
+   * The session the job runs in: its variables, temporary tables and open transaction are the script's to start
+   * with, and what the script leaves of them stays for the session's next job (a failed job rolls its transaction
+   * back). Without one, a transaction still open when the script ends is rolled back.
+   */
+  readonly session?: Session
   /** Called before each query, DML or DDL statement runs; throwing a BigQueryError fails that statement. */
   readonly beforeStatement?: (statement: StatementInfo) => void
 }
@@ -72,11 +80,10 @@ const PROCEDURAL = new Set([
 
 class ReturnSignal {}
 
-interface Transaction {
-  /** Each permanent table as it was before the transaction first wrote it (undefined: it did not exist). */
-  readonly originals: Map<string, StoredTable | undefined>
-  readonly temps: Map<string, StoredTable>
-}
+/** Where BigQuery's dry run of a script stops (see ScriptOptions.dryRun). */
+class DryRunStop extends ReturnSignal {}
+
+type Transaction = OpenTransaction
 
 /**
  * Interprets a query job's text as BigQuery runs a multi-statement query: DECLARE / SET, IF … ELSEIF … ELSE,
@@ -108,17 +115,25 @@ export class ScriptInterpreter {
   async run(text: string, store: TableStore, options: ScriptOptions): Promise<ScriptOutcome> {
     const statements = await this.parse(text)
     if (statements.length === 0) throw invalidQuery('The query is empty')
-    const run = new ScriptRun(this.#executor, store, Buffer.from(text), options)
     const isScript = statements.length > 1 || PROCEDURAL.has(statements[0]!.kind)
+    const run = new ScriptRun(this.#executor, store, Buffer.from(text), {
+      ...options,
+      stopsDryRun: options.dryRun === true && isScript,
+    })
+    // A dry run leaves a session as it was; a job leaves it what the script left (see ScriptOptions.session).
+    const finish = (failed: boolean) => {
+      if (options.session === undefined) run.abandonTransaction()
+      else if (options.dryRun !== true) run.saveTo(options.session, failed)
+    }
     try {
       await run.block(statements)
     } catch (error) {
       if (!(error instanceof ReturnSignal)) {
-        run.abandonTransaction()
+        finish(true)
         throw error
       }
     }
-    run.abandonTransaction()
+    finish(false)
     const single = statements[0]!
     return {
       isScript,
@@ -135,6 +150,11 @@ export class ScriptInterpreter {
 }
 
 /** The state of one script run: variables by block, temporary tables, the open transaction, @@error. */
+interface RunOptions extends ScriptOptions {
+  /** A dry run of a script: stops after the first DDL statement or at the first IF. */
+  readonly stopsDryRun: boolean
+}
+
 class ScriptRun implements DdlScope {
   readonly store: TableStore
   readonly projectId: string
@@ -147,17 +167,21 @@ class ScriptRun implements DdlScope {
   statementsRun = 0
   readonly #executor: StatementExecutor
   readonly #source: Buffer
-  readonly #options: ScriptOptions
-  readonly #frames: Map<string, Variable>[] = [new Map()]
-  #temps = new Map<string, StoredTable>()
+  readonly #options: RunOptions
+  readonly #frames: Map<string, Variable>[]
+  #temps: Map<string, StoredTable>
   #transaction: Transaction | undefined
   #error: { readonly error: BigQueryError; readonly statement: string; readonly at: string } | undefined
 
-  constructor(executor: StatementExecutor, store: TableStore, source: Buffer, options: ScriptOptions) {
+  constructor(executor: StatementExecutor, store: TableStore, source: Buffer, options: RunOptions) {
     this.#executor = executor
     this.store = store
     this.#source = source
     this.#options = options
+    // A session's variables are the outermost frame: what a job declares at its top level stays for the next.
+    this.#frames = [options.session?.variables ?? new Map()]
+    this.#temps = options.session === undefined ? new Map() : new Map(options.session.temps)
+    this.#transaction = options.session?.transaction
     this.projectId = options.projectId
     if (options.defaultDataset !== undefined) this.defaultDataset = options.defaultDataset
     if (options.location !== undefined) this.location = options.location
@@ -232,6 +256,14 @@ class ScriptRun implements DdlScope {
     this.store.putTable(table)
   }
 
+  /** Leaves the session what this job leaves: its temporary tables and open transaction (rolled back if it failed). */
+  saveTo(session: Session, failed: boolean): void {
+    if (session.ended) return
+    if (failed && this.#transaction !== undefined) this.#rollback()
+    session.temps = this.#temps
+    session.transaction = this.#transaction
+  }
+
   /** A transaction still open when the script ends (or fails) is rolled back, as BigQuery does. */
   abandonTransaction(): void {
     if (this.#transaction !== undefined) this.#rollback()
@@ -252,11 +284,14 @@ class ScriptRun implements DdlScope {
       case 'astBeginEndBlockNode':
         return this.#beginEnd(statement)
       case 'astIfStatementNode':
+        if (this.#options.stopsDryRun) throw new DryRunStop()
         return this.#if(statement)
       case 'astRaiseStatementNode':
         return this.#raise(statement)
       case 'astReturnStatementNode':
         throw new ReturnSignal()
+      case 'astCallStatementNode':
+        return this.#run(statement, async () => this.#call(statement))
       case 'astBeginStatementNode':
         return this.#run(statement, async () => this.#begin())
       case 'astCommitStatementNode':
@@ -292,6 +327,7 @@ class ScriptRun implements DdlScope {
           return this.#run(statement, async (fragment) => {
             this.lastDdl = await runDdl(this.#executor, fragment, this)
             this.bytesProcessed += this.lastDdl.bytesProcessed
+            if (this.#options.stopsDryRun) throw new DryRunStop()
           })
         throw invalidQuery(
           `The BigQuery emulator does not run ${statement.kind.replace(/^ast|Node$/g, '')} statements${this.#at(statement.start)}`,
@@ -313,6 +349,21 @@ class ScriptRun implements DdlScope {
       this.#noteFailure(statement)
       throw error
     }
+  }
+
+  /** `CALL BQ.ABORT_SESSION()`: ends the job's session, rolling back its open transaction; no other procedure. */
+  async #call(statement: TreeNode): Promise<void> {
+    if (!/^CALL\s+BQ\s*\.\s*ABORT_SESSION\s*\(\s*\)\s*$/i.test(this.#text(statement)))
+      throw invalidQuery(`The BigQuery emulator does not run CALL statements${this.#at(statement.start)}`)
+    const session = this.#options.session
+    if (session === undefined)
+      throw invalidQuery(`BQ.ABORT_SESSION can only be called in a session${this.#at(statement.start)}`)
+    if (this.#options.dryRun === true) return
+    if (this.#transaction !== undefined) this.#rollback()
+    this.#temps = new Map()
+    session.transaction = undefined
+    session.temps = new Map()
+    session.ended = true
   }
 
   async #declare(statement: TreeNode): Promise<void> {
