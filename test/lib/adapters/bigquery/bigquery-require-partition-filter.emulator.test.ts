@@ -127,9 +127,9 @@ describe('a dimension with require_partition_filter (BigQuery refuses reads with
     expect(error).toBeInstanceOf(DimsyncError)
     expect((error as DimsyncError).retryable).toBe(false)
     expect((error as DimsyncError).message).toBe(
-      'table customers: dimension acme-dw.history.dim_customer has require_partition_filter set, and this merge ' +
-        'statement reads closed versions, which BigQuery refuses without a filter on valid_to: overwrite type 1 ' +
-        'columns; nothing was merged. Remove the option (ALTER TABLE `acme-dw`.`history`.`dim_customer` SET ' +
+      'table customers: dimension acme-dw.history.dim_customer has require_partition_filter set, and these merge ' +
+        'statements read closed versions, which BigQuery refuses without a filter on valid_to: type 1: keep those ' +
+        'with older versions; overwrite type 1 columns; nothing was merged. Remove the option (ALTER TABLE `acme-dw`.`history`.`dim_customer` SET ' +
         'OPTIONS (require_partition_filter = FALSE)); queries of the current versions can read the _current view, ' +
         'which filters valid_to',
     )
