@@ -24,7 +24,7 @@ import { ZetaSqlAnalyzer, type CatalogColumn } from '../../support/zetasql/zetas
  * unused columns pruned, as BigQuery reads only referenced columns); every table scan costs the rows of the
  * partitions it reads times the sizes of the columns it references, at BigQuery's documented data type sizes; an
  * UPDATE or DELETE also costs every column of the partitions it rewrites (BigQuery's DML pricing for partitioned
- * tables). The dimension holds KEYS keys with VERSIONS versions each: a scan pinned to the open partition reads
+ * tables), and at least BigQuery's minimum of 10 MB per table a statement references. The dimension holds KEYS keys with VERSIONS versions each: a scan pinned to the open partition reads
  * KEYS rows, any other reads KEYS × VERSIONS. The capture log (partitioned by month of captured_at) holds
  * KEYS × VERSIONS captures, one month of KEYS captures per version, and a batch's events fall in the last month:
  * a scan bounded below by a script variable (the batch's earliest event time) reads the partitions from that
@@ -41,6 +41,8 @@ const CHANGED_SHARE = 0.05
 const LEDGER_ROWS = 100_000
 /** Average UTF-8 length of the source's text values. */
 const TEXT_LENGTH = 20
+/** BigQuery's on-demand minimum: 10 MB per table referenced, per query (each statement of a script is one). */
+const MIN_BYTES_PER_TABLE = 10 * 1024 * 1024
 
 /** The source: a key and 20 attributes (8 texts, 4 integers, 3 decimals, 2 timestamps, 2 dates, 1 boolean). */
 const ATTRIBUTES: StagedColumn[] = [
@@ -293,12 +295,17 @@ async function costOf(shape: Shape, depth: number): Promise<Costed[]> {
         if (!verdict.ok) throw new Error(`${s.label}: ${verdict.error}`)
         const dimension = { table: objects.dimension.name, column: validTo }
         const captures = { table: objects.captures?.name ?? '', column: 'captured_at' }
+        const perTable = new Map<string, { what: string; bytes: number }>()
         for (const scan of tableScans(verdict.resolved, dimension, captures)) {
           const [what, rows] = rowsOf(scan)
-          add(what, rows * scan.columns.reduce((sum, c) => sum + valueBytes(c.typeKind, c.name), 0))
+          let bytes = rows * scan.columns.reduce((sum, c) => sum + valueBytes(c.typeKind, c.name), 0)
           // UPDATE and DELETE also bill every column of the partitions they rewrite.
-          if (scan.rewritten) add(what, rows * widthOf(scan))
+          if (scan.rewritten) bytes += rows * widthOf(scan)
+          const seen = perTable.get(scan.table)
+          perTable.set(scan.table, { what, bytes: (seen?.bytes ?? 0) + bytes })
         }
+        // On-demand pricing bills at least 10 MB per table a query references.
+        for (const { what, bytes } of perTable.values()) add(what, Math.max(bytes, MIN_BYTES_PER_TABLE))
       }
       // A guard is evaluated (once per run of statements it guards) whether or not they run: always run.
       if (s.onlyIf !== undefined && s.onlyIf !== lastGuard) {
