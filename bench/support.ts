@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { withAllocatorSettings } from '../bin/allocator-environment.mjs'
+import { withAllocatorSettings } from '../lib/runtime/allocator-environment.mjs'
 import { stagedParquetVersion } from '../lib/core/staged-parquet.ts'
 
 export const BENCH_ROOT = import.meta.dirname

@@ -4,12 +4,12 @@
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 
-import { missingAllocatorSettings } from './allocator-environment.mjs'
+import { missingAllocatorSettings } from '../lib/runtime/allocator-environment.mjs'
 
 /** Signals a scheduler or a terminal uses to stop a job (cron, systemd and Kubernetes send SIGTERM). */
 const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP']
 
-// The allocators read their settings (bin/allocator-environment.mjs) once, when the process starts, hence a
+// The allocators read their settings (lib/runtime/allocator-environment.mjs) once, when the process starts, hence a
 // second start of Node with them. Where Node can replace its process (process.execve, Node >= 22.15) the worker
 // takes the launcher's place: one process, no second Node resident for the whole run; elsewhere the launcher waits
 // for its worker. A setting the user gave is kept; the others still get their defaults.

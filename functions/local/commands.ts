@@ -12,7 +12,6 @@ import { extractionTimeProblem } from '../../lib/core/instant.ts'
 import type { ProjectSpec, TableSpec } from '../../lib/core/table-spec.ts'
 import { buildLocalDeps, type LocalDeps } from '../../lib/runtime/local-deps.ts'
 import type { StoreOverrides } from '../../lib/runtime/store-overrides.ts'
-import { openSource } from '../../lib/runtime/open-source.ts'
 import type { StagedBatchEntry } from '../../lib/use-cases/discard-batches.ts'
 import { runFact } from '../../lib/use-cases/run-fact.ts'
 import { runTable, type RunTableResult } from '../../lib/use-cases/run-table.ts'
@@ -339,23 +338,9 @@ function describeRun(table: TableSpec, result: RunTableResult): string {
  */
 async function planBigQueryOffline(configPath: string, tableName: string | undefined): Promise<void> {
   const project = await loadConsistentProject(configPath)
-  const { renderOfflineBigQueryPlan } = await import('../../lib/sql/bigquery/offline-plan.ts')
-  const bigquery = project.warehouse.type === 'bigquery' ? project.warehouse : undefined
+  const { offlineBigQueryPlan } = await import('../../lib/runtime/offline-bigquery-plan.ts')
   for (const table of selectTables(project, tableName, 'plan --dialect bigquery')) {
-    const source = openSource(table, { baseDir: project.baseDir, env: process.env })
-    let columns
-    try {
-      columns = await source.describe(table)
-    } finally {
-      await source.close()
-    }
-    const script = renderOfflineBigQueryPlan({
-      table,
-      columns,
-      project: bigquery?.project ?? 'your-project',
-      dataset: bigquery?.dataset ?? 'your_dataset',
-      now: new Date().toISOString(),
-    })
+    const script = await offlineBigQueryPlan(project, table, process.env, new Date().toISOString())
     process.stdout.write(script.text)
   }
 }

@@ -21,7 +21,9 @@ export function describePlan(table: TableSpec, result: RunTableResult): string {
     return (
       `${table.name}: ${result.rows} rows extracted; BigQuery estimates the merge would process ` +
       `${formatBytes(bytesProcessed)} (${bytesProcessed} bytes; a dry run: nothing was written, counts are known after a run)` +
-      holds
+      holds +
+      describeReads(result.merge.reads) +
+      (result.merge.warnings ?? []).map((warning) => `\n  warning: ${warning}`).join('')
     )
   }
   if (result.merge.feed !== undefined) return describeFeedPlan(table, result)
@@ -84,6 +86,21 @@ export function describeKeysBeforeAfter(table: TableSpec, keys: readonly KeyBefo
         `key ${key.map(([c, v]) => `${c}=${v}`).join(', ')}\n  before:\n${versions(before)}\n  after:\n${versions(after)}\n`,
     )
     .join('')
+}
+
+/**
+ * The reads of a BigQuery merge, each priced by its own dry run, and those BigQuery cannot price alone (the sum
+ * above is then a lower bound: those read the batch's own temporary tables, or a dimension not created yet).
+ */
+function describeReads(reads: RunTableResult['merge']['reads']): string {
+  if (reads === undefined || reads.length === 0) return ''
+  const lines = reads.map((read) =>
+    'bytes' in read
+      ? `\n  ${read.label}: ${formatBytes(read.bytes)}`
+      : `\n  ${read.label}: not estimated (${read.notEstimable})`,
+  )
+  const unpriced = reads.some((read) => !('bytes' in read))
+  return `${unpriced ? '; at least, per read:' : '; per read:'}${lines.join('')}`
 }
 
 /**

@@ -29,7 +29,7 @@ import { MAX_EXTRACT_PASSES, METRIC, METRICS_NAMESPACE } from '../defaults.ts'
 import type { DeploymentPlan } from '../deploy-plan.ts'
 import { scopedPolicy } from '../nag-acknowledgements.ts'
 import { EXTRACT_RETRIERS, RETRIERS } from '../retriers.ts'
-import { MANIFEST } from '../../lib/adapters/staging/batch-keys.ts'
+import { MANIFEST_FILE } from '../../lib/core/batch-manifest.ts'
 import { givenExpression, inputProblems, type DeployedTableSettings } from './console-input.ts'
 import { observeStateMachine } from './state-machine-observability.ts'
 
@@ -295,7 +295,7 @@ export class Orchestration extends Construct {
         batchId: '{% $states.input.batchId %}',
       },
     })
-    const manifest = `"/" & $table & "/" & $batchId & "/${MANIFEST}"`
+    const manifest = `"/" & $table & "/" & $batchId & "/${MANIFEST_FILE}"`
     const checkStaged = new sfn.CustomState(this, 'CheckStaged', {
       stateJson: {
         Type: 'Task',

@@ -776,6 +776,12 @@ export const bigQueryWarehouseSchema = strict({
     .describe(
       "Keyless auth from AWS (workload identity federation): the functions' AWS role is exchanged for Google credentials. Instead of credentials_secret.",
     ),
+  allow_partition_expiration: z
+    .boolean()
+    .optional()
+    .describe(
+      "Merge into dimensions whose partitions expire (the table's partition_expiration_days or the dataset's default): BigQuery then deletes closed versions. Default false: such a merge is refused.",
+    ),
 })
 
 /** Either warehouse; `type` picks the shape (DuckDB when absent). */

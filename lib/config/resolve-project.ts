@@ -140,6 +140,7 @@ function resolveWarehouse(data: unknown, duckdb: () => WarehouseSpec): Warehouse
     location: string
     credentials_secret?: string
     workload_identity?: { audience: string; service_account?: string }
+    allow_partition_expiration?: boolean
   }
   const identity = w.workload_identity
   return {
@@ -149,6 +150,7 @@ function resolveWarehouse(data: unknown, duckdb: () => WarehouseSpec): Warehouse
     schema: w.dataset,
     location: w.location,
     ...(w.credentials_secret !== undefined ? { credentialsSecret: w.credentials_secret } : {}),
+    ...(w.allow_partition_expiration === true ? { allowPartitionExpiration: true } : {}),
     ...(identity !== undefined
       ? {
           workloadIdentity: {

@@ -153,6 +153,13 @@ export function resolveTable(
     cursor: extract.mode === 'incremental' ? extract.cursor : undefined,
   })
   checkDbtIdsFree(ctx, columns, preset.dbtIds)
+  if (preset.syncedColumn !== undefined && deletes === 'new_record')
+    ctx.issues.add(
+      ctx.at('deletes'),
+      `new_record does not apply to the fivetran preset: Fivetran's history mode records a delete by ending the ` +
+        `key's last version at the delete time with _fivetran_active = FALSE, and writes no deletion version; ` +
+        `use invalidate${deletesOpt.note}`,
+    )
   checkMetadataClashes(ctx, columns, systemTime, preset.dbtIds, [
     ...key.map((name, i): NamedColumn => [keyPath(ctx, i), name, '']),
     ...tracked.value.columns.map((name, i): NamedColumn => [
@@ -201,6 +208,7 @@ export function resolveTable(
     columns,
     ...(preset.endStyle !== undefined ? { endStyle: preset.endStyle } : {}),
     ...(preset.dbtIds !== undefined ? { dbtIds: preset.dbtIds } : {}),
+    ...(preset.syncedColumn !== undefined ? { syncedColumn: preset.syncedColumn } : {}),
     ...(softDelete.value !== undefined ? { softDeleteColumn: softDelete.value } : {}),
     ...(condition !== undefined ? { softDeleteEquals: condition.equals } : {}),
     ...(schedule !== undefined ? { schedule } : {}),
@@ -654,7 +662,7 @@ function checkMetadataClashes(
   )
   for (const name of systemTime === undefined ? [] : [systemTime.systemFrom, systemTime.systemTo])
     metadataByName.set(name.toLowerCase(), 'system_time')
-  for (const name of dbtIds === undefined ? [] : [dbtIds.scdId, dbtIds.updatedAt])
+  for (const name of dbtIds === undefined ? [] : [dbtIds.scdId, dbtIds.updatedAt, dbtIds.isDeleted])
     metadataByName.set(name.toLowerCase(), 'dbt_ids')
   for (const [where, name, note] of userColumns) {
     const clash = metadataByName.get(name.toLowerCase())
@@ -681,19 +689,21 @@ function checkMetadataClashes(
   }
 }
 
-/** The dbt preset's own columns (dbt_scd_id, dbt_updated_at) are not names for other metadata columns. */
+/** The dbt preset's own columns (dbt_scd_id, dbt_updated_at, dbt_is_deleted) are not names for other metadata columns. */
 function checkDbtIdsFree(
   ctx: TableContext,
   columns: TableSpec['columns'],
   dbtIds: TableSpec['dbtIds'],
 ): void {
   if (dbtIds === undefined) return
-  const reserved = new Set([dbtIds.scdId, dbtIds.updatedAt].map((name) => name.toLowerCase()))
+  const reserved = new Set(
+    [dbtIds.scdId, dbtIds.updatedAt, dbtIds.isDeleted].map((name) => name.toLowerCase()),
+  )
   for (const key of METADATA_COLUMN_KEYS) {
     if (!reserved.has(columns[key].toLowerCase())) continue
     ctx.issues.add(
       ctx.at('columns', METADATA_COLUMN_OPTIONS[key]),
-      `${show(columns[key])} is a column of its own in the dbt preset (dbt's id and start of a version); ` +
+      `${show(columns[key])} is a column of its own in the dbt preset (dbt's id, start and deletion text of a version); ` +
         `give the ${METADATA_COLUMN_OPTIONS[key]} metadata column another name`,
     )
   }

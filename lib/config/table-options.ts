@@ -68,13 +68,14 @@ export function resolveColumns(
  */
 export function presetTableFields(
   preset: ColumnPreset,
-): Pick<TableSpec, 'columns' | 'openEnd' | 'endStyle' | 'dbtIds'> {
+): Pick<TableSpec, 'columns' | 'openEnd' | 'endStyle' | 'dbtIds' | 'syncedColumn'> {
   const conventions = PRESET_CONVENTIONS[preset]
   return {
     columns: COLUMN_PRESETS[preset],
     openEnd: conventions.openEnd,
     ...(conventions.endStyle !== 'exclusive' ? { endStyle: conventions.endStyle } : {}),
     ...(conventions.dbtIds !== undefined ? { dbtIds: conventions.dbtIds } : {}),
+    ...(conventions.syncedColumn !== undefined ? { syncedColumn: conventions.syncedColumn } : {}),
   }
 }
 

@@ -2,6 +2,12 @@ import type { BatchManifest, StagedPart } from './batch.ts'
 import { StagingError } from './errors.ts'
 import { instantSortKey } from './instant.ts'
 
+/**
+ * The manifest's file name in a batch's folder, written last (the commit marker): the staging stores and the state
+ * machine's check for a finished extract (infra/constructs/orchestration.ts) both read it.
+ */
+export const MANIFEST_FILE = '_manifest.json'
+
 /** The only part file name a manifest may list: it is joined to a folder or becomes a local file name. */
 export const PART_NAME = /^part-\d{5,}\.parquet$/
 

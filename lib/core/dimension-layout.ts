@@ -4,6 +4,7 @@ import { BatchRejectedError } from './errors.ts'
 import { inferredColumnName } from './inferred-member.ts'
 import {
   DBT_ID_COLUMNS,
+  SYNCED_COLUMN,
   metadataColumnList,
   PRESET_NAMES,
   PRESET_CONVENTIONS,
@@ -122,7 +123,7 @@ export function planDimensionLayout(
   }
   const metadata = [
     ...metadataColumnList(table.columns),
-    ...dbtIdColumnList(table),
+    ...presetColumnList(table),
     ...systemTimeColumnList(table),
   ]
   const metadataNames = new Set(metadata.map((c) => c.name))
@@ -209,6 +210,7 @@ export function planDimensionLayout(
     const existingByName = new Map(existing.map((c) => [c.name, c]))
     checkSystemTimeMatches(table, existingByName, reject)
     checkNotFormerPresetLayout(table, existingByName, reject)
+    checkPresetColumnsPresent(table, existingByName, reject)
     for (const m of metadata) {
       if (!existingByName.has(m.name))
         reject(
@@ -265,13 +267,21 @@ export function systemTimeColumnList(table: TableSpec): readonly DimensionColumn
   ]
 }
 
-/** The dbt preset's dbt_scd_id and dbt_updated_at (none for other tables), in dimension order. */
-export function dbtIdColumnList(table: TableSpec): readonly DimensionColumn[] {
+/**
+ * The columns a preset's tool writes beside the metadata columns (lib/sql/preset-columns.ts): the dbt preset's
+ * dbt_scd_id, dbt_updated_at and dbt_is_deleted, the fivetran preset's _fivetran_synced; in dimension order.
+ */
+export function presetColumnList(table: TableSpec): readonly DimensionColumn[] {
   const names = table.dbtIds
-  if (names === undefined) return []
   return [
-    { name: names.scdId, type: DBT_ID_COLUMNS.scdId.type },
-    { name: names.updatedAt, type: DBT_ID_COLUMNS.updatedAt.type },
+    ...(names === undefined
+      ? []
+      : [
+          { name: names.scdId, type: DBT_ID_COLUMNS.scdId.type },
+          { name: names.updatedAt, type: DBT_ID_COLUMNS.updatedAt.type },
+          { name: names.isDeleted, type: DBT_ID_COLUMNS.isDeleted.type },
+        ]),
+    ...(table.syncedColumn === undefined ? [] : [{ name: table.syncedColumn, type: SYNCED_COLUMN.type }]),
   ]
 }
 
@@ -298,6 +308,36 @@ function checkNotFormerPresetLayout(
         `(columns: { surrogate_key: ${former}, valid_from: ${table.columns.validFrom}, ... })`,
     )
   }
+}
+
+/**
+ * Dimensions created with the dbt or fivetran preset before its tool's own columns were written as the tool
+ * writes them: dbt's dbt_is_deleted was a BOOLEAN and dbt_scd_id hashed dimsync's text of the start; Fivetran's
+ * deleted keys kept an active version, or ended a millisecond before the delete, and had no _fivetran_synced.
+ * Adding the missing columns would mix two conventions in one table, so the merge refuses instead.
+ */
+function checkPresetColumnsPresent(
+  table: TableSpec,
+  existing: ReadonlyMap<string, DimensionColumn>,
+  reject: (message: string) => never,
+): void {
+  const sk = table.columns.surrogateKey
+  if (!existing.has(sk)) return
+  const flag = table.columns.isDeleted
+  if (table.dbtIds !== undefined && !existing.has(flag) && existing.has(table.dbtIds.isDeleted))
+    reject(
+      `dimension ${table.target} was created by an earlier dimsync with the dbt preset: its ` +
+        `${table.dbtIds.isDeleted} is a BOOLEAN and its ${table.dbtIds.scdId} hashes dimsync's text of the start, ` +
+        `where dbt writes the text 'True'/'False' and hashes the warehouse's own cast; nothing was written. Load ` +
+        `table ${table.name} into a new target (docs/configuration.md, presets)`,
+    )
+  if (table.syncedColumn !== undefined && !existing.has(table.syncedColumn))
+    reject(
+      `dimension ${table.target} was created by an earlier dimsync with the fivetran preset: it has no ` +
+        `${table.syncedColumn}, and its deleted keys end a millisecond before the delete where Fivetran writes ` +
+        `the delete time; nothing was written. Load table ${table.name} into a new target (docs/configuration.md, ` +
+        `presets)`,
+    )
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { StagedColumn } from './batch.ts'
 import type { DimensionColumn } from './dimension-layout.ts'
-import { dbtIdColumnList, RESERVED_PREFIX } from './dimension-layout.ts'
+import { presetColumnList, RESERVED_PREFIX } from './dimension-layout.ts'
 import { BatchRejectedError } from './errors.ts'
 import type { FactReference, FactSpec } from './fact-spec.ts'
 import { inferredColumnName } from './inferred-member.ts'
@@ -197,7 +197,7 @@ function dimensionColumnsOf(
   const flag = inferredColumnName(table.columns)
   const metadata = new Set([
     ...metadataColumnList(table.columns).map((c) => c.name),
-    ...dbtIdColumnList(table).map((c) => c.name),
+    ...presetColumnList(table).map((c) => c.name),
     flag,
   ])
   const keyNames = new Set(table.key)

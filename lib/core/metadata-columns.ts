@@ -71,9 +71,10 @@ export const METADATA_COLUMNS = Object.freeze({
     type: 'BOOLEAN',
     notNull: true,
     meaning: 'true when the version records a deletion of the key',
+    // dbt's dbt_is_deleted is the text 'True'/'False' (DBT_ID_COLUMNS.isDeleted), derived from this flag.
     names: {
       dimsync: 'is_deleted',
-      dbt: 'dbt_is_deleted',
+      dbt: 'dbt_deleted',
       fivetran: '_fivetran_deleted',
       databricks: '__IS_DELETED',
     },
@@ -163,6 +164,8 @@ export interface DbtIdColumnNames {
   readonly scdId: string
   /** `dbt_updated_at`: the version's start (what dbt writes for the timestamp and check strategies). */
   readonly updatedAt: string
+  /** `dbt_is_deleted`: the text `'True'` on a version recording a deletion, else `'False'` (`hard_deletes: new_record`). */
+  readonly isDeleted: string
 }
 
 export const DBT_ID_COLUMNS = Object.freeze({
@@ -178,10 +181,24 @@ export const DBT_ID_COLUMNS = Object.freeze({
     notNull: true,
     meaning: 'start of the version, as dbt_updated_at in a dbt snapshot (UTC)',
   },
+  isDeleted: {
+    name: 'dbt_is_deleted',
+    type: 'VARCHAR',
+    notNull: true,
+    meaning: "'True' when the version records a deletion of the key, else 'False' (as dbt writes it)",
+  },
 } as const satisfies Record<
   keyof DbtIdColumnNames,
   Omit<MetadataColumnContract, 'option' | 'names'> & { name: string }
 >)
+
+/** Fivetran's _fivetran_synced: when the merge that wrote the version loaded its batch. */
+export const SYNCED_COLUMN = Object.freeze({
+  name: '_fivetran_synced',
+  type: 'TIMESTAMPTZ',
+  notNull: true,
+  meaning: 'when dimsync loaded the batch that wrote the version (UTC), as Fivetran writes _fivetran_synced',
+})
 
 /**
  * What a preset's tool writes besides the columns every dimension has, so a query written against a dbt snapshot
@@ -193,6 +210,8 @@ export interface PresetConventions {
   readonly openEnd: string | null
   /** dbt: dbt_scd_id and dbt_updated_at. */
   readonly dbtIds?: DbtIdColumnNames
+  /** fivetran: _fivetran_synced, the load time of the batch that wrote each version. */
+  readonly syncedColumn?: string
   /**
    * The surrogate key's name in dimensions created by dimsync before these conventions (their valid_to or
    * surrogate key meant something else): such a dimension is refused rather than misread.
@@ -208,12 +227,17 @@ export const PRESET_CONVENTIONS: Readonly<Record<ColumnPreset, PresetConventions
   dbt: {
     endStyle: 'exclusive',
     openEnd: null,
-    dbtIds: { scdId: DBT_ID_COLUMNS.scdId.name, updatedAt: DBT_ID_COLUMNS.updatedAt.name },
+    dbtIds: {
+      scdId: DBT_ID_COLUMNS.scdId.name,
+      updatedAt: DBT_ID_COLUMNS.updatedAt.name,
+      isDeleted: DBT_ID_COLUMNS.isDeleted.name,
+    },
     formerSurrogateKey: 'dbt_scd_id',
   },
   fivetran: {
     endStyle: 'last_millisecond',
     openEnd: FIVETRAN_OPEN_END,
+    syncedColumn: SYNCED_COLUMN.name,
     formerSurrogateKey: '_fivetran_id',
   },
   databricks: { endStyle: 'exclusive', openEnd: null },

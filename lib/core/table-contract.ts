@@ -63,7 +63,8 @@ export function configContract(table: TableSpec): ConfigContract {
       columns,
       endStyle: table.endStyle ?? 'exclusive',
       openEnd: table.openEnd,
-      dbtIds: table.dbtIds === undefined ? null : { ...table.dbtIds },
+      dbtIds:
+        table.dbtIds === undefined ? null : { scdId: table.dbtIds.scdId, updatedAt: table.dbtIds.updatedAt },
     },
   }
 }

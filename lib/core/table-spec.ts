@@ -213,8 +213,10 @@ export interface TableSpec {
   readonly columns: MetadataColumnNames
   /** How valid_to holds a closed version's end (absent: `exclusive`); see EndStyle. */
   readonly endStyle?: EndStyle
-  /** The dbt preset: dbt_scd_id and dbt_updated_at, derived from each version's key and start. */
+  /** The dbt preset: dbt_scd_id, dbt_updated_at and dbt_is_deleted, derived from each version's key and start. */
   readonly dbtIds?: DbtIdColumnNames
+  /** The fivetran preset: _fivetran_synced, the load time of the batch that wrote each version. */
+  readonly syncedColumn?: string
   /** Optional source column whose non-NULL (or true) value marks a row as deleted (soft delete). */
   readonly softDeleteColumn?: string
   /**
@@ -256,6 +258,8 @@ export interface BigQueryWarehouseSpec {
   readonly credentialsSecret?: string
   /** Keyless auth from AWS: workload identity federation (instead of `credentialsSecret`). */
   readonly workloadIdentity?: WorkloadIdentitySpec
+  /** Merge even where a partition expiration deletes closed versions (default: refused). */
+  readonly allowPartitionExpiration?: boolean
 }
 
 /** A workload identity pool provider trusting the AWS account, and the service account to impersonate. */

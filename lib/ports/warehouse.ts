@@ -120,9 +120,18 @@ export interface MergeScriptRequest {
 export interface MergeScriptResult {
   /** The script's last statement (counts), absent on a dry run. */
   readonly row?: Row
-  /** Bytes BigQuery processed (run) or estimates it would process (dry run). */
+  /** Bytes BigQuery processed (run) or estimates it would process (dry run: the sum of `reads`). */
   readonly bytesProcessed?: number
+  /** Dry run: each read of the script as BigQuery prices it on its own (see standalone-reads.ts). */
+  readonly reads?: readonly ReadEstimate[]
+  /** What a run would refuse or should know (a partition expiration that deletes closed history). */
+  readonly warnings?: readonly string[]
 }
+
+/** One read of a merge script: the bytes BigQuery's dry run estimates, or why BigQuery cannot price it alone. */
+export type ReadEstimate =
+  | { readonly label: string; readonly bytes: number }
+  | { readonly label: string; readonly notEstimable: string }
 
 export function isScriptWarehouse<Dialect>(
   warehouse: Warehouse<Dialect>,

@@ -3,7 +3,8 @@ import type { DimensionLayout } from '../core/dimension-layout.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import type { CompiledStatement, SqlDialect, TableRef } from './dialect.ts'
 import { hasUntrackedAttributes, type DimensionObjects } from './render-ddl.ts'
-import { dbtIdAssignments, dbtIdNames, dbtIdValues, keyValues } from './dbt-ids.ts'
+import { dbtDeletedAssignments, dbtIdAssignments, keyValues } from './dbt-ids.ts'
+import { presetColumnNames, presetColumnValues } from './preset-columns.ts'
 import { raiseCheck } from './raise-check.ts'
 import { softDeleteComparison } from './soft-delete-condition.ts'
 import {
@@ -14,7 +15,7 @@ import {
   type SurrogateKeyRecord,
 } from './surrogate-keys.ts'
 import { renameShadowed, TableAliases, userColumnNames } from './table-aliases.ts'
-import { storedEnd } from './version-end.ts'
+import { storedEnd, storedEndOfChange } from './version-end.ts'
 import { currentVersion, liveCurrentVersion } from './version-predicates.ts'
 
 /** Names of the temporary tables a merge script creates; the warehouse adapter reads the counts from them. */
@@ -52,6 +53,8 @@ export const WORK = Object.freeze({
   gone: '__dimsync_gone',
   currentKey: '__dimsync_current_key_',
   next: '__dimsync_next',
+  nextDeleted: '__dimsync_next_deleted',
+  nextRunState: '__dimsync_next_run_state',
   run: '__dimsync_run',
   start: '__dimsync_start',
   from: '__dimsync_from',
@@ -209,13 +212,25 @@ export class MergeSql {
   endAt(end: string): string {
     return storedEnd(this.d, this.p.table, end)
   }
+  /** Like `endAt`, for a version whose end is a delete when the boolean expression `byDelete` holds. */
+  endAtChange(end: string, byDelete: string): string {
+    return storedEndOfChange(this.d, this.p.table, end, byDelete)
+  }
   /**
-   * dbt preset: `, <dbt_scd_id>, <dbt_updated_at>` of a version whose key columns are `alias.<key>` and whose start
-   * is `start`, to follow the values of `metadataAndStoredList` ('' for other tables).
+   * `, <value>…` of the preset's own columns (preset-columns.ts) of a version whose key columns are `alias.<key>`,
+   * whose start is `start` and whose deletion flag is `deleted`, to follow the values of `metadataAndStoredList`
+   * ('' for tables whose preset has none).
    */
-  dbtIdValues(alias: string, start: string): string {
+  presetColumnValues(alias: string, start: string, deleted: string): string {
     const keys = keyValues(this.d, this.p.layout.key, alias)
-    return dbtIdValues(this.d, this.p.table, keys, start)
+    const loadedAt = this.d.timestampLiteral(this.p.appliedAt)
+    return presetColumnValues(this.d, this.p.table, { keys, start, deleted, loadedAt })
+      .map((v) => `, ${v}`)
+      .join('')
+  }
+  /** dbt preset: `, dbt_is_deleted = …` for an UPDATE giving versions the deletion flag `deleted`. */
+  dbtDeletedAssignments(deleted: string): string {
+    return dbtDeletedAssignments(this.d, this.p.table, deleted)
       .map((v) => `, ${v}`)
       .join('')
   }
@@ -425,7 +440,7 @@ export class MergeSql {
       n.isDeleted,
       n.rowHash,
       n.batchId,
-      ...dbtIdNames(this.p.table),
+      ...presetColumnNames(this.p.table),
     ]
       .map((c) => this.q(c))
       .join(', ')

@@ -1,11 +1,12 @@
 import { renderColumnRenames } from './render-column-renames.ts'
 import type { DimensionColumn, DimensionLayout } from '../core/dimension-layout.ts'
-import { dbtIdColumnList, systemTimeColumnList } from '../core/dimension-layout.ts'
+import { presetColumnList, systemTimeColumnList } from '../core/dimension-layout.ts'
 import {
   DBT_ID_COLUMNS,
   METADATA_COLUMNS,
   metadataColumnList,
   metadataColumnNamed,
+  SYNCED_COLUMN,
   SYSTEM_TIME_COLUMNS,
 } from '../core/metadata-columns.ts'
 import type { TableSpec } from '../core/table-spec.ts'
@@ -16,6 +17,11 @@ import { assertSafeTypeText } from './safe-type.ts'
 export interface DimensionObjects {
   readonly dimension: TableRef
   readonly captures?: TableRef
+  /**
+   * The truncates of a change feed merged so far (`ops.truncate`): a key whose events arrive after a truncate was
+   * merged, with a state before it, is ended by it too (render-truncates.ts).
+   */
+  readonly truncates?: TableRef
   /**
    * Versions removed from the dimension: replaced by a correction (tables whose state at a captured time can
    * change: sequenced change feeds) or, in a mirror, replaced or deleted rows. Kept so their surrogate keys are
@@ -38,6 +44,10 @@ export function dimensionObjects(table: TableSpec, schema: string): DimensionObj
     dimension: { schema, name: table.target },
     captures:
       table.validFrom.kind === 'column' ? { schema, name: `${table.target}_dimsync_captures` } : undefined,
+    truncates:
+      table.validFrom.kind === 'column' && (table.changes?.operation.truncate ?? []).length > 0
+        ? { schema, name: `${table.target}_dimsync_truncates` }
+        : undefined,
     // A bitemporal table keeps every row it ever held: a replaced version is closed in system time instead.
     retired:
       table.systemTime === undefined &&
@@ -170,8 +180,11 @@ export function renderDimensionDdl(
       ...layout.stored.map((c) => column(c, keyNames.has(c.name))),
       ...layout.derived.map((c) => column(c, false, `dimsync: the ${c.kind} value of ${c.from}`)),
       ...rest.map((c) => meta(c)),
-      ...dbtIdColumnList(table).map((c, i) => {
-        const contract = i === 0 ? DBT_ID_COLUMNS.scdId : DBT_ID_COLUMNS.updatedAt
+      ...presetColumnList(table).map((c) => {
+        const contract =
+          [DBT_ID_COLUMNS.scdId, DBT_ID_COLUMNS.updatedAt, DBT_ID_COLUMNS.isDeleted].find(
+            (k) => k.name === c.name,
+          ) ?? SYNCED_COLUMN
         return column(c, contract.notNull, `dimsync: ${contract.meaning}`)
       }),
       ...systemTimeColumnList(table).map((c, i) => {
@@ -209,12 +222,13 @@ export function renderDimensionDdl(
       sql: `ALTER TABLE ${d.table(objects.dimension)} ADD COLUMN IF NOT EXISTS ${column(c, false)}`,
     })
   }
+  // The capture and truncate logs order events of the same time by the feed's sequence.
+  const sequence =
+    layout.sequence === undefined
+      ? ''
+      : `${column({ name: CAPTURE_SEQUENCE_COLUMN, type: layout.sequence.type }, true)}, `
   if (objects.captures !== undefined) {
     const keys = layout.key.map((c) => column(c, true))
-    const sequence =
-      layout.sequence === undefined
-        ? ''
-        : `${column({ name: CAPTURE_SEQUENCE_COLUMN, type: layout.sequence.type }, true)}, `
     out.push({
       label: 'create capture log',
       sql:
@@ -225,6 +239,14 @@ export function renderDimensionDdl(
           capturedAt: d.quoteIdentifier('captured_at'),
           description: `dimsync: every state of table ${table.name} captured so far (late events)`,
         }),
+    })
+  }
+  if (objects.truncates !== undefined) {
+    out.push({
+      label: 'create truncate log',
+      sql:
+        `CREATE TABLE IF NOT EXISTS ${d.table(objects.truncates)} (\n  captured_at ${d.type('timestamp')} NOT NULL, ${sequence}` +
+        `batch_id ${d.type('string')} NOT NULL\n)`,
     })
   }
   if (objects.captures !== undefined && hasUntrackedAttributes(layout)) {

@@ -38,7 +38,7 @@ export function renderFirstLoad(m: MergeSql): void {
       `SELECT n.${m.q(WORK.newKey)},\n` +
       `  ${m.stored.map((c) => m.col('s', c)).join(', ')},\n` +
       `  ${m.d.timestampLiteral(m.p.extractedAt)}, ${openEnd}, TRUE, FALSE, ${hash}, ${m.str(m.p.batchId)}` +
-      `${m.dbtIdValues('s', m.d.timestampLiteral(m.p.extractedAt))}\n` +
+      `${m.presetColumnValues('s', m.d.timestampLiteral(m.p.extractedAt), 'FALSE')}\n` +
       `FROM ${m.stage} s\nJOIN ${m.numberedKeys('s', `${m.stage} s${versionRows}`)} n ON ${m.keyEq('n', 's')}${versionRows}`,
   )
   m.advanceKeys('s', `${m.stage} s${versionRows}`, 'first versions')

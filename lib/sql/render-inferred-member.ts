@@ -7,7 +7,8 @@ import { typeFamily } from '../core/staged-types.ts'
 import type { TableRef } from '../core/table-ref.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import type { SqlDialect } from './dialect.ts'
-import { dbtIdAssignments, dbtIdNames, dbtIdValues } from './dbt-ids.ts'
+import { dbtIdAssignments } from './dbt-ids.ts'
+import { presetColumnNames, presetColumnValues } from './preset-columns.ts'
 import { raiseCheck } from './raise-check.ts'
 import { dimensionObjects, SOURCE_TYPE_NOTE } from './render-ddl.ts'
 import { UNKNOWN_MEMBER } from './render-unknown-member.ts'
@@ -145,7 +146,7 @@ export function renderInferredMembers(d: SqlDialect, plan: InferredMembersPlan):
     n.rowHash,
     n.batchId,
     r.inferredFlag,
-    ...dbtIdNames(table),
+    ...presetColumnNames(table),
   ]
   const naturalKey = r.dimensionKey.map((k) => ({ expression: `m.${q(k.name)}`, type: k.type }))
   const values = [
@@ -165,7 +166,13 @@ export function renderInferredMembers(d: SqlDialect, plan: InferredMembersPlan):
     str(INFERRED_MEMBER.rowHash),
     str(plan.batchId),
     'TRUE',
-    ...dbtIdValues(d, table, naturalKey, 'm.t'),
+    // The fact load that infers it has no batch of the dimension: it is loaded now.
+    ...presetColumnValues(d, table, {
+      keys: naturalKey,
+      start: 'm.t',
+      deleted: 'FALSE',
+      loadedAt: 'CURRENT_TIMESTAMP',
+    }),
   ]
   // A key the capture log knows (a merge saw it deleted) has a history: its facts go to the unknown member.
   const logged =

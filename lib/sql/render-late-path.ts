@@ -47,7 +47,8 @@ function renderGuardedLatePath(m: MergeSql, captures: TableRef): void {
     'late keys: windows of runs',
     m.d.createTempTableAs(
       TEMP.lateRuns,
-      `SELECT r.*, LEAD(r.${q(W.from)}) OVER (${wr}) AS ${q(W.to)}, LAG(r.state_hash) OVER (${wr}) AS ${q(W.prevRunState)}\n` +
+      `SELECT r.*, LEAD(r.${q(W.from)}) OVER (${wr}) AS ${q(W.to)}, LAG(r.state_hash) OVER (${wr}) AS ${q(W.prevRunState)},\n` +
+        `  LEAD(r.state_hash) OVER (${wr}) AS ${q(W.nextRunState)}\n` +
         `FROM (\n  SELECT ${m.keyList('c')}, c.${q(W.run)}, MIN(c.captured_at) AS ${q(W.from)}, MIN(c.state_hash) AS state_hash\n` +
         `  FROM ${m.tmp(TEMP.lateCaptures)} c GROUP BY ${m.keyList('c')}, c.${q(W.run)}\n) r`,
     ),
@@ -91,7 +92,7 @@ function renderGuardedLatePath(m: MergeSql, captures: TableRef): void {
     ),
   )
   if (m.p.objects.retired !== undefined) retireVersionsWithoutRun(m, m.p.objects.retired)
-  const end = `COALESCE(${m.endAt(`v.${q(W.to)}`)}, ${m.openEnd()})`
+  const end = `COALESCE(${m.endAtChange(`v.${q(W.to)}`, `v.${q(W.nextRunState)} = ${m.str(DELETED_STATE)}`)}, ${m.openEnd()})`
   m.emit(
     'late keys: move windows of existing versions',
     `UPDATE ${m.dim} AS d SET ${q(n.validFrom)} = v.${q(W.from)}, ${q(n.validTo)} = ${end}, ${q(n.isCurrent)} = v.${q(W.to)} IS NULL` +
@@ -105,7 +106,7 @@ function renderGuardedLatePath(m: MergeSql, captures: TableRef): void {
   // version whose starting state was corrected takes the corrected attributes.
   m.emit(
     "late keys: versions take their run's attributes",
-    `UPDATE ${m.dim} AS d SET ${[...attrs.map((c) => `${q(c)} = x.${q(c)}`), `${q(n.rowHash)} = x.h`, `${q(n.isDeleted)} = x.${q(W.del)}`].join(', ')}\n` +
+    `UPDATE ${m.dim} AS d SET ${[...attrs.map((c) => `${q(c)} = x.${q(c)}`), `${q(n.rowHash)} = x.h`, `${q(n.isDeleted)} = x.${q(W.del)}`].join(', ')}${m.dbtDeletedAssignments(`x.${q(W.del)}`)}\n` +
       `FROM (\n  SELECT v.${q(W.existingSk)}, ${deletion} AS ${q(W.del)}, a.*\n  FROM ${lv} v JOIN ${m.tmp(TEMP.lateAttributes)} a ON ${m.keyEq('a', 'v')} AND a.h = ${attributeState}\n` +
       `  WHERE v.${q(W.existingSk)} IS NOT NULL\n) x\n` +
       `WHERE d.${q(n.surrogateKey)} = x.${q(W.existingSk)} AND (d.${q(n.rowHash)} <> x.h OR d.${q(n.isDeleted)} <> x.${q(W.del)})`,
@@ -119,7 +120,7 @@ function renderGuardedLatePath(m: MergeSql, captures: TableRef): void {
     `INSERT INTO ${m.dim} (${m.metadataAndStoredList()})\n` +
       `SELECT ${m.newKey('v', [m.keyList('v'), `v.${q(W.from)}`])},\n` +
       `  ${m.stored.map((c) => (m.keys.includes(c) ? m.col('v', c) : m.col('a', c))).join(', ')},\n` +
-      `  v.${q(W.from)}, ${end}, v.${q(W.to)} IS NULL, ${deletion}, a.h, ${m.str(m.p.batchId)}${m.dbtIdValues('v', `v.${q(W.from)}`)}\n` +
+      `  v.${q(W.from)}, ${end}, v.${q(W.to)} IS NULL, ${deletion}, a.h, ${m.str(m.p.batchId)}${m.presetColumnValues('v', `v.${q(W.from)}`, deletion)}\n` +
       `FROM ${newVersions}`,
   )
   m.advanceKeys('v', newVersions, 'late keys: new versions')

@@ -570,7 +570,7 @@ class MergeRenderer extends MergeSql {
     const n = this.names
     this.emit(
       'close changed current versions',
-      `UPDATE ${this.dim} AS d SET ${this.q(n.validTo)} = ${this.endAt(`c.${this.q(W.t)}`)}, ${this.q(n.isCurrent)} = FALSE\n` +
+      `UPDATE ${this.dim} AS d SET ${this.q(n.validTo)} = ${this.endAtChange(`c.${this.q(W.t)}`, `c.${this.q(W.del)}`)}, ${this.q(n.isCurrent)} = FALSE\n` +
         `FROM (SELECT * FROM ${this.tmp(TEMP.changes)} WHERE ${this.q(W.changeNo)} = 1 AND ${this.q(W.hadCurrent)}) c\n` +
         `WHERE ${this.current('d')} AND ${this.keyEq('d', 'c')}`,
     )
@@ -579,18 +579,19 @@ class MergeRenderer extends MergeSql {
   #insertNewVersions(): void {
     const onlyVersions = this.p.table.deletes === 'new_record' ? '' : `WHERE NOT x.${this.q(W.del)}`
     // In a snapshot every key has one change, so no version of this batch is followed by another.
-    const next = this.oneEventPerKey
-      ? `CAST(NULL AS ${this.d.type('timestamp')})`
-      : `LEAD(c.${this.q(W.t)}) OVER (PARTITION BY ${this.keyList('c')} ORDER BY c.${this.q(W.t)})`
+    const following = (c: string) =>
+      `LEAD(c.${this.q(c)}) OVER (PARTITION BY ${this.keyList('c')} ORDER BY c.${this.q(W.t)})`
+    const next = this.oneEventPerKey ? `CAST(NULL AS ${this.d.type('timestamp')})` : following(W.t)
+    const nextDeleted = this.oneEventPerKey ? 'FALSE' : `COALESCE(${following(W.del)}, FALSE)`
     this.seedKeys()
     this.emit(
       'insert new versions',
       `INSERT INTO ${this.dim} (${this.metadataAndStoredList()})\n` +
         `SELECT ${this.newKey('x', [this.keyList('x'), `x.${this.q(W.t)}`])},\n` +
         `  ${this.stored.map((c) => this.col('x', c)).join(', ')},\n` +
-        `  x.${this.q(W.t)}, COALESCE(${this.endAt(`x.${this.q(W.next)}`)}, ${this.openEnd()}), x.${this.q(W.next)} IS NULL, x.${this.q(W.del)}, x.${this.q(W.rowHash)}, ${this.str(this.p.batchId)}` +
-        `${this.dbtIdValues('x', `x.${this.q(W.t)}`)}\n` +
-        `FROM (\n  SELECT c.*, ${next} AS ${this.q(W.next)}\n` +
+        `  x.${this.q(W.t)}, COALESCE(${this.endAtChange(`x.${this.q(W.next)}`, `x.${this.q(W.nextDeleted)}`)}, ${this.openEnd()}), x.${this.q(W.next)} IS NULL, x.${this.q(W.del)}, x.${this.q(W.rowHash)}, ${this.str(this.p.batchId)}` +
+        `${this.presetColumnValues('x', `x.${this.q(W.t)}`, `x.${this.q(W.del)}`)}\n` +
+        `FROM (\n  SELECT c.*, ${next} AS ${this.q(W.next)}, ${nextDeleted} AS ${this.q(W.nextDeleted)}\n` +
         `  FROM ${this.tmp(TEMP.changes)} c\n) x\n${onlyVersions}`,
     )
     this.advanceKeys('x', `${this.tmp(TEMP.changes)} x ${onlyVersions}`, 'new versions')

@@ -1,5 +1,5 @@
 import type { TableRef } from '../core/table-ref.ts'
-import { dbtIdNames } from './dbt-ids.ts'
+import { presetColumnNames } from './preset-columns.ts'
 import type { CompiledStatement, SqlDialect } from './dialect.ts'
 import { MergeSql, type MergePlan } from './merge-sql.ts'
 import { refoldsPartialUpdates, statesCanBeCorrected } from './render-ddl.ts'
@@ -71,7 +71,7 @@ export function renderSystemTimeMerge(
     n.isDeleted,
     n.rowHash,
     n.batchId,
-    ...dbtIdNames(plan.table),
+    ...presetColumnNames(plan.table),
   ]
   const list = (alias?: string) => columns.map((c) => (alias ? m.col(alias, c) : q(c))).join(', ')
   // Keys the ordinary merge can touch: those staged, (deletes by absence, or current versions hashed again over

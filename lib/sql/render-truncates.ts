@@ -1,6 +1,7 @@
 import type { CompiledStatement } from '../core/compiled-sql.ts'
 import type { SqlDialect } from './dialect.ts'
 import { MergeSql, type MergePlan } from './merge-sql.ts'
+import { CAPTURE_SEQUENCE_COLUMN } from './render-ddl.ts'
 
 /** The staged rows with each truncate replaced by its delete events, which the rest of the merge reads. */
 export const TRUNCATED_STAGE = '__dimsync_truncated'
@@ -15,7 +16,10 @@ export const TRUNCATED_STAGE = '__dimsync_truncated'
  * version flagged deleted, `ignore` drops them; a key already deleted then is left as it is. The delete events are
  * logged like any other, so a late event of a known key is slotted in before the truncate that ended it.
  *
- * Limit: a key first seen after the truncate was merged, with an event older than the truncate, is not closed by it.
+ * Each truncate is also recorded in the truncate log (DimensionObjects.truncates): a key first seen in a later batch,
+ * with an event before a truncate merged earlier, gets that truncate's delete event too, so it is ended as if it had
+ * arrived in time. A key the dimension already held at the truncate has that delete event logged already: the one
+ * added again is the same event, re-delivered, and changes nothing.
  */
 export function withTruncates(
   d: SqlDialect,
@@ -59,5 +63,29 @@ export function withTruncates(
       `) k ON k.${firstAt} <= ${time('t')}\n` +
       `GROUP BY ${[...m.keys.map((k) => m.col('k', k)), ...order.map((c) => m.col('t', c))].join(', ')}`,
   )
+  const log = plan.objects.truncates
+  if (log !== undefined) {
+    const logged = d.table(log)
+    const seq = sequence === undefined ? undefined : m.q(CAPTURE_SEQUENCE_COLUMN)
+    const sameTruncate = `${time('s')} = r.captured_at${seq === undefined ? '' : ` AND ${m.col('s', sequence!.name)} = r.${seq}`}`
+    const validFromType = d.columnType(validFrom.type, { table: plan.table.name, column: validFrom.name })
+    m.emit(
+      'truncates: a delete event of every batch key with a state before a truncate merged earlier',
+      `INSERT INTO ${m.tmp(TRUNCATED_STAGE)} (${[...m.keys, ...order, operation.name].map((c) => m.q(c)).join(', ')})\n` +
+        `SELECT ${m.keys.map((k) => m.col('k', k)).join(', ')}, CAST(r.captured_at AS ${validFromType})` +
+        `${seq === undefined ? '' : `, r.${seq}`}, ${deleteValue}\n` +
+        `FROM ${logged} r\n` +
+        `JOIN (SELECT ${m.keyList('s')}, MIN(${time('s')}) AS ${firstAt} FROM ${stage} s ` +
+        `WHERE ${notNullKey('s')} AND NOT ${isTruncate('s')} GROUP BY ${m.keyList('s')}) k ON k.${firstAt} <= r.captured_at\n` +
+        `WHERE NOT EXISTS (SELECT 1 FROM ${stage} s WHERE ${isTruncate('s')} AND ${sameTruncate})\n` +
+        `GROUP BY ${[...m.keys.map((k) => m.col('k', k)), 'r.captured_at', ...(seq === undefined ? [] : [`r.${seq}`])].join(', ')}`,
+    )
+    m.emit(
+      "truncates: record the batch's truncates in the truncate log",
+      `INSERT INTO ${logged} (captured_at, ${seq === undefined ? '' : `${seq}, `}batch_id)\n` +
+        `SELECT DISTINCT ${time('s')}, ${seq === undefined ? '' : `${m.col('s', sequence!.name)}, `}${m.str(plan.batchId)} ` +
+        `FROM ${stage} s WHERE ${isTruncate('s')}`,
+    )
+  }
   return [...m.out, ...render({ ...plan, stage: { name: TRUNCATED_STAGE } })]
 }

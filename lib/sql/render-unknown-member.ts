@@ -4,7 +4,7 @@ import { metadataColumnList } from '../core/metadata-columns.ts'
 import { typeFamily } from '../core/staged-types.ts'
 import type { TableRef } from '../core/table-ref.ts'
 import type { TableSpec } from '../core/table-spec.ts'
-import { dbtIdNames, dbtIdValues } from './dbt-ids.ts'
+import { presetColumnNames, presetColumnValues } from './preset-columns.ts'
 import type { SqlDialect } from './dialect.ts'
 
 /**
@@ -47,7 +47,7 @@ export function renderUnknownMember(
   const n = dimension.columns
   const metadata = new Set([
     ...metadataColumnList(n).map((c) => c.name),
-    ...dbtIdNames(dimension),
+    ...presetColumnNames(dimension),
     ...(dimension.systemTime === undefined
       ? []
       : [dimension.systemTime.systemFrom, dimension.systemTime.systemTo]),
@@ -70,7 +70,7 @@ export function renderUnknownMember(
     n.isCurrent,
     n.isDeleted,
     ...(system === undefined ? [] : [system.systemFrom, system.systemTo]),
-    ...dbtIdNames(dimension),
+    ...presetColumnNames(dimension),
   ]
   const end = dimension.endStyle === 'last_millisecond' ? UNKNOWN_MEMBER.validFrom : UNKNOWN_MEMBER.validTo
   const unknownKey = dimension.key.map(() => ({ expression: 'NULL', type: 'VARCHAR' }))
@@ -82,7 +82,13 @@ export function renderUnknownMember(
     'FALSE',
     'FALSE',
     ...(system === undefined ? [] : [d.timestampLiteral(UNKNOWN_MEMBER.validFrom), openEnd]),
-    ...dbtIdValues(d, dimension, unknownKey, d.timestampLiteral(UNKNOWN_MEMBER.validFrom)),
+    // No batch loads it: its load time is its start, like its other times fixed in year 1.
+    ...presetColumnValues(d, dimension, {
+      keys: unknownKey,
+      start: d.timestampLiteral(UNKNOWN_MEMBER.validFrom),
+      deleted: 'FALSE',
+      loadedAt: d.timestampLiteral(UNKNOWN_MEMBER.validFrom),
+    }),
   ]
   return {
     ddl: dimension.key.map((k) => ({

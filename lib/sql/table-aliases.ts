@@ -1,5 +1,5 @@
 import type { DimensionLayout } from '../core/dimension-layout.ts'
-import { dbtIdColumnList, systemTimeColumnList } from '../core/dimension-layout.ts'
+import { presetColumnList, systemTimeColumnList } from '../core/dimension-layout.ts'
 import { inferredColumnName } from '../core/inferred-member.ts'
 import { metadataColumnList } from '../core/metadata-columns.ts'
 import type { TableSpec } from '../core/table-spec.ts'
@@ -122,7 +122,7 @@ export function userColumnNames(table: TableSpec, layout?: DimensionLayout): str
     ...table.key,
     ...table.exclude,
     ...metadataColumnList(table.columns).map((c) => c.name),
-    ...dbtIdColumnList(table).map((c) => c.name),
+    ...presetColumnList(table).map((c) => c.name),
     ...systemTimeColumnList(table).map((c) => c.name),
     inferredColumnName(table.columns),
   ]

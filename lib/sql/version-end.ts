@@ -21,6 +21,18 @@ export function storedEnd(d: SqlDialect, table: TableSpec, end: string): string 
   return ms === 0 ? end : d.addMilliseconds(end, -ms)
 }
 
+/**
+ * The valid_to to write for a version that ends (exclusively) at the instant expression `end`, where the boolean
+ * expression `byDelete` says a delete of the key ends it: Fivetran's history mode writes the delete time itself
+ * as `_fivetran_end` of a deleted key's last version (and the next start less a millisecond otherwise). dimsync's
+ * reads add the millisecond to it too, so such a version reads as current until a millisecond after its delete, as
+ * Fivetran's `BETWEEN _fivetran_start AND _fivetran_end` reads it.
+ */
+export function storedEndOfChange(d: SqlDialect, table: TableSpec, end: string, byDelete: string): string {
+  const shifted = storedEnd(d, table, end)
+  return shifted === end ? end : `CASE WHEN ${byDelete} THEN ${end} ELSE ${shifted} END`
+}
+
 /** The valid_to to write for a version that ends (exclusively) at the ISO instant `end`. */
 export function storedEndInstant(table: TableSpec, end: string): string {
   return new Date(Date.parse(end) - shift(table)).toISOString()

@@ -18,7 +18,7 @@ import type { TableSpec } from '../core/table-spec.ts'
 import type { Warehouse } from '../ports/warehouse.ts'
 import type { SqlDialect } from '../sql/dialect.ts'
 import type { DimensionObjects } from '../sql/render-ddl.ts'
-import { dbtIdColumnList, systemTimeColumnList } from '../core/dimension-layout.ts'
+import { presetColumnList, systemTimeColumnList } from '../core/dimension-layout.ts'
 import type { LedgerFacts } from './ledger-facts.ts'
 
 /** What a merge does about the table's contract (table-contract.ts). */
@@ -136,7 +136,7 @@ async function assertBuiltAlike(
   existing: readonly DimensionColumn[],
 ): Promise<void> {
   const metadata = new Set(
-    [...metadataColumnList(table.columns), ...dbtIdColumnList(table), ...systemTimeColumnList(table)].map(
+    [...metadataColumnList(table.columns), ...presetColumnList(table), ...systemTimeColumnList(table)].map(
       (c) => c.name,
     ),
   )

@@ -2,7 +2,7 @@ import type { BatchManifest } from '../core/batch.ts'
 import { MassDeleteRefusedError } from '../core/errors.ts'
 import type { MergeCounts } from '../core/run-record.ts'
 import {
-  dbtIdColumnList,
+  presetColumnList,
   planDimensionLayout,
   systemTimeColumnList,
   type DimensionLayout,
@@ -16,6 +16,7 @@ import {
   type Row,
   type ScriptWarehouse,
   type Warehouse,
+  type ReadEstimate,
 } from '../ports/warehouse.ts'
 import type { CompiledStatement, SqlDialect } from '../sql/dialect.ts'
 import { renderBatchReport } from '../sql/render-batch-queries.ts'
@@ -96,6 +97,10 @@ export interface MergeBatchResult {
   readonly statements: readonly CompiledStatement[]
   /** BigQuery: bytes the merge script processed, or (dry run) the bytes BigQuery estimates it would process. */
   readonly bytesProcessed?: number
+  /** A BigQuery dry run: the bytes of each read of the merge, priced on its own. */
+  readonly reads?: readonly ReadEstimate[]
+  /** What a run would refuse or the user should know (BigQuery: a partition expiration deleting history). */
+  readonly warnings?: readonly string[]
   /**
    * What changed in the table's config since its dimension's recorded contract, applied by this merge without a
    * version per key (a changed tracked set rehashed the current versions once).
@@ -258,7 +263,7 @@ async function mergeAsScript(
     dryRun: request.dryRun ?? false,
     columns: [
       ...metadataColumnList(table.columns),
-      ...dbtIdColumnList(table),
+      ...presetColumnList(table),
       ...systemTimeColumnList(table),
       ...layout.stored,
       ...layout.derived,
@@ -274,6 +279,8 @@ async function mergeAsScript(
     ...(feed !== undefined ? { feed } : {}),
     statements,
     bytesProcessed: result.bytesProcessed,
+    ...(result.reads === undefined ? {} : { reads: result.reads }),
+    ...(result.warnings === undefined ? {} : { warnings: result.warnings }),
   }
 }
 

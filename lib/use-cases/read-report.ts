@@ -137,7 +137,7 @@ export async function readKeyTimeline(
     ...Object.values(n),
     ...table.key,
     ...(table.systemTime ? [table.systemTime.systemFrom, table.systemTime.systemTo] : []),
-    ...(table.dbtIds ? [table.dbtIds.scdId, table.dbtIds.updatedAt] : []),
+    ...(table.dbtIds ? [table.dbtIds.scdId, table.dbtIds.updatedAt, table.dbtIds.isDeleted] : []),
     inferredColumnName(n),
   ])
   const attributes = rows.length === 0 ? [] : Object.keys(rows[0]!).filter((c) => !hidden.has(c))

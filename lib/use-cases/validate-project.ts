@@ -10,6 +10,48 @@ import type { Source } from '../ports/source.ts'
 import { bigQueryUncomparableColumns } from '../sql/bigquery/bigquery-compared-columns.ts'
 import { bigQueryKeyProblem, bigQueryStorableType } from '../sql/bigquery/bigquery-types.ts'
 import { dimensionObjects } from '../sql/render-ddl.ts'
+import { renderOfflineBigQueryPlan } from '../sql/bigquery/offline-plan.ts'
+import { MAX_QUERY_CHARACTERS } from '../sql/bigquery/script-length.ts'
+
+/**
+ * BigQuery: the length and statement count of the table's merge script, for a first load and for later batches
+ * (rendered offline, as a run would render them), and the problem when one is over BigQuery's query length limit
+ * (a run refuses it before submitting anything).
+ */
+function mergeScriptReport(
+  project: ProjectSpec,
+  table: TableSpec,
+  columns: readonly StagedColumn[],
+): { line?: string; problem?: string } {
+  const warehouse = project.warehouse
+  if (warehouse.type !== 'bigquery') return {}
+  const render = (later: boolean) =>
+    renderOfflineBigQueryPlan({
+      table,
+      columns,
+      project: warehouse.project,
+      dataset: warehouse.dataset,
+      now: new Date(0).toISOString(),
+      later,
+    })
+  const [first, later] = [render(false), render(true)]
+  const size = (script: typeof first) =>
+    `${Math.ceil(script.text.length / 1000).toLocaleString('en-US')}K characters in ` +
+    `${script.ddl.length + script.merge.length + script.after.length} statements`
+  const longest = [first, later].reduce((a, b) => (b.text.length > a.text.length ? b : a))
+  const problem =
+    longest.text.length <= MAX_QUERY_CHARACTERS
+      ? undefined
+      : `its merge script (${longest === later ? 'later batches' : 'first load'}) is ` +
+        `${Math.ceil(longest.text.length / 1000).toLocaleString('en-US')}K characters (${columns.length} columns), ` +
+        `over BigQuery's limit of ${(MAX_QUERY_CHARACTERS / 1000).toLocaleString('en-US')}K characters per ` +
+        'query, so a run refuses it. Exclude columns the dimension does not need (exclude:), or rename long ' +
+        'source columns in a query source'
+  return {
+    line: `; BigQuery merge script: first load ${size(first)}, later batches ${size(later)}`,
+    ...(problem === undefined ? {} : { problem }),
+  }
+}
 
 /** How often a value occurs in a column of staged rows. */
 export interface ValueCount {
@@ -77,9 +119,13 @@ export async function validateProject(
             (problem) => `tables[${index}] (${table.name}): ${problem}`,
           ),
         )
+      const merge = problems.length === 0 ? mergeScriptReport(project, table, columns) : {}
+      if (merge.problem !== undefined) problems.push(`tables[${index}] (${table.name}): ${merge.problem}`)
       issues.push(...problems)
       if (problems.length === 0)
-        lines.push(`${table.name}: ok (${columns.map((c) => `${c.name} ${c.type}`).join(', ')})`)
+        lines.push(
+          `${table.name}: ok (${columns.map((c) => `${c.name} ${c.type}`).join(', ')})${merge.line ?? ''}`,
+        )
     } catch (error) {
       issues.push(
         `tables[${index}] (${table.name}): ${error instanceof Error ? error.message : String(error)}`,
@@ -255,6 +301,7 @@ export function objectNameConflicts(project: ProjectSpec): string[] {
       [objects.currentView.name, 'the current-versions view'],
       [objects.asOfFunction.name, 'the as-of table function'],
       [objects.captures?.name, 'the capture log'],
+      [objects.truncates?.name, 'the truncate log'],
       [objects.retired?.name, 'the retired versions'],
       [objects.keys.name, 'the surrogate key record'],
     ]

@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
-import { ALLOCATOR_DEFAULTS } from '../../bin/allocator-environment.mjs'
+import { ALLOCATOR_DEFAULTS } from '../../lib/runtime/allocator-environment.mjs'
 import { readHistory } from '../../lib/use-cases/read-history.ts'
 import { runTable } from '../../lib/use-cases/run-table.ts'
 import { customersYaml, makeEmbeddedProject, type EmbeddedProject } from '../support/embedded-project.ts'

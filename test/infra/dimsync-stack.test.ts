@@ -7,7 +7,7 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { parseProject } from '../../lib/config/index.ts'
 import { ConfigError } from '../../lib/core/errors.ts'
 import { buildApp } from '../../infra/build-app.ts'
-import { ALLOCATOR_DEFAULTS } from '../../bin/allocator-environment.mjs'
+import { ALLOCATOR_DEFAULTS } from '../../lib/runtime/allocator-environment.mjs'
 import { planDeployment } from '../../infra/deploy-plan.ts'
 import { definitionFromTemplate } from '../support/step-functions/jsonata-state-machine.ts'
 import {

@@ -163,6 +163,33 @@ describe('ops.truncate: a truncate closes every current version at its change ti
     })
   })
 
+  it('a key first seen after the truncate was merged, with events before it, is ended by it too', async () => {
+    await withDimension(feed(), async (dimension) => {
+      await merged(dimension, [
+        { op: 'I', hour: 1, id: 1, a: 'x' },
+        { op: 'T', hour: 3 },
+      ])
+      // Key 2 lived from hour 2 in the source and was truncated with the rest at hour 3; its insert arrives late.
+      await merged(dimension, [{ op: 'I', hour: 2, id: 2, a: 'y' }])
+      // Key 3's insert and update both precede the truncate; key 4 lived on after it.
+      await merged(dimension, [
+        { op: 'I', hour: 1, id: 3, a: 'p' },
+        { op: 'U', hour: 2, id: 3, a: 'q' },
+        { op: 'I', hour: 4, id: 4, a: 'r' },
+      ])
+      expect(await stored(dimension)).toEqual([
+        [1, 'x', 1, 3, false],
+        [2, 'y', 2, 3, false],
+        [3, 'p', 1, 2, false],
+        [3, 'q', 2, 3, false],
+        [4, 'r', 4, null, false],
+      ])
+      // The same late insert again changes nothing.
+      await merged(dimension, [{ op: 'I', hour: 2, id: 2, a: 'y' }])
+      expect((await stored(dimension))[1]).toEqual([2, 'y', 2, 3, false])
+    })
+  })
+
   it('under deletes: new_record a truncate opens a version flagged deleted for each live key', async () => {
     await withDimension(feed({ deletes: 'new_record' }), async (dimension) => {
       await merged(dimension, [
@@ -201,6 +228,15 @@ describe('ops.truncate: a truncate closes every current version at its change ti
       expect(await stored(dimension)).toEqual([
         [1, 'x', 1, 3, false],
         [2, 'z', 3, null, false],
+      ])
+      // Arriving in later batches, by the truncate's sequence: key 3's insert before it is ended by it, key 4's
+      // insert at the same time after it is not.
+      await merged(dimension, [{ op: 'I', hour: 3, id: 3, a: 'p', seq: 2 }])
+      await merged(dimension, [{ op: 'I', hour: 3, id: 4, a: 'q', seq: 5 }])
+      expect(await stored(dimension)).toEqual([
+        [1, 'x', 1, 3, false],
+        [2, 'z', 3, null, false],
+        [4, 'q', 3, null, false],
       ])
     })
   })

@@ -54,7 +54,10 @@ async function scenario(h: FactHarness, table: TableSpec) {
   const n = table.columns
   const q = (name: string) => d.quoteIdentifier(name)
   const time = (column: string) => d.canonicalText(q(column), 'TIMESTAMPTZ')
-  const dbt = table.dbtIds === undefined ? '' : `, dbt_scd_id, ${time('dbt_updated_at')} AS updated_at`
+  const dbt =
+    table.dbtIds === undefined
+      ? ''
+      : `, dbt_scd_id, ${time('dbt_updated_at')} AS updated_at, ${d.castToString(q('dbt_updated_at'))} AS updated_text`
   const read = async () =>
     (
       await h.query(
@@ -113,11 +116,15 @@ describe.each(['duckdb', 'bigquery'] as const)('facts against preset dimensions 
     expect(dbt.inferred.find((v) => v.customer_id === '555')!.start).toBe('2024-02-10 00:00:00.000000')
     for (const v of [...dbt.inferred, ...dbt.versions]) {
       expect(v.updated_at, `dbt_updated_at of ${v.sk}`).toBe(v.start)
-      expect(v.dbt_scd_id, `dbt_scd_id of ${v.sk}`).toBe(md5(`${v.customer_id ?? ''}|${v.start}`))
+      // dbt's snapshot_hash_arguments: the warehouse's own cast of dbt_updated_at, `2024-03-01 00:00:00+00`.
+      expect(v.updated_text).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)?\+00$/)
+      expect(v.dbt_scd_id, `dbt_scd_id of ${v.sk}`).toBe(md5(`${v.customer_id ?? ''}|${v.updated_text}`))
     }
     // Eve's start moved twice (an older fact, then her older first event): her id follows it.
     expect(dbt.versions.find((v) => v.customer_id === '555')!.start).toBe('2024-02-01 00:00:00.000000')
-    expect(dbt.versions.map(({ dbt_scd_id: _id, updated_at: _at, ...v }) => v)).toEqual(reference.versions)
+    expect(dbt.versions.map(({ dbt_scd_id: _id, updated_at: _at, updated_text: _text, ...v }) => v)).toEqual(
+      reference.versions,
+    )
 
     const fivetran = await run('fivetran')
     expect(fivetran.facts).toEqual(reference.facts)

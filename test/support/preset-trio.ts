@@ -11,8 +11,11 @@ import type { Value } from './staged-batches.ts'
  * The same batches merged into three DuckDB dimensions of one table: with the dimsync preset (the reference), the
  * dbt preset and the fivetran preset. After every merge `expectPresetsAgree` checks, row by row (matched on the
  * surrogate key), that the dbt and fivetran tables hold the reference's versions written their tools' way:
- * dbt_scd_id = md5(key|dbt_updated_at), dbt_updated_at = start; _fivetran_end = next start - 1 ms, open rows at
- * 9999-12-31 23:59:59.999; and that their current views and as-of functions return the same versions.
+ * dbt_scd_id = md5(key|dbt_updated_at as DuckDB casts it to text), dbt_updated_at = start, dbt_is_deleted
+ * 'True'/'False'; _fivetran_end = next start - 1 ms (the delete time itself for a version a delete ended), open
+ * rows at 9999-12-31 23:59:59.999, _fivetran_synced the load time of the merge that wrote the row; and that their
+ * current views and as-of functions return the same versions. Fivetran writes no deletion versions, so under
+ * `new_record` (which its preset refuses) the fivetran table is not compared.
  */
 export class PresetTrio {
   private constructor(
@@ -72,39 +75,83 @@ export class PresetTrio {
       const start = instant(r.dbt_valid_from)
       expect(instant(r.dbt_updated_at), 'dbt_updated_at is the start').toBe(start)
       const key = table.key.map((k) => String(r[k])).join('|')
-      expect(r.dbt_scd_id, `dbt_scd_id of ${key} at ${start}`).toBe(md5(`${key}|${canonical(start)}`))
+      expect(r.dbt_scd_id, `dbt_scd_id of ${key} at ${start}`).toBe(md5(`${key}|${duckDbText(start)}`))
+      expect(r.dbt_is_deleted, 'dbt_is_deleted is the text of the flag').toBe(
+        r.dbt_deleted ? 'True' : 'False',
+      )
     }
-    expect(
-      fivetran.map((r) => ({ ...r, _fivetran_end: instant(r._fivetran_end), ...systemEnd(r, instant) })),
-      'fivetran table: the reference versions, ends one millisecond before the next start',
-    ).toEqual(
-      reference.map((r) => {
-        const row = renamed(r, 'fivetran')
-        const open = r.is_current
-        const end = open ? FIVETRAN_OPEN_END : shifted(instant(r.valid_to), -1)
-        // A bitemporal table's rows still known hold the open end in system_to too (not shifted: system time
-        // is dimsync's own, always half-open).
-        return {
-          ...row,
-          _fivetran_end: end,
-          ...systemEnd(r, (v) => (v === null ? FIVETRAN_OPEN_END : instant(v))),
-        }
-      }),
+    const fivetranCompared = this.fivetran.table.deletes !== 'new_record'
+    // The reference's closed versions no version of the key starts at the end of: a delete ended them.
+    const startsOf = new Set(
+      reference.map((r) => `${table.key.map((k) => String(r[k])).join('|')}@${instant(r.valid_from)}`),
     )
+    const endedByDelete = (r: VersionRow) =>
+      table.mode !== 'append' &&
+      !startsOf.has(`${table.key.map((k) => String(r[k])).join('|')}@${instant(r.valid_to)}`)
+    const loadTimes = new Map<unknown, string>()
+    for (const r of fivetranCompared ? fivetran : []) {
+      const synced = instant(r._fivetran_synced)
+      expect(loadTimes.get(r._fivetran_batch_id) ?? synced, '_fivetran_synced: one load time per batch').toBe(
+        synced,
+      )
+      loadTimes.set(r._fivetran_batch_id, synced)
+    }
+    if (fivetranCompared)
+      expect(
+        fivetran.map(({ _fivetran_synced: _, ...r }) => ({
+          ...r,
+          _fivetran_end: instant(r._fivetran_end),
+          ...systemEnd(r, instant),
+        })),
+        'fivetran table: the reference versions, ends one millisecond before the next start or at the delete',
+      ).toEqual(
+        reference.map((r) => {
+          const row = renamed(r, 'fivetran')
+          const open = r.is_current
+          const end = open
+            ? FIVETRAN_OPEN_END
+            : endedByDelete(r)
+              ? instant(r.valid_to)
+              : shifted(instant(r.valid_to), -1)
+          // A bitemporal table's rows still known hold the open end in system_to too (not shifted: system time
+          // is dimsync's own, always half-open).
+          return {
+            ...row,
+            _fivetran_end: end,
+            ...systemEnd(r, (v) => (v === null ? FIVETRAN_OPEN_END : instant(v))),
+          }
+        }),
+      )
     const sks = async (h: ScdHarness, from: string, where = 'TRUE') => {
       const sk = h.table.columns.surrogateKey
       const rows = await h.query(`SELECT "${sk}" AS sk FROM ${from} WHERE ${where} ORDER BY 1`)
       return rows.map((row) => Number(row.sk))
     }
     if (reference.length === 0) return
-    for (const h of this.all) {
+    const referenceAsOf = (t: string) => sks(this.reference, `main."${table.target}_as_of"('${t}')`)
+    // Fivetran's reading (and so the fivetran table's): a version a delete ended is still there at the delete.
+    const keyEq = table.key.map((k) => `n."${k}" = d."${k}"`).join(' AND ')
+    const known = (alias: string) => knownNow(table).replaceAll('"system_to"', `${alias}."system_to"`)
+    const fivetranAsOf = async (t: string) =>
+      [
+        ...(await referenceAsOf(t)),
+        ...(table.mode === 'append'
+          ? []
+          : await sks(
+              this.reference,
+              `main."${table.target}" d`,
+              `d.valid_to = TIMESTAMPTZ '${t}' AND NOT d.is_deleted AND ${known('d')} AND NOT EXISTS ` +
+                `(SELECT 1 FROM main."${table.target}" n WHERE ${keyEq} AND n.valid_from = d.valid_to AND ${known('n')})`,
+            )),
+      ].sort((a, b) => a - b)
+    for (const h of fivetranCompared ? this.all : [this.reference, this.dbt]) {
       expect(
         await sks(h, `main."${h.table.target}_current"`),
         `${h.table.columns.validFrom}: current`,
       ).toEqual(await sks(this.reference, `main."${table.target}_current"`))
       for (const t of asOf) {
         expect(await sks(h, `main."${h.table.target}_as_of"('${t}')`), `as of ${t}`).toEqual(
-          await sks(this.reference, `main."${table.target}_as_of"('${t}')`),
+          await (h === this.fivetran ? fivetranAsOf(t) : referenceAsOf(t)),
         )
       }
     }
@@ -114,6 +161,11 @@ export class PresetTrio {
       await sks(this.dbt, `main."${table.target}"`, 'dbt_valid_to IS NULL'),
       'dbt: valid_to IS NULL',
     ).toEqual(closed)
+    expect(
+      await sks(this.dbt, `main."${table.target}"`, `dbt_is_deleted = 'True'`),
+      "dbt: dbt_is_deleted = 'True'",
+    ).toEqual(await sks(this.reference, `main."${table.target}"`, 'is_deleted'))
+    if (!fivetranCompared) return
     expect(
       await sks(this.fivetran, `main."${table.target}"`, '_fivetran_active'),
       'fivetran: active',
@@ -126,7 +178,7 @@ export class PresetTrio {
           `TIMESTAMPTZ '${t}' BETWEEN _fivetran_start AND _fivetran_end AND NOT _fivetran_deleted AND ${knownNow(this.fivetran.table)}`,
         ),
         `fivetran: ${t} BETWEEN _fivetran_start AND _fivetran_end`,
-      ).toEqual(await sks(this.reference, `main."${table.target}_as_of"('${t}')`))
+      ).toEqual(await fivetranAsOf(t))
     }
   }
 }
@@ -155,7 +207,9 @@ function systemEnd(row: VersionRow, read: (value: VersionRow[string]) => string)
 
 function withoutDbtIds(row: VersionRow): VersionRow {
   return Object.fromEntries(
-    Object.entries(row).filter(([column]) => column !== 'dbt_scd_id' && column !== 'dbt_updated_at'),
+    Object.entries(row).filter(
+      ([column]) => column !== 'dbt_scd_id' && column !== 'dbt_updated_at' && column !== 'dbt_is_deleted',
+    ),
   )
 }
 
@@ -169,9 +223,10 @@ function shifted(iso: string, ms: number): string {
   return new Date(Date.parse(iso) + ms).toISOString()
 }
 
-/** dimsync's canonical text of an instant (row-hash.ts): `YYYY-MM-DD HH:MM:SS.ffffff`, UTC. */
-function canonical(iso: string): string {
-  return `${iso.slice(0, 10)} ${iso.slice(11, 23)}000`
+/** DuckDB's CAST(<TIMESTAMPTZ> AS VARCHAR) in UTC: `YYYY-MM-DD HH:MM:SS[.fff]+00`, trailing zeros dropped. */
+function duckDbText(iso: string): string {
+  const fraction = iso.slice(20, 23).replace(/0+$/, '')
+  return `${iso.slice(0, 10)} ${iso.slice(11, 19)}${fraction === '' ? '' : `.${fraction}`}+00`
 }
 
 function md5(text: string): string {

@@ -1,7 +1,7 @@
-import { DuckDBInstance } from '@duckdb/node-api'
 import type { DuckDBConnection } from '@duckdb/node-api'
 
 import type { StagedColumn } from '../../core/batch.ts'
+import { withDuckDbEngine } from './duckdb-engine.ts'
 
 /** One Parquet file's row count, read from its footer (no data is scanned). */
 export interface ParquetFileRows {
@@ -91,13 +91,5 @@ async function withConnection<T>(
   action: (connection: DuckDBConnection) => Promise<T>,
 ): Promise<T> {
   if (connection !== undefined) return await action(connection)
-  const instance = await DuckDBInstance.create(':memory:', { threads: '1' })
-  const own = await instance.connect()
-  try {
-    await own.run(`SET TimeZone='UTC'`)
-    return await action(own)
-  } finally {
-    own.closeSync()
-    instance.closeSync()
-  }
+  return await withDuckDbEngine({ threads: 1 }, action)
 }

@@ -1,6 +1,5 @@
-import { DuckDBInstance } from '@duckdb/node-api'
-
 import { DEFAULT_SOURCE_MEMORY_LIMIT } from './duckdb-errors.ts'
+import { withDuckDbEngine } from './duckdb-engine.ts'
 import { sqlIdentifier, sqlStringList } from './parquet-schema.ts'
 
 /** How often a value occurs in a column. */
@@ -20,24 +19,18 @@ export async function readParquetValueCounts(
   limit: number,
 ): Promise<ParquetValueCount[]> {
   if (paths.length === 0) return []
-  const instance = await DuckDBInstance.create(':memory:', {
-    threads: '1',
-    memory_limit: DEFAULT_SOURCE_MEMORY_LIMIT,
-  })
-  const connection = await instance.connect()
-  try {
-    await connection.run(`SET TimeZone='UTC'`)
-    const value = `CAST(${sqlIdentifier(column)} AS VARCHAR)`
-    const reader = await connection.runAndReadAll(
-      `SELECT ${value} AS value, COUNT(*) AS n FROM read_parquet(${sqlStringList(paths)}) ` +
-        `GROUP BY 1 ORDER BY n DESC, value NULLS LAST LIMIT ${Math.max(1, Math.floor(limit))}`,
-    )
-    return reader.getRowObjectsJson().map((row) => ({
-      value: row.value === null ? null : String(row.value),
-      rows: Number(row.n),
-    }))
-  } finally {
-    connection.closeSync()
-    instance.closeSync()
-  }
+  return await withDuckDbEngine(
+    { threads: 1, memoryLimit: DEFAULT_SOURCE_MEMORY_LIMIT },
+    async (connection) => {
+      const value = `CAST(${sqlIdentifier(column)} AS VARCHAR)`
+      const reader = await connection.runAndReadAll(
+        `SELECT ${value} AS value, COUNT(*) AS n FROM read_parquet(${sqlStringList(paths)}) ` +
+          `GROUP BY 1 ORDER BY n DESC, value NULLS LAST LIMIT ${Math.max(1, Math.floor(limit))}`,
+      )
+      return reader.getRowObjectsJson().map((row) => ({
+        value: row.value === null ? null : String(row.value),
+        rows: Number(row.n),
+      }))
+    },
+  )
 }

@@ -10,7 +10,7 @@ import { mkdir, rm } from 'node:fs/promises'
 import { availableParallelism } from 'node:os'
 import { join } from 'node:path'
 
-import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api'
+import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api'
 
 import type { StagedParquetVersion } from '../../core/staged-parquet.ts'
 import type { BatchWriter } from '../../ports/staging-store.ts'
@@ -24,6 +24,7 @@ import { registerCanonicalJson } from '../duckdb/canonical-json-function.ts'
 import { readParquetRowCounts, sqlIdentifier, sqlString } from '../duckdb/parquet-schema.ts'
 import { readCsvRecords } from './csv-records.ts'
 import { CANONICAL_JSON_FUNCTION, type DbColumn } from './db-types.ts'
+import { openDuckDbEngine } from '../duckdb/duckdb-engine.ts'
 
 export interface CsvPartConverterOptions {
   /** Folder for spooled CSV, Parquet parts and DuckDB spills (inside the batch's scratch folder). */
@@ -118,20 +119,17 @@ export class CsvPartConverter {
 
   static async open(options: CsvPartConverterOptions): Promise<CsvPartConverter> {
     await mkdir(options.workDir, { recursive: true })
-    const instance = await DuckDBInstance.create(':memory:', {
-      threads: String(options.threads ?? defaultConverterThreads()),
-      memory_limit: options.memoryLimit?.limit ?? DEFAULT_SOURCE_MEMORY_LIMIT,
-      preserve_insertion_order: 'false',
-      temp_directory: join(options.workDir, 'duckdb-tmp'),
+    const { instance, connection, close } = await openDuckDbEngine({
+      threads: options.threads ?? defaultConverterThreads(),
+      memoryLimit: options.memoryLimit?.limit ?? DEFAULT_SOURCE_MEMORY_LIMIT,
+      anyOrder: true,
+      spillDirectory: join(options.workDir, 'duckdb-tmp'),
     })
     try {
-      const connection = await instance.connect()
-      // UTC-marked timestamps and zone-less TIMESTAMPTZ text are read in UTC, never in the machine's zone.
-      await connection.run(`SET TimeZone='UTC'`)
       registerCanonicalJson(connection, CANONICAL_JSON_FUNCTION)
       return new CsvPartConverter(options.workDir, instance, connection, options)
     } catch (error) {
-      instance.closeSync()
+      close()
       throw error
     }
   }

@@ -3,7 +3,6 @@ import { mkdir, mkdtemp, open, readdir, rm, stat } from 'node:fs/promises'
 import { availableParallelism, tmpdir } from 'node:os'
 import { isAbsolute, join, relative, resolve } from 'node:path'
 
-import { DuckDBInstance } from '@duckdb/node-api'
 import type { DuckDBConnection } from '@duckdb/node-api'
 import type { S3Client } from '@aws-sdk/client-s3'
 import { glob, isDynamicPattern } from 'tinyglobby'
@@ -57,6 +56,7 @@ import { debeziumSelect } from './debezium-select.ts'
 import { duckdbSelectOfKeptOperations } from './ignored-operations.ts'
 import type * as S3FilesModule from './s3-files.ts'
 import type { S3File } from './s3-files.ts'
+import { openDuckDbEngine, type DuckDbEngine } from '../duckdb/duckdb-engine.ts'
 
 export interface FileSourceOptions {
   /** Folder that relative source paths and globs are resolved against (the project's `baseDir`). */
@@ -380,8 +380,7 @@ export class FileSource implements Source {
   ): Promise<T> {
     const spec = fileSpec(table)
     await mkdir(workDir, { recursive: true })
-    let instance: DuckDBInstance | undefined
-    let connection: DuckDBConnection | undefined
+    let engine: DuckDbEngine | undefined
     try {
       const files = await this.#localize(table.name, sourceFiles, workDir)
       const names = new Map(files.map((file, i) => [file, sourceFiles[i]!.name]))
@@ -390,16 +389,15 @@ export class FileSource implements Source {
           throw new SourceError(table.name, `${table.name}: ${names.get(file)} is empty (0 bytes)`)
         }
       }
-      instance = await DuckDBInstance.create(':memory:', {
-        threads: String(this.#threads),
-        memory_limit: this.#memoryLimit,
-        // Order does not matter to a snapshot; dropping it lets DuckDB stream the COPY with bounded memory.
-        preserve_insertion_order: 'false',
+      engine = await openDuckDbEngine({
+        threads: this.#threads,
+        memoryLimit: this.#memoryLimit,
+        // Order does not matter to a snapshot.
+        anyOrder: true,
         // Spills go next to the batch (removed with it), never into the working directory.
-        temp_directory: join(workDir, 'duckdb-tmp'),
+        spillDirectory: join(workDir, 'duckdb-tmp'),
       })
-      connection = await instance.connect()
-      await connection.run(`SET TimeZone='UTC'`)
+      const connection = engine.connection
       const read =
         spec.format === 'csv'
           ? await this.#csvSelect(connection, table, spec, files, names, recorded)
@@ -417,8 +415,7 @@ export class FileSource implements Source {
       const what = describeDuckDbError(error, `reading ${spec.path}`, this.#memory())
       throw new SourceError(table.name, `${table.name}: ${what}`, { cause: error })
     } finally {
-      connection?.closeSync()
-      instance?.closeSync()
+      engine?.close()
       await rm(workDir, { recursive: true, force: true })
     }
   }

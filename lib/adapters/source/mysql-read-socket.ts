@@ -2,7 +2,7 @@
  * The socket of a MySQL connection without TLS, reading into buffers that glibc keeps on its heap.
  *
  * A plain `net.Socket` reads into a fresh 64 KiB buffer each time. With the mmap threshold the launcher fixes at
- * 64 KiB (bin/allocator-environment.mjs: the threshold keeps freed memory from staying resident through the merge)
+ * 64 KiB (lib/runtime/allocator-environment.mjs: the threshold keeps freed memory from staying resident through the merge)
  * each one is an mmap of fresh pages and, once collected, a munmap: about 2,800 of each for a 1M-row table, and half
  * again the extract's CPU. The PostgreSQL socket reuses one buffer (pg-read-buffer-socket.ts); mysql2 cannot be given
  * that, because its packet parser keeps slices of earlier reads (a packet spanning reads, packets queued while the

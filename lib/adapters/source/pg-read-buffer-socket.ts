@@ -2,7 +2,7 @@
  * The socket of a PostgreSQL connection without TLS, reading into one reused buffer.
  *
  * A plain `net.Socket` hands every read (up to 64 KiB) over in a Buffer of its own, which glibc allocates and
- * frees. With the mmap threshold the launcher fixes at 64 KiB (bin/allocator-environment.mjs: the threshold keeps
+ * frees. With the mmap threshold the launcher fixes at 64 KiB (lib/runtime/allocator-environment.mjs: the threshold keeps
  * freed memory from staying resident through the merge) each of those is an mmap and a munmap: about 3,600 of each
  * for a 1M-row table, and half again the extract's CPU. Here the kernel writes every read into one buffer; a
  * listener marked as consuming its chunk before it returns (the COPY reader, pg-copy-out.ts) is given that buffer

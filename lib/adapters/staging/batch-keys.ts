@@ -1,3 +1,4 @@
+import { MANIFEST_FILE } from '../../core/batch-manifest.ts'
 import { StagingError } from '../../core/errors.ts'
 import { assertSafeId } from './local-files.ts'
 
@@ -14,7 +15,6 @@ export interface BatchKeys {
   part(name: string): string
 }
 
-export const MANIFEST = '_manifest.json'
 export const PROGRESS = '_progress.json'
 
 /** The folder of a table's batches; the table id is checked (it must never reach outside the store's root). */
@@ -29,7 +29,7 @@ export function batchKeys(table: string, batchId: string): BatchKeys {
   const folder = `${tableKey}/${batchId}`
   return {
     folder,
-    manifest: `${folder}/${MANIFEST}`,
+    manifest: `${folder}/${MANIFEST_FILE}`,
     progress: `${folder}/${PROGRESS}`,
     started: `${folder}/_started.json`,
     part: (name) => `${folder}/${name}`,

@@ -1,6 +1,6 @@
 import type { BatchManifest } from '../../core/batch.ts'
 import { noCheckpointError, parseCheckpoint } from '../../core/batch-checkpoint.ts'
-import { checkManifest, compareManifests, PART_NAME } from '../../core/batch-manifest.ts'
+import { checkManifest, compareManifests, MANIFEST_FILE, PART_NAME } from '../../core/batch-manifest.ts'
 import { StagingError } from '../../core/errors.ts'
 import type { BlobStore } from '../../ports/blob-store.ts'
 import type {
@@ -13,7 +13,7 @@ import type {
   UncommittedBatch,
 } from '../../ports/staging-store.ts'
 import { BlobBatchWriter } from './blob-batch-writer.ts'
-import { batchKeys, isBatchId, MANIFEST, PROGRESS, tableFolder } from './batch-keys.ts'
+import { batchKeys, isBatchId, PROGRESS, tableFolder } from './batch-keys.ts'
 
 /**
  * The staging store, over any blob store (a local folder, an S3 prefix): `<table>/<batchId>/part-NNNNN.parquet`
@@ -100,7 +100,8 @@ export class BlobStagingStore implements StagingStore {
     const manifests: BatchManifest[] = []
     for (const blob of await this.#blobs.list(folder, `table ${table}`)) {
       const [batchId, name, ...deeper] = blob.key.slice(folder.length + 1).split('/')
-      if (batchId === undefined || name !== MANIFEST || deeper.length > 0 || !isBatchId(batchId)) continue
+      if (batchId === undefined || name !== MANIFEST_FILE || deeper.length > 0 || !isBatchId(batchId))
+        continue
       const manifest = await this.#readManifest(table, batchId)
       if (manifest !== undefined) manifests.push(manifest)
     }
@@ -213,7 +214,7 @@ export class BlobStagingStore implements StagingStore {
       const [batchId, name] = blob.key.slice(folder.length + 1).split('/')
       if (batchId === undefined || name === undefined || !isBatchId(batchId)) continue
       const entry = batches.get(batchId) ?? { committed: false, suspended: false, newest: 0 }
-      entry.committed ||= name === MANIFEST
+      entry.committed ||= name === MANIFEST_FILE
       entry.suspended ||= name === PROGRESS
       entry.newest = Math.max(entry.newest, blob.modifiedAt)
       batches.set(batchId, entry)

@@ -2,6 +2,7 @@ import type { StagedColumn } from '../../core/batch.ts'
 import { BatchRejectedError } from '../../core/errors.ts'
 import type { TableSpec } from '../../core/table-spec.ts'
 import { arrayElementType } from '../../sql/bigquery/bigquery-types.ts'
+import { withDuckDbEngine } from '../duckdb/duckdb-engine.ts'
 
 /** Keys named in the message, at most. */
 const KEYS_SHOWN = 3
@@ -18,37 +19,28 @@ export async function assertNoNullArrayElements(
 ): Promise<void> {
   const arrays = request.columns.filter((c) => arrayElementType(c.type) !== undefined).map((c) => c.name)
   if (arrays.length === 0 || paths.length === 0) return
-  const { DuckDBInstance } = await import('@duckdb/node-api')
-  const instance = await DuckDBInstance.create(':memory:', { threads: '1', memory_limit: '128MB' })
-  try {
-    const connection = await instance.connect()
-    try {
-      const files = `read_parquet([${paths.map((p) => `'${p.replaceAll("'", "''")}'`).join(', ')}])`
-      for (const column of arrays) {
-        const found = (
-          await connection.runAndReadAll(
-            `SELECT ${keySelect(request.table.key)} AS k, COUNT(*) OVER () AS n FROM ${files} ` +
-              `WHERE len(list_filter(${quote(column)}, dimsync_e -> dimsync_e IS NULL)) > 0 LIMIT ${KEYS_SHOWN}`,
-          )
-        ).getRowObjectsJson()
-        if (found.length === 0) continue
-        const keys = found.map((row) => String(row.k))
-        const more = Number(found[0]!.n) - keys.length
-        throw new BatchRejectedError(
-          request.table.name,
-          request.batchId,
-          `table ${request.table.name}: column "${column}" holds an array with a NULL element (key ${keys.join('; ')}` +
-            `${more > 0 ? ` and ${more} more` : ''}), which BigQuery cannot store: its arrays hold no NULL ` +
-            `elements; nothing was loaded. Drop the NULL elements in a query source (PostgreSQL: ` +
-            `array_remove(${column}, NULL)), or keep the table on DuckDB`,
+  await withDuckDbEngine({ threads: 1, memoryLimit: '128MB' }, async (connection) => {
+    const files = `read_parquet([${paths.map((p) => `'${p.replaceAll("'", "''")}'`).join(', ')}])`
+    for (const column of arrays) {
+      const found = (
+        await connection.runAndReadAll(
+          `SELECT ${keySelect(request.table.key)} AS k, COUNT(*) OVER () AS n FROM ${files} ` +
+            `WHERE len(list_filter(${quote(column)}, dimsync_e -> dimsync_e IS NULL)) > 0 LIMIT ${KEYS_SHOWN}`,
         )
-      }
-    } finally {
-      connection.closeSync()
+      ).getRowObjectsJson()
+      if (found.length === 0) continue
+      const keys = found.map((row) => String(row.k))
+      const more = Number(found[0]!.n) - keys.length
+      throw new BatchRejectedError(
+        request.table.name,
+        request.batchId,
+        `table ${request.table.name}: column "${column}" holds an array with a NULL element (key ${keys.join('; ')}` +
+          `${more > 0 ? ` and ${more} more` : ''}), which BigQuery cannot store: its arrays hold no NULL ` +
+          `elements; nothing was loaded. Drop the NULL elements in a query source (PostgreSQL: ` +
+          `array_remove(${column}, NULL)), or keep the table on DuckDB`,
+      )
     }
-  } finally {
-    instance.closeSync()
-  }
+  })
 }
 
 /** `customer_id=1, tenant=a`: the key columns of a row as text. */

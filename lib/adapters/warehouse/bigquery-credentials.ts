@@ -101,6 +101,7 @@ export async function openBigQueryWarehouse(
     return new BigQueryWarehouse({
       project: spec.project,
       location: spec.location,
+      ...(spec.allowPartitionExpiration === true ? { allowPartitionExpiration: true } : {}),
       apiEndpoint: options.endpoint,
       authClient: new PassThroughClient(),
       ...options.extra,
@@ -116,6 +117,7 @@ export async function openBigQueryWarehouse(
     return new BigQueryWarehouse({
       project: spec.project,
       location: spec.location,
+      ...(spec.allowPartitionExpiration === true ? { allowPartitionExpiration: true } : {}),
       authClient,
       ...(options.google?.apiEndpoint !== undefined ? { apiEndpoint: options.google.apiEndpoint } : {}),
       ...options.extra,
@@ -130,6 +132,7 @@ export async function openBigQueryWarehouse(
   return new BigQueryWarehouse({
     project: spec.project,
     location: spec.location,
+    ...(spec.allowPartitionExpiration === true ? { allowPartitionExpiration: true } : {}),
     ...(credentials ? { credentials } : {}),
     ...options.extra,
   })

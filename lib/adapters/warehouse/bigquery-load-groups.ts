@@ -5,6 +5,7 @@ import type { DuckDBConnection } from '@duckdb/node-api'
 
 import type { BatchParts } from '../../ports/staging-store.ts'
 import type { LoadCast } from '../../sql/bigquery/bigquery-types.ts'
+import { withDuckDbEngine } from '../duckdb/duckdb-engine.ts'
 
 /**
  * Load jobs per batch, bounded. BigQuery allows 1,500 load jobs per table per day, and one job per staged part
@@ -64,20 +65,14 @@ export async function groupFile(
 ): Promise<{ readonly path: string; release(): Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), 'dimsync-load-group-'))
   const path = join(dir, 'group.parquet')
-  const { DuckDBInstance } = await import('@duckdb/node-api')
-  const instance = await DuckDBInstance.create(':memory:', {
-    threads: '1',
-    memory_limit: '256MB',
-    preserve_insertion_order: 'false',
-    temp_directory: join(dir, 'tmp'),
-  })
   let uploadAsIs: boolean
   try {
-    const connection = await instance.connect()
-    try {
-      const list = paths.map((p) => `'${p.replaceAll("'", "''")}'`).join(', ')
-      uploadAsIs = paths.length === 1 && casts.length === 0 && (await usesPortableEncodings(connection, list))
-      if (!uploadAsIs) {
+    uploadAsIs = await withDuckDbEngine(
+      { threads: 1, memoryLimit: '256MB', anyOrder: true, spillDirectory: join(dir, 'tmp') },
+      async (connection) => {
+        const list = paths.map((p) => `'${p.replaceAll("'", "''")}'`).join(', ')
+        if (paths.length === 1 && casts.length === 0 && (await usesPortableEncodings(connection, list)))
+          return true
         const quote = (name: string) => `"${name.replaceAll('"', '""')}"`
         const replace =
           casts.length === 0
@@ -87,15 +82,12 @@ export async function groupFile(
           `COPY (SELECT *${replace} FROM read_parquet([${list}])) TO '${path.replaceAll("'", "''")}' ` +
             `(FORMAT parquet, COMPRESSION zstd, PARQUET_VERSION V1)`,
         )
-      }
-    } finally {
-      connection.closeSync()
-    }
+        return false
+      },
+    )
   } catch (error) {
     await rm(dir, { recursive: true, force: true })
     throw error
-  } finally {
-    instance.closeSync()
   }
   if (uploadAsIs) {
     await rm(dir, { recursive: true, force: true })

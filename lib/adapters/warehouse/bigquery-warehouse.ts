@@ -8,6 +8,7 @@ import type {
   LoadBatchRequest,
   MergeScriptRequest,
   MergeScriptResult,
+  ReadEstimate,
   Row,
   ScriptWarehouse,
   TransactionOptions,
@@ -32,6 +33,15 @@ import {
 } from '../../sql/bigquery/bigquery-types.ts'
 import type { CompiledStatement, SqlDialect, TableRef } from '../../sql/dialect.ts'
 import { scriptLengthProblem } from '../../sql/bigquery/script-length.ts'
+import { standaloneReads } from '../../sql/bigquery/standalone-reads.ts'
+import {
+  daysOfMs,
+  partitionExpirationProblem,
+  type PartitionExpiration,
+} from '../../sql/bigquery/partition-expiration.ts'
+import { dimensionObjects } from '../../sql/render-ddl.ts'
+import { closedVersionReads, partitionFilterProblem } from '../../sql/bigquery/partition-filter-reads.ts'
+import type { TableSpec } from '../../core/table-spec.ts'
 import { assertNoNullArrayElements } from './bigquery-array-elements.ts'
 import { jobFailure, NO_RESPONSE, transientReason, type JobError } from './bigquery-errors.ts'
 import { backoffDelayMs, latestAttempt } from './bigquery-job-attempts.ts'
@@ -85,6 +95,11 @@ export interface BigQueryWarehouseOptions {
   readonly loadGroupBytes?: number
   /** Load jobs of one batch run at once (default 2). */
   readonly loadConcurrency?: number
+  /**
+   * Merge into a dimension whose partitions expire (its own setting, or the dataset's default): BigQuery then
+   * deletes closed versions. Refused unless set (`warehouse.allow_partition_expiration`); a plan warns either way.
+   */
+  readonly allowPartitionExpiration?: boolean
   /** Test seam: how a wait between attempts is done (default a timer). */
   readonly sleep?: (ms: number) => Promise<void>
 }
@@ -465,23 +480,38 @@ OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
       await this.#dropStage(request.stage)
       throw new DimsyncError(tooLong)
     }
+    const dataset = this.#dataset(request.stage)
+    const partitions = await this.#partitionSettings(table, dataset)
+    const unfiltered = partitions.requiresFilter
+      ? partitionFilterProblem(
+          table.name,
+          { project: this.#options.project, dataset, name: table.target },
+          closedVersionReads(script, this.dialect.table({ schema: dataset, name: table.target })),
+        )
+      : undefined
+    if (unfiltered !== undefined) {
+      await this.#dropStage(request.stage)
+      throw new DimsyncError(unfiltered)
+    }
+    const expiring = partitionExpirationProblem(table.name, partitions.expirations)
+    if (expiring !== undefined && !request.dryRun && this.#options.allowPartitionExpiration !== true) {
+      await this.#dropStage(request.stage)
+      throw new DimsyncError(expiring)
+    }
+    const warnings = expiring === undefined ? {} : { warnings: [expiring] }
     const configuration = {
       query: { query: script.text, useLegacySql: false },
       labels: jobLabels(table.name, batchId),
     }
     if (request.dryRun) {
-      const [job] = await this.#call(`dry run of the merge of ${table.name}`, () =>
-        this.#client.createJob({
-          location: this.#options.location,
-          configuration: { ...configuration, dryRun: true },
-        }),
-      ).catch((error: unknown) => {
-        throw this.#scriptError('dry run', error, statements)
-      })
-      const metadata = job.metadata as JobResource
-      // The staging table was loaded only to be read by the dry run: a plan leaves nothing behind.
+      const reads = await this.#estimateReads(table.name, statements)
+      // The staging table was loaded only to be read by the dry runs: a plan leaves nothing behind.
       await this.#dropStage(request.stage)
-      return { bytesProcessed: Number(metadata.statistics?.totalBytesProcessed ?? 0) }
+      return {
+        bytesProcessed: reads.reduce((sum, read) => sum + ('bytes' in read ? read.bytes : 0), 0),
+        reads,
+        ...warnings,
+      }
     }
     // Before the script: its DDL (columns added) stays when its transaction fails, and so do these types.
     if (request.columns !== undefined)
@@ -512,6 +542,92 @@ OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
       row: rows[0] === undefined ? undefined : toRow(rows[0] as Record<string, unknown>),
       bytesProcessed: Number(metadata.statistics?.totalBytesProcessed ?? 0),
     }
+  }
+
+  /**
+   * The partition expirations that would delete the table's closed history: each of its partitioned tables' own,
+   * and for one not created yet, the dataset's default (BigQuery copies it to a partitioned table at creation);
+   * and whether the dimension requires a partition filter (`require_partition_filter`).
+   */
+  async #partitionSettings(
+    table: TableSpec,
+    dataset: string,
+  ): Promise<{ expirations: PartitionExpiration[]; requiresFilter: boolean }> {
+    const objects = dimensionObjects(table, dataset)
+    const partitioned = [
+      { role: 'dimension', name: objects.dimension.name },
+      ...(objects.captures === undefined ? [] : [{ role: 'capture log', name: objects.captures.name }]),
+    ]
+    const { project, location } = this.#options
+    const found: PartitionExpiration[] = []
+    let requiresFilter = false
+    let notCreated: (typeof partitioned)[number] | undefined
+    for (const object of partitioned) {
+      const what = `read the partition expiration of ${project}.${dataset}.${object.name}`
+      try {
+        const [metadata] = await this.#call(what, () =>
+          this.#client.dataset(dataset, { location }).table(object.name).getMetadata(),
+        )
+        const settings = metadata as {
+          timePartitioning?: { expirationMs?: string }
+          requirePartitionFilter?: boolean
+        }
+        if (object.role === 'dimension' && settings.requirePartitionFilter === true) requiresFilter = true
+        const ms = settings.timePartitioning?.expirationMs
+        if (ms !== undefined && Number(ms) > 0)
+          found.push({ kind: 'table', ...object, project, dataset, days: daysOfMs(Number(ms)) })
+      } catch (error) {
+        if ((error as ApiError).code !== 404) throw this.#apiError(what, error)
+        notCreated ??= object
+      }
+    }
+    if (notCreated !== undefined) {
+      const what = `read the default partition expiration of dataset ${project}.${dataset}`
+      const [metadata] = await this.#call(what, () =>
+        this.#client.dataset(dataset, { location }).getMetadata(),
+      ).catch((error: unknown) => {
+        throw this.#apiError(what, error)
+      })
+      const ms = (metadata as { defaultPartitionExpirationMs?: string }).defaultPartitionExpirationMs
+      if (ms !== undefined && Number(ms) > 0)
+        found.push({ kind: 'dataset', ...notCreated, project, dataset, days: daysOfMs(Number(ms)) })
+    }
+    return { expirations: found, requiresFilter }
+  }
+
+  /**
+   * Prices each read of a merge script with its own dry run (see standalone-reads.ts): BigQuery's dry run of the
+   * whole script stops after its first DDL statement and would estimate next to nothing. A read of a table that
+   * does not exist yet (the dimension, before its first load) cannot be priced either; any other refusal fails
+   * the plan, as the script would fail.
+   */
+  async #estimateReads(table: string, statements: readonly CompiledStatement[]): Promise<ReadEstimate[]> {
+    const estimates: ReadEstimate[] = []
+    for (const read of standaloneReads(statements)) {
+      if (!('sql' in read)) {
+        estimates.push(read)
+        continue
+      }
+      try {
+        const [job] = await this.#call(`dry run of ${read.label} (${table})`, () =>
+          this.#client.createJob({
+            location: this.#options.location,
+            configuration: { dryRun: true, query: { query: read.sql, useLegacySql: false } },
+          }),
+        )
+        const metadata = job.metadata as JobResource
+        estimates.push({ label: read.label, bytes: Number(metadata.statistics?.totalBytesProcessed ?? 0) })
+      } catch (error) {
+        const api = error as ApiError
+        if (api.errors?.[0]?.reason !== 'notFound')
+          throw this.#scriptError(read.label, error, [{ label: read.label, sql: read.sql }])
+        estimates.push({
+          label: read.label,
+          notEstimable: `reads a table the script creates (${api.message ?? 'not found'})`,
+        })
+      }
+    }
+    return estimates
   }
 
   /**

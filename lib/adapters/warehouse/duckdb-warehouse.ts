@@ -1,7 +1,6 @@
 import { mkdir, open, stat } from 'node:fs/promises'
 import { dirname } from 'node:path'
-import type { DuckDBConnection } from '@duckdb/node-api'
-import { DuckDBInstance } from '@duckdb/node-api'
+import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api'
 import type { StagedColumn } from '../../core/batch.ts'
 import type { DimensionColumn } from '../../core/dimension-layout.ts'
 import { rejectedBatchError } from '../../core/check-failure.ts'
@@ -15,6 +14,7 @@ import {
   type MemoryLimitSetting,
 } from '../duckdb/duckdb-errors.ts'
 import { duckDbDialect } from '../../sql/duckdb/duckdb-dialect.ts'
+import { openDuckDbEngine } from '../duckdb/duckdb-engine.ts'
 import { TEMP } from '../../sql/render-merge.ts'
 import type { Row, TransactionOptions, Warehouse, WarehouseTransaction } from '../../ports/warehouse.ts'
 
@@ -81,14 +81,12 @@ export class DuckDbWarehouse implements Warehouse<SqlDialect> {
       await assertDuckDbFileOrNew(options.path)
       if (!options.readOnly) await mkdir(dirname(options.path), { recursive: true })
     }
-    const settings: Record<string, string> = {}
-    if (options.readOnly) settings.access_mode = 'READ_ONLY'
-    if (options.memoryLimit) settings.memory_limit = options.memoryLimit
-    if (options.threads) settings.threads = String(options.threads)
-    const instance = await DuckDBInstance.create(options.path, settings)
-    const connection = await instance.connect()
-    // Parquet written by dimsync marks timestamps as UTC; DuckDB would convert them to the session zone.
-    await connection.run(`SET TimeZone = 'UTC'`)
+    const { instance, connection } = await openDuckDbEngine({
+      path: options.path,
+      ...(options.readOnly ? { readOnly: true } : {}),
+      ...(options.memoryLimit ? { memoryLimit: options.memoryLimit } : {}),
+      ...(options.threads ? { threads: options.threads } : {}),
+    })
     const warehouse = new DuckDbWarehouse(instance, connection, options.memoryLimit, options.memoryGrowth)
     if (options.firstLoadThreads !== undefined && options.firstLoadThreads !== options.threads)
       warehouse.#firstLoadThreads = options.firstLoadThreads

@@ -1,13 +1,19 @@
+import { RESERVED_PREFIX } from '../../core/dimension-layout.ts'
 import type { CompiledStatement, ScriptParts, SqlDialect } from '../dialect.ts'
 
+/*
+ * The script's variables are named in dimsync's reserved prefix (RESERVED_PREFIX, which no source column may use):
+ * BigQuery resolves a bare name to a column before a variable, so a column named like a variable would take its
+ * place in every statement that reads that column's table.
+ */
 /** Script variable holding the label of the running step, so a failure names it. */
-export const STEP_VARIABLE = 'dimsync_step'
+export const STEP_VARIABLE = `${RESERVED_PREFIX}step`
 /** Script variable holding the batch's earliest event time (see SqlDialect.earliestEventTime). */
-export const EVENTS_FROM_VARIABLE = 'dimsync_events_from'
+export const EVENTS_FROM_VARIABLE = `${RESERVED_PREFIX}events_from`
 /** Prefix of the message a failed merge script raises; the adapter parses it back (see bigquery-errors.ts). */
 export const STEP_FAILED = 'dimsync step '
 /** Script variable holding the error message while the handler rolls back. */
-const ERROR_VARIABLE = 'dimsync_error'
+const ERROR_VARIABLE = `${RESERVED_PREFIX}error`
 
 /**
  * A merge as one GoogleSQL script: DDL first (BigQuery refuses DDL on permanent tables inside a transaction),

@@ -7,7 +7,7 @@ import { KITS, sourceSpec, type DbScratch } from './support/db-kits.ts'
 import { ExtractHarness } from './support/extract-harness.ts'
 
 /**
- * glibc's mmap threshold, as the launcher fixes it (bin/allocator-environment.mjs): a buffer of this size or more is
+ * glibc's mmap threshold, as the launcher fixes it (lib/runtime/allocator-environment.mjs): a buffer of this size or more is
  * an mmap and, once freed, a munmap. Node reads a socket into a fresh 64 KiB buffer by default, so an extract that
  * lets it pays two system calls and fresh pages per read (half again the extract's CPU, bench/results/log.md).
  */

@@ -101,6 +101,15 @@ describe('parseProject: a valid minimal config', () => {
     })
   })
 
+  it('reads warehouse.allow_partition_expiration, the opt-in to merging into dimensions whose partitions expire', () => {
+    const top =
+      'warehouse: { type: bigquery, project: acme-dw, dataset: history, location: EU, allow_partition_expiration: true }\n'
+    expect(parseProject(withTable('key: id', top), CONFIG).warehouse).toMatchObject({
+      type: 'bigquery',
+      allowPartitionExpiration: true,
+    })
+  })
+
   it('keeps the DuckDB in-memory database name as is', () => {
     const warehouse = parseProject(
       withTable('key: id', "warehouse: { path: ':memory:' }\n"),

@@ -37,12 +37,30 @@ describe("presets bring their tool's conventions, not only its names", () => {
     expect(table("columns: fivetran\nopen_end: '9999-12-31'").openEnd).toBe('9999-12-31T00:00:00.000Z')
   })
 
-  it("dbt: dbt_scd_id and dbt_updated_at, dbt's open end (NULL), exclusive ends", () => {
+  it('fivetran: _fivetran_synced; new_record is refused (Fivetran writes no deletion version)', () => {
+    expect(table('columns: fivetran').syncedColumn).toBe('_fivetran_synced')
+    expect(table('columns: dbt').syncedColumn).toBeUndefined()
+    expect(issuesOf(config('columns: fivetran\ndeletes: new_record'))).toEqual([
+      "tables[0].deletes: new_record does not apply to the fivetran preset: Fivetran's history mode records a delete by ending the key's last version at the delete time with _fivetran_active = FALSE, and writes no deletion version; use invalidate",
+    ])
+    expect(table('columns: fivetran\ndeletes: invalidate').deletes).toBe('invalidate')
+  })
+
+  it("dbt: dbt_scd_id, dbt_updated_at and the text dbt_is_deleted, dbt's open end (NULL), exclusive ends", () => {
     const t = table('columns: dbt')
-    expect(t.dbtIds).toEqual({ scdId: 'dbt_scd_id', updatedAt: 'dbt_updated_at' })
+    expect(t.dbtIds).toEqual({
+      scdId: 'dbt_scd_id',
+      updatedAt: 'dbt_updated_at',
+      isDeleted: 'dbt_is_deleted',
+    })
+    expect(t.columns.isDeleted).toBe('dbt_deleted')
     expect(t.columns.surrogateKey).toBe('dbt_sk')
     expect(t.openEnd).toBeNull()
     expect(t.endStyle).toBeUndefined()
+  })
+
+  it("dbt: dbt_valid_to_current is open_end (current versions' dbt_valid_to)", () => {
+    expect(table("columns: dbt\nopen_end: '9999-12-31'").openEnd).toBe('9999-12-31T00:00:00.000Z')
   })
 
   it('an override builds on the preset it names, or on the defaults', () => {
@@ -54,7 +72,7 @@ describe("presets bring their tool's conventions, not only its names", () => {
 
   it("dbt: a metadata column renamed to one of dbt's own columns, or a source column of that name, is refused", () => {
     expect(issuesOf(config('columns: { preset: dbt, surrogate_key: dbt_scd_id }'))).toEqual([
-      'tables[0].columns.surrogate_key: "dbt_scd_id" is a column of its own in the dbt preset (dbt\'s id and start of a version); give the surrogate_key metadata column another name',
+      'tables[0].columns.surrogate_key: "dbt_scd_id" is a column of its own in the dbt preset (dbt\'s id, start and deletion text of a version); give the surrogate_key metadata column another name',
     ])
     expect(issuesOf(config('columns: dbt\ntracked: [dbt_updated_at]'))).toEqual([
       'tables[0].tracked[0]: "dbt_updated_at" is also the name of a column dbt snapshots have (columns: dbt); rename or exclude the source column',

@@ -44,7 +44,7 @@ const NOT_PRUNED_YET: readonly (readonly [label: string, why: string])[] = [
 
 /**
  * Reads of the capture log (partitioned by month of captured_at) by statements the merge always runs that are not
- * bounded by the batch's earliest event time (`captured_at >= dimsync_events_from`, a script variable), by
+ * bounded by the batch's earliest event time (`captured_at >= __dimsync_events_from`, a script variable), by
  * statement label (prefix), each with why. Same rule: the list only shrinks.
  */
 const CAPTURES_UNBOUNDED_YET: readonly (readonly [label: string, why: string])[] = []

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { StagedColumn } from '../../../lib/core/batch.ts'
 import { presetTableFields } from '../../../lib/config/table-options.ts'
-import { dbtIdColumnList, planDimensionLayout } from '../../../lib/core/dimension-layout.ts'
+import { presetColumnList, planDimensionLayout } from '../../../lib/core/dimension-layout.ts'
 import { planFactLayout } from '../../../lib/core/fact-layout.ts'
 import type { FactSpec } from '../../../lib/core/fact-spec.ts'
 import { PRESET_NAMES, metadataColumnList } from '../../../lib/core/metadata-columns.ts'
@@ -144,7 +144,7 @@ describe('every BigQuery statement of a fact load passes the GoogleSQL analyzer 
     const dimensionColumns = [
       ...dimensionLayout.stored,
       ...metadataColumnList(c.dimension.columns),
-      ...dbtIdColumnList(c.dimension),
+      ...presetColumnList(c.dimension),
       ...(inferring ? [{ name: flag, type: 'BOOLEAN' }] : []),
     ]
     if (inferring) {

@@ -4,6 +4,7 @@ import { parseProject } from '../../../lib/config/index.ts'
 import { ConfigError } from '../../../lib/core/errors.ts'
 import type { StagedColumn } from '../../../lib/core/batch.ts'
 import type { Source } from '../../../lib/ports/source.ts'
+import { renderOfflineBigQueryPlan } from '../../../lib/sql/bigquery/offline-plan.ts'
 import {
   assertNoObjectNameConflicts,
   objectNameConflicts,
@@ -164,7 +165,59 @@ describe('validateProject names every column the warehouse cannot store (table, 
       '/project/dimsync.yaml',
     )
     expect(await validateProject(spec, () => source([{ name: 'id', type: 'BIGINT' }]))).toEqual([
-      'accounts: ok (id BIGINT)',
+      expect.stringMatching(/^accounts: ok \(id BIGINT\); BigQuery merge script: /),
+    ])
+  })
+
+  it('BigQuery: reports the length and statement count of each table’s merge script (first load, later batches)', async () => {
+    const spec = parseProject(
+      `version: 1\nwarehouse: { type: bigquery, project: acme-dw, dataset: history, location: EU }\ntables:\n` +
+        table('accounts', 'dim_accounts', '    tracked: [name]\n'),
+      '/project/dimsync.yaml',
+    )
+    const described = [
+      { name: 'id', type: 'BIGINT' },
+      { name: 'name', type: 'VARCHAR' },
+      { name: 'tier', type: 'VARCHAR' },
+    ]
+    const [line] = await validateProject(spec, () => source(described))
+    const script = (later: boolean) =>
+      renderOfflineBigQueryPlan({
+        table: spec.tables[0]!,
+        columns: described,
+        project: 'acme-dw',
+        dataset: 'history',
+        now: new Date(0).toISOString(),
+        later,
+      })
+    const size = (s: ReturnType<typeof script>) =>
+      `${Math.ceil(s.text.length / 1000)}K characters in ${s.ddl.length + s.merge.length + s.after.length} statements`
+    expect(line).toBe(
+      `accounts: ok (id BIGINT, name VARCHAR, tier VARCHAR); BigQuery merge script: first load ${size(script(false))}, ` +
+        `later batches ${size(script(true))}`,
+    )
+    // The later batches' script overwrites type 1 columns: more statements than the first load's.
+    expect(script(true).merge.length).toBeGreaterThan(script(false).merge.length)
+  })
+
+  it('BigQuery: a table whose merge script would be over the query length limit is an issue', async () => {
+    const spec = parseProject(
+      `version: 1\nwarehouse: { type: bigquery, project: acme-dw, dataset: history, location: EU }\ntables:\n` +
+        table('wide', 'dim_wide', '    tracked: [attribute_name_00000]\n'),
+      '/project/dimsync.yaml',
+    )
+    const wide = [
+      { name: 'id', type: 'BIGINT' },
+      ...Array.from({ length: 2_200 }, (_, i) => ({
+        name: `attribute_name_${String(i).padStart(5, '0')}`,
+        type: 'VARCHAR',
+      })),
+    ]
+    const error = await validateProject(spec, () => source(wide)).catch((e: unknown) => e)
+    expect((error as ConfigError).issues).toEqual([
+      expect.stringMatching(
+        /^tables\[0\] \(wide\): its merge script \(later batches\) is 1,\d{3}K characters \(2201 columns\), over BigQuery's limit of 1,024K characters per query, so a run refuses it/,
+      ),
     ])
   })
 

@@ -161,6 +161,101 @@ describe('BigQuery emulator: datasets and tables through @google-cloud/bigquery'
     expect((await client.dataset('d').table('short').exists())[0]).toBe(false)
   })
 
+  it('partition expiration: a partition older than the table’s expiration (set, or the dataset’s default) is deleted', async () => {
+    const DAY = 86_400_000
+    await client.createDataset('expiring', { location: 'EU', defaultPartitionExpirationMs: String(60 * DAY) })
+    const [dataset] = await client.dataset('expiring').getMetadata()
+    expect(dataset.defaultPartitionExpirationMs).toBe(String(60 * DAY))
+    // now: 2024-06-01. Partitions by month: 2024-01 expired (start + 60 days is before now), 2024-05 not yet.
+    await emulator.query(
+      PROJECT,
+      `CREATE TABLE expiring.p (id INT64, seen TIMESTAMP) PARTITION BY TIMESTAMP_TRUNC(seen, MONTH);
+CREATE TABLE expiring.own (id INT64, seen TIMESTAMP) PARTITION BY TIMESTAMP_TRUNC(seen, MONTH)
+  OPTIONS (partition_expiration_days = 200);
+CREATE TABLE expiring.flat (id INT64, seen TIMESTAMP);
+INSERT INTO expiring.p VALUES (1, TIMESTAMP '2024-01-15 00:00:00+00'), (2, TIMESTAMP '2024-05-20 00:00:00+00'), (3, NULL);
+INSERT INTO expiring.own VALUES (1, TIMESTAMP '2024-01-15 00:00:00+00');
+INSERT INTO expiring.flat VALUES (1, TIMESTAMP '2024-01-15 00:00:00+00');`,
+      { location: 'EU' },
+    )
+    const ids = async (table: string) =>
+      (await emulator.query(PROJECT, `SELECT id FROM expiring.${table} ORDER BY id`, { location: 'EU' })).map(
+        (r) => r.id,
+      )
+    // The dataset's default became the table's own setting when it was created, as tables.get shows.
+    const [partitioned] = await client.dataset('expiring').table('p').getMetadata()
+    expect(partitioned.timePartitioning).toEqual({
+      type: 'MONTH',
+      field: 'seen',
+      expirationMs: String(60 * DAY),
+    })
+    expect(await ids('p')).toEqual(['2', '3'])
+    // The table's own setting wins; an unpartitioned table has no partitions to expire.
+    expect(await ids('own')).toEqual(['1'])
+    expect(await ids('flat')).toEqual(['1'])
+    now += 60 * DAY
+    expect(await ids('p')).toEqual(['3'])
+    // The way out: remove the table's setting; its partitions then stay.
+    await emulator.query(
+      PROJECT,
+      `ALTER TABLE expiring.own SET OPTIONS (partition_expiration_days = NULL);
+INSERT INTO expiring.own VALUES (2, TIMESTAMP '2020-01-01 00:00:00+00');`,
+      { location: 'EU' },
+    )
+    expect(await ids('own')).toEqual(['2'])
+    const [own] = await client.dataset('expiring').table('own').getMetadata()
+    expect(own.timePartitioning).toEqual({ type: 'MONTH', field: 'seen' })
+  })
+
+  it('require_partition_filter: a statement reading the table without a filter that can prune its partitions is refused with BigQuery’s error', async () => {
+    await emulator.query(
+      PROJECT,
+      `CREATE TABLE d.p (id INT64, seen TIMESTAMP) PARTITION BY TIMESTAMP_TRUNC(seen, MONTH)
+  OPTIONS (require_partition_filter = TRUE);
+INSERT INTO d.p VALUES (1, NULL), (2, TIMESTAMP '2024-05-20 00:00:00+00');`,
+      { location: 'EU' },
+    )
+    const [metadata] = await client.dataset('d').table('p').getMetadata()
+    expect(metadata.requirePartitionFilter).toBe(true)
+    const refusal =
+      "Cannot query over table 'd.p' without a filter over column(s) 'seen' that can be used for partition elimination"
+    const run = (query: string) =>
+      client.createJob({ location: 'EU', configuration: { query: { query, useLegacySql: false } } })
+    const refused = async (query: string) => {
+      const error = await apiError(run(query))
+      return [error.code, error.errors?.[0]?.reason, error.errors?.[0]?.message]
+    }
+    expect(await refused('SELECT id FROM d.p')).toEqual([400, 'invalidQuery', refusal])
+    expect(await refused('SELECT id FROM d.p WHERE id = 1')).toEqual([400, 'invalidQuery', refusal])
+    expect(await refused('SELECT id FROM d.p WHERE seen IS NULL OR id = 1')).toEqual([
+      400,
+      'invalidQuery',
+      refusal,
+    ])
+    expect(
+      await refused(
+        'SELECT id FROM d.p WHERE seen >= (SELECT MIN(seen) FROM d.p AS q WHERE q.seen IS NOT NULL)',
+      ),
+    ).toEqual([400, 'invalidQuery', refusal])
+    expect(await refused('UPDATE d.p SET id = 3 WHERE id = 1')).toEqual([400, 'invalidQuery', refusal])
+    // A script fails at the statement (the job fails when it runs).
+    const [script] = await run('SELECT 1; SELECT id FROM d.p;')
+    const done = await waitForJob(script.id!)
+    expect(done.status.errorResult.message).toBe(refusal)
+    // Filters that can prune: on the partitioning column alone, against constants or script variables.
+    for (const query of [
+      'SELECT id FROM d.p WHERE seen IS NULL',
+      "SELECT id FROM d.p WHERE seen >= TIMESTAMP '2024-01-01 00:00:00+00' AND id = 2",
+      "SELECT id FROM d.p WHERE seen IS NULL OR seen > TIMESTAMP '2024-01-01 00:00:00+00'",
+      "DECLARE since TIMESTAMP DEFAULT TIMESTAMP '2024-01-01 00:00:00+00'; SELECT id FROM d.p WHERE seen >= since;",
+      'UPDATE d.p SET id = 3 WHERE seen IS NULL AND id = 1',
+      'INSERT INTO d.p (id, seen) VALUES (4, NULL)',
+    ]) {
+      const [job] = await run(query)
+      expect([query, (await waitForJob(job.id!)).status.errorResult]).toEqual([query, undefined])
+    }
+  })
+
   it('creates datasets with a location; refuses a duplicate and deleting one still in use', async () => {
     await client.createDataset('fresh', { location: 'europe-west1' })
     const [metadata] = await client.dataset('fresh').getMetadata()
@@ -315,6 +410,28 @@ INSERT INTO d.t (id, name, seen) VALUES (1, 'Ana', TIMESTAMP '2024-03-10 14:30:0
     expect(job.metadata.statistics.totalBytesProcessed).toBe('12')
     expect(emulator.rows({ projectId: PROJECT, datasetId: 'd', tableId: 't' })).toHaveLength(2)
     expect(emulator.jobs.list(PROJECT)).toEqual([])
+  })
+
+  it('a dry run of a script stops, as BigQuery’s, after its first DDL statement or at its first IF', async () => {
+    const dryRun = async (query: string) => {
+      const [job] = await client.createJob({
+        location: 'EU',
+        configuration: { dryRun: true, query: { query, useLegacySql: false } },
+      })
+      return job.metadata.statistics.totalBytesProcessed as string
+    }
+    // name: 'Ana' and 'Bruno' → (2 + 3) + (2 + 5) = 12 bytes per read of the column.
+    expect(await dryRun(`SELECT name FROM d.t; SELECT name FROM d.t;`)).toBe('24')
+    // Statements after the first DDL are neither estimated nor resolved (the unknown column is not seen).
+    expect(
+      await dryRun(`SELECT name FROM d.t; CREATE TEMP TABLE x AS SELECT 1 AS one; SELECT nope FROM d.t;`),
+    ).toBe('12')
+    expect(
+      await dryRun(`SELECT name FROM d.t; IF TRUE THEN SELECT name FROM d.t; END IF; SELECT name FROM d.t;`),
+    ).toBe('12')
+    // A statement before the stop is still resolved: an error there fails the dry run.
+    const invalid = await apiError(dryRun(`SELECT nope FROM d.t; CREATE TEMP TABLE x AS SELECT 1 AS one;`))
+    expect(invalid.errors?.[0]?.reason).toBe('invalidQuery')
   })
 
   it('fault injection: a job or an HTTP call can be made to fail as BigQuery does under load', async () => {

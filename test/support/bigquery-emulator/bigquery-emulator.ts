@@ -84,7 +84,11 @@ export class BigQueryEmulator {
   createDataset(
     projectId: string,
     datasetId: string,
-    options: { location?: string; defaultTableExpirationMs?: number } = {},
+    options: {
+      location?: string
+      defaultTableExpirationMs?: number
+      defaultPartitionExpirationMs?: number
+    } = {},
   ): void {
     this.store.putDataset({
       projectId,
@@ -94,6 +98,9 @@ export class BigQueryEmulator {
       ...(options.defaultTableExpirationMs === undefined
         ? {}
         : { defaultTableExpirationMs: options.defaultTableExpirationMs }),
+      ...(options.defaultPartitionExpirationMs === undefined
+        ? {}
+        : { defaultPartitionExpirationMs: options.defaultPartitionExpirationMs }),
     })
   }
 

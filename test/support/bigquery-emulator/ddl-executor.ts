@@ -8,6 +8,7 @@ import {
   type StatementExecutor,
   type StatementScope,
 } from './statement-executor.ts'
+import { partitionExpirationSet, withPartitionExpiration } from './partition-expiration.ts'
 import { clusteringOf, metadataOfOptions, partitioningOf, type OptionValue } from './table-rules.ts'
 import { tableName, type Column, type StoredTable, type TableMetadata, type TableRef } from './table-store.ts'
 import type { Proto } from './zetasql-service.ts'
@@ -250,13 +251,16 @@ async function createTable(
     type: 'TABLE',
     columns,
     rows,
-    metadata: {
-      ...(defaultExpiration === undefined ? {} : { expirationMs: now + defaultExpiration }),
-      ...options,
-      ...partitioning,
-      ...clustering,
-      ...(primaryKey && primaryKey.length > 0 ? { primaryKey } : {}),
-    },
+    metadata: withPartitionExpiration(
+      {
+        ...(defaultExpiration === undefined ? {} : { expirationMs: now + defaultExpiration }),
+        ...options,
+        ...partitioning,
+        ...clustering,
+        ...(primaryKey && primaryKey.length > 0 ? { primaryKey } : {}),
+      },
+      dataset,
+    ),
     creationMs: now,
     lastModifiedMs: now,
   }
@@ -383,7 +387,11 @@ async function alterTable(
   }
   if (table.type === 'VIEW') throw invalidQuery(`${tableName(ref)} is a view; ALTER TABLE changes tables`)
   const actions = childList(child(fragment.node, 'actionList') ?? fragment.node, 'actions')
-  const resolvedActions: Proto[] = resolved.fields.alterActionList ?? []
+  // `ALTER TABLE t SET OPTIONS (…)` alone resolves to its own statement kind, without an action list.
+  const resolvedActions: Proto[] =
+    resolved.kind === 'resolvedAlterTableSetOptionsStmtNode'
+      ? [{ node: 'resolvedSetOptionsActionNode', resolvedSetOptionsActionNode: {} }]
+      : (resolved.fields.alterActionList ?? [])
   for (const [i, wrapped] of resolvedActions.entries()) {
     const action = unwrapStatement(wrapped)
     const parsed = actions[i]
@@ -414,7 +422,10 @@ async function alterTable(
       const options = await evaluateOptions(executor, fragment, parsed, scope)
       table = {
         ...table,
-        metadata: { ...table.metadata, ...metadataOfOptions('table', options, partitioned) },
+        metadata: partitionExpirationSet(
+          { ...table.metadata, ...metadataOfOptions('table', options, partitioned) },
+          options,
+        ),
       }
     } else if (action.kind === 'resolvedAlterColumnDropNotNullActionNode') {
       // BigQuery relaxes a REQUIRED column to NULLABLE; an already nullable one stays as it is.

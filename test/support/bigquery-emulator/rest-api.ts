@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import { withPartitionExpiration } from './partition-expiration.ts'
 import { BigQueryError, duplicate, invalid, notFound } from './api-errors.ts'
 import { fieldOfZetaType, legacyTypeName, zetaTypeOfField, type FieldSchema } from './field-types.ts'
 import { dryRunQuery, startLoadJob, startQueryJob, type JobContext, type JobReference } from './job-runner.ts'
@@ -111,6 +112,9 @@ export class RestApi {
       ...(body.defaultTableExpirationMs
         ? { defaultTableExpirationMs: Number(body.defaultTableExpirationMs) }
         : {}),
+      ...(body.defaultPartitionExpirationMs
+        ? { defaultPartitionExpirationMs: Number(body.defaultPartitionExpirationMs) }
+        : {}),
     })
     return ok(datasetResource(this.#context.store.requireDataset(projectId, datasetId)))
   }
@@ -168,10 +172,13 @@ export class RestApi {
       type: 'TABLE',
       columns,
       rows: [],
-      metadata: {
-        ...(defaultExpiration === undefined ? {} : { expirationMs: now + defaultExpiration }),
-        ...metadata,
-      },
+      metadata: withPartitionExpiration(
+        {
+          ...(defaultExpiration === undefined ? {} : { expirationMs: now + defaultExpiration }),
+          ...metadata,
+        },
+        dataset,
+      ),
       creationMs: now,
       lastModifiedMs: now,
     }

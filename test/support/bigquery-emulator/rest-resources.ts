@@ -17,6 +17,9 @@ export function datasetResource(dataset: Dataset): Record<string, unknown> {
     ...(dataset.defaultTableExpirationMs === undefined
       ? {}
       : { defaultTableExpirationMs: String(dataset.defaultTableExpirationMs) }),
+    ...(dataset.defaultPartitionExpirationMs === undefined
+      ? {}
+      : { defaultPartitionExpirationMs: String(dataset.defaultPartitionExpirationMs) }),
   }
 }
 

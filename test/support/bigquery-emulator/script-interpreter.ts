@@ -22,7 +22,8 @@ export interface ScriptOptions {
   readonly jobId: string
   /**
    * Dry run: statements are resolved (and their bytes counted) but queries and DML are not run; DDL runs on the
-   * store it is given, which must be a scratch copy.
+   * store it is given, which must be a scratch copy. A script's dry run stops, as BigQuery's does, after its first
+   * DDL statement or at its first IF: what follows is neither resolved nor estimated.
    */
   readonly dryRun?: boolean
   /** Called before each query, DML or DDL statement runs; throwing a BigQueryError fails that statement. */
@@ -72,6 +73,9 @@ const PROCEDURAL = new Set([
 
 class ReturnSignal {}
 
+/** Where BigQuery's dry run of a script stops (see ScriptOptions.dryRun). */
+class DryRunStop extends ReturnSignal {}
+
 interface Transaction {
   /** Each permanent table as it was before the transaction first wrote it (undefined: it did not exist). */
   readonly originals: Map<string, StoredTable | undefined>
@@ -108,8 +112,11 @@ export class ScriptInterpreter {
   async run(text: string, store: TableStore, options: ScriptOptions): Promise<ScriptOutcome> {
     const statements = await this.parse(text)
     if (statements.length === 0) throw invalidQuery('The query is empty')
-    const run = new ScriptRun(this.#executor, store, Buffer.from(text), options)
     const isScript = statements.length > 1 || PROCEDURAL.has(statements[0]!.kind)
+    const run = new ScriptRun(this.#executor, store, Buffer.from(text), {
+      ...options,
+      stopsDryRun: options.dryRun === true && isScript,
+    })
     try {
       await run.block(statements)
     } catch (error) {
@@ -135,6 +142,11 @@ export class ScriptInterpreter {
 }
 
 /** The state of one script run: variables by block, temporary tables, the open transaction, @@error. */
+interface RunOptions extends ScriptOptions {
+  /** A dry run of a script: stops after the first DDL statement or at the first IF. */
+  readonly stopsDryRun: boolean
+}
+
 class ScriptRun implements DdlScope {
   readonly store: TableStore
   readonly projectId: string
@@ -147,13 +159,13 @@ class ScriptRun implements DdlScope {
   statementsRun = 0
   readonly #executor: StatementExecutor
   readonly #source: Buffer
-  readonly #options: ScriptOptions
+  readonly #options: RunOptions
   readonly #frames: Map<string, Variable>[] = [new Map()]
   #temps = new Map<string, StoredTable>()
   #transaction: Transaction | undefined
   #error: { readonly error: BigQueryError; readonly statement: string; readonly at: string } | undefined
 
-  constructor(executor: StatementExecutor, store: TableStore, source: Buffer, options: ScriptOptions) {
+  constructor(executor: StatementExecutor, store: TableStore, source: Buffer, options: RunOptions) {
     this.#executor = executor
     this.store = store
     this.#source = source
@@ -252,6 +264,7 @@ class ScriptRun implements DdlScope {
       case 'astBeginEndBlockNode':
         return this.#beginEnd(statement)
       case 'astIfStatementNode':
+        if (this.#options.stopsDryRun) throw new DryRunStop()
         return this.#if(statement)
       case 'astRaiseStatementNode':
         return this.#raise(statement)
@@ -292,6 +305,7 @@ class ScriptRun implements DdlScope {
           return this.#run(statement, async (fragment) => {
             this.lastDdl = await runDdl(this.#executor, fragment, this)
             this.bytesProcessed += this.lastDdl.bytesProcessed
+            if (this.#options.stopsDryRun) throw new DryRunStop()
           })
         throw invalidQuery(
           `The BigQuery emulator does not run ${statement.kind.replace(/^ast|Node$/g, '')} statements${this.#at(statement.start)}`,

@@ -1,4 +1,5 @@
 import { BigQueryError, invalidQuery, notFound } from './api-errors.ts'
+import { assertPartitionFilters } from './partition-filter.ts'
 import { fieldOfZetaType, typeText } from './field-types.ts'
 import { collectReferences, type TableReference } from './statement-references.ts'
 import { lineAndColumn, statementList, type TreeNode } from './sql-tree.ts'
@@ -111,6 +112,7 @@ export class StatementExecutor {
 
   async query(fragment: Fragment, scope: StatementScope): Promise<QueryResult> {
     const prepared = await this.#prepare(fragment, scope)
+    await this.#checkPartitionFilters(prepared)
     // Measured while the statement runs: the analysis never fails the statement (see #bytesRead).
     const bytesProcessed = this.#bytesRead(prepared)
     let response: Proto
@@ -149,6 +151,7 @@ export class StatementExecutor {
       scope.writeTable({ ...table, rows: [], lastModifiedMs: scope.store.now() }, temp)
       return { target: table.ref, affectedRows: table.rows.length, bytesProcessed: 0 }
     }
+    await this.#checkPartitionFilters(prepared)
     const bytesProcessed = this.#bytesRead(prepared)
     let response: Proto
     try {
@@ -179,11 +182,13 @@ export class StatementExecutor {
    */
   async estimate(fragment: Fragment, scope: StatementScope): Promise<number> {
     const prepared = await this.#prepare(fragment, scope)
+    let resolved: Proto
     try {
-      await this.#zeta.analyze(prepared.sql, this.#catalog(prepared))
+      resolved = await this.#zeta.analyze(prepared.sql, this.#catalog(prepared))
     } catch (error) {
       throw prepared.error(error)
     }
+    assertPartitionFilters(resolved, this.#permanentTables(prepared))
     return this.#bytesRead(prepared)
   }
 
@@ -367,6 +372,25 @@ export class StatementExecutor {
         tableData: { row: table.rows.map((r) => ({ cell: [{ int64Value: String(r.id) }, ...r.cells] })) },
       }
     return out
+  }
+
+  /** BigQuery's require_partition_filter on the tables the statement reads (see partition-filter.ts). */
+  async #checkPartitionFilters(prepared: Prepared): Promise<void> {
+    const tables = this.#permanentTables(prepared)
+    if (![...tables.values()].some((t) => t.metadata.requirePartitionFilter === true)) return
+    let resolved: Proto
+    try {
+      resolved = await this.#zeta.analyze(prepared.sql, this.#catalog(prepared))
+    } catch (error) {
+      throw prepared.error(error)
+    }
+    assertPartitionFilters(resolved, tables)
+  }
+
+  #permanentTables(prepared: Prepared): Map<string, StoredTable> {
+    const tables = new Map<string, StoredTable>()
+    for (const [name, root] of prepared.roots) if (!root.temp && !root.derived) tables.set(name, root.table)
+    return tables
   }
 
   /** Logical bytes of the columns the statement reads (each column of each table once), as on-demand billing counts. */

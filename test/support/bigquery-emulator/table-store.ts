@@ -1,5 +1,6 @@
 import { notFound } from './api-errors.ts'
 import type { FieldSchema } from './field-types.ts'
+import { unexpiredRows } from './partition-expiration.ts'
 import type { Value } from './values.ts'
 import type { Proto } from './zetasql-service.ts'
 
@@ -72,6 +73,8 @@ export interface Dataset {
   readonly description?: string
   readonly labels?: Readonly<Record<string, string>>
   readonly defaultTableExpirationMs?: number
+  /** Copied to each time-partitioned table created in the dataset that sets no partition expiration itself. */
+  readonly defaultPartitionExpirationMs?: number
   readonly creationMs: number
 }
 
@@ -82,7 +85,8 @@ const datasetKey = (projectId: string, datasetId: string) => `${projectId}.${dat
 /**
  * Datasets, tables, views and table functions of the emulator. Tables are immutable values: a change puts a new
  * version (so a transaction can keep the version it started from). A table past its expiration time is gone,
- * as in BigQuery: the clock is injectable so a test can let a table expire.
+ * as in BigQuery, and so are the partitions of a table past their partition expiration: the clock is injectable
+ * so a test can let a table or a partition expire.
  */
 export class TableStore {
   readonly #datasets = new Map<string, Dataset>()
@@ -150,7 +154,12 @@ export class TableStore {
       this.#tables.delete(key)
       return undefined
     }
-    return table
+    if (table === undefined) return undefined
+    const rows = unexpiredRows(table, this.#clock())
+    if (rows.length === table.rows.length) return table
+    const kept = { ...table, rows }
+    this.#tables.set(key, kept)
+    return kept
   }
 
   putTable(table: StoredTable): void {

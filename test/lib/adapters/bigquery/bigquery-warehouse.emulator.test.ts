@@ -520,18 +520,54 @@ describe('BigQueryWarehouse on the BigQuery emulator (the real client, SQL run b
     expect(versions()).toHaveLength(2)
   })
 
-  it('plan (dry run) loads the staging table, reports the bytes the emulator estimates and runs no merge', async () => {
+  it('plan (dry run) loads the staging table, prices each read on its own (a script’s dry run stops at its first DDL) and runs no merge', async () => {
     const batchId = await stage('20240310T200000.000Z-iiiiii')
     const result = await merge(warehouse(), batchId, { dryRun: true })
     expect(result.status).toBe('dry-run')
-    expect(result.bytesProcessed).toBeGreaterThan(0)
     expect(result.counts).toBeUndefined()
-    expect(jobInserts().filter((r) => r.json!.configuration.dryRun)).toHaveLength(1)
+    const reads = result.reads!
+    // Before the first load only the staging table and the ledger exist: the reads of the dimension cannot be
+    // priced yet, and say so.
+    const byLabel = new Map(reads.map((r) => [r.label, r]))
+    expect(byLabel.get('check NULL keys')).toEqual({ label: 'check NULL keys', bytes: 16 })
+    expect(byLabel.get('insert first versions')).toMatchObject({
+      notEstimable: expect.stringMatching(/^reads a table the script creates \(Not found: Table/),
+    })
+    expect(result.bytesProcessed).toBe(reads.reduce((sum, r) => sum + ('bytes' in r ? r.bytes : 0), 0))
+    // One dry run per read BigQuery was asked to price (those naming a temporary table are not sent).
+    const sent = reads.filter((r) => 'bytes' in r || r.notEstimable.startsWith('reads a table the script'))
+    expect(jobInserts().filter((r) => r.json!.configuration.dryRun)).toHaveLength(sent.length)
     expect(emulator.jobs.list(PROJECT).some((j) => j.jobId.startsWith('dimsync_merge_'))).toBe(false)
     expect(emulator.store.getTable(DIMENSION)).toBeUndefined()
     // No staging table left behind either.
     const left = emulator.store.listTables(PROJECT, DATASET)
     expect(left.map((t) => t.ref.tableId).filter((name) => name.startsWith('_dimsync_stage_'))).toEqual([])
+  })
+
+  it('plan of a later batch prices the diff against the dimension; reads of the script’s temporary tables are named as not estimable', async () => {
+    const w = warehouse()
+    await merge(w, await stage('20240310T200000.000Z-iiiiii'))
+    const later = await stage(
+      '20240311T200000.000Z-iiiiij',
+      [{ customer_id: 101, name: 'Ana Maria', balance: '1.50' }],
+      '2024-03-11T20:00:00.000Z',
+    )
+    const result = await merge(w, later, { dryRun: true, allowMassDelete: true })
+    const byLabel = new Map(result.reads!.map((r) => [r.label, r]))
+    // The diff reads the staging table (1 row) and the dimension's current versions (2 rows).
+    const diff = byLabel.get('diff snapshot against current versions')
+    expect(diff).toMatchObject({ bytes: expect.any(Number) })
+    expect((diff as { bytes: number }).bytes).toBeGreaterThan(0)
+    expect(byLabel.get('close changed current versions')).toEqual({
+      label: 'close changed current versions',
+      notEstimable: 'reads temporary table __dimsync_changes, which the script builds',
+    })
+    expect(result.bytesProcessed).toBeGreaterThanOrEqual((diff as { bytes: number }).bytes)
+    expect(
+      versions()
+        .filter((v) => v[3] === 'open')
+        .map((v) => v[1]),
+    ).toEqual(['Ana', 'Bruno'])
   })
 
   it('describeTable reads back the source types dimsync recorded (beside the dimension, not in descriptions); a missing table is undefined', async () => {

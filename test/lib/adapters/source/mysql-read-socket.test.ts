@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { mysqlSocketFactory, READ_BUFFER_BYTES } from '../../../../lib/adapters/source/mysql-read-socket.ts'
 import { SENT, startSender as startLoopbackSender, type LoopbackSender } from './support/loopback-sender.ts'
 
-/** glibc's mmap threshold as the launcher fixes it (bin/allocator-environment.mjs). */
+/** glibc's mmap threshold as the launcher fixes it (lib/runtime/allocator-environment.mjs). */
 const MMAP_THRESHOLD = 64 << 10
 
 let sender: LoopbackSender | undefined

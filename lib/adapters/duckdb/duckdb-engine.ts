@@ -1,0 +1,81 @@
+import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api'
+
+/**
+ * How a DuckDB engine is opened. Every place that opens DuckDB (the embedded warehouse, the file source, the
+ * database extract's CSV-to-Parquet converter, the Parquet readers, BigQuery's load groups) goes through
+ * `openDuckDbEngine`, so each gets the same session settings and states only what is its own.
+ */
+export interface DuckDbEngineOptions {
+  /** The database file; default an in-memory database. */
+  readonly path?: string
+  readonly readOnly?: boolean
+  /** Worker threads; default DuckDB's (one per core). */
+  readonly threads?: number
+  /** DuckDB's memory limit (`256MB`, `1GB`); default DuckDB's (80% of the machine). */
+  readonly memoryLimit?: string
+  /** Where DuckDB spills what does not fit its memory limit; default DuckDB's (next to the database file). */
+  readonly spillDirectory?: string
+  /**
+   * Results in any order: DuckDB then streams a COPY with bounded memory instead of buffering to keep the input's
+   * order. For work whose order does not matter (snapshots, Parquet rewrites).
+   */
+  readonly anyOrder?: boolean
+}
+
+export interface DuckDbEngine {
+  readonly instance: DuckDBInstance
+  readonly connection: DuckDBConnection
+  /** Closes the connection, then the database; idempotent. */
+  close(): void
+}
+
+/**
+ * Opens DuckDB and its one connection. DuckDB's module is loaded on first use, so a process that never opens it
+ * (`dimsync --version`, a Lambda that only extracts from PostgreSQL) does not pay for it. Every session reads and
+ * writes times in UTC: Parquet written by dimsync marks timestamps as UTC and zone-less text is UTC, whatever the
+ * machine's zone.
+ */
+export async function openDuckDbEngine(options: DuckDbEngineOptions = {}): Promise<DuckDbEngine> {
+  const { DuckDBInstance } = await import('@duckdb/node-api')
+  const settings: Record<string, string> = {}
+  if (options.readOnly) settings.access_mode = 'READ_ONLY'
+  if (options.threads !== undefined) settings.threads = String(options.threads)
+  if (options.memoryLimit !== undefined) settings.memory_limit = options.memoryLimit
+  if (options.spillDirectory !== undefined) settings.temp_directory = options.spillDirectory
+  if (options.anyOrder) settings.preserve_insertion_order = 'false'
+  const instance = await DuckDBInstance.create(options.path ?? ':memory:', settings)
+  let connection: DuckDBConnection | undefined
+  try {
+    connection = await instance.connect()
+    await connection.run(`SET TimeZone = 'UTC'`)
+  } catch (error) {
+    connection?.closeSync()
+    instance.closeSync()
+    throw error
+  }
+  const opened = connection
+  let closed = false
+  return {
+    instance,
+    connection: opened,
+    close() {
+      if (closed) return
+      closed = true
+      opened.closeSync()
+      instance.closeSync()
+    },
+  }
+}
+
+/** Runs `action` on a fresh engine and closes it after, whatever happens. */
+export async function withDuckDbEngine<T>(
+  options: DuckDbEngineOptions,
+  action: (connection: DuckDBConnection) => Promise<T>,
+): Promise<T> {
+  const engine = await openDuckDbEngine(options)
+  try {
+    return await action(engine.connection)
+  } finally {
+    engine.close()
+  }
+}
