@@ -1,8 +1,10 @@
 import { spawnSync } from 'node:child_process'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { loadavg } from 'node:os'
 import { join } from 'node:path'
 import { withAllocatorSettings } from '../lib/runtime/allocator-environment.mjs'
 import { stagedParquetVersion } from '../lib/core/staged-parquet.ts'
+import { mergeLatest } from './targets.ts'
 
 export const BENCH_ROOT = import.meta.dirname
 export const TMP = join(BENCH_ROOT, 'tmp')
@@ -39,24 +41,26 @@ export function measureProcess(
   return { seconds, peakRssMb: kb / 1024, stdout: r.stdout }
 }
 
-/** Merges `section` into bench/results/latest.json (other benchmarks write their own sections). */
+/**
+ * Merges `section` into bench/results/latest.json and updates the targets it measures (bench/targets.ts); the
+ * other benchmarks' sections and targets stay as they were.
+ */
 export function writeResults(section: string, value: unknown): void {
   const dir = join(BENCH_ROOT, 'results')
   mkdirSync(dir, { recursive: true })
   const file = join(dir, 'latest.json')
-  let all: Record<string, unknown>
+  let previous: unknown
   try {
-    all = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>
+    previous = JSON.parse(readFileSync(file, 'utf8'))
   } catch {
-    all = {} // first run, or a file damaged by an interrupted run
+    previous = {} // first run, or a file damaged by an interrupted run
   }
-  all[section] = value
-  all.machine = {
-    cpus: (process.env.BENCH_CPUS ?? '') || undefined,
-    node: process.version,
+  const latest = mergeLatest(previous, section, value, {
     at: new Date().toISOString(),
-  }
-  writeFileSync(file, JSON.stringify(all, null, 2) + '\n')
+    node: process.version,
+    loadAverage: loadavg().map((load) => Number(load.toFixed(2))),
+  })
+  writeFileSync(file, JSON.stringify(latest, null, 2) + '\n')
 }
 
 /**

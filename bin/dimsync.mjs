@@ -1,21 +1,29 @@
 #!/usr/bin/env node
 // The CLI is TypeScript, run from the same source by the installed package and `npm run dimsync` (here compiled once
 // into a cache, bin/compile-cache.mjs; by tsx when there is none).
-import { spawn } from 'node:child_process'
-import { fileURLToPath } from 'node:url'
+import { readFileSync } from 'node:fs'
 
-import { missingAllocatorSettings } from '../lib/runtime/allocator-environment.mjs'
+import { asksForVersionOnly, needsAllocatorSettings } from './launch-plan.mjs'
 
 /** Signals a scheduler or a terminal uses to stop a job (cron, systemd and Kubernetes send SIGTERM). */
 const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP']
 
+const commandLine = process.argv.slice(2)
 // The allocators read their settings (lib/runtime/allocator-environment.mjs) once, when the process starts, hence a
 // second start of Node with them. Where Node can replace its process (process.execve, Node >= 22.15) the worker
 // takes the launcher's place: one process, no second Node resident for the whole run; elsewhere the launcher waits
 // for its worker. A setting the user gave is kept; the others still get their defaults.
-const missing = process.platform === 'linux' ? missingAllocatorSettings(process.env) : {}
-if (Object.keys(missing).length > 0) {
-  const args = [...process.execArgv, fileURLToPath(import.meta.url), ...process.argv.slice(2)]
+const missing =
+  process.platform === 'linux' && needsAllocatorSettings(commandLine)
+    ? (await import('../lib/runtime/allocator-environment.mjs')).missingAllocatorSettings(process.env)
+    : {}
+if (asksForVersionOnly(commandLine)) {
+  // The version alone loads nothing else: one start of Node and package.json, the line commander prints.
+  const { version } = JSON.parse(readFileSync(`${import.meta.dirname}/../package.json`, 'utf8'))
+  process.stdout.write(`${version}\n`)
+} else if (Object.keys(missing).length > 0) {
+  const [{ spawn }, { fileURLToPath }] = await Promise.all([import('node:child_process'), import('node:url')])
+  const args = [...process.execArgv, fileURLToPath(import.meta.url), ...commandLine]
   const env = { ...process.env, ...missing }
   if (typeof process.execve === 'function') {
     try {

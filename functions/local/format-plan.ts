@@ -40,6 +40,21 @@ export function describePlan(table: TableSpec, result: RunTableResult): string {
 }
 
 /**
+ * The reads of a BigQuery merge, each priced by its own dry run, and those BigQuery cannot price alone (the sum
+ * above is then a lower bound: those read the batch's own temporary tables, or a dimension not created yet).
+ */
+function describeReads(reads: RunTableResult['merge']['reads']): string {
+  if (reads === undefined || reads.length === 0) return ''
+  const lines = reads.map((read) =>
+    'bytes' in read
+      ? `\n  ${read.label}: ${formatBytes(read.bytes)}`
+      : `\n  ${read.label}: not estimated (${read.notEstimable})`,
+  )
+  const unpriced = reads.some((read) => !('bytes' in read))
+  return `${unpriced ? '; at least, per read:' : '; per read:'}${lines.join('')}`
+}
+
+/**
  * A change feed's plan, in the words of what its events do: `cust_feed: 7 events read, 3 keys touched; would open
  * 4 versions and close 2, re-fold 1 late key, correct 1 event in place, delete 1 key (1 delete event), apply 1
  * truncate; 1 event changes nothing`.
@@ -86,21 +101,6 @@ export function describeKeysBeforeAfter(table: TableSpec, keys: readonly KeyBefo
         `key ${key.map(([c, v]) => `${c}=${v}`).join(', ')}\n  before:\n${versions(before)}\n  after:\n${versions(after)}\n`,
     )
     .join('')
-}
-
-/**
- * The reads of a BigQuery merge, each priced by its own dry run, and those BigQuery cannot price alone (the sum
- * above is then a lower bound: those read the batch's own temporary tables, or a dimension not created yet).
- */
-function describeReads(reads: RunTableResult['merge']['reads']): string {
-  if (reads === undefined || reads.length === 0) return ''
-  const lines = reads.map((read) =>
-    'bytes' in read
-      ? `\n  ${read.label}: ${formatBytes(read.bytes)}`
-      : `\n  ${read.label}: not estimated (${read.notEstimable})`,
-  )
-  const unpriced = reads.some((read) => !('bytes' in read))
-  return `${unpriced ? '; at least, per read:' : '; per read:'}${lines.join('')}`
 }
 
 /**

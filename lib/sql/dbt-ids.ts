@@ -9,9 +9,9 @@ import type { SqlDialect } from './dialect.ts'
  *
  * dbt's snapshot_hash_arguments makes dbt_scd_id as the MD5 hex of `coalesce(cast(<key> as <text>), '')`, `'|'`
  * and `coalesce(cast(<updated_at> as <text>), '')`, the key columns first, with the warehouse's own cast to text
- * (dbt-bigquery's override only spells it `to_hex(md5(concat(…)))`). The same casts are used here, of the key
- * columns and of dbt_updated_at as stored (TIMESTAMPTZ on DuckDB, TIMESTAMP on BigQuery): the id is what dbt's
- * macro gives over the table's own columns, `2024-03-01 10:00:00+00` hashed on both warehouses.
+ * (dbt-bigquery's override only spells it `to_hex(md5(concat(…)))`). The same casts are used here: of the key
+ * columns, and of the start typed as the adapter types a snapshot's time (SqlDialect.dbtSnapshotTimeText:
+ * `2024-03-01 10:00:00+00` on BigQuery, `2024-03-01 10:00:00` on DuckDB).
  */
 
 /** A key column of the version: its expression and staged type. */
@@ -22,11 +22,33 @@ export interface KeyValue {
 
 /** dbt_scd_id of a version with these key values and start (an instant expression). */
 export function dbtScdId(d: SqlDialect, keys: readonly KeyValue[], start: string): string {
-  const texts = [
-    ...keys.map((k) => d.castToString(k.expression)),
-    d.castToString(d.castToTimestamp(start)),
-  ].map((text) => `COALESCE(${text}, '')`)
-  return d.md5Hex(d.concat(texts.flatMap((text, i) => (i === 0 ? [text] : ["'|'", text]))))
+  return hashArguments(d, [...keys.map((k) => d.castToString(k.expression)), d.dbtSnapshotTimeText(start)])
+}
+
+/**
+ * dbt_scd_id of a version: of a deletion version (`hard_deletes: new_record`), dbt hashes the id of the version
+ * the delete ended (its key and start, `previousStart`) with the deletion's start; of other versions, the key and
+ * the start. `deletion` undefined: the version is not a deletion.
+ */
+export function dbtVersionScdId(
+  d: SqlDialect,
+  keys: readonly KeyValue[],
+  start: string,
+  deletion?: { readonly deleted: string; readonly previousStart: string },
+): string {
+  const id = dbtScdId(d, keys, start)
+  if (deletion === undefined) return id
+  const deletionId = hashArguments(d, [
+    dbtScdId(d, keys, deletion.previousStart),
+    d.dbtSnapshotTimeText(start),
+  ])
+  return `CASE WHEN ${deletion.deleted} THEN ${deletionId} ELSE ${id} END`
+}
+
+/** dbt's snapshot_hash_arguments over texts: MD5 hex of each text (NULL as '') joined by '|'. */
+function hashArguments(d: SqlDialect, texts: readonly string[]): string {
+  const parts = texts.map((text) => `COALESCE(${text}, '')`)
+  return d.md5Hex(d.concat(parts.flatMap((text, i) => (i === 0 ? [text] : ["'|'", text]))))
 }
 
 /** dbt_is_deleted of a version whose deletion flag is the boolean expression `deleted`: dbt's `'True'`/`'False'`. */
@@ -39,17 +61,21 @@ export function keyValues(d: SqlDialect, key: readonly DimensionColumn[], alias:
   return key.map((c) => ({ expression: `${alias}.${d.quoteIdentifier(c.name)}`, type: c.type }))
 }
 
-/** `SET` items of an UPDATE that gives versions the start `start` ([] when the table is not dbt's). */
+/**
+ * `SET` items of an UPDATE that gives versions the start `start` ([] when the table is not dbt's); `deletion`: as
+ * for dbtVersionScdId.
+ */
 export function dbtIdAssignments(
   d: SqlDialect,
   table: TableSpec,
   keys: readonly KeyValue[],
   start: string,
+  deletion?: { readonly deleted: string; readonly previousStart: string },
 ): string[] {
   const ids = table.dbtIds
   if (ids === undefined) return []
   return [
-    `${d.quoteIdentifier(ids.scdId)} = ${dbtScdId(d, keys, start)}`,
+    `${d.quoteIdentifier(ids.scdId)} = ${dbtVersionScdId(d, keys, start, deletion)}`,
     `${d.quoteIdentifier(ids.updatedAt)} = ${start}`,
   ]
 }

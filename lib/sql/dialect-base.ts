@@ -83,6 +83,11 @@ export abstract class SqlDialectBase implements SqlDialect {
     return `CAST(${expression} AS ${this.type('timestamp')})`
   }
 
+  /** The instant type's own cast to text (BigQuery's TIMESTAMP, dbt-bigquery's current_timestamp()). */
+  dbtSnapshotTimeText(expression: string): string {
+    return this.castToString(this.castToTimestamp(expression))
+  }
+
   /** Standard interval arithmetic (DuckDB, PostgreSQL). */
   addMilliseconds(expression: string, milliseconds: number): string {
     const sign = milliseconds < 0 ? '-' : '+'

@@ -62,6 +62,12 @@ export interface SqlDialect {
   isNan(expression: string): string
   /** Casts a source column to the instant type used for valid_from / valid_to. */
   castToTimestamp(expression: string): string
+  /**
+   * The text dbt's snapshot_hash_arguments hashes for the instant expression `expression` on this warehouse: its
+   * cast to text of the instant as dbt's adapter types a snapshot's time (dbt-bigquery: TIMESTAMP,
+   * `2024-03-01 10:00:00+00`; dbt-duckdb: `now()::timestamp`, `2024-03-01 10:00:00`).
+   */
+  dbtSnapshotTimeText(expression: string): string
   /** The instant `milliseconds` (negative: earlier) after the instant expression `expression` (NULL stays NULL). */
   addMilliseconds(expression: string, milliseconds: number): string
   /** An expression that aborts the statement (and the transaction) with `message` (a STRING expression). */

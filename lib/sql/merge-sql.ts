@@ -34,6 +34,7 @@ export const TEMP = Object.freeze({
   policyKeys: '__dimsync_policy_keys',
   type1Before: '__dimsync_type1_before',
   type1Newest: '__dimsync_type1_newest',
+  type1Returning: '__dimsync_type1_returning',
   folded: '__dimsync_folded',
 })
 
@@ -55,6 +56,8 @@ export const WORK = Object.freeze({
   next: '__dimsync_next',
   nextDeleted: '__dimsync_next_deleted',
   nextRunState: '__dimsync_next_run_state',
+  prevRunFrom: '__dimsync_prev_run_from',
+  prevStart: '__dimsync_prev_start',
   run: '__dimsync_run',
   start: '__dimsync_start',
   from: '__dimsync_from',
@@ -212,6 +215,10 @@ export class MergeSql {
   endAt(end: string): string {
     return storedEnd(this.d, this.p.table, end)
   }
+  /** dbt preset under `new_record`: a deletion version's dbt_scd_id needs the start of the version before it. */
+  get dbtDeletionIds(): boolean {
+    return this.p.table.dbtIds !== undefined && this.p.table.deletes === 'new_record'
+  }
   /** Like `endAt`, for a version whose end is a delete when the boolean expression `byDelete` holds. */
   endAtChange(end: string, byDelete: string): string {
     return storedEndOfChange(this.d, this.p.table, end, byDelete)
@@ -221,10 +228,11 @@ export class MergeSql {
    * whose start is `start` and whose deletion flag is `deleted`, to follow the values of `metadataAndStoredList`
    * ('' for tables whose preset has none).
    */
-  presetColumnValues(alias: string, start: string, deleted: string): string {
+  presetColumnValues(alias: string, start: string, deleted: string, previousStart?: string): string {
     const keys = keyValues(this.d, this.p.layout.key, alias)
     const loadedAt = this.d.timestampLiteral(this.p.appliedAt)
-    return presetColumnValues(this.d, this.p.table, { keys, start, deleted, loadedAt })
+    const previous = previousStart === undefined ? {} : { previousStart }
+    return presetColumnValues(this.d, this.p.table, { keys, start, deleted, loadedAt, ...previous })
       .map((v) => `, ${v}`)
       .join('')
   }
@@ -234,10 +242,17 @@ export class MergeSql {
       .map((v) => `, ${v}`)
       .join('')
   }
-  /** dbt preset: `, dbt_scd_id = …, dbt_updated_at = …` for an UPDATE giving versions of `alias` the start `start`. */
-  dbtIdAssignments(alias: string, start: string): string {
+  /**
+   * dbt preset: `, dbt_scd_id = …, dbt_updated_at = …` for an UPDATE giving versions of `alias` the start `start`
+   * (`deletion`: as for dbtVersionScdId).
+   */
+  dbtIdAssignments(
+    alias: string,
+    start: string,
+    deletion?: { readonly deleted: string; readonly previousStart: string },
+  ): string {
     const keys = keyValues(this.d, this.p.layout.key, alias)
-    return dbtIdAssignments(this.d, this.p.table, keys, start)
+    return dbtIdAssignments(this.d, this.p.table, keys, start, deletion)
       .map((v) => `, ${v}`)
       .join('')
   }

@@ -1,5 +1,5 @@
 import type { TableSpec } from '../core/table-spec.ts'
-import { dbtDeletedText, dbtScdId, type KeyValue } from './dbt-ids.ts'
+import { dbtDeletedText, dbtVersionScdId, type KeyValue } from './dbt-ids.ts'
 import type { SqlDialect } from './dialect.ts'
 
 /**
@@ -15,6 +15,8 @@ export interface NewVersion {
   readonly start: string
   /** Boolean expression: the version records a deletion of the key. */
   readonly deleted: string
+  /** The start of the version before it (an instant expression), where it may be a deletion version. */
+  readonly previousStart?: string
   /** When the merge writing it loads its batch (an instant expression): Fivetran's _fivetran_synced. */
   readonly loadedAt: string
 }
@@ -33,7 +35,18 @@ export function presetColumnValues(d: SqlDialect, table: TableSpec, version: New
   return [
     ...(table.dbtIds === undefined
       ? []
-      : [dbtScdId(d, version.keys, version.start), version.start, dbtDeletedText(version.deleted)]),
+      : [
+          dbtVersionScdId(
+            d,
+            version.keys,
+            version.start,
+            version.previousStart === undefined
+              ? undefined
+              : { deleted: version.deleted, previousStart: version.previousStart },
+          ),
+          version.start,
+          dbtDeletedText(version.deleted),
+        ]),
     ...(table.syncedColumn === undefined ? [] : [version.loadedAt]),
   ]
 }

@@ -3,7 +3,7 @@ import type { TableRef } from '../core/table-ref.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import type { CompiledStatement, SqlDialect } from './dialect.ts'
 import { CAPTURE_UNTRACKED_HASH_COLUMN, type DimensionObjects } from './render-ddl.ts'
-import { dbtScdId, keyValues } from './dbt-ids.ts'
+import { dbtVersionScdId, keyValues } from './dbt-ids.ts'
 import { renderRowHash } from './row-hash.ts'
 
 /** What `dimsync evolve` changes: a column of the dimension (and the columns derived from it), to a new type. */
@@ -108,14 +108,22 @@ export function renderEvolveColumn(
     ))
       out.push({ label: `evolve: rewrite ${c} of ${r.objects.captures.name} as ${r.to}`, sql })
   }
-  // dbt_scd_id is derived from the key's canonical text, which a new type may write differently (1.50 → 1.500).
+  // dbt_scd_id is derived from the key's text, which a new type may write differently (1.50 → 1.500); a deletion
+  // version's from the id of the version before it.
   if (isKey && r.table.dbtIds !== undefined && key.length > 0) {
-    const id = dbtScdId(d, keyValues(d, key, 'd'), `d.${q(n.validFrom)}`)
+    const dim = d.table(r.objects.dimension)
+    const previous = d.quoteIdentifier('__dimsync_previous_start')
+    const id = dbtVersionScdId(d, keyValues(d, key, 'd'), `d.${q(n.validFrom)}`, {
+      deleted: `d.${q(n.isDeleted)}`,
+      previousStart: `p.${previous}`,
+    })
+    const keyList = key.map((c) => q(c.name)).join(', ')
     const column = `d.${q(r.table.dbtIds.scdId)}`
     out.push({
       label: 'evolve: dbt_scd_id from the key as now typed',
-      sql: `UPDATE ${d.table(r.objects.dimension)} AS d SET ${q(r.table.dbtIds.scdId)} = ${id}
-WHERE ${column} IS DISTINCT FROM ${id}`,
+      sql: `UPDATE ${dim} AS d SET ${q(r.table.dbtIds.scdId)} = ${id}
+FROM (SELECT ${q(n.surrogateKey)}, LAG(${q(n.validFrom)}) OVER (PARTITION BY ${keyList} ORDER BY ${q(n.validFrom)}) AS ${previous} FROM ${dim}) p
+WHERE d.${q(n.surrogateKey)} = p.${q(n.surrogateKey)} AND ${column} IS DISTINCT FROM ${id}`,
     })
   }
   if (r.objects.captures !== undefined && !isKey && !tracked.some((c) => c.name === r.columns[0])) {

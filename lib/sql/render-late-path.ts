@@ -1,4 +1,5 @@
 import type { TableRef } from '../core/table-ref.ts'
+import { dbtVersionScdId, keyValues } from './dbt-ids.ts'
 import { TEMP, WORK as W, type MergeSql } from './merge-sql.ts'
 import { CAPTURE_SEQUENCE_COLUMN, refoldsPartialUpdates } from './render-ddl.ts'
 import { REFOLDED } from './render-partial-refold.ts'
@@ -48,7 +49,7 @@ function renderGuardedLatePath(m: MergeSql, captures: TableRef): void {
     m.d.createTempTableAs(
       TEMP.lateRuns,
       `SELECT r.*, LEAD(r.${q(W.from)}) OVER (${wr}) AS ${q(W.to)}, LAG(r.state_hash) OVER (${wr}) AS ${q(W.prevRunState)},\n` +
-        `  LEAD(r.state_hash) OVER (${wr}) AS ${q(W.nextRunState)}\n` +
+        `  LEAD(r.state_hash) OVER (${wr}) AS ${q(W.nextRunState)}, LAG(r.${q(W.from)}) OVER (${wr}) AS ${q(W.prevRunFrom)}\n` +
         `FROM (\n  SELECT ${m.keyList('c')}, c.${q(W.run)}, MIN(c.captured_at) AS ${q(W.from)}, MIN(c.state_hash) AS state_hash\n` +
         `  FROM ${m.tmp(TEMP.lateCaptures)} c GROUP BY ${m.keyList('c')}, c.${q(W.run)}\n) r`,
     ),
@@ -93,15 +94,25 @@ function renderGuardedLatePath(m: MergeSql, captures: TableRef): void {
   )
   if (m.p.objects.retired !== undefined) retireVersionsWithoutRun(m, m.p.objects.retired)
   const end = `COALESCE(${m.endAtChange(`v.${q(W.to)}`, `v.${q(W.nextRunState)} = ${m.str(DELETED_STATE)}`)}, ${m.openEnd()})`
+  const deletion = `v.state_hash = ${m.str(DELETED_STATE)}`
+  // dbt: a deletion version's id hashes the id of the version before it, whose start may have moved alone.
+  const deletionId = m.dbtDeletionIds
+    ? { deleted: deletion, previousStart: `v.${q(W.prevRunFrom)}` }
+    : undefined
+  const ids = m.dbtIdAssignments('d', `v.${q(W.from)}`, deletionId)
+  const scdId = m.p.table.dbtIds?.scdId
+  const idMoved =
+    deletionId === undefined || scdId === undefined
+      ? ''
+      : ` OR d.${q(scdId)} <> ${dbtVersionScdId(m.d, keyValues(m.d, m.p.layout.key, 'd'), `v.${q(W.from)}`, deletionId)}`
   m.emit(
     'late keys: move windows of existing versions',
     `UPDATE ${m.dim} AS d SET ${q(n.validFrom)} = v.${q(W.from)}, ${q(n.validTo)} = ${end}, ${q(n.isCurrent)} = v.${q(W.to)} IS NULL` +
-      `${m.dbtIdAssignments('d', `v.${q(W.from)}`)}\n` +
+      `${ids}\n` +
       `FROM ${lv} v\nWHERE d.${q(n.surrogateKey)} = v.${q(W.existingSk)} AND (d.${q(n.validFrom)} <> v.${q(W.from)} ` +
-      `OR d.${q(n.validTo)} IS DISTINCT FROM ${end} OR d.${q(n.isCurrent)} <> (v.${q(W.to)} IS NULL))`,
+      `OR d.${q(n.validTo)} IS DISTINCT FROM ${end} OR d.${q(n.isCurrent)} <> (v.${q(W.to)} IS NULL)${idMoved})`,
   )
   const attributeState = `(CASE WHEN v.state_hash = ${m.str(DELETED_STATE)} THEN v.${q(W.prevRunState)} ELSE v.state_hash END)`
-  const deletion = `v.state_hash = ${m.str(DELETED_STATE)}`
   // A deletion version carries the attributes of the version before it, which a late event may have changed; a
   // version whose starting state was corrected takes the corrected attributes.
   m.emit(
@@ -120,7 +131,7 @@ function renderGuardedLatePath(m: MergeSql, captures: TableRef): void {
     `INSERT INTO ${m.dim} (${m.metadataAndStoredList()})\n` +
       `SELECT ${m.newKey('v', [m.keyList('v'), `v.${q(W.from)}`])},\n` +
       `  ${m.stored.map((c) => (m.keys.includes(c) ? m.col('v', c) : m.col('a', c))).join(', ')},\n` +
-      `  v.${q(W.from)}, ${end}, v.${q(W.to)} IS NULL, ${deletion}, a.h, ${m.str(m.p.batchId)}${m.presetColumnValues('v', `v.${q(W.from)}`, deletion)}\n` +
+      `  v.${q(W.from)}, ${end}, v.${q(W.to)} IS NULL, ${deletion}, a.h, ${m.str(m.p.batchId)}${m.presetColumnValues('v', `v.${q(W.from)}`, deletion, deletionId?.previousStart)}\n` +
       `FROM ${newVersions}`,
   )
   m.advanceKeys('v', newVersions, 'late keys: new versions')

@@ -313,6 +313,8 @@ class MergeRenderer extends MergeSql {
       `(cur.${stateOf} IS NOT NULL) AS ${this.q(W.hadCurrent)}`,
       `1 AS ${this.q(W.changeNo)}`,
       `${absent} AS ${this.q(W.absent)}`,
+      // dbt: the start of the version a deletion ends (deleted keys are added below, from that version).
+      ...(this.dbtDeletionIds ? [`CAST(NULL AS ${this.d.type('timestamp')}) AS ${this.q(W.prevStart)}`] : []),
     ]
     if (!deletes) {
       this.emit(
@@ -361,8 +363,12 @@ class MergeRenderer extends MergeSql {
         'TRUE',
         '1',
         `g.${this.q(W.absent)}`,
+        ...(this.dbtDeletionIds ? [`d.${this.q(n.validFrom)}`] : []),
       ]
-      const columns = [...this.stored, W.t, W.del, W.rowHash, W.state, W.hadCurrent, W.changeNo, W.absent]
+      const columns = [
+        ...[...this.stored, W.t, W.del, W.rowHash, W.state, W.hadCurrent, W.changeNo, W.absent],
+        ...(this.dbtDeletionIds ? [W.prevStart] : []),
+      ]
       this.emit(
         'add deleted keys to the changes',
         `INSERT INTO ${this.tmp(TEMP.changes)} (${columns.map((c) => this.q(c)).join(', ')})\n` +
@@ -392,6 +398,7 @@ class MergeRenderer extends MergeSql {
     const why = seq
       ? 'the source changed an event without changing its valid_from and sequence columns'
       : 'the source changed a row without changing its valid_from column'
+    this.#dropEventsOfCurrentVersions()
     // Every capture these statements look for is at or after an event's time, so at or after the batch's earliest
     // one: the log is read from there on (on BigQuery, its partitions of that month and later).
     const earliest = this.d.earliestEventTime(`SELECT MIN(${this.q(W.t)}) FROM ${ev}`)
@@ -441,6 +448,31 @@ class MergeRenderer extends MergeSql {
         `SELECT ${this.keyList('e')}, e.${this.q(W.t)}, ${seq ? `e.${this.q(W.order)}, ` : ''}e.${this.q(W.state)}, e.${this.q(W.del)}, ${this.str(this.p.batchId)}${untrackedValue}${rawValues} FROM ${ev} e`,
     )
     if (this.#refolds) this.guarded(lateKeysExist, () => renderRefoldLateKeys(this, captures))
+  }
+
+  /**
+   * Full extracts: every key comes with its last change time, most of them the start of their current version,
+   * long ago. Such an event is the current version itself (same start, same state, same type 1 values), already
+   * in the capture log: it is dropped here, from the open partition alone, as the log would drop it (re-delivered),
+   * so that the log is read from the earliest event that changes something rather than from the oldest change time
+   * in the snapshot. Not where the log holds more than a version shows (keep_first values, raw values of partial
+   * updates, sequences).
+   */
+  #dropEventsOfCurrentVersions(): void {
+    if (this.p.mode !== 'full' || this.sequenced || this.#refolds || this.p.layout.keepFirst.length > 0)
+      return
+    const n = this.names
+    const ev = this.tmp(TEMP.events)
+    const state = `CASE WHEN d.${this.q(n.isDeleted)} THEN ${this.str(DELETED_STATE)} ELSE d.${this.q(n.rowHash)} END`
+    const untracked = this.logsUntrackedHash
+      ? ` AND ${renderRowHash(this.d, this.p.layout.type1, 'd')} = ${ev}.${this.q(W.untrackedHash)}`
+      : ''
+    this.emit(
+      "drop events that are their key's current version",
+      `DELETE FROM ${ev} WHERE EXISTS (SELECT 1 FROM ${this.dim} d WHERE ${this.current('d')} AND ` +
+        `${this.keys.map((k) => `d.${this.q(k)} = ${ev}.${this.q(k)}`).join(' AND ')} AND d.${this.q(n.validFrom)} = ${ev}.${this.q(W.t)} ` +
+        `AND ${state} = ${ev}.${this.q(W.state)}${untracked})`,
+    )
   }
 
   /** SQL condition: capture `c` of the log is at or after the batch's earliest event (read from there on). */
@@ -534,6 +566,7 @@ class MergeRenderer extends MergeSql {
     const current =
       `SELECT ${this.keyList('d')}, CASE WHEN d.${this.q(n.isDeleted)} THEN ${this.str(DELETED_STATE)} ELSE d.${this.q(n.rowHash)} END AS ${this.q(W.state)}, ` +
       `d.${this.q(n.rowHash)} AS ${this.q(W.rowHash)}` +
+      (this.dbtDeletionIds ? `, d.${this.q(n.validFrom)} AS ${this.q(W.prevStart)}` : '') +
       this.attributes.map((c) => `, ${this.col('d', c)}`).join('') +
       `\n  FROM ${this.dim} d WHERE ${this.current('d')}`
     // A deletion version carries the last known attributes: those of the event before it, or the current version.
@@ -553,6 +586,12 @@ class MergeRenderer extends MergeSql {
       `(cur.${this.q(W.state)} IS NOT NULL) AS ${this.q(W.hadCurrent)}`,
     ]
     const w = `PARTITION BY ${this.keyList('e')} ORDER BY e.${this.q(W.t)}`
+    // The start of the version before each change (windows see only the changes, WHERE applies first): a deletion
+    // version's dbt_scd_id hashes the id of the version it ends.
+    if (this.dbtDeletionIds)
+      select.push(
+        `COALESCE(LAG(e.${this.q(W.t)}) OVER (${w}), cur.${this.q(W.prevStart)}) AS ${this.q(W.prevStart)}`,
+      )
     const lagged = [...this.attributes, W.rowHash]
       .map((c, i) => `LAG(${this.col('e', c)}) OVER (${w}) AS ${lagAlias(i)}`)
       .join(',\n    ')
@@ -590,7 +629,7 @@ class MergeRenderer extends MergeSql {
         `SELECT ${this.newKey('x', [this.keyList('x'), `x.${this.q(W.t)}`])},\n` +
         `  ${this.stored.map((c) => this.col('x', c)).join(', ')},\n` +
         `  x.${this.q(W.t)}, COALESCE(${this.endAtChange(`x.${this.q(W.next)}`, `x.${this.q(W.nextDeleted)}`)}, ${this.openEnd()}), x.${this.q(W.next)} IS NULL, x.${this.q(W.del)}, x.${this.q(W.rowHash)}, ${this.str(this.p.batchId)}` +
-        `${this.presetColumnValues('x', `x.${this.q(W.t)}`, `x.${this.q(W.del)}`)}\n` +
+        `${this.presetColumnValues('x', `x.${this.q(W.t)}`, `x.${this.q(W.del)}`, this.dbtDeletionIds ? `x.${this.q(W.prevStart)}` : undefined)}\n` +
         `FROM (\n  SELECT c.*, ${next} AS ${this.q(W.next)}, ${nextDeleted} AS ${this.q(W.nextDeleted)}\n` +
         `  FROM ${this.tmp(TEMP.changes)} c\n) x\n${onlyVersions}`,
     )
@@ -613,6 +652,7 @@ class MergeRenderer extends MergeSql {
           `WHERE ${this.current('d')} AND EXISTS (SELECT 1 FROM ${this.stage} s WHERE ${this.keyEq('s', 'd')})`,
       ),
     )
+    if (this.p.table.deletes === 'invalidate') this.#type1ReturningKeys()
     if (this.p.objects.captures === undefined || this.p.table.deletes !== 'invalidate') return
     const before = this.tmp(TEMP.type1Before)
     this.guarded(`EXISTS (SELECT 1 FROM ${this.tmp(TEMP.lateKeys)})`, () =>
@@ -725,6 +765,29 @@ class MergeRenderer extends MergeSql {
   }
 
   /**
+   * Under `invalidate`, the batch's keys without a current version that have older versions (a delete closed them):
+   * those versions may hold other type 1 values. Found before the batch inserts any version, and only when the
+   * batch has a key without a current version: a new key has none, and must not make the rewrite of every
+   * version run (the look-up reads the key columns of the whole dimension, the rewrite every column).
+   */
+  #type1ReturningKeys(): void {
+    const returning = this.tmp(TEMP.type1Returning)
+    const before = this.tmp(TEMP.type1Before)
+    const keys = this.keys.map((c) => this.col('s', c)).join(', ')
+    const withoutCurrent = `${this.stage} s WHERE NOT EXISTS (SELECT 1 FROM ${before} b WHERE ${this.keyEq('b', 's')})`
+    this.emit(
+      'type 1: keys without a current version',
+      this.d.createTempTableAs(TEMP.type1Returning, `SELECT DISTINCT ${keys} FROM ${withoutCurrent}`),
+    )
+    this.guarded(`EXISTS (SELECT 1 FROM ${returning})`, () =>
+      this.emit(
+        'type 1: keep those with older versions',
+        `DELETE FROM ${returning} WHERE NOT EXISTS (SELECT 1 FROM ${this.dim} d WHERE ${this.keys.map((k) => `d.${this.q(k)} = ${returning}.${this.q(k)}`).join(' AND ')})`,
+      ),
+    )
+  }
+
+  /**
    * SQL condition, reading only this batch's tables: some version of a key may hold type 1 values other than the
    * key's newest. That is when the newest values differ from those before the batch (or the key had no current
    * version and may still have older versions: deletes close keys under `invalidate`), when a version this batch
@@ -734,11 +797,12 @@ class MergeRenderer extends MergeSql {
     const type1 = this.p.layout.type1.map((c) => c.name)
     const differ = (a: string, b: string) =>
       type1.map((c) => `${this.col(a, c)} IS DISTINCT FROM ${this.col(b, c)}`).join(' OR ')
-    const firstKey = this.q(this.keys[0]!)
-    const noCurrent = this.p.table.deletes === 'invalidate' ? `b.${firstKey} IS NULL OR ` : ''
+    const returning =
+      this.p.table.deletes === 'invalidate' ? [`EXISTS (SELECT 1 FROM ${this.tmp(TEMP.type1Returning)})`] : []
     const conditions = [
-      `EXISTS (SELECT 1 FROM ${newest} l LEFT JOIN ${this.tmp(TEMP.type1Before)} b ON ${this.keyEq('b', 'l')}\n` +
-        `  WHERE ${noCurrent}(b.${firstKey} IS NOT NULL AND (${differ('b', 'l')})))`,
+      `EXISTS (SELECT 1 FROM ${newest} l JOIN ${this.tmp(TEMP.type1Before)} b ON ${this.keyEq('b', 'l')}\n` +
+        `  WHERE ${differ('b', 'l')})`,
+      ...returning,
       `EXISTS (SELECT 1 FROM ${this.tmp(TEMP.changes)} c JOIN ${newest} l ON ${this.keyEq('c', 'l')} WHERE ${differ('c', 'l')})`,
       ...(this.p.objects.captures === undefined ? [] : [`EXISTS (SELECT 1 FROM ${this.tmp(TEMP.lateKeys)})`]),
     ]

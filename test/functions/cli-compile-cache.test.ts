@@ -78,17 +78,77 @@ describe('the compiled cache of the CLI', () => {
     expect(after.out).toBe(`edited: ${before.out}`)
   })
 
+  it("gives a CommonJS package's exports to a static and a dynamic import as Node's import does", () => {
+    // The compiled CLI requires CommonJS packages (DuckDB's API, yaml) instead of importing them.
+    writeFileSync(join(copy, 'customers.csv'), 'id,name\n1,Ana\n')
+    writeFileSync(
+      join(copy, 'dimsync.yaml'),
+      'version: 1\ntables:\n  - { name: customers, source: { type: file, path: customers.csv }, key: id }\n',
+    )
+    const validate = 'export async function validate(opts: { config: string }): Promise<void> {'
+    edit(
+      'functions/local/commands.ts',
+      validate,
+      `${validate}
+  const dynamic = await import('@duckdb/node-api')
+  const yaml = await import('yaml')
+  process.stdout.write(
+    \`exports: \${[typeof dynamic.DuckDBInstance?.create, typeof dynamic.default?.DuckDBInstance, typeof yaml.parse, typeof yaml.default?.parse, typeof staticYaml.parse, typeof StaticInstance.create].join(' ')}\\n\`,
+  )`,
+    )
+    edit(
+      'functions/local/commands.ts',
+      "import { resolve } from 'node:path'",
+      "import { resolve } from 'node:path'\nimport { DuckDBInstance as StaticInstance } from '@duckdb/node-api'\nimport staticYaml from 'yaml'",
+    )
+    const run = dimsync('validate')
+    expect(run.err).toBe('')
+    expect(run.out.split('\n')[0]).toBe(`exports: ${Array(6).fill('function').join(' ')}`)
+  })
+
+  it('compiles again when a package it requires becomes an ES module (an upgrade)', () => {
+    // A package of the copy's own: CommonJS first, then an ES module with top-level await, which require() refuses.
+    const folder = join(copy, 'node_modules', 'dimsync-test-package')
+    mkdirSync(folder)
+    const publish = (version: string, type: string, code: string) => {
+      writeFileSync(
+        join(folder, 'package.json'),
+        JSON.stringify({ name: 'dimsync-test-package', version, type, main: 'index.js' }),
+      )
+      writeFileSync(join(folder, 'index.js'), code)
+    }
+    publish('1.0.0', 'commonjs', 'exports.answer = 1\n')
+    const validate = 'export async function validate(opts: { config: string }): Promise<void> {'
+    edit(
+      'functions/local/commands.ts',
+      validate,
+      `${validate}\n  process.stdout.write(\`answer \${answer}\\n\`)`,
+    )
+    edit(
+      'functions/local/commands.ts',
+      "import { resolve } from 'node:path'",
+      "import { resolve } from 'node:path'\nimport { answer } from 'dimsync-test-package'",
+    )
+    expect(dimsync('validate').out.split('\n')[0]).toBe('answer 1')
+
+    publish('2.0.0', 'module', 'export const answer = await Promise.resolve(2)\n')
+    const upgraded = dimsync('validate')
+    expect(upgraded.err).toBe('')
+    expect(upgraded.out.split('\n')[0]).toBe('answer 2')
+  })
+
   it('a source that does not compile is reported as tsx reports it; the next good source runs compiled again', () => {
     edit(
       'functions/local/cli.ts',
       "import { readFileSync } from 'node:fs'",
       "import { readFileSync } from 'node:fs'\nconst = 1",
     )
-    const broken = dimsync('--version')
+    // --help runs the CLI (--version alone is answered by the launcher).
+    const broken = dimsync('--help')
     expect(broken.code).not.toBe(0)
     expect(broken.err).toMatch(/Expected identifier|Unexpected/)
     edit('functions/local/cli.ts', '\nconst = 1', '')
-    expect(dimsync('--version')).toMatchObject({ code: 0, err: '' })
+    expect(dimsync('--help')).toMatchObject({ code: 0, err: '' })
     const current = JSON.parse(
       readFileSync(join(cacheFolder(), readdirSync(cacheFolder())[0]!, 'current.json'), 'utf8'),
     )

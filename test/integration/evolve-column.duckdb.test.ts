@@ -257,7 +257,8 @@ describe('dimsync evolve of a key column of a dbt-preset table', () => {
     await h.load([{ account: '1.50', name: 'Ana' }], { extractedAt: extracted(1) })
     const idMatches = async (keyText: string) => {
       const rows = await h.query(
-        `SELECT dbt_scd_id = md5('${keyText}|' || strftime(dbt_updated_at AT TIME ZONE 'UTC', '%Y-%m-%d %H:%M:%S.%f')) AS same FROM dim_account`,
+        // dbt-duckdb: md5(cast(key as varchar) || '|' || cast(<its snapshot time, a naive UTC timestamp> as varchar)).
+        `SELECT dbt_scd_id = md5('${keyText}|' || CAST(dbt_updated_at AT TIME ZONE 'UTC' AS VARCHAR)) AS same FROM dim_account`,
       )
       return rows.map((r) => r.same)
     }

@@ -121,8 +121,8 @@ describe('the fivetran preset follows history mode on both warehouses', () => {
   }, 180_000)
 })
 
-describe('the dbt preset writes dbt_scd_id and dbt_updated_at as dbt does, on both warehouses', () => {
-  it("dbt_scd_id = md5(key || '|' || dbt_updated_at), dbt_updated_at = the start; dbt_valid_to IS NULL is current", async () => {
+describe('the dbt preset writes dbt_scd_id, dbt_updated_at and dbt_is_deleted as dbt does on each warehouse', () => {
+  it("dbt_scd_id = md5(key || '|' || the adapter's text of dbt_updated_at); dbt_is_deleted 'True'/'False'", async () => {
     const table = tableSpec({ ...presetTableFields('dbt'), deletes: 'new_record' })
     const dimension = await both.open(table, CUSTOMER)
     try {
@@ -138,32 +138,38 @@ describe('the dbt preset writes dbt_scd_id and dbt_updated_at as dbt does, on bo
         allowMassDelete: true,
       })
       const md5 = (value: string) => createHash('md5').update(value).digest('hex')
-      const columns = (d: SqlDialect) =>
-        `customer_id, ${text(d, 'dbt_updated_at')}, dbt_scd_id, dbt_sk, dbt_is_deleted, region`
-      const current = await query(dimension, columns, () => 'dbt_valid_to IS NULL')
-      expect(current).toEqual([
-        {
-          customer_id: '101',
-          dbt_updated_at: '2024-03-10 14:30:00.000000',
-          dbt_scd_id: md5('101|2024-03-10 14:30:00.000000'),
-          dbt_sk: '3',
-          dbt_is_deleted: 'false',
-          region: 'North',
-        },
-        {
-          customer_id: '102',
-          dbt_updated_at: '2024-03-10 14:30:00.000000',
-          dbt_scd_id: md5('102|2024-03-10 14:30:00.000000'),
-          dbt_sk: '4',
-          dbt_is_deleted: 'true',
-          region: 'North',
-        },
-      ])
-      const closed = await query(dimension, columns, () => 'dbt_valid_to IS NOT NULL')
-      expect(closed.map((r) => [r.customer_id, r.dbt_scd_id])).toEqual([
-        ['101', md5('101|2024-01-01 09:00:00.000000')],
-        ['102', md5('102|2024-01-01 09:00:00.000000')],
-      ])
+      const rows = await dimension.read((d, schema) => {
+        const dim = d.table(dimensionObjects(table, schema).dimension)
+        return (
+          `SELECT customer_id, ${text(d, 'dbt_updated_at')}, dbt_scd_id, dbt_is_deleted, region FROM ${dim} ` +
+          `WHERE dbt_valid_to IS NULL ORDER BY customer_id`
+        )
+      })
+      // dbt-duckdb hashes its snapshot time as `now()::timestamp` casts to text, dbt-bigquery a TIMESTAMP's text.
+      const time = { duckdb: (wall: string) => wall, bigquery: (wall: string) => `${wall}+00` }
+      for (const side of ['duckdb', 'bigquery'] as const) {
+        const at = time[side]
+        expect(
+          rows[side].map((r) => ({ ...r, customer_id: String(r.customer_id) })),
+          side,
+        ).toEqual([
+          {
+            customer_id: '101',
+            dbt_updated_at: '2024-03-10 14:30:00.000000',
+            dbt_scd_id: md5(`101|${at('2024-03-10 14:30:00')}`),
+            dbt_is_deleted: 'False',
+            region: 'North',
+          },
+          {
+            // A deletion version: dbt hashes the id of the version it ends with the snapshot time.
+            customer_id: '102',
+            dbt_updated_at: '2024-03-10 14:30:00.000000',
+            dbt_scd_id: md5(`${md5(`102|${at('2024-01-01 09:00:00')}`)}|${at('2024-03-10 14:30:00')}`),
+            dbt_is_deleted: 'True',
+            region: 'North',
+          },
+        ])
+      }
     } finally {
       await dimension.close()
     }

@@ -339,15 +339,16 @@ describe('SCD2 scenarios on real DuckDB', () => {
     const rows = await h.query(
       'SELECT dbt_sk, dbt_scd_id, dbt_updated_at, dbt_valid_from, dbt_valid_to, dbt_is_deleted FROM dim_customer',
     )
-    // md5('101|2024-01-01 09:00:00.000000'): the key and dbt_updated_at, as dbt's snapshot_hash_arguments joins them.
+    // md5('101|2024-01-01 09:00:00'): the key and dbt_updated_at as dbt-duckdb's snapshot_hash_arguments joins them
+    // (its snapshot time is `now()::timestamp`); dbt_is_deleted is dbt's text.
     expect(rows).toEqual([
       {
         dbt_sk: 1,
-        dbt_scd_id: '5bed8110673bc0e3b2de661ef6de94e3',
+        dbt_scd_id: '2ea788c786c028b3749a9e6b3fb0bbe9',
         dbt_updated_at: '2024-01-01 09:00:00+00',
         dbt_valid_from: '2024-01-01 09:00:00+00',
         dbt_valid_to: null,
-        dbt_is_deleted: false,
+        dbt_is_deleted: 'False',
       },
     ])
   })

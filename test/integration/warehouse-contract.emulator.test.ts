@@ -769,8 +769,8 @@ async function runScenario(
     // Read once at the end: a read on the emulator costs about as much as a merge statement, and a step that
     // wrote differently on one warehouse still shows in what it holds afterwards.
     const held = await dimension.holdings(scenario.asOf ?? [])
-    expect(withoutEmptyDimension(held.bigquery), 'the same rows on BigQuery').toEqual(
-      withoutEmptyDimension(held.duckdb),
+    expect(withoutDbtScdId(table, withoutEmptyDimension(held.bigquery)), 'the same rows on BigQuery').toEqual(
+      withoutDbtScdId(table, withoutEmptyDimension(held.duckdb)),
     )
     expectSurrogateKeysGivenOutOnce(table, held.duckdb, batchOrder)
   } finally {
@@ -816,6 +816,21 @@ function expectSurrogateKeysGivenOutOnce(
  */
 function withoutEmptyDimension(held: Record<string, TextRows>): Record<string, TextRows> {
   return Object.values(held).every((rows) => rows.length === 0) ? {} : held
+}
+
+/**
+ * dbt_scd_id hashes the instant as each dbt adapter casts it to text (`+00` on BigQuery only), so it differs by
+ * design: presets-drop-in.emulator.test.ts checks it against dbt's own algorithm on each warehouse.
+ */
+function withoutDbtScdId(table: TableSpec, held: Record<string, TextRows>): Record<string, TextRows> {
+  const id = table.dbtIds?.scdId
+  if (id === undefined) return held
+  return Object.fromEntries(
+    Object.entries(held).map(([name, rows]) => [
+      name,
+      rows.map((r) => Object.fromEntries(Object.entries(r).filter(([column]) => column !== id))),
+    ]),
+  )
 }
 
 function kind(outcome: MergeOutcome): Step['expect'] {

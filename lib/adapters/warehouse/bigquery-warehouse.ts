@@ -489,7 +489,7 @@ OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
           closedVersionReads(script, this.dialect.table({ schema: dataset, name: table.target })),
         )
       : undefined
-    if (unfiltered !== undefined) {
+    if (unfiltered !== undefined && !request.dryRun) {
       await this.#dropStage(request.stage)
       throw new DimsyncError(unfiltered)
     }
@@ -498,7 +498,9 @@ OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
       await this.#dropStage(request.stage)
       throw new DimsyncError(expiring)
     }
-    const warnings = expiring === undefined ? {} : { warnings: [expiring] }
+    // A plan says what the run would refuse (or, accepted, lose) and goes on.
+    const problems = [unfiltered, expiring].filter((p): p is string => p !== undefined)
+    const warnings = problems.length === 0 ? {} : { warnings: problems }
     const configuration = {
       query: { query: script.text, useLegacySql: false },
       labels: jobLabels(table.name, batchId),
@@ -619,12 +621,16 @@ OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
         estimates.push({ label: read.label, bytes: Number(metadata.statistics?.totalBytesProcessed ?? 0) })
       } catch (error) {
         const api = error as ApiError
-        if (api.errors?.[0]?.reason !== 'notFound')
-          throw this.#scriptError(read.label, error, [{ label: read.label, sql: read.sql }])
-        estimates.push({
-          label: read.label,
-          notEstimable: `reads a table the script creates (${api.message ?? 'not found'})`,
-        })
+        const message = api.message ?? ''
+        // A read BigQuery refuses for the dimension's require_partition_filter: the plan's warning says so.
+        if (/^Cannot query over table .* without a filter over column/.test(message))
+          estimates.push({ label: read.label, notEstimable: `BigQuery refuses it: ${message}` })
+        else if (api.errors?.[0]?.reason === 'notFound')
+          estimates.push({
+            label: read.label,
+            notEstimable: `reads a table the script creates (${message || 'not found'})`,
+          })
+        else throw this.#scriptError(read.label, error, [{ label: read.label, sql: read.sql }])
       }
     }
     return estimates

@@ -57,6 +57,11 @@ class DuckDbDialect extends SqlDialectBase {
     return TYPES[logical]
   }
 
+  /** dbt-duckdb types a snapshot's time as `now()::timestamp`: the wall time in UTC (the session zone), no offset. */
+  override dbtSnapshotTimeText(expression: string): string {
+    return this.castToString(`CAST(${this.castToTimestamp(expression)} AS TIMESTAMP)`)
+  }
+
   /** Canonical text per type family (see lib/core/staged-types.ts); the session zone is UTC (DuckDbWarehouse). */
   canonicalText(expression: string, columnType?: string): string {
     if (columnType === undefined) return this.castToString(expression)

@@ -288,7 +288,7 @@ ${defaults}tables:
     source: { type: file, path: b.csv }
     key: id
     deletes: new_record
-    columns: fivetran
+    columns: databricks
     open_end: null
     exclude: []
 `
@@ -302,7 +302,7 @@ ${defaults}tables:
     })
     expect(b).toMatchObject({
       deletes: 'new_record',
-      columns: COLUMN_PRESETS.fivetran,
+      columns: COLUMN_PRESETS.databricks,
       openEnd: null,
       maxDeleteShare: 0.1,
       exclude: [],
@@ -349,7 +349,7 @@ describe('parseProject: metadata column presets', () => {
         'dbt_valid_from',
         'dbt_valid_to',
         'dbt_is_current',
-        'dbt_is_deleted',
+        'dbt_deleted',
         'dbt_row_hash',
         'dbt_batch_id',
       ],

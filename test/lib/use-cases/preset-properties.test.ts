@@ -160,3 +160,38 @@ describe('a dimension an earlier dimsync wrote with the dbt or fivetran preset (
     },
   )
 })
+
+describe('a dimension written with the dbt or fivetran preset before their columns followed the tools (real DuckDB)', () => {
+  // The layout of the release before: dbt's dbt_is_deleted a BOOLEAN (no dbt_deleted); no _fivetran_synced.
+  const earlier = {
+    dbt: [
+      'ALTER TABLE main.dim_customer DROP COLUMN dbt_is_deleted',
+      'ALTER TABLE main.dim_customer RENAME COLUMN dbt_deleted TO dbt_is_deleted',
+    ],
+    fivetran: ['ALTER TABLE main.dim_customer DROP COLUMN _fivetran_synced'],
+  }
+  it.each(['dbt', 'fivetran'] as const)(
+    '%s: the next merge is refused naming the table and the way out; nothing is written',
+    async (preset) => {
+      const table = tableSpec({ ...presetTableFields(preset), deletes: 'invalidate' })
+      const h = await ScdHarness.create(table, SNAPSHOT_COLUMNS)
+      try {
+        await h.load(snap([1, 'South']), { extractedAt: iso(1) })
+        for (const sql of earlier[preset]) await h.warehouse.query(sql)
+        const before = await h.history()
+        const batchId = await h.stage(snap([1, 'North']), { extractedAt: iso(2) })
+        const merged = mergeBatch(
+          { warehouse: h.warehouse, staging: h.batches },
+          { table, schema: 'main', batchId, now: new Date('2030-02-01T00:00:00Z') },
+        )
+        await expect(merged).rejects.toThrow(
+          `dimension dim_customer was created by an earlier dimsync with the ${preset} preset: `,
+        )
+        await expect(merged).rejects.toThrow('nothing was written. Load table customers into a new target')
+        expect(await h.history()).toEqual(before)
+      } finally {
+        await h.dispose()
+      }
+    },
+  )
+})

@@ -1,4 +1,5 @@
 import { PassThroughClient } from 'google-auth-library'
+import { SessionStore } from './sessions.ts'
 import { Faults } from './faults.ts'
 import { HttpServer, type RecordedRequest } from './http-server.ts'
 import { JobStore } from './job-store.ts'
@@ -66,7 +67,8 @@ export class BigQueryEmulator {
     const jobs = new JobStore(clock, options.minimumJobRunMs ?? 0)
     const faults = new Faults()
     const interpreter = new ScriptInterpreter(zeta, new StatementExecutor(zeta))
-    const http = new HttpServer(new RestApi({ store, jobs, interpreter, faults }), faults)
+    const sessions = new SessionStore()
+    const http = new HttpServer(new RestApi({ store, jobs, interpreter, faults, sessions }), faults)
     const url = await http.listen()
     return new BigQueryEmulator(url, { store, jobs, faults, http, interpreter }, own)
   }

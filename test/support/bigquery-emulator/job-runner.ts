@@ -1,4 +1,5 @@
 import { BigQueryError, duplicate, invalid, invalidQuery, notFound } from './api-errors.ts'
+import type { Session, SessionStore } from './sessions.ts'
 import type { Faults } from './faults.ts'
 import { zetaTypeOfField, fieldOfZetaType, type FieldSchema } from './field-types.ts'
 import type { JobOutcome, JobRecord, JobStore } from './job-store.ts'
@@ -13,6 +14,7 @@ export interface JobContext {
   readonly jobs: JobStore
   readonly interpreter: ScriptInterpreter
   readonly faults: Faults
+  readonly sessions: SessionStore
 }
 
 export interface JobReference {
@@ -55,14 +57,30 @@ function scriptOptions(reference: JobReference, configuration: Proto, faults: Fa
   }
 }
 
+/**
+ * The session a query job runs in: a new one (`createSession: true`) or the one its `session_id` connection
+ * property names (refused when unknown, ended or elsewhere); none otherwise.
+ */
+function sessionOf(context: JobContext, configuration: Proto, location: string): Session | undefined {
+  const query = configuration.query ?? {}
+  const properties = (query.connectionProperties ?? []) as { key?: string; value?: string }[]
+  const id = properties.find((p) => p.key === 'session_id')?.value
+  if (query.createSession === true) {
+    if (id !== undefined) throw invalidQuery('A query cannot both create a session and join one')
+    return context.sessions.create(location)
+  }
+  return id === undefined ? undefined : context.sessions.require(id, location)
+}
+
 /** `statistics` of a finished query job, and its result. */
-function queryOutcome(outcome: ScriptOutcome): JobOutcome {
+function queryOutcome(outcome: ScriptOutcome, session: Session | undefined): JobOutcome {
   const bytes = String(outcome.bytesProcessed)
   const ddl = outcome.ddl
   return {
     statistics: {
       totalBytesProcessed: bytes,
       ...(outcome.isScript ? { numChildJobs: String(outcome.statements) } : {}),
+      ...(session === undefined ? {} : { sessionInfo: { sessionId: session.id } }),
       query: {
         totalBytesProcessed: bytes,
         totalBytesBilled: bytes,
@@ -95,13 +113,16 @@ export async function startQueryJob(
   if (context.jobs.get(reference.projectId, reference.jobId) !== undefined)
     throw duplicate(`Already Exists: Job ${reference.projectId}:${location}.${reference.jobId}`)
   let text: string
+  let session: Session | undefined
   try {
     text = queryText(configuration)
+    session = sessionOf(context, configuration, location)
     const statements = await context.interpreter.parse(text)
     const single = statements.length === 1 ? statements[0]!.kind : ''
     if (/^ast(Query|Insert|Update|Delete|Truncate)StatementNode$/.test(single))
       await context.interpreter.run(text, context.store, {
         ...scriptOptions(reference, configuration, context.faults),
+        ...(session === undefined ? {} : { session }),
         dryRun: true,
         beforeStatement: () => undefined,
       })
@@ -112,12 +133,14 @@ export async function startQueryJob(
   }
   return context.jobs.insert(record, configuration, async (job) => {
     context.faults.beforeJob({ jobId: job.jobId, kind: 'query' })
+    if (session?.ended === true)
+      throw invalidQuery(`Session ${session.id} was not found or has been terminated`)
     return queryOutcome(
-      await context.interpreter.run(
-        text,
-        context.store,
-        scriptOptions(reference, configuration, context.faults),
-      ),
+      await context.interpreter.run(text, context.store, {
+        ...scriptOptions(reference, configuration, context.faults),
+        ...(session === undefined ? {} : { session }),
+      }),
+      session,
     )
   })
 }

@@ -1,4 +1,5 @@
 import { BigQueryError, invalidQuery } from './api-errors.ts'
+import type { OpenTransaction, Session } from './sessions.ts'
 import { isDdl, runDdl, type DdlOutcome, type DdlScope } from './ddl-executor.ts'
 import { child, childList, lineAndColumn, statementList, treeNode, type TreeNode } from './sql-tree.ts'
 import {
@@ -26,6 +27,12 @@ export interface ScriptOptions {
    * DDL statement or at its first IF: what follows is neither resolved nor estimated.
    */
   readonly dryRun?: boolean
+  /**
+   * The session the job runs in: its variables, temporary tables and open transaction are the script's to start
+   * with, and what the script leaves of them stays for the session's next job (a failed job rolls its transaction
+   * back). Without one, a transaction still open when the script ends is rolled back.
+   */
+  readonly session?: Session
   /** Called before each query, DML or DDL statement runs; throwing a BigQueryError fails that statement. */
   readonly beforeStatement?: (statement: StatementInfo) => void
 }
@@ -76,11 +83,7 @@ class ReturnSignal {}
 /** Where BigQuery's dry run of a script stops (see ScriptOptions.dryRun). */
 class DryRunStop extends ReturnSignal {}
 
-interface Transaction {
-  /** Each permanent table as it was before the transaction first wrote it (undefined: it did not exist). */
-  readonly originals: Map<string, StoredTable | undefined>
-  readonly temps: Map<string, StoredTable>
-}
+type Transaction = OpenTransaction
 
 /**
  * Interprets a query job's text as BigQuery runs a multi-statement query: DECLARE / SET, IF … ELSEIF … ELSE,
@@ -117,15 +120,20 @@ export class ScriptInterpreter {
       ...options,
       stopsDryRun: options.dryRun === true && isScript,
     })
+    // A dry run leaves a session as it was; a job leaves it what the script left (see ScriptOptions.session).
+    const finish = (failed: boolean) => {
+      if (options.session === undefined) run.abandonTransaction()
+      else if (options.dryRun !== true) run.saveTo(options.session, failed)
+    }
     try {
       await run.block(statements)
     } catch (error) {
       if (!(error instanceof ReturnSignal)) {
-        run.abandonTransaction()
+        finish(true)
         throw error
       }
     }
-    run.abandonTransaction()
+    finish(false)
     const single = statements[0]!
     return {
       isScript,
@@ -160,8 +168,8 @@ class ScriptRun implements DdlScope {
   readonly #executor: StatementExecutor
   readonly #source: Buffer
   readonly #options: RunOptions
-  readonly #frames: Map<string, Variable>[] = [new Map()]
-  #temps = new Map<string, StoredTable>()
+  readonly #frames: Map<string, Variable>[]
+  #temps: Map<string, StoredTable>
   #transaction: Transaction | undefined
   #error: { readonly error: BigQueryError; readonly statement: string; readonly at: string } | undefined
 
@@ -170,6 +178,10 @@ class ScriptRun implements DdlScope {
     this.store = store
     this.#source = source
     this.#options = options
+    // A session's variables are the outermost frame: what a job declares at its top level stays for the next.
+    this.#frames = [options.session?.variables ?? new Map()]
+    this.#temps = options.session === undefined ? new Map() : new Map(options.session.temps)
+    this.#transaction = options.session?.transaction
     this.projectId = options.projectId
     if (options.defaultDataset !== undefined) this.defaultDataset = options.defaultDataset
     if (options.location !== undefined) this.location = options.location
@@ -244,6 +256,14 @@ class ScriptRun implements DdlScope {
     this.store.putTable(table)
   }
 
+  /** Leaves the session what this job leaves: its temporary tables and open transaction (rolled back if it failed). */
+  saveTo(session: Session, failed: boolean): void {
+    if (session.ended) return
+    if (failed && this.#transaction !== undefined) this.#rollback()
+    session.temps = this.#temps
+    session.transaction = this.#transaction
+  }
+
   /** A transaction still open when the script ends (or fails) is rolled back, as BigQuery does. */
   abandonTransaction(): void {
     if (this.#transaction !== undefined) this.#rollback()
@@ -270,6 +290,8 @@ class ScriptRun implements DdlScope {
         return this.#raise(statement)
       case 'astReturnStatementNode':
         throw new ReturnSignal()
+      case 'astCallStatementNode':
+        return this.#run(statement, async () => this.#call(statement))
       case 'astBeginStatementNode':
         return this.#run(statement, async () => this.#begin())
       case 'astCommitStatementNode':
@@ -327,6 +349,21 @@ class ScriptRun implements DdlScope {
       this.#noteFailure(statement)
       throw error
     }
+  }
+
+  /** `CALL BQ.ABORT_SESSION()`: ends the job's session, rolling back its open transaction; no other procedure. */
+  async #call(statement: TreeNode): Promise<void> {
+    if (!/^CALL\s+BQ\s*\.\s*ABORT_SESSION\s*\(\s*\)\s*$/i.test(this.#text(statement)))
+      throw invalidQuery(`The BigQuery emulator does not run CALL statements${this.#at(statement.start)}`)
+    const session = this.#options.session
+    if (session === undefined)
+      throw invalidQuery(`BQ.ABORT_SESSION can only be called in a session${this.#at(statement.start)}`)
+    if (this.#options.dryRun === true) return
+    if (this.#transaction !== undefined) this.#rollback()
+    this.#temps = new Map()
+    session.transaction = undefined
+    session.temps = new Map()
+    session.ended = true
   }
 
   async #declare(statement: TreeNode): Promise<void> {

@@ -134,6 +134,28 @@ describe('a dimension with require_partition_filter (BigQuery refuses reads with
         'which filters valid_to',
     )
     expect(versions(table)).toEqual(before)
+    // A plan reports the same refusal as a warning.
+    const planned = await mergeBatch(
+      { warehouse: warehouse(), staging: batches },
+      {
+        table,
+        schema: DATASET,
+        batchId: await batches.stage(table.name, COLUMNS, [{ customer_id: 1, name: 'Ana B', tier: 'c' }], {
+          extractedAt: '2024-03-12T00:00:00.000Z',
+          batchId: '20240312T000000000Z-plan',
+        }),
+        now: new Date('2024-03-12T00:00:00.000Z'),
+        dryRun: true,
+      },
+    )
+    expect(planned.warnings).toEqual([(error as DimsyncError).message])
+    expect(planned.reads?.find((r) => r.label === 'overwrite type 1 columns')).toEqual({
+      label: 'overwrite type 1 columns',
+      notEstimable:
+        "BigQuery refuses it: Cannot query over table 'history.dim_customer' without a filter over column(s) " +
+        "'valid_to' that can be used for partition elimination",
+    })
+    expect(versions(table)).toEqual(before)
     expect(
       emulator.jobs
         .list(PROJECT)
