@@ -20,16 +20,17 @@ const V = Object.freeze({
 
 /**
  * `change_detection: { version_column }` (dbt's timestamp strategy), before the diff. The version column is
- * tracked, so its growth changes the row hash and opens a version as any change does; what the row hash alone
- * would not see is the order: per key, the batch's rows (deletes aside) and the versions of the dimension are put
- * in time order and each is compared with the one before it.
+ * tracked (or is valid_from), so its growth opens a version as any change does; what the row hash alone would not
+ * see is the order: per key, the batch's rows (deletes aside) and the versions of the dimension are put in time
+ * order and each is compared with the one before it.
  * - The version column going backwards (a smaller value after a larger one) refuses the batch: the row would put
  *   an older state after a newer one.
  * - A different row at the same version refuses the batch (`on_same_version: refuse`), or, with `overwrite`, when
- *   the row is the batch's and the one before it a stored version, writes the row's tracked values into that
- *   version in place (and its captures' state, so late events compare with what it now holds): the diff then
- *   finds nothing new. A batch row followed by a stored version at the same value (a late row) or by another
- *   batch row is refused in both cases: which of them the version should hold is not for dimsync to guess.
+ *   the row is the batch's and the one before it a stored version, is written into that version in place: its
+ *   tracked values directly (the diff then finds nothing new), or, on a table with a capture log, by correcting
+ *   the captured states and recomputing the key's windows on the late path. A batch row followed by a stored
+ *   version at the same value (a late row) or by another batch row is refused in both cases: which of them the
+ *   version should hold is not for dimsync to guess.
  *
  * It reads every version of the batch's keys (on BigQuery, their whole history, not only the open partition).
  */

@@ -6,7 +6,8 @@ import type { CompiledScript } from '../../core/compiled-sql.ts'
  * checks each one on ZetaSQL's resolved tree); those it runs only under a guard (the late path, type 1, 3 and 6
  * overwrites of every version of a key) and the mirror's and bitemporal tables' reads must see closed versions.
  */
-const READS_CLOSED_VERSIONS = ['mirror: ', 'system time: ']
+// change_detection's check (render-version-column.ts) compares a row with the versions of its key before and after it.
+const READS_CLOSED_VERSIONS = ['mirror: ', 'system time: ', 'version column: ']
 
 /**
  * Guarded statements that run only on a dimension an earlier dimsync version created (it has no surrogate key

@@ -1,0 +1,56 @@
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+
+/* change_detection: { version_column } end to end (real CLI processes, DuckDB). */
+
+const ROOT = join(import.meta.dirname, '..', '..')
+const CLI = join(ROOT, 'bin', 'dimsync.mjs')
+let work: string
+
+beforeEach(() => {
+  work = mkdtempSync(join(tmpdir(), 'dimsync-cli-version-column-'))
+})
+afterEach(() => rmSync(work, { recursive: true, force: true }))
+
+function dimsync(...args: string[]) {
+  const r = spawnSync(process.execPath, [CLI, ...args], {
+    cwd: work,
+    encoding: 'utf8',
+    env: { ...process.env, CI: '1' },
+  })
+  return { code: r.status, out: r.stdout, err: r.stderr }
+}
+const config = (onSameVersion: string) =>
+  writeFileSync(
+    join(work, 'dimsync.yaml'),
+    'version: 1\ntables:\n  - name: customers\n    source: { type: file, path: customers.csv }\n' +
+      `    key: customer_id\n    change_detection: { version_column: updated_at, on_same_version: ${onSameVersion} }\n`,
+  )
+const customers = (rows: string[]) =>
+  writeFileSync(join(work, 'customers.csv'), ['customer_id,region,updated_at', ...rows, ''].join('\n'))
+
+describe('change_detection (real process)', () => {
+  it('refuses a change at the same updated_at with nothing written; with overwrite the version takes it in place', () => {
+    config('refuse')
+    customers(['101,South,2024-01-01T00:00:00Z'])
+    expect(dimsync('run', '--extracted-at', '2024-02-01T00:00:00Z').code).toBe(0)
+    customers(['101,North,2024-01-01T00:00:00Z'])
+    const refused = dimsync('run', '--extracted-at', '2024-02-02T00:00:00Z')
+    expect(refused.code).toBe(1)
+    expect(refused.err).toMatch(
+      /table customers: batch \S+: key customer_id=101: version column updated_at is 2024-01-01 00:00:00.* \(stored\) then 2024-01-01 00:00:00.* \(this batch\): the row changed .* on_same_version: overwrite/,
+    )
+    expect(dimsync('history', 'customers').out).toMatch(/region="South"/)
+
+    config('overwrite')
+    // The refused batch stays staged and is merged first by the next run.
+    const run = dimsync('run', '--extracted-at', '2024-02-03T00:00:00Z')
+    expect(run.code, run.err).toBe(0)
+    const history = dimsync('history', 'customers').out
+    expect(history).toMatch(/^dim_customers: 1 version of 1 key$/m)
+    expect(history).toMatch(/#1 +2024-02-01 00:00:00 → current +region="North"/)
+  }, 120_000)
+})
