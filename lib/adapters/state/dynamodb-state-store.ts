@@ -5,6 +5,7 @@ import {
   PutItemCommand,
   QueryCommand,
   UpdateItemCommand,
+  waitUntilTableExists,
   type AttributeValue,
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb'
@@ -516,8 +517,9 @@ export class DynamoDbStateStore implements StateStore {
 }
 
 /**
- * Creates a state table with the dimsync layout (on-demand billing). For tests, local setups and LocalStack;
- * deployments create it with the CDK stack (which also enables TTL on `STATE_TABLE_KEYS.ttl`).
+ * Creates a state table with the dimsync layout (on-demand billing) and waits until it is ACTIVE: until then
+ * DynamoDB (and dynalite) answer reads and writes of it with ResourceNotFoundException. For tests, local setups and
+ * LocalStack; deployments create it with the CDK stack (which also enables TTL on `STATE_TABLE_KEYS.ttl`).
  */
 export async function createStateTable(client: DynamoDBClient, tableName: string): Promise<void> {
   try {
@@ -535,6 +537,7 @@ export async function createStateTable(client: DynamoDBClient, tableName: string
         BillingMode: 'PAY_PER_REQUEST',
       }),
     )
+    await waitUntilTableExists({ client, minDelay: 1, maxDelay: 2, maxWaitTime: 120 }, { TableName: tableName })
   } catch (error) {
     throw wrapAwsError('dynamodb', `creating state table ${tableName}`, error)
   }
