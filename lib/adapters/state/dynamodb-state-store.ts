@@ -537,7 +537,10 @@ export async function createStateTable(client: DynamoDBClient, tableName: string
         BillingMode: 'PAY_PER_REQUEST',
       }),
     )
-    await waitUntilTableExists({ client, minDelay: 1, maxDelay: 2, maxWaitTime: 120 }, { TableName: tableName })
+    await waitUntilTableExists(
+      { client, minDelay: 1, maxDelay: 2, maxWaitTime: 120 },
+      { TableName: tableName },
+    )
   } catch (error) {
     throw wrapAwsError('dynamodb', `creating state table ${tableName}`, error)
   }
