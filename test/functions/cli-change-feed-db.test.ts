@@ -214,6 +214,13 @@ tables:
         `INSERT INTO ${t} VALUES ('I', 1, '2024-01-01 00:00:00', 1, 'South'), ('I', 2, '2024-01-01 00:00:00', 2, 'North'),
           ('T', 3, '2024-02-01 00:00:00', NULL, NULL)`,
       )
+      // Before the config names T, the batch is refused for its operation (and stays staged for the next run).
+      customerConfig(t, '{ mode: changes, sequence: seq }')
+      const unnamed = dimsync('run', '--extracted-at', '2024-03-31T00:00:00Z')
+      expect(unnamed.code).toBe(1)
+      expect(unnamed.err).toMatch(
+        /not one of I, U, D, for example key customer_id=NULL with Op T; nothing was written\. Say what the value means in extract\.ops/,
+      )
       customerConfig(t, '{ mode: changes, sequence: seq, ops: { truncate: T } }')
       const first = dimsync('run', '--extracted-at', '2024-04-01T00:00:00Z')
       expect(first.code, first.err).toBe(0)
