@@ -1,5 +1,6 @@
-import type { ChangeDetectionSpec } from '../core/table-spec.ts'
-import type { MergeSql } from './merge-sql.ts'
+import type { ChangeDetectionSpec, TableSpec } from '../core/table-spec.ts'
+import type { SqlDialect } from './dialect.ts'
+import type { MergePlan, MergeSql } from './merge-sql.ts'
 import { renderRowHash } from './row-hash.ts'
 import { storedEndAfter } from './version-end.ts'
 
@@ -112,12 +113,8 @@ export function renderVersionColumn(m: MergeSql, spec: ChangeDetectionSpec): voi
     )}\nFROM ${steps} x WHERE ${involvesBatch} AND x.${q(V.version)} < x.${q(V.prevVersion)}\nLIMIT 1`,
   )
 
-  const sameVersion = `x.${q(V.version)} = x.${q(V.prevVersion)} AND x.${q(V.hash)} <> x.${q(V.prevHash)}`
-  // A stored version a delete ended before the row is not the key's state then: the key came back (or the row
-  // is one of its deleted time), so writing the row into that version would rewrite history before the delete.
-  const prevEnd = `x.${q(V.prevEnd)}`
-  const prevCovers = `(${prevEnd} IS NULL OR ${storedEndAfter(d, m.p.table, prevEnd, `x.${q(V.t)}`)})`
-  const overwritable = `x.${q(V.staged)} AND NOT x.${q(V.prevStaged)} AND ${prevCovers}`
+  const sameVersion = sameVersionChange(d)
+  const overwritable = overwritableRow(d, m.p.table)
   if (spec.onSameVersion === 'refuse') {
     m.emit(
       'version column: refuse a change at the same version',
@@ -192,6 +189,36 @@ export function renderVersionColumn(m: MergeSql, spec: ChangeDetectionSpec): voi
       'version column: a row at the same version replaces the capture at its time',
       `DELETE FROM ${log} c WHERE EXISTS (SELECT 1 FROM ${replaced} x WHERE ${m.keyEq('x', 'c')} AND c.captured_at = x.${q(V.t)})`,
     ),
+  )
+}
+
+/** SQL condition on a VERSION_STEPS row `x`: it differs from the row before it at the same version. */
+function sameVersionChange(d: SqlDialect): string {
+  const q = (name: string) => d.quoteIdentifier(name)
+  return `x.${q(V.version)} = x.${q(V.prevVersion)} AND x.${q(V.hash)} <> x.${q(V.prevHash)}`
+}
+
+/** SQL condition on a VERSION_STEPS row `x`: a row of the batch that overwrite may write into the version before it. */
+function overwritableRow(d: SqlDialect, table: TableSpec): string {
+  const q = (name: string) => d.quoteIdentifier(name)
+  // A stored version a delete ended before the row is not the key's state then: the key came back (or the row
+  // is one of its deleted time), so writing the row into that version would rewrite history before the delete.
+  const prevEnd = `x.${q(V.prevEnd)}`
+  const prevCovers = `(${prevEnd} IS NULL OR ${storedEndAfter(d, table, prevEnd, `x.${q(V.t)}`)})`
+  return `x.${q(V.staged)} AND NOT x.${q(V.prevStaged)} AND ${prevCovers}`
+}
+
+/**
+ * SQL: `overwritten_keys`, the keys whose version this merge wrote a row of the batch into in place (overwrite on
+ * a table without a capture log; with one, the key is recomputed as a late key), read in the merge's session.
+ */
+export function overwrittenVersionsQuery(d: SqlDialect, plan: MergePlan): string | undefined {
+  const spec = plan.table.changeDetection
+  if (spec?.onSameVersion !== 'overwrite' || plan.objects.captures !== undefined) return undefined
+  const keys = plan.table.key.map((k) => `x.${d.quoteIdentifier(k)}`).join(', ')
+  return (
+    `SELECT COUNT(*) AS overwritten_keys FROM (SELECT DISTINCT ${keys} FROM ${d.table({ name: VERSION_STEPS })} x
+` + `  WHERE ${sameVersionChange(d)} AND ${overwritableRow(d, plan.table)}) o`
   )
 }
 

@@ -76,4 +76,22 @@ describe('change_detection (real process)', () => {
     },
     120_000,
   )
+
+  it('plan and run count a version overwritten in place (it is not unchanged)', () => {
+    config('overwrite')
+    customers(['101,South,2024-01-01T00:00:00Z', '102,North,2024-01-01T00:00:00Z'])
+    expect(dimsync('run', '--extracted-at', '2024-02-01T00:00:00Z').code).toBe(0)
+    customers(['101,North,2024-01-01T00:00:00Z', '102,North,2024-01-01T00:00:00Z'])
+    const plan = dimsync('plan')
+    expect(plan.code, plan.err).toBe(0)
+    expect(plan.out).toMatch(
+      /^customers: 2 rows extracted; would add 0 new keys, change 0, overwrite 1, delete 0, leave 1 unchanged/m,
+    )
+    const run = dimsync('run', '--extracted-at', '2024-02-02T00:00:00Z')
+    expect(run.code, run.err).toBe(0)
+    expect(run.out).toMatch(
+      /; 0 versions inserted, 0 closed, 1 overwritten, 0 keys deleted, 1 unchanged, 0 late keys$/m,
+    )
+    expect(dimsync('history', 'customers').out).toMatch(/#1 +2024-02-01 00:00:00 → current +region="North"/)
+  }, 120_000)
 })
