@@ -9,6 +9,19 @@ import { formatHistory } from './format-history.ts'
 
 /** The line `dimsync plan` prints per table. */
 export function describePlan(table: TableSpec, result: RunTableResult): string {
+  return (
+    describeMergePlan(table, result) +
+    (result.leftStaged ?? [])
+      .map(
+        (batchId) =>
+          `\n  warning: batch ${batchId} was staged by an earlier run and not merged: dimsync run merges it (or is ` +
+          'refused by it) before this extract; these figures leave it out',
+      )
+      .join('')
+  )
+}
+
+function describeMergePlan(table: TableSpec, result: RunTableResult): string {
   const { keys, counts, bytesProcessed } = result.merge
   if (bytesProcessed !== undefined && counts === undefined) {
     // A BigQuery dry run prices the script without running it: bytes are known, counts are not.

@@ -1,6 +1,7 @@
 import type { TableRef } from '../core/table-ref.ts'
 import type { SqlDialect } from './dialect.ts'
 import { TEMP, WORK, type MergePlan } from './render-merge.ts'
+import { overwrittenVersionsQuery } from './render-version-column.ts'
 import { currentVersion } from './version-predicates.ts'
 
 /**
@@ -81,8 +82,9 @@ export function renderLastMergedBatchQuery(d: SqlDialect, batches: TableRef, tar
  * One row, read in the merge's session right after its last statement: the batch's ledger row (events,
  * inserted_versions, closed_versions, deleted_keys, unchanged_events, late_keys) plus what the fast path did to
  * keys (new_keys, changed_keys, deleted_key_changes), from the merge's temporary change table. With the plan of a
- * mirror, also `overwritten_keys`: keys whose row the batch overwrote in place (counted among unchanged events in
- * the ledger, as type 1 changes are).
+ * mirror, or of a table whose change_detection overwrites a version at the same version, also `overwritten_keys`:
+ * keys whose row or version the batch overwrote in place (counted among unchanged events in the ledger, as type 1
+ * changes are).
  */
 export function renderBatchReport(
   d: SqlDialect,
@@ -113,7 +115,8 @@ export function renderBatchReport(
  */
 function overwrittenKeysQuery(d: SqlDialect, plan: MergePlan): string | undefined {
   const columns = plan.layout.type1.map((c) => d.quoteIdentifier(c.name))
-  if (plan.table.mode !== 'mirror' || columns.length === 0) return undefined
+  if (plan.table.mode !== 'mirror') return overwrittenVersionsQuery(d, plan)
+  if (columns.length === 0) return undefined
   const keys = plan.table.key.map((k) => d.quoteIdentifier(k))
   return (
     `SELECT COUNT(*) AS overwritten_keys FROM ${d.table({ name: TEMP.type1Before })} p\n` +

@@ -2,8 +2,8 @@ import type { MergeSql } from './merge-sql.ts'
 import { renderRowHash } from './row-hash.ts'
 
 /**
- * The grain checks of a change feed, in place of the one-row-per-key check of snapshots: every event names a
- * known operation, a sequenced feed gives every event a sequence, and two events of a key at the same change time
+ * The grain checks of a change feed, in place of the one-row-per-key check of snapshots (after
+ * renderOperationCheck): a sequenced feed gives every event a sequence, and two events of a key at the same change time
  * (and sequence) are either the same event delivered twice or refused, since nothing says which came last.
  * Each check names the key; nothing is written when one fails.
  */
@@ -13,24 +13,6 @@ export function renderChangeFeedChecks(m: MergeSql): void {
   const validFrom = m.p.layout.validFromColumn
   if (feed === undefined || operation === undefined || validFrom === undefined) return
   const count = (expr: string) => m.d.castToString(expr)
-  const op = m.col('s', operation.name)
-  const known = [...feed.operation.insert, ...feed.operation.update, ...feed.operation.delete]
-  const isKnown = (['insert', 'update', 'delete'] as const).map((k) => m.operationIs('s', k)!).join(' OR ')
-  m.emit(
-    'check operations',
-    `SELECT ${m.raise(
-      'bad-operation',
-      `${m.str(`${m.prefix()} has `)} || ${count('COUNT(*)')} || ` +
-        m.str(
-          ` events whose operation (column ${operation.name}) is NULL or not one of ${known.join(', ')}, for example key `,
-        ) +
-        ` || MIN(${m.keyText('s')} || ${m.str(` with ${operation.name} `)} || COALESCE(${m.d.castToString(op)}, 'NULL'))` +
-        ` || ${m.str(
-          '; nothing was written. Say what the value means in extract.ops (insert, update, delete or truncate), ' +
-            'or skip its rows with ops.ignore',
-        )}`,
-    )}\nFROM ${m.stage} s WHERE NOT (${isKnown}) HAVING COUNT(*) > 0`,
-  )
   const sequence = m.p.layout.sequence
   if (sequence !== undefined) {
     m.emit(
@@ -67,5 +49,35 @@ export function renderChangeFeedChecks(m: MergeSql): void {
           `${m.str(` ties: ${what} but different contents, so which one is the key's state is unknown (${fix}), for example: `)} || ` +
           `(SELECT STRING_AGG(k, '; ' ORDER BY k) FROM sample) || ${m.str('; nothing was written')}`,
       )}\nFROM (SELECT COUNT(*) AS c FROM tie) x WHERE x.c > 0`,
+  )
+}
+
+/**
+ * Every event names a known operation. It runs before the NULL key check: a row of an operation the config does
+ * not name (a truncate, a heartbeat) often has no key, and the way out is to name the value in `ops`.
+ */
+export function renderOperationCheck(m: MergeSql): void {
+  const feed = m.p.table.changes
+  const operation = m.p.layout.operation
+  if (feed === undefined || operation === undefined) return
+  const count = (expr: string) => m.d.castToString(expr)
+  const op = m.col('s', operation.name)
+  const isKnown = (['insert', 'update', 'delete'] as const).map((k) => m.operationIs('s', k)!).join(' OR ')
+  const keyText = `COALESCE(${m.keyText('s')}, ${m.str(m.keys.map((k) => `${k}=NULL`).join(', '))})`
+  const known = [...feed.operation.insert, ...feed.operation.update, ...feed.operation.delete]
+  m.emit(
+    'check operations',
+    `SELECT ${m.raise(
+      'bad-operation',
+      `${m.str(`${m.prefix()} has `)} || ${count('COUNT(*)')} || ` +
+        m.str(
+          ` events whose operation (column ${operation.name}) is NULL or not one of ${known.join(', ')}, for example key `,
+        ) +
+        ` || MIN(${keyText} || ${m.str(` with ${operation.name} `)} || COALESCE(${m.d.castToString(op)}, 'NULL'))` +
+        ` || ${m.str(
+          '; nothing was written. Say what the value means in extract.ops (insert, update, delete or truncate), ' +
+            'or skip its rows with ops.ignore',
+        )}`,
+    )}\nFROM ${m.stage} s WHERE NOT (${isKnown}) HAVING COUNT(*) > 0`,
   )
 }

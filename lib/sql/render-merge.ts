@@ -10,7 +10,7 @@ import {
   historyNeeded,
   renderCarriedValues,
 } from './render-carried-values.ts'
-import { renderChangeFeedChecks } from './render-change-feed-checks.ts'
+import { renderChangeFeedChecks, renderOperationCheck } from './render-change-feed-checks.ts'
 import { renderAppend } from './render-append.ts'
 import { foundsDimension, renderFirstLoad } from './render-first-load.ts'
 import { renderInferredCompletion } from './render-inferred-completion.ts'
@@ -118,6 +118,7 @@ class MergeRenderer extends MergeSql {
     const stage = this.stage
     const count = (expr: string) => this.d.castToString(expr)
     const nullKey = this.keys.map((k) => `${this.col('s', k)} IS NULL`).join(' OR ')
+    renderOperationCheck(this)
     this.emit(
       'check NULL keys',
       `SELECT ${this.raise(

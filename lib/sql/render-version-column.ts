@@ -1,6 +1,8 @@
-import type { ChangeDetectionSpec } from '../core/table-spec.ts'
-import type { MergeSql } from './merge-sql.ts'
+import type { ChangeDetectionSpec, TableSpec } from '../core/table-spec.ts'
+import type { SqlDialect } from './dialect.ts'
+import type { MergePlan, MergeSql } from './merge-sql.ts'
 import { renderRowHash } from './row-hash.ts'
+import { storedEndAfter } from './version-end.ts'
 
 /** The batch's rows and its keys' versions in time order, each with the one before it (a temporary table). */
 export const VERSION_STEPS = '__dimsync_version_steps'
@@ -16,6 +18,8 @@ const V = Object.freeze({
   prevHash: '__dimsync_prev_vhash',
   prevStaged: '__dimsync_prev_staged',
   prevNextVersionAt: '__dimsync_prev_next_version_at',
+  end: '__dimsync_vend',
+  prevEnd: '__dimsync_prev_vend',
 })
 
 /**
@@ -29,8 +33,9 @@ const V = Object.freeze({
  *   the row is the batch's and the one before it a stored version, is written into that version in place: its
  *   tracked values directly (the diff then finds nothing new), or, on a table with a capture log, by correcting
  *   the captured states and recomputing the key's windows on the late path. A batch row followed by a stored
- *   version at the same value (a late row) or by another batch row is refused in both cases: which of them the
- *   version should hold is not for dimsync to guess.
+ *   version at the same value (a late row), by another batch row, or a stored version a delete ended before the
+ *   row (the key came back) is refused in both cases: which of them the version should hold is not for dimsync
+ *   to guess.
  *
  * It reads every version of the batch's keys (on BigQuery, their whole history, not only the open partition).
  */
@@ -62,12 +67,13 @@ export function renderVersionColumn(m: MergeSql, spec: ChangeDetectionSpec): voi
   const staged =
     `SELECT ${[...keysOf('s'), `${m.eventTime} AS ${q(V.t)}`, `${stagedVersion} AS ${q(V.version)}`].join(', ')}, ` +
     `${renderRowHash(d, m.p.layout.tracked, 's')} AS ${q(V.hash)}, TRUE AS ${q(V.staged)}, ` +
-    `CAST(NULL AS ${d.type('timestamp')}) AS ${q(V.nextVersionAt)}, ${carried('s').join(', ')}\n` +
+    `CAST(NULL AS ${d.type('timestamp')}) AS ${q(V.nextVersionAt)}, CAST(NULL AS ${d.type('timestamp')}) AS ${q(V.end)}, ` +
+    `${carried('s').join(', ')}\n` +
     `    FROM ${m.stage} s${del === undefined ? '' : ` WHERE NOT (${del})`}`
   const byStart = `PARTITION BY ${m.keyList('d')} ORDER BY d.${q(n.validFrom)}`
   const stored =
     `SELECT ${[...keysOf('d'), `d.${q(n.validFrom)}`, storedVersion].join(', ')}, d.${q(n.rowHash)}, FALSE, ` +
-    `LEAD(d.${q(n.validFrom)}) OVER (${byStart}), ${carried('d').join(', ')}\n` +
+    `LEAD(d.${q(n.validFrom)}) OVER (${byStart}), d.${q(n.validTo)}, ${carried('d').join(', ')}\n` +
     `    FROM ${m.dim} d\n    WHERE NOT d.${q(n.isDeleted)} AND EXISTS (SELECT 1 FROM ${m.stage} s WHERE ${m.keyEq('s', 'd')})`
   const order = `PARTITION BY ${m.keyList('x')} ORDER BY x.${q(V.t)}, x.${q(V.staged)}`
   const lag = (from: string, to: string) => `LAG(x.${q(from)}) OVER (${order}) AS ${q(to)}`
@@ -81,6 +87,7 @@ export function renderVersionColumn(m: MergeSql, spec: ChangeDetectionSpec): voi
         lag(V.hash, V.prevHash),
         lag(V.staged, V.prevStaged),
         lag(V.nextVersionAt, V.prevNextVersionAt),
+        lag(V.end, V.prevEnd),
       ].join(', ')}\nFROM (\n  ${staged}\n  UNION ALL\n  ${stored}\n) x`,
     ),
   )
@@ -106,8 +113,8 @@ export function renderVersionColumn(m: MergeSql, spec: ChangeDetectionSpec): voi
     )}\nFROM ${steps} x WHERE ${involvesBatch} AND x.${q(V.version)} < x.${q(V.prevVersion)}\nLIMIT 1`,
   )
 
-  const sameVersion = `x.${q(V.version)} = x.${q(V.prevVersion)} AND x.${q(V.hash)} <> x.${q(V.prevHash)}`
-  const overwritable = `x.${q(V.staged)} AND NOT x.${q(V.prevStaged)}`
+  const sameVersion = sameVersionChange(d)
+  const overwritable = overwritableRow(d, m.p.table)
   if (spec.onSameVersion === 'refuse') {
     m.emit(
       'version column: refuse a change at the same version',
@@ -130,7 +137,8 @@ export function renderVersionColumn(m: MergeSql, spec: ChangeDetectionSpec): voi
       `${m.str(m.prefix())} || ${pair} || ` +
         m.str(
           ': the two rows differ at the same version, and the second is not a row of this batch newer than a ' +
-            'stored version (a late row, or two rows of the batch), so which one the version holds is ambiguous; ' +
+            'stored version (a late row, two rows of the batch, or a row after a delete ended that version), so ' +
+            'which one the version holds is ambiguous; ' +
             'nothing was written. Send one row per version, or fix the version column in the source',
         ),
     )}\nFROM ${steps} x WHERE ${involvesBatch} AND ${sameVersion} AND NOT (${overwritable})\nLIMIT 1`,
@@ -181,6 +189,36 @@ export function renderVersionColumn(m: MergeSql, spec: ChangeDetectionSpec): voi
       'version column: a row at the same version replaces the capture at its time',
       `DELETE FROM ${log} c WHERE EXISTS (SELECT 1 FROM ${replaced} x WHERE ${m.keyEq('x', 'c')} AND c.captured_at = x.${q(V.t)})`,
     ),
+  )
+}
+
+/** SQL condition on a VERSION_STEPS row `x`: it differs from the row before it at the same version. */
+function sameVersionChange(d: SqlDialect): string {
+  const q = (name: string) => d.quoteIdentifier(name)
+  return `x.${q(V.version)} = x.${q(V.prevVersion)} AND x.${q(V.hash)} <> x.${q(V.prevHash)}`
+}
+
+/** SQL condition on a VERSION_STEPS row `x`: a row of the batch that overwrite may write into the version before it. */
+function overwritableRow(d: SqlDialect, table: TableSpec): string {
+  const q = (name: string) => d.quoteIdentifier(name)
+  // A stored version a delete ended before the row is not the key's state then: the key came back (or the row
+  // is one of its deleted time), so writing the row into that version would rewrite history before the delete.
+  const prevEnd = `x.${q(V.prevEnd)}`
+  const prevCovers = `(${prevEnd} IS NULL OR ${storedEndAfter(d, table, prevEnd, `x.${q(V.t)}`)})`
+  return `x.${q(V.staged)} AND NOT x.${q(V.prevStaged)} AND ${prevCovers}`
+}
+
+/**
+ * SQL: `overwritten_keys`, the keys whose version this merge wrote a row of the batch into in place (overwrite on
+ * a table without a capture log; with one, the key is recomputed as a late key), read in the merge's session.
+ */
+export function overwrittenVersionsQuery(d: SqlDialect, plan: MergePlan): string | undefined {
+  const spec = plan.table.changeDetection
+  if (spec?.onSameVersion !== 'overwrite' || plan.objects.captures !== undefined) return undefined
+  const keys = plan.table.key.map((k) => `x.${d.quoteIdentifier(k)}`).join(', ')
+  return (
+    `SELECT COUNT(*) AS overwritten_keys FROM (SELECT DISTINCT ${keys} FROM ${d.table({ name: VERSION_STEPS })} x
+` + `  WHERE ${sameVersionChange(d)} AND ${overwritableRow(d, plan.table)}) o`
   )
 }
 

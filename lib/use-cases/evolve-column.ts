@@ -1,3 +1,4 @@
+import { afterRenames, plannedRenames } from '../core/column-renames.ts'
 import { derivedColumnName, planDimensionLayout, type DerivedColumn } from '../core/dimension-layout.ts'
 import { DimsyncError } from '../core/errors.ts'
 import type { TableSpec } from '../core/table-spec.ts'
@@ -11,6 +12,7 @@ import {
   refoldsPartialUpdates,
   type DimensionObjects,
 } from '../sql/render-ddl.ts'
+import { renderColumnRenames } from '../sql/render-column-renames.ts'
 import {
   renderEvolveColumn,
   renderLossyValuesQuery,
@@ -65,7 +67,13 @@ export async function evolveColumn(
         'give the new type a new column name in the source instead',
     )
   const objects = dimensionObjects(table, request.schema)
-  const existing = await deps.warehouse.describeTable(objects.dimension)
+  const existing = await withRenamesApplied(
+    deps,
+    table,
+    objects,
+    column,
+    await deps.warehouse.describeTable(objects.dimension),
+  )
   if (existing === undefined)
     throw new DimsyncError(`${prefix}: dimension ${table.target} does not exist yet; nothing to rewrite`)
   const resumed = await interruptedRewrite(deps.warehouse, table, objects, column, existing)
@@ -150,6 +158,34 @@ export async function evolveColumn(
     columns: evolve.columns,
     statements,
   }
+}
+
+/**
+ * The dimension's columns once the renames (`renamed: { old: column }`) that give it `column` are applied: a
+ * source that renamed a column and changed its type at once has its batch refused before the merge renames
+ * anything, and the refusal names the column by its new name. The renames are those the next merge would apply
+ * (checked against the staged batch the same way); they stay applied if the rewrite then stops, as after a merge
+ * refused once they ran, and the next merge finds them done.
+ */
+async function withRenamesApplied<T extends { readonly name: string }>(
+  deps: { readonly warehouse: Warehouse<SqlDialect>; readonly staging: StagingStore },
+  table: TableSpec,
+  objects: DimensionObjects,
+  column: string,
+  existing: readonly T[] | undefined,
+): Promise<readonly T[] | undefined> {
+  if (existing === undefined || existing.some((c) => c.name === column)) return existing
+  if (!(table.renamed ?? []).some((r) => r.to === column)) return existing
+  const batch = (await deps.staging.listBatches(table.name)).find((m) =>
+    m.columns.some((c) => c.name === column),
+  )
+  if (batch === undefined) return existing
+  const renames = plannedRenames(table, batch.columns, existing, (message) => {
+    throw new DimsyncError(`dimsync evolve: table ${table.name}: ${message}`)
+  })
+  for (const s of renderColumnRenames(deps.warehouse.dialect, objects.dimension, renames))
+    await deps.warehouse.query(s.sql)
+  return afterRenames(existing, renames)
 }
 
 /**

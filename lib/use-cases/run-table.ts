@@ -27,6 +27,8 @@ export interface RunTableResult {
   readonly table: string
   /** Batches staged by an earlier, interrupted run and merged first. */
   readonly resumed: readonly MergeBatchResult[]
+  /** Dry run: batches an earlier run left staged, which a run merges before its own extract (the plan leaves them out). */
+  readonly leftStaged?: readonly string[]
   readonly batchId: string
   readonly rows: number
   readonly merge: MergeBatchResult
@@ -63,6 +65,7 @@ export async function runTable(
       const resumed = dryRun
         ? []
         : await mergeLeftStagedInRun(deps, run, table, { allowMassDelete: options.allowMassDelete })
+      const leftStaged = dryRun ? (await deps.staging.listBatches(table.name)).map((m) => m.batchId) : []
       const extractedAt = options.extractedAt ?? deps.clock()
       const batchId = makeBatchId(extractedAt)
       // Under the table's lease, a batch nobody committed was left by a run that no longer holds it.
@@ -70,7 +73,15 @@ export async function runTable(
       const merge = dryRun
         ? await dryRunMerge(deps, table, batchId, options)
         : (await mergeInRun(deps, run, table, { batchId, allowMassDelete: options.allowMassDelete })).merge
-      return { runId, table: table.name, resumed: resumed.map((r) => r.merge), batchId, rows, merge }
+      return {
+        runId,
+        table: table.name,
+        resumed: resumed.map((r) => r.merge),
+        ...(leftStaged.length > 0 ? { leftStaged } : {}),
+        batchId,
+        rows,
+        merge,
+      }
     } finally {
       await deps.releaseWarehouse?.()
     }

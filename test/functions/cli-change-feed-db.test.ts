@@ -204,6 +204,44 @@ tables:
       ])
     }, 180_000)
 
+    it('a truncate as the newest event (its key NULL) ends every key and leaves a watermark the next run reads after', async () => {
+      const t = db.table('cust_trunc')
+      await db.sql(
+        `CREATE TABLE ${t} (${q('Op')} ${kit.ddl.text}, seq BIGINT NOT NULL, changed_at ${kit.ddl.timestamp} NOT NULL,
+          customer_id BIGINT NULL, region ${kit.ddl.text})`,
+      )
+      await db.sql(
+        `INSERT INTO ${t} VALUES ('I', 1, '2024-01-01 00:00:00', 1, 'South'), ('I', 2, '2024-01-01 00:00:00', 2, 'North'),
+          ('T', 3, '2024-02-01 00:00:00', NULL, NULL)`,
+      )
+      // Before the config names T, the batch is refused for its operation (and stays staged for the next run).
+      customerConfig(t, '{ mode: changes, sequence: seq }')
+      const unnamed = dimsync('run', '--extracted-at', '2024-03-31T00:00:00Z')
+      expect(unnamed.code).toBe(1)
+      expect(unnamed.err).toMatch(
+        /not one of I, U, D, for example key customer_id=NULL with Op T; nothing was written\. Say what the value means in extract\.ops/,
+      )
+      customerConfig(t, '{ mode: changes, sequence: seq, ops: { truncate: T } }')
+      const first = dimsync('run', '--extracted-at', '2024-04-01T00:00:00Z')
+      expect(first.code, first.err).toBe(0)
+      const truncated = [
+        [1, 'South', '2024-01-01', '2024-02-01'],
+        [2, 'North', '2024-01-01', '2024-02-01'],
+      ]
+      expect(await history()).toEqual(truncated)
+      const again = dimsync('run', '--extracted-at', '2024-04-02T00:00:00Z')
+      expect(again.code, again.err).toBe(0)
+      expect(await history()).toEqual(truncated)
+      await db.sql(`INSERT INTO ${t} VALUES ('I', 4, '2024-03-01 00:00:00', 1, 'East')`)
+      const back = dimsync('run', '--extracted-at', '2024-04-03T00:00:00Z')
+      expect(back.code, back.err).toBe(0)
+      expect(await history()).toEqual([
+        [1, 'South', '2024-01-01', '2024-02-01'],
+        [1, 'East', '2024-03-01', null],
+        [2, 'North', '2024-01-01', '2024-02-01'],
+      ])
+    }, 180_000)
+
     it('loads a fact feed holding several changes of one fact, and applies the last one', async () => {
       const t = db.table('orders_cdc')
       await db.sql(

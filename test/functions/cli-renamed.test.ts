@@ -53,4 +53,26 @@ describe('renamed (real process)', () => {
     expect(again.code, again.err).toBe(0)
     expect(again.out).toMatch(/; 0 versions inserted, 0 closed, 0 keys deleted, 2 unchanged, 0 late keys$/m)
   }, 120_000)
+
+  it('a rename with a type change in the same run: the refusal names evolve, and evolve renames then rewrites the column', () => {
+    config('')
+    customers('customer_id,code', ['101,1', '102,2'])
+    expect(dimsync('run', '--extracted-at', '2024-01-01T00:00:00Z').code).toBe(0)
+
+    config('    renamed: { code: zone }\n')
+    customers('customer_id,zone', ['101,1', '102,x20'])
+    const refused = dimsync('run', '--extracted-at', '2024-02-01T00:00:00Z')
+    expect(refused.code).toBe(1)
+    expect(refused.err).toContain('dimsync evolve --table customers --column zone')
+    expect(dimsync('history', 'customers').out).toMatch(/code=1/)
+
+    const evolve = dimsync('evolve', '--table', 'customers', '--column', 'zone')
+    expect(evolve.code, evolve.err).toBe(0)
+    const run = dimsync('run', '--extracted-at', '2024-03-01T00:00:00Z')
+    expect(run.code, run.err).toBe(0)
+    const history = dimsync('history', 'customers').out
+    expect(history).toMatch(/#1 +2024-01-01 00:00:00 → current +zone="1"/)
+    expect(history).toMatch(/#2 +2024-01-01 00:00:00 → 2024-02-01 00:00:00 +zone="2"/)
+    expect(history).toMatch(/ +2024-02-01 00:00:00 → current +zone="x20"/)
+  }, 120_000)
 })

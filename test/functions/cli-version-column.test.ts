@@ -23,11 +23,12 @@ function dimsync(...args: string[]) {
   })
   return { code: r.status, out: r.stdout, err: r.stderr }
 }
-const config = (onSameVersion: string) =>
+const config = (onSameVersion: string, deletes = 'ignore') =>
   writeFileSync(
     join(work, 'dimsync.yaml'),
     'version: 1\ntables:\n  - name: customers\n    source: { type: file, path: customers.csv }\n' +
-      `    key: customer_id\n    change_detection: { version_column: updated_at, on_same_version: ${onSameVersion} }\n`,
+      `    key: customer_id\n    deletes: ${deletes}\n` +
+      `    change_detection: { version_column: updated_at, on_same_version: ${onSameVersion} }\n`,
   )
 const customers = (rows: string[]) =>
   writeFileSync(join(work, 'customers.csv'), ['customer_id,region,updated_at', ...rows, ''].join('\n'))
@@ -52,5 +53,45 @@ describe('change_detection (real process)', () => {
     const history = dimsync('history', 'customers').out
     expect(history).toMatch(/^dim_customers: 1 version of 1 key$/m)
     expect(history).toMatch(/#1 +2024-02-01 00:00:00 → current +region="North"/)
+  }, 120_000)
+
+  it.each(['invalidate', 'new_record'])(
+    'overwrite never rewrites a version a delete ended (deletes: %s): a key back at the same version with other content is refused',
+    (deletes) => {
+      config('overwrite', deletes)
+      customers(['101,South,2024-01-01T00:00:00Z', '102,North,2024-01-01T00:00:00Z'])
+      expect(dimsync('run', '--extracted-at', '2024-02-01T00:00:00Z').code).toBe(0)
+      customers(['102,North,2024-01-01T00:00:00Z'])
+      expect(dimsync('run', '--extracted-at', '2024-02-02T00:00:00Z').code).toBe(0)
+      const before = dimsync('history', 'customers').out
+      customers(['101,North,2024-01-01T00:00:00Z', '102,North,2024-01-01T00:00:00Z'])
+      const back = dimsync('run', '--extracted-at', '2024-02-03T00:00:00Z')
+      expect(back.code).toBe(1)
+      expect(back.err).toMatch(
+        /table customers: batch \S+: key customer_id=101: version column updated_at is 2024-01-01 00:00:00.* \(stored\) then .* \(this batch\): .*a row after a delete ended that version.*nothing was written/,
+      )
+      // The version the delete ended still says what the source said while it was current.
+      expect(dimsync('history', 'customers').out).toBe(before)
+      expect(before).toMatch(/#1 +2024-02-01 00:00:00 → 2024-02-02 00:00:00 +region="South"/)
+    },
+    120_000,
+  )
+
+  it('plan and run count a version overwritten in place (it is not unchanged)', () => {
+    config('overwrite')
+    customers(['101,South,2024-01-01T00:00:00Z', '102,North,2024-01-01T00:00:00Z'])
+    expect(dimsync('run', '--extracted-at', '2024-02-01T00:00:00Z').code).toBe(0)
+    customers(['101,North,2024-01-01T00:00:00Z', '102,North,2024-01-01T00:00:00Z'])
+    const plan = dimsync('plan')
+    expect(plan.code, plan.err).toBe(0)
+    expect(plan.out).toMatch(
+      /^customers: 2 rows extracted; would add 0 new keys, change 0, overwrite 1, delete 0, leave 1 unchanged/m,
+    )
+    const run = dimsync('run', '--extracted-at', '2024-02-02T00:00:00Z')
+    expect(run.code, run.err).toBe(0)
+    expect(run.out).toMatch(
+      /; 0 versions inserted, 0 closed, 1 overwritten, 0 keys deleted, 1 unchanged, 0 late keys$/m,
+    )
+    expect(dimsync('history', 'customers').out).toMatch(/#1 +2024-02-01 00:00:00 → current +region="North"/)
   }, 120_000)
 })

@@ -88,6 +88,25 @@ describe('dimsync CLI (real process, quickstart data)', () => {
     expect(dimsync('history', 'customers').out).toContain('dim_customer: 2 versions of 2 keys\n')
   })
 
+  it('plan says a batch an earlier run left staged is merged first by run and left out of its figures', () => {
+    const newest = join(work, 'data', 'customers_2024-03-10T1430.csv')
+    const table = ['--table', 'customers_invalidate']
+    writeFileSync(newest, 'customer_id,name,region\n1,A,x\n2,B,y\n3,C,z\n')
+    expect(dimsync('run', ...table, '--extracted-at', '2024-01-01T00:00:00Z').code).toBe(0)
+    writeFileSync(newest, 'customer_id,name,region\n1,A,x\n')
+    const refused = dimsync('run', ...table, '--extracted-at', '2024-02-01T00:00:00Z')
+    expect(refused.code).toBe(1)
+    const staged = /batch (\d{8}T\d{6}\.\d{3}Z-\w+) would delete/.exec(refused.err)?.[1]
+    expect(staged, refused.err).toBeDefined()
+    writeFileSync(newest, 'customer_id,name,region\n1,A,x\n2,B,y\n3,C,w\n')
+    const plan = dimsync('plan', ...table)
+    expect(plan.code, plan.err).toBe(0)
+    expect(plan.out).toContain('customers_invalidate: 3 rows extracted; would add 0 new keys, change 1')
+    expect(plan.out).toContain(
+      `warning: batch ${staged} was staged by an earlier run and not merged: dimsync run merges it (or is refused by it) before this extract; these figures leave it out`,
+    )
+  })
+
   it(
     'run --extracted-at again on the same snapshot, and a finished backfill again, succeed as already applied',
     { timeout: 180_000 },

@@ -244,6 +244,17 @@ describe('bad change feeds are refused naming the key, and nothing is written', 
     expect(await h.history()).toEqual(before)
   })
 
+  it('an unknown operation on a row without a key (a truncate the config does not name) is refused as an unknown operation', async () => {
+    const h = await setup()
+    await h.load([ev('I', 1, 'South', 1)], { extractedAt: extractedAt(1) })
+    const before = await h.history()
+    const keyless = { ...ev('T', 0, null, 2), customer_id: null }
+    await expect(h.load([keyless], { extractedAt: extractedAt(2) })).rejects.toThrow(
+      /has 1 events whose operation \(column Op\) is NULL or not one of I, U, D, for example key customer_id=NULL with Op T; nothing was written\. Say what the value means in extract\.ops/,
+    )
+    expect(await h.history()).toEqual(before)
+  })
+
   it('two different events of a key at the same change time without a sequence column', async () => {
     const h = await setup()
     await expect(

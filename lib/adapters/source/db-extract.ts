@@ -514,7 +514,12 @@ async function planExtract(input: PlanInput): Promise<ExtractPlan> {
       )
       const candidate: Watermark = {
         cursor: watermarkValue(table, cursor, last![0]),
-        key: keyColumns.map((c, i) => watermarkValue(table, c, last![i + 1])),
+        // A change feed's truncate names no key: as the newest event its key parts are empty text (a feed's
+        // cursor grows with every event, so no two rows share a cursor value for the key to order). A keyless row
+        // of another operation is refused by the merge, naming its operation.
+        key: keyColumns.map((c, i) =>
+          table.changes !== undefined && last![i + 1] === null ? '' : watermarkValue(table, c, last![i + 1]),
+        ),
         column: cursor.name,
       }
       // Deleted rows can make the newest remaining row older than the stored watermark: never move back.
