@@ -1,12 +1,10 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { BigQueryWarehouse } from '../../../../lib/adapters/warehouse/bigquery-warehouse.ts'
 import { WarehouseError } from '../../../../lib/core/errors.ts'
 import { reportedErrorName } from '../../../../lib/core/retry-policy.ts'
 import { mergeBatch } from '../../../../lib/use-cases/merge-batch.ts'
-import { BigQueryEmulator } from '../../../support/bigquery-emulator/bigquery-emulator.ts'
+import { emulatorPerTest } from '../../../support/bigquery-emulator/emulator-per-test.ts'
 import type { RequestInfo } from '../../../support/bigquery-emulator/faults.ts'
-import { ZetaSqlService } from '../../../support/bigquery-emulator/zetasql-service.ts'
-import { TestBatches } from '../../../support/staged-batches.ts'
 import { tableSpec } from '../../../support/table-spec-builder.ts'
 
 process.env.METADATA_SERVER_DETECTION = 'none'
@@ -31,31 +29,13 @@ const RATE_LIMITED = {
     'Exceeded rate limits: too many api requests per user per method for this user_method. For more information, see https://cloud.google.com/bigquery/docs/troubleshoot-quotas',
 }
 
-let zeta: ZetaSqlService
-let emulator: BigQueryEmulator
-let batches: TestBatches
-
-beforeAll(async () => {
-  zeta = await ZetaSqlService.start()
-  batches = await TestBatches.create()
-})
-afterAll(async () => {
-  await batches.dispose()
-  await zeta.stop()
-})
-beforeEach(async () => {
-  emulator = await BigQueryEmulator.start({ zetaSql: zeta })
-  emulator.createDataset(PROJECT, DATASET, { location: LOCATION })
-})
-afterEach(async () => {
-  await emulator.stop()
-})
+const bq = emulatorPerTest({ project: PROJECT, dataset: DATASET, location: LOCATION })
 
 const warehouse = () =>
   new BigQueryWarehouse({
     project: PROJECT,
     location: LOCATION,
-    ...emulator.clientOptions(),
+    ...bq.emulator.clientOptions(),
     pollIntervalMs: 5,
     retryDelayMs: 1,
     // One attempt per call: the answer's classification (retryable or not) reaches the merge's caller, as it
@@ -64,12 +44,12 @@ const warehouse = () =>
   })
 
 async function mergeOnce(batchId: string) {
-  await batches.stage(table.name, COLUMNS, [{ customer_id: 1, name: 'Ana' }], {
+  await bq.batches.stage(table.name, COLUMNS, [{ customer_id: 1, name: 'Ana' }], {
     extractedAt: '2024-03-10T14:30:00.000Z',
     batchId,
   })
   return mergeBatch(
-    { warehouse: warehouse(), staging: batches },
+    { warehouse: warehouse(), staging: bq.batches },
     { table, schema: DATASET, batchId, now: new Date('2024-03-10T14:31:00Z') },
   )
 }
@@ -87,7 +67,7 @@ describe('a BigQuery API call answered rateLimitExceeded (403) is transient', ()
       (r) =>
         r.method === 'POST' &&
         /\/jobs$/.test(r.path) &&
-        JSON.stringify(emulator.requests.at(-1)?.json ?? {}).includes("SELECT 'applied' AS fact"),
+        JSON.stringify(bq.emulator.requests.at(-1)?.json ?? {}).includes("SELECT 'applied' AS fact"),
     ],
     [
       'recording the column types',
@@ -95,14 +75,14 @@ describe('a BigQuery API call answered rateLimitExceeded (403) is transient', ()
         r.method === 'POST' &&
         /\/jobs$/.test(r.path) &&
         // The request being served is the last one recorded (its body is not part of RequestInfo).
-        JSON.stringify(emulator.requests.at(-1)?.json ?? {}).includes(
+        JSON.stringify(bq.emulator.requests.at(-1)?.json ?? {}).includes(
           'INSERT INTO `acme-dw`.`history`.`_dimsync_columns`',
         ),
     ],
   ]
   for (const [what, match] of calls) {
     it(`${what}: the merge fails as RetryableError (the state machine retries it), and its retry merges`, async () => {
-      emulator.faults.failRequest(match, 403, RATE_LIMITED)
+      bq.emulator.faults.failRequest(match, 403, RATE_LIMITED)
       const batchId = '20240310T143000.000Z-aaaaaa'
       const error = await mergeOnce(batchId).catch((e: unknown) => e)
       expect(error).toBeInstanceOf(WarehouseError)
@@ -113,7 +93,7 @@ describe('a BigQuery API call answered rateLimitExceeded (403) is transient', ()
   }
 
   it('a permission refused (403 accessDenied) stays permanent', async () => {
-    emulator.faults.failRequest(
+    bq.emulator.faults.failRequest(
       (r) => r.method === 'GET' && r.path.endsWith(`/tables/${table.target}`),
       403,
       {

@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import {
   longestCallWaitMs,
   longestMergeWaitMs,
@@ -9,10 +9,8 @@ import {
 } from '../../../../lib/adapters/warehouse/bigquery-warehouse.ts'
 import { WarehouseError } from '../../../../lib/core/errors.ts'
 import { mergeBatch } from '../../../../lib/use-cases/merge-batch.ts'
-import { BigQueryEmulator } from '../../../support/bigquery-emulator/bigquery-emulator.ts'
+import { emulatorPerTest } from '../../../support/bigquery-emulator/emulator-per-test.ts'
 import type { RequestInfo } from '../../../support/bigquery-emulator/faults.ts'
-import { ZetaSqlService } from '../../../support/bigquery-emulator/zetasql-service.ts'
-import { TestBatches } from '../../../support/staged-batches.ts'
 import { tableSpec } from '../../../support/table-spec-builder.ts'
 
 /*
@@ -41,33 +39,20 @@ const DEADLINES = {
   pollIntervalMs: 5,
 } satisfies Partial<BigQueryWarehouseOptions>
 
-let zeta: ZetaSqlService
-let emulator: BigQueryEmulator
-let batches: TestBatches
-
-beforeAll(async () => {
-  zeta = await ZetaSqlService.start()
-  batches = await TestBatches.create()
-})
-afterAll(async () => {
-  await batches.dispose()
-  await zeta.stop()
-})
-beforeEach(async () => {
-  emulator = await BigQueryEmulator.start({ zetaSql: zeta })
-  emulator.createDataset(PROJECT, DATASET, { location: LOCATION })
-})
-afterEach(async () => {
-  await emulator.stop()
-})
+const bq = emulatorPerTest({ project: PROJECT, dataset: DATASET, location: LOCATION })
 
 const warehouse = () =>
-  new BigQueryWarehouse({ project: PROJECT, location: LOCATION, ...emulator.clientOptions(), ...DEADLINES })
+  new BigQueryWarehouse({
+    project: PROJECT,
+    location: LOCATION,
+    ...bq.emulator.clientOptions(),
+    ...DEADLINES,
+  })
 
 let batchNumber = 0
 async function stagedBatch(): Promise<string> {
   batchNumber++
-  return batches.stage(
+  return bq.batches.stage(
     table.name,
     COLUMNS,
     [
@@ -83,7 +68,7 @@ async function stagedBatch(): Promise<string> {
 
 const merge = (batchId: string) =>
   mergeBatch(
-    { warehouse: warehouse(), staging: batches },
+    { warehouse: warehouse(), staging: bq.batches },
     { table, schema: DATASET, batchId, now: new Date('2030-03-10T14:31:00Z') },
   )
 
@@ -123,7 +108,7 @@ describe('a deadline on every BigQuery call', () => {
       const clean = await timed(async () => merge(await stagedBatch()))
       expect(clean.outcome).toMatchObject({ status: 'merged' })
       const batchId = await stagedBatch()
-      emulator.faults.stallRequest(match, 1000)
+      bq.emulator.faults.stallRequest(match, 1000)
       const stalled = await timed(() => merge(batchId))
       expect(stalled.outcome).toBeInstanceOf(WarehouseError)
       expect((stalled.outcome as WarehouseError).retryable).toBe(true)
@@ -134,11 +119,11 @@ describe('a deadline on every BigQuery call', () => {
 
   it('each kind of call stalled once: the call is tried again and the merge succeeds', async () => {
     const batchId = await stagedBatch()
-    for (const match of Object.values(CALLS)) emulator.faults.stallRequest(match, 1)
+    for (const match of Object.values(CALLS)) bq.emulator.faults.stallRequest(match, 1)
     const stalled = await timed(() => merge(batchId))
     expect(stalled.outcome).toMatchObject({ status: 'merged', counts: { insertedVersions: 2 } })
     // One merge job: its insertion that got no answer was tried again under the same id (answered 409, adopted).
-    const inserts = emulator.requests.filter((r) => insertOf(r, 'dimsync_merge_'))
+    const inserts = bq.emulator.requests.filter((r) => insertOf(r, 'dimsync_merge_'))
     expect(inserts).toHaveLength(2)
     expect(new Set(inserts.map((r) => r.json?.jobReference?.jobId as string)).size).toBe(1)
   }, 120_000)

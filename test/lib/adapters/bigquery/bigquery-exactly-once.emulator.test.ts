@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { BigQueryWarehouse } from '../../../../lib/adapters/warehouse/bigquery-warehouse.ts'
 import { jobId } from '../../../../lib/adapters/warehouse/bigquery-job-ids.ts'
 import type { TableSpec } from '../../../../lib/core/table-spec.ts'
@@ -6,11 +6,10 @@ import { createBigQueryDialect } from '../../../../lib/sql/bigquery/bigquery-dia
 import { renderLedgerOnceCheck } from '../../../../lib/sql/render-committed-batch.ts'
 import { stagingTableName } from '../../../../lib/sql/render-merge-script.ts'
 import { mergeBatch } from '../../../../lib/use-cases/merge-batch.ts'
-import { BigQueryEmulator } from '../../../support/bigquery-emulator/bigquery-emulator.ts'
+import { emulatorPerTest } from '../../../support/bigquery-emulator/emulator-per-test.ts'
 import type { StatementInfo } from '../../../support/bigquery-emulator/script-interpreter.ts'
-import { ZetaSqlService } from '../../../support/bigquery-emulator/zetasql-service.ts'
 import { CAPTURE_COLUMNS, captureTable } from '../../../support/history-arbitraries.ts'
-import { TestBatches, type Value } from '../../../support/staged-batches.ts'
+import type { Value } from '../../../support/staged-batches.ts'
 import { tableSpec } from '../../../support/table-spec-builder.ts'
 
 /*
@@ -31,44 +30,26 @@ const BACKEND_ERROR = {
   message: 'Error encountered during execution. Retrying may solve the problem.',
 }
 
-let zeta: ZetaSqlService
-let emulator: BigQueryEmulator
-let batches: TestBatches
-
-beforeAll(async () => {
-  zeta = await ZetaSqlService.start()
-  batches = await TestBatches.create()
-})
-afterAll(async () => {
-  await batches.dispose()
-  await zeta.stop()
-})
-beforeEach(async () => {
-  emulator = await BigQueryEmulator.start({ zetaSql: zeta })
-  emulator.createDataset(PROJECT, DATASET, { location: LOCATION })
-})
-afterEach(async () => {
-  await emulator.stop()
-})
+const bq = emulatorPerTest({ project: PROJECT, dataset: DATASET, location: LOCATION })
 
 const warehouse = () =>
   new BigQueryWarehouse({
     project: PROJECT,
     location: LOCATION,
-    ...emulator.clientOptions(),
+    ...bq.emulator.clientOptions(),
     pollIntervalMs: 5,
     retryDelayMs: 1,
   })
 
 const merge = (w: BigQueryWarehouse, table: TableSpec, batchId: string) =>
   mergeBatch(
-    { warehouse: w, staging: batches },
+    { warehouse: w, staging: bq.batches },
     { table, schema: DATASET, batchId, now: new Date('2030-03-10T14:31:00Z') },
   )
 
 const dimensionRows = (table: TableSpec) =>
-  emulator.rows({ projectId: PROJECT, datasetId: DATASET, tableId: table.target }) ?? []
-const ledgerRows = (batchId: string) => (emulator.rows(LEDGER) ?? []).filter((r) => r.batch_id === batchId)
+  bq.emulator.rows({ projectId: PROJECT, datasetId: DATASET, tableId: table.target }) ?? []
+const ledgerRows = (batchId: string) => (bq.emulator.rows(LEDGER) ?? []).filter((r) => r.batch_id === batchId)
 const dropOf = (stage: string) => (s: StatementInfo) =>
   s.text.startsWith('DROP TABLE') && s.text.includes(stage) && s.jobId.startsWith('dimsync_merge_')
 const countsQuery = (s: StatementInfo) =>
@@ -81,7 +62,7 @@ const SNAPSHOT_COLUMNS = [
 ]
 
 async function snapshots(): Promise<string> {
-  const first = await batches.stage(
+  const first = await bq.batches.stage(
     SNAPSHOT.name,
     SNAPSHOT_COLUMNS,
     [
@@ -91,7 +72,7 @@ async function snapshots(): Promise<string> {
     { extractedAt: '2030-03-01T00:00:00.000Z', batchId: '20300301T000000.000Z-aaaaaa' },
   )
   expect((await merge(warehouse(), SNAPSHOT, first)).status).toBe('merged')
-  return batches.stage(
+  return bq.batches.stage(
     SNAPSHOT.name,
     SNAPSHOT_COLUMNS,
     [
@@ -123,7 +104,7 @@ const SECOND_SNAPSHOT_COUNTS = {
 describe('a batch committed exactly once on BigQuery, whatever fails after COMMIT', () => {
   it('snapshot table, the DROP of the staging table fails transiently: success with the committed counts, not "out of order"', async () => {
     const second = await snapshots()
-    emulator.faults.failStatement(dropOf(stagingTableName(SNAPSHOT.target, second)), BACKEND_ERROR)
+    bq.emulator.faults.failStatement(dropOf(stagingTableName(SNAPSHOT.target, second)), BACKEND_ERROR)
     const result = await merge(warehouse(), SNAPSHOT, second)
     expect(result.status).toBe('merged')
     expect(result.counts).toEqual(SECOND_SNAPSHOT_COUNTS)
@@ -131,22 +112,22 @@ describe('a batch committed exactly once on BigQuery, whatever fails after COMMI
     expect(snapshotVersions()).toEqual(SECOND_SNAPSHOT_VERSIONS)
     // The retry dropped the staging table the first attempt could not.
     expect(
-      emulator.store.getTable({ ...LEDGER, tableId: stagingTableName(SNAPSHOT.target, second) }),
+      bq.emulator.store.getTable({ ...LEDGER, tableId: stagingTableName(SNAPSHOT.target, second) }),
     ).toBeUndefined()
   })
 
   it('snapshot table, the counts query fails transiently: success with the committed counts, not "Not found: Table …_dimsync_stage_…"', async () => {
     const second = await snapshots()
-    emulator.faults.failStatement(countsQuery, BACKEND_ERROR)
+    bq.emulator.faults.failStatement(countsQuery, BACKEND_ERROR)
     const result = await merge(warehouse(), SNAPSHOT, second)
     expect(result.status).toBe('merged')
     expect(result.counts).toEqual(SECOND_SNAPSHOT_COUNTS)
     expect(ledgerRows(second)).toHaveLength(1)
     expect(snapshotVersions()).toEqual(SECOND_SNAPSHOT_VERSIONS)
     // Two merge jobs: the one that committed, and the retry that found the batch in the ledger.
-    expect(emulator.jobs.get(PROJECT, jobId('merge', SNAPSHOT.target, second, { attempt: 2 }))?.state).toBe(
-      'DONE',
-    )
+    expect(
+      bq.emulator.jobs.get(PROJECT, jobId('merge', SNAPSHOT.target, second, { attempt: 2 }))?.state,
+    ).toBe('DONE')
   })
 
   it('change-time delta table, the DROP fails transiently: the batch is merged and recorded once', async () => {
@@ -158,13 +139,13 @@ describe('a batch committed exactly once on BigQuery, whatever fails after COMMI
       changed_at: `2030-03-${day}T00:00:00.000Z`,
       deleted: false,
     })
-    const first = await batches.stage(table.name, CAPTURE_COLUMNS, [row(1, '01', 'north')], {
+    const first = await bq.batches.stage(table.name, CAPTURE_COLUMNS, [row(1, '01', 'north')], {
       extractedAt: '2030-03-02T00:00:00.000Z',
       mode: 'incremental',
       batchId: '20300302T000000.000Z-cccccc',
     })
     expect((await merge(warehouse(), table, first)).status).toBe('merged')
-    const second = await batches.stage(
+    const second = await bq.batches.stage(
       table.name,
       CAPTURE_COLUMNS,
       [row(1, '05', 'south'), row(2, '06', 'east')],
@@ -174,7 +155,7 @@ describe('a batch committed exactly once on BigQuery, whatever fails after COMMI
         batchId: '20300307T000000.000Z-dddddd',
       },
     )
-    emulator.faults.failStatement(dropOf(stagingTableName(table.target, second)), BACKEND_ERROR)
+    bq.emulator.faults.failStatement(dropOf(stagingTableName(table.target, second)), BACKEND_ERROR)
     const result = await merge(warehouse(), table, second)
     expect(result.status).toBe('merged')
     expect(result.counts).toEqual({
@@ -204,10 +185,10 @@ describe('a batch committed exactly once on BigQuery, whatever fails after COMMI
       `INSERT INTO ${d.table(batches)} (target, table_name, batch_id, extracted_at, mode, applied_at)\n` +
       `SELECT target, table_name, '${second}', extracted_at, mode, applied_at FROM ${d.table(batches)}\n` +
       `WHERE batch_id <> '${second}'`
-    await emulator.query(PROJECT, copyFirst, { location: LOCATION })
-    await emulator.query(PROJECT, check.sql, { location: LOCATION }) // one row: accepted
-    await emulator.query(PROJECT, copyFirst, { location: LOCATION })
-    await expect(emulator.query(PROJECT, check.sql, { location: LOCATION })).rejects.toThrow(
+    await bq.emulator.query(PROJECT, copyFirst, { location: LOCATION })
+    await bq.emulator.query(PROJECT, check.sql, { location: LOCATION }) // one row: accepted
+    await bq.emulator.query(PROJECT, copyFirst, { location: LOCATION })
+    await expect(bq.emulator.query(PROJECT, check.sql, { location: LOCATION })).rejects.toThrow(
       `batch ${second} of ${SNAPSHOT.target} would be recorded 2 times in the batch ledger`,
     )
   })
@@ -218,7 +199,7 @@ describe('a snapshot delivered twice', () => {
     const second = await snapshots()
     expect((await merge(warehouse(), SNAPSHOT, second)).status).toBe('merged')
     // A start delivered twice extracts the same rows at the same time under another batch id.
-    const again = await batches.stage(
+    const again = await bq.batches.stage(
       SNAPSHOT.name,
       SNAPSHOT_COLUMNS,
       [
@@ -231,7 +212,7 @@ describe('a snapshot delivered twice', () => {
     expect(result).toMatchObject({ status: 'already-applied', sameAs: second })
     expect(snapshotVersions()).toEqual(SECOND_SNAPSHOT_VERSIONS)
     expect(ledgerRows(again)).toEqual([])
-    const stagingTables = emulator.store
+    const stagingTables = bq.emulator.store
       .listTables(PROJECT, DATASET)
       .map((t) => t.ref.tableId)
       .filter((name) => name.startsWith('_dimsync_stage_'))

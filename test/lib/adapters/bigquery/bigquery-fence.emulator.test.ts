@@ -1,11 +1,9 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { BigQueryWarehouse } from '../../../../lib/adapters/warehouse/bigquery-warehouse.ts'
 import { LeaseLostError } from '../../../../lib/core/errors.ts'
 import { FENCE_TABLE, type FenceHolder } from '../../../../lib/sql/render-fence.ts'
 import { mergeBatch } from '../../../../lib/use-cases/merge-batch.ts'
-import { BigQueryEmulator } from '../../../support/bigquery-emulator/bigquery-emulator.ts'
-import { ZetaSqlService } from '../../../support/bigquery-emulator/zetasql-service.ts'
-import { TestBatches } from '../../../support/staged-batches.ts'
+import { emulatorPerTest } from '../../../support/bigquery-emulator/emulator-per-test.ts'
 import { tableSpec } from '../../../support/table-spec-builder.ts'
 
 /*
@@ -28,38 +26,20 @@ const COLUMNS = [
 const A: FenceHolder = { token: 7, owner: 'run-a' }
 const B: FenceHolder = { token: 8, owner: 'run-b' }
 
-let zeta: ZetaSqlService
-let emulator: BigQueryEmulator
-let batches: TestBatches
-
-beforeAll(async () => {
-  zeta = await ZetaSqlService.start()
-  batches = await TestBatches.create()
-})
-afterAll(async () => {
-  await batches.dispose()
-  await zeta.stop()
-})
-beforeEach(async () => {
-  emulator = await BigQueryEmulator.start({ zetaSql: zeta })
-  emulator.createDataset(PROJECT, DATASET, { location: LOCATION })
-})
-afterEach(async () => {
-  await emulator.stop()
-})
+const bq = emulatorPerTest({ project: PROJECT, dataset: DATASET, location: LOCATION })
 
 const warehouse = () =>
   new BigQueryWarehouse({
     project: PROJECT,
     location: LOCATION,
-    ...emulator.clientOptions(),
+    ...bq.emulator.clientOptions(),
     pollIntervalMs: 5,
     retryDelayMs: 1,
   })
 
 const merge = (batchId: string, fence: FenceHolder, beforeCommit?: () => Promise<void>) =>
   mergeBatch(
-    { warehouse: warehouse(), staging: batches },
+    { warehouse: warehouse(), staging: bq.batches },
     {
       table,
       schema: DATASET,
@@ -71,7 +51,7 @@ const merge = (batchId: string, fence: FenceHolder, beforeCommit?: () => Promise
   )
 
 const stage = () =>
-  batches.stage(
+  bq.batches.stage(
     table.name,
     COLUMNS,
     [
@@ -81,7 +61,7 @@ const stage = () =>
     { extractedAt: '2030-03-01T00:00:00.000Z', batchId: '20300301T000000.000Z-aaaaaa' },
   )
 
-const rows = (tableId: string) => emulator.rows({ projectId: PROJECT, datasetId: DATASET, tableId }) ?? []
+const rows = (tableId: string) => bq.emulator.rows({ projectId: PROJECT, datasetId: DATASET, tableId }) ?? []
 
 describe('the lease fence at the warehouse', () => {
   it('two holders race: the holder whose lease lapsed while its job queued cannot commit; the new holder does', async () => {
@@ -90,7 +70,7 @@ describe('the lease fence at the warehouse', () => {
     // the lease and advances the fence to B's token, as B's merge does first (B's job queues behind A's).
     const bTakesOver = async () => {
       expect(rows(FENCE_TABLE)).toMatchObject([{ target: table.target, token: '7', owner: 'run-a' }])
-      await emulator.query(
+      await bq.emulator.query(
         PROJECT,
         `UPDATE \`${PROJECT}.${DATASET}.${FENCE_TABLE}\` SET token = ${B.token}, owner = '${B.owner}' WHERE TRUE`,
         { location: LOCATION },
@@ -115,7 +95,7 @@ describe('the lease fence at the warehouse', () => {
     const batchId = await stage()
     expect((await merge(batchId, B)).status).toBe('merged')
     expect(rows(FENCE_TABLE)).toMatchObject([{ token: '8', owner: 'run-b' }])
-    const next = await batches.stage(table.name, COLUMNS, [{ customer_id: 1, name: 'Ana B.' }], {
+    const next = await bq.batches.stage(table.name, COLUMNS, [{ customer_id: 1, name: 'Ana B.' }], {
       extractedAt: '2030-03-02T00:00:00.000Z',
       batchId: '20300302T000000.000Z-bbbbbb',
     })

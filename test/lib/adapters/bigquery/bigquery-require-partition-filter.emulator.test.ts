@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 /*
  * BigQuery refuses a statement that reads a table with require_partition_filter without a filter on its
  * partitioning column that can prune. The dimension is partitioned by valid_to; dimsync's statements filter it to
@@ -10,9 +10,8 @@ import { BigQueryWarehouse } from '../../../../lib/adapters/warehouse/bigquery-w
 import { DimsyncError } from '../../../../lib/core/errors.ts'
 import type { TableSpec } from '../../../../lib/core/table-spec.ts'
 import { mergeBatch } from '../../../../lib/use-cases/merge-batch.ts'
-import { BigQueryEmulator } from '../../../support/bigquery-emulator/bigquery-emulator.ts'
-import { ZetaSqlService } from '../../../support/bigquery-emulator/zetasql-service.ts'
-import { TestBatches, type Value } from '../../../support/staged-batches.ts'
+import { emulatorPerTest } from '../../../support/bigquery-emulator/emulator-per-test.ts'
+import type { Value } from '../../../support/staged-batches.ts'
 import { tableSpec } from '../../../support/table-spec-builder.ts'
 
 process.env.METADATA_SERVER_DETECTION = 'none'
@@ -26,54 +25,36 @@ const COLUMNS = [
   { name: 'tier', type: 'VARCHAR' },
 ]
 
-let zeta: ZetaSqlService
-let emulator: BigQueryEmulator
-let batches: TestBatches
-
-beforeAll(async () => {
-  zeta = await ZetaSqlService.start()
-  batches = await TestBatches.create()
-})
-afterAll(async () => {
-  await batches.dispose()
-  await zeta.stop()
-})
-beforeEach(async () => {
-  emulator = await BigQueryEmulator.start({ zetaSql: zeta })
-  emulator.createDataset(PROJECT, DATASET, { location: LOCATION })
-})
-afterEach(async () => {
-  await emulator.stop()
-})
+const bq = emulatorPerTest({ project: PROJECT, dataset: DATASET, location: LOCATION })
 
 const warehouse = () =>
   new BigQueryWarehouse({
     project: PROJECT,
     location: LOCATION,
-    ...emulator.clientOptions(),
+    ...bq.emulator.clientOptions(),
     pollIntervalMs: 5,
     retryDelayMs: 1,
   })
 
 let n = 0
 async function merge(table: TableSpec, rows: readonly Record<string, Value>[], at: string) {
-  const batchId = await batches.stage(table.name, COLUMNS, rows, {
+  const batchId = await bq.batches.stage(table.name, COLUMNS, rows, {
     extractedAt: at,
     batchId: `${at.replace(/[-:.]/g, '')}-b${++n}`,
   })
   return mergeBatch(
-    { warehouse: warehouse(), staging: batches },
+    { warehouse: warehouse(), staging: bq.batches },
     { table, schema: DATASET, batchId, now: new Date(at), allowMassDelete: true },
   )
 }
 
 const versions = (table: TableSpec) =>
-  (emulator.rows({ projectId: PROJECT, datasetId: DATASET, tableId: table.target }) ?? [])
+  (bq.emulator.rows({ projectId: PROJECT, datasetId: DATASET, tableId: table.target }) ?? [])
     .map((r) => `${r.customer_id} ${r.name} ${r.tier} ${r.valid_to === null ? 'open' : 'closed'}`)
     .sort()
 
 const requireFilter = (table: TableSpec) =>
-  emulator.query(
+  bq.emulator.query(
     PROJECT,
     `ALTER TABLE history.${table.target} SET OPTIONS (require_partition_filter = TRUE)`,
     {
@@ -106,7 +87,7 @@ describe('a dimension with require_partition_filter (BigQuery refuses reads with
     expect(versions(table)).toEqual(['1 Ana B b open', '1 Ana a closed', '2 Bo a closed', '3 Cy a open'])
     // And the emulator does refuse an unfiltered read of it, as BigQuery would.
     await expect(
-      emulator.query(PROJECT, `SELECT COUNT(*) AS n FROM history.${table.target}`, { location: LOCATION }),
+      bq.emulator.query(PROJECT, `SELECT COUNT(*) AS n FROM history.${table.target}`, { location: LOCATION }),
     ).rejects.toThrow(
       "Cannot query over table 'history.dim_customer' without a filter over column(s) 'valid_to' that can be used for partition elimination",
     )
@@ -118,7 +99,7 @@ describe('a dimension with require_partition_filter (BigQuery refuses reads with
     await merge(table, [{ customer_id: 1, name: 'Ana B', tier: 'a' }], '2024-03-10T12:00:00.000Z')
     await requireFilter(table)
     const before = versions(table)
-    const jobsBefore = emulator.jobs.list(PROJECT).length
+    const jobsBefore = bq.emulator.jobs.list(PROJECT).length
     const error = await merge(
       table,
       [{ customer_id: 1, name: 'Ana B', tier: 'b' }],
@@ -136,11 +117,11 @@ describe('a dimension with require_partition_filter (BigQuery refuses reads with
     expect(versions(table)).toEqual(before)
     // A plan reports the same refusal as a warning.
     const planned = await mergeBatch(
-      { warehouse: warehouse(), staging: batches },
+      { warehouse: warehouse(), staging: bq.batches },
       {
         table,
         schema: DATASET,
-        batchId: await batches.stage(table.name, COLUMNS, [{ customer_id: 1, name: 'Ana B', tier: 'c' }], {
+        batchId: await bq.batches.stage(table.name, COLUMNS, [{ customer_id: 1, name: 'Ana B', tier: 'c' }], {
           extractedAt: '2024-03-12T00:00:00.000Z',
           batchId: '20240312T000000000Z-plan',
         }),
@@ -157,13 +138,13 @@ describe('a dimension with require_partition_filter (BigQuery refuses reads with
     })
     expect(versions(table)).toEqual(before)
     expect(
-      emulator.jobs
+      bq.emulator.jobs
         .list(PROJECT)
         .slice(jobsBefore)
         .some((j) => j.jobId.startsWith('dimsync_merge_')),
     ).toBe(false)
     // Without dimsync's check, BigQuery (the emulator) refuses the statement itself.
-    await emulator.query(
+    await bq.emulator.query(
       PROJECT,
       `ALTER TABLE history.${table.target} SET OPTIONS (require_partition_filter = FALSE)`,
       {
