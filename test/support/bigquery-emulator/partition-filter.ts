@@ -1,5 +1,6 @@
 /* The resolved tree is the ZetaSQL client's decoded protobuf (loose objects); this walk reads it structurally. */
 /* eslint-disable @typescript-eslint/no-explicit-any */
+import { columnId, conjuncts, INSERT_TARGET, walk } from '../zetasql/resolved-tree.ts'
 import { invalidQuery } from './api-errors.ts'
 import type { StoredTable } from './table-store.ts'
 
@@ -24,13 +25,13 @@ export function assertPartitionFilters(resolved: unknown, tables: ReadonlyMap<st
   const scans: { name: string; columnId: number | undefined }[] = []
   const filtered = new Set<number>()
   walk(resolved, (node, key) => {
-    if (node?.table?.name !== undefined && Array.isArray(node.columnIndexList) && key !== 'insertTarget') {
+    if (node?.table?.name !== undefined && Array.isArray(node.columnIndexList) && key !== INSERT_TARGET) {
       const name = String(node.table.name).toLowerCase()
       const need = required.get(name)
       if (need !== undefined) {
         const columns: any[] = node.parent?.columnList ?? []
         const column = columns.find((c) => String(c.name).toLowerCase() === need.column.toLowerCase())
-        scans.push({ name, columnId: column === undefined ? undefined : id(column.columnId) })
+        scans.push({ name, columnId: column === undefined ? undefined : columnId(column.columnId) })
       }
     }
     if (key === 'filterExpr' || key === 'whereExpr' || key === 'joinExpr' || key === 'mergeExpr')
@@ -49,48 +50,6 @@ export function assertPartitionFilters(resolved: unknown, tables: ReadonlyMap<st
   }
 }
 
-/** Visits every object with the key it hangs under; an INSERT's target scan is `insertTarget`. */
-function walk(node: any, visit: (node: any, key: string) => void, key = ''): void {
-  if (node === null || typeof node !== 'object') return
-  if (Array.isArray(node)) {
-    for (const item of node) walk(item, visit, key)
-    return
-  }
-  visit(node, key)
-  const isInsert = 'insertMode' in node && 'tableScan' in node
-  for (const [k, v] of Object.entries(node))
-    walk(v, visit, isInsert && k === 'tableScan' ? 'insertTarget' : k)
-}
-
-function id(columnId: any): number {
-  return typeof columnId === 'object' && columnId !== null ? Number(columnId.low) : Number(columnId)
-}
-
-/** The concrete node under a oneof wrapper (`{ node: 'resolvedXNode', resolvedXNode: {...} }`, nested). */
-function unwrap(expr: any): { kind: string; node: any } {
-  let kind = ''
-  let node = expr
-  while (node && typeof node.node === 'string' && node[node.node]) {
-    kind = node.node
-    node = node[node.node]
-  }
-  return { kind, node }
-}
-
-function conjuncts(expr: any): any[] {
-  const { kind, node } = unwrap(expr)
-  if (kind === 'resolvedFunctionCallNode') {
-    let name = ''
-    let args: any[] = []
-    for (let x = node; x; x = x.parent) {
-      if (x.function?.name && !name) name = String(x.function.name)
-      if (Array.isArray(x.argumentList) && args.length === 0) args = x.argumentList
-    }
-    if (name.replace(/^ZetaSQL:/, '') === '$and') return args.flatMap(conjuncts)
-  }
-  return [expr]
-}
-
 /** The one column a conjunct references, when it references exactly one and reads no subquery. */
 function onlyColumn(conjunct: any): number | undefined {
   const columns = new Set<number>()
@@ -98,7 +57,7 @@ function onlyColumn(conjunct: any): number | undefined {
   walk(conjunct, (node, key) => {
     if (key === 'resolvedSubqueryExprNode') subquery = true
     if (key === 'resolvedColumnRefNode' && node.column?.columnId !== undefined)
-      columns.add(id(node.column.columnId))
+      columns.add(columnId(node.column.columnId))
   })
   if (subquery || columns.size !== 1) return undefined
   return [...columns][0]

@@ -1,5 +1,6 @@
 /* The resolved tree is the analyzer client's decoded protobuf (loose objects); this walk reads it structurally. */
 /* eslint-disable @typescript-eslint/no-explicit-any */
+import { columnId, conjuncts, functionCall, INSERT_TARGET, unwrap, walk } from './resolved-tree.ts'
 
 /**
  * The scans of table `table` in a resolved statement (ZetaSQL's tree, as ZetaSqlAnalyzer.analyze returns it) that
@@ -52,11 +53,7 @@ export function tableScans(
   const pruned = new Set<number>()
   const bounded = new Set<number>()
   walk(root, (node, key) => {
-    if (
-      node?.table?.name !== undefined &&
-      Array.isArray(node.columnIndexList) &&
-      key !== 'tableScan+target'
-    ) {
+    if (node?.table?.name !== undefined && Array.isArray(node.columnIndexList) && key !== INSERT_TARGET) {
       const columns: any[] = node.parent?.columnList ?? []
       const isPartitioned = node.table.name.toLowerCase() === partition.table.toLowerCase()
       const column = isPartitioned
@@ -70,8 +67,8 @@ export function tableScans(
         table: String(node.table.name),
         alias: node.alias || node.table.name,
         columns: columns.map((c) => ({ name: String(c.name), typeKind: String(c.type?.typeKind) })),
-        pinned: column === undefined ? undefined : id(column.columnId),
-        from: fromColumn === undefined ? undefined : id(fromColumn.columnId),
+        pinned: column === undefined ? undefined : columnId(column.columnId),
+        from: fromColumn === undefined ? undefined : columnId(fromColumn.columnId),
         rewritten: rewrites && key === 'tableScan',
       })
     }
@@ -90,59 +87,13 @@ export function tableScans(
   }))
 }
 
-/** Visits every object of the tree with the key it hangs under (the INSERT target is not a read). */
-function walk(node: any, visit: (node: any, key: string) => void, key = ''): void {
-  if (node === null || typeof node !== 'object') return
-  if (Array.isArray(node)) {
-    for (const item of node) walk(item, visit, key)
-    return
-  }
-  visit(node, key)
-  const isInsert = 'insertMode' in node && 'tableScan' in node
-  for (const [k, v] of Object.entries(node))
-    walk(v, visit, isInsert && k === 'tableScan' ? 'tableScan+target' : k)
-}
-
-function id(columnId: any): number {
-  return typeof columnId === 'object' && columnId !== null ? Number(columnId.low) : Number(columnId)
-}
-
-/** The concrete node under a oneof wrapper (`{ node: 'resolvedXNode', resolvedXNode: {...} }`, nested). */
-function unwrap(expr: any): { kind: string; node: any } {
-  let kind = ''
-  let node = expr
-  while (node && typeof node.node === 'string' && node[node.node]) {
-    kind = node.node
-    node = node[node.node]
-  }
-  return { kind, node }
-}
-
-function functionCall(expr: any): { name: string; args: any[] } | undefined {
-  const { kind, node } = unwrap(expr)
-  if (kind !== 'resolvedFunctionCallNode') return undefined
-  let name = ''
-  let args: any[] = []
-  for (let x = node; x; x = x.parent) {
-    if (x.function?.name && !name) name = String(x.function.name).replace(/^ZetaSQL:/, '')
-    if (Array.isArray(x.argumentList) && args.length === 0) args = x.argumentList
-  }
-  return { name, args }
-}
-
-function conjuncts(expr: any): any[] {
-  const call = functionCall(expr)
-  if (call?.name === '$and') return call.args.flatMap(conjuncts)
-  return [expr]
-}
-
 /** The column a conjunct pins to one partition: `col IS NULL`, `col = literal` or `literal = col`. */
 function pinnedColumn(conjunct: any): number | undefined {
   const call = functionCall(conjunct)
   if (call === undefined) return undefined
   const parts = call.args.map(unwrap)
   const column = (p: { kind: string; node: any }) =>
-    p.kind === 'resolvedColumnRefNode' ? id(p.node.column.columnId) : undefined
+    p.kind === 'resolvedColumnRefNode' ? columnId(p.node.column.columnId) : undefined
   if (call.name === '$is_null' && parts.length === 1) return column(parts[0]!)
   if (call.name === '$equal' && parts.length === 2) {
     const [a, b] = parts as [{ kind: string; node: any }, { kind: string; node: any }]
@@ -160,7 +111,7 @@ function lowerBoundedColumn(conjunct: any): number | undefined {
   const constant = (p: { kind: string }) =>
     p.kind === 'resolvedLiteralNode' || p.kind === 'resolvedConstantNode'
   const column = (p: { kind: string; node: any }) =>
-    p.kind === 'resolvedColumnRefNode' ? id(p.node.column.columnId) : undefined
+    p.kind === 'resolvedColumnRefNode' ? columnId(p.node.column.columnId) : undefined
   if (/^\$greater(_or_equal)?$/.test(call.name) && constant(b)) return column(a)
   if (/^\$less(_or_equal)?$/.test(call.name) && constant(a)) return column(b)
   return undefined
