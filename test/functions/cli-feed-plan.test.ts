@@ -1,20 +1,14 @@
-import { spawnSync } from 'node:child_process'
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
+import { cliInTemporaryFolder } from '../support/cli-process.ts'
 
 /*
  * `dimsync plan` on a change feed (real CLI processes, DuckDB): the plan says what the batch's events would do
  * in words, changes nothing, and `--keys` shows those keys' versions before and after.
  */
 
-const ROOT = join(import.meta.dirname, '..', '..')
-const CLI = join(ROOT, 'bin', 'dimsync.mjs')
-let work: string
-
-beforeEach(() => {
-  work = mkdtempSync(join(tmpdir(), 'dimsync-cli-feed-plan-'))
+const cli = cliInTemporaryFolder('dimsync-cli-feed-plan-', (work) => {
   mkdirSync(join(work, 'feed'))
   writeFileSync(
     join(work, 'dimsync.yaml'),
@@ -28,18 +22,12 @@ tables:
 `,
   )
 })
-afterEach(() => rmSync(work, { recursive: true, force: true }))
 
-function dimsync(...args: string[]) {
-  const r = spawnSync(process.execPath, [CLI, ...args], {
-    cwd: work,
-    encoding: 'utf8',
-    env: { ...process.env, CI: '1' },
-  })
-  return { code: r.status, out: r.stdout, err: r.stderr }
-}
 const writeFeed = (name: string, rows: string[]) =>
-  writeFileSync(join(work, 'feed', name), ['Op,seq,changed_at,customer_id,region', ...rows, ''].join('\n'))
+  writeFileSync(
+    join(cli.work, 'feed', name),
+    ['Op,seq,changed_at,customer_id,region', ...rows, ''].join('\n'),
+  )
 
 describe('dimsync plan on a change feed (real process)', () => {
   it('says what the events would do, changes nothing, and --keys shows those keys before and after', () => {
@@ -48,7 +36,7 @@ describe('dimsync plan on a change feed (real process)', () => {
       'I,2,2024-01-01T00:00:00Z,102,North',
       'U,3,2024-03-01T00:00:00Z,101,West',
     ])
-    const first = dimsync('run')
+    const first = cli.dimsync('run')
     expect(first.code, first.err).toBe(0)
     writeFeed('2.csv', [
       'U,4,2024-02-01T00:00:00Z,101,East', // late: between 101's versions
@@ -57,10 +45,10 @@ describe('dimsync plan on a change feed (real process)', () => {
       'I,7,2024-04-01T00:00:00Z,103,Central',
       'T,8,2024-05-01T00:00:00Z,,',
     ])
-    const history = () => dimsync('history', 'customers').out
+    const history = () => cli.dimsync('history', 'customers').out
     const before = history()
 
-    const plan = dimsync('plan', '--keys', '101,102')
+    const plan = cli.dimsync('plan', '--keys', '101,102')
     expect(plan.code, plan.err).toBe(0)
     const [line, ...keys] = plan.out.split('\n')
     expect(line).toBe(
@@ -90,12 +78,12 @@ describe('dimsync plan on a change feed (real process)', () => {
     expect(history(), 'plan wrote nothing').toBe(before)
 
     // The run does what the plan said.
-    const run = dimsync('run')
+    const run = cli.dimsync('run')
     expect(run.code, run.err).toBe(0)
     expect(run.out).toMatch(/; 2 versions inserted, 0 closed, 1 keys deleted, 3 unchanged, 2 late keys$/m)
     // What plan showed after the merge is what the run wrote.
     const planned101 = keys.slice(keys.indexOf('  after:') + 1, keys.indexOf('key customer_id=102'))
-    const written101 = dimsync('history', 'customers', '--key', '101').out.split('\n').slice(2, 5)
+    const written101 = cli.dimsync('history', 'customers', '--key', '101').out.split('\n').slice(2, 5)
     expect(written101.map((l) => l.trim())).toEqual(planned101.map((l) => l.trim()))
   }, 120_000)
 })
