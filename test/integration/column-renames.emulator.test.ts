@@ -154,6 +154,46 @@ describe('renamed: { old: new }', () => {
     }
   })
 
+  it('a batch refused after the rename (on BigQuery the rename is DDL and stays) leaves a table the next batch merges without a version per key', async () => {
+    const dimension = await both.open(original, BEFORE)
+    try {
+      await merged(
+        dimension,
+        [
+          { id: 1, region: 'North', tier: 'gold' },
+          { id: 2, region: 'South', tier: 'silver' },
+        ],
+        day(1),
+      )
+      const before = await stored(dimension, ['region', 'previous_region'])
+      const after = under(dimension, renamed, AFTER)
+      // Duplicate keys: the batch is refused on both warehouses, and its history is unchanged.
+      const refused = await load(
+        after,
+        [
+          { id: 1, area: 'North', tier: 'gold' },
+          { id: 1, area: 'East', tier: 'gold' },
+        ],
+        day(2),
+      )
+      expect('error' in refused.duckdb ? refused.duckdb.message : refused.duckdb).toMatch(
+        /nothing was written/,
+      )
+      const next = await merged(
+        after,
+        [
+          { id: 1, area: 'North', tier: 'gold' },
+          { id: 2, area: 'South', tier: 'silver' },
+        ],
+        day(3),
+      )
+      expect(next.counts).toMatchObject({ insertedVersions: 0, closedVersions: 0 })
+      expect(await stored(after, ['area', 'previous_area'])).toEqual(before)
+    } finally {
+      await dimension.close()
+    }
+  })
+
   it('refuses a source that still sends the old name, an old name the dimension does not have, and a new name it has; nothing is written', async () => {
     const dimension = await both.open(original, BEFORE)
     try {
