@@ -120,14 +120,8 @@ async function stored(dimension: PairedDimension): Promise<unknown[][]> {
   ])
 }
 
-async function withDimension(table: TableSpec, body: (d: PairedDimension) => Promise<void>): Promise<void> {
-  const dimension = await both.open(table, COLUMNS)
-  try {
-    await body(dimension)
-  } finally {
-    await dimension.close()
-  }
-}
+const withDimension = (table: TableSpec, body: (d: PairedDimension) => Promise<void>) =>
+  both.withDimension(table, COLUMNS, body)
 
 describe('type 1 columns on change feeds carry the value of the key newest event that is not a delete', () => {
   it('an update then a delete in a later batch: both versions take the update value', async () => {

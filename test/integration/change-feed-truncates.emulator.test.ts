@@ -110,14 +110,8 @@ async function stored(dimension: PairedDimension): Promise<unknown[][]> {
   ])
 }
 
-async function withDimension(table: TableSpec, body: (d: PairedDimension) => Promise<void>): Promise<void> {
-  const dimension = await both.open(table, COLUMNS)
-  try {
-    await body(dimension)
-  } finally {
-    await dimension.close()
-  }
-}
+const withDimension = (table: TableSpec, body: (d: PairedDimension) => Promise<void>) =>
+  both.withDimension(table, COLUMNS, body)
 
 describe('ops.truncate: a truncate closes every current version at its change time', () => {
   it('in the batch of the keys: those with a state then are closed, a key first inserted after it is not', async () => {

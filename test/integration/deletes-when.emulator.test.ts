@@ -1,6 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { StagedColumn } from '../../lib/core/batch.ts'
-import type { TableSpec } from '../../lib/core/table-spec.ts'
 import type { SqlDialect } from '../../lib/sql/dialect.ts'
 import { BothWarehouses, type PairedDimension } from '../support/both-warehouses.ts'
 import type { Value } from '../support/staged-batches.ts'
@@ -22,19 +20,6 @@ afterAll(async () => {
 
 const hour = (h: number) => `2024-01-01T${String(h).padStart(2, '0')}:00:00Z`
 const day = (d: number) => `2024-02-${String(d).padStart(2, '0')}T00:00:00Z`
-
-async function withDimension(
-  table: TableSpec,
-  columns: StagedColumn[],
-  body: (d: PairedDimension) => Promise<void>,
-): Promise<void> {
-  const dimension = await both.open(table, columns)
-  try {
-    await body(dimension)
-  } finally {
-    await dimension.close()
-  }
-}
 
 async function merged(
   dimension: PairedDimension,
@@ -85,7 +70,7 @@ describe('deletes: { when: "<column> = <value>" }', () => {
       { name: 'a', type: 'VARCHAR' },
       { name: 'status', type: 'VARCHAR' },
     ]
-    await withDimension(table, columns, async (dimension) => {
+    await both.withDimension(table, columns, async (dimension) => {
       await merged(
         dimension,
         [
@@ -130,7 +115,7 @@ describe('deletes: { when: "<column> = <value>" }', () => {
       { name: 'is_deleted', type: 'BOOLEAN' },
       { name: 'changed_at', type: 'TIMESTAMP' },
     ]
-    await withDimension(table, columns, async (dimension) => {
+    await both.withDimension(table, columns, async (dimension) => {
       await merged(
         dimension,
         [
@@ -165,7 +150,7 @@ describe('deletes: { when: "<column> = <value>" }', () => {
       { name: 'deleted', type: 'INTEGER' },
       { name: 'changed_at', type: 'TIMESTAMP' },
     ]
-    await withDimension(table, columns, async (dimension) => {
+    await both.withDimension(table, columns, async (dimension) => {
       await merged(
         dimension,
         [

@@ -54,14 +54,8 @@ function deltaTable(onSameVersion: ChangeDetectionSpec['onSameVersion']): TableS
   })
 }
 
-async function withDimension(table: TableSpec, body: (d: PairedDimension) => Promise<void>): Promise<void> {
-  const dimension = await both.open(table, COLUMNS)
-  try {
-    await body(dimension)
-  } finally {
-    await dimension.close()
-  }
-}
+const withDimension = (table: TableSpec, body: (d: PairedDimension) => Promise<void>) =>
+  both.withDimension(table, COLUMNS, body)
 
 async function load(
   dimension: PairedDimension,

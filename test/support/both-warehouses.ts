@@ -122,6 +122,20 @@ export class BothWarehouses {
     return new PairedDimension(table, columns, this, { duckdb: duck, bigquery }, emulator, options)
   }
 
+  /** Runs `body` on a fresh dimension of `table` (see `open`) and closes it after, whatever happens. */
+  async withDimension(
+    table: TableSpec,
+    columns: readonly StagedColumn[],
+    body: (dimension: PairedDimension) => Promise<void>,
+  ): Promise<void> {
+    const dimension = await this.open(table, columns)
+    try {
+      await body(dimension)
+    } finally {
+      await dimension.close()
+    }
+  }
+
   /** Merges `batches` in order on both warehouses, then reads what each holds with `read`. */
   async run(
     table: TableSpec,
