@@ -48,3 +48,27 @@ function guardChecking(tx: WarehouseTransaction): WarehouseTransaction {
     },
   }
 }
+
+/**
+ * Makes `warehouse` run `probe` in the open transaction just before each statement labelled `label`, so a test can
+ * read what the merge holds at that point (a guard's verdict, a temporary table's contents).
+ */
+export function probeBefore(
+  warehouse: DuckDbWarehouse,
+  label: string,
+  probe: (tx: WarehouseTransaction, statement: CompiledStatement) => Promise<void>,
+): void {
+  const transaction = warehouse.transaction.bind(warehouse)
+  warehouse.transaction = (work, options) =>
+    transaction(
+      (tx) =>
+        work({
+          query: (sql) => tx.query(sql),
+          async execute(statement: CompiledStatement) {
+            if (statement.label === label) await probe(tx, statement)
+            return tx.execute(statement)
+          },
+        }),
+      options,
+    )
+}

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import type { DuckDbWarehouse } from '../../../lib/adapters/warehouse/duckdb-warehouse.ts'
-import type { CompiledStatement } from '../../../lib/core/compiled-sql.ts'
 import { TEMP, WORK } from '../../../lib/sql/merge-sql.ts'
+import { probeBefore } from '../../support/guard-check.ts'
 import { ScdHarness } from '../../support/scd-harness.ts'
 import { tableSpec } from '../../support/table-spec-builder.ts'
 
@@ -23,24 +23,10 @@ const day = (n: number) => new Date(Date.UTC(2024, 0, n)).toISOString()
 /** The earliest event time of each merge, when its statement `label` (the first to read the log) runs. */
 function recordEarliestEvent(warehouse: DuckDbWarehouse, label: string): (string | null)[] {
   const seen: (string | null)[] = []
-  const transaction = warehouse.transaction.bind(warehouse)
-  warehouse.transaction = (work, options) =>
-    transaction(
-      (tx) =>
-        work({
-          query: (sql) => tx.query(sql),
-          async execute(statement: CompiledStatement) {
-            if (statement.label === label) {
-              const [row] = await tx.query(
-                `SELECT CAST(MIN("${WORK.t}") AS VARCHAR) AS earliest FROM "${TEMP.events}"`,
-              )
-              seen.push(row?.earliest === null || row?.earliest === undefined ? null : String(row.earliest))
-            }
-            return tx.execute(statement)
-          },
-        }),
-      options,
-    )
+  probeBefore(warehouse, label, async (tx) => {
+    const [row] = await tx.query(`SELECT CAST(MIN("${WORK.t}") AS VARCHAR) AS earliest FROM "${TEMP.events}"`)
+    seen.push(row?.earliest === null || row?.earliest === undefined ? null : String(row.earliest))
+  })
   return seen
 }
 

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import type { DuckDbWarehouse } from '../../../lib/adapters/warehouse/duckdb-warehouse.ts'
-import type { CompiledStatement } from '../../../lib/core/compiled-sql.ts'
+import { probeBefore } from '../../support/guard-check.ts'
 import { ScdHarness } from '../../support/scd-harness.ts'
 import { tableSpec } from '../../support/table-spec-builder.ts'
 
@@ -22,22 +22,11 @@ const at = (day: number) => new Date(Date.UTC(2024, 0, day)).toISOString()
 /** The verdicts of the guard of statement `label`, one per merge that rendered it. */
 function recordGuard(warehouse: DuckDbWarehouse, label: string): boolean[] {
   const verdicts: boolean[] = []
-  const transaction = warehouse.transaction.bind(warehouse)
-  warehouse.transaction = (work, options) =>
-    transaction(
-      (tx) =>
-        work({
-          query: (sql) => tx.query(sql),
-          async execute(statement: CompiledStatement) {
-            if (statement.label === label && statement.onlyIf !== undefined) {
-              const [guard] = await tx.query(`SELECT (${statement.onlyIf}) AS needed`)
-              verdicts.push(guard?.needed === true)
-            }
-            return tx.execute(statement)
-          },
-        }),
-      options,
-    )
+  probeBefore(warehouse, label, async (tx, statement) => {
+    if (statement.onlyIf === undefined) return
+    const [guard] = await tx.query(`SELECT (${statement.onlyIf}) AS needed`)
+    verdicts.push(guard?.needed === true)
+  })
   return verdicts
 }
 
