@@ -2,6 +2,7 @@ import type { StagedColumn } from './batch.ts'
 import { afterRenames, plannedRenames } from './column-renames.ts'
 import { BatchRejectedError } from './errors.ts'
 import { inferredColumnName } from './inferred-member.ts'
+import { isOrderedVersionType } from './staged-types.ts'
 import {
   DBT_ID_COLUMNS,
   SYNCED_COLUMN,
@@ -141,6 +142,15 @@ export function planDimensionLayout(
   const validFromColumn =
     table.validFrom.kind === 'column' ? need(table.validFrom.column, 'valid_from') : undefined
   if (table.extract.mode === 'incremental') need(table.extract.cursor, 'cursor')
+  if (table.changeDetection !== undefined) {
+    const version = need(table.changeDetection.versionColumn, 'version')
+    if (!isOrderedVersionType(version.type))
+      reject(
+        `version column "${version.name}" is ${version.type}: change_detection compares versions as numbers, ` +
+          'dates or times (as text "v10" sorts before "v9", so growth cannot be told); cast it to a number or a ' +
+          'time in the source, or leave change_detection out',
+      )
+  }
   // Excluded columns are not staged (the extract drops them); a batch staged before that still has them.
   const operation =
     table.changes === undefined ? undefined : need(table.changes.operation.column, 'operation')

@@ -122,3 +122,18 @@ export function isPointInTimeType(type: string): boolean {
   const kind = typeFamily(type).kind
   return kind === 'date' || kind === 'instant' || kind === 'datetime'
 }
+
+/**
+ * A type whose order is the order of versions: a number (any width) or a point in time. Text is not (its order is
+ * by character: "v10" before "v9"), nor a time of day (it wraps at midnight).
+ */
+export function isOrderedVersionType(type: string): boolean {
+  const kind = typeFamily(type).kind
+  return (
+    kind === 'integer' ||
+    kind === 'decimal' ||
+    kind === 'float' ||
+    isPointInTimeType(type) ||
+    wholeNumberType(type) !== undefined
+  )
+}

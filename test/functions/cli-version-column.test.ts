@@ -80,4 +80,19 @@ describe('change_detection (real process)', () => {
       /#1 +2024-02-01 00:00:00 → current +region="North"/,
     )
   }, 120_000)
+
+  it('refuses a text version column with nothing written: "v10" sorts before "v9" as text, so growth cannot be told', () => {
+    writeFileSync(
+      join(cli.work, 'dimsync.yaml'),
+      'version: 1\ntables:\n  - name: customers\n    source: { type: file, path: customers.csv }\n' +
+        '    key: customer_id\n    change_detection: { version_column: revision }\n',
+    )
+    writeFileSync(join(cli.work, 'customers.csv'), 'customer_id,region,revision\n101,South,v9\n')
+    const refused = cli.dimsync('run', '--extracted-at', '2024-02-01T00:00:00Z')
+    expect(refused.code).toBe(1)
+    expect(refused.err).toMatch(
+      /table customers: version column "revision" is VARCHAR: change_detection compares versions as numbers, dates or times/,
+    )
+    expect(cli.dimsync('history', 'customers').out).not.toMatch(/region=/)
+  }, 120_000)
 })
