@@ -110,4 +110,43 @@ describe('dimsync run and history on a CSV of 20-digit keys', () => {
       expect({ code: validate.code, err: validate.err }).toEqual({ code: 0, err: '' })
     },
   )
+
+  it(
+    'a number written with leading zeros in a column first loaded as numbers is refused, not stored without them; declared, it is read as declared',
+    { timeout: 120_000 },
+    () => {
+      writeFileSync(
+        join(work, 'dimsync.yaml'),
+        'version: 1\ntables:\n  - name: cards\n    source: { type: file, path: cards.csv }\n    key: id\n',
+      )
+      writeFileSync(join(work, 'cards.csv'), 'id,zip,rate\n1,12345,1.5\n')
+      expect(dimsync('run', '--table', 'cards').code).toBe(0)
+      const history = () => dimsync('history', 'cards', '--format', 'json').out
+      const before = history()
+      // A ZIP code of Boston: as the BIGINT the column was first loaded as, it would be stored as 2134.
+      writeFileSync(join(work, 'cards.csv'), 'id,zip,rate\n1,12345,1.5\n2,02134,2.5\n')
+      const zip = dimsync('run', '--table', 'cards')
+      expect(zip.code).toBe(1)
+      expect(zip.err).toContain(
+        'cards.csv line 3: column zip holds 02134, a number written with leading zeros, which a BIGINT (the type the column was first loaded as) would store as 2134; nothing was staged',
+      )
+      expect(zip.err).toContain('columns: { zip: VARCHAR }')
+      writeFileSync(join(work, 'cards.csv'), 'id,zip,rate\n1,12345,1.5\n2,92134,-01.5\n')
+      const rate = dimsync('run', '--table', 'cards')
+      expect(rate.code).toBe(1)
+      expect(rate.err).toContain(
+        'cards.csv line 3: column rate holds -01.5, a number written with leading zeros',
+      )
+      expect(history()).toBe(before)
+      // Declared as a number, leading zeros are the user's choice: 007 is 7.
+      writeFileSync(
+        join(work, 'dimsync.yaml'),
+        'version: 1\ntables:\n  - name: cards\n    source: { type: file, path: cards.csv, columns: { zip: BIGINT } }\n    key: id\n',
+      )
+      writeFileSync(join(work, 'cards.csv'), 'id,zip,rate\n1,12345,1.5\n2,007,0.5\n')
+      const declared = dimsync('run', '--table', 'cards')
+      expect(declared.code, declared.err).toBe(0)
+      expect(history()).toContain('"zip":7')
+    },
+  )
 })

@@ -28,6 +28,12 @@ export const CSV_VALUE_MACROS: readonly string[] = [
 ]
 
 const WHOLE = `'\\s*[+-]?[0-9]+\\s*'`
+/**
+ * A number's text with a leading zero before another digit of its whole part (`02134`, `-01.5`). DuckDB's sniffer
+ * reads such a column as text (a ZIP code, an account number), so a type that was not declared does not hold it:
+ * a column first loaded as numbers would otherwise store `02134` as 2134.
+ */
+const LEADING_ZEROS = `'\\s*[+-]?0[0-9].*'`
 const SPECIAL_FLOATS = `('nan', '+nan', '-nan', 'inf', '+inf', '-inf', 'infinity', '+infinity', '-infinity')`
 /** Hours, minutes, optional seconds and up to six fraction digits (DuckDB keeps microseconds). */
 const CLOCK = `[0-9]{1,2}:[0-9]{2}(:[0-9]{2}(\\.[0-9]{1,6})?)?`
@@ -40,8 +46,16 @@ const regex = (text: string) => sqlString(text)
  * The value of `text` (a VARCHAR expression, not NULL) as `column.type`, or NULL when the type does not hold
  * that text exactly.
  */
-export function exactValue(column: SourceColumnType, text: string): string {
+export function exactValue(
+  column: SourceColumnType,
+  text: string,
+  numbers: 'any spelling' | 'no leading zeros' = 'any spelling',
+): string {
   const { type, format } = column
+  if (numbers === 'no leading zeros' && isNumberType(type)) {
+    const value = exactValue(column, text)
+    return `CASE WHEN NOT regexp_full_match(${text}, ${LEADING_ZEROS}) THEN ${value} END`
+  }
   const trimmed = `trim(${text})`
   const when = (condition: string, value: string) => `CASE WHEN ${condition} THEN ${value} END`
   switch (type) {
@@ -116,10 +130,26 @@ export function readColumn(
   text: string,
   file: number,
   columnIndex: number,
+  numbers: 'any spelling' | 'no leading zeros',
 ): string {
   if (column.type === 'VARCHAR') return text
   const refusal = `error('[${MARKER} ${file} ${columnIndex}] ' || CAST(to_json(left(${text}, 200)) AS VARCHAR))`
-  return `CASE WHEN ${text} IS NULL THEN NULL ELSE coalesce(${exactValue(column, text)}, ${refusal}) END`
+  return `CASE WHEN ${text} IS NULL THEN NULL ELSE coalesce(${exactValue(column, text, numbers)}, ${refusal}) END`
+}
+
+/** A whole-number, floating-point or decimal type. */
+export function isNumberType(type: string): boolean {
+  return /^(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL\(\d+,\d+\))$/.test(type)
+}
+
+/** The value is a number written with a leading zero before another digit (as LEADING_ZEROS). */
+export function hasLeadingZeros(value: string): boolean {
+  return /^\s*[+-]?0[0-9]/.test(value)
+}
+
+/** `02134` → `2134`, `-01.5` → `-1.5`: what a number type makes of a number written with leading zeros. */
+export function withoutLeadingZeros(value: string): string {
+  return value.trim().replace(/^([+-]?)0+(?=[0-9])/, '$1')
 }
 
 /** A value `readColumn` refused: the file's and the column's index, and the value (its first 200 characters). */

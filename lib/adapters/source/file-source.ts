@@ -49,7 +49,15 @@ import {
 import { csvColumnNames } from './csv-column-names.ts'
 import { chooseColumnTypes, showValue, type SniffedFile } from './csv-column-types.ts'
 import { readCsvRecords, type CsvRecord } from './csv-records.ts'
-import { CSV_VALUE_MACROS, expectedText, readColumn, refusedValue } from './csv-value-sql.ts'
+import {
+  CSV_VALUE_MACROS,
+  expectedText,
+  hasLeadingZeros,
+  isNumberType,
+  readColumn,
+  refusedValue,
+  withoutLeadingZeros,
+} from './csv-value-sql.ts'
 import { formatSize, MAX_RECORD_BYTES } from './db-csv-parts.ts'
 import { dmsFileOrder, DMS_TIMESTAMP_PATTERN, DMS_TIMESTAMP_TEXT, isDmsFullLoadFile } from './dms-files.ts'
 import { debeziumSelect } from './debezium-select.ts'
@@ -584,13 +592,16 @@ export class FileSource implements Source {
       origins.set(name, excluded.has(name) ? 'excluded' : declared.has(name) ? 'declared' : 'recorded')
     }
     for (const macro of CSV_VALUE_MACROS) await connection.run(macro)
+    // A declared number type reads `007` as 7 because the user said so; a chosen or recorded one refuses it.
+    const numbersOf = (name: string): 'any spelling' | 'no leading zeros' =>
+      declared.has(name) ? 'any spelling' : 'no leading zeros'
     const fileSelect = (file: string, index: number, typeOf: (name: string) => SourceColumnType) => {
       const head = heads[index]!
       const columns = head.map((name) => `${sqlString(name)}: 'VARCHAR'`).join(', ')
       const list = order.map((name) =>
         lacksOperation[index] && name === operation?.column
           ? `${sqlString(operation.insert[0]!)} AS ${sqlIdentifier(name)}`
-          : `${readColumn(typeOf(name), sqlIdentifier(name), index, order.indexOf(name))} AS ${sqlIdentifier(name)}`,
+          : `${readColumn(typeOf(name), sqlIdentifier(name), index, order.indexOf(name), numbersOf(name))} AS ${sqlIdentifier(name)}`,
       )
       return (
         `SELECT ${list.join(', ')} FROM read_csv(${sqlString(file)}, auto_detect=false, ${dialect}, ` +
@@ -653,6 +664,21 @@ export class FileSource implements Source {
       const column = typeOf(name)
       const file = files[refused.file]!
       const where = await locateValue([file], names, [heads[refused.file]!], spec, name, refused.value)
+      if (
+        numbersOf(name) === 'no leading zeros' &&
+        isNumberType(column.type) &&
+        hasLeadingZeros(refused.value)
+      )
+        return new SourceError(
+          table.name,
+          `${table.name}: ${where}: column ${name} holds ${showValue(refused.value)}, a number written with ` +
+            `leading zeros, which a ${column.type} (${ORIGINS[origins.get(name)!]}) would store as ` +
+            `${withoutLeadingZeros(refused.value)}; nothing was staged. If the zeros belong to the value (a ZIP ` +
+            `code, an account number), declare the column as text in the source of table ${table.name}: ` +
+            `columns: { ${name}: VARCHAR } (its stored values then change type: evolve it or reload); if they ` +
+            `do not, declare its number type: columns: { ${name}: ${column.type} }`,
+          { cause: error },
+        )
       return new SourceError(
         table.name,
         `${table.name}: ${where}: column ${name} holds ${showValue(refused.value)}, which is not ` +

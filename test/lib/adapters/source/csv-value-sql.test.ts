@@ -24,8 +24,17 @@ afterAll(() => {
 })
 
 /** Each text as read into `type`, as DuckDB prints the value; null where the type does not hold it exactly. */
-async function read(type: string, texts: readonly string[], format?: string): Promise<(string | null)[]> {
-  const expression = exactValue({ name: 'v', type, ...(format !== undefined ? { format } : {}) }, 'v')
+async function read(
+  type: string,
+  texts: readonly string[],
+  format?: string,
+  numbers: 'any spelling' | 'no leading zeros' = 'any spelling',
+): Promise<(string | null)[]> {
+  const expression = exactValue(
+    { name: 'v', type, ...(format !== undefined ? { format } : {}) },
+    'v',
+    numbers,
+  )
   const list = `[${texts.map(sqlString).join(', ')}]`
   const reader = await db.runAndReadAll(
     `SELECT CAST(${expression} AS VARCHAR) AS out FROM (SELECT unnest(${list}) AS v, generate_subscripts(${list}, 1) AS i) ORDER BY i`,
@@ -34,6 +43,35 @@ async function read(type: string, texts: readonly string[], format?: string): Pr
 }
 
 describe('exactValue: a CSV text read as its type only when the type holds it exactly', () => {
+  it('without leading zeros (a type not declared): 02134 and -01.5 are not numbers, 0, 0.5, -0 and 10 are', async () => {
+    const texts = ['02134', '-01.5', '+007', '00', '0', '0.5', '-0', '10', ' 7 ']
+    expect(await read('BIGINT', texts, undefined, 'no leading zeros')).toEqual([
+      null,
+      null,
+      null,
+      null,
+      '0',
+      null,
+      '0',
+      '10',
+      '7',
+    ])
+    expect(await read('DOUBLE', texts, undefined, 'no leading zeros')).toEqual([
+      null,
+      null,
+      null,
+      null,
+      '0.0',
+      '0.5',
+      '-0.0',
+      '10.0',
+      '7.0',
+    ])
+    expect(await read('DECIMAL(10,1)', ['01.5', '1.5'], undefined, 'no leading zeros')).toEqual([null, '1.5'])
+    expect(await read('BIGINT', ['02134'])).toEqual(['2134'])
+    expect(await read('VARCHAR', ['02134'], undefined, 'no leading zeros')).toEqual(['02134'])
+  })
+
   it('DOUBLE keeps what it holds exactly and refuses what it would round, overflow or lose', async () => {
     expect(
       await read('DOUBLE', [
@@ -128,7 +166,7 @@ describe('exactValue: a CSV text read as its type only when the type holds it ex
   })
 
   it('a refused value stops the read with an error that gives back the file, the column and the value', async () => {
-    const column = readColumn({ name: 'v', type: 'BIGINT' }, 'v', 2, 3)
+    const column = readColumn({ name: 'v', type: 'BIGINT' }, 'v', 2, 3, 'any spelling')
     const error = await db
       .run(`SELECT ${column} FROM (SELECT unnest(['1', NULL, 'x"y\n2']) AS v)`)
       .catch((e: unknown) => e as Error)
