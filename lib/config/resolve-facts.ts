@@ -184,6 +184,13 @@ function resolveFactChangeFeed(
           [...at, option],
           `a file change feed is read whole on every run (re-applying its changes gives the same facts); ${option} applies to database sources only`,
         )
+    if (source.files === 'new_only' && doc.sequence === undefined)
+      issues.add(
+        at,
+        'a change feed read with files: new_only needs a sequence: a file that arrives late holds changes older ' +
+          'than some already loaded, and only the sequence tells them apart; set sequence: <column> (the change ' +
+          'sequence the CDC tool writes), or read every file (files: all)',
+      )
     return { extract: { mode: 'full' }, changes }
   }
   const cursor = databaseFeedCursor(

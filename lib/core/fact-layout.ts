@@ -34,6 +34,11 @@ export interface FactLayout {
   readonly references: readonly ResolvedFactReference[]
   /** True when the fact table does not exist yet. */
   readonly createTable: boolean
+  /**
+   * A change feed's order column (the sequence, else the cursor of a database feed), whose value of each fact's
+   * last loaded change is kept in the change log (FactObjects.changes); undefined when changes have no order.
+   */
+  readonly order?: StagedColumn
 }
 
 /**
@@ -68,9 +73,11 @@ export function planFactLayout(
   }
 
   const eventTime = need(fact.eventTime, 'event time')
+  let order: StagedColumn | undefined
   if (fact.changes !== undefined) {
     need(fact.changes.operation.column, 'operation')
-    if (fact.changes.sequence !== undefined) need(fact.changes.sequence, 'sequence')
+    if (fact.changes.sequence !== undefined) order = need(fact.changes.sequence, 'sequence')
+    else if (fact.extract.mode === 'incremental') order = need(fact.extract.cursor, 'cursor')
   }
   const eventTimeProblem = eventTimeTypeProblem(eventTime)
   if (eventTimeProblem !== undefined) reject(eventTimeProblem)
@@ -129,7 +136,13 @@ export function planFactLayout(
         reject(`column "${c.name}" changed type from ${stored.type} (fact table ${fact.target}) to ${c.type}`)
     }
   }
-  return Object.freeze({ copied, eventTime, references, createTable: existing === undefined })
+  return Object.freeze({
+    copied,
+    eventTime,
+    references,
+    createTable: existing === undefined,
+    ...(order !== undefined ? { order } : {}),
+  })
 }
 
 /** Why a fact's event time column cannot be loaded: not a timestamp or a date (a text, a number). */

@@ -16,7 +16,19 @@ export interface FactObjects {
   readonly asWasView: TableRef
   /** Facts with the attributes of their key's current version. */
   readonly asIsView: TableRef
+  /**
+   * A change feed's log of the last change loaded per grain (its order value and whether it deleted the fact), so
+   * that a change older than one already loaded changes nothing (FACT_CHANGE_COLUMNS).
+   */
+  readonly changes: TableRef
 }
+
+/** Columns of the change log besides the grain: the last loaded change's order, delete flag and batch. */
+export const FACT_CHANGE_COLUMNS = Object.freeze({
+  order: 'dimsync_change_order',
+  deleted: 'dimsync_deleted',
+  batchId: 'dimsync_batch_id',
+})
 
 export function factObjects(fact: FactSpec, schema: string): FactObjects {
   return Object.freeze({
@@ -24,6 +36,7 @@ export function factObjects(fact: FactSpec, schema: string): FactObjects {
     batches: { schema, name: '_dimsync_batches' },
     asWasView: { schema, name: `${fact.target}_as_was` },
     asIsView: { schema, name: `${fact.target}_as_is` },
+    changes: { schema, name: `${fact.target}_dimsync_changes` },
   })
 }
 
@@ -136,6 +149,48 @@ export function renderFactViews(
         select(asIs),
         `dimsync: facts of ${fact.name} with the current versions of their dimensions`,
       ),
+    },
+  ]
+}
+
+/**
+ * CREATE TABLE IF NOT EXISTS of a change feed's log (FactObjects.changes): one row per grain whose change was
+ * loaded, with that change's order value; none when the feed's changes have no order.
+ */
+export function renderFactChangeLogDdl(
+  d: SqlDialect,
+  fact: FactSpec,
+  layout: FactLayout,
+  objects: FactObjects,
+): CompiledStatement[] {
+  const order = layout.order
+  if (order === undefined) return []
+  const column = (c: DimensionColumn, meaning: string) => {
+    assertSafeTypeText(fact.name, c.name, c.type)
+    const type = d.columnType(c.type, { table: fact.name, column: c.name })
+    return `${d.quoteIdentifier(c.name)} ${type} NOT NULL${d.columnDescription(meaning)}`
+  }
+  const grain = layout.copied.filter((c) => fact.grain.includes(c.name))
+  const columns = [
+    ...grain.map((c) => column(c, '')),
+    column(
+      { name: FACT_CHANGE_COLUMNS.order, type: order.type },
+      `dimsync: ${order.name} of the last change loaded`,
+    ),
+    `${d.quoteIdentifier(FACT_CHANGE_COLUMNS.deleted)} ${d.type('bool')} NOT NULL` +
+      d.columnDescription('dimsync: the last change loaded deleted the fact'),
+    `${d.quoteIdentifier(FACT_CHANGE_COLUMNS.batchId)} ${d.type('string')} NOT NULL` +
+      d.columnDescription('dimsync: batch that loaded the change'),
+  ]
+  return [
+    {
+      label: 'create fact change log',
+      sql:
+        `CREATE TABLE IF NOT EXISTS ${d.table(objects.changes)} (\n  ${columns.join(',\n  ')}\n)` +
+        d.tableOptions('fact', {
+          key: grain.map((c) => ({ name: c.name, type: c.type })),
+          description: `dimsync: the last change of each fact of ${fact.name} loaded, by ${order.name}`,
+        }),
     },
   ]
 }

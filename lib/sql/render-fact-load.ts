@@ -4,7 +4,7 @@ import { FACT_BATCH_COLUMN, type FactLayout } from '../core/fact-layout.ts'
 import type { FactSpec } from '../core/fact-spec.ts'
 import type { TableRef } from '../core/table-ref.ts'
 import type { SqlDialect } from './dialect.ts'
-import type { FactObjects } from './render-fact-ddl.ts'
+import { FACT_CHANGE_COLUMNS, type FactObjects } from './render-fact-ddl.ts'
 import { dimensionObjects } from './render-ddl.ts'
 import { raiseCheck } from './raise-check.ts'
 import { TEMP } from './merge-sql.ts'
@@ -106,13 +106,30 @@ export function renderFactLoad(d: SqlDialect, plan: FactLoadPlan): CompiledState
   })
 
   // A change feed applies the last change of each grain: the rows stored are those whose last change is not a
-  // delete (the facts the batch touches are all removed first).
-  const rows =
+  // delete (the facts the batch touches are all removed first). With an order, only changes newer than the last
+  // one loaded for their grain (the change log) apply: a late change of an older order changes nothing.
+  const lastChanges =
     feed === undefined
       ? stage
       : `(\n  SELECT * FROM (\n    SELECT s.*, ROW_NUMBER() OVER (PARTITION BY ${fact.grain.map(s).join(', ')}` +
         `${feed.order !== undefined ? ` ORDER BY ${s(feed.order)} DESC` : ''}) AS ${q(LAST_CHANGE)}\n    FROM ${stage} s\n  ) x\n` +
-        `  WHERE x.${q(LAST_CHANGE)} = 1 AND NOT ${feed.isDelete('x')}\n)`
+        `  WHERE x.${q(LAST_CHANGE)} = 1\n)`
+  const logged = feed?.order !== undefined && layout.order !== undefined
+  if (logged) out.push(...renderChangeLogChecks(d, plan, lastChanges, prefix, raise))
+  const applying = logged ? d.table({ name: APPLIED_CHANGES }) : lastChanges
+  if (logged) {
+    const log = d.table(objects.changes)
+    const newer = fact.grain.map((g) => `g.${q(g)} = l.${q(g)}`).join(' AND ')
+    out.push({
+      label: 'changes newer than the last loaded change of their fact',
+      sql: d.createTempTableAs(
+        APPLIED_CHANGES,
+        `SELECT l.* FROM ${lastChanges} l\nWHERE NOT EXISTS (SELECT 1 FROM ${log} g WHERE ${newer} ` +
+          `AND g.${q(FACT_CHANGE_COLUMNS.order)} >= l.${q(feed.order!)})`,
+      ),
+    })
+  }
+  const rows = feed === undefined ? stage : `(SELECT * FROM ${applying} x WHERE NOT ${feed.isDelete('x')})`
   for (const reference of layout.references) {
     const inferredFlag = reference.inferredFlag
     if (inferredFlag !== undefined)
@@ -134,7 +151,7 @@ export function renderFactLoad(d: SqlDialect, plan: FactLoadPlan): CompiledState
       ? { label: 'remove the facts a full extract replaces', sql: `DELETE FROM ${table} WHERE TRUE` }
       : {
           label: 'remove the facts the batch replaces',
-          sql: `DELETE FROM ${table} f WHERE EXISTS (SELECT 1 FROM ${stage} s WHERE ${grainEq})`,
+          sql: `DELETE FROM ${table} f WHERE EXISTS (SELECT 1 FROM ${logged ? applying : stage} s WHERE ${grainEq})`,
         },
   )
 
@@ -162,6 +179,22 @@ export function renderFactLoad(d: SqlDialect, plan: FactLoadPlan): CompiledState
       `INSERT INTO ${table} (${columns.map(q).join(', ')})\n` +
       `SELECT ${values.join(', ')}\nFROM ${rows} s${joins.join('')}`,
   })
+  if (logged) {
+    const log = d.table(objects.changes)
+    const grainCols = fact.grain.map(q)
+    out.push(
+      {
+        label: 'change log: forget the changes the batch supersedes',
+        sql: `DELETE FROM ${log} f WHERE EXISTS (SELECT 1 FROM ${applying} s WHERE ${grainEq})`,
+      },
+      {
+        label: 'change log: record the changes the batch loaded',
+        sql:
+          `INSERT INTO ${log} (${[...grainCols, ...Object.values(FACT_CHANGE_COLUMNS).map(q)].join(', ')})\n` +
+          `SELECT ${[...fact.grain.map(s), s(feed.order!), feed.isDelete('s'), str(plan.batchId)].join(', ')} FROM ${applying} s`,
+      },
+    )
+  }
   out.push({
     label: 'record batch as applied',
     sql:
@@ -174,6 +207,58 @@ export function renderFactLoad(d: SqlDialect, plan: FactLoadPlan): CompiledState
 
 /** Working column ranking the changes of one grain, latest first (the reserved prefix keeps it apart). */
 const LAST_CHANGE = '__dimsync_last_change'
+
+/** The batch's last change of each grain that is newer than the one its change log holds (a temporary table). */
+const APPLIED_CHANGES = '__dimsync_applied_changes'
+
+/**
+ * A change at the order value of the last change loaded for its fact is that change delivered again, and changes
+ * nothing; unless it says something else (another operation, other values): one order value, two changes, which
+ * refuses the batch.
+ */
+function renderChangeLogChecks(
+  d: SqlDialect,
+  plan: FactLoadPlan,
+  lastChanges: string,
+  prefix: string,
+  raise: (kind: CheckKind, message: string) => string,
+): CompiledStatement[] {
+  const { fact, layout, objects } = plan
+  const feed = changeFeedSql(d, fact)!
+  const q = (name: string) => d.quoteIdentifier(name)
+  const str = (value: string) => d.stringLiteral(value)
+  const order = feed.order!
+  const on = (alias: string) => fact.grain.map((g) => `${alias}.${q(g)} = l.${q(g)}`).join(' AND ')
+  const differs = layout.copied
+    .map((c) => `NOT (f.${q(c.name)} IS NOT DISTINCT FROM l.${q(c.name)})`)
+    .join(' OR ')
+  const grainText = fact.grain
+    .map((g, i) => `${str(`${i > 0 ? ', ' : ''}${g}=`)} || ${d.castToString(`l.${q(g)}`)}`)
+    .join(' || ')
+  const conflict =
+    `SELECT ${grainText} AS k, g.${q(FACT_CHANGE_COLUMNS.batchId)} AS b\n` +
+    `  FROM ${lastChanges} l\n` +
+    `  JOIN ${d.table(objects.changes)} g ON ${on('g')} AND g.${q(FACT_CHANGE_COLUMNS.order)} = l.${q(order)}\n` +
+    `  LEFT JOIN ${d.table(objects.table)} f ON ${on('f')}\n` +
+    `  WHERE g.${q(FACT_CHANGE_COLUMNS.deleted)} <> ${feed.isDelete('l')}` +
+    `${differs === '' ? '' : ` OR (NOT g.${q(FACT_CHANGE_COLUMNS.deleted)} AND (f.${q(fact.grain[0]!)} IS NULL OR ${differs}))`}`
+  return [
+    {
+      label: 'check changes at the order of a loaded change',
+      sql:
+        `WITH conflict AS (\n  ${conflict}\n)\n` +
+        `SELECT ${raise(
+          'duplicate-key',
+          `${str(`${prefix} has `)} || ${d.castToString('COUNT(*)')} || ` +
+            str(
+              ` changes at the ${order} of a change already loaded for their fact that say something else ` +
+                `(another operation or other values: one ${order}, two changes), for example `,
+            ) +
+            ` || MIN(k || ${str(' (loaded by batch ')} || b || ${str(')')}) || ${str('; nothing was written')}`,
+        )}\nFROM conflict HAVING COUNT(*) > 0`,
+    },
+  ]
+}
 
 /** The SQL a change feed of facts needs: which changes delete, which operations are known, their order. */
 function changeFeedSql(d: SqlDialect, fact: FactSpec) {

@@ -2,13 +2,13 @@ import type { CompiledScript, CompiledStatement } from '../core/compiled-sql.ts'
 import type { TableRef } from '../core/table-ref.ts'
 import type { SqlDialect } from './dialect.ts'
 import { dimensionObjects, renderBatchLedgerDdl, renderSurrogateKeyRecordDdl } from './render-ddl.ts'
-import { renderFactTableDdl, renderFactViews } from './render-fact-ddl.ts'
+import { renderFactChangeLogDdl, renderFactTableDdl, renderFactViews } from './render-fact-ddl.ts'
 import { renderFactLoad, renderFactReport, type FactLoadPlan } from './render-fact-load.ts'
 import { renderCommittedBatch, renderLedgerOnceCheck } from './render-committed-batch.ts'
 
 /**
  * The DDL a fact load runs first (all idempotent): the batch ledger, the surrogate-key record of each dimension it
- * infers members of, the fact table, its two views.
+ * infers members of, the fact table, a change feed's change log, its two views.
  */
 export function renderFactDdl(d: SqlDialect, plan: FactLoadPlan): CompiledStatement[] {
   const inferring = plan.layout.references.filter((r) => r.inferredFlag !== undefined).map((r) => r.dimension)
@@ -18,6 +18,7 @@ export function renderFactDdl(d: SqlDialect, plan: FactLoadPlan): CompiledStatem
       renderSurrogateKeyRecordDdl(d, t, dimensionObjects(t, plan.schema).keys),
     ),
     renderFactTableDdl(d, plan.fact, plan.layout, plan.objects),
+    ...renderFactChangeLogDdl(d, plan.fact, plan.layout, plan.objects),
     ...renderFactViews(d, plan.fact, plan.layout, plan.objects, plan.schema),
   ]
 }

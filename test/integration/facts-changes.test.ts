@@ -105,6 +105,41 @@ async function scenario(h: FactHarness) {
   }
 }
 
+/**
+ * Changes that arrive after a later change of their fact was loaded (a late file of a feed read with
+ * `files: new_only`, a re-read): the fact keeps what its latest change said.
+ */
+async function lateScenario(h: FactHarness) {
+  const fact = ordersFeed()
+  const stored = async () =>
+    (await h.query(`SELECT order_id, amount FROM ${h.t('fact_orders')} ORDER BY order_id`)).map((r) => [
+      Number(r.order_id),
+      Number(r.amount),
+    ])
+  await h.mergeDimension(customers, CUSTOMER, [{ customer_id: 101, name: 'Ana' }], {
+    extractedAt: '2024-01-01T00:00:00Z',
+  })
+  let day = 0
+  const load = async (rows: ReturnType<typeof change>[]) => {
+    day++
+    const batch = await h.stageFacts(fact, CHANGE, rows, { extractedAt: `2024-03-0${day}T00:00:00Z` })
+    const report = await h.loadFacts(fact, batch)
+    return [report.status, report.facts]
+  }
+  const reports = [
+    await load([change('I', 1, 1, 10), change('I', 2, 2, 20), change('U', 5, 2, 50), change('I', 3, 3, 30)]),
+    await load([change('D', 6, 3, 0, null)]),
+    // Late: 2's update at 4 (5 is loaded), 3's update at 4 (deleted at 6), 1's insert at 1 again (re-delivered).
+    await load([change('U', 4, 2, 40), change('U', 4, 3, 35), change('I', 1, 1, 10), change('I', 7, 4, 70)]),
+  ]
+  const loaded = await stored()
+  // At the sequence of 1's loaded insert, another amount: one sequence value, two changes.
+  const conflicting = await load([change('U', 1, 1, 11), change('I', 8, 5, 80)]).catch(
+    (e: unknown) => (e as Error).message,
+  )
+  return { reports, facts: loaded, conflicting, untouched: await stored() }
+}
+
 async function observe(open: () => Promise<FactHarness>) {
   const h = await open()
   try {
@@ -112,6 +147,33 @@ async function observe(open: () => Promise<FactHarness>) {
   } finally {
     await h.dispose()
   }
+}
+
+async function observeLate(open: () => Promise<FactHarness>) {
+  const h = await open()
+  try {
+    return await lateScenario(h)
+  } finally {
+    await h.dispose()
+  }
+}
+
+function expectLateChanges(o: Awaited<ReturnType<typeof lateScenario>>): void {
+  // Only 4's insert is newer than what was loaded; the late changes change nothing.
+  expect(o.facts).toEqual([
+    [1, 10],
+    [2, 50],
+    [4, 70],
+  ])
+  expect(o.reports).toEqual([
+    ['loaded', 3],
+    ['loaded', 0],
+    ['loaded', 1],
+  ])
+  expect(o.conflicting).toContain(
+    'fact orders: batch b0005 has 1 changes at the seq of a change already loaded for their fact that say something else (another operation or other values: one seq, two changes), for example order_id=1 (loaded by batch b0002); nothing was written',
+  )
+  expect(o.untouched).toEqual(o.facts)
 }
 
 function expectChangeFeed(o: Awaited<ReturnType<typeof scenario>>): void {
@@ -146,6 +208,10 @@ describe('facts from a change feed', () => {
     expectChangeFeed(await observe(() => FactHarness.duckdb([customers])))
   })
 
+  it('on DuckDB: a change older than one loaded in an earlier batch (or than a delete) changes nothing', async () => {
+    expectLateChanges(await observeLate(() => FactHarness.duckdb([customers])))
+  })
+
   describe('on the BigQuery emulator', () => {
     let zeta: ZetaSqlService
     beforeAll(async () => {
@@ -157,6 +223,10 @@ describe('facts from a change feed', () => {
 
     it('gives the same facts and refusals as DuckDB', async () => {
       expectChangeFeed(await observe(() => FactHarness.bigquery(zeta, [customers])))
+    })
+
+    it('keeps a fact’s latest change when an older one arrives late, as DuckDB does', async () => {
+      expectLateChanges(await observeLate(() => FactHarness.bigquery(zeta, [customers])))
     })
   })
 })

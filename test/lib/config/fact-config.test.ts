@@ -250,6 +250,11 @@ facts:
     extract: { mode: changes, ops: { truncate: T } }
     grain: credit_id
     event_time: credited_at
+  - name: payments
+    source: { type: file, path: 'payments/*.csv', files: new_only }
+    extract: { mode: changes }
+    grain: payment_id
+    event_time: paid_at
 `),
     ).toEqual([
       'facts[0].extract.operation.delete: "I" is also an insert value; each operation value must mean one thing',
@@ -257,6 +262,7 @@ facts:
       'facts[1].extract.cursor: a file change feed is read whole on every run (re-applying its changes gives the same facts); cursor applies to database sources only',
       'facts[2].extract.cursor: a change feed read from a database by its event time "Returned_At" loses late events: a change inserted later with an older event time than the last run read would never be read; remove cursor (the sequence "lsn" is then the cursor)',
       'facts[3].extract.ops.truncate: a fact keeps every change it was given; a truncate of the source deletes no fact: list the value in ops.ignore',
+      'facts[4].extract: a change feed read with files: new_only needs a sequence: a file that arrives late holds changes older than some already loaded, and only the sequence tells them apart; set sequence: <column> (the change sequence the CDC tool writes), or read every file (files: all)',
     ])
   })
 
