@@ -14,6 +14,7 @@ import {
   type MemoryLimitSetting,
 } from '../duckdb/duckdb-errors.ts'
 import { duckDbDialect } from '../../sql/duckdb/duckdb-dialect.ts'
+import { duckDbDateText, isDateTextType } from '../duckdb/duckdb-date-text.ts'
 import { openDuckDbEngine } from '../duckdb/duckdb-engine.ts'
 import { TEMP } from '../../sql/render-merge.ts'
 import type { Row, TransactionOptions, Warehouse, WarehouseTransaction } from '../../ports/warehouse.ts'
@@ -208,10 +209,15 @@ export class DuckDbWarehouse implements Warehouse<SqlDialect> {
     const integers = reader
       .columnNames()
       .filter((_, i) => (wholeNumberType(reader.columnTypes()[i]!.toString())?.bits ?? 0) >= 64)
+    const dates = reader.columnNames().filter((_, i) => isDateTextType(reader.columnTypes()[i]!.toString()))
     for (const row of rows) {
       for (const name of integers) {
         const value = row[name]
         if (typeof value === 'string' && Number.isSafeInteger(Number(value))) row[name] = Number(value)
+      }
+      for (const name of dates) {
+        const value = row[name]
+        if (typeof value === 'string') row[name] = duckDbDateText(value)
       }
     }
     return rows

@@ -66,6 +66,33 @@ describe('DuckDbWarehouse.open: warehouse.path', () => {
   })
 })
 
+describe('DuckDbWarehouse.query: dates and times as DuckDB writes them', () => {
+  it('infinite dates and the year 1 BC read as DuckDB casts them to text, not as other dates', async () => {
+    const warehouse = await DuckDbWarehouse.open({ path: join(dir, 'warehouse.duckdb') })
+    const sql =
+      "SELECT 'infinity'::DATE AS a, '-infinity'::DATE AS b, '0001-01-01 (BC)'::DATE AS c, " +
+      "'0001-06-30 (BC) 10:00:00'::TIMESTAMP AS d, '-infinity'::TIMESTAMP AS e, '4713-01-01 (BC)'::DATE AS f, " +
+      "'2024-03-10'::DATE AS g, '2024-03-10 14:30:00'::TIMESTAMPTZ AS h, '0001-01-01 (BC) 00:00:00+00'::TIMESTAMPTZ AS i"
+    const [row] = await warehouse.query(sql)
+    const [text] = await warehouse.query(
+      `SELECT ${['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i'].map((c) => `CAST(${c} AS VARCHAR) AS ${c}`).join(', ')} FROM (${sql})`,
+    )
+    expect(row).toEqual(text)
+    expect(row).toEqual({
+      a: 'infinity',
+      b: '-infinity',
+      c: '0001-01-01 (BC)',
+      d: '0001-06-30 (BC) 10:00:00',
+      e: '-infinity',
+      f: '4713-01-01 (BC)',
+      g: '2024-03-10',
+      h: '2024-03-10 14:30:00+00',
+      i: '0001-01-01 (BC) 00:00:00+00',
+    })
+    await warehouse.close()
+  })
+})
+
 describe('DuckDbWarehouse errors', () => {
   it('a failed statement is one line naming the statement; the full DuckDB message stays the cause', async () => {
     const warehouse = await DuckDbWarehouse.open({ path: ':memory:' })
