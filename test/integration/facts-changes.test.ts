@@ -140,19 +140,10 @@ async function lateScenario(h: FactHarness) {
   return { reports, facts: loaded, conflicting, untouched: await stored() }
 }
 
-async function observe(open: () => Promise<FactHarness>) {
+async function observe<T>(open: () => Promise<FactHarness>, run: (h: FactHarness) => Promise<T>): Promise<T> {
   const h = await open()
   try {
-    return await scenario(h)
-  } finally {
-    await h.dispose()
-  }
-}
-
-async function observeLate(open: () => Promise<FactHarness>) {
-  const h = await open()
-  try {
-    return await lateScenario(h)
+    return await run(h)
   } finally {
     await h.dispose()
   }
@@ -205,11 +196,11 @@ function expectChangeFeed(o: Awaited<ReturnType<typeof scenario>>): void {
 
 describe('facts from a change feed', () => {
   it('on DuckDB: inserts add facts, updates replace them, deletes remove them; bad feeds are refused', async () => {
-    expectChangeFeed(await observe(() => FactHarness.duckdb([customers])))
+    expectChangeFeed(await observe(() => FactHarness.duckdb([customers]), scenario))
   })
 
   it('on DuckDB: a change older than one loaded in an earlier batch (or than a delete) changes nothing', async () => {
-    expectLateChanges(await observeLate(() => FactHarness.duckdb([customers])))
+    expectLateChanges(await observe(() => FactHarness.duckdb([customers]), lateScenario))
   })
 
   describe('on the BigQuery emulator', () => {
@@ -222,11 +213,11 @@ describe('facts from a change feed', () => {
     })
 
     it('gives the same facts and refusals as DuckDB', async () => {
-      expectChangeFeed(await observe(() => FactHarness.bigquery(zeta, [customers])))
+      expectChangeFeed(await observe(() => FactHarness.bigquery(zeta, [customers]), scenario))
     })
 
     it('keeps a fact’s latest change when an older one arrives late, as DuckDB does', async () => {
-      expectLateChanges(await observeLate(() => FactHarness.bigquery(zeta, [customers])))
+      expectLateChanges(await observe(() => FactHarness.bigquery(zeta, [customers]), lateScenario))
     })
   })
 })
