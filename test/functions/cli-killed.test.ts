@@ -7,6 +7,7 @@ import { ALLOCATOR_DEFAULTS } from '../../lib/runtime/allocator-environment.mjs'
 import { readHistory } from '../../lib/use-cases/read-history.ts'
 import { runTable } from '../../lib/use-cases/run-table.ts'
 import { customersYaml, makeEmbeddedProject, type EmbeddedProject } from '../support/embedded-project.ts'
+import { PG_URL, PgScratch, postgresReachable } from '../integration/sources/support/db-services.ts'
 
 /**
  * `dimsync run` killed with SIGKILL at seeded points of its extract and of its merge, then run again with the same
@@ -71,12 +72,6 @@ async function dimsync(
 
 let killed: EmbeddedProject
 let clean: EmbeddedProject
-beforeEach(async () => {
-  ;[killed, clean] = await Promise.all([
-    makeEmbeddedProject(customersYaml('deletes: invalidate'), 'dimsync-killed-'),
-    makeEmbeddedProject(customersYaml('deletes: invalidate'), 'dimsync-clean-'),
-  ])
-})
 afterEach(async () => {
   await Promise.all([killed.dispose(), clean.dispose()])
 })
@@ -91,7 +86,22 @@ async function history(project: EmbeddedProject): Promise<unknown[]> {
   return rows.map((r) => ({ ...r, dimsync_batch_id: undefined }))
 }
 
+/** The killed run's record and staging are as a run that was never killed leaves them. */
+async function expectNothingLeft(project: EmbeddedProject, table: string): Promise<void> {
+  expect(await project.deps.staging.listBatches(table)).toEqual([])
+  expect(await project.deps.staging.listUncommitted(table)).toEqual([])
+  const runs = await project.deps.state.listRuns(table, 50)
+  expect(runs.filter((r) => r.status === 'running')).toEqual([])
+}
+
 describe('dimsync run killed with SIGKILL (a real CLI process)', () => {
+  beforeEach(async () => {
+    ;[killed, clean] = await Promise.all([
+      makeEmbeddedProject(customersYaml('deletes: invalidate'), 'dimsync-killed-'),
+      makeEmbeddedProject(customersYaml('deletes: invalidate'), 'dimsync-clean-'),
+    ])
+  })
+
   it(
     'at seeded points of its extract and its merge: the same command again exits 0 and leaves the clean history',
     {
@@ -129,13 +139,91 @@ describe('dimsync run killed with SIGKILL (a real CLI process)', () => {
       // On a fast machine a run may finish before a late kill point; most kills must land.
       expect(landed.filter((l) => l.includes('SIGKILL')).length, landed.join('\n')).toBeGreaterThanOrEqual(3)
       expect(await history(killed)).toEqual(await history(clean))
-      expect(await killed.deps.staging.listBatches('customers')).toEqual([])
-      expect(await killed.deps.staging.listUncommitted('customers')).toEqual([])
-      const runs = await killed.deps.state.listRuns('customers', 50)
-      expect(runs.filter((r) => r.status === 'running')).toEqual([])
+      await expectNothingLeft(killed, 'customers')
     },
   )
 })
+
+const PG_AVAILABLE = await postgresReachable()
+/** Rows of the PostgreSQL table: about 45 MB of CSV, so the extract stages several parts (cut at 6 MiB). */
+const PG_ROWS = 150_000
+const PG_URL_VARIABLE = 'DIMSYNC_KILLED_TEST_PG_URL'
+
+describe.skipIf(!PG_AVAILABLE)(
+  'dimsync run of a PostgreSQL table killed with SIGKILL while it loads parts',
+  () => {
+    let pg: PgScratch
+    beforeEach(async () => {
+      process.env[PG_URL_VARIABLE] = PG_URL
+      pg = await PgScratch.create()
+      await pg.sql(`CREATE TABLE ${pg.schema}.c (id bigint PRIMARY KEY, region text, pad text)`)
+      await pg.sql(
+        `INSERT INTO ${pg.schema}.c SELECT g, 'r' || (g % 4), repeat('p', 300) FROM generate_series(1, ${PG_ROWS}) g`,
+      )
+      const yaml = [
+        'version: 1',
+        'tables:',
+        '  - name: c',
+        `    source: { type: postgres, url_env: ${PG_URL_VARIABLE}, table: ${pg.schema}.c }`,
+        '    key: id',
+        '    deletes: invalidate',
+        '',
+      ].join('\n')
+      ;[killed, clean] = await Promise.all([
+        makeEmbeddedProject(yaml, 'dimsync-killed-pg-'),
+        makeEmbeddedProject(yaml, 'dimsync-clean-pg-'),
+      ])
+    })
+    afterEach(async () => {
+      await pg.drop()
+    })
+
+    it(
+      'during the extract with parts loaded, at the manifest and in the merge: the same command again exits 0 and leaves the clean history',
+      { timeout: 600_000 },
+      async () => {
+        const random = seeded(20_261_204)
+        const delay = (maxMs: number) => Math.floor(random() * maxMs)
+        const loading = /loading batch \S+ into the warehouse/
+        const points: KillPoint[] = [
+          { phase: 'extract, parts loaded', line: loading, delayMs: delay(150) },
+          { phase: 'extract, parts loaded', line: loading, delayMs: delay(400) },
+          { phase: 'extract, parts loaded', line: loading, delayMs: delay(800) },
+          { phase: 'between extract and merge', line: /extracted batch /, delayMs: 0 },
+          { phase: 'merge', line: /merging batch /, delayMs: delay(300) },
+        ]
+        const landed: string[] = []
+        for (const [n, point] of points.entries()) {
+          // Each snapshot changes some regions and deletes a few keys.
+          if (n > 0) {
+            await pg.sql(`UPDATE ${pg.schema}.c SET region = 'moved ${n}' WHERE id % 7 = ${n}`)
+            await pg.sql(`DELETE FROM ${pg.schema}.c WHERE id % 1000 = ${n}`)
+          }
+          const extractedAt = new Date(Date.UTC(2024, n, 1))
+          const args = ['run', '--extracted-at', extractedAt.toISOString()]
+          const stopped = await dimsync(killed.dir, args, point)
+          landed.push(
+            `${point.phase}: ${stopped.signal ?? `exit ${stopped.code}`} after "${lastStep(stopped.err)}"`,
+          )
+          const rerun = await dimsync(killed.dir, args)
+          expect(rerun, `rerun after a kill in ${point.phase}: ${rerun.err}`).toMatchObject({ code: 0 })
+          await runTable(clean.deps, clean.project.tables[0]!, { extractedAt })
+          await clean.deps.releaseWarehouse?.()
+        }
+        expect(landed.filter((l) => l.includes('SIGKILL')).length, landed.join('\n')).toBeGreaterThanOrEqual(
+          3,
+        )
+        // At least one kill landed while parts were being loaded, before the manifest.
+        expect(
+          landed.some((l) => /^extract, parts loaded: SIGKILL after "c loading batch/.test(l)),
+          landed.join('\n'),
+        ).toBe(true)
+        expect(await history(killed)).toEqual(await history(clean))
+        await expectNothingLeft(killed, 'c')
+      },
+    )
+  },
+)
 
 function lastStep(stderr: string): string {
   const lines = stderr.trim().split('\n')
