@@ -90,11 +90,6 @@ export function createReporter(err: Stream, out: Stream) {
               `${event.table} extracted batch ${event.batchId}: ${event.rows} rows in ${event.seconds.toFixed(1)} s (${rate(event.rows, event.seconds)} rows/s)`,
             )
           return
-        case 'part-loaded':
-          // One line when the loads start: one a part would flood the log of a large extract.
-          if (!live && event.parts === 1)
-            log(`${event.table} loading batch ${event.batchId} into the warehouse as its parts are staged`)
-          return
         case 'merging': {
           const what = `merging batch ${event.batchId} (${event.rows.toLocaleString('en-US')} rows)`
           if (live) begin(`${event.table}: ${what}`)

@@ -133,35 +133,6 @@ export type ReadEstimate =
   | { readonly label: string; readonly bytes: number }
   | { readonly label: string; readonly notEstimable: string }
 
-/**
- * A warehouse that loads a batch's parts one at a time while its extract stages them (the embedded DuckDB), so that
- * the merge after the manifest finds the batch already loaded. Nothing of it is applied: the parts go into a table of
- * the session (gone with the process, never in the dimension's storage), and `mergeBatch` reads it only when it
- * holds exactly the parts the manifest lists.
- */
-export interface PartLoadingWarehouse<Dialect = unknown> extends Warehouse<Dialect> {
-  beginPartLoad(): PartLoad
-}
-
-/** The parts of one batch loaded as they are staged, in the order `add` was called. */
-export interface PartLoad {
-  /** Loads the Parquet part at `path` (a local file) after the parts added before it; throws when it cannot. */
-  add(path: string): Promise<void>
-  /**
-   * Makes what was loaded readable as `__dimsync_stage` (as `loadStaging` does) and returns its columns and rows.
-   * Call once every `add` has settled.
-   */
-  useAsStage(): Promise<{ readonly columns: StagedColumn[]; readonly rows: number }>
-  /** Drops what was loaded. Safe to call twice and after `useAsStage`. */
-  discard(): Promise<void>
-}
-
-export function isPartLoadingWarehouse<Dialect>(
-  warehouse: Warehouse<Dialect>,
-): warehouse is PartLoadingWarehouse<Dialect> {
-  return typeof (warehouse as Partial<PartLoadingWarehouse>).beginPartLoad === 'function'
-}
-
 export function isScriptWarehouse<Dialect>(
   warehouse: Warehouse<Dialect>,
 ): warehouse is ScriptWarehouse<Dialect> {

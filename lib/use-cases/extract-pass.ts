@@ -52,8 +52,6 @@ export interface ExtractPassRequest extends ExtractStepRequest {
   readonly resume?: boolean
   /** Called before the batch is suspended (a lease check); throwing fails the pass. */
   readonly beforeSuspend?: () => Promise<void>
-  /** The writer the source gets instead of the store's (the embedded pipeline loads each part as it is staged). */
-  readonly watchParts?: (writer: BatchWriter) => BatchWriter
 }
 
 export type ExtractPassResult =
@@ -106,7 +104,6 @@ export async function extractPass(
   // A CSV source reads with the types its merged batches were read with (recorded by mergeStep).
   const csv = table.source.type === 'file' && table.source.format === 'csv'
   const sourceTypes = csv ? await deps.state.getSourceTypes(table.name) : undefined
-  if (request.watchParts !== undefined) writer = request.watchParts(writer)
   const source = deps.openSource(table)
   try {
     const result = await source.extract({

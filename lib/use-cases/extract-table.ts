@@ -1,7 +1,7 @@
 import type { BatchManifest } from '../core/batch.ts'
 import { LeaseLostError, LockHeldError } from '../core/errors.ts'
 import type { TableSpec } from '../core/table-spec.ts'
-import { extractPass, type ExtractPassDeps, type ExtractPassRequest } from './extract-pass.ts'
+import { extractPass, type ExtractPassDeps } from './extract-pass.ts'
 import { inTableRun, RECENT_RUNS, type RunOfStep, type TableRun, type TableRunDeps } from './table-run.ts'
 
 export interface ExtractTableDeps extends ExtractPassDeps, TableRunDeps {
@@ -19,8 +19,6 @@ export interface ExtractRequest {
   readonly timeLeftMs?: () => number
   /** Remove uncommitted batches older than this (extracts that died) before extracting; default: keep them. */
   readonly abandonedAfterMs?: number
-  /** The writer the source gets instead of the store's (see ExtractPassRequest). */
-  readonly watchParts?: ExtractPassRequest['watchParts']
 }
 
 export type ExtractResult =
@@ -232,7 +230,6 @@ export async function extractInRun(
     extractedAt: request.extractedAt,
     resume: request.resume,
     ...(request.timeLeftMs ? { timeLeftMs: request.timeLeftMs } : {}),
-    ...(request.watchParts ? { watchParts: request.watchParts } : {}),
     beforeCommit: () => run.lease.assertHeld(),
     beforeSuspend: () => run.lease.assertHeld(),
     onProgress: (rows) => report({ step: 'progress', table: table.name, rows, seconds: seconds() }),

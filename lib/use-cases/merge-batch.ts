@@ -35,7 +35,6 @@ import { assertConfigMatchesContract, decideContract, type ContractDecision } fr
 import { readLedgerFacts, runDdl, type LedgerFacts } from './ledger-facts.ts'
 import type { ContractChange } from '../core/table-contract.ts'
 import { recordedWatermark } from '../core/watermark.ts'
-import type { PreloadedParts } from './parts-loaded-during-extract.ts'
 
 export interface MergeBatchRequest {
   readonly table: TableSpec
@@ -61,8 +60,6 @@ export interface MergeBatchRequest {
    * after the merge (`dimsync plan --keys`).
    */
   readonly inspectKeys?: readonly (readonly (readonly [string, string])[])[]
-  /** The batch's parts loaded while it was extracted: the stage when they are the committed batch. */
-  readonly preloaded?: PreloadedParts
 }
 
 /** A change feed's batch, read by a dry run (`dimsync plan`) beside the merge's counts (render-feed-plan.ts). */
@@ -154,8 +151,7 @@ export async function mergeBatch(deps: MergeDeps, request: MergeBatchRequest): P
     if (facts.applied.has(batchId)) return { status: 'already-applied', batchId, statements: [] }
 
     assertConfigMatchesContract(table, facts)
-    const staged =
-      (await request.preloaded?.stageFor(batch.manifest)) ?? (await warehouse.loadStaging(batch.partPaths))
+    const staged = await warehouse.loadStaging(batch.partPaths)
     const existing = await warehouse.describeTable(objects.dimension)
     assertNotEmptyFirstLoad(request, batch, existing)
     const layout = planDimensionLayout(table, batchId, staged, existing)

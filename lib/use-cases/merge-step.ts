@@ -10,7 +10,6 @@ import type { MemoryRaised, Warehouse } from '../ports/warehouse.ts'
 import type { SqlDialect } from '../sql/dialect.ts'
 import { mergeBatch, type MergeBatchResult } from './merge-batch.ts'
 import type { FenceHolder } from '../sql/render-fence.ts'
-import type { PreloadedParts } from './parts-loaded-during-extract.ts'
 
 export interface MergeStepDeps {
   readonly staging: StagingStore
@@ -38,8 +37,6 @@ export interface MergeStepRequest {
   readonly onStart?: (manifest: BatchManifest) => void
   /** Told when the merge ran out of memory and runs again with a higher limit. */
   readonly onMemoryRaised?: (raised: MemoryRaised) => void
-  /** The batch's parts loaded while it was extracted (see MergeBatchRequest). */
-  readonly preloaded?: PreloadedParts
 }
 
 export interface MergeStepResult {
@@ -72,7 +69,6 @@ export async function mergeStep(
       beforeCommit: request.beforeCommit,
       fence: request.fence,
       onMemoryRaised: request.onMemoryRaised,
-      ...(request.preloaded !== undefined ? { preloaded: request.preloaded } : {}),
     })
   } catch (error) {
     // Retrying it could never succeed: kept staged, it would be merged first by every later run and refused.

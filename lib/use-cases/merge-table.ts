@@ -6,7 +6,6 @@ import type { StagingStore } from '../ports/staging-store.ts'
 import type { Warehouse } from '../ports/warehouse.ts'
 import type { SqlDialect } from '../sql/dialect.ts'
 import type { MergeBatchResult } from './merge-batch.ts'
-import type { PreloadedParts } from './parts-loaded-during-extract.ts'
 import { reportMemoryRaised } from './run-event.ts'
 import {
   mergeLeftStaged,
@@ -39,8 +38,6 @@ export interface MergeRequest {
    * an earlier call whose answer was lost, so there is nothing left to do.
    */
   readonly recordedAsMerged?: boolean
-  /** The batch's parts loaded while it was extracted (the embedded pipeline; see MergeBatchRequest). */
-  readonly preloaded?: PreloadedParts
 }
 
 export interface MergeResult {
@@ -144,7 +141,6 @@ export async function mergeInRun(
       fence: run.lease.current,
       onStart: reportMerging(deps, table),
       onMemoryRaised: reportMemoryRaised(deps, table.name),
-      ...(request.preloaded !== undefined ? { preloaded: request.preloaded } : {}),
     })
   } catch (error) {
     if (error instanceof StagingError && request.recordedAsMerged) {

@@ -55,17 +55,6 @@ export type RunEvent =
       /** What was read, as the source describes it (a new-files source: which files, or that none was new). */
       readonly source?: string
     }
-  /**
-   * A part of the batch being extracted is loaded into the warehouse (the embedded pipeline loads each part as it
-   * is staged; nothing is applied before the batch's manifest is written): `parts` and `rows` loaded so far.
-   */
-  | {
-      readonly step: 'part-loaded'
-      readonly table: string
-      readonly batchId: string
-      readonly parts: number
-      readonly rows: number
-    }
   /** The pass stopped before its time limit; the batch is suspended with a checkpoint for the next pass. */
   | {
       readonly step: 'extract-paused'

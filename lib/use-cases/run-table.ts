@@ -3,8 +3,6 @@ import type { TableSpec } from '../core/table-spec.ts'
 import { extractInRun, type ExtractTableDeps } from './extract-table.ts'
 import { mergeBatch, type MergeBatchRequest, type MergeBatchResult } from './merge-batch.ts'
 import { mergeInRun, mergeLeftStagedInRun, mergeStepDeps, type MergeTableDeps } from './merge-table.ts'
-import { isPartLoadingWarehouse } from '../ports/warehouse.ts'
-import { PartsLoadedDuringExtract } from './parts-loaded-during-extract.ts'
 import { inTableRun } from './table-run.ts'
 import { assertStateAgreesWithWarehouse } from './warehouse-agreement.ts'
 
@@ -71,28 +69,10 @@ export async function runTable(
       const extractedAt = options.extractedAt ?? deps.clock()
       const batchId = makeBatchId(extractedAt)
       // Under the table's lease, a batch nobody committed was left by a run that no longer holds it.
-      const loading = dryRun ? undefined : await loadPartsDuringExtract(deps, table, batchId)
-      let rows: number
-      let merge: MergeBatchResult
-      try {
-        ;({ rows } = await extractInRun(deps, run, table, {
-          batchId,
-          extractedAt,
-          abandonedAfterMs: 0,
-          ...(loading !== undefined ? { watchParts: (writer) => loading.watch(writer) } : {}),
-        }))
-        merge = dryRun
-          ? await dryRunMerge(deps, table, batchId, options)
-          : (
-              await mergeInRun(deps, run, table, {
-                batchId,
-                allowMassDelete: options.allowMassDelete,
-                ...(loading !== undefined ? { preloaded: loading } : {}),
-              })
-            ).merge
-      } finally {
-        await loading?.discard()
-      }
+      const { rows } = await extractInRun(deps, run, table, { batchId, extractedAt, abandonedAfterMs: 0 })
+      const merge = dryRun
+        ? await dryRunMerge(deps, table, batchId, options)
+        : (await mergeInRun(deps, run, table, { batchId, allowMassDelete: options.allowMassDelete })).merge
       return {
         runId,
         table: table.name,
@@ -106,23 +86,6 @@ export async function runTable(
       await deps.releaseWarehouse?.()
     }
   })
-}
-
-/**
- * The overlap of extract and load where the warehouse can load parts one by one (the embedded DuckDB): each part is
- * loaded as the extract stages it, and the merge, after the manifest, starts from the loaded batch. The warehouse
- * stays open for the extract (it is closed when the table's run ends).
- */
-async function loadPartsDuringExtract(
-  deps: PipelineDeps,
-  table: TableSpec,
-  batchId: string,
-): Promise<PartsLoadedDuringExtract | undefined> {
-  const { warehouse } = await mergeStepDeps(deps)
-  if (!isPartLoadingWarehouse(warehouse)) return undefined
-  return new PartsLoadedDuringExtract(warehouse.beginPartLoad(), ({ parts, rows }) =>
-    deps.onEvent?.({ step: 'part-loaded', table: table.name, batchId, parts, rows }),
-  )
 }
 
 /**

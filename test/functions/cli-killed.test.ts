@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process'
+import { existsSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
@@ -40,11 +41,15 @@ function snapshot(n: number, random: () => number): string[] {
   return rows
 }
 
-/** Where a run is killed: on a step's log line, after a delay (ms). */
+/**
+ * Where a run is killed: on a step's log line, after a delay (ms); or, with `partsStaged`, as soon as `partsStaged()`
+ * (polled every few milliseconds) is true.
+ */
 interface KillPoint {
   readonly phase: string
   readonly line: RegExp
   readonly delayMs: number
+  readonly partsStaged?: () => boolean
 }
 
 /** Runs the CLI as its own process (every allocator setting given: no launcher) and kills it with SIGKILL at `kill`. */
@@ -60,6 +65,16 @@ async function dimsync(
   })
   let err = ''
   let armed = kill !== undefined
+  const polling =
+    kill?.partsStaged === undefined
+      ? undefined
+      : setInterval(() => {
+          if (!kill.partsStaged!()) return
+          clearInterval(polling)
+          child.kill('SIGKILL')
+        }, 2)
+  if (polling !== undefined) armed = false
+  child.once('close', () => clearInterval(polling))
   child.stderr.on('data', (chunk: Buffer) => {
     err += chunk.toString()
     if (armed && kill!.line.test(err)) {
@@ -149,8 +164,17 @@ const PG_AVAILABLE = await postgresReachable()
 const PG_ROWS = 150_000
 const PG_URL_VARIABLE = 'DIMSYNC_KILLED_TEST_PG_URL'
 
+/** Part files of batches that have no manifest in the project's staging folder (an extract cut short). */
+function uncommittedParts(project: EmbeddedProject, table: string): number {
+  const folder = join(project.dir, '.dimsync', 'staging', table)
+  if (!existsSync(folder)) return 0
+  return readdirSync(folder)
+    .filter((batch) => !existsSync(join(folder, batch, '_manifest.json')))
+    .flatMap((batch) => readdirSync(join(folder, batch)).filter((name) => name.endsWith('.parquet'))).length
+}
+
 describe.skipIf(!PG_AVAILABLE)(
-  'dimsync run of a PostgreSQL table killed with SIGKILL while it loads parts',
+  'dimsync run of a PostgreSQL table killed with SIGKILL in the middle of its parts',
   () => {
     let pg: PgScratch
     beforeEach(async () => {
@@ -179,16 +203,20 @@ describe.skipIf(!PG_AVAILABLE)(
     })
 
     it(
-      'during the extract with parts loaded, at the manifest and in the merge: the same command again exits 0 and leaves the clean history',
+      'while the extract stages parts, at the manifest and in the merge: the same command again exits 0 and leaves the clean history',
       { timeout: 600_000 },
       async () => {
         const random = seeded(20_261_204)
         const delay = (maxMs: number) => Math.floor(random() * maxMs)
-        const loading = /loading batch \S+ into the warehouse/
+        const staged = (parts: number) => ({
+          line: /^$/,
+          delayMs: 0,
+          partsStaged: () => uncommittedParts(killed, 'c') >= parts,
+        })
         const points: KillPoint[] = [
-          { phase: 'extract, parts loaded', line: loading, delayMs: delay(150) },
-          { phase: 'extract, parts loaded', line: loading, delayMs: delay(400) },
-          { phase: 'extract, parts loaded', line: loading, delayMs: delay(800) },
+          { phase: 'extract, 1 part staged', ...staged(1) },
+          { phase: 'extract, 3 parts staged', ...staged(3) },
+          { phase: 'extract, 5 parts staged', ...staged(5) },
           { phase: 'between extract and merge', line: /extracted batch /, delayMs: 0 },
           { phase: 'merge', line: /merging batch /, delayMs: delay(300) },
         ]
@@ -202,8 +230,10 @@ describe.skipIf(!PG_AVAILABLE)(
           const extractedAt = new Date(Date.UTC(2024, n, 1))
           const args = ['run', '--extracted-at', extractedAt.toISOString()]
           const stopped = await dimsync(killed.dir, args, point)
+          const parts = uncommittedParts(killed, 'c')
           landed.push(
-            `${point.phase}: ${stopped.signal ?? `exit ${stopped.code}`} after "${lastStep(stopped.err)}"`,
+            `${point.phase}: ${stopped.signal ?? `exit ${stopped.code}`} after "${lastStep(stopped.err)}"` +
+              (parts > 0 ? `, ${parts} parts staged without a manifest` : ''),
           )
           const rerun = await dimsync(killed.dir, args)
           expect(rerun, `rerun after a kill in ${point.phase}: ${rerun.err}`).toMatchObject({ code: 0 })
@@ -213,9 +243,9 @@ describe.skipIf(!PG_AVAILABLE)(
         expect(landed.filter((l) => l.includes('SIGKILL')).length, landed.join('\n')).toBeGreaterThanOrEqual(
           3,
         )
-        // At least one kill landed while parts were being loaded, before the manifest.
+        // At least one kill landed between two parts of the extract.
         expect(
-          landed.some((l) => /^extract, parts loaded: SIGKILL after "c loading batch/.test(l)),
+          landed.some((l) => l.includes('SIGKILL') && l.includes('parts staged without a manifest')),
           landed.join('\n'),
         ).toBe(true)
         expect(await history(killed)).toEqual(await history(clean))

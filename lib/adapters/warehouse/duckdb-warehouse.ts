@@ -16,13 +16,7 @@ import {
 import { duckDbDialect } from '../../sql/duckdb/duckdb-dialect.ts'
 import { openDuckDbEngine } from '../duckdb/duckdb-engine.ts'
 import { TEMP } from '../../sql/render-merge.ts'
-import type {
-  PartLoad,
-  PartLoadingWarehouse,
-  Row,
-  TransactionOptions,
-  WarehouseTransaction,
-} from '../../ports/warehouse.ts'
+import type { Row, TransactionOptions, Warehouse, WarehouseTransaction } from '../../ports/warehouse.ts'
 
 export interface DuckDbWarehouseOptions {
   /** Database file, or ':memory:'. */
@@ -47,14 +41,8 @@ const MEMORY_LIMIT_VARIABLE = 'DIMSYNC_DUCKDB_MEMORY_LIMIT'
 const DUCKDB_MAGIC = 'DUCK'
 const MAGIC_OFFSET = 8
 
-/**
- * The session's table that holds the parts of a batch loaded while its extract runs (`beginPartLoad`): a temporary
- * table, so it is never written to the database file and a process that dies takes it along.
- */
-const LOADED_PARTS = '__dimsync_loaded_parts'
-
 /** The embedded warehouse: a DuckDB database file. One connection; statements run one after another. */
-export class DuckDbWarehouse implements PartLoadingWarehouse<SqlDialect> {
+export class DuckDbWarehouse implements Warehouse<SqlDialect> {
   readonly dialect = duckDbDialect
   readonly #instance: DuckDBInstance
   readonly #connection: DuckDBConnection
@@ -135,13 +123,6 @@ export class DuckDbWarehouse implements PartLoadingWarehouse<SqlDialect> {
     })
     const rows = await this.query(`DESCRIBE ${duckDbDialect.table({ name: TEMP.stage })}`)
     return rows.map((r) => ({ name: String(r.column_name), type: String(r.column_type) }))
-  }
-
-  beginPartLoad(): PartLoad {
-    return new DuckDbPartLoad(
-      (statement) => this.#run(statement),
-      (sql) => this.query(sql),
-    )
   }
 
   /**
@@ -265,64 +246,6 @@ export class DuckDbWarehouse implements PartLoadingWarehouse<SqlDialect> {
     } catch (cause) {
       throw translateError(statement, cause, this.#limitSetting())
     }
-  }
-}
-
-/**
- * A batch's parts copied one by one into the session's temporary table `LOADED_PARTS`, each statement committed on
- * its own (a temporary table has no log), one after another in the order they were added.
- */
-class DuckDbPartLoad implements PartLoad {
-  readonly #run: (statement: CompiledStatement) => Promise<void>
-  readonly #query: (sql: string) => Promise<Row[]>
-  #queue: Promise<void> = Promise.resolve()
-  #created = false
-
-  constructor(run: (statement: CompiledStatement) => Promise<void>, query: (sql: string) => Promise<Row[]>) {
-    this.#run = run
-    this.#query = query
-  }
-
-  add(path: string): Promise<void> {
-    const loaded = this.#queue.then(async () => {
-      const table = duckDbDialect.quoteIdentifier(LOADED_PARTS)
-      const select = `SELECT * FROM read_parquet(${duckDbDialect.stringLiteral(path)})`
-      await this.#run({
-        label: 'load a staged part',
-        sql: this.#created
-          ? `INSERT INTO ${table} ${select}`
-          : `CREATE OR REPLACE TEMP TABLE ${table} AS ${select}`,
-      })
-      this.#created = true
-    })
-    this.#queue = loaded.catch(() => undefined)
-    return loaded
-  }
-
-  async useAsStage(): Promise<{ columns: StagedColumn[]; rows: number }> {
-    await this.#queue
-    if (!this.#created) throw new DimsyncError('no staged part was loaded')
-    const table = duckDbDialect.table({ name: LOADED_PARTS })
-    await this.#run({
-      label: 'use the loaded parts as the stage',
-      sql: `CREATE OR REPLACE TEMP VIEW ${duckDbDialect.quoteIdentifier(TEMP.stage)} AS SELECT * FROM ${table}`,
-    })
-    const described = await this.#query(`DESCRIBE ${table}`)
-    const [counted] = await this.#query(`SELECT COUNT(*) AS n FROM ${table}`)
-    return {
-      columns: described.map((r) => ({ name: String(r.column_name), type: String(r.column_type) })),
-      rows: Number(counted?.n),
-    }
-  }
-
-  async discard(): Promise<void> {
-    await this.#queue
-    if (!this.#created) return
-    this.#created = false
-    await this.#run({
-      label: 'drop the loaded parts',
-      sql: `DROP TABLE IF EXISTS ${duckDbDialect.table({ name: LOADED_PARTS })}`,
-    })
   }
 }
 
