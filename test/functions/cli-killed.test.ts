@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process'
+import { existsSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
@@ -7,6 +8,7 @@ import { ALLOCATOR_DEFAULTS } from '../../lib/runtime/allocator-environment.mjs'
 import { readHistory } from '../../lib/use-cases/read-history.ts'
 import { runTable } from '../../lib/use-cases/run-table.ts'
 import { customersYaml, makeEmbeddedProject, type EmbeddedProject } from '../support/embedded-project.ts'
+import { PG_URL, PgScratch, postgresReachable } from '../integration/sources/support/db-services.ts'
 
 /**
  * `dimsync run` killed with SIGKILL at seeded points of its extract and of its merge, then run again with the same
@@ -39,11 +41,15 @@ function snapshot(n: number, random: () => number): string[] {
   return rows
 }
 
-/** Where a run is killed: on a step's log line, after a delay (ms). */
+/**
+ * Where a run is killed: on a step's log line, after a delay (ms); or, with `partsStaged`, as soon as `partsStaged()`
+ * (polled every few milliseconds) is true.
+ */
 interface KillPoint {
   readonly phase: string
   readonly line: RegExp
   readonly delayMs: number
+  readonly partsStaged?: () => boolean
 }
 
 /** Runs the CLI as its own process (every allocator setting given: no launcher) and kills it with SIGKILL at `kill`. */
@@ -59,6 +65,16 @@ async function dimsync(
   })
   let err = ''
   let armed = kill !== undefined
+  const polling =
+    kill?.partsStaged === undefined
+      ? undefined
+      : setInterval(() => {
+          if (!kill.partsStaged!()) return
+          clearInterval(polling)
+          child.kill('SIGKILL')
+        }, 2)
+  if (polling !== undefined) armed = false
+  child.once('close', () => clearInterval(polling))
   child.stderr.on('data', (chunk: Buffer) => {
     err += chunk.toString()
     if (armed && kill!.line.test(err)) {
@@ -71,12 +87,6 @@ async function dimsync(
 
 let killed: EmbeddedProject
 let clean: EmbeddedProject
-beforeEach(async () => {
-  ;[killed, clean] = await Promise.all([
-    makeEmbeddedProject(customersYaml('deletes: invalidate'), 'dimsync-killed-'),
-    makeEmbeddedProject(customersYaml('deletes: invalidate'), 'dimsync-clean-'),
-  ])
-})
 afterEach(async () => {
   await Promise.all([killed.dispose(), clean.dispose()])
 })
@@ -91,7 +101,22 @@ async function history(project: EmbeddedProject): Promise<unknown[]> {
   return rows.map((r) => ({ ...r, dimsync_batch_id: undefined }))
 }
 
+/** The killed run's record and staging are as a run that was never killed leaves them. */
+async function expectNothingLeft(project: EmbeddedProject, table: string): Promise<void> {
+  expect(await project.deps.staging.listBatches(table)).toEqual([])
+  expect(await project.deps.staging.listUncommitted(table)).toEqual([])
+  const runs = await project.deps.state.listRuns(table, 50)
+  expect(runs.filter((r) => r.status === 'running')).toEqual([])
+}
+
 describe('dimsync run killed with SIGKILL (a real CLI process)', () => {
+  beforeEach(async () => {
+    ;[killed, clean] = await Promise.all([
+      makeEmbeddedProject(customersYaml('deletes: invalidate'), 'dimsync-killed-'),
+      makeEmbeddedProject(customersYaml('deletes: invalidate'), 'dimsync-clean-'),
+    ])
+  })
+
   it(
     'at seeded points of its extract and its merge: the same command again exits 0 and leaves the clean history',
     {
@@ -129,13 +154,106 @@ describe('dimsync run killed with SIGKILL (a real CLI process)', () => {
       // On a fast machine a run may finish before a late kill point; most kills must land.
       expect(landed.filter((l) => l.includes('SIGKILL')).length, landed.join('\n')).toBeGreaterThanOrEqual(3)
       expect(await history(killed)).toEqual(await history(clean))
-      expect(await killed.deps.staging.listBatches('customers')).toEqual([])
-      expect(await killed.deps.staging.listUncommitted('customers')).toEqual([])
-      const runs = await killed.deps.state.listRuns('customers', 50)
-      expect(runs.filter((r) => r.status === 'running')).toEqual([])
+      await expectNothingLeft(killed, 'customers')
     },
   )
 })
+
+const PG_AVAILABLE = await postgresReachable()
+/** Rows of the PostgreSQL table: about 45 MB of CSV, so the extract stages several parts (cut at 6 MiB). */
+const PG_ROWS = 150_000
+const PG_URL_VARIABLE = 'DIMSYNC_KILLED_TEST_PG_URL'
+
+/** Part files of batches that have no manifest in the project's staging folder (an extract cut short). */
+function uncommittedParts(project: EmbeddedProject, table: string): number {
+  const folder = join(project.dir, '.dimsync', 'staging', table)
+  if (!existsSync(folder)) return 0
+  return readdirSync(folder)
+    .filter((batch) => !existsSync(join(folder, batch, '_manifest.json')))
+    .flatMap((batch) => readdirSync(join(folder, batch)).filter((name) => name.endsWith('.parquet'))).length
+}
+
+describe.skipIf(!PG_AVAILABLE)(
+  'dimsync run of a PostgreSQL table killed with SIGKILL in the middle of its parts',
+  () => {
+    let pg: PgScratch
+    beforeEach(async () => {
+      process.env[PG_URL_VARIABLE] = PG_URL
+      pg = await PgScratch.create()
+      await pg.sql(`CREATE TABLE ${pg.schema}.c (id bigint PRIMARY KEY, region text, pad text)`)
+      await pg.sql(
+        `INSERT INTO ${pg.schema}.c SELECT g, 'r' || (g % 4), repeat('p', 300) FROM generate_series(1, ${PG_ROWS}) g`,
+      )
+      const yaml = [
+        'version: 1',
+        'tables:',
+        '  - name: c',
+        `    source: { type: postgres, url_env: ${PG_URL_VARIABLE}, table: ${pg.schema}.c }`,
+        '    key: id',
+        '    deletes: invalidate',
+        '',
+      ].join('\n')
+      ;[killed, clean] = await Promise.all([
+        makeEmbeddedProject(yaml, 'dimsync-killed-pg-'),
+        makeEmbeddedProject(yaml, 'dimsync-clean-pg-'),
+      ])
+    })
+    afterEach(async () => {
+      await pg.drop()
+    })
+
+    it(
+      'while the extract stages parts, at the manifest and in the merge: the same command again exits 0 and leaves the clean history',
+      { timeout: 600_000 },
+      async () => {
+        const random = seeded(20_261_204)
+        const delay = (maxMs: number) => Math.floor(random() * maxMs)
+        const staged = (parts: number) => ({
+          line: /^$/,
+          delayMs: 0,
+          partsStaged: () => uncommittedParts(killed, 'c') >= parts,
+        })
+        const points: KillPoint[] = [
+          { phase: 'extract, 1 part staged', ...staged(1) },
+          { phase: 'extract, 3 parts staged', ...staged(3) },
+          { phase: 'extract, 5 parts staged', ...staged(5) },
+          { phase: 'between extract and merge', line: /extracted batch /, delayMs: 0 },
+          { phase: 'merge', line: /merging batch /, delayMs: delay(300) },
+        ]
+        const landed: string[] = []
+        for (const [n, point] of points.entries()) {
+          // Each snapshot changes some regions and deletes a few keys.
+          if (n > 0) {
+            await pg.sql(`UPDATE ${pg.schema}.c SET region = 'moved ${n}' WHERE id % 7 = ${n}`)
+            await pg.sql(`DELETE FROM ${pg.schema}.c WHERE id % 1000 = ${n}`)
+          }
+          const extractedAt = new Date(Date.UTC(2024, n, 1))
+          const args = ['run', '--extracted-at', extractedAt.toISOString()]
+          const stopped = await dimsync(killed.dir, args, point)
+          const parts = uncommittedParts(killed, 'c')
+          landed.push(
+            `${point.phase}: ${stopped.signal ?? `exit ${stopped.code}`} after "${lastStep(stopped.err)}"` +
+              (parts > 0 ? `, ${parts} parts staged without a manifest` : ''),
+          )
+          const rerun = await dimsync(killed.dir, args)
+          expect(rerun, `rerun after a kill in ${point.phase}: ${rerun.err}`).toMatchObject({ code: 0 })
+          await runTable(clean.deps, clean.project.tables[0]!, { extractedAt })
+          await clean.deps.releaseWarehouse?.()
+        }
+        expect(landed.filter((l) => l.includes('SIGKILL')).length, landed.join('\n')).toBeGreaterThanOrEqual(
+          3,
+        )
+        // At least one kill landed between two parts of the extract.
+        expect(
+          landed.some((l) => l.includes('SIGKILL') && l.includes('parts staged without a manifest')),
+          landed.join('\n'),
+        ).toBe(true)
+        expect(await history(killed)).toEqual(await history(clean))
+        await expectNothingLeft(killed, 'c')
+      },
+    )
+  },
+)
 
 function lastStep(stderr: string): string {
   const lines = stderr.trim().split('\n')
