@@ -103,12 +103,8 @@ export function renderBigQuerySessionScript(
   )
   add((p) => ({ ...p, commits: true }))
   parts.push(current)
+  // A query still over the limit holds a statement over it by itself: the adapter refuses it (script-length.ts).
   const jobs = parts.map((part, n) => `${compose(part, n)}\n`)
-  const tooLong = jobs.find((j) => j.length > maxCharacters)
-  if (tooLong !== undefined)
-    throw new Error(
-      `a statement of the merge is ${tooLong.length} characters with its step, over the query limit of ${maxCharacters}`,
-    )
   return { ledgerCheck: `${ledgerCheck}\n`, committed: `${answer}\n`, jobs }
 }
 

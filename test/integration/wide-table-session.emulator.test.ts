@@ -1,0 +1,91 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { StagedColumn } from '../../lib/core/batch.ts'
+import type { TableSpec } from '../../lib/core/table-spec.ts'
+import { BothWarehouses, type PairedDimension } from '../support/both-warehouses.ts'
+import { tableSpec } from '../support/table-spec-builder.ts'
+
+/*
+ * The widest table BigQuery holds merges there: its merge is over BigQuery's 1,024K-character query limit, so it
+ * runs as several queries of one session transaction, its widest statements in column groups. The same batches
+ * merged into DuckDB give the history both must hold. WIDE_TABLE_COLUMNS sets the width (default: the widest that
+ * merges on the emulator within CI's time, see docs/bigquery.md; test/lib/sql/bigquery-statement-lengths.test.ts
+ * renders the 10,000-column merge).
+ */
+const WIDTH = Number(process.env.WIDE_TABLE_COLUMNS ?? 1_200)
+const NAME_LENGTH = Number(process.env.WIDE_TABLE_NAME_LENGTH ?? 200)
+const names = Array.from({ length: WIDTH - 1 }, (_, i) =>
+  `attribute_name_${String(i).padStart(5, '0')}`.padEnd(NAME_LENGTH, '_x'),
+)
+const columns: StagedColumn[] = [
+  { name: 'customer_id', type: 'BIGINT' },
+  ...names.map((name) => ({ name, type: 'VARCHAR' })),
+]
+const [firstColumn, lastColumn] = [names[0]!, names.at(-1)!]
+const row = (id: number, changes: Record<string, string> = {}) => ({
+  customer_id: id,
+  ...Object.fromEntries(names.map((n, i) => [n, i % 3 === 0 ? null : `v${id}`])),
+  ...changes,
+})
+
+const shapes: [string, TableSpec][] = [
+  ['all columns tracked', tableSpec({})],
+  ['all columns type 1', tableSpec({ tracked: { kind: 'list', columns: [] } })],
+  // The first half of the columns type 1: the first column is type 1, the last one tracked.
+  [
+    'half the columns type 1',
+    tableSpec({ tracked: { kind: 'all_except', columns: names.slice(0, names.length / 2) } }),
+  ],
+]
+
+let both: BothWarehouses
+beforeAll(async () => {
+  both = await BothWarehouses.start()
+})
+afterAll(async () => {
+  await both?.stop()
+})
+
+/** The texts of the session queries the emulator received (jobs that create a session or run in one). */
+function sessionQueries(dimension: PairedDimension): string[] {
+  return dimension.emulator.requests.flatMap((r) => {
+    const query = (r.json as { configuration?: { query?: Record<string, unknown> } } | undefined)
+      ?.configuration?.query
+    const inSession =
+      query !== undefined && (query.createSession === true || query.connectionProperties !== undefined)
+    return inSession ? [String(query.query)] : []
+  })
+}
+
+describe(`a ${WIDTH.toLocaleString('en-US')}-column table merges on BigQuery as several queries of one session transaction`, () => {
+  for (const [shape, table] of shapes) {
+    it(`${shape}: a first load, then a later batch (a change in the first and in the last column, a new key), with DuckDB's history`, async () => {
+      await both.withDimension(table, columns, async (dimension) => {
+        const started = performance.now()
+        const first = await dimension.load([row(1), row(2)], { extractedAt: '2024-01-01T00:00:00Z' })
+        expect(first.duckdb).toMatchObject({ status: 'merged', counts: { insertedVersions: 2 } })
+        expect(first.bigquery).toEqual(first.duckdb)
+        const later = await dimension.load(
+          [row(1, { [firstColumn]: 'changed' }), row(2, { [lastColumn]: 'changed' }), row(3)],
+          { extractedAt: '2024-02-01T00:00:00Z' },
+        )
+        expect('error' in later.duckdb ? later.duckdb.message : later.duckdb.status).toBe('merged')
+        expect(later.bigquery).toEqual(later.duckdb)
+        const held = await dimension.holdings()
+        expect(held.bigquery).toEqual(held.duckdb)
+        expect(held.bigquery.dimension!.length).toBe(
+          3 + (table.tracked.kind === 'list' ? 0 : table.tracked.columns.length === 0 ? 2 : 1),
+        )
+        // The later batch ran as a session's queries, its widest statements in column groups.
+        const queries = sessionQueries(dimension)
+        expect(queries.filter((q) => q.includes('BEGIN TRANSACTION;'))).toHaveLength(
+          queries.filter((q) => q.includes('COMMIT TRANSACTION;')).length,
+        )
+        expect(queries.some((q) => /SET __dimsync_step = '[^']* \(columns 1 to /.test(q))).toBe(true)
+        console.info(
+          `${WIDTH} columns of ${NAME_LENGTH} characters, ${shape}: ${Math.round(performance.now() - started)} ms ` +
+            `(DuckDB ${Math.round(both.tally.duckdb.ms)} ms, emulator ${Math.round(both.tally.bigquery.ms)} ms so far)`,
+        )
+      })
+    }, 600_000)
+  }
+})
