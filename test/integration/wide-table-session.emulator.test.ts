@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { StagedColumn } from '../../lib/core/batch.ts'
+import { metadataColumnList } from '../../lib/core/metadata-columns.ts'
 import type { TableSpec } from '../../lib/core/table-spec.ts'
 import { BothWarehouses, type PairedDimension } from '../support/both-warehouses.ts'
-import { tableSpec } from '../support/table-spec-builder.ts'
+import { DIMSYNC_COLUMNS, tableSpec } from '../support/table-spec-builder.ts'
 
 /*
- * The widest table BigQuery holds merges there: its merge is over BigQuery's 1,024K-character query limit, so it
+ * The widest table BigQuery holds (a dimension of 10,000 columns) merges there: its merge is over BigQuery's 1,024K-character query limit, so it
  * runs as several queries of one session transaction, its widest statements in column groups. The same batches
  * merged into DuckDB give the history both must hold. WIDE_TABLE_COLUMNS sets the width (default: the widest that
  * merges on the emulator within CI's time, see docs/bigquery.md; test/lib/sql/bigquery-statement-lengths.test.ts
@@ -13,7 +14,9 @@ import { tableSpec } from '../support/table-spec-builder.ts'
  */
 const WIDTH = Number(process.env.WIDE_TABLE_COLUMNS ?? 1_200)
 const NAME_LENGTH = Number(process.env.WIDE_TABLE_NAME_LENGTH ?? 200)
-const names = Array.from({ length: WIDTH - 1 }, (_, i) =>
+// The dimension's columns: the source's and dimsync's (surrogate key, window, flags, hash, batch).
+const METADATA = metadataColumnList(DIMSYNC_COLUMNS).length
+const names = Array.from({ length: WIDTH - METADATA - 1 }, (_, i) =>
   `attribute_name_${String(i).padStart(5, '0')}`.padEnd(NAME_LENGTH, '_x'),
 )
 const columns: StagedColumn[] = [
@@ -46,8 +49,8 @@ afterAll(async () => {
 })
 
 /** The texts of the session queries the emulator received (jobs that create a session or run in one). */
-function sessionQueries(dimension: PairedDimension): string[] {
-  return dimension.emulator.requests.flatMap((r) => {
+function sessionQueries(dimension: PairedDimension, from = 0): string[] {
+  return dimension.emulator.requests.slice(from).flatMap((r) => {
     const query = (r.json as { configuration?: { query?: Record<string, unknown> } } | undefined)
       ?.configuration?.query
     const inSession =
@@ -88,4 +91,61 @@ describe(`a ${WIDTH.toLocaleString('en-US')}-column table merges on BigQuery as 
       })
     }, 600_000)
   }
+})
+
+describe('a failure inside the session transaction of a wide table’s merge', () => {
+  const table = shapes[2]![1]
+  const later = [row(1, { [firstColumn]: 'changed' }), row(2, { [lastColumn]: 'changed' }), row(3)]
+
+  it('in its last query rolls back what its earlier queries wrote: the dimension is as it was, and the next run merges the batch', async () => {
+    await both.withDimension(table, columns, async (dimension) => {
+      await dimension.load([row(1), row(2)], { extractedAt: '2024-01-01T00:00:00Z' })
+      const before = await dimension.holdings()
+      const batchId = await dimension.stage(later, { extractedAt: '2024-02-01T00:00:00Z' })
+      const sent = dimension.emulator.requests.length
+      dimension.emulator.faults.failStatement((s) => s.text.includes('would be recorded'), {
+        reason: 'invalidQuery',
+        message: 'Query error: injected failure at [1:1]',
+      })
+      const failed = await dimension.merge(batchId)
+      expect(failed.bigquery).toMatchObject({ error: 'WarehouseError' })
+      expect('message' in failed.bigquery && failed.bigquery.message).toContain('injected failure')
+      // The failing statement ran in a later query of the session than the writes it rolled back.
+      const queries = sessionQueries(dimension, sent)
+      const failing = queries.findIndex((q) => q.includes('would be recorded'))
+      const inserting = queries.findIndex((q) => q.includes("SET __dimsync_step = 'insert new versions'"))
+      expect(inserting).toBeGreaterThan(0)
+      expect(failing).toBeGreaterThan(inserting)
+      // Its session was ended after the failure.
+      expect(queries.at(-1)).toBe('CALL BQ.ABORT_SESSION();')
+      expect((await dimension.holdings()).bigquery).toEqual(before.bigquery)
+      const again = await dimension.merge(batchId)
+      expect(again).toMatchObject({ duckdb: { status: 'already-applied' }, bigquery: { status: 'merged' } })
+      const held = await dimension.holdings()
+      expect(held.bigquery).toEqual(held.duckdb)
+    })
+  }, 300_000)
+
+  it('failing transiently, ends that session and merges the batch in a new one, once', async () => {
+    await both.withDimension(table, columns, async (dimension) => {
+      await dimension.load([row(1), row(2)], { extractedAt: '2024-01-01T00:00:00Z' })
+      const batchId = await dimension.stage(later, { extractedAt: '2024-02-01T00:00:00Z' })
+      const sent = dimension.emulator.requests.length
+      dimension.emulator.faults.failStatement((s) => s.text.includes('would be recorded'), {
+        reason: 'backendError',
+        message: 'Error encountered during execution. Retrying may solve the problem.',
+      })
+      const merged = await dimension.merge(batchId)
+      expect(merged.bigquery).toEqual(merged.duckdb)
+      const queries = sessionQueries(dimension, sent)
+      expect(queries.filter((q) => q.includes('SELECT') && q.includes('AS committed;'))).toHaveLength(2)
+      expect(queries.filter((q) => q === 'CALL BQ.ABORT_SESSION();')).toHaveLength(2)
+      const held = await dimension.holdings()
+      expect(held.bigquery).toEqual(held.duckdb)
+      expect(await dimension.merge(batchId)).toMatchObject({
+        duckdb: { status: 'already-applied' },
+        bigquery: { status: 'already-applied' },
+      })
+    })
+  }, 300_000)
 })
