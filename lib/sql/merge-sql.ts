@@ -375,7 +375,10 @@ export class MergeSql {
         create(this.d.rowHashText(first!)),
       )
       rest.forEach((g, i) => this.emit(`row hash of staged rows${this.groupLabel(all, i + 1)}`, append(g)))
-      this.emit('row hash of staged rows: hash', `UPDATE ${hashed} SET ${hash} = ${this.d.md5Hex(hash)} WHERE TRUE`)
+      this.emit(
+        'row hash of staged rows: hash',
+        `UPDATE ${hashed} SET ${hash} = ${this.d.md5Hex(hash)} WHERE TRUE`,
+      )
     }
     this.#hashedStage = true
   }

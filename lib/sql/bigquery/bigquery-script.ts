@@ -98,9 +98,7 @@ export function renderBigQuerySessionScript(
   }
   for (const unit of ddl) add((p) => ({ ...p, ddl: [...p.ddl, unit] }))
   // BEGIN TRANSACTION opens the query of the first merge statement (a query of DDL alone ends before it).
-  merge.forEach((unit, i) =>
-    add((p) => ({ ...p, begins: p.begins || i === 0, merge: [...p.merge, unit] })),
-  )
+  merge.forEach((unit, i) => add((p) => ({ ...p, begins: p.begins || i === 0, merge: [...p.merge, unit] })))
   add((p) => ({ ...p, commits: true }))
   parts.push(current)
   // A query still over the limit holds a statement over it by itself: the adapter refuses it (script-length.ts).
