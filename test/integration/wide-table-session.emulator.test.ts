@@ -149,3 +149,33 @@ describe('a failure inside the session transaction of a wide table’s merge', (
     })
   }, 300_000)
 })
+
+describe('a wide table’s session merge whose answer was lost after its COMMIT', () => {
+  it('is committed once: the next run reads the ledger and finds the batch applied, starting no session', async () => {
+    const table = shapes[2]![1]
+    await both.withDimension(table, columns, async (dimension) => {
+      await dimension.load([row(1), row(2)], { extractedAt: '2024-01-01T00:00:00Z' })
+      const batchId = await dimension.stage([row(1, { [lastColumn]: 'changed' }), row(3)], {
+        extractedAt: '2024-02-01T00:00:00Z',
+      })
+      // The result of the session's last query (its counts) is refused once: the merge committed, the call failed.
+      const lastResult = (r: { method: string; path: string }) =>
+        r.method === 'GET' && /\/queries\/dimsync_merge_/.test(r.path) && !/_p0_/.test(r.path)
+      dimension.emulator.faults.failRequest(lastResult, 403, {
+        reason: 'accessDenied',
+        message: 'Access Denied: injected',
+      })
+      const lost = await dimension.merge(batchId)
+      expect(lost.bigquery).toMatchObject({ error: 'WarehouseError' })
+      const sent = dimension.emulator.requests.length
+      const again = await dimension.merge(batchId)
+      expect(again).toMatchObject({
+        duckdb: { status: 'already-applied' },
+        bigquery: { status: 'already-applied' },
+      })
+      expect(sessionQueries(dimension, sent)).toEqual([])
+      const held = await dimension.holdings()
+      expect(held.bigquery).toEqual(held.duckdb)
+    })
+  }, 300_000)
+})
