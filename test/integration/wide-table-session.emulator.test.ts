@@ -12,7 +12,7 @@ import { DIMSYNC_COLUMNS, tableSpec } from '../support/table-spec-builder.ts'
  * merges on the emulator within CI's time, see docs/bigquery.md; test/lib/sql/bigquery-statement-lengths.test.ts
  * renders the 10,000-column merge).
  */
-const WIDTH = Number(process.env.WIDE_TABLE_COLUMNS ?? 1_200)
+const WIDTH = Number(process.env.WIDE_TABLE_COLUMNS ?? 1_300)
 const NAME_LENGTH = Number(process.env.WIDE_TABLE_NAME_LENGTH ?? 200)
 // The dimension's columns: the source's and dimsync's (surrogate key, window, flags, hash, batch).
 const METADATA = metadataColumnList(DIMSYNC_COLUMNS).length
