@@ -15,6 +15,8 @@ export const EVENTS_FROM_VARIABLE = `${RESERVED_PREFIX}events_from`
 export const STEP_FAILED = 'dimsync step '
 /** Script variable holding the error message while the handler rolls back. */
 const ERROR_VARIABLE = `${RESERVED_PREFIX}error`
+/** Session variable holding the guard of a run of statements split over several queries (evaluated once). */
+const GUARD_VARIABLE = `${RESERVED_PREFIX}guard`
 
 /**
  * A merge as one GoogleSQL script: DDL first (BigQuery refuses DDL on permanent tables inside a transaction),
@@ -47,8 +49,7 @@ export function renderBigQueryScriptText(d: SqlDialect, script: ScriptParts): st
  * leave a transaction open for the session's next one (BEGIN TRANSACTION in one, COMMIT TRANSACTION in a later
  * one). Each query's statements run inside an exception handler that rolls the session's transaction back and
  * re-raises with the failing step's label, as the script's does. A run of statements under one guard that does
- * not fit one query is split, its guard evaluated again in each: guards read the batch's work tables, which the
- * statements they guard do not write.
+ * not fit one query is split, its guard evaluated once into a session variable before the first of them.
  */
 export function renderBigQuerySessionScript(
   d: SqlDialect,
@@ -61,7 +62,7 @@ export function renderBigQuerySessionScript(
   const title = (what: string) => `-- ${oneLine(script.title)}: ${what}`
   const ledgerCheck = [
     title('session query 1, the ledger'),
-    ...declarations(),
+    ...sessionDeclarations(),
     step(committed.ledger, ''),
     `SELECT ${committed.isCommitted} AS committed;`,
   ].join('\n')
@@ -70,10 +71,17 @@ export function renderBigQuerySessionScript(
     script.ddl.filter((s) => s.sql !== committed.ledger.sql),
     '',
   )
-  const merge = guardedRuns(script.merge).flatMap(({ run }) => {
+  const merge = guardedRuns(script.merge).flatMap(({ onlyIf, run }) => {
     const whole = steps(run, '  ')
-    // A run too long for one query (with room for the query's handler) is split into its statements.
-    return whole.join('\n').length <= maxCharacters - 2_000 ? whole : run.flatMap((s) => steps([s], '  '))
+    // A run too long for one query (with room for the query's handler) is split into its statements; their guard
+    // is evaluated once, before the first, so each statement runs under the answer the run would have had.
+    if (whole.join('\n').length <= maxCharacters - 2_000) return whole
+    if (onlyIf === undefined) return run.flatMap((s) => steps([s], '  '))
+    return [
+      `  SET ${STEP_VARIABLE} = ${d.stringLiteral(run[0]!.label)};\n` +
+        `  SET ${GUARD_VARIABLE} = (${onlyIf.replaceAll('\n', '\n  ')});`,
+      ...run.map((s) => steps([{ ...s, onlyIf: GUARD_VARIABLE }], '  ').join('\n')),
+    ]
   })
   const after = steps(script.after, '')
   // Each query: [DDL] [BEGIN TRANSACTION] BEGIN <merge> EXCEPTION … END [COMMIT TRANSACTION; <after>].
@@ -121,6 +129,7 @@ const declarations = () => [
   `DECLARE ${ERROR_VARIABLE} STRING DEFAULT '';`,
   `DECLARE ${EVENTS_FROM_VARIABLE} TIMESTAMP;`,
 ]
+const sessionDeclarations = () => [...declarations(), `DECLARE ${GUARD_VARIABLE} BOOL;`]
 
 /** The handler closing a `BEGIN` block of merge statements: roll back, re-raise with the step's label. */
 function rollbackAndRaise(d: SqlDialect): string[] {

@@ -83,7 +83,10 @@ describe(`merge of a ${WIDTH.toLocaleString('en-US')}-column table on BigQuery`,
         expect(last.lastIndexOf("'check the lease fence")).toBeLessThan(commitAt)
         expect(last.lastIndexOf("SET __dimsync_step = 'report counts'")).toBeGreaterThan(commitAt)
         // Every statement of the script is in the session's queries, in order.
-        const labels = [...merge.matchAll(/SET __dimsync_step = '([^']*)';/g)].map((m) => m[1])
+        // (A split run's guard is evaluated under the label of its first statement: the same label twice.)
+        const labels = [...merge.matchAll(/SET __dimsync_step = '([^']*)';/g)]
+          .map((m) => m[1])
+          .filter((label, i, all) => label !== all[i - 1])
         const expected = statements(script)
           .map((s) => s.label)
           .filter((l) => l !== 'create batch ledger')
@@ -100,6 +103,15 @@ describe(`merge of a ${WIDTH.toLocaleString('en-US')}-column table on BigQuery`,
     const diff = script.merge.find((s) => s.label === 'diff snapshot against current versions')!
     expect(diff.sql).toContain('e.`__dimsync_row_hash`')
     expect(diff.sql).not.toContain('MD5')
+  })
+
+  it('a guarded run of statements too long for one query is split, its guard evaluated once, before the first', () => {
+    const script = mergeScript(shapes[1]![1], true)
+    const groups = script.merge.filter((s) => s.label.startsWith('overwrite type 1 columns (columns '))
+    const merge = script.session!.jobs.join('\n')
+    expect(merge.match(/SET __dimsync_guard = \(/g)).toHaveLength(1)
+    expect(merge.match(/IF __dimsync_guard THEN/g)).toHaveLength(groups.length)
+    expect(merge.indexOf('SET __dimsync_guard = (')).toBeLessThan(merge.indexOf('IF __dimsync_guard THEN'))
   })
 
   it('a table whose script fits one query renders as before and runs as one script job', () => {
