@@ -23,4 +23,25 @@ export interface CompiledScript {
   readonly after: readonly CompiledStatement[]
   /** The whole script, as sent in one job. */
   readonly text: string
+  /**
+   * The same merge as several queries of one session, for a script over the warehouse's query length (BigQuery):
+   * each under it. Absent when `text` fits.
+   */
+  readonly session?: SessionScript
+}
+
+/**
+ * A merge run as the queries of one session (BigQuery: `createSession`, then the session's id on every query), its
+ * transaction begun in one query and committed in a later one. Variables live as long as the session.
+ */
+export interface SessionScript {
+  /** The session's first query: declares the variables, creates the ledger, and answers one row `committed`. */
+  readonly ledgerCheck: string
+  /** Run instead of `jobs` when the batch is committed: clean-up, then the recorded counts (its result). */
+  readonly committed: string
+  /**
+   * The merge: the DDL, BEGIN TRANSACTION, the statements (a failed one rolls back and raises as in the script),
+   * then COMMIT TRANSACTION and the statements after it, the last one's rows the result.
+   */
+  readonly jobs: readonly string[]
 }

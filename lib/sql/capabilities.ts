@@ -22,10 +22,17 @@ export interface DialectCapabilities {
    * sequence (DuckDB sorts on every core of its one machine).
    */
   readonly rowsPerKeyBucket: number | undefined
+  /**
+   * The longest query text the warehouse accepts, comments and white space included (BigQuery: 1,024K
+   * characters). A merge whose script is longer runs as several queries of one session transaction, its widest
+   * statements rendered in column groups (render-merge-script.ts). Undefined: no limit dimsync must respect.
+   */
+  readonly maxQueryCharacters: number | undefined
 }
 
 export const DEFAULT_CAPABILITIES: DialectCapabilities = Object.freeze({
   transactionalDdl: false,
   partitionedOnValidTo: false,
   rowsPerKeyBucket: undefined,
+  maxQueryCharacters: undefined,
 })

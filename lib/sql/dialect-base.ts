@@ -7,6 +7,7 @@ import type {
   LogicalType,
   RowHashPiece,
   ScriptParts,
+  SessionScript,
   SqlDialect,
   TableFunctionParameter,
   TableOptionsRequest,
@@ -67,11 +68,15 @@ export abstract class SqlDialectBase implements SqlDialect {
   }
 
   rowHashOf(pieces: readonly RowHashPiece[]): string {
+    return this.md5Hex(this.rowHashText(pieces))
+  }
+
+  rowHashText(pieces: readonly RowHashPiece[]): string {
     const parts = pieces.map(({ tag, column, text }) => {
       const piece = this.concat([tag, this.castToString(`LENGTH(${text})`), "':'", text, "';'"])
       return `CASE WHEN ${column} IS NULL THEN '' ELSE ${piece} END`
     })
-    return this.md5Hex(parts.length === 1 ? parts[0]! : this.concat(parts, true))
+    return parts.length === 1 ? parts[0]! : this.concat(parts, true)
   }
 
   /** `md5()` returning lowercase hex text (DuckDB, PostgreSQL, Snowflake, MySQL). */
@@ -143,5 +148,9 @@ export abstract class SqlDialectBase implements SqlDialect {
 
   scriptText(_script: ScriptParts): string {
     throw new Error(`the ${this.name} dialect does not render merges as one script`)
+  }
+
+  sessionScript(_script: ScriptParts, _maxCharacters: number): SessionScript {
+    throw new Error(`the ${this.name} dialect does not run merges as the queries of a session`)
   }
 }

@@ -1,8 +1,8 @@
-import type { CompiledStatement } from '../core/compiled-sql.ts'
+import type { CompiledStatement, SessionScript } from '../core/compiled-sql.ts'
 import type { TableRef } from '../core/table-ref.ts'
 import type { DialectCapabilities } from './capabilities.ts'
 
-export type { CompiledScript, CompiledStatement } from '../core/compiled-sql.ts'
+export type { CompiledScript, CompiledStatement, SessionScript } from '../core/compiled-sql.ts'
 export type { TableRef } from '../core/table-ref.ts'
 
 export type LogicalType = 'string' | 'int64' | 'bool' | 'timestamp'
@@ -58,6 +58,12 @@ export interface SqlDialect {
    * NULL. Every dialect must give the same hex; a dialect may render it shorter (BigQuery limits a script's length).
    */
   rowHashOf(pieces: readonly RowHashPiece[]): string
+  /**
+   * The text `rowHashOf` takes the MD5 of, never NULL: the concatenation of the pieces' parts. The texts of
+   * consecutive runs of pieces, concatenated, are the text of all of them, so a row hash over more columns than
+   * one statement can name is computed in column groups (MergePlan.maxStatementLength).
+   */
+  rowHashText(pieces: readonly RowHashPiece[]): string
   /** SQL condition: the float expression is NaN. */
   isNan(expression: string): string
   /** Casts a source column to the instant type used for valid_from / valid_to. */
@@ -139,6 +145,11 @@ export interface SqlDialect {
    * then `after`. Dialects without scripting throw.
    */
   scriptText(script: ScriptParts): string
+  /**
+   * The merge of `script` as the queries of one session, each at most `maxCharacters` long, for a script over the
+   * warehouse's query length (capabilities.maxQueryCharacters). Dialects without sessions throw.
+   */
+  sessionScript(script: ScriptParts, maxCharacters: number): SessionScript
 }
 
 export interface ColumnTypeChange {

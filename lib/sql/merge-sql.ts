@@ -1,7 +1,8 @@
 import type { CheckKind } from '../core/check-failure.ts'
 import type { DimensionLayout } from '../core/dimension-layout.ts'
 import type { TableSpec } from '../core/table-spec.ts'
-import type { CompiledStatement, SqlDialect, TableRef } from './dialect.ts'
+import type { CompiledStatement, RowHashPiece, SqlDialect, TableRef } from './dialect.ts'
+import { renderRowHash, rowHashPieces } from './row-hash.ts'
 import { hasUntrackedAttributes, type DimensionObjects } from './render-ddl.ts'
 import { dbtDeletedAssignments, dbtIdAssignments, keyValues } from './dbt-ids.ts'
 import { presetColumnNames, presetColumnValues } from './preset-columns.ts'
@@ -36,6 +37,8 @@ export const TEMP = Object.freeze({
   type1Newest: '__dimsync_type1_newest',
   type1Returning: '__dimsync_type1_returning',
   folded: '__dimsync_folded',
+  hashedStage: '__dimsync_hashed_stage',
+  type1Differs: '__dimsync_type1_differs',
 })
 
 /** Working columns added to staged rows (the reserved prefix keeps them apart from source columns). */
@@ -120,6 +123,13 @@ export interface MergePlan {
    * keep_first, previous_value and current_value recomputed too.
    */
   readonly policyRewrite?: { readonly type1: readonly string[]; readonly policies: boolean }
+  /**
+   * The longest statement the warehouse accepts, for a table too wide for its statements to name every column
+   * (set by renderMergeScript when a merge is over the warehouse's query length): the staged rows are copied once
+   * with their row hash, computed in column groups (hashStagedRows), and the statements that name every type 1
+   * column run in column groups, each under this length. Undefined: every statement names all its columns.
+   */
+  readonly maxStatementLength?: number
 }
 
 /** The ledger's counts of a merged batch, as SQL expressions. */
@@ -297,9 +307,80 @@ export class MergeSql {
   get rawStage(): string {
     return this.d.table(this.p.stage ?? { name: TEMP.stage })
   }
-  /** The staged rows the merge reads: as loaded, or with partial updates folded into their keys' state. */
+  /**
+   * The staged rows the merge reads: as loaded, or with partial updates folded into their keys' state, or (once
+   * hashStagedRows ran) a copy of those with their row hash.
+   */
   get stage(): string {
+    if (this.#hashedStage) return this.tmp(TEMP.hashedStage)
     return this.p.layout.partial === undefined ? this.rawStage : this.tmp(TEMP.folded)
+  }
+  #hashedStage = false
+
+  /** The row hash of the tracked columns of staged row `alias`: computed here, or read from the hashed copy. */
+  stagedRowHash(alias: string): string {
+    return this.#hashedStage
+      ? this.col(alias, WORK.rowHash)
+      : renderRowHash(this.d, this.p.layout.tracked, alias)
+  }
+
+  /**
+   * `items` in consecutive groups whose statement (`render`) fits maxStatementLength, halving a group until it
+   * does (a single item is a group whatever its length); one group when the plan sets no length.
+   */
+  inGroups<T>(items: readonly T[], render: (group: readonly T[]) => string): (readonly T[])[] {
+    const limit = this.p.maxStatementLength
+    if (limit === undefined) return [items]
+    const split = (group: readonly T[]): (readonly T[])[] => {
+      if (group.length <= 1 || render(group).length <= limit) return [group]
+      const half = Math.ceil(group.length / 2)
+      return [...split(group.slice(0, half)), ...split(group.slice(half))]
+    }
+    return split(items)
+  }
+
+  /** ` (columns 1 to 4,000 of 9,999)` for group `i` of `groups`; '' when there is one group. */
+  groupLabel<T>(groups: readonly (readonly T[])[], i: number): string {
+    if (groups.length === 1) return ''
+    const n = (x: number) => x.toLocaleString('en-US')
+    const from = groups.slice(0, i).reduce((sum, g) => sum + g.length, 0)
+    const total = groups.reduce((sum, g) => sum + g.length, 0)
+    return ` (columns ${n(from + 1)} to ${n(from + groups[i]!.length)} of ${n(total)})`
+  }
+
+  /**
+   * With maxStatementLength: copies the staged rows with their row hash (WORK.rowHash), its text built in column
+   * groups each under that length, then hashed; the merge then reads the copy (`stage`, `stagedRowHash`). The row
+   * hash of a wide table names each tracked column twice, more than one statement can hold (10,000 columns of
+   * 20 characters: 600K characters).
+   */
+  hashStagedRows(): void {
+    if (this.p.maxStatementLength === undefined || this.p.layout.tracked.length === 0) return
+    const source = this.stage
+    const hashed = this.tmp(TEMP.hashedStage)
+    const hash = this.q(WORK.rowHash)
+    const pieces = rowHashPieces(this.d, this.p.layout.tracked, 's')
+    const create = (text: string) =>
+      this.d.createTempTableAs(TEMP.hashedStage, `SELECT s.*, ${text} AS ${hash} FROM ${source} s`)
+    const append = (group: readonly RowHashPiece[]) =>
+      `UPDATE ${hashed} AS s SET ${hash} = ${this.d.concat([`s.${hash}`, this.d.rowHashText(group)])} WHERE TRUE`
+    const groups = this.inGroups(pieces, (g) => create(this.d.rowHashOf(g)))
+    if (groups.length === 1) {
+      this.emit('copy staged rows with their row hash', create(this.d.rowHashOf(pieces)))
+    } else {
+      const [first, ...rest] = this.inGroups(pieces, (g) => append(g))
+      const all = [first!, ...rest]
+      this.emit(
+        `copy staged rows with their row hash${this.groupLabel(all, 0)}`,
+        create(this.d.rowHashText(first!)),
+      )
+      rest.forEach((g, i) => this.emit(`row hash of staged rows${this.groupLabel(all, i + 1)}`, append(g)))
+      this.emit(
+        'row hash of staged rows: hash',
+        `UPDATE ${hashed} SET ${hash} = ${this.d.md5Hex(hash)} WHERE TRUE`,
+      )
+    }
+    this.#hashedStage = true
   }
   /** `alias` is the key's current version (see version-predicates.ts). */
   current(alias: string): string {

@@ -1,6 +1,5 @@
 import type { MergePlan, MergeSql } from './merge-sql.ts'
 import { TEMP, WORK } from './merge-sql.ts'
-import { renderRowHash } from './row-hash.ts'
 
 /**
  * Whether the batch founds its dimension: the dimension does not exist yet (it is created by this merge), it keeps
@@ -28,7 +27,7 @@ export function foundsDimension(plan: MergePlan): boolean {
 export function renderFirstLoad(m: MergeSql): void {
   const softDeleted = m.softDeleted('s')
   const versionRows = softDeleted === undefined ? '' : ` WHERE NOT (${softDeleted})`
-  const hash = renderRowHash(m.d, m.p.layout.tracked, 's')
+  const hash = m.stagedRowHash('s')
   // A NULL literal alone is an INT64 in BigQuery's INSERT … SELECT.
   const openEnd = m.p.table.openEnd === null ? `CAST(NULL AS ${m.d.type('timestamp')})` : m.openEnd()
   m.seedKeys()

@@ -1,6 +1,6 @@
 import type { CompiledScript } from '../core/compiled-sql.ts'
 import type { TableRef } from '../core/table-ref.ts'
-import type { SqlDialect } from './dialect.ts'
+import type { ScriptParts, SqlDialect } from './dialect.ts'
 import { renderBatchMerge } from './render-batch-merge.ts'
 import type { MergePlan } from './render-merge.ts'
 import { renderBatchReport } from './render-batch-queries.ts'
@@ -16,11 +16,32 @@ import { FENCE_TABLE, renderFenceCheck, renderFenceDdl, type FenceHolder } from 
  * newer lease advanced it (render-fence.ts). A batch the ledger already holds is not merged again: the
  * script answers its recorded counts (renderCommittedBatch). The dialect writes the script around the statements
  * (`scriptText`).
+ *
+ * A script over the warehouse's query length (capabilities.maxQueryCharacters) also comes as the queries of one
+ * session (`session`, each under the length). When one of its statements alone is over half the length, the
+ * merge is rendered again with its widest statements in column groups (MergePlan.maxStatementLength). Scripts that
+ * fit are rendered as before and run as one job.
  */
 export function renderMergeScript(
   d: SqlDialect,
   m: MergePlan & { readonly stage: TableRef; readonly fence?: FenceHolder },
 ): CompiledScript {
+  const whole = renderScript(d, m)
+  const limit = d.capabilities.maxQueryCharacters
+  if (limit === undefined || whole.compiled.text.length <= limit) return whole.compiled
+  const statementLimit = Math.floor(limit / 2)
+  const { compiled, parts } = [...whole.compiled.ddl, ...whole.compiled.merge, ...whole.compiled.after].every(
+    (s) => s.sql.length + (s.onlyIf?.length ?? 0) <= statementLimit,
+  )
+    ? whole
+    : renderScript(d, { ...m, maxStatementLength: statementLimit })
+  return { ...compiled, session: d.sessionScript(parts, limit) }
+}
+
+function renderScript(
+  d: SqlDialect,
+  m: MergePlan & { readonly stage: TableRef; readonly fence?: FenceHolder },
+): { compiled: CompiledScript; parts: ScriptParts } {
   const statements = renderBatchMerge(d, m)
   const { ddl, views } = statements
   const { batches } = m.objects
@@ -42,12 +63,8 @@ export function renderMergeScript(
     { label: 'report counts', sql: renderBatchReport(d, m.objects.batches, m.table.target, m.batchId, m) },
   ]
   const title = `dimsync merge of table ${m.table.name}, batch ${m.batchId} into ${d.table(m.objects.dimension)}`
-  return {
-    ddl: before,
-    merge,
-    after,
-    text: d.scriptText({ title, ddl: before, merge, after, committed }),
-  }
+  const parts = { title, ddl: before, merge, after, committed }
+  return { compiled: { ddl: before, merge, after, text: d.scriptText(parts) }, parts }
 }
 
 /**

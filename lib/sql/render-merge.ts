@@ -52,6 +52,7 @@ class MergeRenderer extends MergeSql {
     if (this.p.table.mode !== 'append') renderPolicyRewrite(this)
     if (this.p.layout.partial !== undefined) renderPartialUpdates(this)
     this.#checkGrain()
+    this.hashStagedRows()
     if (this.p.table.changeDetection !== undefined) renderVersionColumn(this, this.p.table.changeDetection)
     renderInferredCompletion(this)
     if (this.p.table.mode === 'append') {
@@ -209,7 +210,7 @@ class MergeRenderer extends MergeSql {
 
   #buildEvents(): void {
     const del = this.deleteEvent('s') ?? 'FALSE'
-    const rowHash = renderRowHash(this.d, this.p.layout.tracked, 's')
+    const rowHash = this.stagedRowHash('s')
     const raw = this.#refolds ? this.attributes.map((_, i) => `, s.${this.q(rawWorkColumn(i))}`).join('') : ''
     const columns = this.stored.map((c) => this.col('s', c)).join(', ') + raw
     const sequence = this.p.layout.sequence
@@ -295,7 +296,7 @@ class MergeRenderer extends MergeSql {
     const stagedDelete = keepSoftDeletes ? softDeleted : 'FALSE'
     const staged =
       `SELECT ${this.stored.map((c) => this.col('s', c)).join(', ')}, ${stagedDelete} AS ${del},\n` +
-      `    ${renderRowHash(this.d, this.p.layout.tracked, 's')} AS ${rowHash}\n` +
+      `    ${this.stagedRowHash('s')} AS ${rowHash}\n` +
       `  FROM ${this.stage} s${dropSoftDeletes}`
     const state = `CASE WHEN d.${this.q(n.isDeleted)} THEN ${this.str(DELETED_STATE)} ELSE d.${this.q(n.rowHash)} END`
     const liveState = deletes ? `, ${this.liveCurrent('d')} AS ${live}` : ''
@@ -305,8 +306,10 @@ class MergeRenderer extends MergeSql {
     const join = this.absenceDeletes ? 'FULL OUTER JOIN' : 'LEFT JOIN'
     const diff = `FROM (\n  ${staged}\n) e ${join} (\n  ${currentStates}\n) cur ON ${this.keyEq('cur', 'e')}`
     const changed = `NOT e.${del} AND e.${rowHash} IS DISTINCT FROM COALESCE(cur.${stateOf}, ${this.str(DELETED_STATE)})`
+    // A column named by its reference keeps its name: a wide table's diff need not name each column twice.
+    const same = this.p.maxStatementLength === undefined ? (c: string) => ` AS ${this.q(c)}` : () => ''
     const changeColumns = (absent: string) => [
-      ...this.stored.map((c) => `${this.col('e', c)} AS ${this.q(c)}`),
+      ...this.stored.map((c) => `${this.col('e', c)}${same(c)}`),
       `${this.d.timestampLiteral(this.p.extractedAt)} AS ${this.q(W.t)}`,
       `FALSE AS ${del}`,
       `e.${rowHash} AS ${rowHash}`,
@@ -728,41 +731,59 @@ class MergeRenderer extends MergeSql {
    */
   #overwriteType1(): void {
     const type1 = this.p.layout.type1.map((c) => c.name)
-    const newest = this.#newestType1()
-    let latest: string
-    if (this.oneEventPerKey) {
-      latest = `SELECT * FROM ${newest} e`
-    } else {
+    const latest = (columns: readonly string[]) => {
+      if (this.oneEventPerKey) return `SELECT * FROM ${this.#newestType1(columns)} e`
       // A key whose newest event that is not a delete is not in this batch keeps the values it had (all its
       // versions share them): this also repairs versions the late path wrote with a late event's older values.
-      const cols = (alias: string) => [...this.keys, ...type1].map((c) => this.col(alias, c)).join(', ')
-      latest =
+      const cols = (alias: string) => [...this.keys, ...columns].map((c) => this.col(alias, c)).join(', ')
+      return (
         `SELECT * FROM (\n` +
         `    SELECT ${cols('e')}, 1 AS ${this.q(W.priority)} FROM ${this.tmp(TEMP.type1Newest)} e\n` +
         `    UNION ALL\n` +
         `    SELECT ${cols('b')}, 2 FROM ${this.tmp(TEMP.type1Before)} b\n` +
         `  ) l WHERE TRUE\n` +
         `  QUALIFY ROW_NUMBER() OVER (PARTITION BY ${this.keyList('l')} ORDER BY l.${this.q(W.priority)}) = 1`
+      )
     }
-    this.guarded(this.#type1MayDiffer(newest), () =>
-      this.emit(
-        'overwrite type 1 columns',
-        `UPDATE ${this.dim} AS d SET ${type1.map((c) => `${this.q(c)} = l.${this.q(c)}`).join(', ')}\n` +
-          `FROM (\n  ${latest}\n) l\n` +
-          `WHERE ${this.keyEq('d', 'l')} AND (${type1.map((c) => `d.${this.q(c)} IS DISTINCT FROM l.${this.q(c)}`).join(' OR ')})`,
+    const overwrite = (columns: readonly string[]) =>
+      `UPDATE ${this.dim} AS d SET ${columns.map((c) => `${this.q(c)} = l.${this.q(c)}`).join(', ')}\n` +
+      `FROM (\n  ${latest(columns)}\n) l\n` +
+      `WHERE ${this.keyEq('d', 'l')} AND (${columns.map((c) => `d.${this.q(c)} IS DISTINCT FROM l.${this.q(c)}`).join(' OR ')})`
+    const mayDiffer = (columns: readonly string[]) =>
+      this.#type1MayDiffer(this.#newestType1(columns), columns)
+    const groups = this.inGroups(type1, overwrite)
+    if (groups.length === 1) {
+      this.guarded(mayDiffer(type1), () => this.emit('overwrite type 1 columns', overwrite(type1)))
+      return
+    }
+    // Too wide for one statement: the guard is computed in column groups into a one-row table first, so each
+    // group's overwrite runs under the same answer whichever groups ran before it.
+    const differs = this.tmp(TEMP.type1Differs)
+    const flag = (columns: readonly string[]) =>
+      `UPDATE ${differs} SET differs = TRUE WHERE NOT differs AND (${mayDiffer(columns)})`
+    const [first, ...rest] = this.inGroups(type1, flag)
+    const guards = [first!, ...rest]
+    this.emit(
+      `type 1: whether values may differ${this.groupLabel(guards, 0)}`,
+      this.d.createTempTableAs(TEMP.type1Differs, `SELECT (${mayDiffer(first!)}) AS differs`),
+    )
+    rest.forEach((g, i) =>
+      this.emit(`type 1: whether values may differ${this.groupLabel(guards, i + 1)}`, flag(g)),
+    )
+    this.guarded(`EXISTS (SELECT 1 FROM ${differs} WHERE differs)`, () =>
+      groups.forEach((g, i) =>
+        this.emit(`overwrite type 1 columns${this.groupLabel(groups, i)}`, overwrite(g)),
       ),
     )
   }
 
-  /** Per key of the batch whose values it sets, the type 1 values of its newest event that is not a delete. */
-  #newestType1(): string {
+  /** Per key of the batch whose values it sets, the type 1 values (`columns`) of its newest event that is not a delete. */
+  #newestType1(columns: readonly string[]): string {
     if (!this.oneEventPerKey) return this.tmp(TEMP.type1Newest)
     // Only the columns read from it: BigQuery bills every column a statement names.
-    const columns = [...this.keys, ...this.p.layout.type1.map((c) => c.name)]
-      .map((c) => this.col('e', c))
-      .join(', ')
+    const names = [...this.keys, ...columns].map((c) => this.col('e', c)).join(', ')
     const softDeleted = this.softDeleted('e')
-    return `(SELECT ${columns} FROM ${this.stage} e${softDeleted ? ` WHERE NOT (${softDeleted})` : ''})`
+    return `(SELECT ${names} FROM ${this.stage} e${softDeleted ? ` WHERE NOT (${softDeleted})` : ''})`
   }
 
   /**
@@ -794,8 +815,7 @@ class MergeRenderer extends MergeSql {
    * version and may still have older versions: deletes close keys under `invalidate`), when a version this batch
    * inserted holds other values (several events of a key), or when the late path ran.
    */
-  #type1MayDiffer(newest: string): string {
-    const type1 = this.p.layout.type1.map((c) => c.name)
+  #type1MayDiffer(newest: string, type1: readonly string[]): string {
     const differ = (a: string, b: string) =>
       type1.map((c) => `${this.col(a, c)} IS DISTINCT FROM ${this.col(b, c)}`).join(' OR ')
     const returning =

@@ -1,4 +1,4 @@
-import type { SqlDialect } from './dialect.ts'
+import type { RowHashPiece, SqlDialect } from './dialect.ts'
 
 /** State marker used instead of a row hash for deletion events; cannot collide with a hex MD5. */
 export const DELETED_STATE = 'deleted'
@@ -24,18 +24,29 @@ export function renderRowHash(
   columns: readonly HashedColumn[],
   qualifier?: string,
 ): string {
+  const pieces = rowHashPieces(dialect, columns, qualifier)
+  if (pieces.length === 0) return dialect.md5Hex(dialect.stringLiteral(''))
+  return dialect.rowHashOf(pieces)
+}
+
+/**
+ * The pieces of the row hash of `columns`, in hashing order (by name): the text of any run of consecutive pieces
+ * (`SqlDialect.rowHashText`) is that run's share of the hashed text.
+ */
+export function rowHashPieces(
+  dialect: SqlDialect,
+  columns: readonly HashedColumn[],
+  qualifier?: string,
+): RowHashPiece[] {
   const typed = columns.map((c) => (typeof c === 'string' ? { name: c, type: undefined } : c))
   const sorted = [...typed].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-  if (sorted.length === 0) return dialect.md5Hex(dialect.stringLiteral(''))
-  return dialect.rowHashOf(
-    sorted.map(({ name, type }) => {
-      const column = (qualifier ? `${qualifier}.` : '') + dialect.quoteIdentifier(name)
-      return {
-        tag: dialect.stringLiteral(`${name.length}:${name}=`),
-        column,
-        text: dialect.canonicalText(column, type),
-        type,
-      }
-    }),
-  )
+  return sorted.map(({ name, type }) => {
+    const column = (qualifier ? `${qualifier}.` : '') + dialect.quoteIdentifier(name)
+    return {
+      tag: dialect.stringLiteral(`${name.length}:${name}=`),
+      column,
+      text: dialect.canonicalText(column, type),
+      type,
+    }
+  })
 }

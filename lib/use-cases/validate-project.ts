@@ -11,12 +11,13 @@ import { bigQueryUncomparableColumns } from '../sql/bigquery/bigquery-compared-c
 import { bigQueryKeyProblem, bigQueryStorableType } from '../sql/bigquery/bigquery-types.ts'
 import { dimensionObjects } from '../sql/render-ddl.ts'
 import { renderOfflineBigQueryPlan } from '../sql/bigquery/offline-plan.ts'
-import { MAX_QUERY_CHARACTERS } from '../sql/bigquery/script-length.ts'
+import { scriptLengthProblem, scriptQueries } from '../sql/bigquery/script-length.ts'
 
 /**
  * BigQuery: the length and statement count of the table's merge script, for a first load and for later batches
- * (rendered offline, as a run would render them), and the problem when one is over BigQuery's query length limit
- * (a run refuses it before submitting anything).
+ * (rendered offline, as a run would render them), how many queries of one session it runs as when it is over
+ * BigQuery's query length, and the problem when even those cannot hold one of its statements (a run refuses it
+ * before submitting anything).
  */
 function mergeScriptReport(
   project: ProjectSpec,
@@ -35,21 +36,25 @@ function mergeScriptReport(
       later,
     })
   const [first, later] = [render(false), render(true)]
-  const size = (script: typeof first) =>
-    `${Math.ceil(script.text.length / 1000).toLocaleString('en-US')}K characters in ` +
-    `${script.ddl.length + script.merge.length + script.after.length} statements`
-  const longest = [first, later].reduce((a, b) => (b.text.length > a.text.length ? b : a))
-  const problem =
-    longest.text.length <= MAX_QUERY_CHARACTERS
-      ? undefined
-      : `its merge script (${longest === later ? 'later batches' : 'first load'}) is ` +
-        `${Math.ceil(longest.text.length / 1000).toLocaleString('en-US')}K characters (${columns.length} columns), ` +
-        `over BigQuery's limit of ${(MAX_QUERY_CHARACTERS / 1000).toLocaleString('en-US')}K characters per ` +
-        'query, so a run refuses it. Exclude columns the dimension does not need (exclude:), or rename long ' +
-        'source columns in a query source'
+  const size = (script: typeof first) => {
+    const queries = scriptQueries(script)
+    const session = queries.length === 1 ? '' : `, as ${queries.length} queries of one session transaction`
+    return (
+      `${Math.ceil(script.text.length / 1000).toLocaleString('en-US')}K characters in ` +
+      `${script.ddl.length + script.merge.length + script.after.length} statements${session}`
+    )
+  }
+  const problems = [first, later].map((script) => scriptLengthProblem(table.name, script, columns.length))
+  const problem = problems[1] ?? problems[0]
   return {
     line: `; BigQuery merge script: first load ${size(first)}, later batches ${size(later)}`,
-    ...(problem === undefined ? {} : { problem }),
+    ...(problem === undefined
+      ? {}
+      : {
+          problem: problem
+            .replace(`table ${table.name}: `, '')
+            .replace('nothing was merged', 'a run refuses it'),
+        }),
   }
 }
 

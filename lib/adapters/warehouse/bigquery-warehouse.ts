@@ -31,8 +31,8 @@ import {
   stagedTypeOfBigQueryField,
   stagingField,
 } from '../../sql/bigquery/bigquery-types.ts'
-import type { CompiledStatement, SqlDialect, TableRef } from '../../sql/dialect.ts'
-import { scriptLengthProblem } from '../../sql/bigquery/script-length.ts'
+import type { CompiledStatement, SessionScript, SqlDialect, TableRef } from '../../sql/dialect.ts'
+import { MAX_QUERY_CHARACTERS, scriptLengthProblem } from '../../sql/bigquery/script-length.ts'
 import { standaloneReads } from '../../sql/bigquery/standalone-reads.ts'
 import {
   daysOfMs,
@@ -110,6 +110,7 @@ interface JobResource {
   readonly statistics?: {
     readonly totalBytesProcessed?: string
     readonly query?: { totalBytesProcessed?: string }
+    readonly sessionInfo?: { readonly sessionId?: string }
   }
 }
 
@@ -474,7 +475,7 @@ OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
   async runMergeScript(request: MergeScriptRequest): Promise<MergeScriptResult> {
     const { table, batchId, script } = request
     const statements = [...script.ddl, ...script.merge, ...script.after]
-    const tooLong = scriptLengthProblem(table.name, script.text, request.columns?.length)
+    const tooLong = scriptLengthProblem(table.name, script, request.columns?.length)
     if (tooLong !== undefined) {
       // The staging table was loaded only for this script: nothing is left behind.
       await this.#dropStage(request.stage)
@@ -518,6 +519,8 @@ OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
     // Before the script: its DDL (columns added) stays when its transaction fails, and so do these types.
     if (request.columns !== undefined)
       await this.#recordColumnTypes({ schema: request.stage.schema, name: table.target }, request.columns)
+    if (script.text.length > MAX_QUERY_CHARACTERS && script.session !== undefined)
+      return this.#runSessionMerge(request, script.session, statements)
     const { id, metadata } = await this.#runOnce(
       (attempt) => jobId('merge', table.target, batchId, { attempt }),
       async (jobIdentifier) => {
@@ -528,6 +531,14 @@ OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
       },
       statements,
     )
+    return {
+      row: await this.#firstRow(id),
+      bytesProcessed: Number(metadata.statistics?.totalBytesProcessed ?? 0),
+    }
+  }
+
+  /** The first row of done job `id`'s result (a merge's counts). */
+  async #firstRow(id: string): Promise<Row | undefined> {
     const job = this.#client.job(id, { location: this.#options.location })
     const [rows] = await this.#call(`read the result of job ${id}`, () =>
       job.getQueryResults({
@@ -540,9 +551,140 @@ OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
       // The merge is done (committed, or its batch found in the ledger): a retry reads the ledger first.
       throw this.#apiError(`read the result of job ${id}`, error)
     })
-    return {
-      row: rows[0] === undefined ? undefined : toRow(rows[0] as Record<string, unknown>),
-      bytesProcessed: Number(metadata.statistics?.totalBytesProcessed ?? 0),
+    return rows[0] === undefined ? undefined : toRow(rows[0] as Record<string, unknown>)
+  }
+
+  /**
+   * A merge too long for one query (SessionScript) runs as the queries of one session, one after another, under
+   * deterministic ids: attempt `a`, part 0 the ledger check, parts 1…n the merge (its transaction begun in the
+   * first and committed in part n), part n+1 the answer of a batch already merged. A call first finds the latest
+   * attempt: its part n (or n+1) running or done is that call's answer, lost on the way, and is awaited, not
+   * repeated. Any other state of it (a part failed, or a crash cut the sequence short) committed nothing: its
+   * session is ended, which rolls back a transaction it left open, and the next attempt starts over with the
+   * ledger check, so a batch committed meanwhile is answered from the ledger, never merged twice. A part that
+   * fails transiently ends its session and the merge starts over, `maxAttempts` times in all; a part still
+   * running after `jobTimeoutMs` is left running (the error is retryable, and the retry adopts or ends it).
+   */
+  async #runSessionMerge(
+    request: MergeScriptRequest,
+    session: SessionScript,
+    statements: readonly CompiledStatement[],
+  ): Promise<MergeScriptResult> {
+    const { table, batchId } = request
+    const id = (attempt: number, part: number) => jobId('merge', table.target, batchId, { attempt, part })
+    const lastPart = session.jobs.length
+    const latest = await latestAttempt((attempt) => this.#getJob(id(attempt, 0)))
+    if (latest !== undefined) {
+      for (const part of [lastPart, lastPart + 1]) {
+        const job = await this.#getJob(id(latest.attempt, part))
+        if (job === undefined || job.status?.errorResult !== undefined) continue
+        const done = await this.#finished(id(latest.attempt, part), job)
+        if (done.status?.errorResult !== undefined) break
+        return {
+          row: await this.#firstRow(id(latest.attempt, part)),
+          bytesProcessed: Number(done.statistics?.totalBytesProcessed ?? 0),
+        }
+      }
+      await this.#endSession(latest.job.statistics?.sessionInfo?.sessionId)
+    }
+    const maxAttempts = this.#options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS
+    for (let tries = 1, attempt = (latest?.attempt ?? 0) + 1; ; tries++, attempt++) {
+      const outcome = await this.#sessionAttempt(request, session, statements, (part) => id(attempt, part))
+      if ('result' in outcome) return outcome.result
+      if (!outcome.failed.retryable || tries >= maxAttempts) throw outcome.failed
+      await this.#sleep(
+        backoffDelayMs(tries, this.#options.retryDelayMs ?? DEFAULT_RETRY_DELAY_MS, Math.random()),
+      )
+    }
+  }
+
+  /**
+   * One attempt of a session merge: the ledger check in a new session, then the merge's queries (or the
+   * committed batch's answer) in it. A part that fails ends the session and is answered as `failed`.
+   */
+  async #sessionAttempt(
+    request: MergeScriptRequest,
+    session: SessionScript,
+    statements: readonly CompiledStatement[],
+    id: (part: number) => string,
+  ): Promise<{ result: MergeScriptResult } | { failed: DimsyncError }> {
+    const { location } = this.#options
+    const labels = jobLabels(request.table.name, request.batchId)
+    let sessionId: string | undefined
+    let bytes = 0
+    const run = async (part: number, sql: string): Promise<string | DimsyncError> => {
+      const query = {
+        query: sql,
+        useLegacySql: false,
+        ...(sessionId === undefined
+          ? { createSession: true }
+          : { connectionProperties: [{ key: 'session_id', value: sessionId }] }),
+      }
+      const jobIdentifier = id(part)
+      try {
+        await this.#call(`submit job ${jobIdentifier}`, () =>
+          this.#client.createJob({ jobId: jobIdentifier, location, configuration: { query, labels } }),
+        )
+      } catch (error) {
+        // 409: an insertion whose answer was lost arrived; the job is awaited. Else it was refused and did not run.
+        if ((error as ApiError).code !== 409)
+          return this.#scriptError(statements[0]?.label ?? jobIdentifier, error, statements)
+      }
+      // A wait that ends without an answer throws: the session is left to the retry, which adopts or ends it.
+      const done = await this.#waitForJob(jobIdentifier)
+      sessionId ??= done.statistics?.sessionInfo?.sessionId
+      bytes += Number(done.statistics?.totalBytesProcessed ?? 0)
+      const failure = done.status?.errorResult
+      return failure === undefined ? id(part) : jobFailure(id(part), failure, statements)
+    }
+    const parts = async (): Promise<string | DimsyncError> => {
+      const check = await run(0, session.ledgerCheck)
+      if (typeof check !== 'string') return check
+      const committed = (await this.#firstRow(check))?.committed === true
+      const queries = committed ? [session.committed] : session.jobs
+      const first = committed ? session.jobs.length + 1 : 1
+      let last: string | DimsyncError = check
+      for (const [i, sql] of queries.entries()) {
+        last = await run(first + i, sql)
+        if (typeof last !== 'string') return last
+      }
+      return last
+    }
+    const outcome = await parts()
+    if (typeof outcome !== 'string') {
+      await this.#endSession(sessionId)
+      return { failed: outcome }
+    }
+    const row = await this.#firstRow(outcome)
+    // Its temporary tables are of no further use: ending the session frees them now, not in 24 hours.
+    await this.#endSession(sessionId)
+    return { result: { row, bytesProcessed: bytes } }
+  }
+
+  /**
+   * Ends a session (`CALL BQ.ABORT_SESSION()`), rolling back a transaction it left open. Best effort: a session
+   * already ended, or a call that fails, leaves BigQuery to end it (its transaction commits nothing either way).
+   */
+  async #endSession(sessionId: string | undefined): Promise<void> {
+    if (sessionId === undefined) return
+    const id = `dimsync_end_session_${randomUUID().replaceAll('-', '_')}`
+    try {
+      await this.#call(`submit job ${id}`, () =>
+        this.#client.createJob({
+          jobId: id,
+          location: this.#options.location,
+          configuration: {
+            query: {
+              query: 'CALL BQ.ABORT_SESSION();',
+              useLegacySql: false,
+              connectionProperties: [{ key: 'session_id', value: sessionId }],
+            },
+          },
+        }),
+      )
+      await this.#waitForJob(id)
+    } catch {
+      // Nothing to do: see above.
     }
   }
 

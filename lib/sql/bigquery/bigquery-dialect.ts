@@ -1,5 +1,6 @@
 import type { TableRef } from '../../core/table-ref.ts'
 import { DEFAULT_CAPABILITIES, type DialectCapabilities } from '../capabilities.ts'
+import { MAX_QUERY_CHARACTERS } from './script-length.ts'
 import { typeFamily } from '../../core/staged-types.ts'
 import { SqlDialectBase } from '../dialect-base.ts'
 import type {
@@ -9,12 +10,17 @@ import type {
   LogicalType,
   RowHashPiece,
   ScriptParts,
+  SessionScript,
   SqlDialect,
   TableFunctionParameter,
   TableOptionsRequest,
   TableRole,
 } from '../dialect.ts'
-import { EVENTS_FROM_VARIABLE, renderBigQueryScriptText } from './bigquery-script.ts'
+import {
+  EVENTS_FROM_VARIABLE,
+  renderBigQueryScriptText,
+  renderBigQuerySessionScript,
+} from './bigquery-script.ts'
 import { arrayElementType, BIGQUERY_LOGICAL_TYPES, bigQueryColumnType } from './bigquery-types.ts'
 
 /**
@@ -54,6 +60,7 @@ class BigQueryDialect extends SqlDialectBase {
     partitionedOnValidTo: true,
     // An unpartitioned ROW_NUMBER() runs on one worker: around 100M rows it fails with resourcesExceeded.
     rowsPerKeyBucket: 1_000_000,
+    maxQueryCharacters: MAX_QUERY_CHARACTERS,
   })
   readonly #project: string
 
@@ -155,13 +162,17 @@ class BigQueryDialect extends SqlDialectBase {
    * so its texts are made NULL for a NULL column; every other canonical text is NULL exactly when its column is.
    */
   override rowHashOf(pieces: readonly RowHashPiece[]): string {
+    return `TO_HEX(MD5(${this.rowHashText(pieces)}))`
+  }
+
+  override rowHashText(pieces: readonly RowHashPiece[]): string {
     const pairs = pieces.map(({ tag, column, text }) => {
       const value = text.startsWith('FORMAT(') ? `IF(${column} IS NULL, NULL, ${text})` : text
       return `(${tag}, ${value})`
     })
     return (
-      "TO_HEX(MD5(ARRAY_TO_STRING(ARRAY(SELECT IFNULL(CONCAT(p.t, CAST(LENGTH(p.v) AS STRING), ':', p.v, ';'), '') " +
-      `FROM UNNEST(ARRAY<STRUCT<t STRING, v STRING>>[\n    ${pairs.join(',\n    ')}]) AS p WITH OFFSET AS o ORDER BY o), '')))`
+      "ARRAY_TO_STRING(ARRAY(SELECT IFNULL(CONCAT(p.t, CAST(LENGTH(p.v) AS STRING), ':', p.v, ';'), '') " +
+      `FROM UNNEST(ARRAY<STRUCT<t STRING, v STRING>>[\n    ${pairs.join(',\n    ')}]) AS p WITH OFFSET AS o ORDER BY o), '')`
     )
   }
 
@@ -276,6 +287,10 @@ class BigQueryDialect extends SqlDialectBase {
 
   override scriptText(script: ScriptParts): string {
     return renderBigQueryScriptText(this, script)
+  }
+
+  override sessionScript(script: ScriptParts, maxCharacters: number): SessionScript {
+    return renderBigQuerySessionScript(this, script, maxCharacters)
   }
 }
 

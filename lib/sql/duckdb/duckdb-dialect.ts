@@ -94,7 +94,11 @@ class DuckDbDialect extends SqlDialectBase {
    * in the years 1 to 9999.
    */
   override rowHashOf(pieces: readonly RowHashPiece[]): string {
-    return `md5(concat(\n    ${pieces.flatMap((p) => this.#hashParts(p)).join(',\n    ')}))`
+    return `md5(${this.rowHashText(pieces)})`
+  }
+
+  override rowHashText(pieces: readonly RowHashPiece[]): string {
+    return `concat(\n    ${pieces.flatMap((p) => this.#hashParts(p)).join(',\n    ')})`
   }
 
   #hashParts({ tag, column, text, type }: RowHashPiece): string[] {

@@ -200,7 +200,7 @@ describe('validateProject names every column the warehouse cannot store (table, 
     expect(script(true).merge.length).toBeGreaterThan(script(false).merge.length)
   })
 
-  it('BigQuery: a table whose merge script would be over the query length limit is an issue', async () => {
+  it('BigQuery: a table whose merge script is over the query length limit runs as several queries of one session transaction, and says how many', async () => {
     const spec = parseProject(
       `version: 1\nwarehouse: { type: bigquery, project: acme-dw, dataset: history, location: EU }\ntables:\n` +
         table('wide', 'dim_wide', '    tracked: [attribute_name_00000]\n'),
@@ -213,10 +213,30 @@ describe('validateProject names every column the warehouse cannot store (table, 
         type: 'VARCHAR',
       })),
     ]
+    const [line] = await validateProject(spec, () => source(wide))
+    expect(line).toMatch(
+      /^wide: ok \(.*\); BigQuery merge script: first load \d{3}K characters in \d+ statements, later batches 1,\d{3}K characters in \d+ statements, as [2-9] queries of one session transaction$/,
+    )
+  })
+
+  it('BigQuery: a table with a statement too long for one query even in a session is an issue', async () => {
+    const spec = parseProject(
+      `version: 1\nwarehouse: { type: bigquery, project: acme-dw, dataset: history, location: EU }\ntables:\n` +
+        table('wide', 'dim_wide', ''),
+      '/project/dimsync.yaml',
+    )
+    // A later batch's diff names each column twice: 3,000 names of 290 characters are over 1,024K by themselves.
+    const wide = [
+      { name: 'id', type: 'BIGINT' },
+      ...Array.from({ length: 3_000 }, (_, i) => ({
+        name: `attribute_name_${String(i).padStart(5, '0')}`.padEnd(290, '_x'),
+        type: 'VARCHAR',
+      })),
+    ]
     const error = await validateProject(spec, () => source(wide)).catch((e: unknown) => e)
     expect((error as ConfigError).issues).toEqual([
       expect.stringMatching(
-        /^tables\[0\] \(wide\): its merge script \(later batches\) is 1,\d{3}K characters \(2201 columns\), over BigQuery's limit of 1,024K characters per query, so a run refuses it/,
+        /^tables\[0\] \(wide\): its merge script is [\d,]+K characters \(3001 columns\), over BigQuery's limit of 1,024K characters per query, and its statement "diff snapshot against current versions" \([\d,]+K characters\) does not fit one query of a session either; a run refuses it/,
       ),
     ])
   })

@@ -105,4 +105,59 @@ describe('the lease fence at the warehouse', () => {
     expect((await merge(next, { token: 9, owner: 'run-c' })).status).toBe('merged')
     expect(rows(FENCE_TABLE)).toMatchObject([{ token: '9', owner: 'run-c' }])
   })
+
+  it('a table too wide for one query (a session transaction of several queries): the lapsed holder cannot commit either', async () => {
+    // 1,200 columns of 200 characters: the merge is over BigQuery's query length and runs as a session's queries.
+    const wideTable = tableSpec({ name: 'wide', target: 'dim_wide' })
+    const names = Array.from({ length: 1_199 }, (_, i) =>
+      `attribute_${String(i).padStart(5, '0')}`.padEnd(200, '_x'),
+    )
+    const columns = [
+      { name: 'customer_id', type: 'BIGINT' },
+      ...names.map((name) => ({ name, type: 'VARCHAR' })),
+    ]
+    const batchId = await bq.batches.stage(
+      wideTable.name,
+      columns,
+      [1, 2].map((id) => ({ customer_id: id, ...Object.fromEntries(names.map((n) => [n, `v${id}`])) })),
+      { extractedAt: '2030-03-01T00:00:00.000Z', batchId: '20300301T000000.000Z-cccccc' },
+    )
+    const mergeWide = (fence: FenceHolder, beforeCommit?: () => Promise<void>) =>
+      mergeBatch(
+        { warehouse: warehouse(), staging: bq.batches },
+        {
+          table: wideTable,
+          schema: DATASET,
+          batchId,
+          now: new Date('2030-03-10T14:31:00Z'),
+          fence,
+          ...(beforeCommit ? { beforeCommit } : {}),
+        },
+      )
+    const bTakesOver = async () => {
+      await bq.emulator.query(
+        PROJECT,
+        `UPDATE \`${PROJECT}.${DATASET}.${FENCE_TABLE}\` SET token = ${B.token}, owner = '${B.owner}' WHERE TRUE`,
+        { location: LOCATION },
+      )
+    }
+    const lapsed = await mergeWide(A, bTakesOver).catch((e: unknown) => e)
+    expect(lapsed).toBeInstanceOf(LeaseLostError)
+    // The check ran in the session's last query, before its COMMIT.
+    const sessionQueries = bq.emulator.requests
+      .map(
+        (r) =>
+          (r.json as { configuration?: { query?: { query?: string; connectionProperties?: unknown } } })
+            ?.configuration?.query,
+      )
+      .filter((q) => q?.connectionProperties !== undefined)
+      .map((q) => q!.query!)
+    const fenced = sessionQueries.findIndex((q) => q.includes("SET __dimsync_step = 'check the lease fence'"))
+    expect(sessionQueries[fenced]).toContain('COMMIT TRANSACTION;')
+    expect(sessionQueries.slice(0, fenced).some((q) => q.includes('BEGIN TRANSACTION;'))).toBe(true)
+    expect(rows('dim_wide')).toEqual([])
+    expect(rows('_dimsync_batches')).toEqual([])
+    expect((await mergeWide(B)).status).toBe('merged')
+    expect(rows('dim_wide')).toHaveLength(2)
+  }, 120_000)
 })

@@ -15,8 +15,10 @@ import { tableSpec } from '../../../support/table-spec-builder.ts'
 
 /*
  * BigQuery refuses a query (a script included) longer than 1,024K characters. The emulator refuses it too, and
- * dimsync measures its merge script before submitting it: a table too wide for one script fails with an error
- * naming the table, before any merge job exists, instead of BigQuery's error after the batch was loaded.
+ * dimsync measures its merge script before submitting it: a script over it runs as several queries of one session
+ * (test/integration/wide-table-session.emulator.test.ts), and a table with a statement that no query can hold
+ * fails with an error naming the table, before any merge job exists, instead of BigQuery's error after the batch
+ * was loaded.
  */
 
 process.env.METADATA_SERVER_DETECTION = 'none'
@@ -49,9 +51,11 @@ const queryOf = (length: number) => {
   return head + 'x'.repeat(length - head.length)
 }
 
-/** A key and `width - 1` type 1 attributes named like real columns (20 characters). */
-function wideType1Table(width: number) {
-  const names = Array.from({ length: width - 1 }, (_, i) => `attribute_name_${String(i).padStart(5, '0')}`)
+/** A key and `width - 1` type 1 attributes named like real columns, padded to `nameLength` characters. */
+function wideType1Table(width: number, nameLength: number) {
+  const names = Array.from({ length: width - 1 }, (_, i) =>
+    `attribute_name_${String(i).padStart(5, '0')}`.padEnd(nameLength, '_x'),
+  )
   const columns: StagedColumn[] = [
     { name: 'customer_id', type: 'BIGINT' },
     ...names.map((name) => ({ name, type: 'VARCHAR' })),
@@ -78,9 +82,9 @@ describe('the query length limit', () => {
     })
   })
 
-  it('a merge script too long for BigQuery fails naming the table before any job is submitted', async () => {
-    // 2,200 type 1 columns: the script of a later batch renders over the limit.
-    const { table, columns } = wideType1Table(2_200)
+  it('a merge with a statement too long for any query fails naming the table before any job is submitted', async () => {
+    // 3,000 type 1 columns of 290 characters: a later batch's diff names each twice, over the limit by itself.
+    const { table, columns } = wideType1Table(3_000, 290)
     const d = createBigQueryDialect({ project: PROJECT })
     const first = planDimensionLayout(table, BATCH, columns, undefined)
     const layout = planDimensionLayout(table, BATCH, columns, [
@@ -112,10 +116,13 @@ describe('the query length limit', () => {
     expect(error).toBeInstanceOf(DimsyncError)
     expect(error).not.toBeInstanceOf(WarehouseError)
     expect((error as DimsyncError).retryable).toBe(false)
+    const diff = script.merge.find((s) => s.label === 'diff snapshot against current versions')!
     expect((error as DimsyncError).message).toBe(
       `table customers: its merge script is ${Math.ceil(script.text.length / 1000).toLocaleString('en-US')}K ` +
-        "characters (2200 columns), over BigQuery's limit of 1,024K characters per query; nothing was merged. " +
-        'Exclude columns the dimension does not need (exclude:), or rename long source columns in a query source',
+        "characters (3000 columns), over BigQuery's limit of 1,024K characters per query, and its statement " +
+        `"diff snapshot against current versions" (${Math.ceil(diff.sql.length / 1000).toLocaleString('en-US')}K ` +
+        'characters) does not fit one query of a session either; nothing was merged. Exclude columns the ' +
+        'dimension does not need (exclude:), or rename long source columns in a query source',
     )
     expect(emulator.requests.filter((r) => r.method === 'POST' && r.path.endsWith('/jobs'))).toEqual([])
   })
