@@ -35,12 +35,7 @@ export function versionAtInJoin(d: SqlDialect, table: TableSpec, instant: string
  * on (and the open versions' partition), not through its whole history. A NULL open end is read as its own
  * branch (`valid_to IS NULL`) rather than through an OR, each branch pruning on its own filter.
  */
-export function versionsNotEndedBy(
-  d: SqlDialect,
-  table: TableSpec,
-  ref: TableRef,
-  earliest: string,
-): string {
+export function versionsNotEndedBy(d: SqlDialect, table: TableSpec, ref: TableRef, earliest: string): string {
   const n = table.columns
   const columns = [
     ...table.key,
