@@ -36,8 +36,8 @@ import { ZetaSqlAnalyzer, type CatalogColumn } from '../../support/zetasql/zetas
  * KEYS rows, any other reads KEYS × VERSIONS. The capture log (partitioned by month of captured_at) holds
  * KEYS × VERSIONS captures, one month of KEYS captures per version, and a batch's events fall in the last month:
  * a scan bounded below by a script variable (the batch's earliest event time) reads the partitions from that
- * month on, KEYS rows; any other reads them all. Run with DIMSYNC_COST_TABLE=1 to print the per-statement table
- * that docs/bigquery.md quotes.
+ * month on, KEYS rows; any other reads them all. A fact load (factCostOf) is costed the same way against that
+ * dimension. Run with DIMSYNC_COST_TABLE=1 to print the per-statement table that docs/bigquery.md quotes.
  */
 
 const KEYS = 1_000_000
