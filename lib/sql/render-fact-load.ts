@@ -34,7 +34,9 @@ export interface FactLoadPlan {
  * batch replaces are removed (all of them for a full extract, those with a grain in the
  * batch for an incremental one), then every staged fact is inserted with each reference resolved, in one
  * set-based join per reference, to the surrogate key of the live version whose half-open window contains the
- * event time (an inferred member included), or to the dimension's unknown member; last the ledger row that makes a re-delivered batch a no-op.
+ * event time (an inferred member included), or to the dimension's unknown member (where the dimension is partitioned
+ * on valid_to, only the versions not ended by the batch's earliest event time are read: versionsNotEndedBy); last the
+ * ledger row that makes a re-delivered batch a no-op.
  */
 export function renderFactLoad(d: SqlDialect, plan: FactLoadPlan): CompiledStatement[] {
   const { fact, layout, objects } = plan
