@@ -1,3 +1,4 @@
+import type { TableRef } from '../core/table-ref.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import type { SqlDialect } from './dialect.ts'
 import { storedEndAfter } from './version-end.ts'
@@ -23,4 +24,32 @@ export function versionAtInJoin(d: SqlDialect, table: TableSpec, instant: string
     ` AND NOT ${col(n.isDeleted)}` +
     andKnownNow(d, table, alias)
   )
+}
+
+/**
+ * The versions of `table` (stored in `ref`) a join of facts whose event times are all at or after the instant
+ * expression `earliest` can match (versionAtInJoin), as a derived table of the columns that join reads: the open
+ * versions and those whose window had not ended by `earliest`. A version valid at a fact's time has not ended by
+ * then, so none is left out; the bound is a filter on the bare valid_to compared with a constant (a script
+ * variable on BigQuery), so a dimension partitioned on valid_to is read from the partition `earliest` falls in
+ * on (and the open versions' partition), not through its whole history. A NULL open end is read as its own
+ * branch (`valid_to IS NULL`) rather than through an OR, each branch pruning on its own filter.
+ */
+export function versionsNotEndedBy(d: SqlDialect, table: TableSpec, ref: TableRef, earliest: string): string {
+  const n = table.columns
+  const columns = [
+    ...table.key,
+    n.surrogateKey,
+    n.validFrom,
+    n.validTo,
+    n.isDeleted,
+    ...(table.systemTime === undefined ? [] : [table.systemTime.systemTo]),
+  ]
+    .map((c) => d.quoteIdentifier(c))
+    .join(', ')
+  const from = (where: string) => `SELECT ${columns} FROM ${d.table(ref)} WHERE ${where}`
+  const validTo = d.quoteIdentifier(n.validTo)
+  const notEnded = storedEndAfter(d, table, validTo, earliest)
+  if (table.openEnd !== null) return `(${from(notEnded)})`
+  return `(\n    ${from(`${validTo} IS NULL`)}\n    UNION ALL ${from(notEnded)}\n  )`
 }

@@ -8,7 +8,7 @@ import { FACT_CHANGE_COLUMNS, type FactObjects } from './render-fact-ddl.ts'
 import { dimensionObjects } from './render-ddl.ts'
 import { raiseCheck } from './raise-check.ts'
 import { TEMP } from './merge-sql.ts'
-import { versionAtInJoin } from './fact-version-join.ts'
+import { versionAtInJoin, versionsNotEndedBy } from './fact-version-join.ts'
 import { renderInferredCount, renderInferredMembers } from './render-inferred-member.ts'
 
 /** Everything the load of one fact batch depends on. Pure data: rendering does no I/O and reads no clock. */
@@ -34,7 +34,9 @@ export interface FactLoadPlan {
  * batch replaces are removed (all of them for a full extract, those with a grain in the
  * batch for an incremental one), then every staged fact is inserted with each reference resolved, in one
  * set-based join per reference, to the surrogate key of the live version whose half-open window contains the
- * event time (an inferred member included), or to the dimension's unknown member; last the ledger row that makes a re-delivered batch a no-op.
+ * event time (an inferred member included), or to the dimension's unknown member (where the dimension is partitioned
+ * on valid_to, only the versions not ended by the batch's earliest event time are read: versionsNotEndedBy); last the
+ * ledger row that makes a re-delivered batch a no-op.
  */
 export function renderFactLoad(d: SqlDialect, plan: FactLoadPlan): CompiledStatement[] {
   const { fact, layout, objects } = plan
@@ -156,8 +158,19 @@ export function renderFactLoad(d: SqlDialect, plan: FactLoadPlan): CompiledState
   )
 
   const eventTime = d.castToTimestamp(s(fact.eventTime))
+  // Every fact is at or after the batch's earliest event time: where the dimension is partitioned on valid_to,
+  // the partitions of versions ended by then are not read (elsewhere the bound would only add a filter to the
+  // join, which DuckDB plans as a nested loop against the one-row subquery).
+  const earliest = d.capabilities.partitionedOnValidTo
+    ? d.earliestEventTime(`SELECT MIN(${eventTime}) FROM ${rows} s`)
+    : undefined
+  for (const sql of earliest?.statements ?? []) out.push({ label: 'note the earliest event time', sql })
   const joins = layout.references.map((r, i) => {
-    const ref = d.table(dimensionObjects(r.dimension, plan.schema).dimension)
+    const dimension = dimensionObjects(r.dimension, plan.schema).dimension
+    const ref =
+      earliest === undefined
+        ? d.table(dimension)
+        : versionsNotEndedBy(d, r.dimension, dimension, earliest.value)
     const keyEq = r.dimensionKey.map((k, j) => `r${i}.${q(k.name)} = ${s(r.reference.key[j]!)}`)
     return `\nLEFT JOIN ${ref} r${i}\n  ON ${keyEq.join(' AND ')}\n  AND ${versionAtInJoin(d, r.dimension, eventTime, `r${i}`)}`
   })

@@ -18,6 +18,9 @@ import {
 } from '../../support/zetasql/merge-config-matrix.ts'
 import { ZetaSqlAnalyzer } from '../../support/zetasql/zetasql-analyzer.ts'
 import { tableSpec } from '../../support/table-spec-builder.ts'
+import { presetTableFields } from '../../../lib/config/table-options.ts'
+import type { TableSpec } from '../../../lib/core/table-spec.ts'
+import { versionsNotEndedBy } from '../../../lib/sql/fact-version-join.ts'
 import { serialRowNumbers, tableScans, unprunedScans } from '../../support/zetasql/partition-pruning.ts'
 
 /*
@@ -232,6 +235,56 @@ describe('the walk finds what BigQuery could not prune', () => {
     expect(
       await bounded(`SELECT customer_id FROM ${from} WHERE c.captured_at >= events_from OR customer_id = 1`),
     ).toEqual([false])
+  })
+
+  it("the versions a fact load reads are the open partition and the months from the batch's earliest event time", async () => {
+    const scans = async (dimension: TableSpec, sql: (from: string) => string) => {
+      analyzer.reset()
+      const n = dimension.columns
+      analyzer.addTable(`${PROJECT}.${DATASET}.${dimension.target}`, [
+        { name: 'customer_id', type: 'INT64' },
+        { name: 'name', type: 'STRING' },
+        { name: n.surrogateKey, type: 'INT64' },
+        { name: n.validFrom, type: 'TIMESTAMP' },
+        { name: n.validTo, type: 'TIMESTAMP' },
+        { name: n.isDeleted, type: 'BOOL' },
+      ])
+      analyzer.addTable(`${PROJECT}.${DATASET}.events`, [{ name: 't', type: 'TIMESTAMP' }])
+      await analyzer.analyze('set', `SET events_from = (SELECT MIN(t) FROM ${PROJECT}.${DATASET}.events)`)
+      const ref = dimensionObjects(dimension, DATASET).dimension
+      const verdict = await analyzer.analyze(
+        'probe',
+        sql(versionsNotEndedBy(bigQuery, dimension, ref, 'events_from')),
+      )
+      expect(verdict.error).toBeUndefined()
+      const partition = { table: dimension.target, column: dimension.columns.validTo }
+      return tableScans(verdict.resolved, partition).map((s) => ({ pruned: s.pruned, readFrom: s.readFrom }))
+    }
+    const select = (from: string) => `SELECT v.customer_id FROM ${from} v`
+    // A NULL open end: the open partition, and the closed months from the bound on.
+    expect(await scans(table, select)).toEqual([
+      { pruned: true, readFrom: false },
+      { pruned: false, readFrom: true },
+    ])
+    // A sentinel open end is later than the bound: one read, from the bound's month to the sentinel's.
+    expect(await scans({ ...table, openEnd: '9999-12-31T23:59:59Z' }, select)).toEqual([
+      { pruned: false, readFrom: true },
+    ])
+    // Fivetran's ends a millisecond early: the bound is a function of the variable, a constant still.
+    expect(await scans(tableSpec({ ...presetTableFields('fivetran') }), select)).toEqual([
+      { pruned: false, readFrom: true },
+    ])
+    // Not bounded: the dimension itself, or a bound that depends on a row.
+    expect(
+      await scans(table, () => `SELECT customer_id FROM \`${PROJECT}\`.\`${DATASET}\`.\`${table.target}\``),
+    ).toEqual([{ pruned: false, readFrom: false }])
+    expect(
+      await scans(
+        table,
+        () =>
+          `SELECT customer_id FROM \`${PROJECT}\`.\`${DATASET}\`.\`${table.target}\` v WHERE v.${validTo} > TIMESTAMP_ADD(v.${table.columns.validFrom}, INTERVAL 1 DAY)`,
+      ),
+    ).toEqual([{ pruned: false, readFrom: false }])
   })
 
   it('a ROW_NUMBER() over every row is found as serial; one partitioned by a bucket is not', async () => {

@@ -27,15 +27,18 @@ export interface TableScan {
   /** The scan is the target of an UPDATE or DELETE (whose partitions it rewrites). */
   readonly rewritten: boolean
   /**
-   * The partition column of `readFrom.table` is bounded below by a constant (`column >= <literal or script
-   * variable>`): BigQuery reads the partitions from that value on (always false for other tables).
+   * The partition column of `readFrom.table`, or of `partition.table`, is bounded below by a constant (`column >=
+   * <literal, script variable or function of them>`): BigQuery reads the partitions from that value on (and, for a
+   * column holding a sentinel above every instant, that sentinel's partition; never its NULL partition). Always
+   * false for other tables.
    */
   readonly readFrom: boolean
 }
 
 /**
  * Every read of a table in a resolved statement (the INSERT target is not a read); `partition` names the table
- * whose scans are checked for a filter pinning its partition column (see unprunedScans).
+ * whose scans are checked for a filter pinning its partition column (see unprunedScans) or bounding it below,
+ * `readFrom` another table whose scans are checked for a lower bound.
  */
 export function tableScans(
   resolved: unknown,
@@ -62,7 +65,7 @@ export function tableScans(
       const isReadFrom = node.table.name.toLowerCase() === readFrom?.table.toLowerCase()
       const fromColumn = isReadFrom
         ? columns.find((c) => c.name?.toLowerCase() === readFrom!.column.toLowerCase())
-        : undefined
+        : column
       scans.push({
         table: String(node.table.name),
         alias: node.alias || node.table.name,
@@ -108,13 +111,22 @@ function lowerBoundedColumn(conjunct: any): number | undefined {
   const call = functionCall(conjunct)
   if (call === undefined || call.args.length !== 2) return undefined
   const [a, b] = call.args.map(unwrap) as [{ kind: string; node: any }, { kind: string; node: any }]
-  const constant = (p: { kind: string }) =>
-    p.kind === 'resolvedLiteralNode' || p.kind === 'resolvedConstantNode'
   const column = (p: { kind: string; node: any }) =>
     p.kind === 'resolvedColumnRefNode' ? columnId(p.node.column.columnId) : undefined
   if (/^\$greater(_or_equal)?$/.test(call.name) && constant(b)) return column(a)
   if (/^\$less(_or_equal)?$/.test(call.name) && constant(a)) return column(b)
   return undefined
+}
+
+/**
+ * A literal, a script variable, or a function of them (`TIMESTAMP_ADD(variable, INTERVAL -1 MILLISECOND)`): BigQuery
+ * evaluates it before reading, so a filter comparing the partition column with it prunes.
+ */
+function constant(p: { kind: string; node: any }): boolean {
+  if (p.kind === 'resolvedLiteralNode' || p.kind === 'resolvedConstantNode') return true
+  const call =
+    p.kind === 'resolvedFunctionCallNode' ? functionCall({ node: p.kind, [p.kind]: p.node }) : undefined
+  return call !== undefined && call.args.length > 0 && call.args.map(unwrap).every(constant)
 }
 
 /**
