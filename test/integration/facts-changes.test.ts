@@ -1,3 +1,4 @@
+import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { StagedColumn } from '../../lib/core/batch.ts'
 import type { FactSpec } from '../../lib/core/fact-spec.ts'
@@ -194,7 +195,75 @@ function expectChangeFeed(o: Awaited<ReturnType<typeof scenario>>): void {
   expect(o.untouched).toEqual(o.afterSecond)
 }
 
+interface Change {
+  readonly op: 'I' | 'U' | 'D'
+  readonly seq: number
+  readonly orderId: number
+  readonly amount: number
+}
+
+/** Changes of four facts, each with its own sequence value, in the order a feed's files may arrive. */
+const arrivalsArb = fc
+  .array(fc.record({ op: fc.constantFrom('I', 'U', 'D'), orderId: fc.integer({ min: 1, max: 4 }) }), {
+    minLength: 1,
+    maxLength: 14,
+  })
+  .chain((drawn) =>
+    fc.record({
+      changes: fc.constant(drawn.map((c, i): Change => ({ ...c, seq: i + 1, amount: 10 * (i + 1) }))),
+      order: fc.shuffledSubarray(
+        drawn.map((_, i) => i),
+        { minLength: drawn.length, maxLength: drawn.length },
+      ),
+      cuts: fc.array(fc.integer({ min: 1, max: 13 }), { maxLength: 4 }),
+    }),
+  )
+
+/** The model: each fact as its change of the highest sequence says, gone when that change deleted it. */
+function lastChanges(changes: readonly Change[]): number[][] {
+  const last = new Map<number, Change>()
+  for (const c of changes) if ((last.get(c.orderId)?.seq ?? 0) < c.seq) last.set(c.orderId, c)
+  return [...last.values()]
+    .filter((c) => c.op !== 'D')
+    .map((c) => [c.orderId, c.amount])
+    .sort((a, b) => a[0]! - b[0]!)
+}
+
 describe('facts from a change feed', () => {
+  it('on DuckDB: whatever batches the changes arrive in and in whatever order, the facts are what each one’s last change says (invariant 7)', async () => {
+    await fc.assert(
+      fc.asyncProperty(arrivalsArb, async ({ changes, order, cuts }) => {
+        const h = await FactHarness.duckdb([customers])
+        try {
+          const fact = ordersFeed()
+          await h.mergeDimension(customers, CUSTOMER, [{ customer_id: 101, name: 'Ana' }], {
+            extractedAt: '2024-01-01T00:00:00Z',
+          })
+          const arrived = order.map((i) => changes[i]!)
+          const bounds = [...new Set([0, ...cuts.filter((c) => c < arrived.length), arrived.length])].sort(
+            (a, b) => a - b,
+          )
+          for (let b = 1; b < bounds.length; b++) {
+            const rows = arrived
+              .slice(bounds[b - 1], bounds[b])
+              .map((c) => change(c.op, c.seq, c.orderId, c.amount, c.op === 'D' ? null : FEB))
+            const batch = await h.stageFacts(fact, CHANGE, rows, {
+              extractedAt: `2024-03-01T00:00:0${b}Z`,
+            })
+            await h.loadFacts(fact, batch)
+          }
+          const facts = (
+            await h.query(`SELECT order_id, amount FROM ${h.t('fact_orders')} ORDER BY order_id`)
+          ).map((r) => [Number(r.order_id), Number(r.amount)])
+          expect(facts).toEqual(lastChanges(changes))
+        } finally {
+          await h.dispose()
+        }
+      }),
+      { numRuns: 25 },
+    )
+  }, 120_000)
+
   it('on DuckDB: inserts add facts, updates replace them, deletes remove them; bad feeds are refused', async () => {
     expectChangeFeed(await observe(() => FactHarness.duckdb([customers]), scenario))
   })
