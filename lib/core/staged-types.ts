@@ -128,12 +128,11 @@ export function isPointInTimeType(type: string): boolean {
  * by character: "v10" before "v9"), nor a time of day (it wraps at midnight).
  */
 export function isOrderedVersionType(type: string): boolean {
+  return isNumberType(type) || isPointInTimeType(type)
+}
+
+/** A number of any width: whole (signed or not, up to 128 bits), decimal or floating point. */
+export function isNumberType(type: string): boolean {
   const kind = typeFamily(type).kind
-  return (
-    kind === 'integer' ||
-    kind === 'decimal' ||
-    kind === 'float' ||
-    isPointInTimeType(type) ||
-    wholeNumberType(type) !== undefined
-  )
+  return kind === 'integer' || kind === 'decimal' || kind === 'float' || wholeNumberType(type) !== undefined
 }

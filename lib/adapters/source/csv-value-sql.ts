@@ -10,6 +10,7 @@
  */
 import { sqlString } from '../duckdb/parquet-schema.ts'
 import type { SourceColumnType } from '../../core/source-types.ts'
+import { isNumberType } from '../../core/staged-types.ts'
 
 /** Temporary macros the expressions below call; run once on each connection that reads CSV. */
 export const CSV_VALUE_MACROS: readonly string[] = [
@@ -135,11 +136,6 @@ export function readColumn(
   if (column.type === 'VARCHAR') return text
   const refusal = `error('[${MARKER} ${file} ${columnIndex}] ' || CAST(to_json(left(${text}, 200)) AS VARCHAR))`
   return `CASE WHEN ${text} IS NULL THEN NULL ELSE coalesce(${exactValue(column, text, numbers)}, ${refusal}) END`
-}
-
-/** A whole-number, floating-point or decimal type. */
-export function isNumberType(type: string): boolean {
-  return /^(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL\(\d+,\d+\))$/.test(type)
 }
 
 /** The value is a number written with a leading zero before another digit (as LEADING_ZEROS). */

@@ -21,7 +21,7 @@ import {
 import { canonicalJson } from '../../core/watermark.ts'
 import { orderByNameTime, withNamedTime, type DatedFiles } from '../../core/dated-files.ts'
 import type { SourceColumnType, SourceTypes } from '../../core/source-types.ts'
-import { isPointInTimeType } from '../../core/staged-types.ts'
+import { isNumberType, isPointInTimeType } from '../../core/staged-types.ts'
 import type { FileSourceSpec, TableSpec } from '../../core/table-spec.ts'
 import type { ExtractRequest, ExtractResult, Source } from '../../ports/source.ts'
 import {
@@ -53,7 +53,6 @@ import {
   CSV_VALUE_MACROS,
   expectedText,
   hasLeadingZeros,
-  isNumberType,
   readColumn,
   refusedValue,
   withoutLeadingZeros,
