@@ -19,6 +19,14 @@ beforeEach(() => {
 })
 afterEach(() => rmSync(work, { recursive: true, force: true }))
 
+/** The cards table keyed by its `id` column (the default config keys it by `iccid`). */
+function keyedById(): void {
+  writeFileSync(
+    join(work, 'dimsync.yaml'),
+    'version: 1\ntables:\n  - name: cards\n    source: { type: file, path: cards.csv }\n    key: id\n',
+  )
+}
+
 function dimsync(...args: string[]) {
   const r = spawnSync(process.execPath, [CLI, ...args], {
     cwd: work,
@@ -55,10 +63,7 @@ describe('dimsync run and history on a CSV of 20-digit keys', () => {
     'dates that read day first and month first are refused until their format is declared, then never flip',
     { timeout: 120_000 },
     () => {
-      writeFileSync(
-        join(work, 'dimsync.yaml'),
-        'version: 1\ntables:\n  - name: cards\n    source: { type: file, path: cards.csv }\n    key: id\n',
-      )
+      keyedById()
       writeFileSync(join(work, 'cards.csv'), 'id,d\n1,01/02/2024\n2,03/04/2024\n')
       const guessed = dimsync('run', '--table', 'cards')
       expect(guessed.code).toBe(1)
@@ -95,10 +100,7 @@ describe('dimsync run and history on a CSV of 20-digit keys', () => {
     'validate reads a CSV with the types its merged loads recorded, as run does',
     { timeout: 120_000 },
     () => {
-      writeFileSync(
-        join(work, 'dimsync.yaml'),
-        'version: 1\ntables:\n  - name: cards\n    source: { type: file, path: cards.csv }\n    key: id\n',
-      )
+      keyedById()
       // 13/01/2024 reads one way only: the first load records day first.
       writeFileSync(join(work, 'cards.csv'), 'id,d\n1,13/01/2024\n')
       expect(dimsync('run', '--table', 'cards').code).toBe(0)
@@ -115,10 +117,7 @@ describe('dimsync run and history on a CSV of 20-digit keys', () => {
     'a number written with leading zeros in a column first loaded as numbers is refused, not stored without them; declared, it is read as declared',
     { timeout: 120_000 },
     () => {
-      writeFileSync(
-        join(work, 'dimsync.yaml'),
-        'version: 1\ntables:\n  - name: cards\n    source: { type: file, path: cards.csv }\n    key: id\n',
-      )
+      keyedById()
       writeFileSync(join(work, 'cards.csv'), 'id,zip,rate\n1,12345,1.5\n')
       expect(dimsync('run', '--table', 'cards').code).toBe(0)
       const history = () => dimsync('history', 'cards', '--format', 'json').out
