@@ -86,9 +86,7 @@ export function renderFactLoad(d: SqlDialect, plan: FactLoadPlan): CompiledState
         )}\n` + `FROM ${stage} s WHERE NOT (${feed.isKnown('s')}) HAVING COUNT(*) > 0`,
     })
   }
-  const grainText = fact.grain
-    .map((g, i) => `${str(`${i > 0 ? ', ' : ''}${g}=`)} || ${d.castToString(s(g))}`)
-    .join(' || ')
+  const grainText = grainValuesText(d, fact, 's')
   out.push({
     label: 'check duplicate grain',
     sql:
@@ -218,6 +216,16 @@ export function renderFactLoad(d: SqlDialect, plan: FactLoadPlan): CompiledState
   return out
 }
 
+/** `order_id=7, line=2`: the grain values of the row `alias`, as text for a refusal's example. */
+function grainValuesText(d: SqlDialect, fact: FactSpec, alias: string): string {
+  return fact.grain
+    .map(
+      (g, i) =>
+        `${d.stringLiteral(`${i > 0 ? ', ' : ''}${g}=`)} || ${d.castToString(`${alias}.${d.quoteIdentifier(g)}`)}`,
+    )
+    .join(' || ')
+}
+
 /** Working column ranking the changes of one grain, latest first (the reserved prefix keeps it apart). */
 const LAST_CHANGE = '__dimsync_last_change'
 
@@ -245,9 +253,7 @@ function renderChangeLogChecks(
   const differs = layout.copied
     .map((c) => `NOT (f.${q(c.name)} IS NOT DISTINCT FROM l.${q(c.name)})`)
     .join(' OR ')
-  const grainText = fact.grain
-    .map((g, i) => `${str(`${i > 0 ? ', ' : ''}${g}=`)} || ${d.castToString(`l.${q(g)}`)}`)
-    .join(' || ')
+  const grainText = grainValuesText(d, fact, 'l')
   const conflict =
     `SELECT ${grainText} AS k, g.${q(FACT_CHANGE_COLUMNS.batchId)} AS b\n` +
     `  FROM ${lastChanges} l\n` +
