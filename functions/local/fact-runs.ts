@@ -25,7 +25,10 @@ export function factNamed(project: ProjectSpec, name: string): FactSpec | undefi
   return project.facts?.find((f) => f.name === name)
 }
 
-/** `orders → fact_orders: batch …, 3 rows; 3 facts loaded, 1 to the unknown member of customers`. */
+/**
+ * `orders → fact_orders: batch …, 3 rows; 3 facts loaded, 1 to the unknown member of customers`; a change feed's
+ * line adds its deletes and the changes that applied nothing (`; 1 delete(s) applied, 2 change(s) not newer …`).
+ */
 export function describeFactRun(fact: FactSpec, result: RunFactResult): string {
   const resumed = result.resumed.length
     ? ` (first loaded ${result.resumed.length} batch(es) left by an interrupted run)`
@@ -43,9 +46,19 @@ export function describeFactRun(fact: FactSpec, result: RunFactResult): string {
     .filter((r) => r.facts > 0)
     .map((r) => `${r.facts} re-pointed to later versions of ${r.dimension} (${r.column})`)
     .join(', ')
+  const feed = result.load.feed
+  const changes = [
+    feed?.deletes ? `${feed.deletes} delete(s) applied` : '',
+    feed?.superseded
+      ? `${feed.superseded} change(s) not newer than their fact's latest (nothing applied)`
+      : '',
+  ]
+    .filter((part) => part !== '')
+    .join(', ')
   return (
     `${fact.name} → ${fact.target}: batch ${result.batchId}, ${result.rows} rows; ` +
-    `${result.load.facts ?? 0} facts loaded${unknown === '' ? '' : `, ${unknown}`}${moved === '' ? '' : `; ${moved}`}${resumed}`
+    `${result.load.facts ?? 0} facts loaded${unknown === '' ? '' : `, ${unknown}`}` +
+    `${changes === '' ? '' : `; ${changes}`}${moved === '' ? '' : `; ${moved}`}${resumed}`
   )
 }
 

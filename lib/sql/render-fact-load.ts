@@ -324,8 +324,25 @@ export function renderFactReport(d: SqlDialect, plan: FactLoadPlan): string {
         `,\n  ${renderInferredCount(d, r.dimension, plan.schema, r.inferredFlag, plan.batchId)} AS ${inferredCountColumn(i)}`,
       )
   })
+  const batch = d.stringLiteral(plan.batchId)
+  // A feed with a change log: of the batch's changes, those applied as deletes and those that changed nothing
+  // (not newer than their fact's latest change, in the batch or loaded before). Read from the log and the ledger,
+  // not the staged rows, so a load answered again after its commit (render-fact-script.ts) gives the same counts.
+  if (changeFeedSql(d, plan.fact)?.order !== undefined && plan.layout.order !== undefined) {
+    const log = `FROM ${d.table(plan.objects.changes)} WHERE ${q(FACT_CHANGE_COLUMNS.batchId)} = ${batch}`
+    const staged =
+      `(SELECT MAX(events) FROM ${d.table(plan.objects.batches)} ` +
+      `WHERE target = ${d.stringLiteral(plan.fact.target)} AND batch_id = ${batch})`
+    counts.push(
+      `,\n  (SELECT COUNT(*) ${log} AND ${q(FACT_CHANGE_COLUMNS.deleted)}) AS ${FEED_REPORT.deletes}`,
+      `,\n  ${staged} - (SELECT COUNT(*) ${log}) AS ${FEED_REPORT.superseded}`,
+    )
+  }
   return (
     `SELECT COUNT(*) AS facts${counts.join('')}\nFROM ${d.table(plan.objects.table)}\n` +
-    `WHERE ${q(FACT_BATCH_COLUMN)} = ${d.stringLiteral(plan.batchId)}`
+    `WHERE ${q(FACT_BATCH_COLUMN)} = ${batch}`
   )
 }
+
+/** Columns of the load report of a change feed with a change log (renderFactReport). */
+export const FEED_REPORT = Object.freeze({ deletes: 'delete_changes', superseded: 'superseded_changes' })

@@ -19,6 +19,7 @@ import { renderFactDdl, renderFactScript } from '../sql/render-fact-script.ts'
 import {
   renderFactLoad,
   renderFactReport,
+  FEED_REPORT,
   inferredCountColumn,
   unknownCountColumn,
   type FactLoadPlan,
@@ -58,7 +59,16 @@ export interface LoadFactBatchResult {
   readonly facts?: number
   /** Per reference, in the order of the fact's references. */
   readonly unknown?: readonly UnknownMemberCount[]
+  /** A change feed with an order: what its changes did besides the facts stored. */
+  readonly feed?: FactFeedCounts
   readonly statements: readonly CompiledStatement[]
+}
+
+/** Of a change feed's batch (with an order): the changes applied as deletes, and those that changed nothing. */
+export interface FactFeedCounts {
+  readonly deletes: number
+  /** Not newer than their fact's latest change (later in the batch, or loaded before): nothing to apply. */
+  readonly superseded: number
 }
 
 export interface LoadFactDeps {
@@ -260,9 +270,17 @@ async function runDdl(warehouse: Warehouse<SqlDialect>, statement: CompiledState
   else await warehouse.query(statement.sql)
 }
 
-function reportOf(fact: FactSpec, row: Row): { facts: number; unknown: UnknownMemberCount[] } {
+function reportOf(fact: FactSpec, row: Row): Pick<LoadFactBatchResult, 'facts' | 'unknown' | 'feed'> {
   return {
     facts: Number(row.facts ?? 0),
+    ...(row[FEED_REPORT.deletes] !== undefined
+      ? {
+          feed: {
+            deletes: Number(row[FEED_REPORT.deletes]),
+            superseded: Number(row[FEED_REPORT.superseded] ?? 0),
+          },
+        }
+      : {}),
     unknown: fact.references.map((r, i) => ({
       dimension: r.dimension,
       column: r.surrogateKeyColumn,

@@ -273,7 +273,10 @@ facts:
       )
       const first = dimsync('run', '--extracted-at', '2024-01-01T00:00:00Z')
       expect(first.code, first.err).toBe(0)
-      expect(first.out).toMatch(/^orders → fact_orders: batch \S+, 3 rows; 2 facts loaded/m)
+      // 10's insert is followed by its update in the same batch: only the update applies.
+      expect(first.out).toMatch(
+        /^orders → fact_orders: batch \S+, 3 rows; 2 facts loaded, 0 to the unknown member of customers \(customer_sk\); 1 change\(s\) not newer than their fact's latest \(nothing applied\)$/m,
+      )
       const facts = async () =>
         (await query('SELECT order_id, amount FROM fact_orders ORDER BY order_id')).map((r) => [
           Number(r.order_id),
@@ -289,6 +292,10 @@ facts:
       )
       const second = dimsync('run', '--extracted-at', '2024-01-02T00:00:00Z')
       expect(second.code, second.err).toBe(0)
+      // The delta reads again from its watermark (11's insert at 3, loaded); 11's update at 6 is followed by 7.
+      expect(second.out).toMatch(
+        /^orders → fact_orders: batch \S+, 4 rows; 1 facts loaded, 0 to the unknown member of customers \(customer_sk\); 1 delete\(s\) applied, 2 change\(s\) not newer than their fact's latest \(nothing applied\)$/m,
+      )
       expect(await facts()).toEqual([[11, 6]])
       // The grain is still checked, after folding: two changes of one fact at one sequence value are refused.
       await db.sql(

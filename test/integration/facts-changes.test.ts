@@ -125,7 +125,7 @@ async function lateScenario(h: FactHarness) {
     day++
     const batch = await h.stageFacts(fact, CHANGE, rows, { extractedAt: `2024-03-0${day}T00:00:00Z` })
     const report = await h.loadFacts(fact, batch)
-    return [report.status, report.facts]
+    return [report.status, report.facts, report.feed]
   }
   const reports = [
     await load([change('I', 1, 1, 10), change('I', 2, 2, 20), change('U', 5, 2, 50), change('I', 3, 3, 30)]),
@@ -157,10 +157,12 @@ function expectLateChanges(o: Awaited<ReturnType<typeof lateScenario>>): void {
     [2, 50],
     [4, 70],
   ])
+  // What each batch did: facts stored; changes applied as deletes; changes not newer than their fact's latest
+  // (in the batch: 2's insert before its update; loaded: the late updates of 2 and 3, 1's insert again).
   expect(o.reports).toEqual([
-    ['loaded', 3],
-    ['loaded', 0],
-    ['loaded', 1],
+    ['loaded', 3, { deletes: 0, superseded: 1 }],
+    ['loaded', 0, { deletes: 1, superseded: 0 }],
+    ['loaded', 1, { deletes: 0, superseded: 3 }],
   ])
   expect(o.conflicting).toContain(
     'fact orders: batch b0005 has 1 changes at the seq of a change already loaded for their fact that say something else (another operation or other values: one seq, two changes), for example order_id=1 (loaded by batch b0002); nothing was written',
