@@ -60,7 +60,9 @@ function toCsv(rows: readonly Row[]): string {
   const columns = Object.keys(rows[0]!)
   const cell = (v: unknown) => {
     if (v === null || v === undefined) return ''
-    const s = String(v)
+    // A list, struct, map or interval as its JSON text (String() gives `[object Object]`, or a list's elements
+    // joined by commas), as the JSON format and the timeline give it.
+    const s = typeof v === 'object' ? JSON.stringify(v) : String(v)
     return /[",\n\r]/.test(s) || s === '' ? `"${s.replaceAll('"', '""')}"` : s
   }
   return [columns.join(','), ...rows.map((r) => columns.map((c) => cell(r[c])).join(','))].join('\n') + '\n'
