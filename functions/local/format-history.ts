@@ -1,5 +1,6 @@
 import type { TableSpec } from '../../lib/core/table-spec.ts'
 import type { Row } from '../../lib/ports/warehouse.ts'
+import { valueText } from '../../lib/core/value-text.ts'
 
 export type HistoryFormat = 'table' | 'csv' | 'json'
 
@@ -60,9 +61,7 @@ function toCsv(rows: readonly Row[]): string {
   const columns = Object.keys(rows[0]!)
   const cell = (v: unknown) => {
     if (v === null || v === undefined) return ''
-    // A list, struct, map or interval as its JSON text (String() gives `[object Object]`, or a list's elements
-    // joined by commas), as the JSON format and the timeline give it.
-    const s = typeof v === 'object' ? JSON.stringify(v) : String(v)
+    const s = valueText(v)
     return /[",\n\r]/.test(s) || s === '' ? `"${s.replaceAll('"', '""')}"` : s
   }
   return [columns.join(','), ...rows.map((r) => columns.map((c) => cell(r[c])).join(','))].join('\n') + '\n'

@@ -1,4 +1,5 @@
 import { DimsyncError } from '../core/errors.ts'
+import { valueText } from '../core/value-text.ts'
 import type { FactSpec } from '../core/fact-spec.ts'
 import {
   depthStats,
@@ -142,7 +143,7 @@ export async function readKeyTimeline(
   ])
   const attributes = rows.length === 0 ? [] : Object.keys(rows[0]!).filter((c) => !hidden.has(c))
   const text = (value: Row[string] | undefined) =>
-    value === null || value === undefined ? null : String(value)
+    value === null || value === undefined ? null : valueText(value)
   const openOrText = (value: Row[string] | undefined) => {
     const t = text(value)
     return t === null || isOpenEnd(t, table.openEnd) ? undefined : t

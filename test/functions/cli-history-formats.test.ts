@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { DuckDBInstance } from '@duckdb/node-api'
 import { describe, expect, it } from 'vitest'
@@ -95,5 +95,12 @@ describe('dimsync history of nested values', () => {
     expect(table.code, table.err).toBe(0)
     expect(table.out).toContain('tags=["a,b","c\\"d"] address={"city":"Porto","zip":"4000"}')
     expect(table.out).not.toContain('[object Object]')
+
+    // The report's key timeline (its lanes and its table of versions) shows the same text, escaped.
+    const report = cli.dimsync('report', '--table', 'c', '--key', '1', '--out', 'report.html')
+    expect(report.code, report.err).toBe(0)
+    const page = readFileSync(join(cli.work, 'report.html'), 'utf8')
+    expect(page).not.toContain('[object Object]')
+    expect(page).toContain('{&quot;city&quot;:&quot;Porto&quot;,&quot;zip&quot;:&quot;4000&quot;}')
   })
 })
