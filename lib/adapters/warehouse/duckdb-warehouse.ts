@@ -15,6 +15,7 @@ import {
 } from '../duckdb/duckdb-errors.ts'
 import { duckDbDialect } from '../../sql/duckdb/duckdb-dialect.ts'
 import { duckDbDateText, isDateTextType } from '../duckdb/duckdb-date-text.ts'
+import { duckDbJsonValues } from '../duckdb/duckdb-json-values.ts'
 import { openDuckDbEngine } from '../duckdb/duckdb-engine.ts'
 import { TEMP } from '../../sql/render-merge.ts'
 import type { Row, TransactionOptions, Warehouse, WarehouseTransaction } from '../../ports/warehouse.ts'
@@ -204,7 +205,7 @@ export class DuckDbWarehouse implements Warehouse<SqlDialect> {
 
   async query(sql: string): Promise<Row[]> {
     const reader = await this.#connection.runAndReadAll(sql)
-    const rows = reader.getRowObjectsJson() as Row[]
+    const rows = reader.convertRowObjects(duckDbJsonValues) as Row[]
     // JSON renders every BIGINT as a string; keep numbers where they are exact.
     const integers = reader
       .columnNames()

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
 import { DuckDBInstance } from '@duckdb/node-api'
+import fc from 'fast-check'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
 import { DuckDbWarehouse } from '../../../../lib/adapters/warehouse/duckdb-warehouse.ts'
@@ -90,6 +91,58 @@ describe('DuckDbWarehouse.query: dates and times as DuckDB writes them', () => {
       i: '0001-01-01 (BC) 00:00:00+00',
     })
     await warehouse.close()
+  })
+})
+
+/** Digits of a number's shortest text, without its sign, point, exponent and trailing zeros. */
+function significantDigits(value: number): number {
+  return value.toExponential().replace(/e.*$/, '').replace(/[-.]/g, '').replace(/0+$/, '').length || 1
+}
+
+describe('DuckDbWarehouse.query: FLOAT (REAL) values as DuckDB writes them', () => {
+  it('a FLOAT reads as the number of its shortest text (0.1, not 0.10000000149011612), in lists and structs too', async () => {
+    const warehouse = await DuckDbWarehouse.open({ path: ':memory:' })
+    try {
+      const [row] = await warehouse.query(
+        "SELECT 0.1::FLOAT AS a, 3.4028235e38::FLOAT AS b, 16777217::FLOAT AS c, 1e-45::FLOAT AS d, 'NaN'::FLOAT AS e, " +
+          "'-inf'::FLOAT AS f, NULL::FLOAT AS g, [0.1::FLOAT, NULL] AS h, {'x': 1.0000001::FLOAT} AS i, 0.1::DOUBLE AS j",
+      )
+      expect(row).toEqual({
+        a: 0.1,
+        b: 3.4028235e38,
+        c: 16777216,
+        d: 1e-45,
+        e: 'NaN',
+        f: '-Infinity',
+        g: null,
+        h: [0.1, null],
+        i: { x: 1.0000001 },
+        j: 0.1,
+      })
+    } finally {
+      await warehouse.close()
+    }
+  })
+
+  it('any finite FLOAT reads as the same float as DuckDB casts it to text as, in no more digits', async () => {
+    const warehouse = await DuckDbWarehouse.open({ path: ':memory:' })
+    try {
+      await fc.assert(
+        fc.asyncProperty(fc.float({ noNaN: true, noDefaultInfinity: true }), async (value) => {
+          // The float's exact value as a double literal: DuckDB's cast gives back the same float.
+          const literal = Object.is(value, -0) ? '-0.0' : String(value)
+          const [row] = await warehouse.query(
+            `SELECT x, CAST(x AS VARCHAR) AS text FROM (SELECT CAST(${literal} AS FLOAT) AS x)`,
+          )
+          const read = row!.x as number
+          expect(Math.fround(read)).toBe(Math.fround(Number(row!.text)))
+          expect(significantDigits(read)).toBeLessThanOrEqual(significantDigits(Number(row!.text)))
+        }),
+        { numRuns: 300 },
+      )
+    } finally {
+      await warehouse.close()
+    }
   })
 })
 
