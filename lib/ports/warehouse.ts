@@ -52,8 +52,11 @@ export interface Warehouse<Dialect = unknown> {
    * throws naming the statement to run when the warehouse's credentials may not create it.
    */
   createSchemaIfMissing(schema: string): Promise<void>
-  /** Makes the staged Parquet parts readable as the temporary table (or view) `__dimsync_stage`; returns its columns. */
-  loadStaging(partPaths: readonly string[]): Promise<StagedColumn[]>
+  /**
+   * Makes the staged Parquet parts of one of `table`'s batches (a table or fact name, for messages) readable as the
+   * temporary table (or view) `__dimsync_stage`; returns its columns.
+   */
+  loadStaging(partPaths: readonly string[], table: string): Promise<StagedColumn[]>
   /**
    * Runs `work` in one transaction. Commits when `work` resolves and `commit` is true; rolls back when it throws
    * (rethrowing) or when `commit` is false (dry run). A failed statement throws `BatchRejectedError` when it is a
