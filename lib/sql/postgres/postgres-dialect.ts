@@ -1,0 +1,134 @@
+import { typeFamily } from '../../core/staged-types.ts'
+import type { TableRef } from '../../core/table-ref.ts'
+import { DEFAULT_CAPABILITIES, type DialectCapabilities } from '../capabilities.ts'
+import { SqlDialectBase } from '../dialect-base.ts'
+import type { FirstPerGroup, LogicalType, TableFunctionParameter } from '../dialect.ts'
+import { FLOAT_TEXT_FUNCTION, RAISE_FUNCTION } from './postgres-session.ts'
+import { postgresColumnType } from './postgres-types.ts'
+
+const TYPES = Object.freeze({
+  string: 'TEXT',
+  int64: 'BIGINT',
+  bool: 'BOOLEAN',
+  // Instants: with the session zone pinned to UTC (see PostgresWarehouse) TIMESTAMPTZ prints in UTC.
+  timestamp: 'TIMESTAMPTZ',
+} as const) satisfies Record<LogicalType, string>
+
+const TIMESTAMP_FORMAT = "'YYYY-MM-DD HH24:MI:SS.US'"
+
+/**
+ * PostgreSQL SQL (https://www.postgresql.org/docs/current/sql-syntax-lexical.html): standard quoting and literals
+ * (standard_conforming_strings is on by default), `||` and `md5()` hex from the base. Helper functions PostgreSQL
+ * lacks (raising an error, C's `%.17g`) live in the session's own schema (postgres-session.ts).
+ */
+class PostgresDialect extends SqlDialectBase {
+  readonly name = 'postgres'
+  override readonly capabilities: DialectCapabilities = Object.freeze({
+    ...DEFAULT_CAPABILITIES,
+    transactionalDdl: true,
+  })
+
+  type(logical: LogicalType): string {
+    return TYPES[logical]
+  }
+
+  /** The wall time in UTC without an offset, as dbt-postgres types a snapshot's time (`now()::timestamp`). */
+  override dbtSnapshotTimeText(expression: string): string {
+    return this.castToString(`CAST(${this.castToTimestamp(expression)} AS TIMESTAMP)`)
+  }
+
+  /**
+   * DuckDB's canonical text per type family (see lib/core/staged-types.ts; the session's DateStyle is ISO and its
+   * zone UTC). An infinite timestamp's text is `infinity` as in DuckDB (to_char gives '' for it); a date before
+   * year 1 ends in ` (BC)` as in DuckDB.
+   */
+  canonicalText(expression: string, columnType?: string): string {
+    if (columnType === undefined) return this.castToString(expression)
+    const family = typeFamily(columnType)
+    switch (family.kind) {
+      case 'instant':
+        return `CASE WHEN isfinite(${expression}) THEN to_char(${expression} AT TIME ZONE 'UTC', ${TIMESTAMP_FORMAT}) ELSE CAST(${expression} AS TEXT) END`
+      case 'datetime':
+        return `CASE WHEN isfinite(${expression}) THEN to_char(${expression}, ${TIMESTAMP_FORMAT}) ELSE CAST(${expression} AS TEXT) END`
+      case 'date':
+        return `replace(CAST(${expression} AS TEXT), ' BC', ' (BC)')`
+      case 'time':
+        return `to_char(${expression}, 'HH24:MI:SS.US')`
+      case 'float':
+        return `${FLOAT_TEXT_FUNCTION}(CAST(${expression} AS DOUBLE PRECISION))`
+      case 'bytes':
+        return `encode(${expression}, 'hex')`
+      // string, integer, bool, JSON: the cast is DuckDB's text; a NUMERIC(p,s) prints exactly s decimals.
+      default:
+        return this.castToString(expression)
+    }
+  }
+
+  raiseError(messageExpression: string): string {
+    return `${RAISE_FUNCTION}(${messageExpression})`
+  }
+
+  /** PostgreSQL's NaN equals itself (and sorts above every number). */
+  isNan(expression: string): string {
+    return `(${expression} = 'NaN'::double precision)`
+  }
+
+  columnType(stagedType: string, where: { readonly table: string; readonly column: string }): string {
+    return postgresColumnType(stagedType, where)
+  }
+
+  /** No `TRY_CAST`: NULL where the text is not a value of the type (pg_input_is_valid is PostgreSQL 16+). */
+  override tryCast(
+    expression: string,
+    stagedType: string,
+    where: { readonly table: string; readonly column: string },
+  ): string {
+    return `CAST(${expression} AS ${this.columnType(stagedType, where)})`
+  }
+
+  /** No `CREATE OR REPLACE TEMP TABLE`: the session's table of that name (`pg_temp`, never the user's) is dropped first. */
+  override createTempTableAs(name: string, select: string): string {
+    const table = this.quoteIdentifier(name)
+    return `DROP TABLE IF EXISTS pg_temp.${table};\nCREATE TEMP TABLE ${table} AS\n${select}`
+  }
+
+  /** No `QUALIFY`: `DISTINCT ON` keeps the first row of each group in the ORDER BY that follows it. */
+  override firstPerGroup({ select, separator, partitionBy, orderBy }: FirstPerGroup): string {
+    if (!select.startsWith('SELECT ') || select.startsWith('SELECT DISTINCT'))
+      throw new Error(`the postgres dialect cannot keep the first row per group of: ${select.slice(0, 80)}`)
+    const order = orderBy === undefined ? partitionBy : `${partitionBy}, ${orderBy}`
+    return `SELECT DISTINCT ON (${partitionBy}) ${select.slice('SELECT '.length)}${separator}ORDER BY ${order}`
+  }
+
+  /**
+   * A SQL function (https://www.postgresql.org/docs/current/xfunc-sql.html) returning rows of `rowsOf`'s type; its
+   * body is planned at each call, so `SELECT *` reads the table's columns of the moment. Parameters are read by
+   * position: in a SQL function a column of the same name would win over the parameter's name.
+   */
+  createTableFunction(
+    ref: TableRef,
+    parameters: readonly TableFunctionParameter[],
+    body: (args: readonly string[]) => string,
+    rowsOf?: TableRef,
+  ): string {
+    if (rowsOf === undefined)
+      throw new Error('the postgres dialect needs the table whose rows a table function returns')
+    const declared = parameters.map(
+      (p) => `${this.quoteIdentifier(p.name)} ${this.type(p.type)}${p.optional ? ' DEFAULT NULL' : ''}`,
+    )
+    const args = parameters.map((p, i) => `CAST($${i + 1} AS ${this.type(p.type)})`)
+    return (
+      `CREATE OR REPLACE FUNCTION ${this.table(ref)}(${declared.join(', ')}) RETURNS SETOF ${this.table(rowsOf)}
+` + `LANGUAGE sql STABLE AS ${dollarQuoted(body(args))}`
+    )
+  }
+}
+
+/** `text` as a dollar-quoted literal whose tag does not occur in it. */
+function dollarQuoted(text: string): string {
+  let tag = '$dimsync$'
+  for (let i = 1; text.includes(tag); i++) tag = `$dimsync${i}$`
+  return `${tag}\n${text}\n${tag}`
+}
+
+export const postgresDialect = Object.freeze(new PostgresDialect())

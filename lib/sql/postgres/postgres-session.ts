@@ -1,0 +1,83 @@
+/**
+ * What every PostgreSQL session runs before dimsync's SQL: the settings its canonical texts assume (times in UTC,
+ * ISO dates) and the functions PostgreSQL lacks that the dialect's SQL calls, created in the session's own schema
+ * (`pg_temp`, dropped with the session): nothing is left in the user's schemas, and the views and the as-of
+ * function (which outlive the session) never call them.
+ */
+
+/** `pg_temp.dimsync_raise(message)`: aborts the statement and its transaction with `message`, intact. */
+export const RAISE_FUNCTION = 'pg_temp.dimsync_raise'
+
+/** `pg_temp.dimsync_float_text(x)`: C's printf("%.17g") of a double, the row hash's canonical text of a float. */
+export const FLOAT_TEXT_FUNCTION = 'pg_temp.dimsync_float_text'
+
+/**
+ * C's `%.17g` from the double's exact value: its bits give `m * 2^e` exactly (numeric is exact), the decimal digits
+ * of that value are rounded to 17 significant digits half to even (what printf does on an exact binary value), and
+ * written in `%g`'s form (exponent form when the exponent is below -4 or at least 17, trailing zeros removed).
+ * PostgreSQL's own float output is the shortest round-trip text, or at most 15 digits: neither is `%.17g`.
+ */
+const FLOAT_TEXT_SQL = `CREATE OR REPLACE FUNCTION ${FLOAT_TEXT_FUNCTION}(x double precision) RETURNS text
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $dimsync$
+DECLARE
+  bits bigint := ('x' || encode(float8send(x), 'hex'))::bit(64)::bigint;
+  sign text := CASE WHEN bits < 0 THEN '-' ELSE '' END;
+  biased integer := ((bits >> 52) & 2047)::integer;
+  mantissa numeric := (bits & 4503599627370495)::numeric;
+  power2 integer;
+  digits text;
+  exponent integer;
+  head numeric;
+  tail text;
+  mantissa_text text;
+BEGIN
+  IF x = 'NaN'::double precision THEN RETURN 'nan'; END IF;
+  IF x = 'Infinity'::double precision THEN RETURN 'inf'; END IF;
+  IF x = '-Infinity'::double precision THEN RETURN '-inf'; END IF;
+  IF x = 0 THEN RETURN sign || '0'; END IF;
+  IF biased = 0 THEN power2 := -1074; ELSE mantissa := mantissa + 4503599627370496; power2 := biased - 1075; END IF;
+  -- value = digits * 10^exponent0, digits an integer: m * 2^e, or m * 5^-e * 10^e for e < 0
+  IF power2 >= 0 THEN
+    digits := trunc(mantissa * (2::numeric ^ power2))::text;
+    exponent := length(digits) - 1;
+  ELSE
+    digits := trunc(mantissa * (5::numeric ^ (-power2)))::text;
+    exponent := length(digits) - 1 + power2;
+  END IF;
+  IF length(digits) > 17 THEN
+    head := substr(digits, 1, 17)::numeric;
+    tail := substr(digits, 18);
+    IF left(tail, 1) > '5' OR (left(tail, 1) = '5' AND (ltrim(substr(tail, 2), '0') <> '' OR mod(head, 2) = 1)) THEN
+      head := head + 1;
+    END IF;
+    digits := head::text;
+    IF length(digits) > 17 THEN digits := left(digits, 17); exponent := exponent + 1; END IF;
+  ELSE
+    digits := rpad(digits, 17, '0');
+  END IF;
+  IF exponent < -4 OR exponent >= 17 THEN
+    mantissa_text := rtrim(rtrim(left(digits, 1) || '.' || substr(digits, 2), '0'), '.');
+    RETURN sign || mantissa_text || 'e' || CASE WHEN exponent < 0 THEN '-' ELSE '+' END || CASE WHEN abs(exponent) < 10 THEN '0' ELSE '' END || abs(exponent)::text;
+  END IF;
+  IF exponent >= 0 THEN
+    RETURN sign || rtrim(rtrim(left(digits, exponent + 1) || '.' || substr(digits, exponent + 2), '0'), '.');
+  END IF;
+  RETURN sign || rtrim('0.' || repeat('0', -exponent - 1) || digits, '0');
+END
+$dimsync$`
+
+const RAISE_SQL = `CREATE OR REPLACE FUNCTION ${RAISE_FUNCTION}(message text) RETURNS text
+LANGUAGE plpgsql VOLATILE AS $dimsync$
+BEGIN
+  RAISE EXCEPTION USING MESSAGE = message, ERRCODE = 'P0001';
+END
+$dimsync$`
+
+/** Statements to run first on every connection (idempotent). */
+export const POSTGRES_SESSION_SETUP: readonly string[] = Object.freeze([
+  "SET TimeZone = 'UTC'",
+  "SET DateStyle = 'ISO, YMD'",
+  'SET IntervalStyle = postgres',
+  FLOAT_TEXT_SQL,
+  RAISE_SQL,
+])
