@@ -1,0 +1,251 @@
+import { createReadStream } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import pg from 'pg'
+import type { StagedColumn } from '../../core/batch.ts'
+import { rejectedBatchError } from '../../core/check-failure.ts'
+import type { DimensionColumn } from '../../core/dimension-layout.ts'
+import { DimsyncError, WarehouseError } from '../../core/errors.ts'
+import { typeFamily } from '../../core/staged-types.ts'
+import type { Row, TransactionOptions, Warehouse, WarehouseTransaction } from '../../ports/warehouse.ts'
+import type { CompiledStatement, SqlDialect, TableRef } from '../../sql/dialect.ts'
+import { duckDbDialect } from '../../sql/duckdb/duckdb-dialect.ts'
+import { TEMP } from '../../sql/merge-sql.ts'
+import { postgresDialect } from '../../sql/postgres/postgres-dialect.ts'
+import { POSTGRES_SESSION_SETUP } from '../../sql/postgres/postgres-session.ts'
+import { stagedTypeOfPostgres } from '../../sql/postgres/postgres-types.ts'
+import { openDuckDbEngine } from '../duckdb/duckdb-engine.ts'
+import { CopyIn } from './postgres-copy-in.ts'
+
+/** The connection URL of a postgres warehouse, from the environment variable the config names (`url_env`). */
+export function postgresUrlFromEnvironment(variable: string, env: NodeJS.ProcessEnv = process.env): string {
+  const url = env[variable]
+  if (url === undefined || url === '')
+    throw new DimsyncError(
+      `warehouse.url_env names the environment variable ${variable}, which is not set: set it to the warehouse's ` +
+        `connection URL (postgres://user:password@host:5432/database); credentials never go in dimsync.yaml`,
+    )
+  return url
+}
+
+/**
+ * Values whose text `pg` would turn into something else: kept as the server's text, like DuckDB's rows (times with
+ * their microseconds, decimals exact, JSON as its text). int8 arrives as text too and becomes a number when exact.
+ */
+const TEXT_TYPES = new Set([
+  1082, // date
+  1083, // time
+  1114, // timestamp
+  1184, // timestamptz
+  1700, // numeric
+  114, // json
+  3802, // jsonb
+  17, // bytea, as \x hex text
+])
+const INT8 = 20
+
+function typeParser(oid: number, format?: string): (text: string) => unknown {
+  if (TEXT_TYPES.has(oid)) return (text) => text
+  if (oid === INT8) return (text) => (Number.isSafeInteger(Number(text)) ? Number(text) : text)
+  return pg.types.getTypeParser(oid, format as 'text')
+}
+
+/**
+ * A warehouse in PostgreSQL: one connection (its session holds the batch's temporary tables and dimsync's helper
+ * functions); every merge is one transaction, DDL included (PostgreSQL's DDL is transactional).
+ */
+export class PostgresWarehouse implements Warehouse<SqlDialect> {
+  readonly dialect = postgresDialect
+  readonly #client: pg.Client
+
+  private constructor(client: pg.Client) {
+    this.#client = client
+  }
+
+  static async open(options: { readonly url: string }): Promise<PostgresWarehouse> {
+    const client = new pg.Client({
+      connectionString: options.url,
+      types: { getTypeParser: typeParser as never },
+      application_name: 'dimsync',
+    })
+    try {
+      await client.connect()
+      for (const statement of POSTGRES_SESSION_SETUP) await client.query(statement)
+    } catch (cause) {
+      await client.end().catch(() => undefined)
+      throw new DimsyncError(`cannot open the postgres warehouse: ${(cause as Error).message}`, {
+        cause,
+        retryable: true,
+      })
+    }
+    return new PostgresWarehouse(client)
+  }
+
+  async describeTable(ref: TableRef): Promise<DimensionColumn[] | undefined> {
+    const d = postgresDialect
+    const rows = await this.query(
+      `SELECT column_name, data_type, numeric_precision, numeric_scale, is_nullable FROM information_schema.columns ` +
+        `WHERE table_schema = ${ref.schema === undefined ? 'current_schema()' : d.stringLiteral(ref.schema)} ` +
+        `AND table_name = ${d.stringLiteral(ref.name)} ORDER BY ordinal_position`,
+    )
+    if (rows.length === 0) return undefined
+    return rows.map((r) => {
+      const column = {
+        data_type: String(r.data_type),
+        numeric_precision: r.numeric_precision === null ? null : Number(r.numeric_precision),
+        numeric_scale: r.numeric_scale === null ? null : Number(r.numeric_scale),
+      }
+      return {
+        name: String(r.column_name),
+        // A type dimsync never creates keeps PostgreSQL's name: the merge then refuses it, naming the column.
+        type: stagedTypeOfPostgres(column) ?? column.data_type.toUpperCase(),
+        ...(r.is_nullable === 'NO' ? { notNull: true } : {}),
+      }
+    })
+  }
+
+  async createSchemaIfMissing(schema: string): Promise<void> {
+    const sql = `CREATE SCHEMA IF NOT EXISTS ${postgresDialect.quoteIdentifier(schema)}`
+    const [exists] = await this.query(
+      `SELECT 1 AS found FROM pg_namespace WHERE nspname = ${postgresDialect.stringLiteral(schema)}`,
+    )
+    if (exists !== undefined) return
+    try {
+      await this.#client.query(sql)
+    } catch (cause) {
+      throw new DimsyncError(
+        `the postgres warehouse has no schema ${schema} and this user may not create it (${(cause as Error).message}); ` +
+          `create it once with: ${sql}`,
+        { cause },
+      )
+    }
+  }
+
+  /**
+   * The staged Parquet parts, read by the embedded DuckDB as CSV text PostgreSQL reads back to the same values,
+   * copied into the session's temporary table (`COPY … FROM STDIN`). Each value is written in the form
+   * PostgreSQL's input takes for its type: doubles in `%.17g` (exact), blobs as `\x` hex, dates before year 1
+   * with ` BC`; an empty text is quoted, a NULL is not.
+   */
+  async loadStaging(partPaths: readonly string[]): Promise<StagedColumn[]> {
+    const folder = await mkdtemp(join(tmpdir(), 'dimsync-pg-stage-'))
+    const csv = join(folder, 'stage.csv')
+    const engine = await openDuckDbEngine({ anyOrder: true })
+    let columns: StagedColumn[]
+    try {
+      const files = partPaths.map((p) => duckDbDialect.stringLiteral(p)).join(', ')
+      const parts = `read_parquet([${files}])`
+      const described = await engine.connection.runAndReadAll(`DESCRIBE SELECT * FROM ${parts}`)
+      columns = (described.getRowObjectsJson() as Row[]).map((r) => ({
+        name: String(r.column_name),
+        type: String(r.column_type),
+      }))
+      const select = columns
+        .map((c) => `${csvText(c)} AS ${duckDbDialect.quoteIdentifier(c.name)}`)
+        .join(', ')
+      await engine.connection.run(
+        `COPY (SELECT ${select} FROM ${parts}) TO ${duckDbDialect.stringLiteral(csv)} (FORMAT csv, HEADER false, FORCE_QUOTE *)`,
+      )
+    } finally {
+      engine.close()
+    }
+    try {
+      const d = postgresDialect
+      const where = (column: string) => ({ table: `staged batch (${partPaths[0] ?? 'no parts'})`, column })
+      const definitions = columns.map(
+        (c) => `${d.quoteIdentifier(c.name)} ${d.columnType(c.type, where(c.name))}`,
+      )
+      const stage = d.quoteIdentifier(TEMP.stage)
+      await this.#run({
+        label: 'create staging table',
+        sql: `DROP TABLE IF EXISTS pg_temp.${stage};\nCREATE TEMP TABLE ${stage} (${definitions.join(', ')})`,
+      })
+      if (columns.length > 0) {
+        const copy = new CopyIn(
+          `COPY ${stage} FROM STDIN (FORMAT csv)`,
+          createReadStream(csv, { highWaterMark: 1 << 20 }),
+        )
+        await this.#client.query(copy as never)
+        await copy.done.catch((cause: unknown) => {
+          throw this.#translate({ label: 'load staged parts', sql: copy.text }, cause)
+        })
+      }
+      await this.#run({ label: 'analyze staging table', sql: `ANALYZE ${stage}` })
+      return columns
+    } finally {
+      await rm(folder, { recursive: true, force: true })
+    }
+  }
+
+  async transaction<T>(
+    work: (tx: WarehouseTransaction) => Promise<T>,
+    options: TransactionOptions,
+  ): Promise<T> {
+    await this.#client.query('BEGIN')
+    try {
+      const result = await work({ execute: (s) => this.#run(s), query: (sql) => this.query(sql) })
+      if (options.commit) await this.#run({ label: 'commit', sql: 'COMMIT' })
+      else await this.#client.query('ROLLBACK')
+      return result
+    } catch (error) {
+      // PostgreSQL refuses every statement after a failed one until ROLLBACK.
+      await this.#client.query('ROLLBACK').catch(() => undefined)
+      throw error
+    }
+  }
+
+  async query(sql: string): Promise<Row[]> {
+    const result = await this.#client.query(sql)
+    // A text of several statements answers with the last one's rows.
+    const last = Array.isArray(result) ? (result.at(-1) as pg.QueryResult | undefined) : result
+    return (last?.rows ?? []) as Row[]
+  }
+
+  async close(): Promise<void> {
+    await this.#client.end()
+  }
+
+  async #run(statement: CompiledStatement): Promise<void> {
+    try {
+      await this.#client.query(statement.sql)
+    } catch (cause) {
+      throw this.#translate(statement, cause)
+    }
+  }
+
+  #translate(statement: CompiledStatement, cause: unknown): Error {
+    const message = cause instanceof Error ? cause.message : String(cause)
+    return (
+      rejectedBatchError(message) ??
+      new WarehouseError(statement.label, statement.sql, {
+        cause,
+        // A lost connection or a serialization failure may pass on a retry; a refused statement will not.
+        retryable: isTransient(cause),
+      })
+    )
+  }
+}
+
+/** SQLSTATE classes worth a retry: connection exceptions, transaction rollbacks (serialization, deadlock). */
+function isTransient(cause: unknown): boolean {
+  const code = (cause as { code?: unknown } | undefined)?.code
+  if (typeof code !== 'string')
+    return cause instanceof Error && /Connection terminated|ECONNRESET/.test(cause.message)
+  return code.startsWith('08') || code.startsWith('40') || code === '57P01'
+}
+
+/** A staged column's value as text PostgreSQL's input of its type reads back to the same value (NULL stays NULL). */
+function csvText(column: StagedColumn): string {
+  const c = duckDbDialect.quoteIdentifier(column.name)
+  switch (typeFamily(column.type).kind) {
+    case 'float':
+      return `printf('%.17g', CAST(${c} AS DOUBLE))`
+    case 'bytes':
+      return `'\\x' || lower(hex(${c}))`
+    case 'date':
+      return `replace(CAST(${c} AS VARCHAR), ' (BC)', ' BC')`
+    default:
+      return `CAST(${c} AS VARCHAR)`
+  }
+}
