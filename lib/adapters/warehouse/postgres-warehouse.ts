@@ -14,7 +14,7 @@ import { duckDbDialect } from '../../sql/duckdb/duckdb-dialect.ts'
 import { TEMP } from '../../sql/merge-sql.ts'
 import { postgresDialect } from '../../sql/postgres/postgres-dialect.ts'
 import { POSTGRES_SESSION_SETUP } from '../../sql/postgres/postgres-session.ts'
-import { stagedTypeOfPostgres } from '../../sql/postgres/postgres-types.ts'
+import { listElementType, stagedTypeOfPostgres } from '../../sql/postgres/postgres-types.ts'
 import { openDuckDbEngine } from '../duckdb/duckdb-engine.ts'
 import { CopyIn } from './postgres-copy-in.ts'
 
@@ -84,25 +84,20 @@ export class PostgresWarehouse implements Warehouse<SqlDialect> {
 
   async describeTable(ref: TableRef): Promise<DimensionColumn[] | undefined> {
     const d = postgresDialect
+    // format_type keeps what information_schema drops: a numeric array's precision and scale.
     const rows = await this.query(
-      `SELECT column_name, data_type, numeric_precision, numeric_scale, is_nullable FROM information_schema.columns ` +
-        `WHERE table_schema = ${ref.schema === undefined ? 'current_schema()' : d.stringLiteral(ref.schema)} ` +
-        `AND table_name = ${d.stringLiteral(ref.name)} ORDER BY ordinal_position`,
+      `SELECT a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type, a.attnotnull AS not_null ` +
+        `FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace ` +
+        `WHERE n.nspname = ${ref.schema === undefined ? 'current_schema()' : d.stringLiteral(ref.schema)} ` +
+        `AND c.relname = ${d.stringLiteral(ref.name)} AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`,
     )
     if (rows.length === 0) return undefined
-    return rows.map((r) => {
-      const column = {
-        data_type: String(r.data_type),
-        numeric_precision: r.numeric_precision === null ? null : Number(r.numeric_precision),
-        numeric_scale: r.numeric_scale === null ? null : Number(r.numeric_scale),
-      }
-      return {
-        name: String(r.column_name),
-        // A type dimsync never creates keeps PostgreSQL's name: the merge then refuses it, naming the column.
-        type: stagedTypeOfPostgres(column) ?? column.data_type.toUpperCase(),
-        ...(r.is_nullable === 'NO' ? { notNull: true } : {}),
-      }
-    })
+    return rows.map((r) => ({
+      name: String(r.name),
+      // A type dimsync never creates keeps PostgreSQL's name: the merge then refuses it, naming the column.
+      type: stagedTypeOfPostgres(String(r.type)) ?? String(r.type).toUpperCase(),
+      ...(r.not_null === true ? { notNull: true } : {}),
+    }))
   }
 
   async createSchemaIfMissing(schema: string): Promise<void> {
@@ -246,6 +241,15 @@ function csvText(column: StagedColumn): string {
     case 'date':
       return `replace(CAST(${c} AS VARCHAR), ' (BC)', ' BC')`
     default:
-      return `CAST(${c} AS VARCHAR)`
+      return listElementType(column.type) === undefined ? `CAST(${c} AS VARCHAR)` : arrayLiteral(c)
   }
+}
+
+/**
+ * A list as PostgreSQL's array input reads it: `{"a","b, c",NULL}`, each element double-quoted with `"` and `\`
+ * escaped by a backslash (the element types a postgres dimension stores print as their input text).
+ */
+function arrayLiteral(c: string): string {
+  const element = `CASE WHEN e IS NULL THEN 'NULL' ELSE '"' || replace(replace(CAST(e AS VARCHAR), '\\', '\\\\'), '"', '\\"') || '"' END`
+  return `'{' || array_to_string(list_transform(${c}, e -> ${element}), ',') || '}'`
 }

@@ -4,7 +4,7 @@ import { DEFAULT_CAPABILITIES, type DialectCapabilities } from '../capabilities.
 import { SqlDialectBase } from '../dialect-base.ts'
 import type { FirstPerGroup, LogicalType, TableFunctionParameter } from '../dialect.ts'
 import { FLOAT_TEXT_FUNCTION, RAISE_FUNCTION } from './postgres-session.ts'
-import { postgresColumnType } from './postgres-types.ts'
+import { listElementType, postgresColumnType } from './postgres-types.ts'
 
 const TYPES = Object.freeze({
   string: 'TEXT',
@@ -44,6 +44,8 @@ class PostgresDialect extends SqlDialectBase {
    */
   canonicalText(expression: string, columnType?: string): string {
     if (columnType === undefined) return this.castToString(expression)
+    const element = listElementType(columnType)
+    if (element !== undefined) return this.#listText(expression, element)
     const family = typeFamily(columnType)
     switch (family.kind) {
       case 'instant':
@@ -62,6 +64,27 @@ class PostgresDialect extends SqlDialectBase {
       default:
         return this.castToString(expression)
     }
+  }
+
+  /**
+   * DuckDB's text of a list (as BigQuery's dialect renders it): `[a, 'b, c', NULL, 1.50]`, elements joined by `, `,
+   * a NULL element as `NULL`, a text element in single quotes (with `'` and `\\` escaped by a backslash) when it is
+   * empty, is `null` in any case, starts or ends with ASCII white space, or holds one of `,[]{}()'":=`.
+   */
+  #listText(expression: string, elementType: string): string {
+    const e = 'dimsync_e'
+    const family = typeFamily(elementType).kind
+    const element =
+      family === 'string'
+        ? `CASE WHEN ${e} = '' OR lower(${e}) = 'null' OR ${e} ~ ${this.stringLiteral(String.raw`^[ \t\n\r\v\f]|[ \t\n\r\v\f]$|[,\[\]{}()'":=]`)} ` +
+          `THEN '''' || regexp_replace(${e}, ${this.stringLiteral(String.raw`(['\\])`)}, ${this.stringLiteral(String.raw`\\\1`)}, 'g') || '''' ELSE ${e} END`
+        : family === 'date'
+          ? `replace(CAST(${e} AS TEXT), ' BC', ' (BC)')`
+          : `CAST(${e} AS TEXT)`
+    return (
+      `CASE WHEN ${expression} IS NULL THEN NULL ELSE '[' || COALESCE((SELECT string_agg(COALESCE(${element}, 'NULL'), ', ' ORDER BY dimsync_o) ` +
+      `FROM unnest(${expression}) WITH ORDINALITY AS dimsync_u(${e}, dimsync_o)), '') || ']' END`
+    )
   }
 
   raiseError(messageExpression: string): string {

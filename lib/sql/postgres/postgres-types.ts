@@ -13,7 +13,7 @@ import type { ColumnWhere } from '../dialect.ts'
  */
 export function postgresColumnType(stagedType: string, where: ColumnWhere): string {
   const type = storedType(stagedType, where)
-  const describedBack = STAGED_OF_POSTGRES[type.toLowerCase()] ?? type.replace(/^NUMERIC/, 'DECIMAL')
+  const describedBack = stagedTypeOfPostgres(type) ?? type
   if (sameStagedType(describedBack, stagedType)) return type
   throw new Error(
     `table ${where.table}: column "${where.column}" has type ${stagedType}, which the postgres warehouse would ` +
@@ -22,9 +22,21 @@ export function postgresColumnType(stagedType: string, where: ColumnWhere): stri
 }
 
 function storedType(stagedType: string, where: ColumnWhere): string {
+  const element = listElementType(stagedType)
+  if (element !== undefined) {
+    if (!LIST_ELEMENT_FAMILIES.has(typeFamily(element).kind) && element.toUpperCase() !== 'UUID')
+      throw new Error(
+        `table ${where.table}: column "${where.column}" has type ${stagedType}, which the postgres warehouse ` +
+          `cannot store with the same row hash as DuckDB (lists of text, whole numbers, booleans, dates, decimals ` +
+          `and UUIDs only); cast it in the source`,
+      )
+    return `${storedType(element, where)}[]`
+  }
   const upper = stagedType.trim().toUpperCase()
   // JSON is staged as its canonical text (lib/core/canonical-json.ts): `json` keeps the text as given.
   if (upper === 'JSON') return 'JSON'
+  // Both print a UUID as 36 lowercase characters with hyphens.
+  if (upper === 'UUID') return 'UUID'
   const family = typeFamily(stagedType)
   switch (family.kind) {
     case 'string':
@@ -51,10 +63,21 @@ function storedType(stagedType: string, where: ColumnWhere): string {
       throw new Error(
         `table ${where.table}: column "${where.column}" has type ${stagedType}, which the postgres warehouse ` +
           `cannot store with the same row hash as DuckDB (supported: text, whole numbers up to BIGINT, boolean, ` +
-          `date, time, timestamps, decimals, doubles, blobs, JSON); cast it in the source`,
+          `date, time, timestamps, decimals, doubles, blobs, JSON, UUID); cast it in the source`,
       )
   }
 }
+
+/** The element type of a one-dimensional list type (`BIGINT[]` → `BIGINT`), or undefined for any other type. */
+export function listElementType(stagedType: string): string | undefined {
+  const t = stagedType.trim()
+  if (!t.endsWith('[]')) return undefined
+  const element = t.slice(0, -2).trim()
+  return element.endsWith('[]') ? undefined : element
+}
+
+/** Element families whose text inside DuckDB's text of a list PostgreSQL renders alike (postgres-dialect.ts). */
+const LIST_ELEMENT_FAMILIES: ReadonlySet<string> = new Set(['string', 'integer', 'bool', 'date', 'decimal'])
 
 /** Names DuckDB gives the same type (the dimension layout compares types through the same aliases). */
 const SAME_TYPE: Readonly<Record<string, string>> = Object.freeze({
@@ -101,19 +124,18 @@ const INTEGER_TYPES: Readonly<Record<string, string>> = Object.freeze({
 const FLOAT4_TYPES: ReadonlySet<string> = new Set(['FLOAT', 'FLOAT4', 'REAL'])
 
 /**
- * The staged type (DuckDB's name, as DuckDB describes it) of a PostgreSQL column from information_schema.columns
- * (`data_type`, `numeric_precision`, `numeric_scale`); undefined for a type dimsync never creates.
+ * The staged type (DuckDB's name, as DuckDB describes it) of a PostgreSQL column type as `format_type` writes it
+ * (`numeric(12,2)`, `text[]`, `timestamp with time zone`); undefined for a type dimsync never creates.
  */
-export function stagedTypeOfPostgres(column: {
-  readonly data_type: string
-  readonly numeric_precision: number | null
-  readonly numeric_scale: number | null
-}): string | undefined {
-  if (column.data_type === 'numeric')
-    return column.numeric_precision === null
-      ? undefined
-      : `DECIMAL(${column.numeric_precision},${column.numeric_scale ?? 0})`
-  return STAGED_OF_POSTGRES[column.data_type]
+export function stagedTypeOfPostgres(formatted: string): string | undefined {
+  const t = formatted.trim().toLowerCase()
+  if (t.endsWith('[]')) {
+    const element = stagedTypeOfPostgres(t.slice(0, -2))
+    return element === undefined ? undefined : `${element}[]`
+  }
+  const decimal = /^numeric\s*\((\d+)\s*,\s*(\d+)\)$/.exec(t)
+  if (decimal) return `DECIMAL(${decimal[1]},${decimal[2]})`
+  return STAGED_OF_POSTGRES[t]
 }
 
 const STAGED_OF_POSTGRES: Readonly<Record<string, string>> = Object.freeze({
@@ -131,4 +153,9 @@ const STAGED_OF_POSTGRES: Readonly<Record<string, string>> = Object.freeze({
   real: 'FLOAT',
   bytea: 'BLOB',
   json: 'JSON',
+  uuid: 'UUID',
+  // The short names dimsync writes in DDL (columnType checks what they read back as).
+  timestamptz: 'TIMESTAMP WITH TIME ZONE',
+  timestamp: 'TIMESTAMP',
+  time: 'TIME',
 })

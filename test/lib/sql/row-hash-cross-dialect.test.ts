@@ -323,6 +323,37 @@ describe('row hash: same row, same hex in PostgreSQL and DuckDB', () => {
       },
       { name: 'empty_blob', type: 'BLOB', sql: `''::BLOB`, bigQueryText: null, postgresSql: `''` },
     ],
+    [
+      {
+        name: 'tags',
+        type: 'VARCHAR[]',
+        sql: String.raw`['vip', 'a, b', 'it''s', 'NULL', '', NULL, ' x', 'back\slash', 'é=1']`,
+        bigQueryText: null,
+        postgresSql: String.raw`ARRAY['vip', 'a, b', 'it''s', 'NULL', '', NULL, ' x', 'back\slash', 'é=1']`,
+      },
+      {
+        name: 'amounts',
+        type: 'DECIMAL(10,2)[]',
+        sql: '[1.5, NULL, -2]',
+        bigQueryText: null,
+        postgresSql: 'ARRAY[1.5, NULL, -2]',
+      },
+      {
+        name: 'days',
+        type: 'DATE[]',
+        sql: `[DATE '2024-03-10']`,
+        bigQueryText: null,
+        postgresSql: `ARRAY[DATE '2024-03-10']`,
+      },
+      {
+        name: 'flags',
+        type: 'BOOLEAN[]',
+        sql: '[true, false]',
+        bigQueryText: null,
+        postgresSql: 'ARRAY[true, false]',
+      },
+      { name: 'none', type: 'INTEGER[]', sql: '[]', bigQueryText: null, postgresSql: `'{}'` },
+    ],
   ]
 
   it.each([...ROWS, ...EDGES].map((row, i) => [i, row] as const))('row %i', async (_i, row) => {
@@ -341,8 +372,11 @@ describe('row hash: same row, same hex in PostgreSQL and DuckDB', () => {
 
   it('refuses what PostgreSQL cannot store alike, naming the table and column', () => {
     const where = { table: 'customers', column: 'tags' }
-    expect(() => postgresDialect.columnType('VARCHAR[]', where)).toThrow(
-      /table customers: column "tags" has type VARCHAR\[\]/,
+    expect(() => postgresDialect.columnType('DOUBLE[]', where)).toThrow(
+      /table customers: column "tags" has type DOUBLE\[\], which the postgres warehouse cannot store/,
+    )
+    expect(() => postgresDialect.columnType('INTEGER[][]', where)).toThrow(
+      /column "tags" has type INTEGER\[\]\[\]/,
     )
     expect(() => postgresDialect.columnType('HUGEINT', where)).toThrow(/column "tags"/)
     expect(() => postgresDialect.columnType('TINYINT', { ...where, column: 'age' })).toThrow(
