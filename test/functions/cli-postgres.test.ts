@@ -78,7 +78,8 @@ afterAll(async () => {
 
 describe('dimsync CLI on PostgreSQL against DuckDB, quickstart data', () => {
   it('without the URL variable, refuses naming it, and writes nothing', async () => {
-    const { [URL_VARIABLE]: _unset, ...env } = process.env
+    const env = { ...process.env }
+    delete env[URL_VARIABLE]
     const r = await new Promise<{ code: number | null; err: string }>((resolve) => {
       const child = spawn(process.execPath, [CLI, 'run', '--table', 'customers'], {
         cwd: postgres,
