@@ -3,7 +3,7 @@ import type { TableRef } from '../../core/table-ref.ts'
 import { DEFAULT_CAPABILITIES, type DialectCapabilities } from '../capabilities.ts'
 import { SqlDialectBase } from '../dialect-base.ts'
 import type { FirstPerGroup, LogicalType, TableFunctionParameter } from '../dialect.ts'
-import { FLOAT_TEXT_FUNCTION, RAISE_FUNCTION } from './postgres-session.ts'
+import { FLOAT_TEXT_FUNCTION, RAISE_FUNCTION, TRY_CAST_FUNCTION } from './postgres-session.ts'
 import { listElementType, postgresColumnType } from './postgres-types.ts'
 
 const TYPES = Object.freeze({
@@ -100,13 +100,13 @@ class PostgresDialect extends SqlDialectBase {
     return postgresColumnType(stagedType, where)
   }
 
-  /** No `TRY_CAST`: NULL where the text is not a value of the type (pg_input_is_valid is PostgreSQL 16+). */
+  /** No `TRY_CAST`: the value's text cast to the type, NULL where it does not convert (postgres-session.ts). */
   override tryCast(
     expression: string,
     stagedType: string,
     where: { readonly table: string; readonly column: string },
   ): string {
-    return `CAST(${expression} AS ${this.columnType(stagedType, where)})`
+    return `${TRY_CAST_FUNCTION}(CAST(${expression} AS TEXT), CAST(NULL AS ${this.columnType(stagedType, where)}))`
   }
 
   /** No `CREATE OR REPLACE TEMP TABLE`: the session's table of that name (`pg_temp`, never the user's) is dropped first. */

@@ -73,6 +73,25 @@ BEGIN
 END
 $dimsync$`
 
+/**
+ * `pg_temp.dimsync_try_cast(text, NULL::type)`: the text cast to the type of the second argument, NULL where it
+ * does not convert (DuckDB's TRY_CAST; pg_input_is_valid is PostgreSQL 16+). One dynamic statement a value: for
+ * `dimsync evolve`'s check, not for merges.
+ */
+export const TRY_CAST_FUNCTION = 'pg_temp.dimsync_try_cast'
+
+const TRY_CAST_SQL = `CREATE OR REPLACE FUNCTION ${TRY_CAST_FUNCTION}(value text, target anyelement) RETURNS anyelement
+LANGUAGE plpgsql STABLE AS $dimsync$
+DECLARE
+  result target%TYPE;
+BEGIN
+  EXECUTE format('SELECT CAST(%L AS %s)', value, pg_typeof(target)) INTO result;
+  RETURN result;
+EXCEPTION WHEN others THEN
+  RETURN NULL;
+END
+$dimsync$`
+
 /** Statements to run first on every connection (idempotent). */
 export const POSTGRES_SESSION_SETUP: readonly string[] = Object.freeze([
   "SET TimeZone = 'UTC'",
@@ -80,4 +99,5 @@ export const POSTGRES_SESSION_SETUP: readonly string[] = Object.freeze([
   'SET IntervalStyle = postgres',
   FLOAT_TEXT_SQL,
   RAISE_SQL,
+  TRY_CAST_SQL,
 ])
