@@ -72,11 +72,13 @@ export class PostgresWarehouse implements Warehouse<SqlDialect> {
     try {
       await client.connect()
       for (const statement of POSTGRES_SESSION_SETUP) await client.query(statement)
+      await assertUtf8(client)
     } catch (cause) {
       await client.end().catch(() => undefined)
+      if (cause instanceof DimsyncError) throw cause
       throw new DimsyncError(`cannot open the postgres warehouse: ${(cause as Error).message}`, {
         cause,
-        retryable: true,
+        retryable: isTransient(cause),
       })
     }
     return new PostgresWarehouse(client)
@@ -222,12 +224,36 @@ export class PostgresWarehouse implements Warehouse<SqlDialect> {
   }
 }
 
-/** SQLSTATE classes worth a retry: connection exceptions, transaction rollbacks (serialization, deadlock). */
+/**
+ * The row hash counts characters and hashes UTF-8 bytes: in a database of another encoding the same row would hash
+ * differently than on DuckDB and BigQuery (and text outside the encoding could not be stored).
+ */
+async function assertUtf8(client: pg.Client): Promise<void> {
+  const { rows } = await client.query<{ server_encoding: string }>('SHOW server_encoding')
+  const encoding = rows[0]?.server_encoding
+  if (encoding !== 'UTF8')
+    throw new DimsyncError(
+      `the postgres warehouse's database has encoding ${encoding}; dimsync needs a UTF8 database ` +
+        `(CREATE DATABASE … ENCODING 'UTF8'): its row hashes count and hash UTF-8 text`,
+    )
+}
+
+/** Socket errors worth a retry (the server restarting, a network blip). */
+const TRANSIENT_SOCKET_ERRORS: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EAI_AGAIN',
+])
+
+/** A lost connection, or a SQLSTATE worth a retry: connection exceptions, transaction rollbacks, a shutdown. */
 function isTransient(cause: unknown): boolean {
   const code = (cause as { code?: unknown } | undefined)?.code
-  if (typeof code !== 'string')
-    return cause instanceof Error && /Connection terminated|ECONNRESET/.test(cause.message)
-  return code.startsWith('08') || code.startsWith('40') || code === '57P01'
+  if (typeof code === 'string' && TRANSIENT_SOCKET_ERRORS.has(code)) return true
+  if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code))
+    return code.startsWith('08') || code.startsWith('40') || code === '57P01'
+  return cause instanceof Error && /Connection terminated/.test(cause.message)
 }
 
 /** A staged column's value as text PostgreSQL's input of its type reads back to the same value (NULL stays NULL). */

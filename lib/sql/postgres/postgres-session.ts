@@ -94,6 +94,8 @@ $dimsync$`
 
 /** Statements to run first on every connection (idempotent). */
 export const POSTGRES_SESSION_SETUP: readonly string[] = Object.freeze([
+  // Literals are rendered with `''` as the only escape (stringLiteral): a backslash must stay a backslash.
+  'SET standard_conforming_strings = on',
   "SET TimeZone = 'UTC'",
   "SET DateStyle = 'ISO, YMD'",
   'SET IntervalStyle = postgres',
