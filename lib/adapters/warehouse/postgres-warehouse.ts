@@ -129,7 +129,9 @@ export class PostgresWarehouse implements Warehouse<SqlDialect> {
     const folder = await mkdtemp(join(tmpdir(), 'dimsync-pg-stage-'))
     const csv = join(folder, 'stage.csv')
     const engine = await openDuckDbEngine({ anyOrder: true })
+    const d = postgresDialect
     let columns: StagedColumn[]
+    let definitions: string[]
     try {
       const files = partPaths.map((p) => duckDbDialect.stringLiteral(p)).join(', ')
       const parts = `read_parquet([${files}])`
@@ -138,6 +140,9 @@ export class PostgresWarehouse implements Warehouse<SqlDialect> {
         name: String(r.column_name),
         type: String(r.column_type),
       }))
+      // A type PostgreSQL cannot store is refused before any row is read.
+      const where = (column: string) => ({ table: `staged batch (${partPaths[0] ?? 'no parts'})`, column })
+      definitions = columns.map((c) => `${d.quoteIdentifier(c.name)} ${d.columnType(c.type, where(c.name))}`)
       const select = columns
         .map((c) => `${csvText(c)} AS ${duckDbDialect.quoteIdentifier(c.name)}`)
         .join(', ')
@@ -148,11 +153,6 @@ export class PostgresWarehouse implements Warehouse<SqlDialect> {
       engine.close()
     }
     try {
-      const d = postgresDialect
-      const where = (column: string) => ({ table: `staged batch (${partPaths[0] ?? 'no parts'})`, column })
-      const definitions = columns.map(
-        (c) => `${d.quoteIdentifier(c.name)} ${d.columnType(c.type, where(c.name))}`,
-      )
       const stage = d.quoteIdentifier(TEMP.stage)
       await this.#run({
         label: 'create staging table',
