@@ -12,59 +12,82 @@ export const RAISE_FUNCTION = 'pg_temp.dimsync_raise'
 export const FLOAT_TEXT_FUNCTION = 'pg_temp.dimsync_float_text'
 
 /**
+ * `pg_temp.dimsync_float_piece(x)`: the row hash's piece of a float after its tag, `<length>:<%.17g text>;`, with
+ * the text computed once (an expression using it twice would compute it twice, most of a row hash's cost).
+ */
+export const FLOAT_PIECE_FUNCTION = 'pg_temp.dimsync_float_piece'
+
+/**
  * C's `%.17g` from the double's exact value: its bits give `m * 2^e` exactly (numeric is exact), the decimal digits
  * of that value are rounded to 17 significant digits half to even (what printf does on an exact binary value), and
- * written in `%g`'s form (exponent form when the exponent is below -4 or at least 17, trailing zeros removed).
- * PostgreSQL's own float output is the shortest round-trip text, or at most 15 digits: neither is `%.17g`.
+ * written in `%g`'s form (exponent form when the exponent is below -4 or at least 17, trailing zeros removed). A
+ * whole number below 10^17 is its digits. PostgreSQL's own float output is the shortest round-trip text, or at
+ * most 15 digits: neither is `%.17g`. `finish` turns the text into what the function returns.
  */
-const FLOAT_TEXT_SQL = `CREATE OR REPLACE FUNCTION ${FLOAT_TEXT_FUNCTION}(x double precision) RETURNS text
+function floatFunctionSql(name: string, finish: (text: string) => string): string {
+  return `CREATE OR REPLACE FUNCTION ${name}(x double precision) RETURNS text
 LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $dimsync$
 DECLARE
-  bits bigint := ('x' || encode(float8send(x), 'hex'))::bit(64)::bigint;
-  sign text := CASE WHEN bits < 0 THEN '-' ELSE '' END;
-  biased integer := ((bits >> 52) & 2047)::integer;
-  mantissa numeric := (bits & 4503599627370495)::numeric;
+  bits bigint;
+  sign text;
+  biased integer;
+  mantissa numeric;
   power2 integer;
   digits text;
   exponent integer;
   head numeric;
   tail text;
-  mantissa_text text;
+  result text;
 BEGIN
-  IF x = 'NaN'::double precision THEN RETURN 'nan'; END IF;
-  IF x = 'Infinity'::double precision THEN RETURN 'inf'; END IF;
-  IF x = '-Infinity'::double precision THEN RETURN '-inf'; END IF;
-  IF x = 0 THEN RETURN sign || '0'; END IF;
-  IF biased = 0 THEN power2 := -1074; ELSE mantissa := mantissa + 4503599627370496; power2 := biased - 1075; END IF;
-  -- value = digits * 10^exponent0, digits an integer: m * 2^e, or m * 5^-e * 10^e for e < 0
-  IF power2 >= 0 THEN
-    digits := trunc(mantissa * (2::numeric ^ power2))::text;
-    exponent := length(digits) - 1;
+  IF x = 'NaN'::double precision THEN result := 'nan';
+  ELSIF x = 'Infinity'::double precision THEN result := 'inf';
+  ELSIF x = '-Infinity'::double precision THEN result := '-inf';
+  ELSIF x = 0 THEN result := CASE WHEN substr(float8send(x), 1, 1) = '\\x80'::bytea THEN '-0' ELSE '0' END;
+  ELSIF x = trunc(x) AND abs(x) < 1e17 THEN result := x::bigint::text;
   ELSE
-    digits := trunc(mantissa * (5::numeric ^ (-power2)))::text;
-    exponent := length(digits) - 1 + power2;
-  END IF;
-  IF length(digits) > 17 THEN
-    head := substr(digits, 1, 17)::numeric;
-    tail := substr(digits, 18);
-    IF left(tail, 1) > '5' OR (left(tail, 1) = '5' AND (ltrim(substr(tail, 2), '0') <> '' OR mod(head, 2) = 1)) THEN
-      head := head + 1;
+    bits := ('x' || encode(float8send(x), 'hex'))::bit(64)::bigint;
+    sign := CASE WHEN bits < 0 THEN '-' ELSE '' END;
+    biased := ((bits >> 52) & 2047)::integer;
+    mantissa := (bits & 4503599627370495)::numeric;
+    IF biased = 0 THEN power2 := -1074; ELSE mantissa := mantissa + 4503599627370496; power2 := biased - 1075; END IF;
+    -- value = digits * 10^(exponent - length + 1): m * 2^e, or m * 5^-e * 10^e for e < 0
+    IF power2 >= 0 THEN
+      digits := trunc(mantissa * (2::numeric ^ power2))::text;
+      exponent := length(digits) - 1;
+    ELSE
+      digits := trunc(mantissa * (5::numeric ^ (-power2)))::text;
+      exponent := length(digits) - 1 + power2;
     END IF;
-    digits := head::text;
-    IF length(digits) > 17 THEN digits := left(digits, 17); exponent := exponent + 1; END IF;
-  ELSE
-    digits := rpad(digits, 17, '0');
+    IF length(digits) > 17 THEN
+      head := substr(digits, 1, 17)::numeric;
+      tail := substr(digits, 18);
+      IF left(tail, 1) > '5' OR (left(tail, 1) = '5' AND (ltrim(substr(tail, 2), '0') <> '' OR mod(head, 2) = 1)) THEN
+        head := head + 1;
+      END IF;
+      digits := head::text;
+      IF length(digits) > 17 THEN digits := left(digits, 17); exponent := exponent + 1; END IF;
+    ELSE
+      digits := rpad(digits, 17, '0');
+    END IF;
+    IF exponent < -4 OR exponent >= 17 THEN
+      result := sign || rtrim(rtrim(left(digits, 1) || '.' || substr(digits, 2), '0'), '.') || 'e' ||
+        CASE WHEN exponent < 0 THEN '-' ELSE '+' END || CASE WHEN abs(exponent) < 10 THEN '0' ELSE '' END || abs(exponent)::text;
+    ELSIF exponent >= 0 THEN
+      result := sign || rtrim(rtrim(left(digits, exponent + 1) || '.' || substr(digits, exponent + 2), '0'), '.');
+    ELSE
+      result := sign || rtrim('0.' || repeat('0', -exponent - 1) || digits, '0');
+    END IF;
   END IF;
-  IF exponent < -4 OR exponent >= 17 THEN
-    mantissa_text := rtrim(rtrim(left(digits, 1) || '.' || substr(digits, 2), '0'), '.');
-    RETURN sign || mantissa_text || 'e' || CASE WHEN exponent < 0 THEN '-' ELSE '+' END || CASE WHEN abs(exponent) < 10 THEN '0' ELSE '' END || abs(exponent)::text;
-  END IF;
-  IF exponent >= 0 THEN
-    RETURN sign || rtrim(rtrim(left(digits, exponent + 1) || '.' || substr(digits, exponent + 2), '0'), '.');
-  END IF;
-  RETURN sign || rtrim('0.' || repeat('0', -exponent - 1) || digits, '0');
+  RETURN ${finish('result')};
 END
 $dimsync$`
+}
+
+const FLOAT_TEXT_SQL = floatFunctionSql(FLOAT_TEXT_FUNCTION, (text) => text)
+const FLOAT_PIECE_SQL = floatFunctionSql(
+  FLOAT_PIECE_FUNCTION,
+  (text) => `length(${text}) || ':' || ${text} || ';'`,
+)
 
 const RAISE_SQL = `CREATE OR REPLACE FUNCTION ${RAISE_FUNCTION}(message text) RETURNS text
 LANGUAGE plpgsql VOLATILE AS $dimsync$
@@ -100,6 +123,7 @@ export const POSTGRES_SESSION_SETUP: readonly string[] = Object.freeze([
   "SET DateStyle = 'ISO, YMD'",
   'SET IntervalStyle = postgres',
   FLOAT_TEXT_SQL,
+  FLOAT_PIECE_SQL,
   RAISE_SQL,
   TRY_CAST_SQL,
 ])
