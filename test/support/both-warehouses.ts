@@ -267,13 +267,16 @@ export async function mergeOutcome(
 
 /**
  * What a warehouse holds for a dimension, every value as text and the rows sorted: the dimension, its current
- * view, its as-of function at each of `asOf`, and its internal capture, retired and key tables.
+ * view, its as-of function at each of `asOf`, and its internal capture, retired and key tables. `canonical`: every
+ * typed value as its canonical text (the row hash's, the same in every warehouse) instead of the warehouse's cast
+ * to text (BLOB and a whole DOUBLE print differently in DuckDB and PostgreSQL).
  */
 export async function holdingsOf(
   warehouse: Warehouse<SqlDialect>,
   table: TableSpec,
   schema: string,
   asOf: readonly string[],
+  canonical = false,
 ): Promise<Record<string, TextRows>> {
   const d = warehouse.dialect
   const objects = dimensionObjects(table, schema)
@@ -282,7 +285,8 @@ export async function holdingsOf(
   if (dimension === undefined) return out
   // Arrays and JSON have no CAST to text on BigQuery: their canonical text (the row hash's) instead.
   const text = (c: { readonly name: string; readonly type?: string }) =>
-    c.type !== undefined && (arrayElementType(c.type) !== undefined || c.type.toUpperCase() === 'JSON')
+    c.type !== undefined &&
+    (canonical || arrayElementType(c.type) !== undefined || c.type.toUpperCase() === 'JSON')
       ? d.canonicalText(d.quoteIdentifier(c.name), c.type)
       : d.castToString(d.quoteIdentifier(c.name))
   const all = async (from: string, columns: readonly { readonly name: string; readonly type?: string }[]) =>

@@ -57,7 +57,7 @@ export class DuckDbAndPostgres {
     return new PostgresPairedDimension(table, columns, this, { duckdb, postgres }, schema, numbering)
   }
 
-  /** Merges `batches` in order on both warehouses, then reads what each holds with `read`. */
+  /** Runs `body` on a fresh dimension of `table` (see `open`) and closes it after, whatever happens. */
   async withDimension(
     table: TableSpec,
     columns: readonly StagedColumn[],
@@ -125,9 +125,10 @@ export class PostgresPairedDimension {
     return this.merge(await this.stage(rows, options), options)
   }
 
+  /** What each warehouse holds (see holdingsOf), every typed value as its canonical text. */
   async holdings(asOf: readonly string[] = []): Promise<OnDuckDbAndPostgres<Record<string, TextRows>>> {
     const on = (side: keyof OnDuckDbAndPostgres<unknown>) =>
-      holdingsOf(this.warehouses[side], this.table, this.schemaOf(side), asOf)
+      holdingsOf(this.warehouses[side], this.table, this.schemaOf(side), asOf, true)
     return { duckdb: await on('duckdb'), postgres: await on('postgres') }
   }
 
