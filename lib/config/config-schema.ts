@@ -721,7 +721,7 @@ export const tableSchema = strict({
 
 export const warehouseSchema = strict({
   // 'bigquery' is listed so a misspelled type suggests it; a bigquery section is parsed by bigQueryWarehouseSchema.
-  type: oneOf(['duckdb', 'bigquery']).optional(),
+  type: oneOf(['duckdb', 'bigquery', 'postgres']).optional(),
   path: nonEmpty('a file path').optional().describe("DuckDB file, relative to the config file's folder."),
   schema: patterned(IDENTIFIER_PATTERN, `a schema name (${IDENTIFIER_TEXT})`).optional(),
 })
@@ -784,8 +784,21 @@ export const bigQueryWarehouseSchema = strict({
     ),
 })
 
-/** Either warehouse; `type` picks the shape (DuckDB when absent). */
-export const anyWarehouseSchema = z.union([warehouseSchema, bigQueryWarehouseSchema])
+/** Environment variable names: letters, digits and _, not starting with a digit. */
+const ENV_VARIABLE_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/
+
+export const postgresWarehouseSchema = strict({
+  type: z.literal('postgres'),
+  url_env: patterned(ENV_VARIABLE_PATTERN, 'an environment variable name (DIMSYNC_PG_URL)').describe(
+    'Environment variable holding the connection URL (postgres://user:password@host:5432/database); the URL is never written in this file.',
+  ),
+  schema: patterned(IDENTIFIER_PATTERN, `a schema name (${IDENTIFIER_TEXT})`)
+    .optional()
+    .describe('PostgreSQL schema that holds the dimensions, views and the batch ledger. Default public.'),
+})
+
+/** Any warehouse; `type` picks the shape (DuckDB when absent). */
+export const anyWarehouseSchema = z.union([warehouseSchema, bigQueryWarehouseSchema, postgresWarehouseSchema])
 
 // ---- end BigQuery warehouse ----
 

@@ -18,6 +18,7 @@ import {
   configDocumentSchema,
   defaultsSchema,
   localStoreSchema,
+  postgresWarehouseSchema,
   tableSchema,
   warehouseSchema,
 } from './config-schema.ts'
@@ -32,6 +33,9 @@ import { fallbackErrorMap, fromZodIssues } from './zod-issues.ts'
 
 export { normalizeOpenEnd, OPEN_END_MINIMUM } from './open-end.ts'
 export { DEFAULT_MAX_DELETE_SHARE } from './resolve-table.ts'
+
+/** Where a postgres warehouse keeps dimensions when the config names no schema. */
+const DEFAULT_POSTGRES_SCHEMA = 'public'
 
 export const DEFAULT_WAREHOUSE = Object.freeze({
   type: 'duckdb',
@@ -88,7 +92,10 @@ export function resolveProject(document: unknown, configPath: string): ProjectSp
       : undefined
   // The warehouse's `type` picks the schema whose messages are reported, so a BigQuery block is not told DuckDB's.
   const bigQuery = isRecord(document.warehouse) && document.warehouse.type === 'bigquery'
-  const warehouse = (bigQuery ? bigQueryWarehouseSchema : warehouseSchema)
+  const postgres = isRecord(document.warehouse) && document.warehouse.type === 'postgres'
+  const warehouse = (
+    bigQuery ? bigQueryWarehouseSchema : postgres ? postgresWarehouseSchema : warehouseSchema
+  )
     .nullable()
     .optional()
     .safeParse(document.warehouse, { error: fallbackErrorMap })
@@ -133,6 +140,10 @@ function hasKeyAndKeylessAuth(warehouse: unknown): boolean {
 
 /** A BigQuery warehouse's dataset is also the `schema` every warehouse places dimensions in. */
 function resolveWarehouse(data: unknown, duckdb: () => WarehouseSpec): WarehouseSpec {
+  if (isRecord(data) && data.type === 'postgres') {
+    const w = data as { url_env: string; schema?: string }
+    return { type: 'postgres', urlEnv: w.url_env, schema: w.schema ?? DEFAULT_POSTGRES_SCHEMA }
+  }
   if (!isRecord(data) || data.type !== 'bigquery') return duckdb()
   const w = data as {
     project: string

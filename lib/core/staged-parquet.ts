@@ -11,7 +11,7 @@ import type { WarehouseSpec } from './table-spec.ts'
 
 export type StagedParquetVersion = 'V1' | 'V2'
 
-/** V2 where the embedded DuckDB warehouse is the only reader of the parts; V1 for every other warehouse. */
+/** V2 where the embedded DuckDB is the only reader of the parts (its warehouse, or the postgres warehouse's load); V1 for BigQuery. */
 export function stagedParquetVersion(warehouse: WarehouseSpec['type']): StagedParquetVersion {
-  return warehouse === 'duckdb' ? 'V2' : 'V1'
+  return warehouse === 'bigquery' ? 'V1' : 'V2'
 }

@@ -230,7 +230,15 @@ export interface TableSpec {
   readonly lambda?: LambdaSizeSpec
 }
 
-export type WarehouseSpec = DuckDbWarehouseSpec | BigQueryWarehouseSpec
+export type WarehouseSpec = DuckDbWarehouseSpec | BigQueryWarehouseSpec | PostgresWarehouseSpec
+
+/** `warehouse: { type: postgres, url_env, schema }`. */
+export interface PostgresWarehouseSpec {
+  readonly type: 'postgres'
+  /** The environment variable holding the connection URL (credentials never go in the config file). */
+  readonly urlEnv: string
+  readonly schema: string
+}
 
 export interface DuckDbWarehouseSpec {
   readonly type: 'duckdb'

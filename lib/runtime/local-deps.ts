@@ -191,6 +191,12 @@ async function openLocalWarehouse(
       extra: options.bigQuery,
     })
   }
+  if (project.warehouse.type === 'postgres') {
+    // The URL (with its credentials) comes from the environment variable the config names, never the file.
+    const { PostgresWarehouse, postgresUrlFromEnvironment } =
+      await import('../adapters/warehouse/postgres-warehouse.ts')
+    return await PostgresWarehouse.open({ url: postgresUrlFromEnvironment(project.warehouse.urlEnv) })
+  }
   const { DuckDbWarehouse } = await import('../adapters/warehouse/duckdb-warehouse.ts')
   const { path } = project.warehouse
   const setLimit = readMemorySize(process.env, WAREHOUSE_MEMORY_LIMIT_VARIABLE)

@@ -4,6 +4,7 @@ import type {
   BatchValue,
   ColumnTypeChange,
   ColumnWhere,
+  FirstPerGroup,
   LogicalType,
   RowHashPiece,
   ScriptParts,
@@ -33,7 +34,14 @@ export abstract class SqlDialectBase implements SqlDialect {
     ref: TableRef,
     parameters: readonly TableFunctionParameter[],
     body: (args: readonly string[]) => string,
+    rowsOf?: TableRef,
   ): string
+
+  /** `QUALIFY` (DuckDB, BigQuery, Snowflake): PostgreSQL and MySQL have none. */
+  firstPerGroup({ select, separator, partitionBy, orderBy }: FirstPerGroup): string {
+    const order = orderBy === undefined ? '' : ` ORDER BY ${orderBy}`
+    return `${select}${separator}QUALIFY ROW_NUMBER() OVER (PARTITION BY ${partitionBy}${order}) = 1`
+  }
 
   /** Double quotes, `"` doubled (SQL:2016 delimited identifiers). */
   quoteIdentifier(name: string): string {

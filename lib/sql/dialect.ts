@@ -132,13 +132,21 @@ export interface SqlDialect {
   createView(ref: TableRef, select: string, description: string): string
   /**
    * `CREATE OR REPLACE` a table-valued function (a DuckDB table macro, a BigQuery table function) returning
-   * `body(args)`, where `args[i]` is the expression that reads parameter `i` inside the body.
+   * `body(args)`, where `args[i]` is the expression that reads parameter `i` inside the body. `rowsOf`: the table
+   * whose rows the body selects, for warehouses that declare a function's row type (PostgreSQL).
    */
   createTableFunction(
     ref: TableRef,
     parameters: readonly TableFunctionParameter[],
     body: (args: readonly string[]) => string,
+    rowsOf?: TableRef,
   ): string
+  /**
+   * `select` (a `SELECT …` with no ORDER BY or LIMIT) keeping only the first row of each group of rows with the
+   * same `partitionBy`, the first in `orderBy` (any row when undefined); `separator` goes before the added clause.
+   * DuckDB and BigQuery: `QUALIFY ROW_NUMBER() OVER (…) = 1`.
+   */
+  firstPerGroup(request: FirstPerGroup): string
   /**
    * The text of a merge as one multi-statement script, for warehouses that run a merge as one job (see
    * ScriptWarehouse): `ddl`, then `merge` inside one transaction that rolls back and re-raises on any error,
@@ -150,6 +158,15 @@ export interface SqlDialect {
    * warehouse's query length (capabilities.maxQueryCharacters). Dialects without sessions throw.
    */
   sessionScript(script: ScriptParts, maxCharacters: number): SessionScript
+}
+
+export interface FirstPerGroup {
+  readonly select: string
+  readonly separator: string
+  /** Comma-separated expressions. */
+  readonly partitionBy: string
+  /** Comma-separated expressions with their direction. */
+  readonly orderBy?: string
 }
 
 export interface ColumnTypeChange {

@@ -108,8 +108,12 @@ function renderPoliciesFromHistory(m: MergeSql): void {
   )
   const versionsOfTouched = `${m.dim} x WHERE EXISTS (SELECT 1 FROM ${touched} t WHERE ${m.keyEq('t', 'x')})`
   const firstOrLast = (order: 'ASC' | 'DESC', columns: readonly string[]) =>
-    `SELECT ${[...m.keys, ...columns].map((c) => m.col('x', c)).join(', ')} FROM ${versionsOfTouched}\n` +
-    `  QUALIFY ROW_NUMBER() OVER (PARTITION BY ${m.keyList('x')} ORDER BY x.${q(n.validFrom)} ${order}, x.${q(n.surrogateKey)} ${order}) = 1`
+    m.d.firstPerGroup({
+      select: `SELECT ${[...m.keys, ...columns].map((c) => m.col('x', c)).join(', ')} FROM ${versionsOfTouched}`,
+      separator: '\n  ',
+      partitionBy: m.keyList('x'),
+      orderBy: `x.${q(n.validFrom)} ${order}, x.${q(n.surrogateKey)} ${order}`,
+    })
   const update = (label: string, sets: readonly (readonly [target: string, value: string])[], from: string) =>
     m.emit(
       label,
@@ -140,10 +144,14 @@ function renderPoliciesFromHistory(m: MergeSql): void {
   for (const c of layout.derived.filter((d) => d.kind === 'previous')) {
     // The newest value of each touched key, then the newest of its versions holding another value (NULL if none).
     const newest = firstOrLast('DESC', [c.from])
-    const before =
-      `SELECT ${m.keyList('x')}, x.${q(c.from)} AS ${q(W.before)} FROM ${m.dim} x JOIN (${newest}) nw ON ${m.keyEq('x', 'nw')}\n` +
-      `    WHERE x.${q(c.from)} IS DISTINCT FROM nw.${q(c.from)}\n` +
-      `    QUALIFY ROW_NUMBER() OVER (PARTITION BY ${m.keyList('x')} ORDER BY x.${q(n.validFrom)} DESC, x.${q(n.surrogateKey)} DESC) = 1`
+    const before = m.d.firstPerGroup({
+      select:
+        `SELECT ${m.keyList('x')}, x.${q(c.from)} AS ${q(W.before)} FROM ${m.dim} x JOIN (${newest}) nw ON ${m.keyEq('x', 'nw')}\n` +
+        `    WHERE x.${q(c.from)} IS DISTINCT FROM nw.${q(c.from)}`,
+      separator: '\n    ',
+      partitionBy: m.keyList('x'),
+      orderBy: `x.${q(n.validFrom)} DESC, x.${q(n.surrogateKey)} DESC`,
+    })
     const sets = [[c.name, W.before] as const]
     update(
       `column policies: value before the last change of ${c.from} (type 3)`,

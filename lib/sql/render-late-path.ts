@@ -31,7 +31,12 @@ function renderGuardedLatePath(m: MergeSql, captures: TableRef): void {
   const lateKeys = m.tmp(TEMP.lateKeys)
   const ofLateKeys = `EXISTS (SELECT 1 FROM ${lateKeys} l WHERE ${m.keyEq('l', 'c')})`
   const effective = m.sequenced
-    ? `(\n    SELECT c.* FROM ${log} c WHERE ${ofLateKeys}\n    QUALIFY ROW_NUMBER() OVER (PARTITION BY ${m.keyList('c')}, c.captured_at ORDER BY c.${q(CAPTURE_SEQUENCE_COLUMN)} DESC) = 1\n  ) c`
+    ? `(\n    ${m.d.firstPerGroup({
+        select: `SELECT c.* FROM ${log} c WHERE ${ofLateKeys}`,
+        separator: '\n    ',
+        partitionBy: `${m.keyList('c')}, c.captured_at`,
+        orderBy: `c.${q(CAPTURE_SEQUENCE_COLUMN)} DESC`,
+      })}\n  ) c`
     : `${log} c WHERE ${ofLateKeys}`
   const wk = `PARTITION BY ${m.keyList('c')} ORDER BY c.captured_at`
   m.emit(
@@ -88,8 +93,12 @@ function renderGuardedLatePath(m: MergeSql, captures: TableRef): void {
     'late keys: attributes of each state',
     m.d.createTempTableAs(
       TEMP.lateAttributes,
-      `SELECT * FROM (\n  ${source}\n) ${a} WHERE TRUE\n` +
-        `QUALIFY ROW_NUMBER() OVER (PARTITION BY ${m.keyList(a)}, ${a}.h ORDER BY ${a}.${q(W.priority)}) = 1`,
+      m.d.firstPerGroup({
+        select: `SELECT * FROM (\n  ${source}\n) ${a} WHERE TRUE`,
+        separator: '\n',
+        partitionBy: `${m.keyList(a)}, ${a}.h`,
+        orderBy: `${a}.${q(W.priority)}`,
+      }),
     ),
   )
   if (m.p.objects.retired !== undefined) retireVersionsWithoutRun(m, m.p.objects.retired)

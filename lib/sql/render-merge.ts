@@ -219,17 +219,21 @@ class MergeRenderer extends MergeSql {
       ? `,\n  CASE WHEN ${del} THEN ${this.str(DELETED_STATE)} ELSE ${renderRowHash(this.d, [...this.p.layout.type1, ...this.p.layout.keepFirst], 's')} END AS ${this.q(W.untrackedHash)}`
       : ''
     // A change feed may deliver the same event twice in one batch (the grain check refused different ones).
-    const once =
-      this.p.table.changes === undefined
-        ? ''
-        : `\nWHERE TRUE\nQUALIFY ROW_NUMBER() OVER (PARTITION BY ${this.keyList('e')}, e.${this.q(W.t)}${sequence ? `, e.${this.q(W.order)}` : ''}) = 1`
+    const events =
+      `SELECT e.*, CASE WHEN e.${this.q(W.del)} THEN ${this.str(DELETED_STATE)} ELSE e.${this.q(W.rowHash)} END AS ${this.q(W.state)}\n` +
+      `FROM (\n  SELECT ${columns}, ${this.eventTime} AS ${this.q(W.t)}, ${del} AS ${this.q(W.del)},\n` +
+      `  ${rowHash} AS ${this.q(W.rowHash)}${order}${untracked}\n  FROM ${this.stage} s\n) e`
     this.emit(
       'build events',
       this.d.createTempTableAs(
         TEMP.events,
-        `SELECT e.*, CASE WHEN e.${this.q(W.del)} THEN ${this.str(DELETED_STATE)} ELSE e.${this.q(W.rowHash)} END AS ${this.q(W.state)}\n` +
-          `FROM (\n  SELECT ${columns}, ${this.eventTime} AS ${this.q(W.t)}, ${del} AS ${this.q(W.del)},\n` +
-          `  ${rowHash} AS ${this.q(W.rowHash)}${order}${untracked}\n  FROM ${this.stage} s\n) e${once}`,
+        this.p.table.changes === undefined
+          ? events
+          : this.d.firstPerGroup({
+              select: `${events}\nWHERE TRUE`,
+              separator: '\n',
+              partitionBy: `${this.keyList('e')}, e.${this.q(W.t)}${sequence ? `, e.${this.q(W.order)}` : ''}`,
+            }),
       ),
     )
   }
@@ -522,10 +526,14 @@ class MergeRenderer extends MergeSql {
       : this.tmp(TEMP.lateKeys)
     const t = this.q(W.t)
     const at = (e: string) => this.d.castToString(e)
-    const newest =
-      `SELECT ${this.keyList('c')}, c.captured_at, c.batch_id FROM ${log} c\n` +
-      `  WHERE ${recent} AND EXISTS (SELECT 1 FROM ${lateKeys} l WHERE ${this.keyEq('l', 'c')})\n` +
-      `  QUALIFY ROW_NUMBER() OVER (PARTITION BY ${this.keyList('c')} ORDER BY c.captured_at DESC, c.batch_id) = 1`
+    const newest = this.d.firstPerGroup({
+      select:
+        `SELECT ${this.keyList('c')}, c.captured_at, c.batch_id FROM ${log} c\n` +
+        `  WHERE ${recent} AND EXISTS (SELECT 1 FROM ${lateKeys} l WHERE ${this.keyEq('l', 'c')})`,
+      separator: '\n  ',
+      partitionBy: this.keyList('c'),
+      orderBy: 'c.captured_at DESC, c.batch_id',
+    })
     const earliest =
       `SELECT ${this.keyList('e')}, MIN(e.${t}) AS ${t} FROM ${this.tmp(TEMP.events)} e\n` +
       `  WHERE EXISTS (SELECT 1 FROM ${lateKeys} l WHERE ${this.keyEq('l', 'e')}) GROUP BY ${this.keyList('e')}`
@@ -663,10 +671,15 @@ class MergeRenderer extends MergeSql {
       this.emit(
         'type 1 values before the batch of late keys without a current version',
         `INSERT INTO ${before} (${cols.map((c) => this.q(c)).join(', ')})\n` +
-          `SELECT ${cols.map((c) => this.col('d', c)).join(', ')} FROM ${this.dim} d\n` +
-          `WHERE EXISTS (SELECT 1 FROM ${this.tmp(TEMP.lateKeys)} l WHERE ${this.keyEq('l', 'd')})\n` +
-          `  AND NOT EXISTS (SELECT 1 FROM ${before} b WHERE ${this.keyEq('b', 'd')})\n` +
-          `QUALIFY ROW_NUMBER() OVER (PARTITION BY ${this.keyList('d')} ORDER BY d.${this.q(this.names.validFrom)} DESC, d.${this.q(this.names.surrogateKey)} DESC) = 1`,
+          this.d.firstPerGroup({
+            select:
+              `SELECT ${cols.map((c) => this.col('d', c)).join(', ')} FROM ${this.dim} d\n` +
+              `WHERE EXISTS (SELECT 1 FROM ${this.tmp(TEMP.lateKeys)} l WHERE ${this.keyEq('l', 'd')})\n` +
+              `  AND NOT EXISTS (SELECT 1 FROM ${before} b WHERE ${this.keyEq('b', 'd')})`,
+            separator: '\n',
+            partitionBy: this.keyList('d'),
+            orderBy: `d.${this.q(this.names.validFrom)} DESC, d.${this.q(this.names.surrogateKey)} DESC`,
+          }),
       ),
     )
   }
@@ -688,9 +701,14 @@ class MergeRenderer extends MergeSql {
       'type 1: newest event of each key that is not a delete',
       this.d.createTempTableAs(
         TEMP.type1Newest,
-        `SELECT ${[...this.keys, ...type1].map((c) => this.col('e', c)).join(', ')}, e.${q(W.t)}${order}\n` +
-          `FROM ${this.tmp(TEMP.events)} e WHERE NOT e.${q(W.del)}\n` +
-          `QUALIFY ROW_NUMBER() OVER (PARTITION BY ${this.keyList('e')} ORDER BY e.${q(W.t)} DESC${order ? `${order} DESC` : ''}) = 1`,
+        this.d.firstPerGroup({
+          select:
+            `SELECT ${[...this.keys, ...type1].map((c) => this.col('e', c)).join(', ')}, e.${q(W.t)}${order}\n` +
+            `FROM ${this.tmp(TEMP.events)} e WHERE NOT e.${q(W.del)}`,
+          separator: '\n',
+          partitionBy: this.keyList('e'),
+          orderBy: `e.${q(W.t)} DESC${order ? `${order} DESC` : ''}`,
+        }),
       ),
     )
     const log = this.d.table(this.p.objects.captures!)
@@ -705,9 +723,14 @@ class MergeRenderer extends MergeSql {
         this.emit(
           'type 1: newest refolded state of late keys',
           `INSERT INTO ${newest} (${[...this.keys, ...type1, W.t, ...(this.sequenced ? [W.order] : [])].map(q).join(', ')})\n` +
-            `SELECT ${[...this.keys, ...type1].map((c) => this.col('r', c)).join(', ')}, r.captured_at${sequence}\n` +
-            `FROM ${this.tmp(REFOLDED)} r WHERE NOT r.is_deleted\n` +
-            `QUALIFY ROW_NUMBER() OVER (PARTITION BY ${this.keyList('r')} ORDER BY r.captured_at DESC${sequence ? `${sequence} DESC` : ''}) = 1`,
+            this.d.firstPerGroup({
+              select:
+                `SELECT ${[...this.keys, ...type1].map((c) => this.col('r', c)).join(', ')}, r.captured_at${sequence}\n` +
+                `FROM ${this.tmp(REFOLDED)} r WHERE NOT r.is_deleted`,
+              separator: '\n',
+              partitionBy: this.keyList('r'),
+              orderBy: `r.captured_at DESC${sequence ? `${sequence} DESC` : ''}`,
+            }),
         )
         return
       }
@@ -736,14 +759,17 @@ class MergeRenderer extends MergeSql {
       // A key whose newest event that is not a delete is not in this batch keeps the values it had (all its
       // versions share them): this also repairs versions the late path wrote with a late event's older values.
       const cols = (alias: string) => [...this.keys, ...columns].map((c) => this.col(alias, c)).join(', ')
-      return (
-        `SELECT * FROM (\n` +
-        `    SELECT ${cols('e')}, 1 AS ${this.q(W.priority)} FROM ${this.tmp(TEMP.type1Newest)} e\n` +
-        `    UNION ALL\n` +
-        `    SELECT ${cols('b')}, 2 FROM ${this.tmp(TEMP.type1Before)} b\n` +
-        `  ) l WHERE TRUE\n` +
-        `  QUALIFY ROW_NUMBER() OVER (PARTITION BY ${this.keyList('l')} ORDER BY l.${this.q(W.priority)}) = 1`
-      )
+      return this.d.firstPerGroup({
+        select:
+          `SELECT * FROM (\n` +
+          `    SELECT ${cols('e')}, 1 AS ${this.q(W.priority)} FROM ${this.tmp(TEMP.type1Newest)} e\n` +
+          `    UNION ALL\n` +
+          `    SELECT ${cols('b')}, 2 FROM ${this.tmp(TEMP.type1Before)} b\n` +
+          `  ) l WHERE TRUE`,
+        separator: '\n  ',
+        partitionBy: this.keyList('l'),
+        orderBy: `l.${this.q(W.priority)}`,
+      })
     }
     const overwrite = (columns: readonly string[]) =>
       `UPDATE ${this.dim} AS d SET ${columns.map((c) => `${this.q(c)} = l.${this.q(c)}`).join(', ')}\n` +
@@ -849,10 +875,14 @@ class MergeRenderer extends MergeSql {
     )
     const history = historyNeeded(this)
     if (history === undefined) return
-    const last =
-      `SELECT ${[...this.keys, ...removed].map((c) => this.col('x', c)).join(', ')} FROM ${this.dim} x\n` +
-      `  WHERE x.${q(n.batchId)} <> ${batch} AND EXISTS (SELECT 1 FROM ${this.dim} y WHERE y.${q(n.batchId)} = ${batch} AND ${this.keyEq('y', 'x')})\n` +
-      `  QUALIFY ROW_NUMBER() OVER (PARTITION BY ${this.keyList('x')} ORDER BY x.${q(n.validFrom)} DESC, x.${q(n.surrogateKey)} DESC) = 1`
+    const last = this.d.firstPerGroup({
+      select:
+        `SELECT ${[...this.keys, ...removed].map((c) => this.col('x', c)).join(', ')} FROM ${this.dim} x\n` +
+        `  WHERE x.${q(n.batchId)} <> ${batch} AND EXISTS (SELECT 1 FROM ${this.dim} y WHERE y.${q(n.batchId)} = ${batch} AND ${this.keyEq('y', 'x')})`,
+      separator: '\n  ',
+      partitionBy: this.keyList('x'),
+      orderBy: `x.${q(n.validFrom)} DESC, x.${q(n.surrogateKey)} DESC`,
+    })
     this.guarded(history, () =>
       this.emit(
         'schema evolution: new versions keep the last value of removed columns',

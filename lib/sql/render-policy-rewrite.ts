@@ -16,8 +16,12 @@ export function renderPolicyRewrite(m: MergeSql): void {
   const n = m.names
   const q = (name: string) => m.q(name)
   const ordered = (order: 'ASC' | 'DESC', columns: readonly string[]) =>
-    `SELECT ${[...m.keys, ...columns].map((c) => m.col('x', c)).join(', ')} FROM ${m.dim} x WHERE TRUE\n` +
-    `  QUALIFY ROW_NUMBER() OVER (PARTITION BY ${m.keyList('x')} ORDER BY x.${q(n.validFrom)} ${order}, x.${q(n.surrogateKey)} ${order}) = 1`
+    m.d.firstPerGroup({
+      select: `SELECT ${[...m.keys, ...columns].map((c) => m.col('x', c)).join(', ')} FROM ${m.dim} x WHERE TRUE`,
+      separator: '\n  ',
+      partitionBy: m.keyList('x'),
+      orderBy: `x.${q(n.validFrom)} ${order}, x.${q(n.surrogateKey)} ${order}`,
+    })
   const update = (
     label: string,
     sets: readonly (readonly [target: string, value: string])[],
@@ -55,10 +59,14 @@ export function renderPolicyRewrite(m: MergeSql): void {
   )
   for (const c of layout.derived.filter((d) => d.kind === 'previous')) {
     const newest = ordered('DESC', [c.from])
-    const before =
-      `SELECT ${m.keyList('x')}, x.${q(c.from)} AS ${q(W.before)} FROM ${m.dim} x JOIN (${newest}) nw ON ${m.keyEq('x', 'nw')}\n` +
-      `    WHERE x.${q(c.from)} IS DISTINCT FROM nw.${q(c.from)}\n` +
-      `    QUALIFY ROW_NUMBER() OVER (PARTITION BY ${m.keyList('x')} ORDER BY x.${q(n.validFrom)} DESC, x.${q(n.surrogateKey)} DESC) = 1`
+    const before = m.d.firstPerGroup({
+      select:
+        `SELECT ${m.keyList('x')}, x.${q(c.from)} AS ${q(W.before)} FROM ${m.dim} x JOIN (${newest}) nw ON ${m.keyEq('x', 'nw')}\n` +
+        `    WHERE x.${q(c.from)} IS DISTINCT FROM nw.${q(c.from)}`,
+      separator: '\n    ',
+      partitionBy: m.keyList('x'),
+      orderBy: `x.${q(n.validFrom)} DESC, x.${q(n.surrogateKey)} DESC`,
+    })
     const keys = `SELECT DISTINCT ${m.keyList('k')} FROM ${m.dim} k`
     update(
       `value before the last change of ${c.from} (type 3)`,

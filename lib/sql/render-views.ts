@@ -32,6 +32,7 @@ export function renderViews(d: SqlDialect, table: TableSpec, objects: DimensionO
               objects.asOfFunction,
               [{ name: 'ts', type: 'timestamp' }],
               ([ts]) => `SELECT * FROM ${dim}\nWHERE ${liveVersionAt(d, table, ts!)}`,
+              objects.dimension,
             )
           : d.createTableFunction(
               objects.asOfFunction,
@@ -41,6 +42,7 @@ export function renderViews(d: SqlDialect, table: TableSpec, objects: DimensionO
               ],
               ([ts, knownAt]) =>
                 `SELECT * FROM ${dim}\nWHERE ${liveVersionAtKnownAt(d, table, ts!, knownAt!)}`,
+              objects.dimension,
             ),
     },
   ]

@@ -12,6 +12,7 @@ import { bigQueryKeyProblem, bigQueryStorableType } from '../sql/bigquery/bigque
 import { dimensionObjects } from '../sql/render-ddl.ts'
 import { renderOfflineBigQueryPlan } from '../sql/bigquery/offline-plan.ts'
 import { scriptLengthProblem, scriptQueries } from '../sql/bigquery/script-length.ts'
+import { postgresColumnType } from '../sql/postgres/postgres-types.ts'
 
 /**
  * BigQuery: the length and statement count of the table's merge script, for a first load and for later batches
@@ -260,6 +261,7 @@ function exampleOperationEntry(
 const WAREHOUSE_NAMES: Record<ProjectSpec['warehouse']['type'], string> = {
   bigquery: 'BigQuery',
   duckdb: 'DuckDB',
+  postgres: 'PostgreSQL',
 }
 
 /**
@@ -268,8 +270,19 @@ const WAREHOUSE_NAMES: Record<ProjectSpec['warehouse']['type'], string> = {
  * bigQueryStorableType).
  */
 function unstorableColumns(project: ProjectSpec, columns: readonly StagedColumn[]): StagedColumn[] {
+  if (project.warehouse.type === 'postgres')
+    return columns.filter((c) => !storable(() => postgresColumnType(c.type, { table: '', column: c.name })))
   if (project.warehouse.type !== 'bigquery') return []
   return columns.filter((c) => bigQueryStorableType(c.type) === undefined)
+}
+
+function storable(columnType: () => string): boolean {
+  try {
+    columnType()
+    return true
+  } catch {
+    return false
+  }
 }
 
 /** Key columns, and columns the merge compares, of a type the warehouse stores but cannot compare (BigQuery: JSON, arrays). */

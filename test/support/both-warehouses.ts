@@ -61,6 +61,8 @@ export interface MergeTally {
  * report the same counts, refuse the same batches with the same message, and hold the same rows.
  */
 export class BothWarehouses {
+  readonly other = 'bigquery'
+  readonly otherName = 'BigQuery'
   readonly tally: Paired<MergeTally> = {
     duckdb: { calls: 0, ms: 0, merged: 0, statements: 0 },
     bigquery: { calls: 0, ms: 0, merged: 0, statements: 0 },
@@ -187,31 +189,15 @@ export class PairedDimension {
   async merge(batchId: string, options: { allowMassDelete?: boolean } = {}): Promise<Paired<MergeOutcome>> {
     this.#clock += 1000
     const now = new Date(this.#clock)
-    const mergeOn = async (side: keyof Paired<unknown>): Promise<MergeOutcome> => {
-      const tally = this.both.tally[side]
-      const started = performance.now()
-      try {
-        const result = await mergeBatch(
-          { warehouse: this.warehouses[side], staging: this.both.batches },
-          { table: this.table, schema: this.schemaOf(side), batchId, now, ...this.numbering, ...options },
-        )
-        if (result.status === 'merged') {
-          tally.merged++
-          tally.statements += result.statements.length
-        }
-        return {
-          status: result.status,
-          ...(result.counts ? { counts: result.counts } : {}),
-          ...(result.keys ? { keys: result.keys } : {}),
-        }
-      } catch (error) {
-        const e = error as Error
-        return { error: e.name, message: e.message }
-      } finally {
-        tally.calls++
-        tally.ms += performance.now() - started
-      }
-    }
+    const mergeOn = (side: keyof Paired<unknown>) =>
+      mergeOutcome(this.warehouses[side], this.both.batches, this.both.tally[side], {
+        table: this.table,
+        schema: this.schemaOf(side),
+        batchId,
+        now,
+        ...this.numbering,
+        ...options,
+      })
     return { duckdb: await mergeOn('duckdb'), bigquery: await mergeOn('bigquery') }
   }
 
@@ -239,42 +225,8 @@ export class PairedDimension {
    * current view, its as-of function at each of `asOf`, and its internal capture and retired tables.
    */
   async holdings(asOf: readonly string[] = []): Promise<Paired<Record<string, TextRows>>> {
-    const on = async (side: keyof Paired<unknown>) => {
-      const warehouse = this.warehouses[side]
-      const d = warehouse.dialect
-      const objects = dimensionObjects(this.table, this.schemaOf(side))
-      const out: Record<string, TextRows> = {}
-      const dimension = await warehouse.describeTable(objects.dimension)
-      if (dimension === undefined) return out
-      // Arrays and JSON have no CAST to text on BigQuery: their canonical text (the row hash's) instead.
-      const text = (c: { readonly name: string; readonly type?: string }) =>
-        c.type !== undefined && (arrayElementType(c.type) !== undefined || c.type.toUpperCase() === 'JSON')
-          ? d.canonicalText(d.quoteIdentifier(c.name), c.type)
-          : d.castToString(d.quoteIdentifier(c.name))
-      const all = async (
-        from: string,
-        columns: readonly { readonly name: string; readonly type?: string }[],
-      ) =>
-        sortedText(
-          await warehouse.query(
-            `SELECT ${columns.map((c) => `${text(c)} AS ${d.quoteIdentifier(c.name)}`).join(', ')} FROM ${from}`,
-          ),
-        )
-      const names = dimension
-      out.dimension = await all(d.table(objects.dimension), names)
-      out.current = await all(d.table(objects.currentView), names)
-      for (const t of asOf)
-        out[`as of ${t}`] = await all(`${d.table(objects.asOfFunction)}(${d.timestampLiteral(t)})`, names)
-      for (const [label, ref] of [
-        ['captures', objects.captures],
-        ['retired', objects.retired],
-        ['keys', objects.keys],
-      ] as const) {
-        const columns = ref === undefined ? undefined : await warehouse.describeTable(ref as TableRef)
-        if (columns !== undefined) out[label] = await all(d.table(ref!), columns)
-      }
-      return out
-    }
+    const on = (side: keyof Paired<unknown>) =>
+      holdingsOf(this.warehouses[side], this.table, this.schemaOf(side), asOf)
     return { duckdb: await on('duckdb'), bigquery: await on('bigquery') }
   }
 
@@ -283,6 +235,80 @@ export class PairedDimension {
     await this.emulator.stop()
     await this.warehouses.duckdb.close()
   }
+}
+
+/** One merge on one warehouse: its report or the error it was refused with, counted in `tally`. */
+export async function mergeOutcome(
+  warehouse: Warehouse<SqlDialect>,
+  staging: TestBatches,
+  tally: MergeTally,
+  request: Parameters<typeof mergeBatch>[1],
+): Promise<MergeOutcome> {
+  const started = performance.now()
+  try {
+    const result = await mergeBatch({ warehouse, staging }, request)
+    if (result.status === 'merged') {
+      tally.merged++
+      tally.statements += result.statements.length
+    }
+    return {
+      status: result.status,
+      ...(result.counts ? { counts: result.counts } : {}),
+      ...(result.keys ? { keys: result.keys } : {}),
+    }
+  } catch (error) {
+    const e = error as Error
+    return { error: e.name, message: e.message }
+  } finally {
+    tally.calls++
+    tally.ms += performance.now() - started
+  }
+}
+
+/**
+ * What a warehouse holds for a dimension, every value as text and the rows sorted: the dimension, its current
+ * view, its as-of function at each of `asOf`, and its internal capture, retired and key tables. `canonical`: every
+ * typed value as its canonical text (the row hash's, the same in every warehouse) instead of the warehouse's cast
+ * to text (BLOB and a whole DOUBLE print differently in DuckDB and PostgreSQL).
+ */
+export async function holdingsOf(
+  warehouse: Warehouse<SqlDialect>,
+  table: TableSpec,
+  schema: string,
+  asOf: readonly string[],
+  canonical = false,
+): Promise<Record<string, TextRows>> {
+  const d = warehouse.dialect
+  const objects = dimensionObjects(table, schema)
+  const out: Record<string, TextRows> = {}
+  const dimension = await warehouse.describeTable(objects.dimension)
+  if (dimension === undefined) return out
+  // Arrays and JSON have no CAST to text on BigQuery: their canonical text (the row hash's) instead.
+  const text = (c: { readonly name: string; readonly type?: string }) =>
+    c.type !== undefined &&
+    (canonical || arrayElementType(c.type) !== undefined || c.type.toUpperCase() === 'JSON')
+      ? d.canonicalText(d.quoteIdentifier(c.name), c.type)
+      : d.castToString(d.quoteIdentifier(c.name))
+  const all = async (from: string, columns: readonly { readonly name: string; readonly type?: string }[]) =>
+    sortedText(
+      await warehouse.query(
+        `SELECT ${columns.map((c) => `${text(c)} AS ${d.quoteIdentifier(c.name)}`).join(', ')} FROM ${from}`,
+      ),
+    )
+  const names = dimension
+  out.dimension = await all(d.table(objects.dimension), names)
+  out.current = await all(d.table(objects.currentView), names)
+  for (const t of asOf)
+    out[`as of ${t}`] = await all(`${d.table(objects.asOfFunction)}(${d.timestampLiteral(t)})`, names)
+  for (const [label, ref] of [
+    ['captures', objects.captures],
+    ['retired', objects.retired],
+    ['keys', objects.keys],
+  ] as const) {
+    const columns = ref === undefined ? undefined : await warehouse.describeTable(ref as TableRef)
+    if (columns !== undefined) out[label] = await all(d.table(ref!), columns)
+  }
+  return out
 }
 
 function sortedText(rows: readonly Row[]): TextRows {

@@ -49,7 +49,7 @@ describe('document level', () => {
     const top =
       'warehouse: { type: duckdbb, schema: my-schema, pth: x }\nstaging: { type: s3 }\nstate: { path: "" }\n'
     expect(issuesOf(withTable('key: id', top))).toEqual([
-      'warehouse.type: must be one of duckdb, bigquery (got "duckdbb"); did you mean "duckdb"?',
+      'warehouse.type: must be one of duckdb, bigquery, postgres (got "duckdbb"); did you mean "duckdb"?',
       'warehouse.schema: must be a schema name (letters, digits and _, not starting with a digit) (got "my-schema")',
       'warehouse: unknown key "pth"; did you mean "path"?',
       'staging.type: must be one of local (got "s3")',
@@ -77,6 +77,33 @@ describe('BigQuery warehouse section', () => {
     expect(issuesOf(withTable('key: id', top))).toEqual([
       'warehouse: set either credentials_secret (a service-account key) or workload_identity (keyless auth from ' +
         "the functions' AWS role), not both",
+    ])
+  })
+})
+
+describe('PostgreSQL warehouse section', () => {
+  it('reads the URL from the variable url_env names, never from the file, and defaults the schema to public', () => {
+    const project = parseProject(
+      withTable('key: id', 'warehouse: { type: postgres, url_env: DW_URL }\n'),
+      CONFIG,
+    )
+    expect(project.warehouse).toEqual({ type: 'postgres', urlEnv: 'DW_URL', schema: 'public' })
+    const named = parseProject(
+      withTable('key: id', 'warehouse: { type: postgres, url_env: DW_URL, schema: history }\n'),
+      CONFIG,
+    )
+    expect(named.warehouse).toEqual({ type: 'postgres', urlEnv: 'DW_URL', schema: 'history' })
+  })
+
+  it('names a missing or malformed setting, and refuses a URL written in the file', () => {
+    const top = 'warehouse: { type: postgres, schema: my-schema, url: "postgres://u:secret@db/x" }\n'
+    expect(issuesOf(withTable('key: id', top))).toEqual([
+      'warehouse.url_env: is required',
+      'warehouse.schema: must be a schema name (letters, digits and _, not starting with a digit) (got "my-schema")',
+      'warehouse: unknown key "url"',
+    ])
+    expect(issuesOf(withTable('key: id', 'warehouse: { type: postgres, url_env: "DW-URL" }\n'))).toEqual([
+      'warehouse.url_env: must be an environment variable name (DIMSYNC_PG_URL) (got "DW-URL")',
     ])
   })
 })

@@ -117,6 +117,23 @@ describe('validateProject names every column the warehouse cannot store (table, 
     ])
   })
 
+  it('PostgreSQL: each column it cannot store with the same row hash is an issue', async () => {
+    const spec = withWarehouse('{ type: postgres, url_env: DW_URL }')
+    const error = await validateProject(spec, (t) =>
+      source(t.name === 'accounts' ? columns : [{ name: 'id', type: 'TINYINT' }]),
+    ).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(ConfigError)
+    expect((error as ConfigError).issues).toEqual([
+      'tables[0] (accounts): column "huge" has type HUGEINT, which PostgreSQL cannot store',
+      'tables[0] (accounts): column "counter" has type UBIGINT, which PostgreSQL cannot store',
+      'tables[0] (accounts): column "address" has type STRUCT(street VARCHAR, city VARCHAR), which PostgreSQL cannot store',
+      'tables[0] (accounts): column "grid" has type INTEGER[][], which PostgreSQL cannot store',
+      'tables[0] (accounts): column "weights" has type DOUBLE[], which PostgreSQL cannot store',
+      'tables[0] (accounts): column "events" has type JSON[], which PostgreSQL cannot store',
+      'tables[1] (orders): column "id" has type TINYINT, which PostgreSQL cannot store',
+    ])
+  })
+
   it('BigQuery: a JSON or array key is an issue (no equality on them), the same types as attributes are not', async () => {
     const spec = withWarehouse('{ type: bigquery, project: acme-dw, dataset: history, location: EU }')
     const error = await validateProject(spec, (t) =>

@@ -1,0 +1,281 @@
+import { createReadStream } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import pg from 'pg'
+import type { StagedColumn } from '../../core/batch.ts'
+import { rejectedBatchError } from '../../core/check-failure.ts'
+import type { DimensionColumn } from '../../core/dimension-layout.ts'
+import { DimsyncError, WarehouseError } from '../../core/errors.ts'
+import { typeFamily } from '../../core/staged-types.ts'
+import type { Row, TransactionOptions, Warehouse, WarehouseTransaction } from '../../ports/warehouse.ts'
+import type { CompiledStatement, SqlDialect, TableRef } from '../../sql/dialect.ts'
+import { duckDbDialect } from '../../sql/duckdb/duckdb-dialect.ts'
+import { TEMP } from '../../sql/merge-sql.ts'
+import { postgresDialect } from '../../sql/postgres/postgres-dialect.ts'
+import { POSTGRES_SESSION_SETUP } from '../../sql/postgres/postgres-session.ts'
+import { listElementType, stagedTypeOfPostgres } from '../../sql/postgres/postgres-types.ts'
+import { openDuckDbEngine } from '../duckdb/duckdb-engine.ts'
+import { CopyIn } from './postgres-copy-in.ts'
+
+/** The connection URL of a postgres warehouse, from the environment variable the config names (`url_env`). */
+export function postgresUrlFromEnvironment(variable: string, env: NodeJS.ProcessEnv = process.env): string {
+  const url = env[variable]
+  if (url === undefined || url === '')
+    throw new DimsyncError(
+      `warehouse.url_env names the environment variable ${variable}, which is not set: set it to the warehouse's ` +
+        `connection URL (postgres://user:password@host:5432/database); credentials never go in dimsync.yaml`,
+    )
+  return url
+}
+
+/**
+ * Values whose text `pg` would turn into something else: kept as the server's text, like DuckDB's rows (times with
+ * their microseconds, decimals exact, JSON as its text). int8 arrives as text too and becomes a number when exact.
+ */
+const TEXT_TYPES = new Set([
+  1082, // date
+  1083, // time
+  1114, // timestamp
+  1184, // timestamptz
+  1700, // numeric
+  114, // json
+  3802, // jsonb
+  17, // bytea, as \x hex text
+])
+const INT8 = 20
+
+function typeParser(oid: number, format?: string): (text: string) => unknown {
+  if (TEXT_TYPES.has(oid)) return (text) => text
+  if (oid === INT8) return (text) => (Number.isSafeInteger(Number(text)) ? Number(text) : text)
+  return pg.types.getTypeParser(oid, format as 'text')
+}
+
+/**
+ * A warehouse in PostgreSQL: one connection (its session holds the batch's temporary tables and dimsync's helper
+ * functions); every merge is one transaction, DDL included (PostgreSQL's DDL is transactional).
+ */
+export class PostgresWarehouse implements Warehouse<SqlDialect> {
+  readonly dialect = postgresDialect
+  readonly #client: pg.Client
+
+  private constructor(client: pg.Client) {
+    this.#client = client
+  }
+
+  static async open(options: { readonly url: string }): Promise<PostgresWarehouse> {
+    const client = new pg.Client({
+      connectionString: options.url,
+      types: { getTypeParser: typeParser as never },
+      application_name: 'dimsync',
+    })
+    try {
+      await client.connect()
+      for (const statement of POSTGRES_SESSION_SETUP) await client.query(statement)
+      await assertUtf8(client)
+    } catch (cause) {
+      await client.end().catch(() => undefined)
+      if (cause instanceof DimsyncError) throw cause
+      throw new DimsyncError(`cannot open the postgres warehouse: ${(cause as Error).message}`, {
+        cause,
+        retryable: isTransient(cause),
+      })
+    }
+    return new PostgresWarehouse(client)
+  }
+
+  async describeTable(ref: TableRef): Promise<DimensionColumn[] | undefined> {
+    const d = postgresDialect
+    // format_type keeps what information_schema drops: a numeric array's precision and scale.
+    const rows = await this.query(
+      `SELECT a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type, a.attnotnull AS not_null ` +
+        `FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace ` +
+        `WHERE n.nspname = ${ref.schema === undefined ? 'current_schema()' : d.stringLiteral(ref.schema)} ` +
+        `AND c.relname = ${d.stringLiteral(ref.name)} AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`,
+    )
+    if (rows.length === 0) return undefined
+    return rows.map((r) => ({
+      name: String(r.name),
+      // A type dimsync never creates keeps PostgreSQL's name: the merge then refuses it, naming the column.
+      type: stagedTypeOfPostgres(String(r.type)) ?? String(r.type).toUpperCase(),
+      ...(r.not_null === true ? { notNull: true } : {}),
+    }))
+  }
+
+  async createSchemaIfMissing(schema: string): Promise<void> {
+    const sql = `CREATE SCHEMA IF NOT EXISTS ${postgresDialect.quoteIdentifier(schema)}`
+    const [exists] = await this.query(
+      `SELECT 1 AS found FROM pg_namespace WHERE nspname = ${postgresDialect.stringLiteral(schema)}`,
+    )
+    if (exists !== undefined) return
+    try {
+      await this.#client.query(sql)
+    } catch (cause) {
+      throw new DimsyncError(
+        `the postgres warehouse has no schema ${schema} and this user may not create it (${(cause as Error).message}); ` +
+          `create it once with: ${sql}`,
+        { cause },
+      )
+    }
+  }
+
+  /**
+   * The staged Parquet parts, read by the embedded DuckDB as CSV text PostgreSQL reads back to the same values,
+   * copied into the session's temporary table (`COPY … FROM STDIN`). Each value is written in the form
+   * PostgreSQL's input takes for its type: doubles in `%.17g` (exact), blobs as `\x` hex, dates before year 1
+   * with ` BC`; an empty text is quoted, a NULL is not.
+   */
+  async loadStaging(partPaths: readonly string[]): Promise<StagedColumn[]> {
+    const folder = await mkdtemp(join(tmpdir(), 'dimsync-pg-stage-'))
+    const csv = join(folder, 'stage.csv')
+    const engine = await openDuckDbEngine({ anyOrder: true })
+    const d = postgresDialect
+    let columns: StagedColumn[]
+    let definitions: string[]
+    try {
+      const files = partPaths.map((p) => duckDbDialect.stringLiteral(p)).join(', ')
+      const parts = `read_parquet([${files}])`
+      const described = await engine.connection.runAndReadAll(`DESCRIBE SELECT * FROM ${parts}`)
+      columns = (described.getRowObjectsJson() as Row[]).map((r) => ({
+        name: String(r.column_name),
+        type: String(r.column_type),
+      }))
+      // A type PostgreSQL cannot store is refused before any row is read.
+      const where = (column: string) => ({ table: `staged batch (${partPaths[0] ?? 'no parts'})`, column })
+      definitions = columns.map((c) => `${d.quoteIdentifier(c.name)} ${d.columnType(c.type, where(c.name))}`)
+      const select = columns
+        .map((c) => `${csvText(c)} AS ${duckDbDialect.quoteIdentifier(c.name)}`)
+        .join(', ')
+      await engine.connection.run(
+        `COPY (SELECT ${select} FROM ${parts}) TO ${duckDbDialect.stringLiteral(csv)} (FORMAT csv, HEADER false, FORCE_QUOTE *)`,
+      )
+    } finally {
+      engine.close()
+    }
+    try {
+      const stage = d.quoteIdentifier(TEMP.stage)
+      await this.#run({
+        label: 'create staging table',
+        sql: `DROP TABLE IF EXISTS pg_temp.${stage};\nCREATE TEMP TABLE ${stage} (${definitions.join(', ')})`,
+      })
+      if (columns.length > 0) {
+        const copy = new CopyIn(
+          `COPY ${stage} FROM STDIN (FORMAT csv)`,
+          createReadStream(csv, { highWaterMark: 1 << 20 }),
+        )
+        await this.#client.query(copy as never)
+        await copy.done.catch((cause: unknown) => {
+          throw this.#translate({ label: 'load staged parts', sql: copy.text }, cause)
+        })
+      }
+      await this.#run({ label: 'analyze staging table', sql: `ANALYZE ${stage}` })
+      return columns
+    } finally {
+      await rm(folder, { recursive: true, force: true })
+    }
+  }
+
+  async transaction<T>(
+    work: (tx: WarehouseTransaction) => Promise<T>,
+    options: TransactionOptions,
+  ): Promise<T> {
+    await this.#client.query('BEGIN')
+    try {
+      const result = await work({ execute: (s) => this.#run(s), query: (sql) => this.query(sql) })
+      if (options.commit) await this.#run({ label: 'commit', sql: 'COMMIT' })
+      else await this.#client.query('ROLLBACK')
+      return result
+    } catch (error) {
+      // PostgreSQL refuses every statement after a failed one until ROLLBACK.
+      await this.#client.query('ROLLBACK').catch(() => undefined)
+      throw error
+    }
+  }
+
+  async query(sql: string): Promise<Row[]> {
+    const result = await this.#client.query(sql)
+    // A text of several statements answers with the last one's rows.
+    const last = Array.isArray(result) ? (result.at(-1) as pg.QueryResult | undefined) : result
+    return (last?.rows ?? []) as Row[]
+  }
+
+  async close(): Promise<void> {
+    await this.#client.end()
+  }
+
+  async #run(statement: CompiledStatement): Promise<void> {
+    try {
+      await this.#client.query(statement.sql)
+    } catch (cause) {
+      throw this.#translate(statement, cause)
+    }
+  }
+
+  #translate(statement: CompiledStatement, cause: unknown): Error {
+    const message = cause instanceof Error ? cause.message : String(cause)
+    return (
+      rejectedBatchError(message) ??
+      new WarehouseError(statement.label, statement.sql, {
+        cause,
+        // A lost connection or a serialization failure may pass on a retry; a refused statement will not.
+        retryable: isTransient(cause),
+      })
+    )
+  }
+}
+
+/**
+ * The row hash counts characters and hashes UTF-8 bytes: in a database of another encoding the same row would hash
+ * differently than on DuckDB and BigQuery (and text outside the encoding could not be stored).
+ */
+async function assertUtf8(client: pg.Client): Promise<void> {
+  const { rows } = await client.query<{ server_encoding: string }>('SHOW server_encoding')
+  const encoding = rows[0]?.server_encoding
+  if (encoding !== 'UTF8')
+    throw new DimsyncError(
+      `the postgres warehouse's database has encoding ${encoding}; dimsync needs a UTF8 database ` +
+        `(CREATE DATABASE … ENCODING 'UTF8'): its row hashes count and hash UTF-8 text`,
+    )
+}
+
+/** Socket errors worth a retry (the server restarting, a network blip). */
+const TRANSIENT_SOCKET_ERRORS: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EAI_AGAIN',
+])
+
+/** A lost connection, or a SQLSTATE worth a retry: connection exceptions, transaction rollbacks, a shutdown. */
+function isTransient(cause: unknown): boolean {
+  const code = (cause as { code?: unknown } | undefined)?.code
+  if (typeof code === 'string' && TRANSIENT_SOCKET_ERRORS.has(code)) return true
+  if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code))
+    return code.startsWith('08') || code.startsWith('40') || code === '57P01'
+  return cause instanceof Error && /Connection terminated/.test(cause.message)
+}
+
+/** A staged column's value as text PostgreSQL's input of its type reads back to the same value (NULL stays NULL). */
+function csvText(column: StagedColumn): string {
+  const c = duckDbDialect.quoteIdentifier(column.name)
+  switch (typeFamily(column.type).kind) {
+    case 'float':
+      return `printf('%.17g', CAST(${c} AS DOUBLE))`
+    case 'bytes':
+      return `'\\x' || lower(hex(${c}))`
+    case 'date':
+      return `replace(CAST(${c} AS VARCHAR), ' (BC)', ' BC')`
+    default:
+      return listElementType(column.type) === undefined ? `CAST(${c} AS VARCHAR)` : arrayLiteral(c)
+  }
+}
+
+/**
+ * A list as PostgreSQL's array input reads it: `{"a","b, c",NULL}`, each element double-quoted with `"` and `\`
+ * escaped by a backslash (the element types a postgres dimension stores print as their input text).
+ */
+function arrayLiteral(c: string): string {
+  const element = `CASE WHEN e IS NULL THEN 'NULL' ELSE '"' || replace(replace(CAST(e AS VARCHAR), '\\', '\\\\'), '"', '\\"') || '"' END`
+  return `'{' || array_to_string(list_transform(${c}, e -> ${element}), ',') || '}'`
+}

@@ -1,0 +1,37 @@
+import { afterAll, beforeAll, describe, it } from 'vitest'
+import { DuckDbAndPostgres } from '../support/duckdb-and-postgres.ts'
+import {
+  BAD_BATCHES,
+  CHANGE_FEEDS,
+  CHANGE_TIMES,
+  runScenario,
+  SNAPSHOTS,
+  SOFT_DELETES,
+  SOURCE_TYPES,
+} from '../support/warehouse-contract-scenarios.ts'
+
+/**
+ * The warehouse contract (test/support/warehouse-contract-scenarios.ts) on DuckDB and PostgreSQL, both real:
+ * after every merge the same outcome (counts, or the same error and message), at the end the same rows.
+ */
+
+let pair: DuckDbAndPostgres
+beforeAll(async () => {
+  pair = await DuckDbAndPostgres.start()
+})
+afterAll(async () => {
+  await pair?.stop()
+})
+
+describe.each([
+  ['snapshots', SNAPSHOTS],
+  ['source types', SOURCE_TYPES],
+  ['change times', CHANGE_TIMES],
+  ['soft deletes', SOFT_DELETES],
+  ['bad batches', BAD_BATCHES],
+  ['change feeds', CHANGE_FEEDS],
+])('warehouse contract, %s: DuckDB and PostgreSQL agree', (_group, scenarios) => {
+  it.each(Object.keys(scenarios))('%s', async (name) => {
+    await runScenario(pair, scenarios[name]!)
+  })
+})

@@ -1,0 +1,117 @@
+import { randomBytes } from 'node:crypto'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { DuckDBInstance } from '@duckdb/node-api'
+import pg from 'pg'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import {
+  PostgresWarehouse,
+  postgresUrlFromEnvironment,
+} from '../../../../lib/adapters/warehouse/postgres-warehouse.ts'
+import { duckDbDialect } from '../../../../lib/sql/duckdb/duckdb-dialect.ts'
+import { postgresDialect } from '../../../../lib/sql/postgres/postgres-dialect.ts'
+import { renderRowHash } from '../../../../lib/sql/row-hash.ts'
+import { PG_URL } from '../../../integration/sources/support/db-services.ts'
+
+/** The awkward values of each type the staging copy must carry over unchanged (the CSV between DuckDB and PostgreSQL). */
+const VALUES = `
+  SELECT * FROM (VALUES
+    (1, 'a,b "q" ''s''' || chr(10) || 'line', '', 1.5::DOUBLE, DATE '2024-03-10', TIMESTAMPTZ '2024-03-10 14:30:00.123456+00',
+     TIMESTAMP '1969-12-31 23:59:59.000001', '\\x00\\xFF,"'::BLOB, 12.50::DECIMAL(10,2), ['x', NULL, '', 'a"b\\c', 'NULL'], true),
+    (2, NULL, NULL, 'nan'::DOUBLE, DATE '0044-03-15 (BC)', 'infinity'::TIMESTAMPTZ, '-infinity'::TIMESTAMP, ''::BLOB, -0.01::DECIMAL(10,2), [], false),
+    (3, 'NULL', ' ', '-inf'::DOUBLE, 'infinity'::DATE, NULL, NULL, NULL, NULL, NULL, NULL),
+    (4, 'é👨‍👩‍👧', '\\N', 0.1::DOUBLE, DATE '0001-01-01', TIMESTAMPTZ '0099-06-01 00:00:00+00', TIMESTAMP '12000-01-01 00:00:00', '\\x0A'::BLOB, 0::DECIMAL(10,2), [NULL], NULL)
+  ) v(id, text, empty, score, day, seen, local_seen, photo, amount, tags, flag)`
+
+let folder: string
+let part: string
+let duckHash: string[]
+let columns: { name: string; type: string }[]
+
+beforeAll(async () => {
+  folder = mkdtempSync(join(tmpdir(), 'dimsync-pg-stage-test-'))
+  part = join(folder, 'part.parquet')
+  const instance = await DuckDBInstance.create(':memory:')
+  const connection = await instance.connect()
+  await connection.run(`SET TimeZone = 'UTC'`)
+  await connection.run(`COPY (${VALUES}) TO '${part}' (FORMAT parquet)`)
+  const described = await connection.runAndReadAll(`DESCRIBE SELECT * FROM read_parquet('${part}')`)
+  columns = described
+    .getRowObjectsJson()
+    .map((r) => ({ name: String(r.column_name), type: String(r.column_type) }))
+  const hashes = await connection.runAndReadAll(
+    `SELECT ${renderRowHash(duckDbDialect, columns, 's')} AS h FROM read_parquet('${part}') s ORDER BY s.id`,
+  )
+  duckHash = hashes.getRowObjectsJson().map((r) => String(r.h))
+  connection.closeSync()
+  instance.closeSync()
+})
+afterAll(() => rmSync(folder, { recursive: true, force: true }))
+
+describe('PostgresWarehouse', () => {
+  it("loads staged Parquet into the session's table with every value as DuckDB reads it (the same row hashes)", async () => {
+    const warehouse = await PostgresWarehouse.open({ url: PG_URL })
+    try {
+      expect(await warehouse.loadStaging([part])).toEqual(columns)
+      const rows = await warehouse.query(
+        `SELECT ${renderRowHash(postgresDialect, columns, 's')} AS h FROM "__dimsync_stage" s ORDER BY s.id`,
+      )
+      expect(rows.map((r) => r.h)).toEqual(duckHash)
+      // A second batch in the same session replaces the table.
+      await warehouse.loadStaging([part, part])
+      expect(await warehouse.query('SELECT COUNT(*) AS n FROM "__dimsync_stage"')).toEqual([{ n: 8 }])
+    } finally {
+      await warehouse.close()
+    }
+  })
+
+  it('refuses a database whose encoding is not UTF8, before anything is written', async () => {
+    const database = `dimsync_ascii_${randomBytes(4).toString('hex')}`
+    const admin = new pg.Client({ connectionString: PG_URL })
+    await admin.connect()
+    try {
+      await admin.query(
+        `CREATE DATABASE ${database} ENCODING 'SQL_ASCII' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0`,
+      )
+      const url = new URL(PG_URL)
+      url.pathname = `/${database}`
+      await expect(PostgresWarehouse.open({ url: url.toString() })).rejects.toThrow(
+        /database has encoding SQL_ASCII; dimsync needs a UTF8 database/,
+      )
+    } finally {
+      await admin.query(`DROP DATABASE IF EXISTS ${database}`)
+      await admin.end()
+    }
+  })
+
+  it('reads its URL only from the variable the config names, and names the variable when it is unset', () => {
+    expect(postgresUrlFromEnvironment('DW_URL', { DW_URL: 'postgres://h/db' })).toBe('postgres://h/db')
+    expect(() => postgresUrlFromEnvironment('DW_URL', {})).toThrow(
+      /warehouse.url_env names the environment variable DW_URL, which is not set/,
+    )
+    expect(() => postgresUrlFromEnvironment('DW_URL', { DW_URL: '' })).toThrow(/DW_URL, which is not set/)
+  })
+
+  it('describes a table with the staged types it was created from, or undefined when it does not exist', async () => {
+    const schema = `dimsync_test_${randomBytes(6).toString('hex')}`
+    const warehouse = await PostgresWarehouse.open({ url: PG_URL })
+    try {
+      await warehouse.createSchemaIfMissing(schema)
+      expect(await warehouse.describeTable({ schema, name: 'missing' })).toBeUndefined()
+      const where = (column: string) => ({ table: 't', column })
+      const definitions = columns.map(
+        (c) =>
+          `${postgresDialect.quoteIdentifier(c.name)} ${postgresDialect.columnType(c.type, where(c.name))}`,
+      )
+      await warehouse.query(`CREATE TABLE "${schema}".t (${definitions.join(', ')}, PRIMARY KEY (id))`)
+      const described = await warehouse.describeTable({ schema, name: 't' })
+      expect(described!.map((c) => c.name)).toEqual(columns.map((c) => c.name))
+      expect(described!.map((c) => c.type)).toEqual(columns.map((c) => c.type))
+      expect(described![0]).toMatchObject({ notNull: true })
+    } finally {
+      await warehouse.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
+      await warehouse.close()
+    }
+  })
+})
