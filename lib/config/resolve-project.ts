@@ -67,6 +67,8 @@ export function resolveProject(document: unknown, configPath: string): ProjectSp
       if (issue.path[0] !== 'warehouse') issues.add(issue.path, issue.message)
     }
   if (!isRecord(document)) throw new ConfigError(file, issues.render())
+  const bigQuery = isRecord(document.warehouse) && document.warehouse.type === 'bigquery'
+  const postgres = isRecord(document.warehouse) && document.warehouse.type === 'postgres'
 
   // Each part is parsed again on its own so one broken table does not hide the rule checks of the others.
   const defaultsParsed = defaultsSchema.nullable().optional().safeParse(document.defaults)
@@ -81,6 +83,7 @@ export function resolveProject(document: unknown, configPath: string): ProjectSp
       if (spec !== undefined) tables.push(spec)
     }
   })
+  if (postgres) refusePartialUpdates(rawTables, tables, issues)
   checkUnique(rawTables, 'name', issues, (raw) => raw.name, 'table name')
   checkUnique(rawTables, 'target', issues, (raw) => targetOf(raw), 'target', true)
   const facts = resolveFacts(document.facts, tables, issues)
@@ -91,8 +94,6 @@ export function resolveProject(document: unknown, configPath: string): ProjectSp
       ? resolveAws(aws.data, tables, (where, message) => issues.add(where, message))
       : undefined
   // The warehouse's `type` picks the schema whose messages are reported, so a BigQuery block is not told DuckDB's.
-  const bigQuery = isRecord(document.warehouse) && document.warehouse.type === 'bigquery'
-  const postgres = isRecord(document.warehouse) && document.warehouse.type === 'postgres'
   const warehouse = (
     bigQuery ? bigQueryWarehouseSchema : postgres ? postgresWarehouseSchema : warehouseSchema
   )
@@ -127,6 +128,28 @@ export function resolveProject(document: unknown, configPath: string): ProjectSp
     tables,
     ...(facts.length > 0 ? { facts } : {}),
     ...(awsSpec !== undefined ? { aws: awsSpec } : {}),
+  })
+}
+
+/**
+ * PostgreSQL has neither `SELECT * REPLACE` nor `LAST_VALUE(… IGNORE NULLS)`, which the fold of partial updates
+ * renders: such a table is refused before anything runs, not by a syntax error in its merge.
+ */
+function refusePartialUpdates(
+  rawTables: readonly unknown[],
+  tables: readonly TableSpec[],
+  issues: IssueList,
+): void {
+  rawTables.forEach((raw, index) => {
+    const table = tables.find((t) => isRecord(raw) && t.name === raw.name)
+    const partial = table?.partialUpdates
+    if (table === undefined || partial === undefined) return
+    const option = partial.ignoreNulls !== undefined ? 'ignore_null_updates' : 'columns_to_update'
+    issues.add(
+      ['tables', index, option],
+      `a postgres warehouse cannot fold partial updates yet (table ${table.name}); load this table into DuckDB or ` +
+        'BigQuery, or leave the option out (a NULL then is a value)',
+    )
   })
 }
 
