@@ -7,6 +7,12 @@ import type { BatchParts } from './staging-store.ts'
 
 export type Row = Record<string, string | number | boolean | null>
 
+/** Whose staged batch a warehouse loads: the table's (or fact's) name and the batch id. */
+export interface StagedBatchName {
+  readonly table: string
+  readonly batchId: string
+}
+
 /** The statements of one unit of work, run inside one transaction. */
 export interface WarehouseTransaction {
   execute(statement: CompiledStatement): Promise<void>
@@ -53,10 +59,11 @@ export interface Warehouse<Dialect = unknown> {
    */
   createSchemaIfMissing(schema: string): Promise<void>
   /**
-   * Makes the staged Parquet parts of one of `table`'s batches (a table or fact name, for messages) readable as the
-   * temporary table (or view) `__dimsync_stage`; returns its columns.
+   * Makes the staged Parquet parts of `batch` (its table or fact and id, for messages) readable as the temporary
+   * table (or view) `__dimsync_stage`; returns its columns. A value the warehouse cannot store refuses the batch
+   * (`BatchRejectedError`), naming the column.
    */
-  loadStaging(partPaths: readonly string[], table: string): Promise<StagedColumn[]>
+  loadStaging(partPaths: readonly string[], batch: StagedBatchName): Promise<StagedColumn[]>
   /**
    * Runs `work` in one transaction. Commits when `work` resolves and `commit` is true; rolls back when it throws
    * (rethrowing) or when `commit` is false (dry run). A failed statement throws `BatchRejectedError` when it is a

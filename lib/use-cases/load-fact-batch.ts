@@ -116,7 +116,9 @@ export async function loadFactBatch(
       ? { schema: request.schema, name: stagingTableName(fact.target, batchId) }
       : undefined
     const staged =
-      'partPaths' in batch ? await warehouse.loadStaging(batch.partPaths, fact.name) : batch.manifest.columns
+      'partPaths' in batch
+        ? await warehouse.loadStaging(batch.partPaths, { table: fact.name, batchId })
+        : batch.manifest.columns
     const existing = await warehouse.describeTable(objects.table)
     const layout = planFactLayout(fact, batchId, staged, dimensions, existing)
     const plan: FactLoadPlan = {

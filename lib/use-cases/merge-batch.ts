@@ -151,7 +151,7 @@ export async function mergeBatch(deps: MergeDeps, request: MergeBatchRequest): P
     if (facts.applied.has(batchId)) return { status: 'already-applied', batchId, statements: [] }
 
     assertConfigMatchesContract(table, facts)
-    const staged = await warehouse.loadStaging(batch.partPaths, table.name)
+    const staged = await warehouse.loadStaging(batch.partPaths, { table: table.name, batchId })
     const existing = await warehouse.describeTable(objects.dimension)
     assertNotEmptyFirstLoad(request, batch, existing)
     const layout = planDimensionLayout(table, batchId, staged, existing)

@@ -6,9 +6,15 @@ import pg from 'pg'
 import type { StagedColumn } from '../../core/batch.ts'
 import { rejectedBatchError } from '../../core/check-failure.ts'
 import type { DimensionColumn } from '../../core/dimension-layout.ts'
-import { DimsyncError, WarehouseError } from '../../core/errors.ts'
+import { BatchRejectedError, DimsyncError, WarehouseError } from '../../core/errors.ts'
 import { typeFamily } from '../../core/staged-types.ts'
-import type { Row, TransactionOptions, Warehouse, WarehouseTransaction } from '../../ports/warehouse.ts'
+import type {
+  Row,
+  StagedBatchName,
+  TransactionOptions,
+  Warehouse,
+  WarehouseTransaction,
+} from '../../ports/warehouse.ts'
 import type { CompiledStatement, SqlDialect, TableRef } from '../../sql/dialect.ts'
 import { duckDbDialect } from '../../sql/duckdb/duckdb-dialect.ts'
 import { TEMP } from '../../sql/merge-sql.ts'
@@ -17,6 +23,44 @@ import { POSTGRES_SESSION_SETUP } from '../../sql/postgres/postgres-session.ts'
 import { listElementType, stagedTypeOfPostgres } from '../../sql/postgres/postgres-types.ts'
 import { openDuckDbEngine } from '../duckdb/duckdb-engine.ts'
 import { CopyIn } from './postgres-copy-in.ts'
+
+/**
+ * PostgreSQL's text holds no NUL character (U+0000), which DuckDB's and the sources' can: a COPY refused for one
+ * (SQLSTATE 22021, `0x00`) becomes the refusal of the batch naming the column and a value holding it. Undefined for
+ * any other failure.
+ */
+async function nulCharacterRefusal(
+  cause: unknown,
+  { table, batchId }: StagedBatchName,
+  partPaths: readonly string[],
+  columns: readonly StagedColumn[],
+): Promise<BatchRejectedError | undefined> {
+  const failure = cause as { code?: unknown; message?: unknown }
+  if (failure.code !== '22021' || !String(failure.message).includes('0x00')) return undefined
+  const engine = await openDuckDbEngine({ anyOrder: true })
+  try {
+    const parts = `read_parquet([${partPaths.map((p) => duckDbDialect.stringLiteral(p)).join(', ')}])`
+    for (const column of columns) {
+      const text = `CAST(${duckDbDialect.quoteIdentifier(column.name)} AS VARCHAR)`
+      const reader = await engine.connection.runAndReadAll(
+        `SELECT ${text} AS v FROM ${parts} WHERE contains(${text}, chr(0)) LIMIT 1`,
+      )
+      const [row] = reader.getRowObjectsJson()
+      if (row === undefined) continue
+      const example = JSON.stringify(String(row.v).slice(0, 60))
+      return new BatchRejectedError(
+        table,
+        batchId,
+        `table ${table}: column "${column.name}" holds a text with a NUL character (U+0000), which PostgreSQL ` +
+          `cannot store, for example ${example}; nothing was written. Remove it in the source (or a query ` +
+          `source's SELECT: replace(${column.name}, chr(0), ''))`,
+      )
+    }
+    return undefined
+  } finally {
+    engine.close()
+  }
+}
 
 /** The connection URL of a postgres warehouse, from the environment variable the config names (`url_env`). */
 export function postgresUrlFromEnvironment(variable: string, env: NodeJS.ProcessEnv = process.env): string {
@@ -125,7 +169,8 @@ export class PostgresWarehouse implements Warehouse<SqlDialect> {
    * PostgreSQL's input takes for its type: doubles in `%.17g` (exact), blobs as `\x` hex, dates before year 1
    * with ` BC`; an empty text is quoted, a NULL is not.
    */
-  async loadStaging(partPaths: readonly string[]): Promise<StagedColumn[]> {
+  async loadStaging(partPaths: readonly string[], batch: StagedBatchName): Promise<StagedColumn[]> {
+    const { table, batchId } = batch
     const folder = await mkdtemp(join(tmpdir(), 'dimsync-pg-stage-'))
     const csv = join(folder, 'stage.csv')
     const engine = await openDuckDbEngine({ anyOrder: true })
@@ -141,8 +186,13 @@ export class PostgresWarehouse implements Warehouse<SqlDialect> {
         type: String(r.column_type),
       }))
       // A type PostgreSQL cannot store is refused before any row is read.
-      const where = (column: string) => ({ table: `staged batch (${partPaths[0] ?? 'no parts'})`, column })
-      definitions = columns.map((c) => `${d.quoteIdentifier(c.name)} ${d.columnType(c.type, where(c.name))}`)
+      definitions = columns.map((c) => {
+        try {
+          return `${d.quoteIdentifier(c.name)} ${d.columnType(c.type, { table, column: c.name })}`
+        } catch (error) {
+          throw new BatchRejectedError(table, batchId, `${(error as Error).message}; nothing was written`)
+        }
+      })
       const select = columns
         .map((c) => `${csvText(c)} AS ${duckDbDialect.quoteIdentifier(c.name)}`)
         .join(', ')
@@ -164,8 +214,11 @@ export class PostgresWarehouse implements Warehouse<SqlDialect> {
           createReadStream(csv, { highWaterMark: 1 << 20 }),
         )
         await this.#client.query(copy as never)
-        await copy.done.catch((cause: unknown) => {
-          throw this.#translate({ label: 'load staged parts', sql: copy.text }, cause)
+        await copy.done.catch(async (cause: unknown) => {
+          throw (
+            (await nulCharacterRefusal(cause, batch, partPaths, columns)) ??
+            this.#translate({ label: 'load staged parts', sql: copy.text }, cause)
+          )
         })
       }
       await this.#run({ label: 'analyze staging table', sql: `ANALYZE ${stage}` })

@@ -53,14 +53,42 @@ describe('PostgresWarehouse', () => {
   it("loads staged Parquet into the session's table with every value as DuckDB reads it (the same row hashes)", async () => {
     const warehouse = await PostgresWarehouse.open({ url: PG_URL })
     try {
-      expect(await warehouse.loadStaging([part])).toEqual(columns)
+      expect(await warehouse.loadStaging([part], { table: 'customers', batchId: 'b1' })).toEqual(columns)
       const rows = await warehouse.query(
         `SELECT ${renderRowHash(postgresDialect, columns, 's')} AS h FROM "__dimsync_stage" s ORDER BY s.id`,
       )
       expect(rows.map((r) => r.h)).toEqual(duckHash)
       // A second batch in the same session replaces the table.
-      await warehouse.loadStaging([part, part])
+      await warehouse.loadStaging([part, part], { table: 'customers', batchId: 'b1' })
       expect(await warehouse.query('SELECT COUNT(*) AS n FROM "__dimsync_stage"')).toEqual([{ n: 8 }])
+    } finally {
+      await warehouse.close()
+    }
+  })
+
+  it('refuses what PostgreSQL cannot store naming the table and column: a type, a text holding a NUL character', async () => {
+    const write = async (name: string, select: string) => {
+      const file = join(folder, name)
+      const instance = await DuckDBInstance.create(':memory:')
+      const connection = await instance.connect()
+      await connection.run(`COPY (${select}) TO '${file}' (FORMAT parquet)`)
+      connection.closeSync()
+      instance.closeSync()
+      return file
+    }
+    const unsigned = await write('unsigned.parquet', 'SELECT 1 AS id, 18446744073709551615::UBIGINT AS big')
+    const nul = await write(
+      'nul.parquet',
+      "SELECT * FROM (VALUES (1, 'fine', 'x'), (2, 'a' || chr(0) || 'b', 'y')) v(id, note, other)",
+    )
+    const warehouse = await PostgresWarehouse.open({ url: PG_URL })
+    try {
+      await expect(warehouse.loadStaging([unsigned], { table: 'customers', batchId: 'b1' })).rejects.toThrow(
+        /^table customers: column "big" has type UBIGINT, which the postgres warehouse cannot store.*; nothing was written$/,
+      )
+      await expect(warehouse.loadStaging([nul], { table: 'customers', batchId: 'b1' })).rejects.toThrow(
+        /^table customers: column "note" holds a text with a NUL character \(U\+0000\), which PostgreSQL cannot store, for example "a\\u0000b"; nothing was written/,
+      )
     } finally {
       await warehouse.close()
     }
