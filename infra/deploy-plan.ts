@@ -81,7 +81,12 @@ export function planDeployment(project: ProjectSpec): DeploymentPlan {
   // The BigQuery section names its own secret (warehouse.credentials_secret); aws.bigquery_secret is the fallback.
   const bigQuerySecret =
     (project.warehouse as { readonly credentialsSecret?: string }).credentialsSecret ?? aws?.bigQuerySecret
-  if (warehouseType !== 'bigquery') {
+  if (warehouseType === 'postgres') {
+    issues.push(
+      'warehouse.type: "postgres" cannot be deployed to AWS yet: the functions merge into BigQuery only; run a ' +
+        'PostgreSQL warehouse with dimsync run (the CLI), or set warehouse: { type: bigquery, ... }',
+    )
+  } else if (warehouseType !== 'bigquery') {
     issues.push(
       `warehouse.type: "${warehouseType}" cannot be deployed to AWS: a function's disk lasts one invocation; ` +
         'set warehouse: { type: bigquery, ... } (DuckDB is for dimsync run on one machine)',

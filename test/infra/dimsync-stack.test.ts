@@ -406,6 +406,27 @@ describe('deployment rules and bad configs', () => {
     }
   })
 
+  it('refuses a PostgreSQL warehouse, which the functions do not merge into yet, saying where it runs', () => {
+    const project = parseProject(
+      [
+        'version: 1',
+        'warehouse: { type: postgres, url_env: DW_URL }',
+        'tables:',
+        '  - { name: shops, source: { type: postgres, url_env: SHOPS_URL, table: shops }, key: id }',
+        'aws: { secrets: { SHOPS_URL: shops-db } }',
+      ].join('\n'),
+      '/deploy/dimsync.yaml',
+    )
+    expect(() => planDeployment(project)).toThrow(ConfigError)
+    try {
+      planDeployment(project)
+    } catch (error) {
+      expect((error as ConfigError).issues).toEqual([
+        'warehouse.type: "postgres" cannot be deployed to AWS yet: the functions merge into BigQuery only; run a PostgreSQL warehouse with dimsync run (the CLI), or set warehouse: { type: bigquery, ... }',
+      ])
+    }
+  })
+
   it('a BigQuery warehouse needs a service-account key secret, or workload_identity (keyless, no secret)', () => {
     const yaml = (warehouse: string) =>
       [
