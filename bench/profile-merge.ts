@@ -5,6 +5,7 @@
  * next change can see where time goes:
  *   npx tsx bench/profile-merge.ts first-load   (a 1,000,000-key full extract into an empty dimension)
  *   npx tsx bench/profile-merge.ts change       (5% changed, 1% new, 0.5% deleted keys on a 1,000,000-key dimension)
+ *   npx tsx bench/profile-merge.ts change-depth10  (the same batch on the dimension with 10 versions per key)
  */
 import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -32,12 +33,12 @@ if (which === 'first-load') {
   staging = new LocalStagingStore({ root: join(TMP, 'first-load-staging') })
   await stageFirstLoad(staging, Number(process.env.BENCH_KEYS ?? 1_000_000))
   batchId = 'first-load'
-} else if (which === 'change') {
+} else if (which === 'change' || which === 'change-depth10') {
   const prepared = await prepareMergeBenchmark()
   staging = prepared.staging
   batchId = prepared.batchId
-  copyFileSync(prepared.base1, work)
-} else throw new Error(`unknown merge ${which}: first-load or change`)
+  copyFileSync(which === 'change' ? prepared.base1 : prepared.base10, work)
+} else throw new Error(`unknown merge ${which}: first-load, change or change-depth10`)
 
 const warehouse = await DuckDbWarehouse.open({ path: work, memoryLimit: MEMORY_LIMIT })
 const statements: { label: string; ms: number; file: string; rssBeforeMb: number; rssPeakMb: number }[] = []

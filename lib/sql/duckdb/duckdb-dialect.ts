@@ -86,12 +86,14 @@ class DuckDbDialect extends SqlDialectBase {
   }
 
   /**
-   * The base's hash text (`tag || LENGTH(text) || ':' || text || ';'` of every non-NULL column) in about half the
-   * work. One variadic `concat`, which skips NULLs, instead of a CASE per column chained with `||`: every part
-   * below is NULL exactly when its column is (each canonical text is), so a NULL column still adds nothing. Out of
-   * CASE, DuckDB computes a canonical text used twice (its length and its value) once. Lengths of texts known to be
-   * ASCII are `strlen` (bytes); a boolean's whole part is a constant; a date's or timestamp's length is a constant
-   * in the years 1 to 9999.
+   * The base's hash text (`tag || LENGTH(text) || ':' || text || ';'` of every non-NULL column) in less than half
+   * the work. One variadic `concat`, which skips NULLs, instead of a CASE per column chained with `||`, and its
+   * arguments are the parts themselves rather than strings concatenated first (a quarter less CPU than
+   * concatenating each column's part first): the constant parts are guarded by
+   * `CASE WHEN column IS NOT NULL`, and the length and the text are NULL exactly when the column is (each canonical
+   * text is), so a NULL column still adds nothing. Out of CASE, DuckDB computes a canonical text used twice (its
+   * length and its value) once. Lengths of texts known to be ASCII are `strlen` (bytes); a boolean's whole part is
+   * a constant; a date's or timestamp's length is a constant in the years 1 to 9999.
    */
   override rowHashOf(pieces: readonly RowHashPiece[]): string {
     return `md5(${this.rowHashText(pieces)})`
@@ -105,15 +107,19 @@ class DuckDbDialect extends SqlDialectBase {
     const family = type === undefined ? undefined : typeFamily(type).kind
     if (family === 'bool')
       return [`CASE WHEN ${column} THEN ${tag} || '4:true;' WHEN NOT ${column} THEN ${tag} || '5:false;' END`]
-    const length = `${tag} || CAST(${family !== undefined && ASCII_TEXT.has(family) ? 'strlen' : 'LENGTH'}(${text}) AS VARCHAR) || ':'`
-    const value = `${text} || ';'`
+    const ifPresent = (literal: string) => `CASE WHEN ${column} IS NOT NULL THEN ${literal} END`
+    const value = [text, ifPresent("';'")]
+    const length = `CAST(${family !== undefined && ASCII_TEXT.has(family) ? 'strlen' : 'LENGTH'}(${text}) AS VARCHAR)`
     if (family === 'date' || family === 'datetime' || family === 'instant') {
       const w = FIXED_WIDTH[family]
       const compared = family === 'datetime' ? `CAST(${column} AS TIMESTAMP)` : column
       const inRange = `${compared} BETWEEN ${w.type} '${w.from}' AND ${w.type} '${w.to}'`
-      return [`CASE WHEN ${inRange} THEN ${tag} || '${w.length}:' ELSE ${length} END`, value]
+      return [
+        `CASE WHEN ${inRange} THEN ${tag} || '${w.length}:' ELSE ${tag} || ${length} || ':' END`,
+        ...value,
+      ]
     }
-    return [length, value]
+    return [ifPresent(tag), length, ifPresent("':'"), ...value]
   }
 
   raiseError(messageExpression: string): string {

@@ -136,12 +136,25 @@ const TYPES: Record<string, fc.Arbitrary<string>> = {
   'DECIMAL(12,2)': decimal(12, 2),
   'DECIMAL(38,10)': decimal(38, 10),
   'DECIMAL(4,0)': decimal(4, 0),
-  DOUBLE: fc.double().map((x) => `CAST('${Object.is(x, -0) ? '-0.0' : String(x)}' AS DOUBLE)`),
+  DOUBLE: fc
+    .oneof(
+      fc.double(),
+      fc.constantFrom(Number.NaN, Infinity, -Infinity, -0, 5e-324, 1.7976931348623157e308, 0.1),
+    )
+    .map((x) => `CAST('${Object.is(x, -0) ? '-0.0' : String(x)}' AS DOUBLE)`),
   FLOAT: fc.float().map((x) => `CAST('${Object.is(x, -0) ? '-0.0' : String(x)}' AS FLOAT)`),
   BLOB: fc
     .uint8Array({ maxLength: 6 })
     .map((b) => `CAST('${[...b].map((x) => `\\x${x.toString(16).padStart(2, '0')}`).join('')}' AS BLOB)`),
   UUID: fc.uuid().map((u) => `CAST('${u}' AS UUID)`),
+  DECIMAL: decimal(18, 3).map((d) => d.replace('DECIMAL(18,3)', 'DECIMAL')),
+  JSON: fc.jsonValue({ maxDepth: 2 }).map((j) => `CAST(${quote(JSON.stringify(j))} AS JSON)`),
+  'STRUCT(a INTEGER, b VARCHAR)': fc
+    .tuple(fc.option(fc.integer()), fc.option(text))
+    .map(
+      ([a, b]) =>
+        `{'a': ${a ?? 'NULL'}, 'b': ${b === null ? 'NULL' : quote(b)}}::STRUCT(a INTEGER, b VARCHAR)`,
+    ),
   'VARCHAR[]': fc
     .array(fc.option(text), { maxLength: 3 })
     .map((xs) => `[${xs.map((x) => (x === null ? 'NULL' : quote(x))).join(', ')}]::VARCHAR[]`),
