@@ -2,7 +2,7 @@ import type { StagedColumn } from './batch.ts'
 import { afterRenames, plannedRenames } from './column-renames.ts'
 import { BatchRejectedError } from './errors.ts'
 import { inferredColumnName } from './inferred-member.ts'
-import { isOrderedVersionType } from './staged-types.ts'
+import { isOrderedVersionType, stagedTypeName } from './staged-types.ts'
 import {
   DBT_ID_COLUMNS,
   SYNCED_COLUMN,
@@ -230,7 +230,7 @@ export function planDimensionLayout(
     for (const c of [...stored, ...derived]) {
       const have = existingByName.get(c.name)
       if (have === undefined) addColumns.push(c)
-      else if (normalizeType(have.type) === normalizeType(c.type)) continue
+      else if (stagedTypeName(have.type) === stagedTypeName(c.type)) continue
       else if (isWidening(have.type, c.type)) widened.push({ name: c.name, type: c.type, from: have.type })
       else
         reject(
@@ -398,20 +398,4 @@ function partialColumns(
   const kept = toUpdate === undefined ? [] : attributes.filter((c) => !toUpdate.has(c.name))
   const ignored = ignoreNulls.filter((c) => !kept.includes(c))
   return ignored.length === 0 && kept.length === 0 ? undefined : { ignoreNulls: ignored, kept }
-}
-
-function normalizeType(type: string): string {
-  const upper = type.trim().toUpperCase()
-  const aliases: Record<string, string> = {
-    'TIMESTAMP WITH TIME ZONE': 'TIMESTAMPTZ',
-    INT8: 'BIGINT',
-    LONG: 'BIGINT',
-    INT: 'INTEGER',
-    INT4: 'INTEGER',
-    TEXT: 'VARCHAR',
-    STRING: 'VARCHAR',
-    BOOL: 'BOOLEAN',
-    FLOAT8: 'DOUBLE',
-  }
-  return aliases[upper] ?? upper
 }

@@ -136,3 +136,22 @@ export function isNumberType(type: string): boolean {
   const kind = typeFamily(type).kind
   return kind === 'integer' || kind === 'decimal' || kind === 'float' || wholeNumberType(type) !== undefined
 }
+
+/** Other names DuckDB gives a staged type (as a warehouse or a describe may spell it), by the name batches stage. */
+const TYPE_ALIASES: Readonly<Record<string, string>> = Object.freeze({
+  'TIMESTAMP WITH TIME ZONE': 'TIMESTAMPTZ',
+  INT8: 'BIGINT',
+  LONG: 'BIGINT',
+  INT: 'INTEGER',
+  INT4: 'INTEGER',
+  TEXT: 'VARCHAR',
+  STRING: 'VARCHAR',
+  BOOL: 'BOOLEAN',
+  FLOAT8: 'DOUBLE',
+})
+
+/** A type's name as batches stage it: an alias replaced by the name (`INT8` → `BIGINT`), upper case. */
+export function stagedTypeName(type: string): string {
+  const upper = type.trim().toUpperCase()
+  return TYPE_ALIASES[upper] ?? upper
+}

@@ -1,4 +1,4 @@
-import { typeFamily } from '../../core/staged-types.ts'
+import { stagedTypeName, typeFamily } from '../../core/staged-types.ts'
 import type { ColumnWhere } from '../dialect.ts'
 
 /**
@@ -79,17 +79,8 @@ export function listElementType(stagedType: string): string | undefined {
 /** Element families whose text inside DuckDB's text of a list PostgreSQL renders alike (postgres-dialect.ts). */
 const LIST_ELEMENT_FAMILIES: ReadonlySet<string> = new Set(['string', 'integer', 'bool', 'date', 'decimal'])
 
-/** Names DuckDB gives the same type (the dimension layout compares types through the same aliases). */
-const SAME_TYPE: Readonly<Record<string, string>> = Object.freeze({
-  'TIMESTAMP WITH TIME ZONE': 'TIMESTAMPTZ',
-  INT8: 'BIGINT',
-  LONG: 'BIGINT',
-  INT: 'INTEGER',
-  INT4: 'INTEGER',
-  TEXT: 'VARCHAR',
-  STRING: 'VARCHAR',
-  BOOL: 'BOOLEAN',
-  FLOAT8: 'DOUBLE',
+/** DuckDB's DECIMAL and NUMERIC without a precision are DECIMAL(18,3). */
+const DEFAULT_DECIMALS: Readonly<Record<string, string>> = Object.freeze({
   DECIMAL: 'DECIMAL(18,3)',
   NUMERIC: 'DECIMAL(18,3)',
 })
@@ -99,9 +90,10 @@ function sameStagedType(a: string, b: string): boolean {
     const upper = t
       .trim()
       .toUpperCase()
-      .replace(/\s+/g, '')
+      .replace(/\s*([(),])\s*/g, '$1')
+      .replace(/\s+/g, ' ')
       .replace(/^NUMERIC/, 'DECIMAL')
-    return SAME_TYPE[upper] ?? SAME_TYPE[t.trim().toUpperCase()] ?? upper
+    return DEFAULT_DECIMALS[upper] ?? stagedTypeName(upper)
   }
   return normal(a) === normal(b)
 }

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest'
-import { isPointInTimeType, typeFamily, wholeNumberType } from '../../../lib/core/staged-types.ts'
+import {
+  isPointInTimeType,
+  stagedTypeName,
+  typeFamily,
+  wholeNumberType,
+} from '../../../lib/core/staged-types.ts'
 
 describe('staged types (one table for the sources, the row hash and the warehouses)', () => {
   it.each([
@@ -74,5 +79,15 @@ describe('staged types (one table for the sources, the row hash and the warehous
     ]) {
       expect(isPointInTimeType(type), type).toBe(pointsInTime.has(type))
     }
+  })
+})
+
+describe('stagedTypeName', () => {
+  it('gives the name batches stage for another name of the same type, any other name in upper case', () => {
+    expect(
+      ['int8', 'LONG', ' text ', 'Timestamp With Time Zone', 'bool', 'float8', 'decimal(10,2)'].map(
+        stagedTypeName,
+      ),
+    ).toEqual(['BIGINT', 'BIGINT', 'VARCHAR', 'TIMESTAMPTZ', 'BOOLEAN', 'DOUBLE', 'DECIMAL(10,2)'])
   })
 })
