@@ -83,7 +83,6 @@ export function resolveProject(document: unknown, configPath: string): ProjectSp
       if (spec !== undefined) tables.push(spec)
     }
   })
-  if (postgres) refusePartialUpdates(rawTables, tables, issues)
   checkUnique(rawTables, 'name', issues, (raw) => raw.name, 'table name')
   checkUnique(rawTables, 'target', issues, (raw) => targetOf(raw), 'target', true)
   const facts = resolveFacts(document.facts, tables, issues)
@@ -128,28 +127,6 @@ export function resolveProject(document: unknown, configPath: string): ProjectSp
     tables,
     ...(facts.length > 0 ? { facts } : {}),
     ...(awsSpec !== undefined ? { aws: awsSpec } : {}),
-  })
-}
-
-/**
- * PostgreSQL has neither `SELECT * REPLACE` nor `LAST_VALUE(… IGNORE NULLS)`, which the fold of partial updates
- * renders: such a table is refused before anything runs, not by a syntax error in its merge.
- */
-function refusePartialUpdates(
-  rawTables: readonly unknown[],
-  tables: readonly TableSpec[],
-  issues: IssueList,
-): void {
-  rawTables.forEach((raw, index) => {
-    const table = tables.find((t) => isRecord(raw) && t.name === raw.name)
-    const partial = table?.partialUpdates
-    if (table === undefined || partial === undefined) return
-    const option = partial.ignoreNulls !== undefined ? 'ignore_null_updates' : 'columns_to_update'
-    issues.add(
-      ['tables', index, option],
-      `a postgres warehouse cannot fold partial updates yet (table ${table.name}); load this table into DuckDB or ` +
-        'BigQuery, or leave the option out (a NULL then is a value)',
-    )
   })
 }
 

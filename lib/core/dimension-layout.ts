@@ -61,6 +61,8 @@ export interface DimensionLayout {
   readonly partial?: {
     readonly ignoreNulls: readonly DimensionColumn[]
     readonly kept: readonly DimensionColumn[]
+    /** Every staged column, in the stage's order: the fold's output lists them where SQL has no `* REPLACE`. */
+    readonly staged: readonly string[]
   }
   readonly softDelete?: DimensionColumn
   readonly validFromColumn?: DimensionColumn
@@ -253,7 +255,7 @@ export function planDimensionLayout(
     keepFirst,
     stored,
     derived,
-    ...(partial !== undefined ? { partial } : {}),
+    ...(partial !== undefined ? { partial: { ...partial, staged: staged.map((c) => c.name) } } : {}),
     softDelete,
     validFromColumn,
     operation,
@@ -378,7 +380,7 @@ function partialColumns(
   table: TableSpec,
   attributes: readonly StagedColumn[],
   need: (name: string, role: string) => StagedColumn,
-): DimensionLayout['partial'] {
+): Omit<NonNullable<DimensionLayout['partial']>, 'staged'> | undefined {
   const spec = table.partialUpdates
   if (spec === undefined) return undefined
   const named = (names: readonly string[], role: string) =>

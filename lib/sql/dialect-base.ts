@@ -5,6 +5,7 @@ import type {
   ColumnTypeChange,
   ColumnWhere,
   FirstPerGroup,
+  SelectReplacing,
   LogicalType,
   RowHashPiece,
   ScriptParts,
@@ -41,6 +42,19 @@ export abstract class SqlDialectBase implements SqlDialect {
   firstPerGroup({ select, separator, partitionBy, orderBy }: FirstPerGroup): string {
     const order = orderBy === undefined ? '' : ` ORDER BY ${orderBy}`
     return `${select}${separator}QUALIFY ROW_NUMBER() OVER (PARTITION BY ${partitionBy}${order}) = 1`
+  }
+
+  /** `LAST_VALUE(… IGNORE NULLS)` (DuckDB, BigQuery, Snowflake): PostgreSQL has no IGNORE NULLS. */
+  lastNonNull(expression: string, window: string): string {
+    return `LAST_VALUE(${expression} IGNORE NULLS) OVER (${window} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)`
+  }
+
+  /** `SELECT alias.* REPLACE (…)` (DuckDB, BigQuery): PostgreSQL lists the columns. */
+  selectReplacing({ alias, replacements, separator }: SelectReplacing): string {
+    const replaced = replacements.map(
+      ([column, expression]) => `${expression} AS ${this.quoteIdentifier(column)}`,
+    )
+    return `SELECT ${alias}.* REPLACE (${replaced.join(separator)})`
   }
 
   /** Double quotes, `"` doubled (SQL:2016 delimited identifiers). */

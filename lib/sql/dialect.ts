@@ -148,6 +148,16 @@ export interface SqlDialect {
    */
   firstPerGroup(request: FirstPerGroup): string
   /**
+   * The newest non-NULL value of `expression` among the rows of `window` (`PARTITION BY … ORDER BY …`) up to the
+   * current row, NULL when there is none. DuckDB and BigQuery: `LAST_VALUE(… IGNORE NULLS)`.
+   */
+  lastNonNull(expression: string, window: string): string
+  /**
+   * `SELECT` of every column of `alias` (`columns`, in order: its row's columns) with the `replacements` (column →
+   * expression) in place of those columns. DuckDB and BigQuery: `SELECT alias.* REPLACE (…)`.
+   */
+  selectReplacing(request: SelectReplacing): string
+  /**
    * The text of a merge as one multi-statement script, for warehouses that run a merge as one job (see
    * ScriptWarehouse): `ddl`, then `merge` inside one transaction that rolls back and re-raises on any error,
    * then `after`. Dialects without scripting throw.
@@ -158,6 +168,14 @@ export interface SqlDialect {
    * warehouse's query length (capabilities.maxQueryCharacters). Dialects without sessions throw.
    */
   sessionScript(script: ScriptParts, maxCharacters: number): SessionScript
+}
+
+export interface SelectReplacing {
+  readonly alias: string
+  readonly columns: readonly string[]
+  readonly replacements: readonly (readonly [column: string, expression: string])[]
+  /** Goes between the replacements (their expressions may be long). */
+  readonly separator: string
 }
 
 export interface FirstPerGroup {

@@ -32,11 +32,7 @@ export function renderRefoldLateKeys(m: MergeSql, captures: TableRef): void {
   const w = `PARTITION BY ${m.keyList('c')}, c.${era} ORDER BY ${order}`
   const raw = (c: string) => `c.${q(captureRawColumn(c))}`
   const folded = (c: string) =>
-    kept.has(c)
-      ? `FIRST_VALUE(${raw(c)}) OVER (${w})`
-      : ignored.has(c)
-        ? `LAST_VALUE(${raw(c)} IGNORE NULLS) OVER (${w} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)`
-        : raw(c)
+    kept.has(c) ? `FIRST_VALUE(${raw(c)}) OVER (${w})` : ignored.has(c) ? m.d.lastNonNull(raw(c), w) : raw(c)
   const lateKeys = m.tmp(TEMP.lateKeys)
   const hash = renderRowHash(m.d, m.p.layout.tracked, 'r')
   m.emit(

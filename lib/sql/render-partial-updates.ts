@@ -24,7 +24,8 @@ export function renderPartialUpdates(m: MergeSql): void {
   // never sees them): the delete rows fold apart (era 1) and the other rows of the key fold on as if they were not
   // there, neither restarting nor taking the delete's values.
   const deleted = m.oneEventPerKey ? undefined : m.deleteEvent('s')
-  const era = q('__dimsync_fold_era')
+  const eraName = '__dimsync_fold_era'
+  const era = q(eraName)
   const eraOf = (condition: string) =>
     m.p.table.deletes === 'ignore'
       ? `CASE WHEN ${condition} THEN 1 ELSE 0 END`
@@ -48,12 +49,11 @@ export function renderPartialUpdates(m: MergeSql): void {
   const keptNames = new Set(partial.kept.map((c) => c.name))
   // BigQuery allows no analytic function inside SELECT * REPLACE: each column's fold is computed first, as a
   // working column beside the staged ones.
-  const foldColumn = (i: number) => q(`__dimsync_fold_${i}`)
+  const foldName = (i: number) => `__dimsync_fold_${i}`
+  const foldColumn = (i: number) => q(foldName(i))
   const fold = (c: string) => {
     if (m.oneEventPerKey) return m.col('s', c)
-    return keptNames.has(c)
-      ? `FIRST_VALUE(${m.col('s', c)}) OVER (${w})`
-      : `LAST_VALUE(${m.col('s', c)} IGNORE NULLS) OVER (${w} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)`
+    return keptNames.has(c) ? `FIRST_VALUE(${m.col('s', c)}) OVER (${w})` : m.d.lastNonNull(m.col('s', c), w)
   }
   const folded = (c: string, i: number) =>
     keptNames.has(c)
@@ -69,7 +69,18 @@ export function renderPartialUpdates(m: MergeSql): void {
     "partial updates: fold rows into their keys' state",
     m.d.createTempTableAs(
       TEMP.folded,
-      `SELECT s.* REPLACE (${attrs.map((c, i) => `${folded(c, i)} AS ${q(c)}`).join(',\n  ')})\n` +
+      `${m.d.selectReplacing({
+        alias: 's',
+        // The columns of the subquery below: the staged ones, the era, each fold and each raw value.
+        columns: [
+          ...partial.staged,
+          ...(deleted === undefined ? [] : [eraName]),
+          ...attrs.map((_, i) => foldName(i)),
+          ...(raw.length === 0 ? [] : m.attributes.map((_, i) => rawWorkColumn(i))),
+        ],
+        replacements: attrs.map((c, i) => [c, folded(c, i)] as const),
+        separator: ',\n  ',
+      })}\n` +
         `FROM (\n  SELECT s.*, ${[...attrs.map((c, i) => `${fold(c)} AS ${foldColumn(i)}`), ...raw].join(',\n    ')}\n  FROM ${staged} s\n) s\n` +
         `LEFT JOIN (\n  SELECT ${[...m.keys, ...attrs].map((c) => m.col('d', c)).join(', ')} FROM ${m.dim} d WHERE ${m.liveCurrent('d')}\n) cur ON ${m.keyEq('cur', 's')}`,
     ),

@@ -132,4 +132,33 @@ describe('dimsync CLI on PostgreSQL against DuckDB, quickstart data', () => {
     const timeline = await both('history', 'customers_invalidate')
     expect(timeline.postgres).toBe(timeline.duckdb)
   })
+
+  it("partial updates (a NULL keeps the key's value) fold the same on both", async () => {
+    for (const dir of [duckdb, postgres]) {
+      const config = join(dir, 'dimsync.yaml')
+      writeFileSync(
+        config,
+        readFileSync(config, 'utf8').replace(
+          /^tables:\n/m,
+          'tables:\n  - name: partial\n    source: { type: file, path: partial.csv }\n    key: customer_id\n' +
+            '    ignore_null_updates: all\n',
+        ),
+      )
+      writeFileSync(join(dir, 'partial.csv'), 'customer_id,name,region\n101,Ana,South\n102,Bruno,North\n')
+    }
+    await both('run', '--table', 'partial', '--extracted-at', '2024-01-01T00:00:00Z')
+    for (const dir of [duckdb, postgres])
+      writeFileSync(join(dir, 'partial.csv'), 'customer_id,name,region\n101,,North\n102,Bruno B,\n')
+    await both('run', '--table', 'partial', '--extracted-at', '2024-02-01T00:00:00Z')
+    const history = await both('history', 'partial', '--format', 'json')
+    expect(versions(history.postgres)).toEqual(versions(history.duckdb))
+    expect(
+      versions(history.postgres)
+        .filter((v) => v.is_current)
+        .map((v) => [v.name, v.region]),
+    ).toEqual([
+      ['Ana', 'North'],
+      ['Bruno B', 'North'],
+    ])
+  })
 })

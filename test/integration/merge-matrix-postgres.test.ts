@@ -76,10 +76,7 @@ afterAll(async () => {
   await pair?.stop()
 })
 
-const all = mergeConfigMatrix().filter((c) => c.existing === undefined)
-// PostgreSQL has neither `SELECT * REPLACE` nor `LAST_VALUE(… IGNORE NULLS)`, which the fold of partial updates uses.
-const cases = all.filter((c) => c.table.partialUpdates === undefined)
-const partialUpdates = all.filter((c) => c.table.partialUpdates !== undefined)
+const cases = mergeConfigMatrix().filter((c) => c.existing === undefined)
 
 describe('every merge configuration: DuckDB and PostgreSQL agree', () => {
   const merged = new Set<string>()
@@ -103,22 +100,6 @@ describe('every merge configuration: DuckDB and PostgreSQL agree', () => {
       await dimension.close()
     }
   })
-
-  it.each(partialUpdates.map((c) => [c.title, c] as const))(
-    '%s: refused on PostgreSQL (not supported yet), nothing written',
-    async (_title, c) => {
-      const dimension = await pair.open(c.table, STAGED)
-      try {
-        const batchId = await dimension.stage(BATCHES[0]!.rows, { extractedAt: BATCHES[0]!.extractedAt })
-        const outcome = await dimension.merge(batchId, { allowMassDelete: true })
-        expect(kind(outcome.duckdb)).toBe('merged')
-        expect(outcome.postgres).toMatchObject({ error: 'WarehouseError' })
-        expect((await dimension.holdings()).postgres).toEqual({})
-      } finally {
-        await dimension.close()
-      }
-    },
-  )
 
   it('merged most batches (the comparison is not of refusals only)', () => {
     expect(merged.size).toBeGreaterThan(cases.length * 2)

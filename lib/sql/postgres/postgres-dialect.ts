@@ -2,10 +2,17 @@ import { typeFamily } from '../../core/staged-types.ts'
 import type { TableRef } from '../../core/table-ref.ts'
 import { DEFAULT_CAPABILITIES, type DialectCapabilities } from '../capabilities.ts'
 import { SqlDialectBase } from '../dialect-base.ts'
-import type { FirstPerGroup, LogicalType, RowHashPiece, TableFunctionParameter } from '../dialect.ts'
+import type {
+  FirstPerGroup,
+  LogicalType,
+  RowHashPiece,
+  SelectReplacing,
+  TableFunctionParameter,
+} from '../dialect.ts'
 import {
   FLOAT_PIECE_FUNCTION,
   FLOAT_TEXT_FUNCTION,
+  LAST_NON_NULL_AGGREGATE,
   RAISE_FUNCTION,
   TRY_CAST_FUNCTION,
 } from './postgres-session.ts'
@@ -141,6 +148,28 @@ class PostgresDialect extends SqlDialectBase {
       throw new Error(`the postgres dialect cannot keep the first row per group of: ${select.slice(0, 80)}`)
     const order = orderBy === undefined ? partitionBy : `${partitionBy}, ${orderBy}`
     return `SELECT DISTINCT ON (${partitionBy}) ${select.slice('SELECT '.length)}${separator}ORDER BY ${order}`
+  }
+
+  /** No `IGNORE NULLS`: a running aggregate that keeps the last non-NULL value (postgres-session.ts). */
+  override lastNonNull(expression: string, window: string): string {
+    return `${LAST_NON_NULL_AGGREGATE}(${expression}) OVER (${window} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)`
+  }
+
+  /** No `* REPLACE`: every column listed, the replaced ones as their expressions. */
+  override selectReplacing({ alias, columns, replacements, separator }: SelectReplacing): string {
+    const replaced = new Map(replacements)
+    const list = columns.map((column) => {
+      const expression = replaced.get(column)
+      return expression === undefined
+        ? `${alias}.${this.quoteIdentifier(column)}`
+        : `${expression} AS ${this.quoteIdentifier(column)}`
+    })
+    for (const [column] of replacements)
+      if (!columns.includes(column))
+        throw new Error(
+          `the postgres dialect cannot replace column ${column}, which is not among the columns listed`,
+        )
+    return `SELECT ${list.join(separator)}`
   }
 
   /**

@@ -115,6 +115,19 @@ EXCEPTION WHEN others THEN
 END
 $dimsync$`
 
+/**
+ * `pg_temp.dimsync_last_non_null(x)`: an aggregate whose value is the last non-NULL `x` it was given; as a window
+ * function over the rows up to the current one, what `LAST_VALUE(x IGNORE NULLS)` is elsewhere (PostgreSQL has no
+ * IGNORE NULLS). Any type, arrays included.
+ */
+export const LAST_NON_NULL_AGGREGATE = 'pg_temp.dimsync_last_non_null'
+
+const LAST_NON_NULL_SQL = [
+  `CREATE OR REPLACE FUNCTION pg_temp.dimsync_keep_non_null(state anyelement, value anyelement) RETURNS anyelement
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $dimsync$ SELECT COALESCE(value, state) $dimsync$`,
+  `CREATE OR REPLACE AGGREGATE ${LAST_NON_NULL_AGGREGATE}(anyelement) (SFUNC = pg_temp.dimsync_keep_non_null, STYPE = anyelement)`,
+]
+
 /** Statements to run first on every connection (idempotent). */
 export const POSTGRES_SESSION_SETUP: readonly string[] = Object.freeze([
   // Literals are rendered with `''` as the only escape (stringLiteral): a backslash must stay a backslash.
@@ -126,4 +139,5 @@ export const POSTGRES_SESSION_SETUP: readonly string[] = Object.freeze([
   FLOAT_PIECE_SQL,
   RAISE_SQL,
   TRY_CAST_SQL,
+  ...LAST_NON_NULL_SQL,
 ])

@@ -106,18 +106,6 @@ describe('PostgreSQL warehouse section', () => {
       'warehouse.url_env: must be an environment variable name (DIMSYNC_PG_URL) (got "DW-URL")',
     ])
   })
-
-  it('refuses partial updates, which its merge cannot fold yet, before anything runs', () => {
-    const top = 'warehouse: { type: postgres, url_env: DW_URL }\n'
-    expect(issuesOf(withTable('key: id\nignore_null_updates: all', top))).toEqual([
-      'tables[0].ignore_null_updates: a postgres warehouse cannot fold partial updates yet (table customers); ' +
-        'load this table into DuckDB or BigQuery, or leave the option out (a NULL then is a value)',
-    ])
-    expect(issuesOf(withTable('key: id\ncolumns_to_update: [name]', top))).toEqual([
-      'tables[0].columns_to_update: a postgres warehouse cannot fold partial updates yet (table customers); ' +
-        'load this table into DuckDB or BigQuery, or leave the option out (a NULL then is a value)',
-    ])
-  })
 })
 
 describe('table fields', () => {

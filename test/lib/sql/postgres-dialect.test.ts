@@ -53,4 +53,39 @@ describe('the PostgreSQL dialect on the server', () => {
       postgresDialect.firstPerGroup({ select: 'SELECT DISTINCT k FROM t', separator: ' ', partitionBy: 'k' }),
     ).toThrow(/cannot keep the first row per group/)
   })
+
+  it('lastNonNull: the newest non-NULL value up to each row, of any type (LAST_VALUE … IGNORE NULLS elsewhere)', async () => {
+    const window = 'PARTITION BY x.k ORDER BY x.at'
+    const { rows } = await client.query(
+      `SELECT x.k, x.at, ${postgresDialect.lastNonNull('x.v', window)} AS v, ${postgresDialect.lastNonNull('x.a', window)} AS a ` +
+        `FROM (VALUES (1, 1, 'a', ARRAY[1]), (1, 2, NULL, NULL), (1, 3, 'c', ARRAY[2, 3]), (1, 4, NULL, NULL), ` +
+        `(2, 1, NULL, NULL)) x(k, at, v, a) ORDER BY x.k, x.at`,
+    )
+    expect(rows.map((r) => [r.k, r.at, r.v, r.a])).toEqual([
+      [1, 1, 'a', [1]],
+      [1, 2, 'a', [1]],
+      [1, 3, 'c', [2, 3]],
+      [1, 4, 'c', [2, 3]],
+      [2, 1, null, null],
+    ])
+  })
+
+  it('selectReplacing lists every column, the replaced ones as their expressions', async () => {
+    const select = postgresDialect.selectReplacing({
+      alias: 's',
+      columns: ['k', 'v', 'w'],
+      replacements: [['v', `upper(s.v)`]],
+      separator: ', ',
+    })
+    const { rows } = await client.query(`${select} FROM (VALUES (1, 'a', 'b')) s(k, v, w)`)
+    expect(rows).toEqual([{ k: 1, v: 'A', w: 'b' }])
+    expect(() =>
+      postgresDialect.selectReplacing({
+        alias: 's',
+        columns: ['k'],
+        replacements: [['v', 'x']],
+        separator: ' ',
+      }),
+    ).toThrow(/cannot replace column v/)
+  })
 })
