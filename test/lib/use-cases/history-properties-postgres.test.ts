@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { DeletePolicy } from '../../../lib/core/table-spec.ts'
+import type { DeletePolicy, PartialUpdateSpec } from '../../../lib/core/table-spec.ts'
 import { DuckDbAndPostgres, type PostgresPairedDimension } from '../../support/duckdb-and-postgres.ts'
 import {
   CAPTURE_COLUMNS,
@@ -109,3 +109,31 @@ describe.each<[DeletePolicy, boolean, string | null]>([
     }, 600_000)
   },
 )
+
+describe.each<[string, PartialUpdateSpec, DeletePolicy, boolean]>([
+  ['ignore_null_updates: all', { ignoreNulls: { kind: 'all' } }, 'invalidate', false],
+  [
+    'ignore_null_updates: all, columns_to_update: [tier], sequenced',
+    { ignoreNulls: { kind: 'all' }, columnsToUpdate: ['tier'] },
+    'invalidate',
+    true,
+  ],
+  ['ignore_null_updates: all, deletes: ignore', { ignoreNulls: { kind: 'all' } }, 'ignore', false],
+])('partial updates on DuckDB and PostgreSQL, %s', (_name, partialUpdates, policy, sequenced) => {
+  it('any split and order of batches, late rows and re-deliveries included, fold to the same rows on both', async () => {
+    await fc.assert(
+      fc.asyncProperty(feedScenarioArb(sequenced), async ({ batches }) => {
+        const table = { ...feedTable(policy, sequenced, null), partialUpdates }
+        const dimension = await pair.open(table, FEED_COLUMNS)
+        try {
+          await mergeAll(dimension, batches, feedRow)
+          const held = await dimension.holdings([iso(3), iso(7), iso(20)])
+          expect(held.postgres, 'the same rows on PostgreSQL').toEqual(held.duckdb)
+        } finally {
+          await dimension.close()
+        }
+      }),
+      { numRuns: RUNS },
+    )
+  }, 600_000)
+})
