@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto'
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { DuckDBInstance } from '@duckdb/node-api'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PG_URL } from '../integration/sources/support/db-services.ts'
@@ -131,6 +132,53 @@ describe('dimsync CLI on PostgreSQL against DuckDB, quickstart data', () => {
     ])
     const timeline = await both('history', 'customers_invalidate')
     expect(timeline.postgres).toBe(timeline.duckdb)
+  })
+
+  it('facts resolve to the same versions on both (the version true at each event, or the unknown member)', async () => {
+    for (const dir of [duckdb, postgres]) {
+      const config = join(dir, 'dimsync.yaml')
+      writeFileSync(
+        config,
+        readFileSync(config, 'utf8') +
+          '\nfacts:\n  - name: orders\n    source: { type: file, path: orders.csv }\n    grain: order_id\n' +
+          '    event_time: ordered_at\n    measures: [amount]\n' +
+          '    references:\n      - { dimension: customers, key: customer_id, as: customer }\n',
+      )
+      writeFileSync(
+        join(dir, 'orders.csv'),
+        'order_id,customer_id,ordered_at,amount\n' +
+          // 101 in South (its first version), in North (after the move), before any version, an unknown key
+          '1,101,2024-02-01T10:00:00Z,5\n2,101,2024-04-01T10:00:00Z,6\n3,102,2023-01-01T00:00:00Z,7\n4,999,2024-02-01T00:00:00Z,8\n',
+      )
+    }
+    const run = await both('run', '--table', 'orders', '--extracted-at', '2024-06-02T00:00:00Z')
+    const line = (out: string) => out.replace(/batch \S+/, 'batch B')
+    expect(line(run.postgres)).toBe(line(run.duckdb))
+    expect(line(run.postgres)).toContain(
+      '4 rows; 4 facts loaded, 2 to the unknown member of customers (customer_sk)',
+    )
+    const facts = 'SELECT order_id, customer_sk, amount FROM fact_orders ORDER BY order_id'
+    const instance = await DuckDBInstance.create(join(duckdb, '.dimsync', 'warehouse.duckdb'), {
+      access_mode: 'READ_ONLY',
+    })
+    const connection = await instance.connect()
+    const onDuckDb = (await connection.runAndReadAll(facts))
+      .getRowObjectsJson()
+      .map((r) => Object.values(r).map(Number))
+    connection.closeSync()
+    instance.closeSync()
+    const admin = new pg.Client({ connectionString: PG_URL })
+    await admin.connect()
+    const { rows } = await admin.query(facts.replace('fact_orders', `"${SCHEMA}".fact_orders`))
+    await admin.end()
+    expect(rows.map((r) => Object.values(r).map(Number))).toEqual(onDuckDb)
+    expect(onDuckDb.map(([order, sk]) => [order, sk === 0 ? 'unknown' : 'a version'])).toEqual([
+      [1, 'a version'],
+      [2, 'a version'],
+      [3, 'unknown'],
+      [4, 'unknown'],
+    ])
+    expect(onDuckDb[0]![1]).not.toBe(onDuckDb[1]![1])
   })
 
   it("partial updates (a NULL keeps the key's value) fold the same on both", async () => {
