@@ -1,5 +1,6 @@
 import { BigQueryWarehouse } from '../../lib/adapters/warehouse/bigquery-warehouse.ts'
 import { DuckDbWarehouse } from '../../lib/adapters/warehouse/duckdb-warehouse.ts'
+import { PostgresWarehouse } from '../../lib/adapters/warehouse/postgres-warehouse.ts'
 import type { StagedColumn } from '../../lib/core/batch.ts'
 import type { FactSpec } from '../../lib/core/fact-spec.ts'
 import type { TableSpec } from '../../lib/core/table-spec.ts'
@@ -10,6 +11,9 @@ import { mergeBatch, type MergeBatchResult } from '../../lib/use-cases/merge-bat
 import { BigQueryEmulator } from './bigquery-emulator/bigquery-emulator.ts'
 import type { ZetaSqlService } from './bigquery-emulator/zetasql-service.ts'
 import { TestBatches, type Value } from './staged-batches.ts'
+import { PG_URL } from '../integration/sources/support/db-services.ts'
+import { randomBytes } from 'node:crypto'
+import pg from 'pg'
 
 process.env.METADATA_SERVER_DETECTION = 'none'
 
@@ -28,12 +32,30 @@ export class FactHarness {
     readonly schema: string,
     readonly batches: TestBatches,
     readonly dimensions: TableSpec[],
-    private readonly stopEmulator?: () => Promise<void>,
+    /** Stops what the harness started besides the warehouse (the emulator, a PostgreSQL schema). */
+    private readonly stopOwn?: () => Promise<void>,
   ) {}
 
   static async duckdb(dimensions: TableSpec[]): Promise<FactHarness> {
     const warehouse = await DuckDbWarehouse.open({ path: ':memory:' })
     return new FactHarness(warehouse, 'main', await TestBatches.create(), dimensions)
+  }
+
+  /** Real PostgreSQL (DIMSYNC_TEST_PG_URL), in a schema of its own dropped by `dispose`. */
+  static async postgres(dimensions: TableSpec[]): Promise<FactHarness> {
+    const schema = `dimsync_facts_${randomBytes(6).toString('hex')}`
+    const warehouse = await PostgresWarehouse.open({ url: PG_URL })
+    await warehouse.createSchemaIfMissing(schema)
+    const dropSchema = async () => {
+      const admin = new pg.Client({ connectionString: PG_URL })
+      await admin.connect()
+      try {
+        await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
+      } finally {
+        await admin.end()
+      }
+    }
+    return new FactHarness(warehouse, schema, await TestBatches.create(), dimensions, dropSchema)
   }
 
   static async bigquery(zetaSql: ZetaSqlService, dimensions: TableSpec[]): Promise<FactHarness> {
@@ -50,7 +72,7 @@ export class FactHarness {
 
   async dispose(): Promise<void> {
     await this.warehouse.close()
-    await this.stopEmulator?.()
+    await this.stopOwn?.()
     await this.batches.dispose()
   }
 

@@ -2,7 +2,7 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import type { StagedColumn } from '../../../lib/core/batch.ts'
 import type { FactSpec } from '../../../lib/core/fact-spec.ts'
-import type { DeletePolicy } from '../../../lib/core/table-spec.ts'
+import type { DeletePolicy, TableSpec } from '../../../lib/core/table-spec.ts'
 import {
   CAPTURE_COLUMNS,
   captureModel,
@@ -52,7 +52,7 @@ async function expectFactsAtTheirVersions(
   policy: DeletePolicy,
 ): Promise<void> {
   const versions = await h.query(
-    `SELECT dimsync_sk, customer_id, CAST(valid_from AS VARCHAR) AS valid_from FROM dim_customer WHERE customer_id IS NOT NULL`,
+    `SELECT dimsync_sk, customer_id, CAST(valid_from AS VARCHAR) AS valid_from FROM ${h.t('dim_customer')} WHERE customer_id IS NOT NULL`,
   )
   const skOf = new Map(
     versions.map((v) => [`${v.customer_id}@${Date.parse(`${v.valid_from}Z`)}`, v.dimsync_sk]),
@@ -65,7 +65,7 @@ async function expectFactsAtTheirVersions(
     const sk = v === undefined ? UNKNOWN : skOf.get(`${v.key}@${Date.parse(iso(v.from))}`)
     return [i + 1, sk]
   })
-  const stored = await h.query(`SELECT order_id, customer_sk FROM fact_orders ORDER BY order_id`)
+  const stored = await h.query(`SELECT order_id, customer_sk FROM ${h.t('fact_orders')} ORDER BY order_id`)
   expect(stored.map((r) => [r.order_id, r.customer_sk])).toEqual(expected)
   expect(expected.every(([, sk]) => sk !== undefined)).toBe(true)
 }
@@ -73,15 +73,26 @@ async function expectFactsAtTheirVersions(
 const orderRows = (facts: readonly Order[]) =>
   facts.map((f, i) => ({ order_id: i + 1, customer_id: f.key, ordered_at: iso(f.t), amount: i }))
 
-describe.each<[DeletePolicy, string | null]>([
-  ['invalidate', null],
-  ['new_record', SENTINEL],
-])('fact properties, deletes=%s, open end %s (real DuckDB)', (policy, openEnd) => {
+const WAREHOUSES: readonly [string, (dimensions: TableSpec[]) => Promise<FactHarness>][] = [
+  ['real DuckDB', (dimensions) => FactHarness.duckdb(dimensions)],
+  ['real PostgreSQL', (dimensions) => FactHarness.postgres(dimensions)],
+]
+
+describe.each(
+  WAREHOUSES.flatMap(([warehouse, open]) =>
+    (
+      [
+        ['invalidate', null],
+        ['new_record', SENTINEL],
+      ] as const
+    ).map(([policy, openEnd]) => ({ warehouse, open, policy: policy as DeletePolicy, openEnd })),
+  ),
+)('fact properties, deletes=$policy, open end $openEnd ($warehouse)', ({ open, policy, openEnd }) => {
   it('every fact points at the live version of its key whose window contains its event time, else at the unknown member', async () => {
     await fc.assert(
       fc.asyncProperty(captureScenarioArb, ordersArb, async ({ events, batches }, facts) => {
         const customers = captureTable(policy, openEnd)
-        const h = await FactHarness.duckdb([customers])
+        const h = await open([customers])
         try {
           // Dimension batches in any order (late events included), one merged twice.
           for (const [i, batch] of batches.entries())
@@ -112,7 +123,7 @@ describe.each<[DeletePolicy, string | null]>([
     await fc.assert(
       fc.asyncProperty(captureScenarioArb, ordersArb, async ({ events, batches }, facts) => {
         const customers = captureTable(policy, openEnd)
-        const h = await FactHarness.duckdb([customers])
+        const h = await open([customers])
         try {
           // Facts in slices, each loaded after one dimension batch: later (late) batches change what they meet.
           const rows = orderRows(facts)
@@ -131,7 +142,7 @@ describe.each<[DeletePolicy, string | null]>([
           }
           const moved = await repointFacts(
             { warehouse: h.warehouse },
-            { fact: orders, dimensions: [customers], schema: 'main' },
+            { fact: orders, dimensions: [customers], schema: h.schema },
           )
           repointed += moved[0]!.facts
           await expectFactsAtTheirVersions(h, events, facts, policy)
@@ -154,22 +165,24 @@ describe.each<[DeletePolicy, string | null]>([
     await fc.assert(
       fc.asyncProperty(captureScenarioArb, ordersArb, async ({ events, batches }, facts) => {
         const customers = captureTable(policy, openEnd)
-        const h = await FactHarness.duckdb([customers])
+        const h = await open([customers])
         const placeholders = new Set<number>()
         // Invariant 5 (docs/invariants.md) with inferred members: the keys merges and fact loads give out are unique, each above every
         // key given out before, and covered by the dimension's key record (the unknown member's key is ≤ 0).
         const given = new Set<number>()
         const expectKeysGivenOutOnce = async (what: string) => {
-          const sks = (await h.query('SELECT dimsync_sk FROM dim_customer WHERE dimsync_sk > 0')).map((r) =>
-            Number(r.dimsync_sk),
-          )
+          const sks = (
+            await h.query(`SELECT dimsync_sk FROM ${h.t('dim_customer')} WHERE dimsync_sk > 0`)
+          ).map((r) => Number(r.dimsync_sk))
           expect(new Set(sks).size, `${what}: unique keys`).toBe(sks.length)
           const highest = Math.max(0, ...given)
           expect(
             sks.filter((sk) => !given.has(sk) && sk <= highest),
             `${what}: new keys above every earlier key`,
           ).toEqual([])
-          const [record] = await h.query('SELECT highest_surrogate_key AS k FROM dim_customer_dimsync_keys')
+          const [record] = await h.query(
+            `SELECT highest_surrogate_key AS k FROM ${h.t('dim_customer_dimsync_keys')}`,
+          )
           expect(Number(record?.k), `${what}: the key record`).toBeGreaterThanOrEqual(Math.max(0, ...sks))
           for (const sk of sks) given.add(sk)
         }
@@ -193,14 +206,16 @@ describe.each<[DeletePolicy, string | null]>([
                 inferring,
                 await h.stageFacts(inferring, ORDER, part, { extractedAt: iso(150 + i) }),
               )
-              for (const r of await h.query(`SELECT dimsync_sk FROM dim_customer WHERE is_inferred`))
+              for (const r of await h.query(
+                `SELECT dimsync_sk FROM ${h.t('dim_customer')} WHERE is_inferred`,
+              ))
                 placeholders.add(Number(r.dimsync_sk))
               await expectKeysGivenOutOnce(`facts after dimension batch ${i + 1}`)
             }
           }
           await repointFacts(
             { warehouse: h.warehouse },
-            { fact: inferring, dimensions: [customers], schema: 'main' },
+            { fact: inferring, dimensions: [customers], schema: h.schema },
           )
           completed += await expectFactsAtVersionsOrInferred(h, events, facts, policy, placeholders)
         } finally {
@@ -275,7 +290,7 @@ async function expectFactsAtVersionsOrInferred(
     (await h.query(
       `SELECT dimsync_sk, customer_id, region, tier, CAST(valid_from AS VARCHAR) AS valid_from, ` +
         `CAST(valid_to AS VARCHAR) AS valid_to, is_current, is_deleted, is_inferred ` +
-        `FROM dim_customer WHERE customer_id IS NOT NULL ORDER BY customer_id, valid_from`,
+        `FROM ${h.t('dim_customer')} WHERE customer_id IS NOT NULL ORDER BY customer_id, valid_from`,
     )) as VersionRow[],
   )
   assertInvariants(rows)
@@ -300,21 +315,20 @@ async function expectFactsAtVersionsOrInferred(
       expect(v?.inferred, `order ${i + 1} of never-extracted key ${f.key} at its placeholder`).toBe(true)
     return [i + 1, v === undefined ? UNKNOWN : v.sk]
   })
-  const stored = await h.query(`SELECT order_id, customer_sk FROM fact_orders ORDER BY order_id`)
+  const stored = await h.query(`SELECT order_id, customer_sk FROM ${h.t('fact_orders')} ORDER BY order_id`)
   expect(stored.map((r) => [r.order_id, r.customer_sk])).toEqual(expected)
 
   // The capture log holds the events and, for placeholders, the state a completion gave them from their start
   // (or their own, while a placeholder): history must be what that log says, as for any captured state.
   const states = new Map(
-    (await h.query(`SELECT DISTINCT dimsync_row_hash AS hash, region, tier FROM dim_customer`)).map((r) => [
-      String(r.hash),
-      { region: r.region as string | null, tier: r.tier as string | null },
-    ]),
+    (await h.query(`SELECT DISTINCT dimsync_row_hash AS hash, region, tier FROM ${h.t('dim_customer')}`)).map(
+      (r) => [String(r.hash), { region: r.region as string | null, tier: r.tier as string | null }],
+    ),
   )
   const captured = new Set(events.map((e) => `${e.key}@${e.t}`))
   const synthetic = (
     await h.query(
-      `SELECT customer_id, CAST(captured_at AS VARCHAR) AS t, state_hash FROM dim_customer_dimsync_captures WHERE NOT is_deleted`,
+      `SELECT customer_id, CAST(captured_at AS VARCHAR) AS t, state_hash FROM ${h.t('dim_customer_dimsync_captures')} WHERE NOT is_deleted`,
     )
   )
     .map((c) => ({ key: Number(c.customer_id), t: hourOf(String(c.t)), hash: String(c.state_hash) }))
