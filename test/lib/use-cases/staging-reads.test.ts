@@ -2,12 +2,11 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { BlobStagingStore } from '../../../lib/adapters/staging/blob-staging-store.ts'
 import { FileBlobStore } from '../../../lib/adapters/staging/file-blob-store.ts'
 import { makeBatchId, runIdOfBatch } from '../../../lib/core/batch-id.ts'
-import { MANIFEST_FILE } from '../../../lib/core/batch-manifest.ts'
-import type { BlobStore } from '../../../lib/ports/blob-store.ts'
 import { extractTable } from '../../../lib/use-cases/extract-table.ts'
 import { mergeTable } from '../../../lib/use-cases/merge-table.ts'
 import { readHistory } from '../../../lib/use-cases/read-history.ts'
 import { runTable } from '../../../lib/use-cases/run-table.ts'
+import { countingBlobs } from '../../support/counting-blobs.ts'
 import { customersYaml, makeEmbeddedProject, type EmbeddedProject } from '../../support/embedded-project.ts'
 
 /**
@@ -15,37 +14,6 @@ import { customersYaml, makeEmbeddedProject, type EmbeddedProject } from '../../
  * manifest read once (the listed manifests are handed down the merge road, not read again). Counted on the real
  * file blob store under the staging store.
  */
-interface Reads {
-  /** Listings of the table's staging folder. */
-  lists: number
-  /** Reads of a batch's `_manifest.json`. */
-  manifests: number
-}
-
-/** The real file blob store, counting the reads of `table`'s folder. */
-function countingBlobs(blobs: BlobStore, table: string): { blobs: BlobStore; reads: Reads } {
-  const reads: Reads = { lists: 0, manifests: 0 }
-  const counted: BlobStore = {
-    locate: (key) => blobs.locate(key),
-    readText: (key, what) => {
-      if (key.startsWith(`${table}/`) && key.endsWith(`/${MANIFEST_FILE}`)) reads.manifests++
-      return blobs.readText(key, what)
-    },
-    writeText: (key, text, what, options) => blobs.writeText(key, text, what, options),
-    exists: (key, what) => blobs.exists(key, what),
-    list: (folder, what) => {
-      if (folder === table) reads.lists++
-      return blobs.list(folder, what)
-    },
-    putFile: (key, path, what, signal) => blobs.putFile(key, path, what, signal),
-    readLocally: (keys, what) => blobs.readLocally(keys, what),
-    delete: (key, what) => blobs.delete(key, what),
-    deleteFolder: (folder, what) => blobs.deleteFolder(folder, what),
-    scratchFolder: (folder) => blobs.scratchFolder(folder),
-  }
-  return { blobs: counted, reads }
-}
-
 let at: EmbeddedProject | undefined
 afterEach(async () => {
   await at?.dispose()
