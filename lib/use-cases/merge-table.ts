@@ -17,7 +17,7 @@ import {
   type WatermarkOutcome,
 } from './merge-step.ts'
 import { reportMemoryRaised } from './run-event.ts'
-import { RunStaging } from './run-staging.ts'
+import { withRunStaging, type WithRunStaging } from './run-staging.ts'
 import { assertStateAgreesWithWarehouse } from './warehouse-agreement.ts'
 import { inTableRun, RECENT_RUNS, type RunOfStep, type TableRun, type TableRunDeps } from './table-run.ts'
 
@@ -35,12 +35,7 @@ export interface MergeTableDeps extends TableRunDeps {
 }
 
 /** The merge's adapters within a run: the staging is the run's own listing of the table (RunStaging). */
-export type RunMergeDeps<D extends MergeTableDeps = MergeTableDeps> = D & { readonly staging: RunStaging }
-
-/** `deps` with the table's staging listed once for the run (the caller holds the table's lease). */
-export function withRunStaging<D extends MergeTableDeps>(deps: D, table: TableSpec): RunMergeDeps<D> {
-  return { ...deps, staging: new RunStaging(deps.staging, table.name) }
-}
+export type RunMergeDeps<D extends MergeTableDeps = MergeTableDeps> = WithRunStaging<D>
 
 export interface MergeRequest {
   readonly batchId: string

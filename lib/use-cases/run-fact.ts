@@ -7,7 +7,8 @@ import { loadFactBatch, type LoadFactBatchResult, type UnknownMemberCount } from
 import { repointFacts } from './repoint-facts.ts'
 import { reportMemoryRaised } from './run-event.ts'
 import { advanceWatermark, leftStagedRefusal } from './merge-step.ts'
-import { withRunStaging, type RunMergeDeps } from './merge-table.ts'
+import type { RunMergeDeps } from './merge-table.ts'
+import { withRunStaging } from './run-staging.ts'
 import type { PipelineDeps } from './run-table.ts'
 import { inTableRun, type TableRun } from './table-run.ts'
 

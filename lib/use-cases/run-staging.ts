@@ -157,3 +157,16 @@ export class RunStaging implements StagingStore {
     return removed
   }
 }
+
+/** Deps whose staging is one run's listing of its table. */
+export type WithRunStaging<D extends { readonly staging: StagingStore }> = D & {
+  readonly staging: RunStaging
+}
+
+/** `deps` with `table`'s staging listed once for the run (the caller holds the table's lease). */
+export function withRunStaging<D extends { readonly staging: StagingStore }>(
+  deps: D,
+  table: { readonly name: string },
+): WithRunStaging<D> {
+  return { ...deps, staging: new RunStaging(deps.staging, table.name) }
+}

@@ -2,13 +2,8 @@ import { makeBatchId, makeRunId } from '../core/batch-id.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import { extractInRun, type ExtractTableDeps } from './extract-table.ts'
 import type { MergeBatchRequest, MergeBatchResult } from './merge-batch.ts'
-import {
-  mergeInRun,
-  mergeLeftStaged,
-  withRunStaging,
-  type MergeTableDeps,
-  type RunMergeDeps,
-} from './merge-table.ts'
+import { mergeInRun, mergeLeftStaged, type MergeTableDeps, type RunMergeDeps } from './merge-table.ts'
+import { withRunStaging } from './run-staging.ts'
 import { inTableRun } from './table-run.ts'
 import { assertStateAgreesWithWarehouse } from './warehouse-agreement.ts'
 
