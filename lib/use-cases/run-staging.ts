@@ -44,12 +44,7 @@ export class RunStaging implements StagingStore {
 
   async #list(): Promise<void> {
     this.#listed ??= (async () => {
-      const listing = this.#store.listStaged
-        ? await this.#store.listStaged(this.table)
-        : {
-            committed: await this.#store.listBatches(this.table),
-            uncommitted: await this.#store.listUncommitted(this.table),
-          }
+      const listing = await listStaged(this.#store, this.table)
       this.#committed = [...listing.committed]
       this.#uncommitted = [...listing.uncommitted]
       return listing
@@ -169,4 +164,10 @@ export function withRunStaging<D extends { readonly staging: StagingStore }>(
   table: { readonly name: string },
 ): WithRunStaging<D> {
   return { ...deps, staging: new RunStaging(deps.staging, table.name) }
+}
+
+/** A table's committed and uncommitted batches, from one listing where the store can (`listStaged`). */
+export async function listStaged(store: StagingStore, table: string): Promise<StagedListing> {
+  if (store.listStaged) return await store.listStaged(table)
+  return { committed: await store.listBatches(table), uncommitted: await store.listUncommitted(table) }
 }
