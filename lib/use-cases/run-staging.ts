@@ -104,6 +104,7 @@ export class RunStaging implements StagingStore {
   }
 
   async listStaged(table: string): Promise<StagedListing> {
+    if (table !== this.table) return await listStaged(this.#store, table)
     return { committed: await this.listBatches(table), uncommitted: await this.listUncommitted(table) }
   }
 
