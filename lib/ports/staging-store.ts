@@ -83,6 +83,14 @@ export interface UncommittedBatch {
   readonly suspended: boolean
 }
 
+/** A table's staged batches from one listing of its folder: what `listBatches` and `listUncommitted` answer. */
+export interface StagedListing {
+  /** Committed batches, oldest extraction first (as `listBatches`). */
+  readonly committed: readonly BatchManifest[]
+  /** Batches without a manifest, by batch id (as `listUncommitted`). */
+  readonly uncommitted: readonly UncommittedBatch[]
+}
+
 /**
  * Staging area for batches: `<root>/<table>/<batchId>/part-NNNNN.parquet` plus `_manifest.json` written last.
  */
@@ -105,8 +113,29 @@ export interface StagingStore {
    */
   openBatchOnDemand(table: string, batchId: string): Promise<BatchOnDemand>
   deleteBatch(table: string, batchId: string): Promise<void>
-  /** Deletes batch folders that have no manifest and are older than `olderThan` (abandoned extracts). */
-  removeAbandoned(table: string, olderThan: Date): Promise<readonly string[]>
+  /**
+   * Deletes batch folders that have no manifest and are older than `olderThan` (abandoned extracts). `listed`:
+   * the table's uncommitted batches as `listStaged` answered them under the table's lease (nothing else wrote
+   * the table's staging since), so the folder is not listed again.
+   */
+  removeAbandoned(
+    table: string,
+    olderThan: Date,
+    listed?: readonly UncommittedBatch[],
+  ): Promise<readonly string[]>
   /** Batches of a table that have no manifest (see `UncommittedBatch`), by batch id; `deleteBatch` removes one. */
   listUncommitted(table: string): Promise<readonly UncommittedBatch[]>
+  /**
+   * `listBatches` and `listUncommitted` from one listing of the table's folder (a run lists its table once). A
+   * store without it is asked both.
+   */
+  listStaged?(table: string): Promise<StagedListing>
+  /**
+   * `openBatch` of a batch whose manifest the caller holds (listed under the table's lease, or returned by its
+   * commit): a committed manifest never changes, so it is not read again; the parts are checked against it as
+   * `openBatch` checks them. A store without it is asked `openBatch`.
+   */
+  openListedBatch?(table: string, manifest: BatchManifest): Promise<OpenedBatch>
+  /** `openBatchOnDemand` of a batch whose manifest the caller holds (see `openListedBatch`). */
+  openListedBatchOnDemand?(table: string, manifest: BatchManifest): Promise<BatchOnDemand>
 }

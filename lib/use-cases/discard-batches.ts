@@ -1,6 +1,7 @@
 import { makeRunId } from '../core/batch-id.ts'
 import { DimsyncError } from '../core/errors.ts'
 import type { StagingStore } from '../ports/staging-store.ts'
+import { listStaged } from './run-staging.ts'
 import { inTableRun, type TableRunDeps } from './table-run.ts'
 
 export interface DiscardDeps extends TableRunDeps {
@@ -25,10 +26,8 @@ export async function discardBatches(deps: DiscardDeps, table: string, batchId?:
     recorded: false,
   }
   return await inTableRun(deps, request, async () => {
-    const pending = [
-      ...(await deps.staging.listBatches(table)).map((m) => m.batchId),
-      ...(await deps.staging.listUncommitted(table)).map((b) => b.batchId),
-    ]
+    const staged = await listStaged(deps.staging, table)
+    const pending = [...staged.committed.map((m) => m.batchId), ...staged.uncommitted.map((b) => b.batchId)]
     const chosen = batchId === undefined ? pending : pending.filter((id) => id === batchId)
     if (batchId !== undefined && chosen.length === 0)
       throw new DimsyncError(
@@ -62,13 +61,14 @@ export async function listStagedBatches(
   deps: { readonly staging: StagingStore },
   table: string,
 ): Promise<StagedBatchEntry[]> {
-  const committed = (await deps.staging.listBatches(table)).map((m): StagedBatchEntry => ({
+  const staged = await listStaged(deps.staging, table)
+  const committed = staged.committed.map((m): StagedBatchEntry => ({
     batchId: m.batchId,
     state: 'committed',
     extractedAt: m.extractedAt,
     rows: m.rowCount,
   }))
-  const uncommitted = (await deps.staging.listUncommitted(table)).map((b): StagedBatchEntry => ({
+  const uncommitted = staged.uncommitted.map((b): StagedBatchEntry => ({
     batchId: b.batchId,
     state: b.suspended ? 'suspended' : 'uncommitted',
     lastWrittenAt: b.lastWrittenAt,

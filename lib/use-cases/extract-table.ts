@@ -2,6 +2,7 @@ import type { BatchManifest } from '../core/batch.ts'
 import { LeaseLostError, LockHeldError } from '../core/errors.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import { extractPass, type ExtractPassDeps } from './extract-pass.ts'
+import { withRunStaging } from './run-staging.ts'
 import { inTableRun, RECENT_RUNS, type RunOfStep, type TableRun, type TableRunDeps } from './table-run.ts'
 
 export interface ExtractTableDeps extends ExtractPassDeps, TableRunDeps {
@@ -97,15 +98,17 @@ export async function extractTable(
       },
       async (run) => {
         working = true
+        // Under the lease the table's staging is listed once; every step of the pass reads that listing.
+        const runDeps = withRunStaging(deps, table)
         const holder = run.lease.current.previousHolder
         if (request.resume && holder !== owner) {
-          const committed = await committedResult(deps, table, request.batchId)
+          const committed = await committedResult(runDeps, table, request.batchId)
           if (committed !== undefined) return committed
-          if (await wasStarted(deps, table, request))
-            throw await abandonBatch(deps, table, request.batchId, owner, holder)
+          if (await wasStarted(runDeps, table, request))
+            throw await abandonBatch(runDeps, table, request.batchId, owner, holder)
         }
         try {
-          const result = await extractInRun(deps, run, table, request, handOverTtlMs)
+          const result = await extractInRun(runDeps, run, table, request, handOverTtlMs)
           // The batch is committed whatever happens here: a lease that cannot be handed over is released.
           if (result.complete && request.holdForMerge)
             await run.handOverToRun(handOverTtlMs).catch(() => undefined)

@@ -1,19 +1,23 @@
 import type { BatchManifest } from '../core/batch.ts'
 import { instantOfBatchId } from '../core/batch-id.ts'
-import { StagingError } from '../core/errors.ts'
+import { compareManifests } from '../core/batch-manifest.ts'
+import { OutOfOrderBatchError, StagingError } from '../core/errors.ts'
 import type { TableSpec } from '../core/table-spec.ts'
+import { committedWatermark } from '../core/watermark.ts'
 import type { StagingStore } from '../ports/staging-store.ts'
+import type { StateStore } from '../ports/state-store.ts'
 import type { Warehouse } from '../ports/warehouse.ts'
 import type { SqlDialect } from '../sql/dialect.ts'
-import type { MergeBatchResult } from './merge-batch.ts'
-import { reportMemoryRaised } from './run-event.ts'
+import { mergeBatch, type MergeBatchRequest, type MergeBatchResult } from './merge-batch.ts'
 import {
-  mergeLeftStaged,
-  mergeStep,
-  type MergeStepDeps,
+  advanceWatermark,
+  leftStagedRefusal,
+  recordSourceTypes,
   type MergeStepResult,
   type WatermarkOutcome,
 } from './merge-step.ts'
+import { reportMemoryRaised } from './run-event.ts'
+import { withRunStaging, type WithRunStaging } from './run-staging.ts'
 import { assertStateAgreesWithWarehouse } from './warehouse-agreement.ts'
 import { inTableRun, RECENT_RUNS, type RunOfStep, type TableRun, type TableRunDeps } from './table-run.ts'
 
@@ -30,6 +34,9 @@ export interface MergeTableDeps extends TableRunDeps {
   releaseWarehouse?(): Promise<void>
 }
 
+/** The merge's adapters within a run: the staging is the run's own listing of the table (RunStaging). */
+export type RunMergeDeps<D extends MergeTableDeps = MergeTableDeps> = WithRunStaging<D>
+
 export interface MergeRequest {
   readonly batchId: string
   readonly allowMassDelete?: boolean
@@ -38,6 +45,13 @@ export interface MergeRequest {
    * an earlier call whose answer was lost, so there is nothing left to do.
    */
   readonly recordedAsMerged?: boolean
+  /**
+   * `dimsync plan`: run the merge and report it, roll it back and discard the staged batch; batches an earlier
+   * run left staged are not merged, the watermark and the run record are left alone.
+   */
+  readonly dryRun?: boolean
+  /** Dry run: the keys whose versions before and after the merge the result shows (see MergeBatchRequest). */
+  readonly inspectKeys?: MergeBatchRequest['inspectKeys']
 }
 
 export interface MergeResult {
@@ -48,7 +62,7 @@ export interface MergeResult {
   readonly manifest?: BatchManifest
 }
 
-export interface MergeTableRequest extends Omit<MergeRequest, 'recordedAsMerged'> {
+export interface MergeTableRequest extends Omit<MergeRequest, 'recordedAsMerged' | 'dryRun' | 'inspectKeys'> {
   readonly run: RunOfStep & {
     /**
      * With a value, a merge that fails with a retryable error hands the lease over to its run for this long (at
@@ -105,10 +119,11 @@ async function mergeTableInRun(
 ): Promise<MergeResult> {
   const earlier = (await deps.state.listRuns(table.name, RECENT_RUNS)).find((r) => r.runId === run.runId)
   if (earlier !== undefined) run.adopt(earlier)
-  const { warehouse } = await mergeStepDeps(deps)
-  await assertStateAgreesWithWarehouse({ ...deps, warehouse }, table)
+  const runDeps = withRunStaging(deps, table)
+  const warehouse = await runDeps.openWarehouse()
+  await assertStateAgreesWithWarehouse({ ...runDeps, warehouse }, table)
   const { batchId, allowMassDelete } = request
-  return await mergeInRun(deps, run, table, {
+  return await mergeInRun(runDeps, run, table, {
     batchId,
     allowMassDelete,
     recordedAsMerged: earlier?.status === 'succeeded',
@@ -116,32 +131,28 @@ async function mergeTableInRun(
 }
 
 /**
- * Merges staged batch `request.batchId` within a run that holds the table's lease: batches an earlier run left
- * staged go first (history is applied in order), the lease's fencing token is checked inside the transaction
- * just before COMMIT, a batch already in the warehouse ledger is skipped; then the watermark advances, the run
- * is recorded as succeeded and the staged batch removed.
+ * Merges staged batch `request.batchId` within a run that holds the table's lease, from the run's listing of the
+ * table's staging: batches an earlier run left staged before it go first (history is applied in order), the
+ * lease's fencing token is checked inside the transaction just before COMMIT, a batch already in the warehouse
+ * ledger is skipped; then the watermark advances, the run is recorded as succeeded and the staged batch removed.
+ * A dry run merges only the batch, rolls it back and discards it.
  */
 export async function mergeInRun(
-  deps: MergeTableDeps,
+  deps: RunMergeDeps,
   run: TableRun,
   table: TableSpec,
   request: MergeRequest,
 ): Promise<MergeResult> {
   const { batchId } = request
   const report = deps.onEvent ?? (() => undefined)
-  await mergeLeftStagedInRun(deps, run, table, { ...request, before: batchId })
-  const stepDeps = await mergeStepDeps(deps)
+  if (request.dryRun) return await dryRunMerge(deps, table, request)
+  await mergeLeftStaged(deps, run, table, { before: batchId, allowMassDelete: request.allowMassDelete })
   const started = Date.now()
   let step: MergeStepResult
   try {
-    step = await mergeStep(stepDeps, table, {
-      batchId,
-      allowMassDelete: request.allowMassDelete,
-      beforeCommit: () => run.lease.assertHeld(),
-      fence: run.lease.current,
-      onStart: reportMerging(deps, table),
-      onMemoryRaised: reportMemoryRaised(deps, table.name),
-    })
+    const manifest =
+      (await deps.staging.manifestOf(batchId)) ?? (await readCommitted(deps.staging, table, batchId))
+    step = await mergeListed(deps, run, table, manifest, request)
   } catch (error) {
     if (error instanceof StagingError && request.recordedAsMerged) {
       report({ step: 'already-merged', table: table.name, batchId })
@@ -175,32 +186,115 @@ export async function mergeInRun(
   return { batchId, merge, watermark, manifest }
 }
 
+/** A batch the run did not list: the store's "not committed" StagingError, or its manifest if it is committed. */
+async function readCommitted(
+  staging: StagingStore,
+  table: TableSpec,
+  batchId: string,
+): Promise<BatchManifest> {
+  const opened = await staging.openBatch(table.name, batchId)
+  await opened.release()
+  return opened.manifest
+}
+
 /**
  * Merges, oldest first, the batches an earlier run staged but never merged (all, or those before
- * `request.before`), each checked against the lease before COMMIT and reported as a `resume` event.
+ * `request.before`), as the run listed them; each is checked against the lease before COMMIT, removed from
+ * staging once merged and reported as a `resume` event. A batch the warehouse refuses would be refused on every
+ * run: the error says how to get past it.
  */
-export async function mergeLeftStagedInRun(
-  deps: MergeTableDeps,
+export async function mergeLeftStaged(
+  deps: RunMergeDeps,
   run: TableRun,
   table: TableSpec,
   request: { readonly before?: string; readonly allowMassDelete?: boolean },
 ): Promise<readonly MergeStepResult[]> {
-  // Most runs find nothing left staged: the warehouse is then not opened for it.
-  if ((await deps.staging.listBatches(table.name)).length === 0) return []
-  return await mergeLeftStaged(await mergeStepDeps(deps), table, {
-    ...request,
-    beforeCommit: () => run.lease.assertHeld(),
-    fence: run.lease.current,
-    onStart: reportMerging(deps, table),
-    onMemoryRaised: reportMemoryRaised(deps, table.name),
-    onMerged: ({ merge, watermark }) =>
-      deps.onEvent?.({ step: 'resume', table: table.name, batchId: merge.batchId, result: merge, watermark }),
-  })
+  const staged = await deps.staging.committed()
+  const limit = request.before === undefined ? undefined : staged.find((m) => m.batchId === request.before)
+  // The batch to merge next is gone (merged by an earlier attempt): nothing is older than it any more.
+  if (request.before !== undefined && limit === undefined) return []
+  const older = limit === undefined ? staged : staged.filter((m) => compareManifests(m, limit) < 0)
+  const results: MergeStepResult[] = []
+  for (const manifest of older) {
+    let result: MergeStepResult
+    try {
+      result = await mergeListed(deps, run, table, manifest, request)
+    } catch (error) {
+      throw leftStagedRefusal(error, table.name, manifest.batchId)
+    }
+    await deps.staging.deleteBatch(table.name, manifest.batchId)
+    const { merge, watermark } = result
+    deps.onEvent?.({ step: 'resume', table: table.name, batchId: merge.batchId, result: merge, watermark })
+    results.push(result)
+  }
+  return results
 }
 
-function reportMerging(deps: MergeTableDeps, table: TableSpec): (manifest: BatchManifest) => void {
-  return (manifest) =>
-    deps.onEvent?.({ step: 'merging', table: table.name, batchId: manifest.batchId, rows: manifest.rowCount })
+/**
+ * Merges one committed staged batch, from its listed manifest (skipped when the warehouse ledger already has
+ * it), then advances the watermark to the batch's candidate and records how its CSV columns were read. Because
+ * the ledger row commits with the merge, a crash between the merge and the watermark is repaired by running this
+ * again: the merge is skipped, the watermark advances. The staged batch is kept; the caller deletes it once
+ * everything is recorded.
+ */
+async function mergeListed(
+  deps: RunMergeDeps,
+  run: TableRun,
+  table: TableSpec,
+  manifest: BatchManifest,
+  request: { readonly allowMassDelete?: boolean },
+): Promise<MergeStepResult> {
+  const { batchId } = manifest
+  const mergeDeps = await mergeStepDeps(deps)
+  deps.onEvent?.({ step: 'merging', table: table.name, batchId, rows: manifest.rowCount })
+  let merge: MergeBatchResult
+  try {
+    merge = await mergeBatch(mergeDeps, {
+      table,
+      schema: deps.schema,
+      batchId,
+      now: deps.clock(),
+      allowMassDelete: request.allowMassDelete,
+      beforeCommit: () => run.lease.assertHeld(),
+      fence: run.lease.current,
+      onMemoryRaised: reportMemoryRaised(deps, table.name),
+    })
+  } catch (error) {
+    // Retrying it could never succeed: kept staged, it would be merged first by every later run and refused.
+    if (error instanceof OutOfOrderBatchError) await deps.staging.deleteBatch(table.name, batchId)
+    throw error
+  }
+  const candidate = manifest.watermarkCandidate
+  const watermark = await advanceWatermark(
+    deps.state,
+    table.name,
+    candidate === undefined ? undefined : committedWatermark(table, candidate, batchId),
+  )
+  await recordSourceTypes(deps.state, table.name, manifest.sourceTypes)
+  return { merge, manifest, watermark }
+}
+
+/** Runs the merge of the staged batch and rolls it back, then discards the batch. */
+async function dryRunMerge(
+  deps: RunMergeDeps,
+  table: TableSpec,
+  request: MergeRequest,
+): Promise<MergeResult> {
+  const { batchId } = request
+  try {
+    const merge = await mergeBatch(await mergeStepDeps(deps), {
+      table,
+      schema: deps.schema,
+      batchId,
+      now: deps.clock(),
+      allowMassDelete: request.allowMassDelete,
+      dryRun: true,
+      ...(request.inspectKeys !== undefined ? { inspectKeys: request.inspectKeys } : {}),
+    })
+    return { batchId, merge, watermark: 'unchanged' }
+  } finally {
+    await deps.staging.deleteBatch(table.name, batchId)
+  }
 }
 
 /** The merge's adapters, with the warehouse opened (the caller holds the table's lease). */
@@ -212,4 +306,13 @@ export async function mergeStepDeps(deps: MergeTableDeps): Promise<MergeStepDeps
     schema: deps.schema,
     clock: deps.clock,
   }
+}
+
+/** The adapters a merge of one batch uses, the warehouse opened. */
+export interface MergeStepDeps {
+  readonly staging: StagingStore
+  readonly state: StateStore
+  readonly warehouse: Warehouse<SqlDialect>
+  readonly schema: string
+  readonly clock: () => Date
 }

@@ -1,6 +1,5 @@
 import { assertFactMatchesSource } from '../config/fact-source-check.ts'
 import { makeBatchId, makeRunId } from '../core/batch-id.ts'
-import { compareManifests } from '../core/batch-manifest.ts'
 import { factStagingTable, type FactSpec } from '../core/fact-spec.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import { extractInRun } from './extract-table.ts'
@@ -8,6 +7,8 @@ import { loadFactBatch, type LoadFactBatchResult, type UnknownMemberCount } from
 import { repointFacts } from './repoint-facts.ts'
 import { reportMemoryRaised } from './run-event.ts'
 import { advanceWatermark, leftStagedRefusal } from './merge-step.ts'
+import type { RunMergeDeps } from './merge-table.ts'
+import { withRunStaging } from './run-staging.ts'
 import type { PipelineDeps } from './run-table.ts'
 import { inTableRun, type TableRun } from './table-run.ts'
 
@@ -61,13 +62,15 @@ export async function runFact(
     recorded: !dryRun,
   }
   return await inTableRun(deps, request, async (run) => {
+    // Under the lease the fact's staging is listed once; every step of the run reads that listing.
+    const runDeps = withRunStaging(deps, table)
     try {
       await run.record({ status: 'running' })
       const resumed: LoadFactBatchResult[] = []
-      const left = dryRun ? [] : [...(await deps.staging.listBatches(fact.name))].sort(compareManifests)
+      const left = dryRun ? [] : await runDeps.staging.committed()
       for (const manifest of left) {
         try {
-          resumed.push(await loadStaged(deps, run, fact, dimensions, manifest.batchId))
+          resumed.push(await loadStaged(runDeps, run, fact, dimensions, manifest.batchId))
         } catch (error) {
           throw leftStagedRefusal(error, fact.name, manifest.batchId)
         }
@@ -75,7 +78,7 @@ export async function runFact(
       const extractedAt = options.extractedAt ?? deps.clock()
       const batchId = makeBatchId(extractedAt)
       // The fact's own columns are checked against its source, not a dimension's.
-      const extractDeps = Object.assign(Object.create(deps) as PipelineDeps, {
+      const extractDeps = Object.assign(Object.create(runDeps) as PipelineDeps, {
         checkSourceColumns: (_table: TableSpec, columns: readonly string[]) =>
           assertFactMatchesSource(fact, columns),
       })
@@ -85,10 +88,10 @@ export async function runFact(
         abandonedAfterMs: 0,
       })
       if (dryRun) {
-        const load = await dryRunLoad(deps, fact, dimensions, batchId)
+        const load = await dryRunLoad(runDeps, fact, dimensions, batchId)
         return { runId, fact: fact.name, resumed, batchId, rows, load, repointed: [] }
       }
-      const load = await loadStaged(deps, run, fact, dimensions, batchId)
+      const load = await loadStaged(runDeps, run, fact, dimensions, batchId)
       // Late dimension events may have moved windows facts already point through: re-point those facts.
       const warehouse = await deps.openWarehouse()
       const repointed = await repointFacts({ warehouse }, { fact, dimensions, schema: deps.schema })
@@ -108,13 +111,13 @@ export async function runFact(
 
 /** Loads one staged batch of the fact, advances the watermark, removes the batch from staging. */
 async function loadStaged(
-  deps: PipelineDeps,
+  deps: RunMergeDeps<PipelineDeps>,
   run: TableRun,
   fact: FactSpec,
   dimensions: readonly TableSpec[],
   batchId: string,
 ): Promise<LoadFactBatchResult> {
-  const manifest = (await deps.staging.listBatches(fact.name)).find((m) => m.batchId === batchId)
+  const manifest = await deps.staging.manifestOf(batchId)
   await run.lease.assertHeld()
   const warehouse = await deps.openWarehouse()
   const load = await loadFactBatch(

@@ -1,8 +1,9 @@
 import { makeBatchId, makeRunId } from '../core/batch-id.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import { extractInRun, type ExtractTableDeps } from './extract-table.ts'
-import { mergeBatch, type MergeBatchRequest, type MergeBatchResult } from './merge-batch.ts'
-import { mergeInRun, mergeLeftStagedInRun, mergeStepDeps, type MergeTableDeps } from './merge-table.ts'
+import type { MergeBatchRequest, MergeBatchResult } from './merge-batch.ts'
+import { mergeInRun, mergeLeftStaged, type MergeTableDeps, type RunMergeDeps } from './merge-table.ts'
+import { withRunStaging } from './run-staging.ts'
 import { inTableRun } from './table-run.ts'
 import { assertStateAgreesWithWarehouse } from './warehouse-agreement.ts'
 
@@ -59,20 +60,25 @@ export async function runTable(
     recorded: !dryRun,
   }
   return await inTableRun(deps, request, async (run) => {
+    // Under the lease the table's staging is listed once; every step of the run reads that listing.
+    const runDeps = withRunStaging(deps, table)
     try {
       await run.record({ status: 'running' })
-      await checkAgainstWarehouse(deps, table)
+      await checkAgainstWarehouse(runDeps, table)
       const resumed = dryRun
         ? []
-        : await mergeLeftStagedInRun(deps, run, table, { allowMassDelete: options.allowMassDelete })
-      const leftStaged = dryRun ? (await deps.staging.listBatches(table.name)).map((m) => m.batchId) : []
+        : await mergeLeftStaged(runDeps, run, table, { allowMassDelete: options.allowMassDelete })
+      const leftStaged = dryRun ? (await runDeps.staging.committed()).map((m) => m.batchId) : []
       const extractedAt = options.extractedAt ?? deps.clock()
       const batchId = makeBatchId(extractedAt)
       // Under the table's lease, a batch nobody committed was left by a run that no longer holds it.
-      const { rows } = await extractInRun(deps, run, table, { batchId, extractedAt, abandonedAfterMs: 0 })
-      const merge = dryRun
-        ? await dryRunMerge(deps, table, batchId, options)
-        : (await mergeInRun(deps, run, table, { batchId, allowMassDelete: options.allowMassDelete })).merge
+      const { rows } = await extractInRun(runDeps, run, table, { batchId, extractedAt, abandonedAfterMs: 0 })
+      const { merge } = await mergeInRun(runDeps, run, table, {
+        batchId,
+        allowMassDelete: options.allowMassDelete,
+        dryRun,
+        ...(options.inspectKeys !== undefined ? { inspectKeys: options.inspectKeys } : {}),
+      })
       return {
         runId,
         table: table.name,
@@ -92,33 +98,10 @@ export async function runTable(
  * The config against the dimension's recorded contract and the watermark against the warehouse's ledger, before
  * anything is extracted or merged; a DuckDB file is closed again for the extract (another table's run may merge).
  */
-export async function checkAgainstWarehouse(deps: MergeTableDeps, table: TableSpec): Promise<void> {
-  const { warehouse } = await mergeStepDeps(deps)
+export async function checkAgainstWarehouse(deps: RunMergeDeps, table: TableSpec): Promise<void> {
   try {
-    await assertStateAgreesWithWarehouse({ ...deps, warehouse }, table)
+    await assertStateAgreesWithWarehouse({ ...deps, warehouse: await deps.openWarehouse() }, table)
   } finally {
     await deps.releaseWarehouse?.()
-  }
-}
-
-/** Runs the merge of the staged batch and rolls it back, then discards the batch. */
-async function dryRunMerge(
-  deps: PipelineDeps,
-  table: TableSpec,
-  batchId: string,
-  options: RunTableOptions,
-): Promise<MergeBatchResult> {
-  try {
-    return await mergeBatch(await mergeStepDeps(deps), {
-      table,
-      schema: deps.schema,
-      batchId,
-      now: deps.clock(),
-      allowMassDelete: options.allowMassDelete,
-      dryRun: true,
-      ...(options.inspectKeys !== undefined ? { inspectKeys: options.inspectKeys } : {}),
-    })
-  } finally {
-    await deps.staging.deleteBatch(table.name, batchId)
   }
 }

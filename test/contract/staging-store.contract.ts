@@ -316,6 +316,62 @@ export function describeStagingStoreContract(
       await crashed.abort()
     })
 
+    describe('a run that lists its table once (listStaged, openListedBatch, removeAbandoned of a listing)', () => {
+      it('listStaged answers what listBatches and listUncommitted answer', async () => {
+        await stage('b', '2024-01-02T00:00:00.000Z')
+        await stage('a', '2024-01-01T00:00:00.000Z')
+        const crashed = await store.beginBatch(TABLE, 'crashed')
+        await addBytes(crashed, Buffer.from('x'), 1)
+        await suspended('paused', ['a'])
+        const listing = await store.listStaged!(TABLE)
+        expect(listing.committed).toEqual(await store.listBatches(TABLE))
+        expect(listing.committed.map((m) => m.batchId)).toEqual(['a', 'b'])
+        expect(listing.uncommitted).toEqual(await store.listUncommitted(TABLE))
+        expect(listing.uncommitted.map((b) => b.batchId)).toEqual(['crashed', 'paused'])
+        expect(await store.listStaged!('nobody')).toEqual({ committed: [], uncommitted: [] })
+        await crashed.abort()
+      })
+
+      it('openListedBatch and openListedBatchOnDemand open with the manifest given and check the parts against it', async () => {
+        const manifest = await stage('b1', '2024-01-01T00:00:00.000Z', [
+          Buffer.from('aaaa'),
+          Buffer.from('bb'),
+        ])
+        const opened = await store.openListedBatch!(TABLE, manifest)
+        try {
+          expect(opened.manifest).toEqual(manifest)
+          expect(await Promise.all(opened.partPaths.map((path) => readFile(path, 'utf8')))).toEqual([
+            'aaaa',
+            'bb',
+          ])
+        } finally {
+          await opened.release()
+        }
+        const onDemand = await store.openListedBatchOnDemand!(TABLE, manifest)
+        expect(onDemand.parts.bytes).toEqual([4, 2])
+        await fixture.damagePart(TABLE, 'b1', 'part-00001.parquet', 'corrupt')
+        await expect(store.openListedBatch!(TABLE, manifest)).rejects.toThrow(/b1: part part-00001\.parquet/)
+        await expect(onDemand.parts.fetch([1])).rejects.toThrow(
+          /b1: part part-00001\.parquet checksum mismatch/,
+        )
+        await expect(store.openListedBatch!('suppliers', manifest)).rejects.toBeInstanceOf(StagingError)
+      })
+
+      it('removeAbandoned of a listing removes the listed batches older than the given time, without listing again', async () => {
+        await stage('done', '2024-01-01T00:00:00.000Z')
+        const writer = await store.beginBatch(TABLE, 'crashed')
+        await addBytes(writer, Buffer.from('x'), 1)
+        const { uncommitted } = await store.listStaged!(TABLE)
+        const later = await store.beginBatch(TABLE, 'later')
+        const future = new Date(Date.now() + 3_600_000)
+        expect(await store.removeAbandoned(TABLE, future, uncommitted)).toEqual(['crashed'])
+        expect((await store.listUncommitted(TABLE)).map((b) => b.batchId)).toEqual(['later'])
+        expect((await store.listBatches(TABLE)).map((m) => m.batchId)).toEqual(['done'])
+        await writer.abort()
+        await later.abort()
+      })
+    })
+
     describe('multi-pass batches (suspend and resume)', () => {
       it('suspend, resume, add parts, commit: the manifest lists every part in order and openBatch verifies them', async () => {
         const { writer, checkpoint } = await suspended('b1', ['one', 'two'], { cursor: 42, key: ['k'] })

@@ -2,13 +2,14 @@ import type { BatchManifest } from '../../core/batch.ts'
 import { noCheckpointError, parseCheckpoint } from '../../core/batch-checkpoint.ts'
 import { checkManifest, compareManifests, MANIFEST_FILE, PART_NAME } from '../../core/batch-manifest.ts'
 import { StagingError } from '../../core/errors.ts'
-import type { BlobStore } from '../../ports/blob-store.ts'
+import type { BlobInfo, BlobStore } from '../../ports/blob-store.ts'
 import type {
   BatchCheckpoint,
   BatchOnDemand,
   BatchParts,
   BatchWriter,
   OpenedBatch,
+  StagedListing,
   StagingStore,
   UncommittedBatch,
 } from '../../ports/staging-store.ts'
@@ -96,9 +97,23 @@ export class BlobStagingStore implements StagingStore {
 
   /** Committed batches of `table` (those with a manifest), oldest `extractedAt` first, ties by batch id. */
   async listBatches(table: string): Promise<readonly BatchManifest[]> {
+    return await this.#committed(table, await this.#blobsOf(table))
+  }
+
+  /** `listBatches` and `listUncommitted` from one listing of the table's folder. */
+  async listStaged(table: string): Promise<StagedListing> {
+    const blobs = await this.#blobsOf(table)
+    return { committed: await this.#committed(table, blobs), uncommitted: uncommittedOf(table, blobs) }
+  }
+
+  async #blobsOf(table: string): Promise<readonly BlobInfo[]> {
+    return await this.#blobs.list(tableFolder(table), `table ${table}`)
+  }
+
+  async #committed(table: string, blobs: readonly BlobInfo[]): Promise<readonly BatchManifest[]> {
     const folder = tableFolder(table)
     const manifests: BatchManifest[] = []
-    for (const blob of await this.#blobs.list(folder, `table ${table}`)) {
+    for (const blob of blobs) {
       const [batchId, name, ...deeper] = blob.key.slice(folder.length + 1).split('/')
       if (batchId === undefined || name !== MANIFEST_FILE || deeper.length > 0 || !isBatchId(batchId))
         continue
@@ -127,6 +142,18 @@ export class BlobStagingStore implements StagingStore {
   async openBatchOnDemand(table: string, batchId: string): Promise<BatchOnDemand> {
     const manifest = await this.#committedManifest(table, batchId)
     return { manifest, parts: this.#parts(table, manifest) }
+  }
+
+  /** `openBatch` with the manifest the caller holds (read when the batch was listed, or written by its commit). */
+  async openListedBatch(table: string, manifest: BatchManifest): Promise<OpenedBatch> {
+    const parts = this.#parts(table, listedManifest(table, manifest))
+    const local = await parts.fetch(manifest.parts.map((_, index) => index))
+    return { manifest, partPaths: local.paths, release: () => local.release() }
+  }
+
+  /** `openBatchOnDemand` with the manifest the caller holds. */
+  async openListedBatchOnDemand(table: string, manifest: BatchManifest): Promise<BatchOnDemand> {
+    return { manifest, parts: this.#parts(table, listedManifest(table, manifest)) }
   }
 
   async #committedManifest(table: string, batchId: string): Promise<BatchManifest> {
@@ -195,9 +222,13 @@ export class BlobStagingStore implements StagingStore {
    * still writing count, so an extract still at work, or suspended since `olderThan`, is left alone. Returns
    * the removed ids, sorted.
    */
-  async removeAbandoned(table: string, olderThan: Date): Promise<readonly string[]> {
+  async removeAbandoned(
+    table: string,
+    olderThan: Date,
+    listed?: readonly UncommittedBatch[],
+  ): Promise<readonly string[]> {
     const removed: string[] = []
-    for (const batch of await this.listUncommitted(table)) {
+    for (const batch of listed ?? (await this.listUncommitted(table))) {
       if (Date.parse(batch.lastWrittenAt) >= olderThan.getTime()) continue
       const { batchId } = batch
       await this.#blobs.deleteFolder(batchKeys(table, batchId).folder, `table ${table}: batch ${batchId}`)
@@ -208,25 +239,7 @@ export class BlobStagingStore implements StagingStore {
 
   /** Batches of `table` without a manifest, by batch id, with the time of their newest blob. */
   async listUncommitted(table: string): Promise<readonly UncommittedBatch[]> {
-    const folder = tableFolder(table)
-    const batches = new Map<string, { committed: boolean; suspended: boolean; newest: number }>()
-    for (const blob of await this.#blobs.list(folder, `table ${table}`)) {
-      const [batchId, name] = blob.key.slice(folder.length + 1).split('/')
-      if (batchId === undefined || name === undefined || !isBatchId(batchId)) continue
-      const entry = batches.get(batchId) ?? { committed: false, suspended: false, newest: 0 }
-      entry.committed ||= name === MANIFEST_FILE
-      entry.suspended ||= name === PROGRESS
-      entry.newest = Math.max(entry.newest, blob.modifiedAt)
-      batches.set(batchId, entry)
-    }
-    return [...batches]
-      .filter(([, entry]) => !entry.committed)
-      .map(([batchId, entry]) => ({
-        batchId,
-        lastWrittenAt: new Date(entry.newest).toISOString(),
-        suspended: entry.suspended,
-      }))
-      .sort((a, b) => (a.batchId < b.batchId ? -1 : a.batchId > b.batchId ? 1 : 0))
+    return uncommittedOf(table, await this.#blobsOf(table))
   }
 
   async #readManifest(table: string, batchId: string): Promise<BatchManifest | undefined> {
@@ -244,4 +257,37 @@ export class BlobStagingStore implements StagingStore {
     }
     return checkManifest(table, batchId, this.#blobs.locate(key), parsed)
   }
+}
+
+/** The batches of a table's blobs that have no manifest, by batch id, with the time of their newest blob. */
+function uncommittedOf(table: string, blobs: readonly BlobInfo[]): readonly UncommittedBatch[] {
+  const folder = tableFolder(table)
+  const batches = new Map<string, { committed: boolean; suspended: boolean; newest: number }>()
+  for (const blob of blobs) {
+    const [batchId, name] = blob.key.slice(folder.length + 1).split('/')
+    if (batchId === undefined || name === undefined || !isBatchId(batchId)) continue
+    const entry = batches.get(batchId) ?? { committed: false, suspended: false, newest: 0 }
+    entry.committed ||= name === MANIFEST_FILE
+    entry.suspended ||= name === PROGRESS
+    entry.newest = Math.max(entry.newest, blob.modifiedAt)
+    batches.set(batchId, entry)
+  }
+  return [...batches]
+    .filter(([, entry]) => !entry.committed)
+    .map(([batchId, entry]) => ({
+      batchId,
+      lastWrittenAt: new Date(entry.newest).toISOString(),
+      suspended: entry.suspended,
+    }))
+    .sort((a, b) => (a.batchId < b.batchId ? -1 : a.batchId > b.batchId ? 1 : 0))
+}
+
+/** A manifest handed in by a caller, checked to be the table's (its parts' keys are built from its batch id). */
+function listedManifest(table: string, manifest: BatchManifest): BatchManifest {
+  batchKeys(table, manifest.batchId)
+  if (manifest.table !== table)
+    throw new StagingError(
+      `table ${table}: batch ${manifest.batchId}'s manifest names table ${manifest.table}`,
+    )
+  return manifest
 }
