@@ -31,7 +31,7 @@ import { fallbackErrorMap, fromZodIssues } from './zod-issues.ts'
 
 export { normalizeOpenEnd, OPEN_END_MINIMUM } from './open-end.ts'
 export { DEFAULT_MAX_DELETE_SHARE } from './resolve-table.ts'
-export { DEFAULT_WAREHOUSE } from './warehouses/duckdb-config.ts'
+export { DEFAULT_WAREHOUSE } from './warehouse-configs.ts'
 
 export const DEFAULT_STAGING = Object.freeze({ type: 'local', path: '.dimsync/staging' })
 export const DEFAULT_STATE = Object.freeze({ type: 'local', path: '.dimsync/state' })

@@ -11,6 +11,8 @@ import { bigQueryWarehouseConfig } from './warehouses/bigquery-config.ts'
 import { duckDbWarehouseConfig } from './warehouses/duckdb-config.ts'
 import { postgresWarehouseConfig } from './warehouses/postgres-config.ts'
 
+export { DEFAULT_WAREHOUSE } from './warehouses/duckdb-config.ts'
+
 export type WarehouseType = WarehouseSpec['type']
 
 /** One warehouse kind's part of the config. */

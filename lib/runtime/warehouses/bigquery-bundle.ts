@@ -36,7 +36,7 @@ export const bigQueryBundle: WarehouseBundle<BigQueryWarehouseSpec> = {
   },
   sharedAcrossTables: true,
   async offlinePlan(project, table, env, now) {
-    const { offlineBigQueryPlan } = await import('../offline-bigquery-plan.ts')
+    const { offlineBigQueryPlan } = await import('./bigquery-offline-plan.ts')
     return await offlineBigQueryPlan(project, table, env, now)
   },
   lambda: {
