@@ -43,6 +43,7 @@ export interface DeploymentPlan {
   readonly tables: readonly TablePlan[]
   /** The warehouse the functions open (`DIMSYNC_WAREHOUSE`): the config's, whose bundle deploys it. */
   readonly warehouse: WarehouseType
+  /** The secret the merge function logs in to the warehouse with (its bundle's `deploySecret`). */
   readonly bigQuerySecret?: string
   /** Customer-managed KMS keys of the secrets (kms:Decrypt through Secrets Manager). */
   readonly secretsKmsKeys: readonly string[]
@@ -81,10 +82,9 @@ function classId(size: LambdaSizeSpec): string {
 export function planDeployment(project: ProjectSpec): DeploymentPlan {
   const issues: string[] = []
   const aws = project.aws
-  // The BigQuery section names its own secret (warehouse.credentials_secret); aws.bigquery_secret is the fallback.
-  const bigQuerySecret =
-    (project.warehouse as { readonly credentialsSecret?: string }).credentialsSecret ?? aws?.bigQuerySecret
-  const warehouseProblem = warehouseBundle(project.warehouse).deployProblem(project.warehouse, aws)
+  const warehouse = warehouseBundle(project.warehouse)
+  const bigQuerySecret = warehouse.deploySecret?.(project.warehouse, aws)
+  const warehouseProblem = warehouse.deployProblem(project.warehouse, aws)
   if (warehouseProblem !== undefined) issues.push(warehouseProblem)
 
   const classes = new Map<string, { memoryMb: number; timeoutSeconds: number; tables: string[] }>()

@@ -39,6 +39,8 @@ export interface WarehouseBundle<S extends WarehouseSpec = WarehouseSpec> {
   ): Promise<CompiledScript>
   /** How the Lambda functions open it (`DIMSYNC_WAREHOUSE=<type>`); absent: they cannot. */
   readonly lambda?: LambdaWarehouse
+  /** The Secrets Manager secret (name or ARN) the deployed merge function logs in with, or undefined. */
+  deploySecret?(spec: S, aws: AwsDeploymentSpec | undefined): string | undefined
   /** Why `cdk deploy` refuses a project with this warehouse (one line for the ConfigError), or undefined. */
   deployProblem(spec: S, aws: AwsDeploymentSpec | undefined): string | undefined
 }

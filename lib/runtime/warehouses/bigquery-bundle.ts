@@ -61,9 +61,10 @@ export const bigQueryBundle: WarehouseBundle<BigQueryWarehouseSpec> = {
       settings.bigQuerySecretArn ??
       (project.warehouse as { readonly credentialsSecret?: string }).credentialsSecret,
   },
+  // The BigQuery section names its own secret (warehouse.credentials_secret); aws.bigquery_secret is the fallback.
+  deploySecret: (spec, aws) => spec.credentialsSecret ?? aws?.bigQuerySecret,
   deployProblem(spec, aws) {
-    // The BigQuery section names its own secret (warehouse.credentials_secret); aws.bigquery_secret is the fallback.
-    if ((spec.credentialsSecret ?? aws?.bigQuerySecret) !== undefined || spec.workloadIdentity !== undefined)
+    if (bigQueryBundle.deploySecret!(spec, aws) !== undefined || spec.workloadIdentity !== undefined)
       return undefined
     return (
       'warehouse.credentials_secret: is required to deploy a BigQuery warehouse (the name or ARN of a Secrets ' +
