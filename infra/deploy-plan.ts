@@ -5,6 +5,8 @@
  */
 import { ConfigError } from '../lib/core/errors.ts'
 import type { AwsDeploymentSpec, LambdaSizeSpec, ProjectSpec, ScheduleSpec } from '../lib/core/table-spec.ts'
+import type { WarehouseType } from '../lib/config/warehouse-configs.ts'
+import { warehouseBundle } from '../lib/runtime/warehouse-registry.ts'
 import { DEFAULT_STACK_NAME } from './defaults.ts'
 
 /** One pair of functions (extract, merge) with one memory/timeout setting, shared by the tables of that size. */
@@ -39,6 +41,9 @@ export interface DeploymentPlan {
   readonly architecture: 'arm64' | 'x86_64'
   readonly classes: readonly FunctionClassPlan[]
   readonly tables: readonly TablePlan[]
+  /** The warehouse the functions open (`DIMSYNC_WAREHOUSE`): the config's, whose bundle deploys it. */
+  readonly warehouse: WarehouseType
+  /** The secret the merge function logs in to the warehouse with (its bundle's `deploySecret`). */
   readonly bigQuerySecret?: string
   /** Customer-managed KMS keys of the secrets (kms:Decrypt through Secrets Manager). */
   readonly secretsKmsKeys: readonly string[]
@@ -77,30 +82,10 @@ function classId(size: LambdaSizeSpec): string {
 export function planDeployment(project: ProjectSpec): DeploymentPlan {
   const issues: string[] = []
   const aws = project.aws
-  const warehouseType = project.warehouse.type as string
-  // The BigQuery section names its own secret (warehouse.credentials_secret); aws.bigquery_secret is the fallback.
-  const bigQuerySecret =
-    (project.warehouse as { readonly credentialsSecret?: string }).credentialsSecret ?? aws?.bigQuerySecret
-  if (warehouseType === 'postgres') {
-    issues.push(
-      'warehouse.type: "postgres" cannot be deployed to AWS yet: the functions merge into BigQuery only; run a ' +
-        'PostgreSQL warehouse with dimsync run (the CLI), or set warehouse: { type: bigquery, ... }',
-    )
-  } else if (warehouseType !== 'bigquery') {
-    issues.push(
-      `warehouse.type: "${warehouseType}" cannot be deployed to AWS: a function's disk lasts one invocation; ` +
-        'set warehouse: { type: bigquery, ... } (DuckDB is for dimsync run on one machine)',
-    )
-  } else if (
-    bigQuerySecret === undefined &&
-    (project.warehouse as { readonly workloadIdentity?: unknown }).workloadIdentity === undefined
-  ) {
-    issues.push(
-      'warehouse.credentials_secret: is required to deploy a BigQuery warehouse (the name or ARN of a Secrets ' +
-        'Manager secret holding the service-account JSON), unless warehouse.workload_identity gives keyless ' +
-        "access from the functions' AWS role",
-    )
-  }
+  const warehouse = warehouseBundle(project.warehouse)
+  const bigQuerySecret = warehouse.deploySecret?.(project.warehouse, aws)
+  const warehouseProblem = warehouse.deployProblem(project.warehouse, aws)
+  if (warehouseProblem !== undefined) issues.push(warehouseProblem)
 
   const classes = new Map<string, { memoryMb: number; timeoutSeconds: number; tables: string[] }>()
   const tables: TablePlan[] = project.tables.map((table, index) => {
@@ -160,6 +145,7 @@ export function planDeployment(project: ProjectSpec): DeploymentPlan {
     architecture: aws?.architecture ?? 'arm64',
     classes: [...classes].map(([id, c]) => ({ id, ...c })),
     tables,
+    warehouse: project.warehouse.type,
     ...(bigQuerySecret !== undefined ? { bigQuerySecret } : {}),
     secretsKmsKeys: aws?.secretsKmsKeys ?? [],
     ...(aws?.vpc !== undefined ? { vpc: aws.vpc } : {}),

@@ -4,6 +4,7 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { readInteger } from '../../lib/config/env.ts'
 import { withDocs } from '../../lib/core/error-docs.ts'
 import { parseIsoInstant } from '../../lib/core/instant.ts'
+import { PLAN_DIALECTS } from '../../lib/runtime/warehouse-registry.ts'
 import { oneLineArgumentError } from './argument-errors.ts'
 import type * as CommandModule from './commands.ts'
 import type * as ResetWatermarkModule from './reset-watermark-command.ts'
@@ -107,7 +108,7 @@ withStoreOptions(program.command('plan'))
     new Option(
       '--dialect <dialect>',
       'bigquery: print the BigQuery script offline (no extract, no credentials, no BigQuery call)',
-    ).choices(['duckdb', 'bigquery']),
+    ).choices(PLAN_DIALECTS),
   )
   .action(async (opts: OptionsOf<'plan'>) => {
     await (await commands()).plan(opts, reportError)

@@ -12,6 +12,8 @@ import { extractionTimeProblem } from '../../lib/core/instant.ts'
 import type { ProjectSpec, TableSpec } from '../../lib/core/table-spec.ts'
 import { buildLocalDeps, type LocalDeps } from '../../lib/runtime/local-deps.ts'
 import type { StoreOverrides } from '../../lib/runtime/store-overrides.ts'
+import { WAREHOUSE_BUNDLES, warehouseBundle } from '../../lib/runtime/warehouse-registry.ts'
+import type { WarehouseType } from '../../lib/config/warehouse-configs.ts'
 import type { StagedBatchEntry } from '../../lib/use-cases/discard-batches.ts'
 import { runFact } from '../../lib/use-cases/run-fact.ts'
 import { runTable, type RunTableResult } from '../../lib/use-cases/run-table.ts'
@@ -102,12 +104,13 @@ export async function plan(
     table?: string
     sql?: boolean
     allowMassDelete?: boolean
-    dialect?: 'duckdb' | 'bigquery'
+    dialect?: WarehouseType
     keys?: string
   } & StoreOverrides,
   reportError: (line: string, error: unknown) => void,
 ): Promise<void> {
-  if (opts.dialect === 'bigquery') return planBigQueryOffline(opts.config, opts.table)
+  if (opts.dialect !== undefined && WAREHOUSE_BUNDLES[opts.dialect].offlinePlan !== undefined)
+    return planOffline(opts.config, opts.dialect, opts.table)
   await withProject(
     opts.config,
     async (project, deps, reporter) => {
@@ -246,7 +249,8 @@ export async function validate(opts: { config: string }): Promise<void> {
     opts.config,
     async (project, deps, reporter) => {
       const { stagedValuesReader } = await import('../../lib/runtime/staged-values.ts')
-      const tables = await validateProject(project, deps.openSource, {
+      const warehouse = await warehouseBundle(project.warehouse).checks(project.warehouse)
+      const tables = await validateProject(project, deps.openSource, warehouse, {
         stagedValues: stagedValuesReader(deps.state),
         sourceTypes: (table) => deps.state.getSourceTypes(table.name),
       })
@@ -333,14 +337,18 @@ function describeRun(table: TableSpec, result: RunTableResult): string {
 }
 
 /**
- * `plan --dialect bigquery --sql`: the full BigQuery script of a first batch of each table, rendered from the
- * config and the source's columns only: no extract, no staging, no credentials, no BigQuery call.
+ * `plan --dialect bigquery --sql`: the full script of a first batch of each table in that warehouse's dialect,
+ * rendered from the config and the source's columns only: no extract, no staging, no credentials, no warehouse call.
  */
-async function planBigQueryOffline(configPath: string, tableName: string | undefined): Promise<void> {
+async function planOffline(
+  configPath: string,
+  dialect: WarehouseType,
+  tableName: string | undefined,
+): Promise<void> {
   const project = await loadConsistentProject(configPath)
-  const { offlineBigQueryPlan } = await import('../../lib/runtime/offline-bigquery-plan.ts')
-  for (const table of selectTables(project, tableName, 'plan --dialect bigquery')) {
-    const script = await offlineBigQueryPlan(project, table, process.env, new Date().toISOString())
+  const offlinePlan = WAREHOUSE_BUNDLES[dialect].offlinePlan!
+  for (const table of selectTables(project, tableName, `plan --dialect ${dialect}`)) {
+    const script = await offlinePlan(project, table, process.env, new Date().toISOString())
     process.stdout.write(script.text)
   }
 }

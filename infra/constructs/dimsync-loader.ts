@@ -177,7 +177,7 @@ export class DimsyncLoader extends Construct {
       [AWS_ENV.stagingBucket]: this.storage.bucket.bucketName,
       [AWS_ENV.stagingPrefix]: STAGING_PREFIX,
       [AWS_ENV.stateTable]: this.storage.stateTable.tableName,
-      [AWS_ENV.warehouse]: 'bigquery',
+      [AWS_ENV.warehouse]: plan.warehouse,
     }
     const orchestrated: OrchestratedTable[] = []
     for (const fnClass of plan.classes) {

@@ -11,10 +11,21 @@ import {
   PRESET_NAMES,
   type MetadataColumnOption,
 } from '../core/metadata-columns.ts'
-import { mustBe, oneOfText, unknownKeysMessage } from './messages.ts'
+import { mustBe, oneOfText } from './messages.ts'
+import {
+  expecting,
+  IDENTIFIER_PATTERN,
+  IDENTIFIER_TEXT,
+  list,
+  nonEmpty,
+  oneOf,
+  patterned,
+  strict,
+} from './schema-primitives.ts'
+import { anyWarehouseSchema } from './warehouse-configs.ts'
 
-/** Later quoted in SQL, but odd names are refused here so the failure points at the YAML, not at a query. */
-export const IDENTIFIER_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/
+export { IDENTIFIER_PATTERN } from './schema-primitives.ts'
+
 export const TABLE_NAME_PATTERN = /^[a-z][a-z0-9_]{0,62}$/
 export const TARGET_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/
 export const ENV_NAME_PATTERN = /^[A-Z_][A-Z0-9_]*$/
@@ -28,40 +39,6 @@ export const TABLE_MODES = ['history', 'mirror', 'append'] as const
 export const FILE_FORMATS = ['csv', 'parquet', 'json'] as const
 export const FILE_SELECTIONS = ['all', 'new_only'] as const
 export const SOURCE_TYPES = ['file', 'postgres', 'mysql'] as const
-
-const IDENTIFIER_TEXT = 'letters, digits and _, not starting with a digit'
-
-type ErrorInput = { readonly input?: unknown }
-const expecting =
-  (what: string, candidates?: readonly string[]) =>
-  (issue: ErrorInput): string =>
-    mustBe(what, issue.input, candidates)
-
-function patterned(pattern: RegExp, what: string) {
-  return z.string({ error: expecting(what) }).regex(pattern, { error: expecting(what) })
-}
-
-function nonEmpty(what: string) {
-  return z.string({ error: expecting(what) }).min(1, { error: expecting(what) })
-}
-
-function oneOf<const T extends readonly [string, ...string[]]>(values: T) {
-  return z.enum(values, { error: expecting(oneOfText(values), values) })
-}
-
-function list<T extends z.ZodType>(item: T, what: string, min: 0 | 1 = 0) {
-  const message = (issue: ErrorInput) =>
-    Array.isArray(issue.input) ? 'must not be empty' : mustBe(what, issue.input)
-  return z.array(item, { error: message }).min(min, { error: message })
-}
-
-function strict<T extends z.core.$ZodLooseShape>(shape: T, what = 'a mapping') {
-  const known = Object.keys(shape)
-  return z.strictObject(shape, {
-    error: (issue) =>
-      issue.code === 'unrecognized_keys' ? unknownKeysMessage(issue.keys, known) : mustBe(what, issue.input),
-  })
-}
 
 const column = patterned(IDENTIFIER_PATTERN, `a column name (${IDENTIFIER_TEXT})`)
 const columnList = list(column, 'a list of column names')
@@ -718,89 +695,6 @@ export const tableSchema = strict({
     ),
   ...tableOptionsShape,
 })
-
-export const warehouseSchema = strict({
-  // 'bigquery' is listed so a misspelled type suggests it; a bigquery section is parsed by bigQueryWarehouseSchema.
-  type: oneOf(['duckdb', 'bigquery', 'postgres']).optional(),
-  path: nonEmpty('a file path').optional().describe("DuckDB file, relative to the config file's folder."),
-  schema: patterned(IDENTIFIER_PATTERN, `a schema name (${IDENTIFIER_TEXT})`).optional(),
-})
-
-// ---- BigQuery warehouse (BigQuery issue) ----
-
-/** Google Cloud project ids: 6-30 lowercase letters, digits and hyphens (optionally `domain.com:` scoped). */
-export const GCP_PROJECT_PATTERN = /^(?:[a-z][a-z0-9.-]*[a-z0-9]:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$/
-/** BigQuery dataset names: letters, digits and _, at most 1,024 characters. */
-export const DATASET_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,1023}$/
-
-/** `//iam.googleapis.com/projects/123/locations/global/workloadIdentityPools/pool/providers/provider`. */
-export const WORKLOAD_IDENTITY_AUDIENCE_PATTERN =
-  /^\/\/iam\.googleapis\.com\/projects\/\d+\/locations\/global\/workloadIdentityPools\/[a-z0-9-]+\/providers\/[a-z0-9-]+$/
-export const SERVICE_ACCOUNT_PATTERN =
-  /^[a-z][a-z0-9-]{4,28}[a-z0-9]@[a-z0-9.:-]+\.iam\.gserviceaccount\.com$/
-
-export const bigQueryWarehouseSchema = strict({
-  type: z.literal('bigquery'),
-  project: patterned(GCP_PROJECT_PATTERN, 'a Google Cloud project id (my-project-123)').describe(
-    'Google Cloud project of the dataset; jobs run (and are billed) there.',
-  ),
-  dataset: patterned(DATASET_PATTERN, `a dataset name (${IDENTIFIER_TEXT})`).describe(
-    'BigQuery dataset that holds the dimensions, views and the batch ledger.',
-  ),
-  location: nonEmpty('a BigQuery location (EU, US, europe-west1)').describe(
-    'Location of the dataset; sent with every job.',
-  ),
-  credentials_secret: nonEmpty('a Secrets Manager secret ARN or name')
-    .optional()
-    .describe(
-      'Secrets Manager secret holding a service-account key JSON (Lambda). Default: Application Default Credentials.',
-    ),
-  workload_identity: strict(
-    {
-      audience: patterned(
-        WORKLOAD_IDENTITY_AUDIENCE_PATTERN,
-        'a workload identity provider (//iam.googleapis.com/projects/NUMBER/locations/global/workloadIdentityPools/POOL/providers/PROVIDER)',
-      ).describe('The workload identity pool provider that trusts the AWS account.'),
-      service_account: patterned(
-        SERVICE_ACCOUNT_PATTERN,
-        'a service account email (name@project.iam.gserviceaccount.com)',
-      )
-        .optional()
-        .describe(
-          'Service account to impersonate; absent: the federated identity is granted BigQuery access itself.',
-        ),
-    },
-    'a mapping { audience, service_account }',
-  )
-    .optional()
-    .describe(
-      "Keyless auth from AWS (workload identity federation): the functions' AWS role is exchanged for Google credentials. Instead of credentials_secret.",
-    ),
-  allow_partition_expiration: z
-    .boolean()
-    .optional()
-    .describe(
-      "Merge into dimensions whose partitions expire (the table's partition_expiration_days or the dataset's default): BigQuery then deletes closed versions. Default false: such a merge is refused.",
-    ),
-})
-
-/** Environment variable names: letters, digits and _, not starting with a digit. */
-const ENV_VARIABLE_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/
-
-export const postgresWarehouseSchema = strict({
-  type: z.literal('postgres'),
-  url_env: patterned(ENV_VARIABLE_PATTERN, 'an environment variable name (DIMSYNC_PG_URL)').describe(
-    'Environment variable holding the connection URL (postgres://user:password@host:5432/database); the URL is never written in this file.',
-  ),
-  schema: patterned(IDENTIFIER_PATTERN, `a schema name (${IDENTIFIER_TEXT})`)
-    .optional()
-    .describe('PostgreSQL schema that holds the dimensions, views and the batch ledger. Default public.'),
-})
-
-/** Any warehouse; `type` picks the shape (DuckDB when absent). */
-export const anyWarehouseSchema = z.union([warehouseSchema, bigQueryWarehouseSchema, postgresWarehouseSchema])
-
-// ---- end BigQuery warehouse ----
 
 export const localStoreSchema = strict({
   type: oneOf(['local']).optional(),

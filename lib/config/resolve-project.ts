@@ -6,21 +6,13 @@
 import path from 'node:path'
 import { ConfigError } from '../core/errors.ts'
 import { COLUMN_PRESETS } from '../core/metadata-columns.ts'
-import {
-  BOTH_BIGQUERY_CREDENTIALS,
-  type ProjectSpec,
-  type TableSpec,
-  type WarehouseSpec,
-} from '../core/table-spec.ts'
+import type { ProjectSpec, TableSpec } from '../core/table-spec.ts'
 import {
   awsSchema,
-  bigQueryWarehouseSchema,
   configDocumentSchema,
   defaultsSchema,
   localStoreSchema,
-  postgresWarehouseSchema,
   tableSchema,
-  warehouseSchema,
 } from './config-schema.ts'
 import { deepFreeze } from './deep-freeze.ts'
 import { IssueList } from './issue-list.ts'
@@ -29,19 +21,18 @@ import { resolveAws } from './resolve-deploy-options.ts'
 import { resolveFacts } from './resolve-facts.ts'
 import { resolveTable } from './resolve-table.ts'
 import { checkMetadataDistinct, checkOwnOptions, resolveColumns, type Options } from './table-options.ts'
+import {
+  resolveWarehouse,
+  warehouseConflict,
+  warehouseSectionSchema,
+  warehouseTypeOf,
+} from './warehouse-configs.ts'
 import { fallbackErrorMap, fromZodIssues } from './zod-issues.ts'
 
 export { normalizeOpenEnd, OPEN_END_MINIMUM } from './open-end.ts'
 export { DEFAULT_MAX_DELETE_SHARE } from './resolve-table.ts'
+export { DEFAULT_WAREHOUSE } from './warehouse-configs.ts'
 
-/** Where a postgres warehouse keeps dimensions when the config names no schema. */
-const DEFAULT_POSTGRES_SCHEMA = 'public'
-
-export const DEFAULT_WAREHOUSE = Object.freeze({
-  type: 'duckdb',
-  path: '.dimsync/warehouse.duckdb',
-  schema: 'main',
-})
 export const DEFAULT_STAGING = Object.freeze({ type: 'local', path: '.dimsync/staging' })
 export const DEFAULT_STATE = Object.freeze({ type: 'local', path: '.dimsync/state' })
 
@@ -67,8 +58,7 @@ export function resolveProject(document: unknown, configPath: string): ProjectSp
       if (issue.path[0] !== 'warehouse') issues.add(issue.path, issue.message)
     }
   if (!isRecord(document)) throw new ConfigError(file, issues.render())
-  const bigQuery = isRecord(document.warehouse) && document.warehouse.type === 'bigquery'
-  const postgres = isRecord(document.warehouse) && document.warehouse.type === 'postgres'
+  const warehouseType = warehouseTypeOf(document.warehouse)
 
   // Each part is parsed again on its own so one broken table does not hide the rule checks of the others.
   const defaultsParsed = defaultsSchema.nullable().optional().safeParse(document.defaults)
@@ -93,17 +83,15 @@ export function resolveProject(document: unknown, configPath: string): ProjectSp
       ? resolveAws(aws.data, tables, (where, message) => issues.add(where, message))
       : undefined
   // The warehouse's `type` picks the schema whose messages are reported, so a BigQuery block is not told DuckDB's.
-  const warehouse = (
-    bigQuery ? bigQueryWarehouseSchema : postgres ? postgresWarehouseSchema : warehouseSchema
-  )
+  const warehouse = warehouseSectionSchema(warehouseType)
     .nullable()
     .optional()
     .safeParse(document.warehouse, { error: fallbackErrorMap })
   if (!warehouse.success)
     for (const issue of fromZodIssues(warehouse.error.issues))
       issues.add(['warehouse', ...issue.path], issue.message)
-  if (warehouse.success && bigQuery && hasKeyAndKeylessAuth(warehouse.data))
-    issues.add(['warehouse'], BOTH_BIGQUERY_CREDENTIALS)
+  const conflict = warehouse.success ? warehouseConflict(warehouseType, warehouse.data) : undefined
+  if (conflict !== undefined) issues.add(['warehouse'], conflict)
   const staging = localStoreSchema.nullable().optional().safeParse(document.staging)
   const state = localStoreSchema.nullable().optional().safeParse(document.state)
   const rendered = issues.render()
@@ -111,66 +99,16 @@ export function resolveProject(document: unknown, configPath: string): ProjectSp
     throw new ConfigError(file, rendered)
   }
 
-  const warehousePath =
-    (warehouse.data as { path?: string } | null | undefined)?.path ?? DEFAULT_WAREHOUSE.path
   return deepFreeze<ProjectSpec>({
     configPath: file,
     baseDir,
-    warehouse: resolveWarehouse(warehouse.data, () => ({
-      type: 'duckdb',
-      // DuckDB's in-memory database is a name, not a file; resolving it would create a file called ":memory:".
-      path: warehousePath === ':memory:' ? warehousePath : path.resolve(baseDir, warehousePath),
-      schema: (warehouse.data as { schema?: string } | null | undefined)?.schema ?? DEFAULT_WAREHOUSE.schema,
-    })),
+    warehouse: resolveWarehouse(warehouseType, warehouse.data, baseDir),
     staging: { type: 'local', path: path.resolve(baseDir, staging.data?.path ?? DEFAULT_STAGING.path) },
     state: { type: 'local', path: path.resolve(baseDir, state.data?.path ?? DEFAULT_STATE.path) },
     tables,
     ...(facts.length > 0 ? { facts } : {}),
     ...(awsSpec !== undefined ? { aws: awsSpec } : {}),
   })
-}
-
-function hasKeyAndKeylessAuth(warehouse: unknown): boolean {
-  return (
-    isRecord(warehouse) &&
-    warehouse.credentials_secret !== undefined &&
-    warehouse.workload_identity !== undefined
-  )
-}
-
-/** A BigQuery warehouse's dataset is also the `schema` every warehouse places dimensions in. */
-function resolveWarehouse(data: unknown, duckdb: () => WarehouseSpec): WarehouseSpec {
-  if (isRecord(data) && data.type === 'postgres') {
-    const w = data as { url_env: string; schema?: string }
-    return { type: 'postgres', urlEnv: w.url_env, schema: w.schema ?? DEFAULT_POSTGRES_SCHEMA }
-  }
-  if (!isRecord(data) || data.type !== 'bigquery') return duckdb()
-  const w = data as {
-    project: string
-    dataset: string
-    location: string
-    credentials_secret?: string
-    workload_identity?: { audience: string; service_account?: string }
-    allow_partition_expiration?: boolean
-  }
-  const identity = w.workload_identity
-  return {
-    type: 'bigquery',
-    project: w.project,
-    dataset: w.dataset,
-    schema: w.dataset,
-    location: w.location,
-    ...(w.credentials_secret !== undefined ? { credentialsSecret: w.credentials_secret } : {}),
-    ...(w.allow_partition_expiration === true ? { allowPartitionExpiration: true } : {}),
-    ...(identity !== undefined
-      ? {
-          workloadIdentity: {
-            audience: identity.audience,
-            ...(identity.service_account !== undefined ? { serviceAccount: identity.service_account } : {}),
-          },
-        }
-      : {}),
-  }
 }
 
 function targetOf(raw: unknown): unknown {

@@ -12,8 +12,6 @@ import {
 } from '../adapters/aws/source-secrets.ts'
 import { S3StagingStore } from '../adapters/staging/s3-staging-store.ts'
 import { DynamoDbStateStore } from '../adapters/state/dynamodb-state-store.ts'
-import { DuckDbWarehouse } from '../adapters/warehouse/duckdb-warehouse.ts'
-import { openBigQueryWarehouse } from '../adapters/warehouse/bigquery-credentials.ts'
 import { readChoice, readInteger, readRequiredString, readString, readUrl, type Env } from '../config/env.ts'
 import { assertTableMatchesSource, loadProject } from '../config/index.ts'
 import { ConfigError, DimsyncError } from '../core/errors.ts'
@@ -23,6 +21,12 @@ import type { Warehouse } from '../ports/warehouse.ts'
 import type { SqlDialect } from '../sql/dialect.ts'
 import { AWS_ENV } from './aws-env.ts'
 import { openSource } from './open-source.ts'
+import {
+  DEPLOYED_WAREHOUSE_TYPE,
+  LAMBDA_WAREHOUSE_TYPES,
+  WAREHOUSE_BUNDLES,
+  type LambdaWarehouseType,
+} from './warehouse-registry.ts'
 
 // The CLI's store locations (`--staging`, `--state`) live in store-overrides.ts; their parsers are part of the
 // settings this module's callers read.
@@ -34,7 +38,8 @@ export {
   type StoreOverrides,
 } from './store-overrides.ts'
 
-export type WarehouseKind = 'duckdb' | 'bigquery'
+/** The warehouses the functions can open (DIMSYNC_WAREHOUSE): the kinds whose bundle has a Lambda opener. */
+export type WarehouseKind = LambdaWarehouseType
 
 /** The Lambda functions' settings, read once per container from the environment contract (aws-env.ts). */
 export interface AwsSettings {
@@ -62,7 +67,7 @@ export interface AwsSettings {
  * expected (`DIMSYNC_STAGING_BUCKET: is required (...)`).
  */
 export function readAwsSettings(env: Env): AwsSettings {
-  const warehouse = readChoice(env, AWS_ENV.warehouse, ['duckdb', 'bigquery'] as const, 'bigquery')
+  const warehouse = readChoice(env, AWS_ENV.warehouse, LAMBDA_WAREHOUSE_TYPES, DEPLOYED_WAREHOUSE_TYPE)
   return {
     configPath: readString(env, AWS_ENV.configPath, 'dimsync.yaml'),
     stagingBucket: readRequiredString(env, AWS_ENV.stagingBucket, 'the S3 bucket for staged batches'),
@@ -246,10 +251,8 @@ export async function buildAwsDeps(
         if (sourceEnv !== undefined) sourceEnv[variable] = url
         return { secret: arn, rotated }
       }
-      const arn =
-        settings.bigQuerySecretArn ??
-        (project.warehouse as { readonly credentialsSecret?: string }).credentialsSecret
-      if (settings.warehouse !== 'bigquery' || arn === undefined) return undefined
+      const arn = WAREHOUSE_BUNDLES[settings.warehouse].lambda?.loginSecret?.(settings, project)
+      if (arn === undefined) return undefined
       const key = await getSecret(arn)
       const rotated = warehouseKey !== undefined && key !== warehouseKey
       if (rotated && warehouse !== undefined) {
@@ -266,27 +269,16 @@ export async function buildAwsDeps(
   }
 }
 
-/** The warehouse the functions merge into: one case per `DIMSYNC_WAREHOUSE` value. */
+/** The warehouse the functions merge into: the bundle `DIMSYNC_WAREHOUSE` names opens it. */
 async function openWarehouse(
   settings: AwsSettings,
   project: ProjectSpec,
   getSecret: GetSecret,
 ): Promise<Warehouse<SqlDialect>> {
-  switch (settings.warehouse) {
-    case 'duckdb':
-      return await DuckDbWarehouse.open({ path: settings.duckdbPath! })
-    case 'bigquery': {
-      // Project, dataset and location from dimsync.yaml; the service-account key from
-      // DIMSYNC_BIGQUERY_SECRET_ARN (or warehouse.credentials_secret), else Application Default Credentials.
-      if (project.warehouse.type !== 'bigquery')
-        throw new ConfigError(project.configPath, [
-          `warehouse: ${AWS_ENV.warehouse}=bigquery needs warehouse: { type: bigquery, project, dataset, location }`,
-        ])
-      return await openBigQueryWarehouse(project.warehouse, {
-        secretArn: settings.bigQuerySecretArn,
-        getSecret,
-        ...(settings.bigQueryEndpoint !== undefined ? { endpoint: settings.bigQueryEndpoint } : {}),
-      })
-    }
-  }
+  const lambda = WAREHOUSE_BUNDLES[settings.warehouse].lambda
+  if (lambda === undefined)
+    throw new ConfigError(project.configPath, [
+      `${AWS_ENV.warehouse}=${settings.warehouse}: the functions cannot open this warehouse`,
+    ])
+  return await lambda.open({ settings, project, getSecret })
 }

@@ -7,57 +7,8 @@ import { ConfigError } from '../core/errors.ts'
 import type { ProjectSpec, TableSpec } from '../core/table-spec.ts'
 import type { SourceTypes } from '../core/source-types.ts'
 import type { Source } from '../ports/source.ts'
-import { bigQueryUncomparableColumns } from '../sql/bigquery/bigquery-compared-columns.ts'
-import { bigQueryKeyProblem, bigQueryStorableType } from '../sql/bigquery/bigquery-types.ts'
 import { dimensionObjects } from '../sql/render-ddl.ts'
-import { renderOfflineBigQueryPlan } from '../sql/bigquery/offline-plan.ts'
-import { scriptLengthProblem, scriptQueries } from '../sql/bigquery/script-length.ts'
-import { postgresColumnType } from '../sql/postgres/postgres-types.ts'
-
-/**
- * BigQuery: the length and statement count of the table's merge script, for a first load and for later batches
- * (rendered offline, as a run would render them), how many queries of one session it runs as when it is over
- * BigQuery's query length, and the problem when even those cannot hold one of its statements (a run refuses it
- * before submitting anything).
- */
-function mergeScriptReport(
-  project: ProjectSpec,
-  table: TableSpec,
-  columns: readonly StagedColumn[],
-): { line?: string; problem?: string } {
-  const warehouse = project.warehouse
-  if (warehouse.type !== 'bigquery') return {}
-  const render = (later: boolean) =>
-    renderOfflineBigQueryPlan({
-      table,
-      columns,
-      project: warehouse.project,
-      dataset: warehouse.dataset,
-      now: new Date(0).toISOString(),
-      later,
-    })
-  const [first, later] = [render(false), render(true)]
-  const size = (script: typeof first) => {
-    const queries = scriptQueries(script)
-    const session = queries.length === 1 ? '' : `, as ${queries.length} queries of one session transaction`
-    return (
-      `${Math.ceil(script.text.length / 1000).toLocaleString('en-US')}K characters in ` +
-      `${script.ddl.length + script.merge.length + script.after.length} statements${session}`
-    )
-  }
-  const problems = [first, later].map((script) => scriptLengthProblem(table.name, script, columns.length))
-  const problem = problems[1] ?? problems[0]
-  return {
-    line: `; BigQuery merge script: first load ${size(first)}, later batches ${size(later)}`,
-    ...(problem === undefined
-      ? {}
-      : {
-          problem: problem
-            .replace(`table ${table.name}: `, '')
-            .replace('nothing was merged', 'a run refuses it'),
-        }),
-  }
-}
+import type { WarehouseChecks } from '../core/warehouse-checks.ts'
 
 /** How often a value occurs in a column of staged rows. */
 export interface ValueCount {
@@ -87,12 +38,14 @@ const RESERVED_PREFIXES = ['__dimsync_', '_dimsync_']
 
 /**
  * Checks every table's and every fact's source against its config (key, tracked, grain, event time, reference
- * ... columns exist) without staging anything. Returns one line per table and fact; throws one ConfigError listing
- * every problem of every one of them.
+ * ... columns exist) and against what the project's warehouse can store and compare (`warehouse`, from its
+ * bundle) without staging anything. Returns one line per table and fact; throws one ConfigError listing every
+ * problem of every one of them.
  */
 export async function validateProject(
   project: ProjectSpec,
   openSource: (table: TableSpec) => Source,
+  warehouse: WarehouseChecks,
   options: ValidateOptions = {},
 ): Promise<string[]> {
   const issues: string[] = [...objectNameConflicts(project)]
@@ -110,14 +63,16 @@ export async function validateProject(
         ...table.exclude,
       ])
       problems.push(
-        ...unstorableColumns(project, columns).map(
-          (c) =>
-            `tables[${index}] (${table.name}): column "${c.name}" has type ${c.type}, which ` +
-            `${WAREHOUSE_NAMES[project.warehouse.type]} cannot store`,
-        ),
-        ...uncomparableKeys(project, table, columns).map(
-          (problem) => `tables[${index}] (${table.name}): ${problem}`,
-        ),
+        ...warehouse
+          .unstorableColumns(columns)
+          .map(
+            (c) =>
+              `tables[${index}] (${table.name}): column "${c.name}" has type ${c.type}, which ` +
+              `${warehouse.name} cannot store`,
+          ),
+        ...warehouse
+          .uncomparableColumns(table, columns)
+          .map((problem) => `tables[${index}] (${table.name}): ${problem}`),
       )
       if (problems.length === 0)
         problems.push(
@@ -125,7 +80,7 @@ export async function validateProject(
             (problem) => `tables[${index}] (${table.name}): ${problem}`,
           ),
         )
-      const merge = problems.length === 0 ? mergeScriptReport(project, table, columns) : {}
+      const merge = problems.length === 0 ? warehouse.mergeReport(table, columns) : {}
       if (merge.problem !== undefined) problems.push(`tables[${index}] (${table.name}): ${merge.problem}`)
       issues.push(...problems)
       if (problems.length === 0)
@@ -149,10 +104,9 @@ export async function validateProject(
           fact,
           columns.map((c) => c.name),
         ),
-        ...unstorableColumns(project, columns).map(
-          (c) =>
-            `column "${c.name}" has type ${c.type}, which ${WAREHOUSE_NAMES[project.warehouse.type]} cannot store`,
-        ),
+        ...warehouse
+          .unstorableColumns(columns)
+          .map((c) => `column "${c.name}" has type ${c.type}, which ${warehouse.name} cannot store`),
         ...factTypeProblems(project, fact, columns, described),
       ]
       if (problems.length === 0)
@@ -256,47 +210,6 @@ function exampleOperationEntry(
     }
   }
   return undefined
-}
-
-const WAREHOUSE_NAMES: Record<ProjectSpec['warehouse']['type'], string> = {
-  bigquery: 'BigQuery',
-  duckdb: 'DuckDB',
-  postgres: 'PostgreSQL',
-}
-
-/**
- * The staged columns the project's warehouse cannot store: found here they cost a line of `dimsync validate`,
- * found by the merge a failed batch. DuckDB stores every type a source stages; BigQuery not all (see
- * bigQueryStorableType).
- */
-function unstorableColumns(project: ProjectSpec, columns: readonly StagedColumn[]): StagedColumn[] {
-  if (project.warehouse.type === 'postgres')
-    return columns.filter((c) => !storable(() => postgresColumnType(c.type, { table: '', column: c.name })))
-  if (project.warehouse.type !== 'bigquery') return []
-  return columns.filter((c) => bigQueryStorableType(c.type) === undefined)
-}
-
-function storable(columnType: () => string): boolean {
-  try {
-    columnType()
-    return true
-  } catch {
-    return false
-  }
-}
-
-/** Key columns, and columns the merge compares, of a type the warehouse stores but cannot compare (BigQuery: JSON, arrays). */
-function uncomparableKeys(
-  project: ProjectSpec,
-  table: TableSpec,
-  columns: readonly StagedColumn[],
-): string[] {
-  if (project.warehouse.type !== 'bigquery') return []
-  const keys = columns.flatMap((c) => {
-    const problem = table.key.includes(c.name) ? bigQueryKeyProblem(c.type) : undefined
-    return problem === undefined ? [] : [`key column "${c.name}" ${problem}`]
-  })
-  return [...keys, ...bigQueryUncomparableColumns(table, 'validate', columns)]
 }
 
 /** Throws one ConfigError when a table's target is an object dimsync keeps for another table or for itself. */

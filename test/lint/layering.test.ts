@@ -134,7 +134,7 @@ describe('ESLint keeps the layering (functions → runtime → use-cases → por
     ['lib/ports/warehouse.ts', '../core/table-ref.ts'],
     ['lib/core/errors.ts', './instant.ts'],
     ['lib/runtime/local-deps.ts', '../adapters/warehouse/duckdb-warehouse.ts', 'dynamic'],
-    ['functions/local/commands.ts', '../../lib/runtime/offline-bigquery-plan.ts', 'dynamic'],
+    ['functions/local/commands.ts', '../../lib/runtime/warehouse-registry.ts', 'dynamic'],
     ['functions/local/commands.ts', '../../lib/use-cases/run-table.ts'],
     ['infra/constructs/orchestration.ts', '../../lib/core/batch-manifest.ts'],
     ['infra/constructs/loader-function.ts', '../../lib/runtime/allocator-environment.mjs'],

@@ -3,13 +3,24 @@ import { describe, expect, it } from 'vitest'
 import { parseProject } from '../../../lib/config/index.ts'
 import { ConfigError } from '../../../lib/core/errors.ts'
 import type { StagedColumn } from '../../../lib/core/batch.ts'
+import type { ProjectSpec, TableSpec } from '../../../lib/core/table-spec.ts'
 import type { Source } from '../../../lib/ports/source.ts'
+import { warehouseBundle } from '../../../lib/runtime/warehouse-registry.ts'
 import { renderOfflineBigQueryPlan } from '../../../lib/sql/bigquery/offline-plan.ts'
 import {
   assertNoObjectNameConflicts,
   objectNameConflicts,
   validateProject,
+  type ValidateOptions,
 } from '../../../lib/use-cases/validate-project.ts'
+
+/** validateProject with the checks of the project's warehouse, as `dimsync validate` gives them. */
+const validate = async (
+  spec: ProjectSpec,
+  openSource: (table: TableSpec) => Source,
+  options?: ValidateOptions,
+): Promise<string[]> =>
+  validateProject(spec, openSource, await warehouseBundle(spec.warehouse).checks(spec.warehouse), options)
 
 const project = (tables: string) => parseProject(`version: 1\ntables:\n${tables}`, '/project/dimsync.yaml')
 const table = (name: string, target: string, extra = '') =>
@@ -102,7 +113,7 @@ describe('validateProject names every column the warehouse cannot store (table, 
 
   it('BigQuery: each unstorable column of each table is an issue; the whole project fails', async () => {
     const spec = withWarehouse('{ type: bigquery, project: acme-dw, dataset: history, location: EU }')
-    const error = await validateProject(spec, (t) =>
+    const error = await validate(spec, (t) =>
       source(t.name === 'accounts' ? columns : [{ name: 'id', type: 'DECIMAL(60,2)' }]),
     ).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(ConfigError)
@@ -119,7 +130,7 @@ describe('validateProject names every column the warehouse cannot store (table, 
 
   it('PostgreSQL: each column it cannot store with the same row hash is an issue', async () => {
     const spec = withWarehouse('{ type: postgres, url_env: DW_URL }')
-    const error = await validateProject(spec, (t) =>
+    const error = await validate(spec, (t) =>
       source(t.name === 'accounts' ? columns : [{ name: 'id', type: 'TINYINT' }]),
     ).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(ConfigError)
@@ -136,7 +147,7 @@ describe('validateProject names every column the warehouse cannot store (table, 
 
   it('BigQuery: a JSON or array key is an issue (no equality on them), the same types as attributes are not', async () => {
     const spec = withWarehouse('{ type: bigquery, project: acme-dw, dataset: history, location: EU }')
-    const error = await validateProject(spec, (t) =>
+    const error = await validate(spec, (t) =>
       source(
         t.name === 'accounts'
           ? [
@@ -161,7 +172,7 @@ describe('validateProject names every column the warehouse cannot store (table, 
         table('accounts', 'dim_accounts', '    tracked: [name]\n'),
       '/project/dimsync.yaml',
     )
-    const error = await validateProject(spec, () =>
+    const error = await validate(spec, () =>
       source([
         { name: 'id', type: 'BIGINT' },
         { name: 'name', type: 'VARCHAR' },
@@ -181,7 +192,7 @@ describe('validateProject names every column the warehouse cannot store (table, 
         table('accounts', 'dim_accounts', '    exclude: [huge]\n'),
       '/project/dimsync.yaml',
     )
-    expect(await validateProject(spec, () => source([{ name: 'id', type: 'BIGINT' }]))).toEqual([
+    expect(await validate(spec, () => source([{ name: 'id', type: 'BIGINT' }]))).toEqual([
       expect.stringMatching(/^accounts: ok \(id BIGINT\); BigQuery merge script: /),
     ])
   })
@@ -197,7 +208,7 @@ describe('validateProject names every column the warehouse cannot store (table, 
       { name: 'name', type: 'VARCHAR' },
       { name: 'tier', type: 'VARCHAR' },
     ]
-    const [line] = await validateProject(spec, () => source(described))
+    const [line] = await validate(spec, () => source(described))
     const script = (later: boolean) =>
       renderOfflineBigQueryPlan({
         table: spec.tables[0]!,
@@ -230,7 +241,7 @@ describe('validateProject names every column the warehouse cannot store (table, 
         type: 'VARCHAR',
       })),
     ]
-    const [line] = await validateProject(spec, () => source(wide))
+    const [line] = await validate(spec, () => source(wide))
     expect(line).toMatch(
       /^wide: ok \(.*\); BigQuery merge script: first load \d{3}K characters in \d+ statements, later batches 1,\d{3}K characters in \d+ statements, as [2-9] queries of one session transaction$/,
     )
@@ -250,7 +261,7 @@ describe('validateProject names every column the warehouse cannot store (table, 
         type: 'VARCHAR',
       })),
     ]
-    const error = await validateProject(spec, () => source(wide)).catch((e: unknown) => e)
+    const error = await validate(spec, () => source(wide)).catch((e: unknown) => e)
     expect((error as ConfigError).issues).toEqual([
       expect.stringMatching(
         /^tables\[0\] \(wide\): its merge script is [\d,]+K characters \(3001 columns\), over BigQuery's limit of 1,024K characters per query, and its statement "diff snapshot against current versions" \([\d,]+K characters\) does not fit one query of a session either; a run refuses it/,
@@ -259,9 +270,7 @@ describe('validateProject names every column the warehouse cannot store (table, 
   })
 
   it('DuckDB stores every staged type: the same columns are ok', async () => {
-    const lines = await validateProject(withWarehouse('{ type: duckdb, path: w.duckdb }'), () =>
-      source(columns),
-    )
+    const lines = await validate(withWarehouse('{ type: duckdb, path: w.duckdb }'), () => source(columns))
     expect(lines).toHaveLength(2)
     expect(lines[0]).toMatch(/^accounts: ok \(id BIGINT, huge HUGEINT/)
   })
@@ -278,7 +287,7 @@ describe('validateProject checks fact tables against their sources too', () => {
   const described = (columns: readonly string[]) => source(columns.map((name) => ({ name, type: 'VARCHAR' })))
 
   it('names the fact, the setting and the missing column (with a close match) before anything runs', async () => {
-    const error = await validateProject(spec, (t) =>
+    const error = await validate(spec, (t) =>
       described(t.name === 'orders' ? ['order_id', 'ordred_at', 'amount', 'customer'] : ['id']),
     ).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(ConfigError)
@@ -300,7 +309,7 @@ describe('validateProject checks fact tables against their sources too', () => {
       : source([{ name: 'id', type: types.key }])
 
   it('says ok for a fact whose configured columns are all in its source, of types the load can use', async () => {
-    const lines = await validateProject(
+    const lines = await validate(
       spec,
       typed({ ordered_at: 'TIMESTAMP WITH TIME ZONE', customer_id: 'INTEGER', key: 'BIGINT' }),
     )
@@ -309,12 +318,12 @@ describe('validateProject checks fact tables against their sources too', () => {
       'orders: ok (order_id BIGINT, ordered_at TIMESTAMP WITH TIME ZONE, amount DOUBLE, customer_id INTEGER)',
     ])
     expect(
-      await validateProject(spec, typed({ ordered_at: 'DATE', customer_id: 'VARCHAR', key: 'VARCHAR' })),
+      await validate(spec, typed({ ordered_at: 'DATE', customer_id: 'VARCHAR', key: 'VARCHAR' })),
     ).toHaveLength(2)
   })
 
   it('refuses what the load refuses: an event time stored as text, a reference key that cannot equal the key', async () => {
-    const error = await validateProject(
+    const error = await validate(
       spec,
       typed({ ordered_at: 'VARCHAR', customer_id: 'VARCHAR', key: 'BIGINT' }),
     ).catch((e: unknown) => e)
@@ -327,7 +336,7 @@ describe('validateProject checks fact tables against their sources too', () => {
   })
 
   it('leaves the reference unchecked when the dimension itself could not be described (its own issue says why)', async () => {
-    const error = await validateProject(spec, (t) =>
+    const error = await validate(spec, (t) =>
       t.name === 'orders'
         ? typed({ ordered_at: 'DATE', customer_id: 'VARCHAR', key: 'BIGINT' })(t)
         : { ...source([]), describe: async () => Promise.reject(new Error('customers.csv: no such file')) },
@@ -365,7 +374,7 @@ describe('validateProject checks the operation values of a change feed as run ch
 
   it('reads only the columns the check needs, and says ok when every value is a configured one', async () => {
     const asked: [string, string, readonly string[]][] = []
-    const lines = await validateProject(spec, sources, {
+    const lines = await validate(spec, sources, {
       stagedValues: async (_source, t, column) => {
         asked.push([t.name, column, t.exclude])
         return t.name === 'orders'
@@ -384,7 +393,7 @@ describe('validateProject checks the operation values of a change feed as run ch
   })
 
   it('refuses values run would refuse (another case, NULL), naming the column, the configured values and the way out', async () => {
-    const error = await validateProject(spec, sources, {
+    const error = await validate(spec, sources, {
       stagedValues: async (_source, t) =>
         t.name === 'orders'
           ? [
@@ -409,6 +418,6 @@ describe('validateProject checks the operation values of a change feed as run ch
   })
 
   it('without a reader of staged values (plain describe), the values are not checked', async () => {
-    expect(await validateProject(spec, sources)).toHaveLength(2)
+    expect(await validate(spec, sources)).toHaveLength(2)
   })
 })

@@ -1,7 +1,7 @@
-import type { CompiledScript } from '../core/compiled-sql.ts'
-import type { ProjectSpec, TableSpec } from '../core/table-spec.ts'
-import { renderOfflineBigQueryPlan } from '../sql/bigquery/offline-plan.ts'
-import { openSource } from './open-source.ts'
+import type { CompiledScript } from '../../core/compiled-sql.ts'
+import type { ProjectSpec, TableSpec } from '../../core/table-spec.ts'
+import { renderOfflineBigQueryPlan } from '../../sql/bigquery/offline-plan.ts'
+import { openSource } from '../open-source.ts'
 
 /**
  * `plan --dialect bigquery --sql`: the BigQuery script of a first batch of `table`, from the config and the source's
