@@ -18,7 +18,22 @@ import { duckDbDateText, isDateTextType } from '../duckdb/duckdb-date-text.ts'
 import { duckDbJsonValues } from '../duckdb/duckdb-json-values.ts'
 import { openDuckDbEngine } from '../duckdb/duckdb-engine.ts'
 import { TEMP } from '../../sql/render-merge.ts'
-import type { Row, TransactionOptions, Warehouse, WarehouseTransaction } from '../../ports/warehouse.ts'
+import type {
+  AppliedWork,
+  ApplyOptions,
+  ApplyWorkRequest,
+  Row,
+  StageBatchRequest,
+  StagedBatch,
+  StagedBatchName,
+  TransactionOptions,
+  Warehouse,
+  WarehouseBatch,
+  WarehouseTransaction,
+} from '../../ports/warehouse.ts'
+import type { BatchWork, TransactionWork } from '../../core/batch-work.ts'
+import type { StagingStore } from '../../ports/staging-store.ts'
+import { applyInTransaction, openWholeBatch, runAlone, stageInSession } from './session-batch-work.ts'
 
 export interface DuckDbWarehouseOptions {
   /** Database file, or ':memory:'. */
@@ -222,6 +237,32 @@ export class DuckDbWarehouse implements Warehouse<SqlDialect> {
       }
     }
     return rows
+  }
+
+  runAlone(
+    statement: CompiledStatement,
+    options?: Pick<TransactionOptions, 'onMemoryRaised'>,
+  ): Promise<void> {
+    return runAlone(this, statement, options)
+  }
+
+  applyInTransaction(work: TransactionWork, options: ApplyOptions): Promise<AppliedWork> {
+    return applyInTransaction(this, work, options)
+  }
+
+  openBatch(staging: StagingStore, batch: StagedBatchName): Promise<WarehouseBatch> {
+    return openWholeBatch(staging, batch)
+  }
+
+  stageBatch(batch: WarehouseBatch, request: StageBatchRequest): Promise<StagedBatch> {
+    return stageInSession(this, batch, request)
+  }
+
+  /** The session's temporary `__dimsync_stage` is replaced by the next batch's: nothing to drop. */
+  async dropStaged(): Promise<void> {}
+
+  applyWork(work: BatchWork, request: ApplyWorkRequest): Promise<AppliedWork> {
+    return applyInTransaction(this, work.inTransaction(), request)
   }
 
   async close(): Promise<void> {
