@@ -1,10 +1,10 @@
 import type { BatchManifest, StagedColumn } from '../core/batch.ts'
 import type { BatchWork, TransactionWork } from '../core/batch-work.ts'
-import type { CompiledScript, CompiledStatement } from '../core/compiled-sql.ts'
+import type { CompiledStatement } from '../core/compiled-sql.ts'
 import type { DimensionColumn } from '../core/dimension-layout.ts'
 import type { TableRef } from '../core/table-ref.ts'
 import type { TableSpec } from '../core/table-spec.ts'
-import type { BatchOnDemand, BatchParts, OpenedBatch, StagingStore } from './staging-store.ts'
+import type { BatchOnDemand, OpenedBatch, StagingStore } from './staging-store.ts'
 
 export type Row = Record<string, string | number | boolean | null>
 
@@ -59,12 +59,6 @@ export interface Warehouse<Dialect = unknown> {
    * throws naming the statement to run when the warehouse's credentials may not create it.
    */
   createSchemaIfMissing(schema: string): Promise<void>
-  /**
-   * Makes the staged Parquet parts of `batch` (its table or fact and id, for messages) readable as the temporary
-   * table (or view) `__dimsync_stage`; returns its columns. A value the warehouse cannot store refuses the batch
-   * (`BatchRejectedError`), naming the column.
-   */
-  loadStaging(partPaths: readonly string[], batch: StagedBatchName): Promise<StagedColumn[]>
   /**
    * Runs `work` in one transaction. Commits when `work` resolves and `commit` is true; rolls back when it throws
    * (rethrowing) or when `commit` is false (dry run). A failed statement throws `BatchRejectedError` when it is a
@@ -165,72 +159,9 @@ export interface AppliedWork {
   readonly statements: readonly CompiledStatement[]
   /** `ApplyOptions.around`: the rows of each query before and after, when the warehouse read them. */
   readonly around?: { readonly before: readonly Row[][]; readonly after: readonly Row[][] }
-  /** As in MergeScriptResult. */
+  /** A script job's: the bytes BigQuery processed, or (dry run) estimates for each read and in all. */
   readonly bytesProcessed?: number
   readonly reads?: readonly ReadEstimate[]
-  readonly warnings?: readonly string[]
-}
-
-/**
- * A warehouse that runs a whole merge as one script job (BigQuery), instead of statement by statement in a
- * client-side transaction. It loads a batch into its own per-batch staging table (load jobs cannot write a
- * script's temporary table); its `stageBatch` and `applyWork` use them.
- */
-export interface ScriptWarehouse<Dialect = unknown> extends Warehouse<Dialect> {
-  /**
-   * Loads the batch's Parquet parts into `stage` (created with an expiration if missing), one load job per group
-   * of consecutive parts with a job id derived from table, batch and group: a retry skips the groups already
-   * loaded. Given `parts`, each group's parts are fetched only as its job is submitted and freed after it, so
-   * local disk holds the groups in flight, not the batch. Resolves only when `stage` holds the manifest's row
-   * count (a missing, expired or partial table is reloaded from the parts); else throws a retryable WarehouseError.
-   */
-  loadBatch(request: LoadBatchRequest): Promise<void>
-  /**
-   * Runs the script as one query job (job id derived from table and batch; an existing job is awaited, not
-   * repeated). Dry run: validates it and returns the bytes BigQuery estimates it would process, then drops the
-   * staging table (a plan leaves nothing behind).
-   * Throws BatchRejectedError / MassDeleteRefusedError for dimsync's checks, WarehouseError otherwise.
-   */
-  runMergeScript(request: MergeScriptRequest): Promise<MergeScriptResult>
-}
-
-/** The batch's parts: local files already there, or fetched group by group as the load needs them. */
-export type LoadBatchRequest = LoadBatchCommon &
-  ({ readonly partPaths: readonly string[] } | { readonly parts: BatchParts })
-
-export interface LoadBatchCommon {
-  readonly table: TableSpec
-  readonly batchId: string
-  readonly stage: TableRef
-  /** Staged columns (manifest), in file order. */
-  readonly columns: readonly StagedColumn[]
-  /** Rows the batch holds (manifest): the staging table must hold exactly these before a merge reads it. */
-  readonly rowCount: number
-}
-
-export interface MergeScriptRequest {
-  readonly table: TableSpec
-  readonly batchId: string
-  readonly script: CompiledScript
-  readonly dryRun: boolean
-  /** The batch's staging table the script reads (its run drops it): a dry run drops it too, leaving nothing. */
-  readonly stage: TableRef
-  /**
-   * The dimension's columns after this merge with their staged types. A warehouse whose column types are coarser
-   * than the staged ones (BigQuery's INT64 for INTEGER and BIGINT) records them for `describeTable`, somewhere
-   * users do not edit (not in column descriptions).
-   */
-  readonly columns?: readonly DimensionColumn[]
-}
-
-export interface MergeScriptResult {
-  /** The script's last statement (counts), absent on a dry run. */
-  readonly row?: Row
-  /** Bytes BigQuery processed (run) or estimates it would process (dry run: the sum of `reads`). */
-  readonly bytesProcessed?: number
-  /** Dry run: each read of the script as BigQuery prices it on its own (see standalone-reads.ts). */
-  readonly reads?: readonly ReadEstimate[]
-  /** What a run would refuse or should know (a partition expiration that deletes closed history). */
   readonly warnings?: readonly string[]
 }
 

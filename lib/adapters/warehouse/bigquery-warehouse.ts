@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { createReadStream } from 'node:fs'
 import { BigQuery, type BigQueryOptions } from '@google-cloud/bigquery'
-import type { StagedColumn } from '../../core/batch.ts'
 import type { DimensionColumn } from '../../core/dimension-layout.ts'
 import { BatchRejectedError, DimsyncError, WarehouseError } from '../../core/errors.ts'
 import type { BatchWork, TransactionWork } from '../../core/batch-work.ts'
@@ -10,19 +9,17 @@ import type {
   ApplyOptions,
   ApplyWorkRequest,
   LeaseFence,
-  LoadBatchRequest,
-  MergeScriptRequest,
-  MergeScriptResult,
   ReadEstimate,
   Row,
-  ScriptWarehouse,
   StageBatchRequest,
   StagedBatch,
   StagedBatchName,
   TransactionOptions,
+  Warehouse,
   WarehouseBatch,
   WarehouseTransaction,
 } from '../../ports/warehouse.ts'
+import type { LoadBatchRequest, MergeScriptRequest, MergeScriptResult } from './bigquery-script-job.ts'
 import type { BatchParts, StagingStore } from '../../ports/staging-store.ts'
 import { FENCE_TABLE, renderFenceAdvance, renderFenceDdl } from '../../sql/render-fence.ts'
 import { stagingTableName } from '../../sql/render-merge-script.ts'
@@ -169,7 +166,7 @@ class QueryJobError extends Error {
  * local Parquet parts (BigQuery cannot read S3) into a per-batch staging table, consecutive parts combined into
  * one load job of up to 256 MiB, two jobs at once.
  */
-export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
+export class BigQueryWarehouse implements Warehouse<SqlDialect> {
   readonly dialect: SqlDialect
   readonly #client: BigQuery
   /**
@@ -306,13 +303,6 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
         })
       }
     }
-  }
-
-  /** Not available: BigQuery loads a batch with `loadBatch` into a per-batch table (see mergeBatch). */
-  async loadStaging(): Promise<StagedColumn[]> {
-    throw new DimsyncError(
-      'BigQuery loads staged batches with loadBatch into a per-batch staging table; use mergeBatch, which does',
-    )
   }
 
   /**
@@ -483,6 +473,12 @@ OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
     }
   }
 
+  /**
+   * Runs the script as one query job (job id derived from table and batch; an existing job is awaited, not
+   * repeated). Dry run: validates it and returns the bytes BigQuery estimates it would process, then drops the
+   * staging table (a plan leaves nothing behind).
+   * Throws BatchRejectedError / MassDeleteRefusedError for dimsync's checks, WarehouseError otherwise.
+   */
   async runMergeScript(request: MergeScriptRequest): Promise<MergeScriptResult> {
     const { table, batchId, script } = request
     const statements = [...script.ddl, ...script.merge, ...script.after]

@@ -6,7 +6,7 @@ import type { DimensionColumn } from '../../core/dimension-layout.ts'
 import { rejectedBatchError } from '../../core/check-failure.ts'
 import { DimsyncError, WarehouseError } from '../../core/errors.ts'
 import { wholeNumberType } from '../../core/staged-types.ts'
-import type { CompiledStatement, SqlDialect, TableRef } from '../../sql/dialect.ts'
+import type { CompiledStatement, TableRef } from '../../sql/dialect.ts'
 import {
   describeDuckDbError,
   duckDbTrouble,
@@ -27,13 +27,18 @@ import type {
   StagedBatch,
   StagedBatchName,
   TransactionOptions,
-  Warehouse,
   WarehouseBatch,
   WarehouseTransaction,
 } from '../../ports/warehouse.ts'
 import type { BatchWork, TransactionWork } from '../../core/batch-work.ts'
 import type { StagingStore } from '../../ports/staging-store.ts'
-import { applyInTransaction, openWholeBatch, runAlone, stageInSession } from './session-batch-work.ts'
+import {
+  applyInTransaction,
+  openWholeBatch,
+  runAlone,
+  stageInSession,
+  type SessionWarehouse,
+} from './session-batch-work.ts'
 
 export interface DuckDbWarehouseOptions {
   /** Database file, or ':memory:'. */
@@ -59,7 +64,7 @@ const DUCKDB_MAGIC = 'DUCK'
 const MAGIC_OFFSET = 8
 
 /** The embedded warehouse: a DuckDB database file. One connection; statements run one after another. */
-export class DuckDbWarehouse implements Warehouse<SqlDialect> {
+export class DuckDbWarehouse implements SessionWarehouse {
   readonly dialect = duckDbDialect
   readonly #instance: DuckDBInstance
   readonly #connection: DuckDBConnection

@@ -17,14 +17,19 @@ import type {
   StagedBatch,
   StagedBatchName,
   TransactionOptions,
-  Warehouse,
   WarehouseBatch,
   WarehouseTransaction,
 } from '../../ports/warehouse.ts'
 import type { BatchWork, TransactionWork } from '../../core/batch-work.ts'
 import type { StagingStore } from '../../ports/staging-store.ts'
-import { applyInTransaction, openWholeBatch, runAlone, stageInSession } from './session-batch-work.ts'
-import type { CompiledStatement, SqlDialect, TableRef } from '../../sql/dialect.ts'
+import {
+  applyInTransaction,
+  openWholeBatch,
+  runAlone,
+  stageInSession,
+  type SessionWarehouse,
+} from './session-batch-work.ts'
+import type { CompiledStatement, TableRef } from '../../sql/dialect.ts'
 import { duckDbDialect } from '../../sql/duckdb/duckdb-dialect.ts'
 import { TEMP } from '../../sql/merge-sql.ts'
 import { postgresDialect } from '../../sql/postgres/postgres-dialect.ts'
@@ -108,7 +113,7 @@ function typeParser(oid: number, format?: string): (text: string) => unknown {
  * A warehouse in PostgreSQL: one connection (its session holds the batch's temporary tables and dimsync's helper
  * functions); every merge is one transaction, DDL included (PostgreSQL's DDL is transactional).
  */
-export class PostgresWarehouse implements Warehouse<SqlDialect> {
+export class PostgresWarehouse implements SessionWarehouse {
   readonly dialect = postgresDialect
   readonly #client: pg.Client
 

@@ -1,3 +1,4 @@
+import type { StagedColumn } from '../../core/batch.ts'
 import type { TransactionWork } from '../../core/batch-work.ts'
 import type { CompiledStatement } from '../../core/compiled-sql.ts'
 import type { StagingStore } from '../../ports/staging-store.ts'
@@ -25,8 +26,18 @@ export async function openWholeBatch(staging: StagingStore, batch: StagedBatchNa
   return { manifest: opened.manifest, opened, release: () => opened.release() }
 }
 
+/** A warehouse whose session reads staged parts into its temporary `__dimsync_stage`. */
+export interface SessionWarehouse extends Warehouse<SqlDialect> {
+  /**
+   * Makes the staged Parquet parts of `batch` (its table or fact and id, for messages) readable as the temporary
+   * table (or view) `__dimsync_stage`; returns its columns. A value the warehouse cannot store refuses the batch
+   * (`BatchRejectedError`), naming the column.
+   */
+  loadStaging(partPaths: readonly string[], batch: StagedBatchName): Promise<StagedColumn[]>
+}
+
 export async function stageInSession(
-  warehouse: Warehouse<SqlDialect>,
+  warehouse: SessionWarehouse,
   batch: WarehouseBatch,
   request: StageBatchRequest,
 ): Promise<StagedBatch> {
