@@ -148,7 +148,10 @@ export interface ApplyWorkRequest extends ApplyOptions {
   readonly table: TableSpec
   readonly batchId: string
   readonly staged: StagedBatch
-  /** The dimension's columns after the work, with their staged types (MergeScriptRequest.columns). */
+  /**
+   * The dimension's columns after the work, with their staged types: a warehouse whose column types are coarser
+   * (BigQuery's INT64 for INTEGER and BIGINT) records them for `describeTable`.
+   */
   readonly columns?: readonly DimensionColumn[]
 }
 

@@ -134,7 +134,8 @@ export async function evolveColumn(
   const statements = renderEvolveColumn(d, evolve, layout.tracked, layout.key)
   const rewrite = statements.filter((s) => s.label.startsWith('evolve: rewrite'))
   const rest = statements.filter((s) => !rewrite.includes(s))
-  // The rewrite is the DDL: where it cannot roll back, it runs first on its own (an interrupted one is resumed).
+  // The rewrite (rendered first) is the DDL: where DDL cannot roll back, it runs before the transaction, on its own
+  // (an interrupted one is resumed).
   await deps.warehouse.applyInTransaction({ ddl: rewrite, statements: rest, ddlAfter: [] }, { dryRun: false })
   return {
     column,
