@@ -1,9 +1,10 @@
-import type { StagedColumn } from '../core/batch.ts'
-import type { CompiledScript, CompiledStatement } from '../core/compiled-sql.ts'
+import type { BatchManifest, StagedColumn } from '../core/batch.ts'
+import type { BatchWork, TransactionWork } from '../core/batch-work.ts'
+import type { CompiledStatement } from '../core/compiled-sql.ts'
 import type { DimensionColumn } from '../core/dimension-layout.ts'
 import type { TableRef } from '../core/table-ref.ts'
 import type { TableSpec } from '../core/table-spec.ts'
-import type { BatchParts } from './staging-store.ts'
+import type { BatchOnDemand, OpenedBatch, StagingStore } from './staging-store.ts'
 
 export type Row = Record<string, string | number | boolean | null>
 
@@ -59,82 +60,111 @@ export interface Warehouse<Dialect = unknown> {
    */
   createSchemaIfMissing(schema: string): Promise<void>
   /**
-   * Makes the staged Parquet parts of `batch` (its table or fact and id, for messages) readable as the temporary
-   * table (or view) `__dimsync_stage`; returns its columns. A value the warehouse cannot store refuses the batch
-   * (`BatchRejectedError`), naming the column.
-   */
-  loadStaging(partPaths: readonly string[], batch: StagedBatchName): Promise<StagedColumn[]>
-  /**
    * Runs `work` in one transaction. Commits when `work` resolves and `commit` is true; rolls back when it throws
    * (rethrowing) or when `commit` is false (dry run). A failed statement throws `BatchRejectedError` when it is a
    * dimsync check, `WarehouseError` (with the statement's label and SQL) otherwise.
    */
   transaction<T>(work: (tx: WarehouseTransaction) => Promise<T>, options: TransactionOptions): Promise<T>
   query(sql: string): Promise<Row[]>
+  /**
+   * Runs one statement on its own and commits it (DDL, or one write outside a batch's work such as an unknown
+   * member): in a transaction where the warehouse runs DDL in one, else as a plain job.
+   */
+  runAlone(statement: CompiledStatement, options?: Pick<TransactionOptions, 'onMemoryRaised'>): Promise<void>
+  /**
+   * Applies `work` in one transaction: its DDL inside it where DDL rolls back with it, else before it (each
+   * statement on its own: they are idempotent); then the statements and the report. Commits unless `dryRun`.
+   */
+  applyInTransaction(work: TransactionWork, options: ApplyOptions): Promise<AppliedWork>
+  /**
+   * Opens a committed batch of `staging` the way this warehouse reads its parts: all at once as local files
+   * (a session reads them), or group by group as its load jobs need them (BigQuery: the merge function's disk is
+   * smaller than a large batch). Throws as the staging store's `openBatch` / `openBatchOnDemand` do.
+   */
+  openBatch(staging: StagingStore, batch: StagedBatchName): Promise<WarehouseBatch>
+  /**
+   * Makes the batch's rows readable to the statements of its work: the session's temporary `__dimsync_stage`
+   * (DuckDB, PostgreSQL), or a per-batch table filled by load jobs (BigQuery, after moving the lease fence up to
+   * `fence`: the script checks it at COMMIT). Returns the staged columns and that table (undefined: the session's).
+   * A value the warehouse cannot store refuses the batch (`BatchRejectedError`), naming the column.
+   */
+  stageBatch(batch: WarehouseBatch, request: StageBatchRequest): Promise<StagedBatch>
+  /** Drops what `stageBatch` loaded for work that will not be applied (a snapshot already merged). */
+  dropStaged(staged: StagedBatch): Promise<void>
+  /**
+   * Applies the work planned on a staged batch, all of it or nothing: in one transaction (DuckDB, PostgreSQL,
+   * see `applyInTransaction`), or as one script job (BigQuery), which also drops the batch's staging table.
+   */
+  applyWork(work: BatchWork, request: ApplyWorkRequest): Promise<AppliedWork>
   close(): Promise<void>
 }
 
-/**
- * A warehouse that runs a whole merge as one script job (BigQuery), instead of statement by statement in a
- * client-side transaction. It loads a batch into its own per-batch staging table (load jobs cannot write a
- * script's temporary table). `mergeBatch` uses this path when the warehouse has it.
- */
-export interface ScriptWarehouse<Dialect = unknown> extends Warehouse<Dialect> {
-  readonly mergeMode: 'script'
-  /**
-   * Loads the batch's Parquet parts into `stage` (created with an expiration if missing), one load job per group
-   * of consecutive parts with a job id derived from table, batch and group: a retry skips the groups already
-   * loaded. Given `parts`, each group's parts are fetched only as its job is submitted and freed after it, so
-   * local disk holds the groups in flight, not the batch. Resolves only when `stage` holds the manifest's row
-   * count (a missing, expired or partial table is reloaded from the parts); else throws a retryable WarehouseError.
-   */
-  loadBatch(request: LoadBatchRequest): Promise<void>
-  /**
-   * Runs the script as one query job (job id derived from table and batch; an existing job is awaited, not
-   * repeated). Dry run: validates it and returns the bytes BigQuery estimates it would process, then drops the
-   * staging table (a plan leaves nothing behind).
-   * Throws BatchRejectedError / MassDeleteRefusedError for dimsync's checks, WarehouseError otherwise.
-   */
-  runMergeScript(request: MergeScriptRequest): Promise<MergeScriptResult>
+/** A committed batch, opened by `Warehouse.openBatch`. */
+export interface WarehouseBatch {
+  readonly manifest: BatchManifest
+  /** The parts as the warehouse opened them. */
+  readonly opened: OpenedBatch | BatchOnDemand
+  /** Frees local copies of parts. */
+  release(): Promise<void>
 }
 
-/** The batch's parts: local files already there, or fetched group by group as the load needs them. */
-export type LoadBatchRequest = LoadBatchCommon &
-  ({ readonly partPaths: readonly string[] } | { readonly parts: BatchParts })
-
-export interface LoadBatchCommon {
+export interface StageBatchRequest {
+  /** The table the batch is merged into (a fact's: `factStagingTable`): its name, target and columns. */
   readonly table: TableSpec
   readonly batchId: string
-  readonly stage: TableRef
-  /** Staged columns (manifest), in file order. */
+  /** The config's `warehouse.schema`: where a per-batch staging table is created. */
+  readonly schema: string
+  /** A lease holder's fence, moved up to its token before the load (a merge that is not a dry run). */
+  readonly fence?: LeaseFence
+}
+
+/** A run's lease (its fencing token and owner) and the time it moves the table's fence up to it. */
+export interface LeaseFence {
+  readonly holder: { readonly token: number; readonly owner: string }
+  readonly at: string
+}
+
+export interface StagedBatch {
+  /** The staged columns, in file order. */
   readonly columns: readonly StagedColumn[]
-  /** Rows the batch holds (manifest): the staging table must hold exactly these before a merge reads it. */
-  readonly rowCount: number
+  /** The per-batch table the batch was loaded into; undefined: the session's temporary `__dimsync_stage`. */
+  readonly stage?: TableRef
 }
 
-export interface MergeScriptRequest {
+export interface ApplyOptions {
+  readonly dryRun: boolean
+  /** Called just before COMMIT (a lease check; throwing rolls back), or before a script job is submitted. */
+  readonly beforeCommit?: () => Promise<void>
+  readonly onMemoryRaised?: (raised: MemoryRaised) => void
+  /**
+   * Queries whose rows the result shows before the work and inside its transaction after it (a dry run's key
+   * histories); `before: false` reads them only after. A warehouse that runs the work as one job reads none.
+   */
+  readonly around?: { readonly queries: readonly string[]; readonly before: boolean }
+}
+
+export interface ApplyWorkRequest extends ApplyOptions {
+  /** The table the batch is merged into (a fact's: `factStagingTable`), naming its jobs. */
   readonly table: TableSpec
   readonly batchId: string
-  readonly script: CompiledScript
-  readonly dryRun: boolean
-  /** The batch's staging table the script reads (its run drops it): a dry run drops it too, leaving nothing. */
-  readonly stage: TableRef
+  readonly staged: StagedBatch
   /**
-   * The dimension's columns after this merge with their staged types. A warehouse whose column types are coarser
-   * than the staged ones (BigQuery's INT64 for INTEGER and BIGINT) records them for `describeTable`, somewhere
-   * users do not edit (not in column descriptions).
+   * The dimension's columns after the work, with their staged types: a warehouse whose column types are coarser
+   * (BigQuery's INT64 for INTEGER and BIGINT) records them for `describeTable`.
    */
   readonly columns?: readonly DimensionColumn[]
 }
 
-export interface MergeScriptResult {
-  /** The script's last statement (counts), absent on a dry run. */
+export interface AppliedWork {
+  /** The report's row (absent on a script's dry run). */
   readonly row?: Row
-  /** Bytes BigQuery processed (run) or estimates it would process (dry run: the sum of `reads`). */
+  /** Every statement of the work, in the order it ran. */
+  readonly statements: readonly CompiledStatement[]
+  /** `ApplyOptions.around`: the rows of each query before and after, when the warehouse read them. */
+  readonly around?: { readonly before: readonly Row[][]; readonly after: readonly Row[][] }
+  /** A script job's: the bytes BigQuery processed, or (dry run) estimates for each read and in all. */
   readonly bytesProcessed?: number
-  /** Dry run: each read of the script as BigQuery prices it on its own (see standalone-reads.ts). */
   readonly reads?: readonly ReadEstimate[]
-  /** What a run would refuse or should know (a partition expiration that deletes closed history). */
   readonly warnings?: readonly string[]
 }
 
@@ -142,9 +172,3 @@ export interface MergeScriptResult {
 export type ReadEstimate =
   | { readonly label: string; readonly bytes: number }
   | { readonly label: string; readonly notEstimable: string }
-
-export function isScriptWarehouse<Dialect>(
-  warehouse: Warehouse<Dialect>,
-): warehouse is ScriptWarehouse<Dialect> {
-  return (warehouse as Partial<ScriptWarehouse>).mergeMode === 'script'
-}

@@ -158,8 +158,8 @@ export interface SqlDialect {
    */
   selectReplacing(request: SelectReplacing): string
   /**
-   * The text of a merge as one multi-statement script, for warehouses that run a merge as one job (see
-   * ScriptWarehouse): `ddl`, then `merge` inside one transaction that rolls back and re-raises on any error,
+   * The text of a merge as one multi-statement script, for warehouses that run a merge as one job (BigQuery's
+   * `applyWork`, `BatchWork.asScript`): `ddl`, then `merge` inside one transaction that rolls back and re-raises on any error,
    * then `after`. Dialects without scripting throw.
    */
   scriptText(script: ScriptParts): string

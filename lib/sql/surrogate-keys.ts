@@ -128,3 +128,8 @@ function keyBucket(
   const hex = renderRowHash(d, key, alias)
   return `MOD(CAST('0x' || SUBSTR(${hex}, 1, 8) AS ${d.type('int64')}), ${numbering.buckets})`
 }
+
+/** `keyBucketsFor` at the dialect's bucket size (capabilities.rowsPerKeyBucket) unless `rowsPerBucket` is given. */
+export function dialectKeyBuckets(d: SqlDialect, rows: number, rowsPerBucket?: number): number {
+  return keyBucketsFor(rows, rowsPerBucket ?? d.capabilities.rowsPerKeyBucket)
+}

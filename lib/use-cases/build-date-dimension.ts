@@ -26,9 +26,7 @@ export async function buildDateDimension(
   const rows = dateRows(request.from, request.to, request.holidays)
   const ref = { schema: request.schema, name: request.table ?? 'dim_date' }
   const { ddl, load } = renderDateDimension(warehouse.dialect, ref, rows)
-  if (warehouse.dialect.capabilities.transactionalDdl)
-    await warehouse.transaction((tx) => tx.execute(ddl), { commit: true })
-  else await warehouse.query(ddl.sql)
+  await warehouse.runAlone(ddl)
   await warehouse.transaction(
     async (tx) => {
       for (const s of load) await tx.execute(s)

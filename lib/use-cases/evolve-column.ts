@@ -134,22 +134,9 @@ export async function evolveColumn(
   const statements = renderEvolveColumn(d, evolve, layout.tracked, layout.key)
   const rewrite = statements.filter((s) => s.label.startsWith('evolve: rewrite'))
   const rest = statements.filter((s) => !rewrite.includes(s))
-  if (d.capabilities.transactionalDdl) {
-    await deps.warehouse.transaction(
-      async (tx) => {
-        for (const s of statements) await tx.execute(s)
-      },
-      { commit: true },
-    )
-  } else {
-    for (const s of rewrite) await deps.warehouse.query(s.sql)
-    await deps.warehouse.transaction(
-      async (tx) => {
-        for (const s of rest) await tx.execute(s)
-      },
-      { commit: true },
-    )
-  }
+  // The rewrite (rendered first) is the DDL: where DDL cannot roll back, it runs before the transaction, on its own
+  // (an interrupted one is resumed).
+  await deps.warehouse.applyInTransaction({ ddl: rewrite, statements: rest, ddlAfter: [] }, { dryRun: false })
   return {
     column,
     from,

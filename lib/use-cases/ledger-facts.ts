@@ -1,6 +1,6 @@
 import type { TableRef } from '../core/table-ref.ts'
 import type { Warehouse } from '../ports/warehouse.ts'
-import type { CompiledStatement, SqlDialect } from '../sql/dialect.ts'
+import type { SqlDialect } from '../sql/dialect.ts'
 import { renderLedgerFactsQuery } from '../sql/render-batch-queries.ts'
 import { LEDGER_RECORD_COLUMNS, renderBatchLedgerDdl, renderLedgerColumnsDdl } from '../sql/render-ddl.ts'
 
@@ -34,12 +34,12 @@ export async function readLedgerFacts(
 ): Promise<LedgerFacts> {
   const d = warehouse.dialect
   const { batches } = request
-  if (request.create) await runDdl(warehouse, renderBatchLedgerDdl(d, batches))
+  if (request.create) await warehouse.runAlone(renderBatchLedgerDdl(d, batches))
   const columns = await warehouse.describeTable(batches)
   if (columns === undefined) return NOTHING
   const have = new Set(columns.map((c) => c.name.toLowerCase()))
   const missing = LEDGER_RECORD_COLUMNS.filter((c) => !have.has(c))
-  for (const statement of renderLedgerColumnsDdl(d, batches, missing)) await runDdl(warehouse, statement)
+  for (const statement of renderLedgerColumnsDdl(d, batches, missing)) await warehouse.runAlone(statement)
   const rows = await warehouse.query(renderLedgerFactsQuery(d, batches, request.target, request.batchIds))
   const applied = new Set<string>()
   let anyBatch = false
@@ -59,11 +59,4 @@ export async function readLedgerFacts(
     ...(contract !== undefined ? { contract } : {}),
     ...(watermark !== undefined ? { watermark } : {}),
   }
-}
-
-/** A DDL statement on its own: in a transaction where DDL may run in one, else as a plain statement. */
-export async function runDdl(warehouse: Warehouse<SqlDialect>, statement: CompiledStatement): Promise<void> {
-  if (warehouse.dialect.capabilities.transactionalDdl)
-    await warehouse.transaction((tx) => tx.execute(statement), { commit: true })
-  else await warehouse.query(statement.sql)
 }

@@ -1,34 +1,24 @@
 import type { CompiledStatement } from '../core/compiled-sql.ts'
 import { planFactLayout, type FactLayout } from '../core/fact-layout.ts'
 import { factStagingTable, type FactSpec } from '../core/fact-spec.ts'
-import type { TableRef } from '../core/table-ref.ts'
 import type { TableSpec } from '../core/table-spec.ts'
-import type { BatchOnDemand, OpenedBatch, StagingStore } from '../ports/staging-store.ts'
-import {
-  isScriptWarehouse,
-  type MemoryRaised,
-  type Row,
-  type ScriptWarehouse,
-  type Warehouse,
-} from '../ports/warehouse.ts'
+import type { StagingStore } from '../ports/staging-store.ts'
+import type { MemoryRaised, Row, Warehouse } from '../ports/warehouse.ts'
 import type { SqlDialect } from '../sql/dialect.ts'
 import { renderAppliedBatchQuery } from '../sql/render-batch-queries.ts'
 import { dimensionObjects, renderBatchLedgerDdl } from '../sql/render-ddl.ts'
 import { factObjects } from '../sql/render-fact-ddl.ts'
-import { renderFactDdl, renderFactScript } from '../sql/render-fact-script.ts'
+import { renderFactWork } from '../sql/render-batch-work.ts'
 import {
-  renderFactLoad,
-  renderFactReport,
   FEED_REPORT,
   inferredCountColumn,
   unknownCountColumn,
   type FactLoadPlan,
 } from '../sql/render-fact-load.ts'
-import { stagingTableName } from '../sql/render-merge-script.ts'
 import { inferredColumnName } from '../core/inferred-member.ts'
 import { renderInferredFlagColumn } from '../sql/render-inferred-member.ts'
 import { renderUnknownMember, renderUnknownMemberQuery } from '../sql/render-unknown-member.ts'
-import { keyBucketsFor } from '../sql/surrogate-keys.ts'
+import { dialectKeyBuckets } from '../sql/surrogate-keys.ts'
 
 export interface LoadFactBatchRequest {
   readonly fact: FactSpec
@@ -91,14 +81,11 @@ export async function loadFactBatch(
   const d = warehouse.dialect
   const objects = factObjects(fact, request.schema)
   const ledger = renderBatchLedgerDdl(d, objects.batches)
-  await runDdl(warehouse, ledger)
+  await warehouse.runAlone(ledger)
   if ((await warehouse.query(renderAppliedBatchQuery(d, objects.batches, fact.target, batchId))).length > 0)
     return { status: 'already-applied', batchId, statements: [] }
 
-  // BigQuery's load fetches the parts group by group (a function's /tmp is smaller than a large batch).
-  const batch: OpenedBatch | BatchOnDemand = isScriptWarehouse(warehouse)
-    ? await deps.staging.openBatchOnDemand(fact.name, batchId)
-    : await deps.staging.openBatch(fact.name, batchId)
+  const batch = await warehouse.openBatch(deps.staging, { table: fact.name, batchId })
   try {
     const flags = request.dryRun ? [] : await addMissingInferredFlags(warehouse, request)
     const dimensions = await Promise.all(
@@ -112,15 +99,10 @@ export async function loadFactBatch(
         return { table, columns: await warehouse.describeTable(ref) }
       }),
     )
-    const stage = isScriptWarehouse(warehouse)
-      ? { schema: request.schema, name: stagingTableName(fact.target, batchId) }
-      : undefined
-    const staged =
-      'partPaths' in batch
-        ? await warehouse.loadStaging(batch.partPaths, { table: fact.name, batchId })
-        : batch.manifest.columns
+    const table = factStagingTable(fact)
+    const staged = await warehouse.stageBatch(batch, { table, batchId, schema: request.schema })
     const existing = await warehouse.describeTable(objects.table)
-    const layout = planFactLayout(fact, batchId, staged, dimensions, existing)
+    const layout = planFactLayout(fact, batchId, staged.columns, dimensions, existing)
     const plan: FactLoadPlan = {
       fact,
       layout,
@@ -130,14 +112,17 @@ export async function loadFactBatch(
       extractedAt: batch.manifest.extractedAt,
       appliedAt: request.now.toISOString(),
       mode: batch.manifest.mode,
-      ...(stage !== undefined ? { stage } : {}),
-      keyBuckets: keyBucketsFor(batch.manifest.rowCount, d.capabilities.rowsPerKeyBucket),
+      ...(staged.stage !== undefined ? { stage: staged.stage } : {}),
+      keyBuckets: dialectKeyBuckets(d, batch.manifest.rowCount),
     }
     const unknownMembers = request.dryRun ? [] : await addMissingUnknownMembers(warehouse, request, layout)
-    const { row, statements } =
-      isScriptWarehouse(warehouse) && plan.stage !== undefined && 'parts' in batch
-        ? await runAsScript(warehouse, request, batch, { ...plan, stage: plan.stage })
-        : await runInTransaction(warehouse, request, plan)
+    const { row, statements } = await warehouse.applyWork(renderFactWork(d, plan), {
+      table,
+      batchId,
+      staged,
+      dryRun: request.dryRun ?? false,
+      ...(request.onMemoryRaised !== undefined ? { onMemoryRaised: request.onMemoryRaised } : {}),
+    })
     return {
       status: request.dryRun ? 'dry-run' : 'loaded',
       batchId,
@@ -145,58 +130,8 @@ export async function loadFactBatch(
       statements: [...flags, ...unknownMembers, ...statements],
     }
   } finally {
-    if ('release' in batch) await batch.release()
+    await batch.release()
   }
-}
-
-/** DuckDB: the DDL (inside when it is transactional), the load and the report in one transaction. */
-async function runInTransaction(
-  warehouse: Warehouse<SqlDialect>,
-  request: LoadFactBatchRequest,
-  plan: FactLoadPlan,
-): Promise<{ row?: Row; statements: CompiledStatement[] }> {
-  const d = warehouse.dialect
-  const ddl = renderFactDdl(d, plan)
-  const load = renderFactLoad(d, plan)
-  const inside = d.capabilities.transactionalDdl ? [...ddl, ...load] : load
-  if (!d.capabilities.transactionalDdl) for (const s of ddl) await runDdl(warehouse, s)
-  const row = await warehouse.transaction(
-    async (tx) => {
-      for (const s of inside) await tx.execute(s)
-      return (await tx.query(renderFactReport(d, plan)))[0]
-    },
-    { commit: !request.dryRun, onMemoryRaised: request.onMemoryRaised },
-  )
-  return { row, statements: [...ddl, ...load] }
-}
-
-/** BigQuery: load the parts into the batch's staging table, then run the whole load as one script job. */
-async function runAsScript(
-  warehouse: ScriptWarehouse<SqlDialect>,
-  request: LoadFactBatchRequest,
-  batch: BatchOnDemand,
-  plan: FactLoadPlan & { readonly stage: TableRef },
-): Promise<{ row?: Row; statements: CompiledStatement[] }> {
-  const table = factStagingTable(request.fact)
-  const { batchId } = request
-  const columns = batch.manifest.columns
-  await warehouse.loadBatch({
-    table,
-    batchId,
-    stage: plan.stage,
-    parts: batch.parts,
-    columns,
-    rowCount: batch.manifest.rowCount,
-  })
-  const script = renderFactScript(warehouse.dialect, plan)
-  const result = await warehouse.runMergeScript({
-    table,
-    batchId,
-    script,
-    stage: plan.stage,
-    dryRun: request.dryRun ?? false,
-  })
-  return { row: result.row, statements: [...script.ddl, ...script.merge, ...script.after] }
 }
 
 /**
@@ -220,13 +155,8 @@ async function addMissingUnknownMembers(
     if (present.length > 0) continue
     const columns = (await warehouse.describeTable(ref)) ?? []
     const member = renderUnknownMember(d, r.dimension, ref, columns, key)
-    for (const s of member.ddl) await runDdl(warehouse, s)
-    if (isScriptWarehouse(warehouse)) await warehouse.query(member.insert.sql)
-    else
-      await warehouse.transaction((tx) => tx.execute(member.insert), {
-        commit: true,
-        onMemoryRaised: request.onMemoryRaised,
-      })
+    for (const s of member.ddl) await warehouse.runAlone(s)
+    await warehouse.runAlone(member.insert, { onMemoryRaised: request.onMemoryRaised })
     statements.push(...member.ddl, member.insert)
   }
   return statements
@@ -253,23 +183,11 @@ async function addMissingInferredFlags(
     const flag = inferredColumnName(table.columns)
     if (columns === undefined || columns.some((c) => c.name === flag)) continue
     const { ddl, fill } = renderInferredFlagColumn(d, table, ref, flag)
-    await runDdl(warehouse, ddl)
-    if (isScriptWarehouse(warehouse)) await warehouse.query(fill.sql)
-    else
-      await warehouse.transaction((tx) => tx.execute(fill), {
-        commit: true,
-        onMemoryRaised: request.onMemoryRaised,
-      })
+    await warehouse.runAlone(ddl)
+    await warehouse.runAlone(fill, { onMemoryRaised: request.onMemoryRaised })
     statements.push(ddl, fill)
   }
   return statements
-}
-
-/** A DDL statement on its own: in a transaction where DDL may run in one, else as a plain statement. */
-async function runDdl(warehouse: Warehouse<SqlDialect>, statement: CompiledStatement): Promise<void> {
-  if (warehouse.dialect.capabilities.transactionalDdl)
-    await warehouse.transaction((tx) => tx.execute(statement), { commit: true })
-  else await warehouse.query(statement.sql)
 }
 
 function reportOf(fact: FactSpec, row: Row): Pick<LoadFactBatchResult, 'facts' | 'unknown' | 'feed'> {

@@ -10,29 +10,18 @@ import {
 import { metadataColumnList } from '../core/metadata-columns.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import type { StagingStore } from '../ports/staging-store.ts'
-import {
-  isScriptWarehouse,
-  type MemoryRaised,
-  type Row,
-  type ScriptWarehouse,
-  type Warehouse,
-  type ReadEstimate,
-} from '../ports/warehouse.ts'
+import type { MemoryRaised, ReadEstimate, Row, Warehouse } from '../ports/warehouse.ts'
 import type { CompiledStatement, SqlDialect } from '../sql/dialect.ts'
-import { renderBatchReport } from '../sql/render-batch-queries.ts'
-import { renderBatchMerge } from '../sql/render-batch-merge.ts'
+import { renderMergeWork } from '../sql/render-batch-work.ts'
 import { renderFeedPlanQuery } from '../sql/render-feed-plan.ts'
 import { renderHistoryQuery } from '../sql/render-history.ts'
-import { foundsDimension } from '../sql/render-first-load.ts'
 import type { MergePlan } from '../sql/render-merge.ts'
-import { dimensionObjects, renderBatchLedgerDdl } from '../sql/render-ddl.ts'
-import { renderMergeScript, stagingTableName } from '../sql/render-merge-script.ts'
-import { FENCE_TABLE, renderFenceAdvance, renderFenceDdl, type FenceHolder } from '../sql/render-fence.ts'
-import type { BatchOnDemand } from '../ports/staging-store.ts'
-import { keyBucketsFor } from '../sql/surrogate-keys.ts'
+import { dimensionObjects } from '../sql/render-ddl.ts'
+import type { FenceHolder } from '../sql/render-fence.ts'
+import { dialectKeyBuckets } from '../sql/surrogate-keys.ts'
 import { findRepeatedSnapshot } from './snapshot-redelivery.ts'
 import { assertConfigMatchesContract, decideContract, type ContractDecision } from './contract-check.ts'
-import { readLedgerFacts, runDdl, type LedgerFacts } from './ledger-facts.ts'
+import { readLedgerFacts } from './ledger-facts.ts'
 import type { ContractChange } from '../core/table-contract.ts'
 import { recordedWatermark } from '../core/watermark.ts'
 
@@ -127,182 +116,90 @@ export async function mergeBatch(deps: MergeDeps, request: MergeBatchRequest): P
   const { table, batchId } = request
   const objects = dimensionObjects(table, request.schema)
   const d = warehouse.dialect
-  const ledger = renderBatchLedgerDdl(d, objects.batches)
   await warehouse.createSchemaIfMissing(request.schema)
-  const readLedger = () =>
-    readLedgerFacts(warehouse, {
+  const batch = await warehouse.openBatch(deps.staging, { table: table.name, batchId })
+  try {
+    const facts = await readLedgerFacts(warehouse, {
       batches: objects.batches,
       target: table.target,
       batchIds: [batchId],
       create: true,
     })
-
-  if (isScriptWarehouse(warehouse)) {
-    // The load fetches the parts group by group (the function's /tmp is smaller than a large batch).
-    const batch = await deps.staging.openBatchOnDemand(table.name, batchId)
-    const facts = await readLedger()
     if (facts.applied.has(batchId)) return { status: 'already-applied', batchId, statements: [] }
     assertConfigMatchesContract(table, facts)
-    return await mergeAsScript(warehouse, request, batch, facts)
-  }
-  const batch = await deps.staging.openBatch(table.name, batchId)
-  try {
-    const facts = await readLedger()
-    if (facts.applied.has(batchId)) return { status: 'already-applied', batchId, statements: [] }
-
-    assertConfigMatchesContract(table, facts)
-    const staged = await warehouse.loadStaging(batch.partPaths, { table: table.name, batchId })
+    // A warehouse that runs the merge as one job checks the lease at COMMIT against a fence moved up before it.
+    const fence = request.fence !== undefined && !request.dryRun ? request.fence : undefined
+    const staged = await warehouse.stageBatch(batch, {
+      table,
+      batchId,
+      schema: request.schema,
+      ...(fence !== undefined ? { fence: { holder: fence, at: request.now.toISOString() } } : {}),
+    })
     const existing = await warehouse.describeTable(objects.dimension)
     assertNotEmptyFirstLoad(request, batch, existing)
-    const layout = planDimensionLayout(table, batchId, staged, existing)
+    const layout = planDimensionLayout(table, batchId, staged.columns, existing)
     const contract = await decideContract(warehouse, { table, objects, layout, existing, ledger: facts })
-    const plan = batchMerge(d, request, batch, layout, contract)
+    const plan = {
+      ...batchMerge(d, request, batch, layout, contract),
+      ...(staged.stage !== undefined ? { stage: staged.stage } : {}),
+      ...(fence !== undefined ? { fence } : {}),
+    }
     const sameAs = await findRepeatedSnapshot(warehouse, plan)
-    if (sameAs !== undefined) return { status: 'already-applied', batchId, sameAs, statements: [] }
+    if (sameAs !== undefined) {
+      // The batch was staged to compare the snapshot: no merge runs to drop it.
+      await warehouse.dropStaged(staged)
+      return { status: 'already-applied', batchId, sameAs, statements: [] }
+    }
     const feed =
       request.dryRun && table.changes !== undefined
         ? feedCounts(await warehouse.query(renderFeedPlanQuery(d, plan, existing !== undefined)))
         : undefined
     const inspect = request.dryRun ? (request.inspectKeys ?? []) : []
-    const history = (
-      key: readonly (readonly [string, string])[],
-      on: { query(sql: string): Promise<Row[]> },
-    ) => on.query(renderHistoryQuery(d, table, objects.dimension, { key: key.map(([c, v]) => [c, v]) }))
-    const before =
-      existing === undefined
-        ? inspect.map(() => [])
-        : await Promise.all(inspect.map((k) => history(k, warehouse)))
-    const after: Row[][] = []
-    const { ddl, merge, views } = renderBatchMerge(d, plan)
-    // DDL that cannot roll back with the merge runs before it, on its own (every DDL statement is idempotent).
-    const [ddlBefore, inside] = d.capabilities.transactionalDdl
-      ? [[], [...ddl, ...merge, ...views]]
-      : [[...ddl, ...views], merge]
-    for (const statement of ddlBefore) await runDdl(warehouse, statement)
-    const report = await warehouse.transaction(
-      async (tx) => {
-        for (const statement of inside) await tx.execute(statement)
-        const [row] = await tx.query(renderBatchReport(d, objects.batches, table.target, batchId, plan))
-        for (const key of inspect) after.push(await history(key, tx))
-        if (!request.dryRun) await request.beforeCommit?.()
-        return row
-      },
-      { commit: !request.dryRun, onMemoryRaised: request.onMemoryRaised, firstLoad: foundsDimension(plan) },
-    )
+    const history = (key: readonly (readonly [string, string])[]) =>
+      renderHistoryQuery(d, table, objects.dimension, { key: key.map(([c, v]) => [c, v]) })
+    const applied = await warehouse.applyWork(renderMergeWork(d, plan), {
+      table,
+      batchId,
+      staged,
+      dryRun: request.dryRun ?? false,
+      ...(request.beforeCommit !== undefined ? { beforeCommit: request.beforeCommit } : {}),
+      ...(request.onMemoryRaised !== undefined ? { onMemoryRaised: request.onMemoryRaised } : {}),
+      ...(inspect.length > 0
+        ? { around: { queries: inspect.map(history), before: existing !== undefined } }
+        : {}),
+      columns: [
+        ...metadataColumnList(table.columns),
+        ...presetColumnList(table),
+        ...systemTimeColumnList(table),
+        ...layout.stored,
+        ...layout.derived,
+      ],
+    })
+    const { row, around } = applied
     return {
       status: request.dryRun ? 'dry-run' : 'merged',
       batchId,
-      counts: toCounts(report),
-      keys: toKeyChanges(report),
+      counts: row === undefined ? undefined : toCounts(row),
+      keys: row === undefined ? undefined : toKeyChanges(row),
       ...contractReport(contract),
       ...(feed !== undefined ? { feed } : {}),
-      ...(inspect.length > 0
-        ? { keyHistories: inspect.map((key, i) => ({ key, before: before[i]!, after: after[i]! })) }
+      ...(around !== undefined
+        ? {
+            keyHistories: inspect.map((key, i) => ({
+              key,
+              before: around.before[i]!,
+              after: around.after[i]!,
+            })),
+          }
         : {}),
-      statements: [ledger, ...ddlBefore, ...inside],
+      statements: applied.statements,
+      ...(applied.bytesProcessed !== undefined ? { bytesProcessed: applied.bytesProcessed } : {}),
+      ...(applied.reads !== undefined ? { reads: applied.reads } : {}),
+      ...(applied.warnings !== undefined ? { warnings: applied.warnings } : {}),
     }
   } finally {
     await batch.release()
   }
-}
-
-/**
- * BigQuery: load the parts into the batch's staging table, then run DDL, the merge (one transaction with the
- * ledger row) and the counts as one script job. A dry run loads the staging table (load jobs are free) and asks
- * BigQuery for the bytes the script would process, without running it.
- */
-async function mergeAsScript(
-  warehouse: ScriptWarehouse<SqlDialect>,
-  request: MergeBatchRequest,
-  batch: BatchOnDemand,
-  facts: LedgerFacts,
-): Promise<MergeBatchResult> {
-  const { table, batchId } = request
-  const objects = dimensionObjects(table, request.schema)
-  const stage = { schema: request.schema, name: stagingTableName(table.target, batchId) }
-  const columns = batch.manifest.columns
-  if (request.fence !== undefined && !request.dryRun) await advanceFence(warehouse, request, request.fence)
-  await warehouse.loadBatch({
-    table,
-    batchId,
-    stage,
-    parts: batch.parts,
-    columns,
-    rowCount: batch.manifest.rowCount,
-  })
-  const existing = await warehouse.describeTable(objects.dimension)
-  assertNotEmptyFirstLoad(request, batch, existing)
-  const layout = planDimensionLayout(table, batchId, columns, existing)
-  const contract = await decideContract(warehouse, { table, objects, layout, existing, ledger: facts })
-  const plan = {
-    ...batchMerge(warehouse.dialect, request, batch, layout, contract),
-    stage,
-    ...(request.fence !== undefined && !request.dryRun ? { fence: request.fence } : {}),
-  }
-  const sameAs = await findRepeatedSnapshot(warehouse, plan)
-  if (sameAs !== undefined) {
-    // The staging table was loaded to compare the snapshot: no script runs to drop it.
-    await warehouse.query(warehouse.dialect.dropTableIfExists(stage))
-    return { status: 'already-applied', batchId, sameAs, statements: [] }
-  }
-  // A dry run does not run the script (its counts are unknown), but what a feed's batch holds is read.
-  const feed =
-    request.dryRun && table.changes !== undefined
-      ? feedCounts(
-          await warehouse.query(renderFeedPlanQuery(warehouse.dialect, plan, existing !== undefined)),
-        )
-      : undefined
-  const script = renderMergeScript(warehouse.dialect, plan)
-  const statements = [...script.ddl, ...script.merge, ...script.after]
-  if (!request.dryRun) await request.beforeCommit?.()
-  const result = await warehouse.runMergeScript({
-    table,
-    batchId,
-    script,
-    stage,
-    dryRun: request.dryRun ?? false,
-    columns: [
-      ...metadataColumnList(table.columns),
-      ...presetColumnList(table),
-      ...systemTimeColumnList(table),
-      ...layout.stored,
-      ...layout.derived,
-    ],
-  })
-  const row = result.row
-  return {
-    status: request.dryRun ? 'dry-run' : 'merged',
-    batchId,
-    counts: row === undefined ? undefined : toCounts(row),
-    keys: row === undefined ? undefined : toKeyChanges(row),
-    ...contractReport(contract),
-    ...(feed !== undefined ? { feed } : {}),
-    statements,
-    bytesProcessed: result.bytesProcessed,
-    ...(result.reads === undefined ? {} : { reads: result.reads }),
-    ...(result.warnings === undefined ? {} : { warnings: result.warnings }),
-  }
-}
-
-/**
- * Moves the table's lease fence up to this holder's token before its merge (one transaction; never down), so a
- * holder whose lease lapsed finds the fence past its token at COMMIT.
- */
-async function advanceFence(
-  warehouse: ScriptWarehouse<SqlDialect>,
-  request: MergeBatchRequest,
-  holder: FenceHolder,
-): Promise<void> {
-  const d = warehouse.dialect
-  const fences = { schema: request.schema, name: FENCE_TABLE }
-  await runDdl(warehouse, renderFenceDdl(d, fences))
-  const statements = renderFenceAdvance(d, fences, request.table.target, holder, request.now.toISOString())
-  await warehouse.transaction(
-    async (tx) => {
-      for (const statement of statements) await tx.execute(statement)
-    },
-    { commit: true },
-  )
 }
 
 /**
@@ -342,10 +239,7 @@ function batchMerge(
     },
     rehashCurrent: contract.rehashCurrent,
     ...(contract.policyRewrite !== undefined ? { policyRewrite: contract.policyRewrite } : {}),
-    keyBuckets: keyBucketsFor(
-      batch.manifest.rowCount,
-      request.rowsPerKeyBucket ?? d.capabilities.rowsPerKeyBucket,
-    ),
+    keyBuckets: dialectKeyBuckets(d, batch.manifest.rowCount, request.rowsPerKeyBucket),
     table: request.table,
     layout,
     objects: dimensionObjects(request.table, request.schema),

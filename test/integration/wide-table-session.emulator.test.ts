@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { BigQueryWarehouse } from '../../lib/adapters/warehouse/bigquery-warehouse.ts'
 import type { StagedColumn } from '../../lib/core/batch.ts'
-import type { MergeScriptRequest } from '../../lib/ports/warehouse.ts'
+import type { MergeScriptRequest } from '../../lib/adapters/warehouse/bigquery-script-job.ts'
 import { metadataColumnList } from '../../lib/core/metadata-columns.ts'
 import type { TableSpec } from '../../lib/core/table-spec.ts'
 import { BothWarehouses, type PairedDimension } from '../support/both-warehouses.ts'

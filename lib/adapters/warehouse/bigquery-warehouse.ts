@@ -1,20 +1,29 @@
 import { randomUUID } from 'node:crypto'
 import { createReadStream } from 'node:fs'
 import { BigQuery, type BigQueryOptions } from '@google-cloud/bigquery'
-import type { StagedColumn } from '../../core/batch.ts'
 import type { DimensionColumn } from '../../core/dimension-layout.ts'
 import { BatchRejectedError, DimsyncError, WarehouseError } from '../../core/errors.ts'
+import type { BatchWork, TransactionWork } from '../../core/batch-work.ts'
 import type {
-  LoadBatchRequest,
-  MergeScriptRequest,
-  MergeScriptResult,
+  AppliedWork,
+  ApplyOptions,
+  ApplyWorkRequest,
+  LeaseFence,
   ReadEstimate,
   Row,
-  ScriptWarehouse,
+  StageBatchRequest,
+  StagedBatch,
+  StagedBatchName,
   TransactionOptions,
+  Warehouse,
+  WarehouseBatch,
   WarehouseTransaction,
 } from '../../ports/warehouse.ts'
-import type { BatchParts } from '../../ports/staging-store.ts'
+import type { LoadBatchRequest, MergeScriptRequest, MergeScriptResult } from './bigquery-script-job.ts'
+import type { BatchParts, StagingStore } from '../../ports/staging-store.ts'
+import { FENCE_TABLE, renderFenceAdvance, renderFenceDdl } from '../../sql/render-fence.ts'
+import { stagingTableName } from '../../sql/render-merge-script.ts'
+import { applyInTransaction, runAlone } from './session-batch-work.ts'
 import { bigQueryUncomparableColumns } from '../../sql/bigquery/bigquery-compared-columns.ts'
 import { createBigQueryDialect } from '../../sql/bigquery/bigquery-dialect.ts'
 import {
@@ -157,8 +166,7 @@ class QueryJobError extends Error {
  * local Parquet parts (BigQuery cannot read S3) into a per-batch staging table, consecutive parts combined into
  * one load job of up to 256 MiB, two jobs at once.
  */
-export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
-  readonly mergeMode = 'script' as const
+export class BigQueryWarehouse implements Warehouse<SqlDialect> {
   readonly dialect: SqlDialect
   readonly #client: BigQuery
   /**
@@ -295,13 +303,6 @@ export class BigQueryWarehouse implements ScriptWarehouse<SqlDialect> {
         })
       }
     }
-  }
-
-  /** Not available: BigQuery loads a batch with `loadBatch` into a per-batch table (see mergeBatch). */
-  async loadStaging(): Promise<StagedColumn[]> {
-    throw new DimsyncError(
-      'BigQuery loads staged batches with loadBatch into a per-batch staging table; use mergeBatch, which does',
-    )
   }
 
   /**
@@ -472,6 +473,12 @@ OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
     }
   }
 
+  /**
+   * Runs the script as one query job (job id derived from table and batch; an existing job is awaited, not
+   * repeated). Dry run: validates it and returns the bytes BigQuery estimates it would process, then drops the
+   * staging table (a plan leaves nothing behind).
+   * Throws BatchRejectedError / MassDeleteRefusedError for dimsync's checks, WarehouseError otherwise.
+   */
   async runMergeScript(request: MergeScriptRequest): Promise<MergeScriptResult> {
     const { table, batchId, script } = request
     const statements = [...script.ddl, ...script.merge, ...script.after]
@@ -882,6 +889,87 @@ OPTIONS (expiration_timestamp = TIMESTAMP_MILLIS(${expires}))
         )
       }
     }
+  }
+
+  runAlone(
+    statement: CompiledStatement,
+    options?: Pick<TransactionOptions, 'onMemoryRaised'>,
+  ): Promise<void> {
+    return runAlone(this, statement, options)
+  }
+
+  /** DDL before the transaction (BigQuery refuses it inside one), the statements as one script; no report. */
+  applyInTransaction(work: TransactionWork, options: ApplyOptions): Promise<AppliedWork> {
+    return applyInTransaction(this, work, options)
+  }
+
+  /** Parts are fetched group by group as the load jobs need them (a function's /tmp is smaller than a batch). */
+  async openBatch(staging: StagingStore, batch: StagedBatchName): Promise<WarehouseBatch> {
+    const opened = await staging.openBatchOnDemand(batch.table, batch.batchId)
+    return { manifest: opened.manifest, opened, release: async () => {} }
+  }
+
+  /** Moves the lease fence up first (`request.fence`), then loads the parts into the batch's staging table. */
+  async stageBatch(batch: WarehouseBatch, request: StageBatchRequest): Promise<StagedBatch> {
+    const { table, batchId } = request
+    const stage = { schema: request.schema, name: stagingTableName(table.target, batchId) }
+    const { manifest, opened } = batch
+    if (request.fence !== undefined) await this.#advanceFence(request, request.fence)
+    await this.loadBatch({
+      table,
+      batchId,
+      stage,
+      ...('parts' in opened ? { parts: opened.parts } : { partPaths: opened.partPaths }),
+      columns: manifest.columns,
+      rowCount: manifest.rowCount,
+    })
+    return { columns: manifest.columns, stage }
+  }
+
+  async dropStaged(staged: StagedBatch): Promise<void> {
+    if (staged.stage !== undefined) await this.query(this.dialect.dropTableIfExists(staged.stage))
+  }
+
+  /** The work as one script job (runMergeScript), which drops the staging table. */
+  async applyWork(work: BatchWork, request: ApplyWorkRequest): Promise<AppliedWork> {
+    const { stage } = request.staged
+    if (stage === undefined)
+      throw new DimsyncError(
+        `table ${request.table.name}: batch ${request.batchId} was not staged by BigQuery`,
+      )
+    const script = work.asScript()
+    if (!request.dryRun) await request.beforeCommit?.()
+    const result = await this.runMergeScript({
+      table: request.table,
+      batchId: request.batchId,
+      script,
+      stage,
+      dryRun: request.dryRun,
+      ...(request.columns !== undefined ? { columns: request.columns } : {}),
+    })
+    return {
+      ...(result.row !== undefined ? { row: result.row } : {}),
+      statements: [...script.ddl, ...script.merge, ...script.after],
+      ...(result.bytesProcessed !== undefined ? { bytesProcessed: result.bytesProcessed } : {}),
+      ...(result.reads !== undefined ? { reads: result.reads } : {}),
+      ...(result.warnings !== undefined ? { warnings: result.warnings } : {}),
+    }
+  }
+
+  /**
+   * Moves the table's lease fence up to this holder's token before its merge (one transaction; never down), so a
+   * holder whose lease lapsed finds the fence past its token at COMMIT (render-fence.ts).
+   */
+  async #advanceFence(request: StageBatchRequest, fence: LeaseFence): Promise<void> {
+    const fences = { schema: request.schema, name: FENCE_TABLE }
+    await this.runAlone(renderFenceDdl(this.dialect, fences))
+    const statements = renderFenceAdvance(this.dialect, fences, request.table.target, fence.holder, fence.at)
+    await this.transaction(
+      async (tx) => {
+        for (const statement of statements) await tx.execute(statement)
+      },
+      { commit: true },
+    )
   }
 
   async close(): Promise<void> {

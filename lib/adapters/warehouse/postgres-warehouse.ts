@@ -9,13 +9,27 @@ import type { DimensionColumn } from '../../core/dimension-layout.ts'
 import { BatchRejectedError, DimsyncError, WarehouseError } from '../../core/errors.ts'
 import { typeFamily } from '../../core/staged-types.ts'
 import type {
+  AppliedWork,
+  ApplyOptions,
+  ApplyWorkRequest,
   Row,
+  StageBatchRequest,
+  StagedBatch,
   StagedBatchName,
   TransactionOptions,
-  Warehouse,
+  WarehouseBatch,
   WarehouseTransaction,
 } from '../../ports/warehouse.ts'
-import type { CompiledStatement, SqlDialect, TableRef } from '../../sql/dialect.ts'
+import type { BatchWork, TransactionWork } from '../../core/batch-work.ts'
+import type { StagingStore } from '../../ports/staging-store.ts'
+import {
+  applyInTransaction,
+  openWholeBatch,
+  runAlone,
+  stageInSession,
+  type SessionWarehouse,
+} from './session-batch-work.ts'
+import type { CompiledStatement, TableRef } from '../../sql/dialect.ts'
 import { duckDbDialect } from '../../sql/duckdb/duckdb-dialect.ts'
 import { TEMP } from '../../sql/merge-sql.ts'
 import { postgresDialect } from '../../sql/postgres/postgres-dialect.ts'
@@ -99,7 +113,7 @@ function typeParser(oid: number, format?: string): (text: string) => unknown {
  * A warehouse in PostgreSQL: one connection (its session holds the batch's temporary tables and dimsync's helper
  * functions); every merge is one transaction, DDL included (PostgreSQL's DDL is transactional).
  */
-export class PostgresWarehouse implements Warehouse<SqlDialect> {
+export class PostgresWarehouse implements SessionWarehouse {
   readonly dialect = postgresDialect
   readonly #client: pg.Client
 
@@ -250,6 +264,32 @@ export class PostgresWarehouse implements Warehouse<SqlDialect> {
     // A text of several statements answers with the last one's rows.
     const last = Array.isArray(result) ? (result.at(-1) as pg.QueryResult | undefined) : result
     return (last?.rows ?? []) as Row[]
+  }
+
+  runAlone(
+    statement: CompiledStatement,
+    options?: Pick<TransactionOptions, 'onMemoryRaised'>,
+  ): Promise<void> {
+    return runAlone(this, statement, options)
+  }
+
+  applyInTransaction(work: TransactionWork, options: ApplyOptions): Promise<AppliedWork> {
+    return applyInTransaction(this, work, options)
+  }
+
+  openBatch(staging: StagingStore, batch: StagedBatchName): Promise<WarehouseBatch> {
+    return openWholeBatch(staging, batch)
+  }
+
+  stageBatch(batch: WarehouseBatch, request: StageBatchRequest): Promise<StagedBatch> {
+    return stageInSession(this, batch, request)
+  }
+
+  /** The session's temporary `__dimsync_stage` is replaced by the next batch's: nothing to drop. */
+  async dropStaged(): Promise<void> {}
+
+  applyWork(work: BatchWork, request: ApplyWorkRequest): Promise<AppliedWork> {
+    return applyInTransaction(this, work.inTransaction(), request)
   }
 
   async close(): Promise<void> {
