@@ -70,13 +70,14 @@ describe('lint refuses a use-case that asks which warehouse it talks to', () => 
     expect(await questions(code, 'lib/adapters/warehouse/planted.ts')).toEqual([])
   })
 
-  it('the files not yet moved into a warehouse bundle may read warehouse.type, and nothing else', async () => {
+  it('the report may read warehouse.type (its label), and nothing else; validate-project not even that', async () => {
     const typeRead = "export const f = (warehouse: { type: string }) => warehouse.type === 'bigquery'\n"
-    expect(await questions(typeRead, 'lib/use-cases/validate-project.ts')).toEqual([])
+    expect(await questions(typeRead, 'lib/use-cases/read-report.ts')).toEqual([])
+    expect(await questions(typeRead, 'lib/use-cases/validate-project.ts')).toHaveLength(1)
     const capability =
       "import type { SqlDialect } from '../sql/dialect.ts'\n" +
       'export const f = (d: SqlDialect) => d.capabilities.transactionalDdl\n'
-    expect(await questions(capability, 'lib/use-cases/validate-project.ts')).toHaveLength(1)
+    expect(await questions(capability, 'lib/use-cases/read-report.ts')).toHaveLength(1)
   })
 
   it('the use-cases as they are ask nothing', async () => {
