@@ -96,6 +96,14 @@ export interface Warehouse<Dialect = unknown> {
    * see `applyInTransaction`), or as one script job (BigQuery), which also drops the batch's staging table.
    */
   applyWork(work: BatchWork, request: ApplyWorkRequest): Promise<AppliedWork>
+  /**
+   * Runs `work` as the only writer of `objects` among every dimsync that shares this warehouse, from its first
+   * read of them to its COMMIT: two installations (two machines, two copies of a project) have no lease in common.
+   * A warehouse others reach at once (PostgreSQL) waits for their writes, then refuses (`WarehouseBusyError`,
+   * retryable) when the wait runs out; DuckDB's file lock already makes one process its only writer, and BigQuery
+   * aborts a transaction that changed a table another changed first.
+   */
+  whileWriting<T>(objects: readonly TableRef[], work: () => Promise<T>): Promise<T>
   close(): Promise<void>
 }
 

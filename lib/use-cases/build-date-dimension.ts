@@ -26,12 +26,14 @@ export async function buildDateDimension(
   const rows = dateRows(request.from, request.to, request.holidays)
   const ref = { schema: request.schema, name: request.table ?? 'dim_date' }
   const { ddl, load } = renderDateDimension(warehouse.dialect, ref, rows)
-  await warehouse.runAlone(ddl)
-  await warehouse.transaction(
-    async (tx) => {
-      for (const s of load) await tx.execute(s)
-    },
-    { commit: true },
-  )
+  await warehouse.whileWriting([ref], async () => {
+    await warehouse.runAlone(ddl)
+    await warehouse.transaction(
+      async (tx) => {
+        for (const s of load) await tx.execute(s)
+      },
+      { commit: true },
+    )
+  })
   return rows.length
 }

@@ -59,13 +59,23 @@ export async function evolveColumn(
   request: EvolveColumnRequest,
 ): Promise<EvolveColumnResult> {
   const { table, column } = request
-  const d = deps.warehouse.dialect
   const prefix = `dimsync evolve: table ${table.name}, column ${column}`
   if (table.systemTime !== undefined)
     throw new DimsyncError(
       `${prefix}: ${table.target} keeps bitemporal history (system_time: true), whose rows are never rewritten; ` +
         'give the new type a new column name in the source instead',
     )
+  const objects = dimensionObjects(table, request.schema)
+  return await deps.warehouse.whileWriting([objects.dimension], () => evolveLocked(deps, request, prefix))
+}
+
+async function evolveLocked(
+  deps: { readonly warehouse: Warehouse<SqlDialect>; readonly staging: StagingStore },
+  request: EvolveColumnRequest,
+  prefix: string,
+): Promise<EvolveColumnResult> {
+  const { table, column } = request
+  const d = deps.warehouse.dialect
   const objects = dimensionObjects(table, request.schema)
   const existing = await withRenamesApplied(
     deps,

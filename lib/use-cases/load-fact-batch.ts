@@ -77,11 +77,26 @@ export async function loadFactBatch(
   request: LoadFactBatchRequest,
 ): Promise<LoadFactBatchResult> {
   const { warehouse } = deps
-  const { fact, batchId } = request
+  const { fact } = request
   const d = warehouse.dialect
   const objects = factObjects(fact, request.schema)
   const ledger = renderBatchLedgerDdl(d, objects.batches)
   await warehouse.runAlone(ledger)
+  // The fact table, and the dimensions a load adds members and flags to and resolves its facts in.
+  const writes = [
+    objects.table,
+    ...request.dimensions
+      .filter((t) => fact.references.some((r) => r.dimension === t.name))
+      .map((t) => dimensionObjects(t, request.schema).dimension),
+  ]
+  return await warehouse.whileWriting(writes, () => loadOpened(deps, request))
+}
+
+async function loadOpened(deps: LoadFactDeps, request: LoadFactBatchRequest): Promise<LoadFactBatchResult> {
+  const { warehouse } = deps
+  const { fact, batchId } = request
+  const d = warehouse.dialect
+  const objects = factObjects(fact, request.schema)
   if ((await warehouse.query(renderAppliedBatchQuery(d, objects.batches, fact.target, batchId))).length > 0)
     return { status: 'already-applied', batchId, statements: [] }
 

@@ -113,10 +113,18 @@ export interface MergeDeps {
  */
 export async function mergeBatch(deps: MergeDeps, request: MergeBatchRequest): Promise<MergeBatchResult> {
   const { warehouse } = deps
+  const objects = dimensionObjects(request.table, request.schema)
+  await warehouse.createSchemaIfMissing(request.schema)
+  // From the first read of the dimension to COMMIT: a merge planned on versions another installation is changing
+  // would close them again and insert its own.
+  return await warehouse.whileWriting([objects.dimension], () => mergeOpened(deps, request))
+}
+
+async function mergeOpened(deps: MergeDeps, request: MergeBatchRequest): Promise<MergeBatchResult> {
+  const { warehouse } = deps
   const { table, batchId } = request
   const objects = dimensionObjects(table, request.schema)
   const d = warehouse.dialect
-  await warehouse.createSchemaIfMissing(request.schema)
   const batch = await warehouse.openBatch(deps.staging, { table: table.name, batchId })
   try {
     const facts = await readLedgerFacts(warehouse, {

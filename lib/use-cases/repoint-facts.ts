@@ -26,6 +26,21 @@ export async function repointFacts(
 ): Promise<readonly UnknownMemberCount[]> {
   const { warehouse } = deps
   const { fact, schema } = request
+  const writes = [
+    factObjects(fact, schema).table,
+    ...request.dimensions
+      .filter((t) => fact.references.some((r) => r.dimension === t.name))
+      .map((t) => dimensionObjects(t, schema).dimension),
+  ]
+  return await warehouse.whileWriting(writes, () => repointLocked(deps, request))
+}
+
+async function repointLocked(
+  deps: { readonly warehouse: Warehouse<SqlDialect> },
+  request: RepointFactsRequest,
+): Promise<readonly UnknownMemberCount[]> {
+  const { warehouse } = deps
+  const { fact, schema } = request
   const d = warehouse.dialect
   if ((await warehouse.describeTable(factObjects(fact, schema).table)) === undefined) return []
   const dimensions = await Promise.all(

@@ -270,6 +270,11 @@ export class DuckDbWarehouse implements SessionWarehouse {
     return applyInTransaction(this, work.inTransaction(), request)
   }
 
+  /** The database file's lock makes this process its only writer (duckdb-file-lock.ts). */
+  async whileWriting<T>(_objects: readonly TableRef[], work: () => Promise<T>): Promise<T> {
+    return await work()
+  }
+
   async close(): Promise<void> {
     this.#connection.closeSync()
     this.#instance.closeSync()

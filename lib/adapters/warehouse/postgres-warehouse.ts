@@ -1,6 +1,6 @@
 import { createReadStream } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { hostname, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
 import type { StagedColumn } from '../../core/batch.ts'
@@ -37,6 +37,7 @@ import { POSTGRES_SESSION_SETUP } from '../../sql/postgres/postgres-session.ts'
 import { listElementType, stagedTypeOfPostgres } from '../../sql/postgres/postgres-types.ts'
 import { openDuckDbEngine } from '../duckdb/duckdb-engine.ts'
 import { CopyIn } from './postgres-copy-in.ts'
+import { lockObjects } from './postgres-object-lock.ts'
 
 /**
  * PostgreSQL's text holds no NUL character (U+0000), which DuckDB's and the sources' can: a COPY refused for one
@@ -113,19 +114,32 @@ function typeParser(oid: number, format?: string): (text: string) => unknown {
  * A warehouse in PostgreSQL: one connection (its session holds the batch's temporary tables and dimsync's helper
  * functions); every merge is one transaction, DDL included (PostgreSQL's DDL is transactional).
  */
+export interface PostgresWarehouseOptions {
+  readonly url: string
+  /** How long a write waits for another dimsync writing the same table (default 60 s). */
+  readonly writeWaitMs?: number
+}
+
+/** The setting users change the wait with, named when it runs out. */
+const WRITE_WAIT_SETTING = 'DIMSYNC_WAREHOUSE_WAIT_SECONDS'
+const DEFAULT_WRITE_WAIT_MS = 60_000
+
 export class PostgresWarehouse implements SessionWarehouse {
   readonly dialect = postgresDialect
   readonly #client: pg.Client
+  readonly #writeWaitMs: number
 
-  private constructor(client: pg.Client) {
+  private constructor(client: pg.Client, writeWaitMs: number) {
     this.#client = client
+    this.#writeWaitMs = writeWaitMs
   }
 
-  static async open(options: { readonly url: string }): Promise<PostgresWarehouse> {
+  static async open(options: PostgresWarehouseOptions): Promise<PostgresWarehouse> {
     const client = new pg.Client({
       connectionString: options.url,
       types: { getTypeParser: typeParser as never },
-      application_name: 'dimsync',
+      // Names this process to another dimsync waiting for a table it writes (postgres-object-lock.ts).
+      application_name: `dimsync pid ${process.pid} on ${hostname()}`.slice(0, 63),
     })
     try {
       await client.connect()
@@ -139,7 +153,7 @@ export class PostgresWarehouse implements SessionWarehouse {
         retryable: isTransient(cause),
       })
     }
-    return new PostgresWarehouse(client)
+    return new PostgresWarehouse(client, options.writeWaitMs ?? DEFAULT_WRITE_WAIT_MS)
   }
 
   async describeTable(ref: TableRef): Promise<DimensionColumn[] | undefined> {
@@ -290,6 +304,19 @@ export class PostgresWarehouse implements SessionWarehouse {
 
   applyWork(work: BatchWork, request: ApplyWorkRequest): Promise<AppliedWork> {
     return applyInTransaction(this, work.inTransaction(), request)
+  }
+
+  /** Holds the objects' advisory locks on this session while `work` runs (postgres-object-lock.ts). */
+  async whileWriting<T>(objects: readonly TableRef[], work: () => Promise<T>): Promise<T> {
+    const release = await lockObjects(this.#client, objects, {
+      waitMs: this.#writeWaitMs,
+      waitSetting: WRITE_WAIT_SETTING,
+    })
+    try {
+      return await work()
+    } finally {
+      await release()
+    }
   }
 
   async close(): Promise<void> {

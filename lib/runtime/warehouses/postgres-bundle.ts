@@ -11,11 +11,14 @@ export const postgresBundle: WarehouseBundle<PostgresWarehouseSpec> = {
     const { postgresChecks } = await import('../../sql/postgres/postgres-checks.ts')
     return postgresChecks
   },
-  async openLocal(spec) {
+  async openLocal(spec, opening) {
     // The URL (with its credentials) comes from the environment variable the config names, never the file.
     const { PostgresWarehouse, postgresUrlFromEnvironment } =
       await import('../../adapters/warehouse/postgres-warehouse.ts')
-    return await PostgresWarehouse.open({ url: postgresUrlFromEnvironment(spec.urlEnv) })
+    return await PostgresWarehouse.open({
+      url: postgresUrlFromEnvironment(spec.urlEnv),
+      writeWaitMs: opening.waitMs,
+    })
   },
   sharedAcrossTables: false,
   deployProblem: () =>
