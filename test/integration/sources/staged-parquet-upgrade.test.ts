@@ -117,9 +117,13 @@ function withOpenBatchSeen(
 ): LocalDeps['staging'] {
   return new Proxy(staging, {
     get(target, property) {
-      if (property === 'openBatch')
-        return async (table: string, batchId: string) => {
-          const batch = await target.openBatch(table, batchId)
+      // A run opens the batches it listed with their manifests (openListedBatch), others by id.
+      if (property === 'openBatch' || property === 'openListedBatch')
+        return async (...args: unknown[]) => {
+          const open = Reflect.get(target, property, target) as (...a: unknown[]) => Promise<{
+            readonly partPaths: readonly string[]
+          }>
+          const batch = await open.apply(target, args)
           await seen(batch)
           return batch
         }
