@@ -14,6 +14,7 @@ export const UNIT_TESTS = [
   'test/lib/use-cases/validate-project.test.ts',
   'test/lib/config/csv-columns-config.test.ts',
   'test/lib/adapters/source/{row-csv-encoder,csv-file-kind}.test.ts',
+  'test/lib/adapters/state/memory-state-store.test.ts',
   'test/functions/{format-plan,reporter,retryable-errors,report-page}.test.ts',
   'test/support/bigquery-emulator/{job-store,text-edits,values}.test.ts',
 ]
