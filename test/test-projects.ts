@@ -21,6 +21,18 @@ export const UNIT_TESTS = [
 
 export const INFRA_TESTS = ['test/infra/**/*.test.ts']
 
+/**
+ * Wall seconds of the slowest files in a CI run (what .ci/run prints at its end), so that a clean clone, which
+ * has no vitest results cache, starts them first (test/support/slow-first-sequencer.ts). Refresh from CI's list.
+ */
+export const SLOW_TESTS: Readonly<Record<string, number>> = {
+  'test/integration/wide-table-session.emulator.test.ts': 215,
+  'test/integration/warehouse-contract.emulator.test.ts': 115,
+  'test/lib/use-cases/partial-update-properties.test.ts': 100,
+  'test/infra/chaos.test.ts': 80,
+  'test/integration/merge-matrix-postgres.test.ts': 60,
+}
+
 /** Modules that reach outside the process (or start something that does): a unit test imports none of them. */
 export const IO_MODULES = [
   /^node:(fs|fs\/promises|child_process|net|http|https|dgram|worker_threads)$/,
