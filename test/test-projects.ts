@@ -11,7 +11,7 @@ export const UNIT_TESTS = [
   'test/lib/config/{change-feed-config,config-errors,deploy-options,did-you-mean,parse-project,source-columns-check,yaml-scalars}.test.ts',
   'test/lib/config/env.test.ts',
   'test/lib/sql/{dialect-base,dialects-side-by-side,system-time-predicates,widen-columns}.test.ts',
-  'test/lib/use-cases/validate-project.test.ts',
+  'test/lib/use-cases/{validate-project,table-run}.test.ts',
   'test/lib/config/csv-columns-config.test.ts',
   'test/lib/adapters/source/{row-csv-encoder,csv-file-kind}.test.ts',
   'test/lib/adapters/state/memory-state-store.test.ts',
