@@ -1,4 +1,5 @@
 import { configDefaults, defineConfig } from 'vitest/config'
+import { SlowFirstSequencer } from './test/support/slow-first-sequencer.ts'
 import { INFRA_TESTS, UNIT_TESTS } from './test/test-projects.ts'
 
 /**
@@ -12,6 +13,7 @@ export default defineConfig({
     pool: 'forks',
     setupFiles: ['test/support/fast-check-seed.ts'],
     maxWorkers: 2,
+    sequence: { sequencer: SlowFirstSequencer },
     projects: [
       { extends: true, test: { name: 'unit', include: UNIT_TESTS } },
       {

@@ -17,7 +17,7 @@ import path from 'node:path'
 
 import { ScanCommand } from '@aws-sdk/client-dynamodb'
 import { ListObjectsV2Command } from '@aws-sdk/client-s3'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, it } from 'vitest'
 
 import { createExtractHandler, createMergeHandler } from '../../functions/shared/handlers.ts'
 import { buildAwsDeps } from '../../lib/runtime/aws-deps.ts'
@@ -170,106 +170,112 @@ describe.skipIf(!available)('chaos: faults at every call of the cloud path', () 
     await Promise.all([s3?.stop(), dynamo?.stop(), pg?.drop()])
   })
 
+  // The seeds run side by side: each has its own schedule, proxies, source tables, buckets, state tables and
+  // datasets, and half of a seed's time is spent waiting (faults' delays, retries, deadlines).
   for (const seed of SEEDS) {
-    it(`seed ${seed}: the history with faults equals the history without, nothing left behind`, async () => {
-      const schedule = new FaultSchedule({ seed, rate: RATE, policy })
-      schedule.enabled = false
-      // The reference's BigQuery calls go through a proxy that never faults, for the same wait on jobs.
-      const faultFree = new FaultSchedule({ seed, rate: 0, policy })
-      const jobsDone = { beforeForward: finishedJobs }
-      const proxies = await Promise.all([
-        FaultProxy.start('s3', s3.endpoint, schedule),
-        FaultProxy.start('dynamodb', dynamo.endpoint, schedule),
-        FaultProxy.start('bigquery', bigQuery.url, schedule, jobsDone),
-        FaultProxy.start('bigquery', bigQuery.url, faultFree, jobsDone),
-      ])
-      const [s3Proxy, dynamoProxy, bigQueryProxy, referenceBigQuery] = proxies
-      const pgProxy = await TcpFaultProxy.start(
-        'postgres connect',
-        Number(new URL(PG_URL).port || 5432),
-        schedule,
-      )
-      const proxiedPgUrl = Object.assign(new URL(PG_URL), { port: String(pgProxy.port) }).href
-      try {
-        const sources = await createSources(pg, seed)
-        const base = Math.ceil(Date.now() / HOUR) * HOUR
-        const chaos = await makeSide(`chaos_${seed}`, sources, {
-          s3: s3Proxy!.url,
-          dynamo: dynamoProxy!.url,
-          bigQuery: bigQueryProxy!.url,
-          db: proxiedPgUrl,
-        })
-        const reference = await makeSide(`ref_${seed}`, sources, {
-          s3: s3.endpoint,
-          dynamo: dynamo.endpoint,
-          bigQuery: referenceBigQuery!.url,
-          db: PG_URL,
-        })
-        const outcomes: Outcome[] = []
-        const random = xorshift32(seed)
-        const redelivery = xorshift32(seed + 0x5eed)
-        for (let step = 1; step <= STEPS; step++) {
-          await sources.change(step, random)
-          // Both sides read the same source state: the reference fault free, the other with faults.
-          schedule.enabled = true
-          try {
-            for (const table of TABLES) {
-              const [fine, faulted] = await Promise.all([
-                scheduledUntilMerged(reference, table, step, base),
-                scheduledUntilMerged(chaos, table, step, base, () => redelivery() < REDELIVERY),
-              ])
-              outcomes.push(...fine, ...faulted)
+    it.concurrent(
+      `seed ${seed}: the history with faults equals the history without, nothing left behind`,
+      async ({ expect }) => {
+        const schedule = new FaultSchedule({ seed, rate: RATE, policy })
+        schedule.enabled = false
+        // The reference's BigQuery calls go through a proxy that never faults, for the same wait on jobs.
+        const faultFree = new FaultSchedule({ seed, rate: 0, policy })
+        const jobsDone = { beforeForward: finishedJobs }
+        const proxies = await Promise.all([
+          FaultProxy.start('s3', s3.endpoint, schedule),
+          FaultProxy.start('dynamodb', dynamo.endpoint, schedule),
+          FaultProxy.start('bigquery', bigQuery.url, schedule, jobsDone),
+          FaultProxy.start('bigquery', bigQuery.url, faultFree, jobsDone),
+        ])
+        const [s3Proxy, dynamoProxy, bigQueryProxy, referenceBigQuery] = proxies
+        const pgProxy = await TcpFaultProxy.start(
+          'postgres connect',
+          Number(new URL(PG_URL).port || 5432),
+          schedule,
+        )
+        const proxiedPgUrl = Object.assign(new URL(PG_URL), { port: String(pgProxy.port) }).href
+        try {
+          const sources = await createSources(pg, seed)
+          const base = Math.ceil(Date.now() / HOUR) * HOUR
+          const chaos = await makeSide(`chaos_${seed}`, sources, {
+            s3: s3Proxy!.url,
+            dynamo: dynamoProxy!.url,
+            bigQuery: bigQueryProxy!.url,
+            db: proxiedPgUrl,
+          })
+          const reference = await makeSide(`ref_${seed}`, sources, {
+            s3: s3.endpoint,
+            dynamo: dynamo.endpoint,
+            bigQuery: referenceBigQuery!.url,
+            db: PG_URL,
+          })
+          const outcomes: Outcome[] = []
+          const random = xorshift32(seed)
+          const redelivery = xorshift32(seed + 0x5eed)
+          for (let step = 1; step <= STEPS; step++) {
+            await sources.change(step, random)
+            // Both sides read the same source state: the reference fault free, the other with faults.
+            schedule.enabled = true
+            try {
+              for (const table of TABLES) {
+                const [fine, faulted] = await Promise.all([
+                  scheduledUntilMerged(reference, table, step, base),
+                  scheduledUntilMerged(chaos, table, step, base, () => redelivery() < REDELIVERY),
+                ])
+                outcomes.push(...fine, ...faulted)
+              }
+            } finally {
+              schedule.enabled = false
             }
-          } finally {
-            schedule.enabled = false
           }
-        }
-        const tally = schedule.tally()
-        const failed = outcomes.filter((o) => o.status === 'failed')
-        gaveUp.push(...failed)
-        const log = [
-          formatTally(`seed ${seed}`, tally),
-          ...failed.map(
-            (o) => `  gave up: step ${o.step} ${o.table} start ${o.start}: ${o.error}: ${o.cause}`,
-          ),
-        ].join('\n')
+          const tally = schedule.tally()
+          const failed = outcomes.filter((o) => o.status === 'failed')
+          gaveUp.push(...failed)
+          const log = [
+            formatTally(`seed ${seed}`, tally),
+            ...failed.map(
+              (o) => `  gave up: step ${o.step} ${o.table} start ${o.start}: ${o.error}: ${o.cause}`,
+            ),
+          ].join('\n')
 
-        for (const table of TABLES) {
-          expect(await history(chaos, table), `${log}\n\ntable ${table}: history`).toEqual(
-            await history(reference, table),
-          )
+          for (const table of TABLES) {
+            expect(await history(chaos, table), `${log}\n\ntable ${table}: history`).toEqual(
+              await history(reference, table),
+            )
+          }
+          for (const side of [reference, chaos]) {
+            const ofSide = outcomes.filter((o) => o.side === side.name)
+            const named = (o: Outcome) => `${o.table} ${o.batchId}`
+            const merged = ofSide.filter((o) => o.status === 'merged').map(named)
+            // Already applied: by an attempt whose answer was lost (in the ledger), or a repeated snapshot (not).
+            const reported = new Set([
+              ...merged,
+              ...ofSide.filter((o) => o.status === 'already-applied').map(named),
+            ])
+            const ledger = await ledgerBatches(side)
+            const what = `${log}\n\n${side.name}: ledger ${JSON.stringify(ledger)}`
+            expect(new Set(ledger).size, `${what}: one ledger row per batch`).toBe(ledger.length)
+            expect(ledger, `${what}: every merged batch is in the ledger`).toEqual(
+              expect.arrayContaining(merged),
+            )
+            expect(
+              ledger.filter((b) => !reported.has(b)),
+              `${what}: no batch in the ledger that no run merged`,
+            ).toEqual([])
+            expect(await leftoverTables(side), `${log}\n\n${side.name}: staging tables left`).toEqual([])
+            expect(await heldLeases(side), `${log}\n\n${side.name}: leases still held`).toEqual([])
+            expect(await openRuns(side), `${log}\n\n${side.name}: run records not closed`).toEqual([])
+            expect(await stagedObjects(side), `${log}\n\n${side.name}: staged batches left in S3`).toEqual([])
+          }
+          // A run that gave up told it once (one notice) and recorded its run as failed.
+          for (const o of failed) expect(o.notices, `${log}\n\nnotices of ${JSON.stringify(o)}`).toBe(1)
+        } finally {
+          tallies.push(schedule.tally())
+          await Promise.all([...proxies.map((p) => p.stop()), pgProxy.stop()])
         }
-        for (const side of [reference, chaos]) {
-          const ofSide = outcomes.filter((o) => o.side === side.name)
-          const named = (o: Outcome) => `${o.table} ${o.batchId}`
-          const merged = ofSide.filter((o) => o.status === 'merged').map(named)
-          // Already applied: by an attempt whose answer was lost (in the ledger), or a repeated snapshot (not).
-          const reported = new Set([
-            ...merged,
-            ...ofSide.filter((o) => o.status === 'already-applied').map(named),
-          ])
-          const ledger = await ledgerBatches(side)
-          const what = `${log}\n\n${side.name}: ledger ${JSON.stringify(ledger)}`
-          expect(new Set(ledger).size, `${what}: one ledger row per batch`).toBe(ledger.length)
-          expect(ledger, `${what}: every merged batch is in the ledger`).toEqual(
-            expect.arrayContaining(merged),
-          )
-          expect(
-            ledger.filter((b) => !reported.has(b)),
-            `${what}: no batch in the ledger that no run merged`,
-          ).toEqual([])
-          expect(await leftoverTables(side), `${log}\n\n${side.name}: staging tables left`).toEqual([])
-          expect(await heldLeases(side), `${log}\n\n${side.name}: leases still held`).toEqual([])
-          expect(await openRuns(side), `${log}\n\n${side.name}: run records not closed`).toEqual([])
-          expect(await stagedObjects(side), `${log}\n\n${side.name}: staged batches left in S3`).toEqual([])
-        }
-        // A run that gave up told it once (one notice) and recorded its run as failed.
-        for (const o of failed) expect(o.notices, `${log}\n\nnotices of ${JSON.stringify(o)}`).toBe(1)
-      } finally {
-        tallies.push(schedule.tally())
-        await Promise.all([...proxies.map((p) => p.stop()), pgProxy.stop()])
-      }
-    }, 600_000)
+      },
+      600_000,
+    )
   }
 
   /**

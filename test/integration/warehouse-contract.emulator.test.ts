@@ -48,8 +48,9 @@ describe.each([
   ['bad batches', BAD_BATCHES],
   ['change feeds', CHANGE_FEEDS],
 ])('warehouse contract, %s: DuckDB and the BigQuery emulator agree', (_group, scenarios) => {
-  // About 10 s a scenario on a quiet machine; CI shares its two cores with the rest of the suite.
-  it.each(Object.keys(scenarios))(
+  // About 10 s a scenario on a quiet machine; CI shares its two cores with the rest of the suite. Each scenario has
+  // its own DuckDB and emulator (only the ZetaSQL server is shared): they run side by side.
+  it.concurrent.each(Object.keys(scenarios))(
     '%s',
     async (name) => {
       await runScenario(both, scenarios[name]!)
@@ -80,7 +81,7 @@ describe('warehouse contract, surrogate keys numbered in buckets of 2 rows: Duck
       CHANGE_FEEDS['sequenced: a correction that merges two versions retires the later one']!,
     ],
   ]
-  it.each(scenarios)(
+  it.concurrent.each(scenarios)(
     '%s',
     async (_name, scenario) => {
       await runScenario(both, scenario, { rowsPerKeyBucket: 2 })

@@ -1,7 +1,7 @@
-import { globSync, readFileSync } from 'node:fs'
+import { existsSync, globSync, readFileSync } from 'node:fs'
 import { dirname, join, normalize } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { IO_MODULES, UNIT_TESTS } from '../test-projects.ts'
+import { IO_MODULES, SLOW_TESTS, UNIT_TESTS } from '../test-projects.ts'
 
 /**
  * The unit project does no I/O: no unit test file, and no test helper it imports (followed transitively through
@@ -33,6 +33,10 @@ describe('unit tests do no I/O', () => {
 
   it('every unit test pattern matches a file', () => {
     for (const pattern of UNIT_TESTS) expect(globSync(pattern), pattern).not.toEqual([])
+  })
+
+  it('every file the sequencer starts first (SLOW_TESTS) is a test file', () => {
+    for (const file of Object.keys(SLOW_TESTS)) expect(existsSync(file), file).toBe(true)
   })
 
   it('the check sees an I/O import, also through a test helper', () => {

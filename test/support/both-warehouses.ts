@@ -185,7 +185,7 @@ export class PairedDimension {
     })
   }
 
-  /** Merges a staged batch into DuckDB, then into the emulator, with the same clock. */
+  /** Merges a staged batch into DuckDB and into the emulator at once (they share nothing), with the same clock. */
   async merge(batchId: string, options: { allowMassDelete?: boolean } = {}): Promise<Paired<MergeOutcome>> {
     this.#clock += 1000
     const now = new Date(this.#clock)
@@ -198,7 +198,8 @@ export class PairedDimension {
         ...this.numbering,
         ...options,
       })
-    return { duckdb: await mergeOn('duckdb'), bigquery: await mergeOn('bigquery') }
+    const [duckdb, bigquery] = await Promise.all([mergeOn('duckdb'), mergeOn('bigquery')])
+    return { duckdb, bigquery }
   }
 
   async load(
@@ -217,7 +218,8 @@ export class PairedDimension {
   async read(render: (d: SqlDialect, schema: string) => string): Promise<Paired<Row[]>> {
     const on = (side: keyof Paired<unknown>) =>
       this.warehouses[side].query(render(this.warehouses[side].dialect, this.schemaOf(side)))
-    return { duckdb: await on('duckdb'), bigquery: await on('bigquery') }
+    const [duckdb, bigquery] = await Promise.all([on('duckdb'), on('bigquery')])
+    return { duckdb, bigquery }
   }
 
   /**
@@ -227,7 +229,8 @@ export class PairedDimension {
   async holdings(asOf: readonly string[] = []): Promise<Paired<Record<string, TextRows>>> {
     const on = (side: keyof Paired<unknown>) =>
       holdingsOf(this.warehouses[side], this.table, this.schemaOf(side), asOf)
-    return { duckdb: await on('duckdb'), bigquery: await on('bigquery') }
+    const [duckdb, bigquery] = await Promise.all([on('duckdb'), on('bigquery')])
+    return { duckdb, bigquery }
   }
 
   async close(): Promise<void> {

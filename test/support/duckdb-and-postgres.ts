@@ -99,7 +99,7 @@ export class PostgresPairedDimension {
     })
   }
 
-  /** Merges a staged batch into DuckDB, then into PostgreSQL, with the same clock. */
+  /** Merges a staged batch into DuckDB and into PostgreSQL at once (they share nothing), with the same clock. */
   async merge(
     batchId: string,
     options: { allowMassDelete?: boolean } = {},
@@ -115,7 +115,8 @@ export class PostgresPairedDimension {
         ...this.numbering,
         ...options,
       })
-    return { duckdb: await mergeOn('duckdb'), postgres: await mergeOn('postgres') }
+    const [duckdb, postgres] = await Promise.all([mergeOn('duckdb'), mergeOn('postgres')])
+    return { duckdb, postgres }
   }
 
   async load(
@@ -129,7 +130,8 @@ export class PostgresPairedDimension {
   async holdings(asOf: readonly string[] = []): Promise<OnDuckDbAndPostgres<Record<string, TextRows>>> {
     const on = (side: keyof OnDuckDbAndPostgres<unknown>) =>
       holdingsOf(this.warehouses[side], this.table, this.schemaOf(side), asOf, true)
-    return { duckdb: await on('duckdb'), postgres: await on('postgres') }
+    const [duckdb, postgres] = await Promise.all([on('duckdb'), on('postgres')])
+    return { duckdb, postgres }
   }
 
   async close(): Promise<void> {

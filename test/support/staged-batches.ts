@@ -53,11 +53,13 @@ export class TestBatches implements StagingStore {
     const dir = join(this.#root, table, batchId)
     await mkdir(dir, { recursive: true })
     const path = join(dir, 'part-00000.parquet')
-    const db = await DuckDBInstance.create(':memory:')
-    const c = await db.connect()
+    const c = await (await parquetWriter()).connect()
     try {
       await c.run(`SET TimeZone='UTC'`)
-      await c.run(`CREATE TABLE t (${columns.map((col) => `${quote(col.name)} ${col.type}`).join(', ')})`)
+      // A temporary table is the connection's own: batches staged at once do not meet.
+      await c.run(
+        `CREATE TEMP TABLE t (${columns.map((col) => `${quote(col.name)} ${col.type}`).join(', ')})`,
+      )
       if ('select' in rows) await c.run(`INSERT INTO t ${rows.select}`)
       else
         for (let i = 0; i < rows.length; i += 500) {
@@ -72,7 +74,6 @@ export class TestBatches implements StagingStore {
       await c.run(`COPY t TO ${literal(path)} (FORMAT parquet)`)
     } finally {
       c.closeSync()
-      db.closeSync()
     }
     const bytes = (await stat(path)).size
     const sha256 = createHash('sha256')
@@ -140,6 +141,16 @@ export class TestBatches implements StagingStore {
   async dispose(): Promise<void> {
     await rm(this.#root, { recursive: true, force: true })
   }
+}
+
+/**
+ * The DuckDB that writes the staged Parquet, one per test process: starting an instance per batch cost more than
+ * writing the batch.
+ */
+let writer: Promise<DuckDBInstance> | undefined
+function parquetWriter(): Promise<DuckDBInstance> {
+  writer ??= DuckDBInstance.create(':memory:')
+  return writer
 }
 
 function literal(v: Value | undefined): string {

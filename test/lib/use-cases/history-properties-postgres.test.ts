@@ -67,7 +67,8 @@ async function expectModelOnBoth(
   expect(held.postgres, 'the same rows on PostgreSQL').toEqual(held.duckdb)
 }
 
-describe.each<[DeletePolicy, string | null]>([
+// The configurations run side by side: each property run has its own DuckDB and PostgreSQL schema.
+describe.concurrent.each<[DeletePolicy, string | null]>([
   ['invalidate', null],
   ['new_record', SENTINEL],
 ])('merge properties on DuckDB and PostgreSQL, deletes=%s, open end %s', (policy, openEnd) => {
@@ -87,7 +88,7 @@ describe.each<[DeletePolicy, string | null]>([
   }, 600_000)
 })
 
-describe.each<[DeletePolicy, boolean, string | null]>([
+describe.concurrent.each<[DeletePolicy, boolean, string | null]>([
   ['new_record', true, SENTINEL],
   ['invalidate', false, null],
 ])(
@@ -110,7 +111,7 @@ describe.each<[DeletePolicy, boolean, string | null]>([
   },
 )
 
-describe.each<[string, PartialUpdateSpec, DeletePolicy, boolean]>([
+describe.concurrent.each<[string, PartialUpdateSpec, DeletePolicy, boolean]>([
   ['ignore_null_updates: all', { ignoreNulls: { kind: 'all' } }, 'invalidate', false],
   [
     'ignore_null_updates: all, columns_to_update: [tier], sequenced',

@@ -64,7 +64,8 @@ function foldedCaptures(
 
 type Column = 'region' | 'tier'
 
-describe.each<[string, PartialUpdateSpec, Column[], Column[], boolean, DeletePolicy]>([
+// The configurations run side by side: each property run has its own in-memory DuckDB and staging folder.
+describe.concurrent.each<[string, PartialUpdateSpec, Column[], Column[], boolean, DeletePolicy]>([
   [
     'ignore_null_updates: [region]',
     { ignoreNulls: { kind: 'list', columns: ['region'] } },
@@ -166,27 +167,30 @@ describe.each<[string, PartialUpdateSpec, Column[], Column[], boolean, DeletePol
   },
 )
 
-describe('partial updates on a change feed, deletes: ignore, the whole feed in one batch (real DuckDB)', () => {
-  it('the fold of one batch goes past deletes as the model (and a late refold) does', async () => {
-    let foldedPastDelete = 0
-    const ignored: Column[] = ['region', 'tier']
-    await fc.assert(
-      fc.asyncProperty(feedArb(false), async (events) => {
-        const partialUpdates: PartialUpdateSpec = { ignoreNulls: { kind: 'all' } }
-        const table = { ...feedTable('ignore', false, null), partialUpdates }
-        const h = await ScdHarness.create(table, FEED_COLUMNS)
-        try {
-          await h.merge(await h.stage(events.map(feedRow), { extractedAt: iso(100) }))
-          const expected = expectedHistory(foldedCaptures(events, ignored, [], 'ignore'), 'ignore')
-          const restarting = expectedHistory(foldedCaptures(events, ignored, [], 'invalidate'), 'ignore')
-          if (!isDeepStrictEqual(expected, restarting)) foldedPastDelete++
-          expect(actual(await h.history())).toEqual(expected)
-        } finally {
-          await h.dispose()
-        }
-      }),
-      { numRuns: Number(process.env.DIMSYNC_PROPERTY_RUNS ?? 20), seed: 4243 },
-    )
-    expect(foldedPastDelete).toBeGreaterThan(0)
-  }, 300_000)
-})
+describe.concurrent(
+  'partial updates on a change feed, deletes: ignore, the whole feed in one batch (real DuckDB)',
+  () => {
+    it('the fold of one batch goes past deletes as the model (and a late refold) does', async () => {
+      let foldedPastDelete = 0
+      const ignored: Column[] = ['region', 'tier']
+      await fc.assert(
+        fc.asyncProperty(feedArb(false), async (events) => {
+          const partialUpdates: PartialUpdateSpec = { ignoreNulls: { kind: 'all' } }
+          const table = { ...feedTable('ignore', false, null), partialUpdates }
+          const h = await ScdHarness.create(table, FEED_COLUMNS)
+          try {
+            await h.merge(await h.stage(events.map(feedRow), { extractedAt: iso(100) }))
+            const expected = expectedHistory(foldedCaptures(events, ignored, [], 'ignore'), 'ignore')
+            const restarting = expectedHistory(foldedCaptures(events, ignored, [], 'invalidate'), 'ignore')
+            if (!isDeepStrictEqual(expected, restarting)) foldedPastDelete++
+            expect(actual(await h.history())).toEqual(expected)
+          } finally {
+            await h.dispose()
+          }
+        }),
+        { numRuns: Number(process.env.DIMSYNC_PROPERTY_RUNS ?? 20), seed: 4243 },
+      )
+      expect(foldedPastDelete).toBeGreaterThan(0)
+    }, 300_000)
+  },
+)

@@ -1,31 +1,24 @@
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { LocalStateStore } from '../../../lib/adapters/state/local-state-store.ts'
+import { beforeEach, describe, expect, it } from 'vitest'
+import { MemoryStateStore } from '../../../lib/adapters/state/memory-state-store.ts'
 import { LockHeldError } from '../../../lib/core/errors.ts'
 import type { RunEvent } from '../../../lib/use-cases/run-event.ts'
 import { inTableRun, type TableRunDeps } from '../../../lib/use-cases/table-run.ts'
 
-let dir: string
-let state: LocalStateStore
+let state: MemoryStateStore
 let events: RunEvent[]
 let deps: TableRunDeps
 const T0 = new Date('2024-03-01T10:00:00.000Z')
 
+// The state store in memory: every store keeps the same contract (test/contract/state-store.contract.ts).
 beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), 'dimsync-table-run-'))
-  state = new LocalStateStore({ root: dir })
+  state = new MemoryStateStore()
   events = []
   deps = { state, clock: () => T0, onEvent: (event) => events.push(event) }
-})
-afterEach(() => {
-  rmSync(dir, { recursive: true, force: true })
 })
 
 const request = { table: 'customers', runId: 'run-a', leaseTtlMs: 60_000 }
 
-describe('inTableRun (lock, record, work, record the failure, release) on the local state store', () => {
+describe('inTableRun (lock, record, work, record the failure, release) on a state store', () => {
   it('a failing step is recorded as failed with everything the run had recorded, and the lease is released', async () => {
     const failure = new Error('source went away')
     const outcome = await inTableRun(
