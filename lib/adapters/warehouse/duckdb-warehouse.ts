@@ -18,27 +18,8 @@ import { duckDbDateText, isDateTextType } from '../duckdb/duckdb-date-text.ts'
 import { duckDbJsonValues } from '../duckdb/duckdb-json-values.ts'
 import { openDuckDbEngine } from '../duckdb/duckdb-engine.ts'
 import { TEMP } from '../../sql/render-merge.ts'
-import type {
-  AppliedWork,
-  ApplyOptions,
-  ApplyWorkRequest,
-  Row,
-  StageBatchRequest,
-  StagedBatch,
-  StagedBatchName,
-  TransactionOptions,
-  WarehouseBatch,
-  WarehouseTransaction,
-} from '../../ports/warehouse.ts'
-import type { BatchWork, TransactionWork } from '../../core/batch-work.ts'
-import type { StagingStore } from '../../ports/staging-store.ts'
-import {
-  applyInTransaction,
-  openWholeBatch,
-  runAlone,
-  stageInSession,
-  type SessionWarehouse,
-} from './session-batch-work.ts'
+import type { Row, TransactionOptions, WarehouseTransaction } from '../../ports/warehouse.ts'
+import { SessionBatchMethods, type SessionWarehouse } from './session-batch-work.ts'
 
 export interface DuckDbWarehouseOptions {
   /** Database file, or ':memory:'. */
@@ -64,7 +45,7 @@ const DUCKDB_MAGIC = 'DUCK'
 const MAGIC_OFFSET = 8
 
 /** The embedded warehouse: a DuckDB database file. One connection; statements run one after another. */
-export class DuckDbWarehouse implements SessionWarehouse {
+export class DuckDbWarehouse extends SessionBatchMethods implements SessionWarehouse {
   readonly dialect = duckDbDialect
   readonly #instance: DuckDBInstance
   readonly #connection: DuckDBConnection
@@ -85,6 +66,7 @@ export class DuckDbWarehouse implements SessionWarehouse {
     memoryLimit: string | undefined,
     growth: { readonly ceilingMb: number } | undefined,
   ) {
+    super()
     this.#instance = instance
     this.#connection = connection
     this.#memoryLimit = memoryLimit
@@ -242,32 +224,6 @@ export class DuckDbWarehouse implements SessionWarehouse {
       }
     }
     return rows
-  }
-
-  runAlone(
-    statement: CompiledStatement,
-    options?: Pick<TransactionOptions, 'onMemoryRaised'>,
-  ): Promise<void> {
-    return runAlone(this, statement, options)
-  }
-
-  applyInTransaction(work: TransactionWork, options: ApplyOptions): Promise<AppliedWork> {
-    return applyInTransaction(this, work, options)
-  }
-
-  openBatch(staging: StagingStore, batch: StagedBatchName): Promise<WarehouseBatch> {
-    return openWholeBatch(staging, batch)
-  }
-
-  stageBatch(batch: WarehouseBatch, request: StageBatchRequest): Promise<StagedBatch> {
-    return stageInSession(this, batch, request)
-  }
-
-  /** The session's temporary `__dimsync_stage` is replaced by the next batch's: nothing to drop. */
-  async dropStaged(): Promise<void> {}
-
-  applyWork(work: BatchWork, request: ApplyWorkRequest): Promise<AppliedWork> {
-    return applyInTransaction(this, work.inTransaction(), request)
   }
 
   /** The database file's lock makes this process its only writer (duckdb-file-lock.ts). */

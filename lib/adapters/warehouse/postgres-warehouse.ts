@@ -8,27 +8,8 @@ import { rejectedBatchError } from '../../core/check-failure.ts'
 import type { DimensionColumn } from '../../core/dimension-layout.ts'
 import { BatchRejectedError, DimsyncError, WarehouseError } from '../../core/errors.ts'
 import { typeFamily } from '../../core/staged-types.ts'
-import type {
-  AppliedWork,
-  ApplyOptions,
-  ApplyWorkRequest,
-  Row,
-  StageBatchRequest,
-  StagedBatch,
-  StagedBatchName,
-  TransactionOptions,
-  WarehouseBatch,
-  WarehouseTransaction,
-} from '../../ports/warehouse.ts'
-import type { BatchWork, TransactionWork } from '../../core/batch-work.ts'
-import type { StagingStore } from '../../ports/staging-store.ts'
-import {
-  applyInTransaction,
-  openWholeBatch,
-  runAlone,
-  stageInSession,
-  type SessionWarehouse,
-} from './session-batch-work.ts'
+import type { Row, StagedBatchName, TransactionOptions, WarehouseTransaction } from '../../ports/warehouse.ts'
+import { SessionBatchMethods, type SessionWarehouse } from './session-batch-work.ts'
 import type { CompiledStatement, TableRef } from '../../sql/dialect.ts'
 import { duckDbDialect } from '../../sql/duckdb/duckdb-dialect.ts'
 import { TEMP } from '../../sql/merge-sql.ts'
@@ -124,12 +105,13 @@ export interface PostgresWarehouseOptions {
 const WRITE_WAIT_SETTING = 'DIMSYNC_WAREHOUSE_WAIT_SECONDS'
 const DEFAULT_WRITE_WAIT_MS = 60_000
 
-export class PostgresWarehouse implements SessionWarehouse {
+export class PostgresWarehouse extends SessionBatchMethods implements SessionWarehouse {
   readonly dialect = postgresDialect
   readonly #client: pg.Client
   readonly #writeWaitMs: number
 
   private constructor(client: pg.Client, writeWaitMs: number) {
+    super()
     this.#client = client
     this.#writeWaitMs = writeWaitMs
   }
@@ -278,32 +260,6 @@ export class PostgresWarehouse implements SessionWarehouse {
     // A text of several statements answers with the last one's rows.
     const last = Array.isArray(result) ? (result.at(-1) as pg.QueryResult | undefined) : result
     return (last?.rows ?? []) as Row[]
-  }
-
-  runAlone(
-    statement: CompiledStatement,
-    options?: Pick<TransactionOptions, 'onMemoryRaised'>,
-  ): Promise<void> {
-    return runAlone(this, statement, options)
-  }
-
-  applyInTransaction(work: TransactionWork, options: ApplyOptions): Promise<AppliedWork> {
-    return applyInTransaction(this, work, options)
-  }
-
-  openBatch(staging: StagingStore, batch: StagedBatchName): Promise<WarehouseBatch> {
-    return openWholeBatch(staging, batch)
-  }
-
-  stageBatch(batch: WarehouseBatch, request: StageBatchRequest): Promise<StagedBatch> {
-    return stageInSession(this, batch, request)
-  }
-
-  /** The session's temporary `__dimsync_stage` is replaced by the next batch's: nothing to drop. */
-  async dropStaged(): Promise<void> {}
-
-  applyWork(work: BatchWork, request: ApplyWorkRequest): Promise<AppliedWork> {
-    return applyInTransaction(this, work.inTransaction(), request)
   }
 
   /** Holds the objects' advisory locks on this session while `work` runs (postgres-object-lock.ts). */

@@ -1,10 +1,11 @@
 import type { StagedColumn } from '../../core/batch.ts'
-import type { TransactionWork } from '../../core/batch-work.ts'
+import type { BatchWork, TransactionWork } from '../../core/batch-work.ts'
 import type { CompiledStatement } from '../../core/compiled-sql.ts'
 import type { StagingStore } from '../../ports/staging-store.ts'
 import type {
   AppliedWork,
   ApplyOptions,
+  ApplyWorkRequest,
   Row,
   StageBatchRequest,
   StagedBatch,
@@ -34,6 +35,47 @@ export interface SessionWarehouse extends Warehouse<SqlDialect> {
    * (`BatchRejectedError`), naming the column.
    */
   loadStaging(partPaths: readonly string[], batch: StagedBatchName): Promise<StagedColumn[]>
+}
+
+/**
+ * The batch methods of the `Warehouse` port as every session warehouse implements them: DuckDB and PostgreSQL extend
+ * this and give the session itself (`transaction`, `query`, `loadStaging`).
+ */
+export abstract class SessionBatchMethods {
+  runAlone(
+    this: SessionWarehouse,
+    statement: CompiledStatement,
+    options?: Pick<TransactionOptions, 'onMemoryRaised'>,
+  ): Promise<void> {
+    return runAlone(this, statement, options)
+  }
+
+  applyInTransaction(
+    this: SessionWarehouse,
+    work: TransactionWork,
+    options: ApplyOptions,
+  ): Promise<AppliedWork> {
+    return applyInTransaction(this, work, options)
+  }
+
+  openBatch(staging: StagingStore, batch: StagedBatchName): Promise<WarehouseBatch> {
+    return openWholeBatch(staging, batch)
+  }
+
+  stageBatch(
+    this: SessionWarehouse,
+    batch: WarehouseBatch,
+    request: StageBatchRequest,
+  ): Promise<StagedBatch> {
+    return stageInSession(this, batch, request)
+  }
+
+  /** The session's temporary `__dimsync_stage` is replaced by the next batch's: nothing to drop. */
+  async dropStaged(): Promise<void> {}
+
+  applyWork(this: SessionWarehouse, work: BatchWork, request: ApplyWorkRequest): Promise<AppliedWork> {
+    return applyInTransaction(this, work.inTransaction(), request)
+  }
 }
 
 export async function stageInSession(
