@@ -73,6 +73,7 @@ export async function buildLocalDeps(
     bundle.openLocal(project.warehouse, {
       access,
       waitMs,
+      waitSetting: WAREHOUSE_WAIT_VARIABLE,
       ...(options.bigQuery !== undefined ? { bigQuery: options.bigQuery } : {}),
       describeHolder: (holder) => describeHolder(localState, holder),
     })

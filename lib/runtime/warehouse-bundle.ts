@@ -50,8 +50,9 @@ export interface LocalOpening {
   readonly access: 'read' | 'write'
   /** BigQuery client settings (an API endpoint and auth client in tests; nothing in normal use). */
   readonly bigQuery?: Partial<BigQueryWarehouseOptions>
-  /** How long to wait for a warehouse file another process holds. */
+  /** How long to wait for a warehouse (file or table) another process writes, and the setting that says so. */
   readonly waitMs: number
+  readonly waitSetting: string
   /** Who holds a warehouse file (a run with a local lease), for the message when the wait ends. */
   describeHolder(holder: FileLockHolder): Promise<string | undefined>
 }

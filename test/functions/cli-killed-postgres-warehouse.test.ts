@@ -12,7 +12,7 @@ import {
   writeCustomersSnapshots,
   type KillPoint,
 } from '../support/killed-runs.ts'
-import { PG_URL, postgresReachable } from '../integration/sources/support/db-services.ts'
+import { PG_URL, postgresReachable, dropPostgresSchemas } from '../integration/sources/support/db-services.ts'
 
 /**
  * `dimsync run` into a PostgreSQL warehouse, killed with SIGKILL while it loads the batch into PostgreSQL, inside
@@ -57,9 +57,7 @@ describe.skipIf(!PG_AVAILABLE && !process.env.DIMSYNC_REQUIRE_SERVICES)(
     })
     afterEach(async () => {
       await Promise.all([killed.dispose(), clean.dispose()])
-      await onServer(async (client) => {
-        for (const schema of schemas) await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
-      })
+      await dropPostgresSchemas(...schemas)
     })
 
     it(

@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { lockObjects } from '../../lib/adapters/warehouse/postgres-object-lock.ts'
 import { customersYaml, makeEmbeddedProject, type EmbeddedProject } from '../support/embedded-project.ts'
 import { CUSTOMERS_HEADER, customersSnapshot, dimsyncKilledAt, historyOf } from '../support/killed-runs.ts'
-import { PG_URL } from '../integration/sources/support/db-services.ts'
+import { PG_URL, dropPostgresSchemas } from '../integration/sources/support/db-services.ts'
 
 /**
  * Two installations of dimsync (two project folders, each with its own state: no lease in common) running into one
@@ -39,10 +39,7 @@ beforeEach(async () => {
 })
 afterEach(async () => {
   await Promise.all([first.dispose(), second.dispose()])
-  const admin = new pg.Client({ connectionString: PG_URL })
-  await admin.connect()
-  await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
-  await admin.end()
+  await dropPostgresSchemas(schema)
 })
 
 describe('two installations, one PostgreSQL warehouse schema (real CLI processes and server)', () => {

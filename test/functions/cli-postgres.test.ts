@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import { DuckDBInstance } from '@duckdb/node-api'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { PG_URL } from '../integration/sources/support/db-services.ts'
+import { PG_URL, dropPostgresSchemas } from '../integration/sources/support/db-services.ts'
 
 const ROOT = join(import.meta.dirname, '..', '..')
 const CLI = join(ROOT, 'bin', 'dimsync.mjs')
@@ -71,10 +71,7 @@ beforeAll(() => {
 })
 afterAll(async () => {
   for (const dir of [duckdb, postgres]) if (dir) rmSync(dir, { recursive: true, force: true })
-  const admin = new pg.Client({ connectionString: PG_URL })
-  await admin.connect()
-  await admin.query(`DROP SCHEMA IF EXISTS "${SCHEMA}" CASCADE`)
-  await admin.end()
+  await dropPostgresSchemas(SCHEMA)
 })
 
 describe('dimsync CLI on PostgreSQL against DuckDB, quickstart data', () => {

@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto'
-import pg from 'pg'
 import { DuckDbWarehouse } from '../../lib/adapters/warehouse/duckdb-warehouse.ts'
 import { PostgresWarehouse } from '../../lib/adapters/warehouse/postgres-warehouse.ts'
 import type { StagedColumn } from '../../lib/core/batch.ts'
@@ -16,7 +15,7 @@ import {
 } from './both-warehouses.ts'
 import { checkGuards } from './guard-check.ts'
 import { TestBatches, type Value } from './staged-batches.ts'
-import { PG_URL } from '../integration/sources/support/db-services.ts'
+import { PG_URL, dropPostgresSchemas } from '../integration/sources/support/db-services.ts'
 
 export interface OnDuckDbAndPostgres<T> {
   readonly duckdb: T
@@ -137,12 +136,6 @@ export class PostgresPairedDimension {
   async close(): Promise<void> {
     await this.warehouses.postgres.close()
     await this.warehouses.duckdb.close()
-    const admin = new pg.Client({ connectionString: PG_URL })
-    await admin.connect()
-    try {
-      await admin.query(`DROP SCHEMA IF EXISTS "${this.postgresSchema}" CASCADE`)
-    } finally {
-      await admin.end()
-    }
+    await dropPostgresSchemas(this.postgresSchema)
   }
 }

@@ -11,9 +11,8 @@ import { mergeBatch, type MergeBatchResult } from '../../lib/use-cases/merge-bat
 import { BigQueryEmulator } from './bigquery-emulator/bigquery-emulator.ts'
 import type { ZetaSqlService } from './bigquery-emulator/zetasql-service.ts'
 import { TestBatches, type Value } from './staged-batches.ts'
-import { PG_URL } from '../integration/sources/support/db-services.ts'
+import { PG_URL, dropPostgresSchemas } from '../integration/sources/support/db-services.ts'
 import { randomBytes } from 'node:crypto'
-import pg from 'pg'
 
 process.env.METADATA_SERVER_DETECTION = 'none'
 
@@ -46,15 +45,7 @@ export class FactHarness {
     const schema = `dimsync_facts_${randomBytes(6).toString('hex')}`
     const warehouse = await PostgresWarehouse.open({ url: PG_URL })
     await warehouse.createSchemaIfMissing(schema)
-    const dropSchema = async () => {
-      const admin = new pg.Client({ connectionString: PG_URL })
-      await admin.connect()
-      try {
-        await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
-      } finally {
-        await admin.end()
-      }
-    }
+    const dropSchema = () => dropPostgresSchemas(schema)
     return new FactHarness(warehouse, schema, await TestBatches.create(), dimensions, dropSchema)
   }
 

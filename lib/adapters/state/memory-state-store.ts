@@ -65,19 +65,19 @@ export class MemoryStateStore implements StateStore {
   }
 
   async renewLease(lease: Lease, ttlMs: number, now: Date): Promise<Lease> {
-    const state = this.#table(lease.table)
-    if (!isSameLease(lease, state.lease)) throw leaseLostError(lease, state.lease)
-    const renewed = renewedLease(lease, ttlMs, now)
-    state.lease = storedOf(renewed)
-    return renewed
+    return this.#replaceHeld(lease, renewedLease(lease, ttlMs, now))
   }
 
   async handOverLease(lease: Lease, ttlMs: number, now: Date): Promise<Lease> {
+    return this.#replaceHeld(lease, handedOverLease(lease, ttlMs, now))
+  }
+
+  /** Stores `next` in place of `lease` if that is still the held one; else `LeaseLostError`. */
+  #replaceHeld(lease: Lease, next: Lease): Lease {
     const state = this.#table(lease.table)
     if (!isSameLease(lease, state.lease)) throw leaseLostError(lease, state.lease)
-    const handedOver = handedOverLease(lease, ttlMs, now)
-    state.lease = storedOf(handedOver)
-    return handedOver
+    state.lease = storedOf(next)
+    return next
   }
 
   async assertLeaseHeld(lease: Lease, now: Date): Promise<void> {

@@ -97,23 +97,29 @@ function typeParser(oid: number, format?: string): (text: string) => unknown {
  */
 export interface PostgresWarehouseOptions {
   readonly url: string
-  /** How long a write waits for another dimsync writing the same table (default 60 s). */
-  readonly writeWaitMs?: number
+  /**
+   * How long a write waits for another dimsync writing the same table, and the setting users change it with (named
+   * when the wait runs out). Default: 60 s, the CLI's default.
+   */
+  readonly writeWait?: WriteWait
 }
 
-/** The setting users change the wait with, named when it runs out. */
-const WRITE_WAIT_SETTING = 'DIMSYNC_WAREHOUSE_WAIT_SECONDS'
-const DEFAULT_WRITE_WAIT_MS = 60_000
+interface WriteWait {
+  readonly ms: number
+  readonly setting: string
+}
+
+const DEFAULT_WRITE_WAIT: WriteWait = { ms: 60_000, setting: 'DIMSYNC_WAREHOUSE_WAIT_SECONDS' }
 
 export class PostgresWarehouse extends SessionBatchMethods implements SessionWarehouse {
   readonly dialect = postgresDialect
   readonly #client: pg.Client
-  readonly #writeWaitMs: number
+  readonly #writeWait: WriteWait
 
-  private constructor(client: pg.Client, writeWaitMs: number) {
+  private constructor(client: pg.Client, writeWait: WriteWait) {
     super()
     this.#client = client
-    this.#writeWaitMs = writeWaitMs
+    this.#writeWait = writeWait
   }
 
   static async open(options: PostgresWarehouseOptions): Promise<PostgresWarehouse> {
@@ -135,7 +141,7 @@ export class PostgresWarehouse extends SessionBatchMethods implements SessionWar
         retryable: isTransient(cause),
       })
     }
-    return new PostgresWarehouse(client, options.writeWaitMs ?? DEFAULT_WRITE_WAIT_MS)
+    return new PostgresWarehouse(client, options.writeWait ?? DEFAULT_WRITE_WAIT)
   }
 
   async describeTable(ref: TableRef): Promise<DimensionColumn[] | undefined> {
@@ -265,14 +271,19 @@ export class PostgresWarehouse extends SessionBatchMethods implements SessionWar
   /** Holds the objects' advisory locks on this session while `work` runs (postgres-object-lock.ts). */
   async whileWriting<T>(objects: readonly TableRef[], work: () => Promise<T>): Promise<T> {
     const release = await lockObjects(this.#client, objects, {
-      waitMs: this.#writeWaitMs,
-      waitSetting: WRITE_WAIT_SETTING,
+      waitMs: this.#writeWait.ms,
+      waitSetting: this.#writeWait.setting,
     })
+    let result: T
     try {
-      return await work()
-    } finally {
-      await release()
+      result = await work()
+    } catch (error) {
+      // The work's own error is the one to report: a session that broke mid-work releases its locks as it ends.
+      await release().catch(() => undefined)
+      throw error
     }
+    await release()
+    return result
   }
 
   async close(): Promise<void> {

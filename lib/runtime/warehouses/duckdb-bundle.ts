@@ -83,7 +83,7 @@ export const duckDbBundle: WarehouseBundle<DuckDbWarehouseSpec> = {
       {
         path,
         waitMs: opening.waitMs,
-        waitSetting: WAREHOUSE_WAIT_VARIABLE,
+        waitSetting: opening.waitSetting,
         describeHolder: opening.describeHolder,
       },
     )

@@ -17,7 +17,7 @@ export const postgresBundle: WarehouseBundle<PostgresWarehouseSpec> = {
       await import('../../adapters/warehouse/postgres-warehouse.ts')
     return await PostgresWarehouse.open({
       url: postgresUrlFromEnvironment(spec.urlEnv),
-      writeWaitMs: opening.waitMs,
+      writeWait: { ms: opening.waitMs, setting: opening.waitSetting },
     })
   },
   sharedAcrossTables: false,

@@ -34,6 +34,18 @@ async function reachable(name: string, url: string, probe: () => Promise<void>):
   }
 }
 
+/** Drops the PostgreSQL schemas a test created (a warehouse schema, a scratch schema) and all they hold. */
+export async function dropPostgresSchemas(...schemas: readonly string[]): Promise<void> {
+  const admin = new pg.Client({ connectionString: PG_URL })
+  await admin.connect()
+  try {
+    for (const schema of schemas)
+      await admin.query(`DROP SCHEMA IF EXISTS "${schema.replaceAll('"', '""')}" CASCADE`)
+  } finally {
+    await admin.end()
+  }
+}
+
 export async function postgresReachable(): Promise<boolean> {
   return reachable('PostgreSQL', PG_URL, async () => {
     const client = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 3000 })

@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto'
-import pg from 'pg'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
 import { PostgresWarehouse } from '../../../../lib/adapters/warehouse/postgres-warehouse.ts'
@@ -7,7 +6,7 @@ import type { StagedColumn } from '../../../../lib/core/batch.ts'
 import type { Row } from '../../../../lib/ports/warehouse.ts'
 import { DimsyncError } from '../../../../lib/core/errors.ts'
 import { mergeBatch } from '../../../../lib/use-cases/merge-batch.ts'
-import { PG_URL } from '../../../integration/sources/support/db-services.ts'
+import { PG_URL, dropPostgresSchemas } from '../../../integration/sources/support/db-services.ts'
 import { TestBatches } from '../../../support/staged-batches.ts'
 import { tableSpec } from '../../../support/table-spec-builder.ts'
 
@@ -39,10 +38,7 @@ beforeEach(async () => {
 afterEach(async () => {
   for (const w of warehouses) await w.close()
   await batches.dispose()
-  const admin = new pg.Client({ connectionString: PG_URL })
-  await admin.connect()
-  await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
-  await admin.end()
+  await dropPostgresSchemas(schema)
 })
 
 async function merge(warehouse: PostgresWarehouse, batchId: string, at: string) {
