@@ -8,7 +8,7 @@ export const postgresBundle: WarehouseBundle<PostgresWarehouseSpec> = {
   // The embedded DuckDB reads the parts and streams them into PostgreSQL.
   stagedParquetVersion: PARQUET_READ_BY_DUCKDB,
   async checks() {
-    const { postgresChecks } = await import('../../sql/postgres/postgres-checks.ts')
+    const { postgresChecks } = await import('../../sql/postgres/postgres-types.ts')
     return postgresChecks
   },
   async openLocal(spec, opening) {

@@ -1,4 +1,6 @@
 import { stagedTypeName, typeFamily } from '../../core/staged-types.ts'
+import type { StagedColumn } from '../../core/batch.ts'
+import { storesEveryStagedType, type WarehouseChecks } from '../../core/warehouse-checks.ts'
 import type { ColumnWhere } from '../dialect.ts'
 
 /**
@@ -151,3 +153,18 @@ const STAGED_OF_POSTGRES: Readonly<Record<string, string>> = Object.freeze({
   timestamp: 'TIMESTAMP',
   time: 'TIME',
 })
+
+/** What `dimsync validate` checks for a PostgreSQL warehouse: the staged types it has no column type for. */
+export const postgresChecks: WarehouseChecks = {
+  ...storesEveryStagedType('PostgreSQL'),
+  unstorableColumns: (columns) => columns.filter((c) => !storable(c)),
+}
+
+function storable(column: StagedColumn): boolean {
+  try {
+    postgresColumnType(column.type, { table: '', column: column.name })
+    return true
+  } catch {
+    return false
+  }
+}

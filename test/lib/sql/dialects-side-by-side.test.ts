@@ -105,7 +105,7 @@ describe('the same merge plan in DuckDB SQL, GoogleSQL and PostgreSQL', () => {
         bigquery:
           `SELECT ERROR('[dimsync-check kind=null-key table=customers batch=b1] ' || 'table customers: batch b1 has ' || CAST(COUNT(*) AS STRING) || ' rows with a NULL key (customer_id); nothing was written' || ' [/dimsync-check]')\n` +
           'FROM `acme-dw`.`history`.`_dimsync_stage_dim_customer_b1` s WHERE s.`customer_id` IS NULL HAVING COUNT(*) > 0',
-        // PostgreSQL has no error(): a function of the session's own schema raises (postgres-session.ts).
+        // PostgreSQL has no error(): a function of the session's own schema raises (postgres-dialect.ts).
         postgres:
           `SELECT pg_temp.dimsync_raise('[dimsync-check kind=null-key table=customers batch=b1] ' || 'table customers: batch b1 has ' || CAST(COUNT(*) AS TEXT) || ' rows with a NULL key (customer_id); nothing was written' || ' [/dimsync-check]')\n` +
           `FROM "__dimsync_stage" s WHERE s."customer_id" IS NULL HAVING COUNT(*) > 0`,

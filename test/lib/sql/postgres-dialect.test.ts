@@ -1,7 +1,6 @@
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { postgresDialect } from '../../../lib/sql/postgres/postgres-dialect.ts'
-import { POSTGRES_SESSION_SETUP } from '../../../lib/sql/postgres/postgres-session.ts'
+import { POSTGRES_SESSION_SETUP, postgresDialect } from '../../../lib/sql/postgres/postgres-dialect.ts'
 import { PG_URL } from '../../integration/sources/support/db-services.ts'
 
 /** What the PostgreSQL dialect renders where PostgreSQL has no built-in, executed on the real server. */
