@@ -212,6 +212,71 @@ describe('a batch founding its dimension (real DuckDB)', () => {
     expect(founding.keys).toEqual({ newKeys: 2, changedKeys: 0, deletedKeys: 0 })
   })
 
+  it('refuses a batch exactly when a key repeats, with the message of the general path, and writes nothing', async () => {
+    // Keys from a small domain, so that many batches repeat one (twice, three times, first or last in key order).
+    const keyedRowsArb = fc.array(
+      fc.record({
+        tenant_id: fc.constantFrom('a', 'b'),
+        customer_id: fc.integer({ min: 1, max: 6 }),
+        region: fc.constantFrom('North', null),
+        score: fc.constant(1),
+        nickname: fc.constant(null),
+        deleted_at: fc.constant(null),
+      }),
+      { minLength: 1, maxLength: 12 },
+    )
+    await fc.assert(
+      fc.asyncProperty(fc.boolean(), keyedRowsArb, async (compositeKey, rows) => {
+        const table = tableOf({ compositeKey, deletes: 'invalidate', openEnd: null, softDeletes: false })
+        const emptyId = await batches.stage(table.name, COLUMNS, [], { extractedAt: EMPTY_AT })
+        const batchId = await batches.stage(table.name, COLUMNS, rows as Record<string, Value>[], {
+          extractedAt: BATCH_AT,
+        })
+        const merge = (warehouse: DuckDbWarehouse, id: string) =>
+          mergeBatch(
+            { warehouse, staging: batches },
+            {
+              table,
+              schema: 'main',
+              batchId: id,
+              now: new Date('2024-03-01T00:00:00Z'),
+              allowMassDelete: true,
+            },
+          )
+        const outcome = (merged: Promise<MergeBatchResult>) =>
+          merged.then(
+            (r) => ({ refused: undefined, labels: labels(r) }),
+            (e: Error) => ({ refused: e.message, labels: [] as string[] }),
+          )
+        const founding = await DuckDbWarehouse.open({ path: ':memory:' })
+        const general = await DuckDbWarehouse.open({ path: ':memory:' })
+        try {
+          const first = await outcome(merge(founding, batchId))
+          await merge(general, emptyId)
+          const second = await outcome(merge(general, batchId))
+          const key = (r: (typeof rows)[number]) =>
+            compositeKey ? `${r.tenant_id}/${r.customer_id}` : `${r.customer_id}`
+          const repeats = new Set(rows.map(key)).size < rows.length
+          expect(first.refused).toEqual(second.refused)
+          expect(first.refused !== undefined).toBe(repeats)
+          if (repeats) {
+            expect(first.refused).toMatch(/ duplicate keys \(a full extract must hold one row per key\)/)
+            expect(await founding.describeTable({ schema: 'main', name: table.target })).toBeUndefined()
+          } else {
+            // Checked after the INSERT, which leaves out the rows of a repeated key (render-first-load.ts).
+            expect(first.labels.indexOf('check duplicate keys')).toBeGreaterThan(
+              first.labels.indexOf(FOUNDING_LABEL),
+            )
+          }
+        } finally {
+          await founding.close()
+          await general.close()
+        }
+      }),
+      { numRuns: Number(process.env.DIMSYNC_PROPERTY_RUNS ?? 12) * 2, seed: 20261206 },
+    )
+  }, 300_000)
+
   it('refuses duplicate and NULL keys with the general messages, and writes nothing', async () => {
     const table = tableOf({ compositeKey: false, deletes: 'invalidate', openEnd: null, softDeletes: false })
     const row = (customer_id: number | null) => ({
