@@ -1,5 +1,5 @@
 import { BigQueryWarehouse } from '../../lib/adapters/warehouse/bigquery-warehouse.ts'
-import { DuckDbWarehouse } from '../../lib/adapters/warehouse/duckdb-warehouse.ts'
+import { openMemoryWarehouse } from '../../lib/adapters/warehouse/memory-warehouse.ts'
 import { PostgresWarehouse } from '../../lib/adapters/warehouse/postgres-warehouse.ts'
 import type { StagedColumn } from '../../lib/core/batch.ts'
 import type { FactSpec } from '../../lib/core/fact-spec.ts'
@@ -36,7 +36,7 @@ export class FactHarness {
   ) {}
 
   static async duckdb(dimensions: TableSpec[]): Promise<FactHarness> {
-    const warehouse = await DuckDbWarehouse.open({ path: ':memory:' })
+    const warehouse = await openMemoryWarehouse()
     return new FactHarness(warehouse, 'main', await TestBatches.create(), dimensions)
   }
 
