@@ -27,7 +27,8 @@ export const UNIT_TESTS = [
  */
 export const FAST_TESTS = [
   'test/lib/use-cases/{bitemporal,change-feed,column-policy,contract-edit,delete-condition,feed-policy,merge,partial-update,preset,table-mode,truncate,version-column}-properties.test.ts',
-  'test/lib/use-cases/{capture-log-bound,type1-rewrite-guard}.test.ts',
+  'test/lib/use-cases/{capture-log-bound,type1-rewrite-guard,run-staging}.test.ts',
+  'test/integration/{bitemporal,change-feed,check-failures,column-policies,empty-first-load,evolve-column,json-canonical-upgrade,partial-updates,scd2-scenarios,schema-evolution,surrogate-keys,table-contract,table-modes}.duckdb.test.ts',
 ]
 
 export const INFRA_TESTS = ['test/infra/**/*.test.ts']
@@ -65,10 +66,11 @@ export const FAST_IO_MODULES = [/^@duckdb\//]
 
 /**
  * The lib/ modules a fast test may not import (its harnesses followed): adapters other than the in-memory ones
- * (files, servers, clouds; the DuckDB warehouse is reached through openMemoryWarehouse) and the composition roots
- * that build them. Type-only imports are erased and do not count.
+ * (files, servers, clouds; the DuckDB warehouse is reached through openMemoryWarehouse; the blob staging store is
+ * the staging logic over whichever blob store it is given, MemoryBlobStore here) and the composition roots that
+ * build them. Type-only imports are erased and do not count.
  */
 export const FAST_FORBIDDEN_LIB = [
-  /^lib\/adapters\/(?!(staging|state|warehouse)\/memory-[a-z-]+\.ts$)/,
+  /^lib\/adapters\/(?!((staging|state|warehouse)\/memory-[a-z-]+|staging\/blob-staging-store)\.ts$)/,
   /^lib\/runtime\//,
 ]

@@ -76,6 +76,11 @@ describe('fast tests use the in-memory ports only', () => {
       /imports lib\/adapters\/warehouse\/duckdb-warehouse\.ts/,
     ],
     [
+      'the file blob store',
+      `import { FileBlobStore } from '../../../lib/adapters/staging/file-blob-store.ts'`,
+      /imports lib\/adapters\/staging\/file-blob-store\.ts/,
+    ],
+    [
       'a composition root',
       `import { buildLocalDeps } from '../../../lib/runtime/local-deps.ts'`,
       /imports lib\/runtime\/local-deps\.ts/,
@@ -102,6 +107,7 @@ describe('fast tests use the in-memory ports only', () => {
   it.each([
     `import { openMemoryWarehouse } from '../../../lib/adapters/warehouse/memory-warehouse.ts'`,
     `import { MemoryStateStore } from '../../../lib/adapters/state/memory-state-store.ts'`,
+    `import { BlobStagingStore } from '../../../lib/adapters/staging/blob-staging-store.ts'`,
     `import type { DuckDbWarehouse } from '../../../lib/adapters/warehouse/duckdb-warehouse.ts'`,
     `import { DuckDBInstance } from '@duckdb/node-api'\nawait DuckDBInstance.create(':memory:')`,
   ])('a planted fast test may: %s', (code) => {
