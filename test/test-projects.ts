@@ -71,6 +71,6 @@ export const FAST_IO_MODULES = [/^@duckdb\//]
  * build them. Type-only imports are erased and do not count.
  */
 export const FAST_FORBIDDEN_LIB = [
-  /^lib\/adapters\/(?!((staging|state|warehouse)\/memory-[a-z-]+|staging\/blob-staging-store)\.ts$)/,
+  /^lib\/adapters\/(?!((staging|state)\/memory-[a-z-]+|warehouse\/duckdb-memory-warehouse|staging\/blob-staging-store)\.ts$)/,
   /^lib\/runtime\//,
 ]

@@ -105,7 +105,7 @@ describe('fast tests use the in-memory ports only', () => {
   })
 
   it.each([
-    `import { openMemoryWarehouse } from '../../../lib/adapters/warehouse/memory-warehouse.ts'`,
+    `import { openMemoryWarehouse } from '../../../lib/adapters/warehouse/duckdb-memory-warehouse.ts'`,
     `import { MemoryStateStore } from '../../../lib/adapters/state/memory-state-store.ts'`,
     `import { BlobStagingStore } from '../../../lib/adapters/staging/blob-staging-store.ts'`,
     `import type { DuckDbWarehouse } from '../../../lib/adapters/warehouse/duckdb-warehouse.ts'`,

@@ -1,6 +1,6 @@
 import { readdir, readFile } from 'node:fs/promises'
 import { BigQueryWarehouse } from '../../lib/adapters/warehouse/bigquery-warehouse.ts'
-import { openMemoryWarehouse } from '../../lib/adapters/warehouse/memory-warehouse.ts'
+import { openMemoryWarehouse } from '../../lib/adapters/warehouse/duckdb-memory-warehouse.ts'
 import type { StagedColumn } from '../../lib/core/batch.ts'
 import type { MergeCounts } from '../../lib/core/run-record.ts'
 import type { TableRef } from '../../lib/core/table-ref.ts'

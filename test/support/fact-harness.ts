@@ -1,5 +1,5 @@
 import { BigQueryWarehouse } from '../../lib/adapters/warehouse/bigquery-warehouse.ts'
-import { openMemoryWarehouse } from '../../lib/adapters/warehouse/memory-warehouse.ts'
+import { openMemoryWarehouse } from '../../lib/adapters/warehouse/duckdb-memory-warehouse.ts'
 import { PostgresWarehouse } from '../../lib/adapters/warehouse/postgres-warehouse.ts'
 import type { StagedColumn } from '../../lib/core/batch.ts'
 import type { FactSpec } from '../../lib/core/fact-spec.ts'

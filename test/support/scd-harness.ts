@@ -1,7 +1,7 @@
 import type { StagedColumn } from '../../lib/core/batch.ts'
 import type { TableSpec } from '../../lib/core/table-spec.ts'
 import type { DuckDbWarehouse } from '../../lib/adapters/warehouse/duckdb-warehouse.ts'
-import { openMemoryWarehouse } from '../../lib/adapters/warehouse/memory-warehouse.ts'
+import { openMemoryWarehouse } from '../../lib/adapters/warehouse/duckdb-memory-warehouse.ts'
 import { mergeBatch, type MergeBatchResult } from '../../lib/use-cases/merge-batch.ts'
 import { checkGuards } from './guard-check.ts'
 import { MemoryBatches } from './memory-batches.ts'

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, it } from 'vitest'
 import { DuckDbWarehouse } from '../../../../lib/adapters/warehouse/duckdb-warehouse.ts'
-import { openMemoryWarehouse } from '../../../../lib/adapters/warehouse/memory-warehouse.ts'
+import { openMemoryWarehouse } from '../../../../lib/adapters/warehouse/duckdb-memory-warehouse.ts'
 import type { StagedColumn } from '../../../../lib/core/batch.ts'
 import type { TableSpec } from '../../../../lib/core/table-spec.ts'
 import {
