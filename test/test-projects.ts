@@ -27,7 +27,7 @@ export const UNIT_TESTS = [
  */
 export const FAST_TESTS = [
   'test/lib/use-cases/{bitemporal,change-feed,column-policy,contract-edit,delete-condition,feed-policy,merge,partial-update,preset,table-mode,truncate,version-column}-properties.test.ts',
-  'test/lib/use-cases/{capture-log-bound,type1-rewrite-guard,run-staging}.test.ts',
+  'test/lib/use-cases/{capture-log-bound,type1-rewrite-guard,run-staging,read-report}.test.ts',
   'test/integration/{bitemporal,change-feed,check-failures,column-policies,empty-first-load,evolve-column,json-canonical-upgrade,partial-updates,scd2-scenarios,schema-evolution,surrogate-keys,table-contract,table-modes}.duckdb.test.ts',
 ]
 
