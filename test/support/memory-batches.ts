@@ -16,9 +16,10 @@ import { type GeneratedRows, type Value, writeParquetPart } from './parquet-rows
 /**
  * TestBatches (staged-batches.ts) on the in-memory staging store: the same `stage` (JS rows with explicit DuckDB
  * column types, one committed batch, ids `b0001`, … or the caller's, listed in staging order, a batch staged again
- * under its id replacing it in its place), but the parts are held by `MemoryStagingStore`, which checks them against the
- * manifest on every open as the production stores do. The test touches no file: the staging port hands parts over
- * as local paths, so the store's blobs cross to DuckDB through copies it makes and removes itself.
+ * under its id replacing it in its place), but the parts are held by `MemoryStagingStore`, which checks them
+ * against the manifest on every open as the production stores do. The test opens no file itself; the staging port
+ * passes parts as local paths, so DuckDB writes each part into the store's scratch folder, the store takes it into
+ * memory, and hands it to the warehouse as a temporary copy it removes.
  */
 export class MemoryBatches implements StagingStore {
   readonly store = new MemoryStagingStore()
