@@ -1,10 +1,10 @@
 import { configDefaults, defineConfig } from 'vitest/config'
 import { SlowFirstSequencer } from './test/support/slow-first-sequencer.ts'
-import { INFRA_TESTS, UNIT_TESTS } from './test/test-projects.ts'
+import { FAST_TESTS, INFRA_TESTS, UNIT_TESTS } from './test/test-projects.ts'
 
 /**
- * `npm test` runs the three projects (unit, integration, infra: see test/test-projects.ts); `--project unit`
- * runs one. `--coverage` reports lib/core and lib/sql and fails under the floor CI checks.
+ * `npm test` runs the four projects (unit, fast, integration, infra: see test/test-projects.ts), each file once;
+ * `--project unit` or `--project fast` runs one. `--coverage` reports lib/core and lib/sql and fails under the floor CI checks.
  */
 export default defineConfig({
   test: {
@@ -16,12 +16,13 @@ export default defineConfig({
     sequence: { sequencer: SlowFirstSequencer },
     projects: [
       { extends: true, test: { name: 'unit', include: UNIT_TESTS } },
+      { extends: true, test: { name: 'fast', include: FAST_TESTS } },
       {
         extends: true,
         test: {
           name: 'integration',
           include: ['test/**/*.test.ts'],
-          exclude: [...configDefaults.exclude, ...UNIT_TESTS, ...INFRA_TESTS],
+          exclude: [...configDefaults.exclude, ...UNIT_TESTS, ...FAST_TESTS, ...INFRA_TESTS],
         },
       },
       { extends: true, test: { name: 'infra', include: INFRA_TESTS } },

@@ -2,9 +2,11 @@
  * How `npm test` splits the tests into vitest projects (vitest.config.ts), and what a unit test may import
  * (test/lint/unit-tests.test.ts checks it):
  * - unit: no I/O at all (no files, processes, sockets or databases); runs anywhere in seconds;
+ * - fast: the in-memory ports only: DuckDB at ':memory:' (openMemoryWarehouse), the in-memory staging and state
+ *   stores, and no files, processes, sockets or servers of its own (test/lint/fast-tests.test.ts checks it);
  * - integration: real DuckDB, PostgreSQL, MariaDB, the S3, DynamoDB and BigQuery emulators, the CLI as a process;
  * - infra: the CDK app synthesized, its state machine simulated.
- * Every test file is in exactly one: a file not listed as unit or infra is an integration test.
+ * Every test file is in exactly one: a file not listed as unit, fast or infra is an integration test.
  */
 export const UNIT_TESTS = [
   'test/lib/core/**/*.test.ts',
@@ -17,6 +19,16 @@ export const UNIT_TESTS = [
   'test/lib/adapters/state/memory-state-store.test.ts',
   'test/functions/{format-plan,reporter,retryable-errors,report-page}.test.ts',
   'test/support/bigquery-emulator/{job-store,text-edits,values}.test.ts',
+]
+
+/**
+ * Tests of the use-cases (and the DuckDB scenario suites) on the in-memory ports: the scd harness
+ * (test/support/scd-harness.ts) merges batches of the in-memory staging store into DuckDB at ':memory:'.
+ */
+export const FAST_TESTS = [
+  'test/lib/use-cases/{bitemporal,change-feed,column-policy,contract-edit,delete-condition,feed-policy,merge,partial-update,preset,table-mode,truncate,version-column}-properties.test.ts',
+  'test/lib/use-cases/{capture-log-bound,type1-rewrite-guard,run-staging,read-report}.test.ts',
+  'test/integration/{bitemporal,change-feed,check-failures,column-policies,empty-first-load,evolve-column,json-canonical-upgrade,partial-updates,scd2-scenarios,schema-evolution,surrogate-keys,table-contract,table-modes}.duckdb.test.ts',
 ]
 
 export const INFRA_TESTS = ['test/infra/**/*.test.ts']
@@ -33,7 +45,10 @@ export const SLOW_TESTS: Readonly<Record<string, number>> = {
   'test/integration/merge-matrix-postgres.test.ts': 60,
 }
 
-/** Modules that reach outside the process (or start something that does): a unit test imports none of them. */
+/**
+ * Modules that reach outside the process (or start something that does): a unit test imports none of them, a fast
+ * test none but DuckDB's (FAST_IO_MODULES).
+ */
 export const IO_MODULES = [
   /^node:(fs|fs\/promises|child_process|net|http|https|dgram|worker_threads)$/,
   /^@duckdb\//,
@@ -44,4 +59,18 @@ export const IO_MODULES = [
   /^(s3rver|dynalite)$/,
   /^aws-cdk-lib/,
   /^@fivetrandevelopers\/zetasql/,
+]
+
+/** What a fast test may import of IO_MODULES: DuckDB, opened at ':memory:' only (test/lint/fast-tests.test.ts). */
+export const FAST_IO_MODULES = [/^@duckdb\//]
+
+/**
+ * The lib/ modules a fast test may not import (its harnesses followed): adapters other than the in-memory ones
+ * (files, servers, clouds; the DuckDB warehouse is reached through openMemoryWarehouse; the blob staging store is
+ * the staging logic over whichever blob store it is given, MemoryBlobStore here) and the composition roots that
+ * build them. Type-only imports are erased and do not count.
+ */
+export const FAST_FORBIDDEN_LIB = [
+  /^lib\/adapters\/(?!((staging|state)\/memory-[a-z-]+|warehouse\/duckdb-memory-warehouse|staging\/blob-staging-store)\.ts$)/,
+  /^lib\/runtime\//,
 ]

@@ -40,7 +40,7 @@ describe('unit tests do no I/O', () => {
   })
 
   it('the check sees an I/O import, also through a test helper', () => {
-    expect(ioImports('test/support/scd-harness.ts').join('\n')).toMatch(/staged-batches\.ts imports node:fs/)
+    expect(ioImports('test/support/fact-harness.ts').join('\n')).toMatch(/staged-batches\.ts imports node:fs/)
   })
 
   it.each(files)('%s imports nothing that does I/O', (file) => {

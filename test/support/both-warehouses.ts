@@ -1,10 +1,11 @@
 import { readdir, readFile } from 'node:fs/promises'
 import { BigQueryWarehouse } from '../../lib/adapters/warehouse/bigquery-warehouse.ts'
-import { DuckDbWarehouse } from '../../lib/adapters/warehouse/duckdb-warehouse.ts'
+import { openMemoryWarehouse } from '../../lib/adapters/warehouse/duckdb-memory-warehouse.ts'
 import type { StagedColumn } from '../../lib/core/batch.ts'
 import type { MergeCounts } from '../../lib/core/run-record.ts'
 import type { TableRef } from '../../lib/core/table-ref.ts'
 import type { TableSpec } from '../../lib/core/table-spec.ts'
+import type { StagingStore } from '../../lib/ports/staging-store.ts'
 import type { Row, Warehouse } from '../../lib/ports/warehouse.ts'
 import { arrayElementType } from '../../lib/sql/bigquery/bigquery-types.ts'
 import type { SqlDialect } from '../../lib/sql/dialect.ts'
@@ -112,7 +113,7 @@ export class BothWarehouses {
     columns: readonly StagedColumn[],
     options: { readonly rowsPerKeyBucket?: number } = {},
   ): Promise<PairedDimension> {
-    const duck = checkGuards(await DuckDbWarehouse.open({ path: ':memory:' }))
+    const duck = checkGuards(await openMemoryWarehouse())
     const emulator = await BigQueryEmulator.start({ zetaSql: this.zeta })
     emulator.createDataset(PROJECT, DATASET, { location: 'EU' })
     const bigquery = new BigQueryWarehouse({
@@ -243,7 +244,7 @@ export class PairedDimension {
 /** One merge on one warehouse: its report or the error it was refused with, counted in `tally`. */
 export async function mergeOutcome(
   warehouse: Warehouse<SqlDialect>,
-  staging: TestBatches,
+  staging: StagingStore,
   tally: MergeTally,
   request: Parameters<typeof mergeBatch>[1],
 ): Promise<MergeOutcome> {

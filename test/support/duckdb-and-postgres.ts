@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { DuckDbWarehouse } from '../../lib/adapters/warehouse/duckdb-warehouse.ts'
+import { openMemoryWarehouse } from '../../lib/adapters/warehouse/duckdb-memory-warehouse.ts'
 import { PostgresWarehouse } from '../../lib/adapters/warehouse/postgres-warehouse.ts'
 import type { StagedColumn } from '../../lib/core/batch.ts'
 import type { TableSpec } from '../../lib/core/table-spec.ts'
@@ -50,7 +50,7 @@ export class DuckDbAndPostgres {
     numbering: { readonly rowsPerKeyBucket?: number } = {},
   ): Promise<PostgresPairedDimension> {
     const schema = `dimsync_test_${randomBytes(6).toString('hex')}`
-    const duckdb = checkGuards(await DuckDbWarehouse.open({ path: ':memory:' }))
+    const duckdb = checkGuards(await openMemoryWarehouse())
     const postgres = await PostgresWarehouse.open({ url: PG_URL })
     await postgres.createSchemaIfMissing(schema)
     return new PostgresPairedDimension(table, columns, this, { duckdb, postgres }, schema, numbering)

@@ -3,7 +3,7 @@ import type { StagedColumn } from '../../lib/core/batch.ts'
 import type { FactSpec } from '../../lib/core/fact-spec.ts'
 import { systemTimeColumnNames } from '../../lib/core/metadata-columns.ts'
 import type { ChangeFeedSpec, TableSpec } from '../../lib/core/table-spec.ts'
-import type { FactHarness } from './fact-harness.ts'
+import type { MemoryFactHarness as FactHarness } from './fact-harness-memory.ts'
 import { customerReference, ORDER_COLUMNS, order, ordersFact } from './fact-specs.ts'
 import { tableSpec } from './table-spec-builder.ts'
 

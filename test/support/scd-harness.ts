@@ -1,15 +1,20 @@
 import type { StagedColumn } from '../../lib/core/batch.ts'
 import type { TableSpec } from '../../lib/core/table-spec.ts'
-import { DuckDbWarehouse } from '../../lib/adapters/warehouse/duckdb-warehouse.ts'
+import type { DuckDbWarehouse } from '../../lib/adapters/warehouse/duckdb-warehouse.ts'
+import { openMemoryWarehouse } from '../../lib/adapters/warehouse/duckdb-memory-warehouse.ts'
 import { mergeBatch, type MergeBatchResult } from '../../lib/use-cases/merge-batch.ts'
 import { checkGuards } from './guard-check.ts'
-import { TestBatches, type Value } from './staged-batches.ts'
+import { MemoryBatches } from './memory-batches.ts'
+import type { Value } from './parquet-rows.ts'
 
 export interface VersionRow {
   readonly [column: string]: string | number | boolean | null
 }
 
-/** Real DuckDB (in memory) + staged Parquet batches: load rows, merge, read the history back. */
+/**
+ * The in-memory warehouse (real DuckDB at ':memory:') + staged Parquet batches in the in-memory staging store: load
+ * rows, merge, read the history back. Nothing reaches a file or a server (the fast test tier).
+ */
 export class ScdHarness {
   #clock = Date.parse('2030-01-01T00:00:00Z')
 
@@ -17,15 +22,15 @@ export class ScdHarness {
     readonly table: TableSpec,
     readonly columns: readonly StagedColumn[],
     readonly warehouse: DuckDbWarehouse,
-    readonly batches: TestBatches,
+    readonly batches: MemoryBatches,
   ) {}
 
   static async create(table: TableSpec, columns: readonly StagedColumn[]): Promise<ScdHarness> {
     return new ScdHarness(
       table,
       columns,
-      checkGuards(await DuckDbWarehouse.open({ path: ':memory:' })),
-      await TestBatches.create(),
+      checkGuards(await openMemoryWarehouse()),
+      await MemoryBatches.create(),
     )
   }
 

@@ -2,7 +2,6 @@ import { createHash } from 'node:crypto'
 import { mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { DuckDBInstance } from '@duckdb/node-api'
 import type { BatchManifest, StagedColumn } from '../../lib/core/batch.ts'
 import { noCheckpointError } from '../../lib/core/batch-checkpoint.ts'
 import { StagingError } from '../../lib/core/errors.ts'
@@ -14,15 +13,9 @@ import type {
   StagingStore,
   UncommittedBatch,
 } from '../../lib/ports/staging-store.ts'
+import { type GeneratedRows, type Value, writeParquetPart } from './parquet-rows.ts'
 
-/** Rows too many to write one by one: a DuckDB SELECT of the columns in order, and how many rows it gives. */
-export interface GeneratedRows {
-  readonly select: string
-  readonly length: number
-}
-
-/** A staged value; an array is a DuckDB list (cast to the column's list type). */
-export type Value = string | number | boolean | null | bigint | readonly Value[]
+export type { GeneratedRows, Value } from './parquet-rows.ts'
 
 /**
  * A minimal staging store for engine tests: batches built from JS rows with explicit DuckDB column types,
@@ -53,28 +46,7 @@ export class TestBatches implements StagingStore {
     const dir = join(this.#root, table, batchId)
     await mkdir(dir, { recursive: true })
     const path = join(dir, 'part-00000.parquet')
-    const c = await (await parquetWriter()).connect()
-    try {
-      await c.run(`SET TimeZone='UTC'`)
-      // A temporary table is the connection's own: batches staged at once do not meet.
-      await c.run(
-        `CREATE TEMP TABLE t (${columns.map((col) => `${quote(col.name)} ${col.type}`).join(', ')})`,
-      )
-      if ('select' in rows) await c.run(`INSERT INTO t ${rows.select}`)
-      else
-        for (let i = 0; i < rows.length; i += 500) {
-          const chunk = rows.slice(i, i + 500)
-          const values = chunk
-            .map(
-              (r) => `(${columns.map((col) => `CAST(${literal(r[col.name])} AS ${col.type})`).join(', ')})`,
-            )
-            .join(',\n')
-          await c.run(`INSERT INTO t VALUES ${values}`)
-        }
-      await c.run(`COPY t TO ${literal(path)} (FORMAT parquet)`)
-    } finally {
-      c.closeSync()
-    }
+    await writeParquetPart(path, columns, rows)
     const bytes = (await stat(path)).size
     const sha256 = createHash('sha256')
       .update(await readFile(path))
@@ -141,30 +113,4 @@ export class TestBatches implements StagingStore {
   async dispose(): Promise<void> {
     await rm(this.#root, { recursive: true, force: true })
   }
-}
-
-/**
- * The DuckDB that writes the staged Parquet, one per test process: starting an instance per batch cost more than
- * writing the batch.
- */
-let writer: Promise<DuckDBInstance> | undefined
-function parquetWriter(): Promise<DuckDBInstance> {
-  writer ??= DuckDBInstance.create(':memory:')
-  return writer
-}
-
-function literal(v: Value | undefined): string {
-  if (v === null || v === undefined) return 'NULL'
-  if (typeof v === 'string') return `'${v.replaceAll("'", "''")}'`
-  if (typeof v === 'boolean') return v ? 'TRUE' : 'FALSE'
-  if (Array.isArray(v)) return `[${v.map(literal).join(', ')}]`
-  // NaN and the infinities have no bare literal; DuckDB casts their text ('NaN', 'Infinity', '-Infinity').
-  if (typeof v === 'number' && !Number.isFinite(v)) return `'${String(v)}'`
-  // String(-0) is '0': the sign would be lost.
-  if (Object.is(v, -0)) return `'-0.0'`
-  return String(v)
-}
-
-function quote(name: string): string {
-  return `"${name.replaceAll('"', '""')}"`
 }

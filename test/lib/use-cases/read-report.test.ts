@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { DimensionReport, ProjectReport } from '../../../lib/core/history-report.ts'
 import { readKeyTimeline, readReport } from '../../../lib/use-cases/read-report.ts'
-import { FactHarness } from '../../support/fact-harness.ts'
+import { MemoryFactHarness } from '../../support/fact-harness-memory.ts'
 import {
   accounts,
   feed,
@@ -15,11 +15,11 @@ import {
  * report-scenario.ts): what each day opened, closed, deleted, restored, corrected, and the facts' shares.
  */
 
-let h: FactHarness
+let h: MemoryFactHarness
 let report: ProjectReport
 
 beforeAll(async () => {
-  h = await FactHarness.duckdb([...REPORT_TABLES])
+  h = await MemoryFactHarness.duckdb([...REPORT_TABLES])
   await loadReportScenario(h)
   report = await readReport(
     { warehouse: h.warehouse },

@@ -1,31 +1,22 @@
 import { randomBytes } from 'node:crypto'
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { beforeEach, describe, expect, it } from 'vitest'
 import { BlobStagingStore } from '../../../lib/adapters/staging/blob-staging-store.ts'
-import { FileBlobStore } from '../../../lib/adapters/staging/file-blob-store.ts'
+import { MemoryBlobStore } from '../../../lib/adapters/staging/memory-blob-store.ts'
 import type { BatchManifest } from '../../../lib/core/batch.ts'
 import { StagingError } from '../../../lib/core/errors.ts'
 import type { StagingStore } from '../../../lib/ports/staging-store.ts'
 import { RunStaging } from '../../../lib/use-cases/run-staging.ts'
 import { countingBlobs, type Reads } from '../../support/counting-blobs.ts'
+import { writeParquetPart } from '../../support/parquet-rows.ts'
 
-let root: string
 let store: StagingStore
 let reads: Reads
 
-beforeEach(async () => {
-  root = await mkdtemp(join(tmpdir(), 'dimsync-run-staging-'))
-  const counted = countingBlobs(
-    new FileBlobStore(root, (folder) => ({ name: `staging folder ${folder}`, setting: 'test' })),
-    'customers',
-  )
+beforeEach(() => {
+  const counted = countingBlobs(new MemoryBlobStore(), 'customers')
   store = new BlobStagingStore(counted.blobs)
   reads = counted.reads
-})
-afterEach(async () => {
-  await rm(root, { recursive: true, force: true })
 })
 
 async function stage(
@@ -36,7 +27,7 @@ async function stage(
 ): Promise<BatchManifest> {
   const writer = await on.beginBatch(table, batchId)
   const path = join(writer.scratchDir, `tmp-${randomBytes(4).toString('hex')}.parquet`)
-  await writeFile(path, `rows of ${batchId}`)
+  await writeParquetPart(path, [{ name: 'id', type: 'INTEGER' }], [{ id: day }])
   await writer.addPart(path, 1)
   return await writer.commit({
     table,
