@@ -10,7 +10,6 @@ import { raiseCheck } from './raise-check.ts'
 import { softDeleteComparison } from './soft-delete-condition.ts'
 import {
   advanceRecordedHighestKey,
-  keyNumberingWindow,
   newSurrogateKey,
   seedRecordedHighestKey,
   type KeyNumbering,
@@ -73,8 +72,6 @@ export const WORK = Object.freeze({
   rank: '__dimsync_rank',
   newKey: '__dimsync_new_key',
   before: '__dimsync_before',
-  sameKeyBefore: '__dimsync_same_key_before',
-  sameKeyAfter: '__dimsync_same_key_after',
 })
 
 /** Everything the merge of one batch depends on. Pure data: rendering does no I/O and reads no clock. */
@@ -464,28 +461,6 @@ export class MergeSql {
    */
   numberedKeys(alias: string, rows: string): string {
     return `(SELECT ${this.keyList(alias)}, ${this.newKey(alias, [this.keyList(alias)])} AS ${this.q(WORK.newKey)} FROM ${rows})`
-  }
-
-  /**
-   * `numberedKeys` of the keys that occur once in `rows`: the rows of a key given twice get no number, so they
-   * join nothing. Equal keys are neighbours in the window that numbers the keys, so telling them apart costs two
-   * window functions over the rows that window sorts anyway, not an aggregation of every key: a join that leaves
-   * rows out shows the batch has duplicate keys (renderFirstLoad).
-   */
-  numberedUniqueKeys(alias: string, rows: string): string {
-    const order = [this.keyList(alias)]
-    const window = keyNumberingWindow(this.d, this.keyNumbering, this.p.layout.key, alias, order)
-    const sameAs = (neighbour: 'LAG' | 'LEAD') =>
-      this.keys
-        .map((k) => `${neighbour}(${this.col(alias, k)}) OVER (${window}) = ${this.col(alias, k)}`)
-        .join(' AND ')
-    const [before, after] = [this.q(WORK.sameKeyBefore), this.q(WORK.sameKeyAfter)]
-    return (
-      `(SELECT ${this.keyList('u')}, u.${this.q(WORK.newKey)} FROM (\n` +
-      `  SELECT ${this.keyList(alias)}, ${this.newKey(alias, order)} AS ${this.q(WORK.newKey)},\n` +
-      `    ${sameAs('LAG')} AS ${before}, ${sameAs('LEAD')} AS ${after}\n  FROM ${rows}\n` +
-      `) u WHERE NOT COALESCE(u.${before}, FALSE) AND NOT COALESCE(u.${after}, FALSE))`
-    )
   }
 
   /** Emits what `newKey` reads first: the record's row, for a dimension that has none yet. */

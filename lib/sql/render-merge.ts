@@ -12,7 +12,7 @@ import {
 } from './render-carried-values.ts'
 import { renderChangeFeedChecks, renderOperationCheck } from './render-change-feed-checks.ts'
 import { renderAppend } from './render-append.ts'
-import { checksDuplicatesAfterInsert, foundsDimension, renderFirstLoad } from './render-first-load.ts'
+import { foundsDimension, renderFirstLoad } from './render-first-load.ts'
 import { renderInferredCompletion } from './render-inferred-completion.ts'
 import { LATE_INSERTED, renderLatePath } from './render-late-path.ts'
 import { renderPartialUpdates } from './render-partial-updates.ts'
@@ -51,10 +51,7 @@ class MergeRenderer extends MergeSql {
       this.#rehashWithoutRemovedColumns()
     if (this.p.table.mode !== 'append') renderPolicyRewrite(this)
     if (this.p.layout.partial !== undefined) renderPartialUpdates(this)
-    // A first load without soft deletes checks its keys for duplicates after its INSERT, where the check is needed
-    // only when the INSERT left rows out (render-first-load.ts): nothing between here and there refuses a batch.
-    const duplicatesAfterInsert = foundsDimension(this.p) && checksDuplicatesAfterInsert(this)
-    this.#checkGrain(!duplicatesAfterInsert)
+    this.#checkGrain()
     this.hashStagedRows()
     if (this.p.table.changeDetection !== undefined) renderVersionColumn(this, this.p.table.changeDetection)
     renderInferredCompletion(this)
@@ -70,16 +67,8 @@ class MergeRenderer extends MergeSql {
     }
     if (foundsDimension(this.p)) {
       // Nothing to diff against: one INSERT of the staged rows (render-first-load.ts).
-      if (!duplicatesAfterInsert) {
-        this.#checkExtractionOrder()
-        renderFirstLoad(this)
-      } else {
-        renderFirstLoad(
-          this,
-          () => this.#checkDuplicateKeys(),
-          () => this.#checkExtractionOrder(),
-        )
-      }
+      this.#checkExtractionOrder()
+      renderFirstLoad(this)
       renderColumnPolicies(this, { foundsDimension: true })
       this.#recordBatch()
       return this.out
@@ -126,8 +115,7 @@ class MergeRenderer extends MergeSql {
     return this.out
   }
 
-  /** The grain checks; `duplicates`: with the check of duplicate keys (else the caller emits it later). */
-  #checkGrain(duplicates = true): void {
+  #checkGrain(): void {
     const stage = this.stage
     const count = (expr: string) => this.d.castToString(expr)
     const nullKey = this.keys.map((k) => `${this.col('s', k)} IS NULL`).join(' OR ')
@@ -153,13 +141,6 @@ class MergeRenderer extends MergeSql {
       )
     }
     if (this.p.table.changes !== undefined) return renderChangeFeedChecks(this)
-    if (duplicates) this.#checkDuplicateKeys()
-  }
-
-  #checkDuplicateKeys(): void {
-    const stage = this.stage
-    const count = (expr: string) => this.d.castToString(expr)
-    const validFrom = this.p.layout.validFromColumn
     // A full extract is one state per key; a delta may hold several changes of a key, one per change time.
     const perTime = this.p.mode === 'incremental' && validFrom !== undefined
     const grain = perTime ? `${this.keyList('s')}, ${this.col('s', validFrom.name)}` : this.keyList('s')

@@ -84,27 +84,10 @@ export function newSurrogateKey(
   order: readonly string[],
 ): string {
   const base = recordedHighestKey(r)
-  const window = keyNumberingWindow(r.dialect, numbering, key, alias, order)
-  if (numbering.buckets <= 1) return `${base} + ROW_NUMBER() OVER (${window})`
-  const bucket = keyBucket(r.dialect, numbering, key, alias)
-  return `${base} + (ROW_NUMBER() OVER (${window}) - 1) * ${numbering.buckets} + ${bucket} + 1`
-}
-
-/**
- * The window `newSurrogateKey` numbers rows in (the text inside `OVER (…)`): the rows in the order of `order`, per
- * bucket when `numbering` has more than one. Rows of equal keys are neighbours in it (a key's bucket is a function
- * of the key).
- */
-export function keyNumberingWindow(
-  d: SqlDialect,
-  numbering: KeyNumbering,
-  key: readonly HashedColumn[],
-  alias: string,
-  order: readonly string[],
-): string {
   const by = order.join(', ')
-  if (numbering.buckets <= 1) return `ORDER BY ${by}`
-  return `PARTITION BY ${keyBucket(d, numbering, key, alias)} ORDER BY ${by}`
+  if (numbering.buckets <= 1) return `${base} + ROW_NUMBER() OVER (ORDER BY ${by})`
+  const bucket = keyBucket(r.dialect, numbering, key, alias)
+  return `${base} + (ROW_NUMBER() OVER (PARTITION BY ${bucket} ORDER BY ${by}) - 1) * ${numbering.buckets} + ${bucket} + 1`
 }
 
 /**

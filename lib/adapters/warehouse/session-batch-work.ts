@@ -13,7 +13,6 @@ import type {
   TransactionOptions,
   Warehouse,
   WarehouseBatch,
-  WarehouseTransaction,
 } from '../../ports/warehouse.ts'
 import type { SqlDialect } from '../../sql/dialect.ts'
 
@@ -123,10 +122,7 @@ export async function applyInTransaction(
   for (const statement of ddlBefore) await runAlone(warehouse, statement)
   const row = await warehouse.transaction(
     async (tx) => {
-      for (const { onlyIf, run } of guardedRuns(inside)) {
-        if (onlyIf !== undefined && !(await isNeeded(tx, onlyIf))) continue
-        for (const statement of run) await tx.execute(statement)
-      }
+      for (const statement of inside) await tx.execute(statement)
       const [report] = work.report === undefined ? [] : await tx.query(work.report)
       for (const q of queries) after.push(await tx.query(q))
       if (!options.dryRun) await options.beforeCommit?.()
@@ -143,27 +139,4 @@ export async function applyInTransaction(
     statements: [...(work.alreadyRun ?? []), ...ddlBefore, ...inside],
     ...(options.around !== undefined ? { around: { before, after } } : {}),
   }
-}
-
-/**
- * Consecutive statements with the same guard (CompiledStatement.onlyIf), in order. A run's guard is read once,
- * before its first statement, as a script warehouse's `IF <guard> THEN … END IF` does (bigquery-script.ts).
- */
-function guardedRuns(statements: readonly CompiledStatement[]) {
-  const runs: { onlyIf: string | undefined; run: CompiledStatement[] }[] = []
-  for (const s of statements) {
-    const last = runs.at(-1)
-    if (last !== undefined && last.onlyIf === s.onlyIf) last.run.push(s)
-    else runs.push({ onlyIf: s.onlyIf, run: [s] })
-  }
-  return runs
-}
-
-/**
- * Whether a guarded run is needed: statements whose guard is false change nothing (CompiledStatement.onlyIf), so
- * they are skipped rather than run for nothing (a first load's check of duplicate keys groups every key).
- */
-async function isNeeded(tx: WarehouseTransaction, onlyIf: string): Promise<boolean> {
-  const [row] = await tx.query(`SELECT CASE WHEN ${onlyIf} THEN 1 ELSE 0 END AS needed`)
-  return Number(row?.needed) === 1
 }
