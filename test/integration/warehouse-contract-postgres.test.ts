@@ -1,14 +1,6 @@
 import { afterAll, beforeAll, describe, it } from 'vitest'
 import { DuckDbAndPostgres } from '../support/duckdb-and-postgres.ts'
-import {
-  BAD_BATCHES,
-  CHANGE_FEEDS,
-  CHANGE_TIMES,
-  runScenario,
-  SNAPSHOTS,
-  SOFT_DELETES,
-  SOURCE_TYPES,
-} from '../support/warehouse-contract-scenarios.ts'
+import { CONTRACT_GROUPS, runScenario } from '../support/warehouse-contract-scenarios.ts'
 
 /**
  * The warehouse contract (test/support/warehouse-contract-scenarios.ts) on DuckDB and PostgreSQL, both real:
@@ -23,14 +15,7 @@ afterAll(async () => {
   await pair?.stop()
 })
 
-describe.each([
-  ['snapshots', SNAPSHOTS],
-  ['source types', SOURCE_TYPES],
-  ['change times', CHANGE_TIMES],
-  ['soft deletes', SOFT_DELETES],
-  ['bad batches', BAD_BATCHES],
-  ['change feeds', CHANGE_FEEDS],
-])('warehouse contract, %s: DuckDB and PostgreSQL agree', (_group, scenarios) => {
+describe.each(CONTRACT_GROUPS)('warehouse contract, %s: DuckDB and PostgreSQL agree', (_group, scenarios) => {
   // Each scenario has its own DuckDB and PostgreSQL schema: they run side by side.
   it.concurrent.each(Object.keys(scenarios))('%s', async (name) => {
     await runScenario(pair, scenarios[name]!)

@@ -3,7 +3,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { BothWarehouses, type MergeTally, type TextRows } from '../support/both-warehouses.ts'
 import { tableSpec } from '../support/table-spec-builder.ts'
 import {
-  BAD_BATCHES,
   CHANGE_FEEDS,
   CHANGE_TIMES,
   CUSTOMER,
@@ -11,11 +10,10 @@ import {
   MAR,
   MAY,
   ana,
+  CONTRACT_GROUPS,
   runScenario,
   type Scenario,
   SNAPSHOTS,
-  SOFT_DELETES,
-  SOURCE_TYPES,
 } from '../support/warehouse-contract-scenarios.ts'
 
 /**
@@ -40,24 +38,20 @@ afterAll(async () => {
   await both.stop()
 })
 
-describe.each([
-  ['snapshots', SNAPSHOTS],
-  ['source types', SOURCE_TYPES],
-  ['change times', CHANGE_TIMES],
-  ['soft deletes', SOFT_DELETES],
-  ['bad batches', BAD_BATCHES],
-  ['change feeds', CHANGE_FEEDS],
-])('warehouse contract, %s: DuckDB and the BigQuery emulator agree', (_group, scenarios) => {
-  // About 10 s a scenario on a quiet machine; CI shares its two cores with the rest of the suite. Each scenario has
-  // its own DuckDB and emulator (only the ZetaSQL server is shared): they run side by side.
-  it.concurrent.each(Object.keys(scenarios))(
-    '%s',
-    async (name) => {
-      await runScenario(both, scenarios[name]!)
-    },
-    180_000,
-  )
-})
+describe.each(CONTRACT_GROUPS)(
+  'warehouse contract, %s: DuckDB and the BigQuery emulator agree',
+  (_group, scenarios) => {
+    // About 10 s a scenario on a quiet machine; CI shares its two cores with the rest of the suite. Each scenario has
+    // its own DuckDB and emulator (only the ZetaSQL server is shared): they run side by side.
+    it.concurrent.each(Object.keys(scenarios))(
+      '%s',
+      async (name) => {
+        await runScenario(both, scenarios[name]!)
+      },
+      180_000,
+    )
+  },
+)
 
 /**
  * BigQuery numbers the new keys of a batch larger than a bucket per bucket of the key's hash

@@ -1,17 +1,9 @@
 import { join } from 'node:path'
 import { MemoryStagingStore } from '../../lib/adapters/staging/memory-staging-store.ts'
-import type { BatchManifest, StagedColumn } from '../../lib/core/batch.ts'
-import { noCheckpointError } from '../../lib/core/batch-checkpoint.ts'
-import { StagingError } from '../../lib/core/errors.ts'
-import type {
-  BatchCheckpoint,
-  BatchOnDemand,
-  BatchWriter,
-  OpenedBatch,
-  StagingStore,
-  UncommittedBatch,
-} from '../../lib/ports/staging-store.ts'
+import type { StagedColumn } from '../../lib/core/batch.ts'
+import type { BatchOnDemand, OpenedBatch } from '../../lib/ports/staging-store.ts'
 import { type GeneratedRows, type Value, writeParquetPart } from './parquet-rows.ts'
+import { RowBatches } from './row-batches.ts'
 
 /**
  * TestBatches (staged-batches.ts) on the in-memory staging store: the same `stage` (JS rows with explicit DuckDB
@@ -21,10 +13,8 @@ import { type GeneratedRows, type Value, writeParquetPart } from './parquet-rows
  * passes parts as local paths, so DuckDB writes each part into the store's scratch folder, the store takes it into
  * memory, and hands it to the warehouse as a temporary copy it removes.
  */
-export class MemoryBatches implements StagingStore {
+export class MemoryBatches extends RowBatches {
   readonly store = new MemoryStagingStore()
-  readonly #manifests = new Map<string, BatchManifest>()
-  #seq = 0
 
   static async create(): Promise<MemoryBatches> {
     return new MemoryBatches()
@@ -37,7 +27,7 @@ export class MemoryBatches implements StagingStore {
     rows: readonly Record<string, Value>[] | GeneratedRows,
     options: { extractedAt: string; mode?: 'full' | 'incremental'; batchId?: string },
   ): Promise<string> {
-    const batchId = options.batchId ?? `b${String(++this.#seq).padStart(4, '0')}`
+    const batchId = this.batchIdFor(options.batchId)
     await this.store.deleteBatch(table, batchId)
     const writer = await this.store.beginBatch(table, batchId)
     try {
@@ -53,7 +43,7 @@ export class MemoryBatches implements StagingStore {
         columns,
         sourceDescription: 'test rows',
       })
-      this.#manifests.set(`${table}/${batchId}`, manifest)
+      this.manifests.set(`${table}/${batchId}`, manifest)
     } catch (error) {
       await writer.abort()
       throw error
@@ -61,44 +51,16 @@ export class MemoryBatches implements StagingStore {
     return batchId
   }
 
-  async beginBatch(): Promise<BatchWriter> {
-    throw new Error('MemoryBatches stages batches with stage()')
-  }
-  /** Nothing is ever suspended here: a committed batch or no saved progress, as the port says. */
-  async resumeBatch(
-    table: string,
-    batchId: string,
-  ): Promise<{ writer: BatchWriter; checkpoint: BatchCheckpoint }> {
-    if (this.#manifests.has(`${table}/${batchId}`)) {
-      throw new StagingError(`table ${table}: batch ${batchId} is already committed`)
-    }
-    throw noCheckpointError(table, batchId)
-  }
-  async listBatches(table: string): Promise<readonly BatchManifest[]> {
-    return [...this.#manifests.values()].filter((m) => m.table === table)
-  }
   async openBatch(table: string, batchId: string): Promise<OpenedBatch> {
-    return await this.store.openListedBatch(table, this.#manifest(table, batchId))
+    return await this.store.openListedBatch(table, this.manifestOf(table, batchId))
   }
   async openBatchOnDemand(table: string, batchId: string): Promise<BatchOnDemand> {
-    return await this.store.openListedBatchOnDemand(table, this.#manifest(table, batchId))
+    return await this.store.openListedBatchOnDemand(table, this.manifestOf(table, batchId))
   }
   async deleteBatch(table: string, batchId: string): Promise<void> {
-    this.#manifests.delete(`${table}/${batchId}`)
+    this.manifests.delete(`${table}/${batchId}`)
     await this.store.deleteBatch(table, batchId)
-  }
-  async removeAbandoned(): Promise<readonly string[]> {
-    return []
-  }
-  async listUncommitted(): Promise<readonly UncommittedBatch[]> {
-    return []
   }
   /** Nothing to remove: the blobs go with the object. */
   async dispose(): Promise<void> {}
-
-  #manifest(table: string, batchId: string): BatchManifest {
-    const manifest = this.#manifests.get(`${table}/${batchId}`)
-    if (!manifest) throw new StagingError(`table ${table}: batch ${batchId} has no manifest`)
-    return manifest
-  }
 }

@@ -2,18 +2,10 @@ import { createHash } from 'node:crypto'
 import { mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { BatchManifest, StagedColumn } from '../../lib/core/batch.ts'
-import { noCheckpointError } from '../../lib/core/batch-checkpoint.ts'
-import { StagingError } from '../../lib/core/errors.ts'
-import type {
-  BatchCheckpoint,
-  BatchOnDemand,
-  BatchWriter,
-  OpenedBatch,
-  StagingStore,
-  UncommittedBatch,
-} from '../../lib/ports/staging-store.ts'
+import type { StagedColumn } from '../../lib/core/batch.ts'
+import type { BatchOnDemand, OpenedBatch } from '../../lib/ports/staging-store.ts'
 import { type GeneratedRows, type Value, writeParquetPart } from './parquet-rows.ts'
+import { RowBatches } from './row-batches.ts'
 
 export type { GeneratedRows, Value } from './parquet-rows.ts'
 
@@ -21,13 +13,12 @@ export type { GeneratedRows, Value } from './parquet-rows.ts'
  * A minimal staging store for engine tests: batches built from JS rows with explicit DuckDB column types,
  * written as real Parquet by DuckDB. (The production LocalStagingStore has its own contract tests.)
  */
-export class TestBatches implements StagingStore {
+export class TestBatches extends RowBatches {
   readonly #root: string
-  readonly #manifests = new Map<string, BatchManifest>()
   readonly #paths = new Map<string, string[]>()
-  #seq = 0
 
   private constructor(root: string) {
+    super()
     this.#root = root
   }
 
@@ -42,7 +33,7 @@ export class TestBatches implements StagingStore {
     rows: readonly Record<string, Value>[] | GeneratedRows,
     options: { extractedAt: string; mode?: 'full' | 'incremental'; batchId?: string },
   ): Promise<string> {
-    const batchId = options.batchId ?? `b${String(++this.#seq).padStart(4, '0')}`
+    const batchId = this.batchIdFor(options.batchId)
     const dir = join(this.#root, table, batchId)
     await mkdir(dir, { recursive: true })
     const path = join(dir, 'part-00000.parquet')
@@ -51,7 +42,7 @@ export class TestBatches implements StagingStore {
     const sha256 = createHash('sha256')
       .update(await readFile(path))
       .digest('hex')
-    this.#manifests.set(`${table}/${batchId}`, {
+    this.manifests.set(`${table}/${batchId}`, {
       formatVersion: 1,
       table,
       batchId,
@@ -66,25 +57,8 @@ export class TestBatches implements StagingStore {
     return batchId
   }
 
-  async beginBatch(): Promise<BatchWriter> {
-    throw new Error('TestBatches stages batches with stage()')
-  }
-  /** Nothing is ever suspended here: a committed batch or no saved progress, as the port says. */
-  async resumeBatch(
-    table: string,
-    batchId: string,
-  ): Promise<{ writer: BatchWriter; checkpoint: BatchCheckpoint }> {
-    if (this.#manifests.has(`${table}/${batchId}`)) {
-      throw new StagingError(`table ${table}: batch ${batchId} is already committed`)
-    }
-    throw noCheckpointError(table, batchId)
-  }
-  async listBatches(table: string): Promise<readonly BatchManifest[]> {
-    return [...this.#manifests.values()].filter((m) => m.table === table)
-  }
   async openBatch(table: string, batchId: string): Promise<OpenedBatch> {
-    const manifest = this.#manifests.get(`${table}/${batchId}`)
-    if (!manifest) throw new StagingError(`table ${table}: batch ${batchId} has no manifest`)
+    const manifest = this.manifestOf(table, batchId)
     return { manifest, partPaths: this.#paths.get(`${table}/${batchId}`)!, release: async () => undefined }
   }
   async openBatchOnDemand(table: string, batchId: string): Promise<BatchOnDemand> {
@@ -102,13 +76,7 @@ export class TestBatches implements StagingStore {
     }
   }
   async deleteBatch(table: string, batchId: string): Promise<void> {
-    this.#manifests.delete(`${table}/${batchId}`)
-  }
-  async removeAbandoned(): Promise<readonly string[]> {
-    return []
-  }
-  async listUncommitted(): Promise<readonly UncommittedBatch[]> {
-    return []
+    this.manifests.delete(`${table}/${batchId}`)
   }
   async dispose(): Promise<void> {
     await rm(this.#root, { recursive: true, force: true })

@@ -846,3 +846,13 @@ export function kind(outcome: MergeOutcome): Step['expect'] {
   if ('error' in outcome) return 'refused'
   return outcome.status === 'already-applied' ? 'already-applied' : 'merged'
 }
+
+/** Every group of the contract, for the runners' `describe.each`: a group added here runs on every warehouse pair. */
+export const CONTRACT_GROUPS: readonly (readonly [string, Record<string, Scenario>])[] = [
+  ['snapshots', SNAPSHOTS],
+  ['source types', SOURCE_TYPES],
+  ['change times', CHANGE_TIMES],
+  ['soft deletes', SOFT_DELETES],
+  ['bad batches', BAD_BATCHES],
+  ['change feeds', CHANGE_FEEDS],
+]

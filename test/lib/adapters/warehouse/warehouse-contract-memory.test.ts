@@ -18,13 +18,8 @@ import { MemoryBatches } from '../../../support/memory-batches.ts'
 import type { Value } from '../../../support/parquet-rows.ts'
 import { TestBatches } from '../../../support/staged-batches.ts'
 import {
-  BAD_BATCHES,
-  CHANGE_FEEDS,
-  CHANGE_TIMES,
+  CONTRACT_GROUPS,
   runScenario,
-  SNAPSHOTS,
-  SOFT_DELETES,
-  SOURCE_TYPES,
   type ScenarioDimension,
   type ScenarioPair,
 } from '../../../support/warehouse-contract-scenarios.ts'
@@ -133,15 +128,11 @@ class MemoryAndFileDimension implements ScenarioDimension<'file'> {
   }
 }
 
-describe.each([
-  ['snapshots', SNAPSHOTS],
-  ['source types', SOURCE_TYPES],
-  ['change times', CHANGE_TIMES],
-  ['soft deletes', SOFT_DELETES],
-  ['bad batches', BAD_BATCHES],
-  ['change feeds', CHANGE_FEEDS],
-])('warehouse contract, %s: the in-memory ports and DuckDB on files agree', (_group, scenarios) => {
-  it.each(Object.keys(scenarios))('%s', async (name) => {
-    await runScenario(memoryAndFile, scenarios[name]!)
-  })
-})
+describe.each(CONTRACT_GROUPS)(
+  'warehouse contract, %s: the in-memory ports and DuckDB on files agree',
+  (_group, scenarios) => {
+    it.each(Object.keys(scenarios))('%s', async (name) => {
+      await runScenario(memoryAndFile, scenarios[name]!)
+    })
+  },
+)
