@@ -15,6 +15,7 @@ export const CHECK_KINDS = Object.freeze([
   'system-time-order',
   'late-partial-event',
   'version-column',
+  'incomplete-load',
 ] as const)
 export type CheckKind = (typeof CHECK_KINDS)[number]
 

@@ -41,6 +41,7 @@ export function renderFirstLoad(m: MergeSql): void {
       `FROM ${m.stage} s\nJOIN ${m.numberedKeys('s', `${m.stage} s${versionRows}`)} n ON ${m.keyEq('n', 's')}${versionRows}`,
   )
   m.advanceKeys('s', `${m.stage} s${versionRows}`, 'first versions')
+  checkEveryRowWritten(m, versionRows)
   // Soft deletes are events (unchanged ones) unless the policy ignores them, as in the general path.
   const events = m.p.table.deletes === 'ignore' ? versionRows : ''
   m.emit(
@@ -54,5 +55,25 @@ export function renderFirstLoad(m: MergeSql): void {
       `SELECT 1 AS ${m.q(WORK.changeNo)}, FALSE AS ${m.q(WORK.hadCurrent)}, FALSE AS ${m.q(WORK.del)}\n` +
         `FROM ${m.stage} s${versionRows}`,
     ),
+  )
+}
+
+/**
+ * The dimension is new, so it holds exactly what the INSERT wrote: one version per staged row that is not a soft
+ * delete. The grain checks already refused repeated and NULL keys, so a difference is a defect of the INSERT (a
+ * join or filter losing rows) and the batch is refused before it commits, instead of founding a history that
+ * silently lacks keys the source sent.
+ */
+function checkEveryRowWritten(m: MergeSql, versionRows: string): void {
+  const count = (expr: string) => m.d.castToString(expr)
+  const what = versionRows === '' ? ' staged rows' : ' staged rows that are not soft deletes'
+  m.emit(
+    'check every staged row founded a version',
+    `SELECT ${m.raise(
+      'incomplete-load',
+      `${m.str(`${m.prefix()} wrote `)} || ${count('c.written')} || ${m.str(' versions in its first load for ')} || ` +
+        `${count('c.staged')} || ${m.str(`${what}; nothing was written`)}`,
+    )}\nFROM (SELECT (SELECT COUNT(*) FROM ${m.dim} d WHERE ${m.current('d')}) AS written, ` +
+      `(SELECT COUNT(*) FROM ${m.stage} s${versionRows}) AS staged) c\nWHERE c.written <> c.staged`,
   )
 }

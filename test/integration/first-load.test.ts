@@ -242,6 +242,64 @@ describe('a batch founding its dimension (real DuckDB)', () => {
       await warehouse.close()
     }
   })
+
+  it('refuses a first load whose INSERT wrote fewer versions than rows staged, and writes nothing', async () => {
+    // Only a defect of dimsync's own SQL can drop a row there (no repeated key to blame): the INSERT is made to
+    // leave customer 2 out, as such a defect would, and the count check after it must refuse the batch.
+    const table = tableOf({ compositeKey: false, deletes: 'invalidate', openEnd: null, softDeletes: true })
+    const row = (customer_id: number, deleted_at: string | null = null) => ({
+      tenant_id: 'a',
+      customer_id,
+      region: 'North',
+      score: 1,
+      nickname: null,
+      deleted_at,
+    })
+    // A soft-deleted row is staged but founds no version: it must not count as missing.
+    const batchId = await batches.stage(
+      table.name,
+      COLUMNS,
+      [row(1), row(2), row(3), row(4, '2024-01-15 10:00:00+00')],
+      { extractedAt: BATCH_AT },
+    )
+    const warehouse = await DuckDbWarehouse.open({ path: ':memory:' })
+    const transaction = warehouse.transaction.bind(warehouse)
+    let dropRow = true
+    warehouse.transaction = (work, options) =>
+      transaction(
+        (tx) =>
+          work({
+            query: (sql) => tx.query(sql),
+            execute: (statement) =>
+              tx.execute(
+                dropRow && statement.label === FOUNDING_LABEL
+                  ? {
+                      ...statement,
+                      sql: statement.sql.replace(/\bWHERE NOT\b/, 'WHERE s.customer_id <> 2 AND NOT'),
+                    }
+                  : statement,
+              ),
+          }),
+        options,
+      )
+    try {
+      const merge = () =>
+        mergeBatch({ warehouse, staging: batches }, { table, schema: 'main', batchId, now: new Date() })
+      await expect(merge()).rejects.toThrow(
+        `table customers: batch ${batchId} wrote 2 versions in its first load for 3 staged rows that are not ` +
+          'soft deletes; nothing was written',
+      )
+      expect(await warehouse.describeTable({ schema: 'main', name: table.target })).toBeUndefined()
+      dropRow = false
+      await merge()
+      const versions = await warehouse.query(
+        `SELECT customer_id FROM main.${table.target} ORDER BY customer_id`,
+      )
+      expect(versions.map((r) => Number(r.customer_id))).toEqual([1, 2, 3])
+    } finally {
+      await warehouse.close()
+    }
+  })
 })
 
 describe('a batch founding its dimension on the BigQuery emulator', () => {
