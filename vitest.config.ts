@@ -15,7 +15,9 @@ export default defineConfig({
     maxWorkers: 2,
     sequence: { sequencer: SlowFirstSequencer },
     projects: [
-      { extends: true, test: { name: 'unit', include: UNIT_TESTS } },
+      // Unit tests do no I/O (test/lint/unit-tests.test.ts) and change no process state (fake timers are restored after
+      // each test), so their files share a worker's modules instead of importing them again: 16.6 -> 5.8 CPU seconds.
+      { extends: true, test: { name: 'unit', include: UNIT_TESTS, isolate: false } },
       { extends: true, test: { name: 'fast', include: FAST_TESTS } },
       {
         extends: true,
