@@ -47,4 +47,31 @@ describe('checkGuards', () => {
     await run(`UPDATE "t" SET v = 'b' WHERE k = 2`, 'EXISTS (SELECT 1 FROM t WHERE k = 2)')
     expect((await rows()).map((r) => r.v)).toEqual(['a', 'a', 'b'])
   })
+
+  // The check keeps a false guard's verdict while nothing changes (its statement changed nothing): the next
+  // statement under the same guard is still checked, and a statement in between makes it read the guard again.
+  it('refuses the second of two statements under one false guard when it changes rows', async () => {
+    const guard = 'EXISTS (SELECT 1 FROM t WHERE k = 5)'
+    const work = warehouse.transaction(
+      async (tx) => {
+        await tx.execute({ label: 'first', sql: `UPDATE "t" SET v = v`, onlyIf: guard })
+        await tx.execute({ label: 'second', sql: `UPDATE "t" SET v = 'b' WHERE k = 2`, onlyIf: guard })
+      },
+      { commit: true },
+    )
+    await expect(work).rejects.toThrow('guarded statement "second" changed 1 rows')
+  })
+
+  it('reads a guard again after a statement that may have made it true', async () => {
+    const guard = 'EXISTS (SELECT 1 FROM t WHERE k = 5)'
+    await warehouse.transaction(
+      async (tx) => {
+        await tx.execute({ label: 'first', sql: `UPDATE "t" SET v = v`, onlyIf: guard })
+        await tx.execute({ label: 'add key 5', sql: `INSERT INTO t VALUES (5, 'e', 0)` })
+        await tx.execute({ label: 'second', sql: `UPDATE "t" SET v = 'b' WHERE k = 2`, onlyIf: guard })
+      },
+      { commit: true },
+    )
+    expect((await rows()).map((r) => r.v)).toEqual(['a', 'a', 'b', 'e'])
+  })
 })

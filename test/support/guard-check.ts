@@ -20,16 +20,38 @@ const DML = /^\s*(INSERT|UPDATE|DELETE)\b/i
 const UPDATE_TARGET = /^\s*UPDATE\s+((?:"[^"]+"\.)*"[^"]+")/i
 
 function guardChecking(tx: WarehouseTransaction): WarehouseTransaction {
+  // What is known of the database as it stands: guards that read false, and tables' rows as read. A statement whose
+  // guard is false runs and is shown to change nothing, so what was known before it still holds after it; any
+  // other statement or query forgets it. (The merge runs its late-key steps one after another under one guard.)
+  const falseGuards = new Set<string>()
+  const rowsOf = new Map<string, readonly Row[]>()
+  const forget = () => {
+    falseGuards.clear()
+    rowsOf.clear()
+  }
   return {
-    query: (sql) => tx.query(sql),
+    query(sql) {
+      forget()
+      return tx.query(sql)
+    },
     async execute(statement: CompiledStatement) {
-      if (statement.onlyIf === undefined || !DML.test(statement.sql)) return tx.execute(statement)
-      const [guard] = await tx.query(`SELECT (${statement.onlyIf}) AS needed`)
-      if (guard?.needed === true) return tx.execute(statement)
+      const guard = statement.onlyIf
+      if (guard === undefined || !DML.test(statement.sql)) {
+        forget()
+        return tx.execute(statement)
+      }
+      if (!falseGuards.has(guard)) {
+        const [row] = await tx.query(`SELECT (${guard}) AS needed`)
+        if (row?.needed === true) {
+          forget()
+          return tx.execute(statement)
+        }
+      }
       const target = UPDATE_TARGET.exec(statement.sql)?.[1]
       // The tables are small here: their rows read into the test compare as exactly as a copy in a temporary
       // table would (EXCEPT ALL), for fewer and cheaper statements.
-      const before = target === undefined ? [] : await tx.query(`SELECT * FROM ${target}`)
+      const before =
+        target === undefined ? [] : (rowsOf.get(target) ?? (await tx.query(`SELECT * FROM ${target}`)))
       const [result] = await tx.query(statement.sql)
       const count = Number(result?.Count ?? 0)
       // An UPDATE that matched no row changed none: only one that matched some is read again.
@@ -39,8 +61,10 @@ function guardChecking(tx: WarehouseTransaction): WarehouseTransaction {
           : rowsNotIn(await tx.query(`SELECT * FROM ${target}`), before)
       if (changed !== 0)
         throw new Error(
-          `guarded statement "${statement.label}" changed ${changed} rows although its guard is false:\n${statement.onlyIf}`,
+          `guarded statement "${statement.label}" changed ${changed} rows although its guard is false:\n${guard}`,
         )
+      falseGuards.add(guard)
+      if (target !== undefined) rowsOf.set(target, before)
     },
   }
 }

@@ -82,14 +82,18 @@ export class ScdHarness {
   async history(): Promise<VersionRow[]> {
     const n = this.table.columns
     const keys = this.table.key.map((k) => `"${k}"`).join(', ')
-    // duckdb_tables(), not describeTable: information_schema.columns costs a few times more, after every merge.
-    const [exists] = await this.warehouse.query(
-      `SELECT 1 FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = ${duckDbDialect.stringLiteral(this.table.target)}`,
-    )
-    if (exists === undefined) return []
-    return (await this.warehouse.query(
-      `SELECT * FROM main."${this.table.target}" ORDER BY ${keys}, "${n.validFrom}"`,
-    )) as VersionRow[]
+    try {
+      return (await this.warehouse.query(
+        `SELECT * FROM main."${this.table.target}" ORDER BY ${keys}, "${n.validFrom}"`,
+      )) as VersionRow[]
+    } catch (error) {
+      // Asked only when the read fails: a check before every read cost as much as the read.
+      const [exists] = await this.warehouse.query(
+        `SELECT 1 FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = ${duckDbDialect.stringLiteral(this.table.target)}`,
+      )
+      if (exists === undefined) return []
+      throw error
+    }
   }
 
   async query(sql: string) {
