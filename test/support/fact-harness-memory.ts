@@ -28,8 +28,14 @@ export class MemoryFactHarness {
     private readonly stopOwn?: () => Promise<void>,
   ) {}
 
+  /** One DuckDB thread, as ScdHarness: a test's tables leave a second thread no work, only its overhead. */
   static async duckdb(dimensions: TableSpec[]): Promise<MemoryFactHarness> {
-    return new this(await openMemoryWarehouse(), 'main', await MemoryBatches.create(), dimensions)
+    return new this(
+      await openMemoryWarehouse({ threads: 1 }),
+      'main',
+      await MemoryBatches.create(),
+      dimensions,
+    )
   }
 
   async dispose(): Promise<void> {

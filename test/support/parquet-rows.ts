@@ -41,11 +41,11 @@ export async function writeParquetPart(
 
 /**
  * The DuckDB that writes the staged Parquet, one per test process: starting an instance per batch cost more than
- * writing the batch.
+ * writing the batch. One thread: a test's batch is one row group, and a second thread only adds overhead.
  */
 let writer: Promise<DuckDBInstance> | undefined
 function parquetWriter(): Promise<DuckDBInstance> {
-  writer ??= DuckDBInstance.create(':memory:')
+  writer ??= DuckDBInstance.create(':memory:', { threads: '1' })
   return writer
 }
 
