@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module'
 
+import type * as DuckDbApi from '@duckdb/node-api'
 import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api'
 
 /**
@@ -40,9 +41,7 @@ export interface DuckDbEngine {
 export async function openDuckDbEngine(options: DuckDbEngineOptions = {}): Promise<DuckDbEngine> {
   // require(), not import(): Node's import of a CommonJS package first reads every file it re-exports for the
   // names they export (for DuckDB's API, tens of milliseconds of each process that opens DuckDB).
-  const { DuckDBInstance } = createRequire(import.meta.url)(
-    '@duckdb/node-api',
-  ) as typeof import('@duckdb/node-api')
+  const { DuckDBInstance } = createRequire(import.meta.url)('@duckdb/node-api') as typeof DuckDbApi
   const settings: Record<string, string> = {}
   if (options.readOnly) settings.access_mode = 'READ_ONLY'
   if (options.threads !== undefined) settings.threads = String(options.threads)
