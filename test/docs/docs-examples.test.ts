@@ -28,6 +28,7 @@ import { join, relative, resolve } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 
 import { parseProject } from '../../lib/config/parse-project.ts'
+import { cliEnvironment } from '../support/cli-process.ts'
 import { markdownBlocks, shellCommands, type MarkdownBlock } from '../support/markdown-blocks.ts'
 
 const ROOT = join(import.meta.dirname, '..', '..')
@@ -63,7 +64,7 @@ function run(session: Session, file: string, args: readonly string[]): { code: n
   const r = spawnSync(file, args, {
     cwd: session.cwd,
     encoding: 'utf8',
-    env: { ...process.env, CI: '1', NO_COLOR: '1' },
+    env: cliEnvironment({ NO_COLOR: '1' }),
     timeout: 120_000,
   })
   return { code: r.status, out: `${r.stdout}${r.status === 0 ? '' : r.stderr}` }

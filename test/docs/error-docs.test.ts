@@ -8,6 +8,7 @@ import { AwsServiceError } from '../../lib/adapters/aws/aws-errors.ts'
 import { ERROR_DOCS, errorDocs, withDocs } from '../../lib/core/error-docs.ts'
 import * as errors from '../../lib/core/errors.ts'
 import { fileAnchors, headingAnchors } from '../support/markdown-anchors.ts'
+import { cliEnvironment } from '../support/cli-process.ts'
 
 const ROOT = join(import.meta.dirname, '..', '..')
 const CLI = join(ROOT, 'bin', 'dimsync.mjs')
@@ -96,7 +97,7 @@ describe('the CLI ends a refusal with its docs section', () => {
     const r = spawnSync(process.execPath, [CLI, 'run'], {
       cwd: work,
       encoding: 'utf8',
-      env: { ...process.env, CI: '1' },
+      env: cliEnvironment(),
     })
     expect(r.status).toBe(1)
     const refusal = r.stderr.split('\n').find((l) => l.startsWith('dimsync:') && l.includes('101'))

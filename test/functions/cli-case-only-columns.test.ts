@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -8,9 +7,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 
 import { DuckDbWarehouse } from '../../lib/adapters/warehouse/duckdb-warehouse.ts'
 import { KITS, type DbScratch } from '../integration/sources/support/db-kits.ts'
-
-const ROOT = join(import.meta.dirname, '..', '..')
-const CLI = join(ROOT, 'bin', 'dimsync.mjs')
+import { runDimsync } from '../support/cli-process.ts'
 
 /**
  * Two source columns whose names differ only in case (`Name` and `name`) are one column in a warehouse, which
@@ -23,12 +20,7 @@ beforeEach(() => {
 afterEach(() => rmSync(work, { recursive: true, force: true }))
 
 function dimsync(env: Record<string, string>, ...args: string[]) {
-  const r = spawnSync(process.execPath, [CLI, ...args], {
-    cwd: work,
-    encoding: 'utf8',
-    env: { ...process.env, ...env, CI: '1' },
-  })
-  return { code: r.status, out: r.stdout, err: r.stderr }
+  return runDimsync(work, args, env)
 }
 
 function config(source: string, extra = '') {

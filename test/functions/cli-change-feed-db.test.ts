@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -7,9 +6,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 
 import { DuckDbWarehouse } from '../../lib/adapters/warehouse/duckdb-warehouse.ts'
 import { KITS, type DbScratch } from '../integration/sources/support/db-kits.ts'
-
-const ROOT = join(import.meta.dirname, '..', '..')
-const CLI = join(ROOT, 'bin', 'dimsync.mjs')
+import { runDimsync } from '../support/cli-process.ts'
 
 /**
  * Change feeds that a CDC tool writes into a database table, loaded through the real CLI: a late event (older
@@ -34,12 +31,7 @@ describe.each(KITS)('dimsync run of a $kit.label change feed (real process)', ({
     afterEach(() => rmSync(work, { recursive: true, force: true }))
 
     function dimsync(...args: string[]) {
-      const r = spawnSync(process.execPath, [CLI, ...args], {
-        cwd: work,
-        encoding: 'utf8',
-        env: { ...process.env, ...db.env, CI: '1' },
-      })
-      return { code: r.status, out: r.stdout, err: r.stderr }
+      return runDimsync(work, args, db.env)
     }
 
     async function query(sql: string): Promise<Record<string, unknown>[]> {
@@ -338,13 +330,9 @@ tables:
     valid_from: { column: changed_at }
 `,
     )
-    const r = spawnSync(process.execPath, [CLI, 'run', '--extracted-at', '2024-04-01T00:00:00Z'], {
-      cwd: work,
-      encoding: 'utf8',
-      env: { ...process.env, CI: '1' },
-    })
-    expect(r.status, r.stderr).toBe(0)
-    expect(r.stdout).toMatch(/^cust → dim_cust: batch \S+, 2 rows; 2 versions inserted/m)
+    const r = runDimsync(work, ['run', '--extracted-at', '2024-04-01T00:00:00Z'])
+    expect(r.code, r.err).toBe(0)
+    expect(r.out).toMatch(/^cust → dim_cust: batch \S+, 2 rows; 2 versions inserted/m)
     const warehouse = await DuckDbWarehouse.open({ path: join(work, '.dimsync', 'warehouse.duckdb') })
     try {
       const rows = await warehouse.query(

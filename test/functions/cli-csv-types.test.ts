@@ -1,13 +1,11 @@
-import { spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { runDimsync } from '../support/cli-process.ts'
 
 /** CSV values through the real CLI process: what `dimsync run` stores is what `dimsync history` finds. */
 
-const ROOT = join(import.meta.dirname, '..', '..')
-const CLI = join(ROOT, 'bin', 'dimsync.mjs')
 let work: string
 
 beforeEach(() => {
@@ -28,12 +26,7 @@ function keyedById(): void {
 }
 
 function dimsync(...args: string[]) {
-  const r = spawnSync(process.execPath, [CLI, ...args], {
-    cwd: work,
-    encoding: 'utf8',
-    env: { ...process.env, CI: '1' },
-  })
-  return { code: r.status, out: r.stdout, err: r.stderr }
+  return runDimsync(work, args)
 }
 
 describe('dimsync run and history on a CSV of 20-digit keys', () => {

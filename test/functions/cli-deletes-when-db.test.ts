@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -7,8 +6,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 
 import { DuckDbWarehouse } from '../../lib/adapters/warehouse/duckdb-warehouse.ts'
 import { KITS, type DbScratch } from '../integration/sources/support/db-kits.ts'
-
-const CLI = join(import.meta.dirname, '..', '..', 'bin', 'dimsync.mjs')
+import { runDimsync } from '../support/cli-process.ts'
 
 /**
  * deletes: { when: "deleted = 1" } on a database table that soft-deletes with an integer flag (the extract stages
@@ -30,12 +28,7 @@ describe.each(KITS)('deletes: { when } on a $kit.label source (real process)', (
     afterEach(() => rmSync(work, { recursive: true, force: true }))
 
     const dimsync = (...args: string[]) => {
-      const r = spawnSync(process.execPath, [CLI, ...args], {
-        cwd: work,
-        encoding: 'utf8',
-        env: { ...process.env, ...db.env, CI: '1' },
-      })
-      return { code: r.status, out: r.stdout, err: r.stderr }
+      return runDimsync(work, args, db.env)
     }
 
     it('a row whose flag is 2 is not a delete, one whose flag is 1 is', async () => {

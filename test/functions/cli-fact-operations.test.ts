@@ -1,12 +1,10 @@
-import { spawnSync } from 'node:child_process'
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { runDimsync } from '../support/cli-process.ts'
 
 /** Facts operated like dimensions: discard, plan and history take a fact's name (real CLI processes). */
-const ROOT = join(import.meta.dirname, '..', '..')
-const CLI = join(ROOT, 'bin', 'dimsync.mjs')
 let work: string
 
 beforeEach(() => {
@@ -33,12 +31,7 @@ facts:
 afterEach(() => rmSync(work, { recursive: true, force: true }))
 
 function dimsync(...args: string[]) {
-  const r = spawnSync(process.execPath, [CLI, ...args], {
-    cwd: work,
-    encoding: 'utf8',
-    env: { ...process.env, CI: '1' },
-  })
-  return { code: r.status, out: r.stdout, err: r.stderr }
+  return runDimsync(work, args)
 }
 const write = (name: string, lines: string[]) => writeFileSync(join(work, name), `${lines.join('\n')}\n`)
 /** The lines of stderr that are not progress logs (those start with a timestamp). */

@@ -1,16 +1,14 @@
-import { spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { runDimsync } from '../support/cli-process.ts'
 
 /**
  * Edits and accidents that used to bend history silently, through the real CLI in embedded mode (DuckDB): each
  * one either applies without a version per key or stops the run, naming what changed and the way out.
  */
 
-const ROOT = join(import.meta.dirname, '..', '..')
-const CLI = join(ROOT, 'bin', 'dimsync.mjs')
 let work: string
 
 beforeEach(() => {
@@ -19,12 +17,7 @@ beforeEach(() => {
 afterEach(() => rmSync(work, { recursive: true, force: true }))
 
 function dimsync(...args: string[]): { code: number | null; out: string; err: string } {
-  const r = spawnSync(process.execPath, [CLI, ...args], {
-    cwd: work,
-    encoding: 'utf8',
-    env: { ...process.env, CI: '1' },
-  })
-  return { code: r.status, out: r.stdout, err: r.stderr }
+  return runDimsync(work, args)
 }
 
 /** dimsync.yaml with one table `c`, read from c.csv; `lines` are its further options (indented by this). */

@@ -12,6 +12,7 @@ import {
   remountReadOnly,
   unmount,
 } from '../support/small-file-systems.ts'
+import { cliEnvironment } from '../support/cli-process.ts'
 
 const ROOT = join(import.meta.dirname, '..', '..')
 const CLI = join(ROOT, 'bin', 'dimsync.mjs')
@@ -48,7 +49,7 @@ function dimsyncAs(
   const r = spawnSync(process.execPath, [CLI, ...args], {
     cwd: work,
     encoding: 'utf8',
-    env: { ...process.env, CI: '1', ...env },
+    env: cliEnvironment(env),
     ...user,
   })
   return { code: r.status, out: r.stdout, err: r.stderr }

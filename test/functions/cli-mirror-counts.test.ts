@@ -1,11 +1,9 @@
-import { spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { runDimsync } from '../support/cli-process.ts'
 
-const ROOT = join(import.meta.dirname, '..', '..')
-const CLI = join(ROOT, 'bin', 'dimsync.mjs')
 let work: string
 
 beforeEach(() => {
@@ -24,12 +22,7 @@ tables:
 afterEach(() => rmSync(work, { recursive: true, force: true }))
 
 function dimsync(...args: string[]) {
-  const r = spawnSync(process.execPath, [CLI, ...args], {
-    cwd: work,
-    encoding: 'utf8',
-    env: { ...process.env, CI: '1' },
-  })
-  return { code: r.status, out: r.stdout, err: r.stderr }
+  return runDimsync(work, args)
 }
 const writeCustomers = (rows: string[]) =>
   writeFileSync(join(work, 'customers.csv'), ['customer_id,region', ...rows, ''].join('\n'))

@@ -7,6 +7,7 @@ import { DuckDBInstance } from '@duckdb/node-api'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PG_URL, dropPostgresSchemas } from '../integration/sources/support/db-services.ts'
+import { cliEnvironment } from '../support/cli-process.ts'
 
 const ROOT = join(import.meta.dirname, '..', '..')
 const CLI = join(ROOT, 'bin', 'dimsync.mjs')
@@ -40,7 +41,7 @@ function dimsync(
   env: NodeJS.ProcessEnv = { [URL_VARIABLE]: PG_URL },
 ): Promise<{ code: number | null; out: string; err: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args], { cwd, env: { ...process.env, CI: '1', ...env } })
+    const child = spawn(process.execPath, [CLI, ...args], { cwd, env: cliEnvironment(env) })
     let out = ''
     let err = ''
     child.stdout.on('data', (d: Buffer) => (out += d.toString()))
@@ -76,13 +77,10 @@ afterAll(async () => {
 
 describe('dimsync CLI on PostgreSQL against DuckDB, quickstart data', () => {
   it('without the URL variable, refuses naming it, and writes nothing', async () => {
-    const env = { ...process.env }
+    const env = cliEnvironment()
     delete env[URL_VARIABLE]
     const r = await new Promise<{ code: number | null; err: string }>((resolve) => {
-      const child = spawn(process.execPath, [CLI, 'run', '--table', 'customers'], {
-        cwd: postgres,
-        env: { ...env, CI: '1' },
-      })
+      const child = spawn(process.execPath, [CLI, 'run', '--table', 'customers'], { cwd: postgres, env })
       let err = ''
       child.stderr.on('data', (d: Buffer) => (err += d.toString()))
       child.on('close', (code) => resolve({ code, err }))

@@ -1,14 +1,12 @@
-import { spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 
 import { PG_URL, PgScratch, postgresReachable } from '../integration/sources/support/db-services.ts'
+import { runDimsync } from '../support/cli-process.ts'
 
 /** `dimsync validate` reads a database change feed's operation values as the next run would (real process). */
-const ROOT = join(import.meta.dirname, '..', '..')
-const CLI = join(ROOT, 'bin', 'dimsync.mjs')
 let work: string
 let pg: PgScratch
 
@@ -42,12 +40,7 @@ tables:
   })
 
   const dimsync = (...args: string[]) => {
-    const r = spawnSync(process.execPath, [CLI, ...args], {
-      cwd: work,
-      encoding: 'utf8',
-      env: { ...process.env, CI: '1', SOURCE_URL: PG_URL },
-    })
-    return { code: r.status, out: r.stdout, err: r.stderr }
+    return runDimsync(work, args, { SOURCE_URL: PG_URL })
   }
 
   it('refuses the values run refuses, and after a run reads only the changes after its watermark', async () => {

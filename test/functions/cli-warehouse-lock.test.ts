@@ -6,6 +6,7 @@ import { DuckDBInstance } from '@duckdb/node-api'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
 import { LocalStateStore } from '../../lib/adapters/state/local-state-store.ts'
+import { cliEnvironment } from '../support/cli-process.ts'
 
 /**
  * Two processes on one embedded warehouse: this test process plays the other run (it holds a table's lease and
@@ -34,7 +35,7 @@ function dimsync(args: string[], env: Record<string, string> = {}) {
   return new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
     const child = spawn(process.execPath, [CLI, ...args], {
       cwd: work,
-      env: { ...process.env, CI: '1', ...env },
+      env: cliEnvironment(env),
     })
     let out = ''
     let err = ''

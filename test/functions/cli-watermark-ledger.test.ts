@@ -1,10 +1,10 @@
-import { spawnSync } from 'node:child_process'
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 
 import { PG_URL, PgScratch, postgresReachable } from '../integration/sources/support/db-services.ts'
+import { runDimsync } from '../support/cli-process.ts'
 
 /**
  * The state store's watermark and the warehouse's batch ledger must agree before a delta is read: a warehouse
@@ -13,8 +13,6 @@ import { PG_URL, PgScratch, postgresReachable } from '../integration/sources/sup
  * embedded mode, for a PostgreSQL cursor and for `files: new_only`.
  */
 
-const ROOT = join(import.meta.dirname, '..', '..')
-const CLI = join(ROOT, 'bin', 'dimsync.mjs')
 const PG_AVAILABLE = await postgresReachable()
 let work: string
 
@@ -24,12 +22,7 @@ beforeEach(() => {
 afterEach(() => rmSync(work, { recursive: true, force: true }))
 
 function dimsync(...args: string[]): { code: number | null; out: string; err: string } {
-  const r = spawnSync(process.execPath, [CLI, ...args], {
-    cwd: work,
-    encoding: 'utf8',
-    env: { ...process.env, CI: '1', GUARDS_PG_URL: PG_URL },
-  })
-  return { code: r.status, out: r.stdout, err: r.stderr }
+  return runDimsync(work, args, { GUARDS_PG_URL: PG_URL })
 }
 
 function config(source: string, ...lines: string[]): void {

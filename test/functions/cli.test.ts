@@ -1,13 +1,12 @@
-import { spawnSync } from 'node:child_process'
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
 import { LocalStagingStore } from '../../lib/adapters/staging/local-staging-store.ts'
+import { runDimsync } from '../support/cli-process.ts'
 
 const ROOT = join(import.meta.dirname, '..', '..')
-const CLI = join(ROOT, 'bin', 'dimsync.mjs')
 let work: string
 
 beforeEach(() => {
@@ -20,12 +19,7 @@ beforeEach(() => {
 afterEach(() => rmSync(work, { recursive: true, force: true }))
 
 function dimsyncWith(env: Record<string, string>, ...args: string[]) {
-  const r = spawnSync(process.execPath, [CLI, ...args], {
-    cwd: work,
-    encoding: 'utf8',
-    env: { ...process.env, CI: '1', ...env },
-  })
-  return { code: r.status, out: r.stdout, err: r.stderr }
+  return runDimsync(work, args, env)
 }
 const dimsync = (...args: string[]) => dimsyncWith({}, ...args)
 /** A config of its own in the work folder: `tables` is the YAML list of tables. */

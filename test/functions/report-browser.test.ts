@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Browser, chromiumAvailable, type OpenedPage } from '../support/chromium.ts'
+import { cliEnvironment } from '../support/cli-process.ts'
 
 /**
  * `dimsync report` and `history --format html` written by the real CLI and opened in headless Chromium: the page
@@ -40,7 +41,7 @@ function dimsync(dir: string, ...args: string[]): string {
   const r = spawnSync(process.execPath, [CLI, ...args], {
     cwd: dir,
     encoding: 'utf8',
-    env: { ...process.env, CI: '1' },
+    env: cliEnvironment(),
     maxBuffer: 16 * 1024 * 1024,
   })
   if (r.status !== 0) throw new Error(`dimsync ${args.join(' ')} failed (${r.status}): ${r.stderr}`)

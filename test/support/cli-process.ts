@@ -4,14 +4,48 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach } from 'vitest'
 
-const CLI = join(import.meta.dirname, '..', '..', 'bin', 'dimsync.mjs')
+import { withAllocatorSettings } from '../../lib/runtime/allocator-environment.mjs'
+
+const ROOT = join(import.meta.dirname, '..', '..')
+/** The launcher users run (the package's bin). */
+export const CLI = join(ROOT, 'bin', 'dimsync.mjs')
+/**
+ * V8's code cache of the compiled CLI (NODE_COMPILE_CACHE, Node 22), shared by the tests' CLI processes: each
+ * process then reads the CLI's and its packages' compiled code instead of parsing them again.
+ */
+const V8_CODE_CACHE = join(ROOT, 'node_modules', '.cache', 'dimsync-test-v8')
+
+export interface CliResult {
+  readonly code: number | null
+  readonly out: string
+  readonly err: string
+}
+
+/**
+ * The environment of a test's CLI process: the test's own with CI=1 and `extra`, the allocator settings the
+ * launcher would add (so it finds them set and does not start Node a second time: what the launcher does is
+ * test/functions/cli-launcher.test.ts's and cli-startup.test.ts's, which run it without them) and V8's code cache.
+ */
+export function cliEnvironment(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  return withAllocatorSettings({ ...process.env, NODE_COMPILE_CACHE: V8_CODE_CACHE, CI: '1', ...extra })
+}
+
+/** Runs `dimsync <args>` in `cwd` with `cliEnvironment(env)` and waits for it. */
+export function runDimsync(cwd: string, args: readonly string[], env: NodeJS.ProcessEnv = {}): CliResult {
+  const r = spawnSync(process.execPath, [CLI, ...args], {
+    cwd,
+    encoding: 'utf8',
+    env: cliEnvironment(env),
+  })
+  return { code: r.status, out: r.stdout, err: r.stderr }
+}
 
 /** The real CLI run as a process in a fresh folder per test. */
 export interface CliFolder {
   /** The running test's folder (its dimsync.yaml, data, staging, state and DuckDB file). */
   readonly work: string
   /** Runs `dimsync <args>` in `work` and waits for it. */
-  dimsync(...args: string[]): { code: number | null; out: string; err: string }
+  dimsync(...args: string[]): CliResult
 }
 
 /**
@@ -35,13 +69,6 @@ export function cliInTemporaryFolder(prefix: string, setUp?: (work: string) => v
     get work() {
       return folder()
     },
-    dimsync(...args) {
-      const r = spawnSync(process.execPath, [CLI, ...args], {
-        cwd: folder(),
-        encoding: 'utf8',
-        env: { ...process.env, CI: '1' },
-      })
-      return { code: r.status, out: r.stdout, err: r.stderr }
-    },
+    dimsync: (...args) => runDimsync(folder(), args),
   }
 }

@@ -50,7 +50,9 @@ export class DuckDbAndPostgres {
     numbering: { readonly rowsPerKeyBucket?: number } = {},
   ): Promise<PostgresPairedDimension> {
     const schema = `dimsync_test_${randomBytes(6).toString('hex')}`
-    const duckdb = checkGuards(await openMemoryWarehouse())
+    // One thread, as the CLI's merges run (DEFAULT_WAREHOUSE_THREADS): a test's batches are far too small for
+    // DuckDB to split, and a second thread only costs CPU handing each statement's tasks over.
+    const duckdb = checkGuards(await openMemoryWarehouse({ threads: 1 }))
     const postgres = await PostgresWarehouse.open({ url: PG_URL })
     await postgres.createSchemaIfMissing(schema)
     return new PostgresPairedDimension(table, columns, this, { duckdb, postgres }, schema, numbering)

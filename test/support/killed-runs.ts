@@ -1,16 +1,14 @@
 import { spawn } from 'node:child_process'
-import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { expect } from 'vitest'
 
-import { ALLOCATOR_DEFAULTS } from '../../lib/runtime/allocator-environment.mjs'
 import { readHistory } from '../../lib/use-cases/read-history.ts'
 import { runTable } from '../../lib/use-cases/run-table.ts'
+import { CLI, cliEnvironment } from './cli-process.ts'
 import type { EmbeddedProject } from './embedded-project.ts'
 
 /** `dimsync run` killed with SIGKILL at chosen points of its work (test/functions/cli-killed*.test.ts). */
 
-const CLI = join(import.meta.dirname, '..', '..', 'bin', 'dimsync.mjs')
 export const CUSTOMERS_HEADER = 'customer_id,name,region'
 const REGIONS = ['North', 'South', 'East', 'West']
 
@@ -65,7 +63,7 @@ export async function dimsyncKilledAt(
 ): Promise<Stopped> {
   const child = spawn(process.execPath, [CLI, ...args], {
     cwd,
-    env: { ...process.env, CI: '1', ...env, ...ALLOCATOR_DEFAULTS },
+    env: cliEnvironment(env),
     stdio: ['ignore', 'ignore', 'pipe'],
   })
   let err = ''

@@ -1,3 +1,6 @@
+import { createRequire } from 'node:module'
+
+import type * as DuckDbApi from '@duckdb/node-api'
 import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api'
 
 /**
@@ -36,7 +39,9 @@ export interface DuckDbEngine {
  * machine's zone.
  */
 export async function openDuckDbEngine(options: DuckDbEngineOptions = {}): Promise<DuckDbEngine> {
-  const { DuckDBInstance } = await import('@duckdb/node-api')
+  // require(), not import(): Node's import of a CommonJS package first reads every file it re-exports for the
+  // names they export (for DuckDB's API, tens of milliseconds of each process that opens DuckDB).
+  const { DuckDBInstance } = createRequire(import.meta.url)('@duckdb/node-api') as typeof DuckDbApi
   const settings: Record<string, string> = {}
   if (options.readOnly) settings.access_mode = 'READ_ONLY'
   if (options.threads !== undefined) settings.threads = String(options.threads)
