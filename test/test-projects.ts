@@ -40,8 +40,10 @@ export const INFRA_TESTS = ['test/infra/**/*.test.ts']
 export const SLOW_TESTS: Readonly<Record<string, number>> = {
   'test/integration/wide-table-session.emulator.test.ts': 215,
   'test/integration/warehouse-contract.emulator.test.ts': 115,
-  'test/lib/use-cases/partial-update-properties.test.ts': 100,
+  'test/integration/sources/db-change-feed-late-events.test.ts': 100,
+  'test/lib/use-cases/merge-properties.test.ts': 85,
   'test/infra/chaos.test.ts': 80,
+  'test/lib/use-cases/partial-update-properties.test.ts': 70,
   'test/integration/merge-matrix-postgres.test.ts': 60,
 }
 
