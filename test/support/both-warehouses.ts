@@ -113,7 +113,8 @@ export class BothWarehouses {
     columns: readonly StagedColumn[],
     options: { readonly rowsPerKeyBucket?: number } = {},
   ): Promise<PairedDimension> {
-    const duck = checkGuards(await openMemoryWarehouse())
+    // One thread, as the scd harness: the tests' batches are far smaller than a unit of DuckDB's parallel work.
+    const duck = checkGuards(await openMemoryWarehouse({ threads: 1 }))
     const emulator = await BigQueryEmulator.start({ zetaSql: this.zeta })
     emulator.createDataset(PROJECT, DATASET, { location: 'EU' })
     const bigquery = new BigQueryWarehouse({
