@@ -1,6 +1,5 @@
 import { readdir, readFile } from 'node:fs/promises'
 import { BigQueryWarehouse } from '../../lib/adapters/warehouse/bigquery-warehouse.ts'
-import { openMemoryWarehouse } from '../../lib/adapters/warehouse/duckdb-memory-warehouse.ts'
 import type { StagedColumn } from '../../lib/core/batch.ts'
 import type { MergeCounts } from '../../lib/core/run-record.ts'
 import type { TableRef } from '../../lib/core/table-ref.ts'
@@ -15,6 +14,7 @@ import { BigQueryEmulator } from './bigquery-emulator/bigquery-emulator.ts'
 import { ZetaSqlService } from './bigquery-emulator/zetasql-service.ts'
 import { checkGuards } from './guard-check.ts'
 import { TestBatches, type Value } from './staged-batches.ts'
+import { openSmallWarehouse } from './small-warehouse.ts'
 
 process.env.METADATA_SERVER_DETECTION = 'none'
 
@@ -113,8 +113,7 @@ export class BothWarehouses {
     columns: readonly StagedColumn[],
     options: { readonly rowsPerKeyBucket?: number } = {},
   ): Promise<PairedDimension> {
-    // One thread, as the scd harness: the tests' batches are far smaller than a unit of DuckDB's parallel work.
-    const duck = checkGuards(await openMemoryWarehouse({ threads: 1 }))
+    const duck = checkGuards(await openSmallWarehouse())
     const emulator = await BigQueryEmulator.start({ zetaSql: this.zeta })
     emulator.createDataset(PROJECT, DATASET, { location: 'EU' })
     const bigquery = new BigQueryWarehouse({

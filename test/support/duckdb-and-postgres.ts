@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto'
-import { openMemoryWarehouse } from '../../lib/adapters/warehouse/duckdb-memory-warehouse.ts'
 import { PostgresWarehouse } from '../../lib/adapters/warehouse/postgres-warehouse.ts'
 import type { StagedColumn } from '../../lib/core/batch.ts'
 import type { TableSpec } from '../../lib/core/table-spec.ts'
@@ -16,6 +15,7 @@ import {
 import { checkGuards } from './guard-check.ts'
 import { TestBatches, type Value } from './staged-batches.ts'
 import { PG_URL, dropPostgresSchemas } from '../integration/sources/support/db-services.ts'
+import { openSmallWarehouse } from './small-warehouse.ts'
 
 export interface OnDuckDbAndPostgres<T> {
   readonly duckdb: T
@@ -50,9 +50,7 @@ export class DuckDbAndPostgres {
     numbering: { readonly rowsPerKeyBucket?: number } = {},
   ): Promise<PostgresPairedDimension> {
     const schema = `dimsync_test_${randomBytes(6).toString('hex')}`
-    // One thread, as the CLI's merges run (DEFAULT_WAREHOUSE_THREADS): a test's batches are far too small for
-    // DuckDB to split, and a second thread only costs CPU handing each statement's tasks over.
-    const duckdb = checkGuards(await openMemoryWarehouse({ threads: 1 }))
+    const duckdb = checkGuards(await openSmallWarehouse())
     const postgres = await PostgresWarehouse.open({ url: PG_URL })
     await postgres.createSchemaIfMissing(schema)
     return new PostgresPairedDimension(table, columns, this, { duckdb, postgres }, schema, numbering)

@@ -1,4 +1,3 @@
-import { openMemoryWarehouse } from '../../lib/adapters/warehouse/duckdb-memory-warehouse.ts'
 import type { StagedColumn } from '../../lib/core/batch.ts'
 import type { FactSpec } from '../../lib/core/fact-spec.ts'
 import type { TableSpec } from '../../lib/core/table-spec.ts'
@@ -9,6 +8,7 @@ import { mergeBatch, type MergeBatchResult } from '../../lib/use-cases/merge-bat
 import { MemoryBatches } from './memory-batches.ts'
 import type { Value } from './parquet-rows.ts'
 import type { TestBatches } from './staged-batches.ts'
+import { openSmallWarehouse } from './small-warehouse.ts'
 
 /**
  * One warehouse with staged Parquet batches: merge dimension batches, load fact batches, read tables back. `t(name)`
@@ -28,14 +28,8 @@ export class MemoryFactHarness {
     private readonly stopOwn?: () => Promise<void>,
   ) {}
 
-  /** One DuckDB thread, as ScdHarness: a test's tables leave a second thread no work, only its overhead. */
   static async duckdb(dimensions: TableSpec[]): Promise<MemoryFactHarness> {
-    return new this(
-      await openMemoryWarehouse({ threads: 1 }),
-      'main',
-      await MemoryBatches.create(),
-      dimensions,
-    )
+    return new this(await openSmallWarehouse(), 'main', await MemoryBatches.create(), dimensions)
   }
 
   async dispose(): Promise<void> {

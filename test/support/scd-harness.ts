@@ -1,12 +1,11 @@
 import type { StagedColumn } from '../../lib/core/batch.ts'
 import type { TableSpec } from '../../lib/core/table-spec.ts'
 import type { DuckDbWarehouse } from '../../lib/adapters/warehouse/duckdb-warehouse.ts'
-import { duckDbDialect } from '../../lib/sql/duckdb/duckdb-dialect.ts'
-import { openMemoryWarehouse } from '../../lib/adapters/warehouse/duckdb-memory-warehouse.ts'
 import { mergeBatch, type MergeBatchResult } from '../../lib/use-cases/merge-batch.ts'
 import { checkGuards } from './guard-check.ts'
 import { MemoryBatches } from './memory-batches.ts'
 import type { Value } from './parquet-rows.ts'
+import { openSmallWarehouse } from './small-warehouse.ts'
 
 export interface VersionRow {
   readonly [column: string]: string | number | boolean | null
@@ -26,15 +25,11 @@ export class ScdHarness {
     readonly batches: MemoryBatches,
   ) {}
 
-  /**
-   * One DuckDB thread: a test's tables fit in one of DuckDB's morsels, so a second thread finds no work to share
-   * and only adds its start and wake-ups to every statement (a fifth of the CPU of a property test).
-   */
   static async create(table: TableSpec, columns: readonly StagedColumn[]): Promise<ScdHarness> {
     return new ScdHarness(
       table,
       columns,
-      checkGuards(await openMemoryWarehouse({ threads: 1 })),
+      checkGuards(await openSmallWarehouse()),
       await MemoryBatches.create(),
     )
   }
@@ -88,10 +83,8 @@ export class ScdHarness {
       )) as VersionRow[]
     } catch (error) {
       // Asked only when the read fails: a check before every read cost as much as the read.
-      const [exists] = await this.warehouse.query(
-        `SELECT 1 FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = ${duckDbDialect.stringLiteral(this.table.target)}`,
-      )
-      if (exists === undefined) return []
+      if ((await this.warehouse.describeTable({ schema: 'main', name: this.table.target })) === undefined)
+        return []
       throw error
     }
   }
