@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   longestCallWaitMs,
   longestMergeWaitMs,
@@ -9,8 +9,10 @@ import {
 } from '../../../../lib/adapters/warehouse/bigquery-warehouse.ts'
 import { WarehouseError } from '../../../../lib/core/errors.ts'
 import { mergeBatch } from '../../../../lib/use-cases/merge-batch.ts'
-import { emulatorPerTest } from '../../../support/bigquery-emulator/emulator-per-test.ts'
+import { BigQueryEmulator } from '../../../support/bigquery-emulator/bigquery-emulator.ts'
 import type { RequestInfo } from '../../../support/bigquery-emulator/faults.ts'
+import { ZetaSqlService } from '../../../support/bigquery-emulator/zetasql-service.ts'
+import { TestBatches } from '../../../support/staged-batches.ts'
 import { tableSpec } from '../../../support/table-spec-builder.ts'
 
 /*
@@ -18,6 +20,9 @@ import { tableSpec } from '../../../support/table-spec-builder.ts'
  * tried again (with the same job id when it creates a job), and after `maxAttempts` the merge fails retryably.
  * Each kind of call dimsync makes is stalled here (the emulator never answers it): the merge ends within the
  * documented bound instead of hanging until the Lambda's timeout.
+ *
+ * The tests spend most of their time waiting out deadlines, so they run at once, each on an emulator of its own
+ * (sharing the file's ZetaSQL service and staging folder): the file takes one test's waits instead of their sum.
  */
 
 process.env.METADATA_SERVER_DETECTION = 'none'
@@ -39,20 +44,31 @@ const DEADLINES = {
   pollIntervalMs: 5,
 } satisfies Partial<BigQueryWarehouseOptions>
 
-const bq = emulatorPerTest({ project: PROJECT, dataset: DATASET, location: LOCATION })
+let zetaSql: ZetaSqlService
+let batches: TestBatches
+beforeAll(async () => {
+  ;[zetaSql, batches] = await Promise.all([ZetaSqlService.start(), TestBatches.create()])
+})
+afterAll(async () => {
+  await batches?.dispose()
+  await zetaSql?.stop()
+})
 
-const warehouse = () =>
-  new BigQueryWarehouse({
-    project: PROJECT,
-    location: LOCATION,
-    ...bq.emulator.clientOptions(),
-    ...DEADLINES,
-  })
+/** Runs `work` on a fresh emulator holding the empty dataset, stopped afterwards. */
+async function withEmulator(work: (emulator: BigQueryEmulator) => Promise<void>): Promise<void> {
+  const emulator = await BigQueryEmulator.start({ zetaSql })
+  emulator.createDataset(PROJECT, DATASET, { location: LOCATION })
+  try {
+    await work(emulator)
+  } finally {
+    await emulator.stop()
+  }
+}
 
 let batchNumber = 0
 async function stagedBatch(): Promise<string> {
   batchNumber++
-  return bq.batches.stage(
+  return batches.stage(
     table.name,
     COLUMNS,
     [
@@ -66,9 +82,17 @@ async function stagedBatch(): Promise<string> {
   )
 }
 
-const merge = (batchId: string) =>
+const merge = (emulator: BigQueryEmulator, batchId: string) =>
   mergeBatch(
-    { warehouse: warehouse(), staging: bq.batches },
+    {
+      warehouse: new BigQueryWarehouse({
+        project: PROJECT,
+        location: LOCATION,
+        ...emulator.clientOptions(),
+        ...DEADLINES,
+      }),
+      staging: batches,
+    },
     { table, schema: DATASET, batchId, now: new Date('2030-03-10T14:31:00Z') },
   )
 
@@ -101,37 +125,46 @@ const CALLS: Record<string, (r: RequestInfo) => boolean> = {
 }
 
 describe('a deadline on every BigQuery call', () => {
-  it.each(Object.entries(CALLS))(
-    '%s never answered: the merge fails retryably within one call’s bound instead of hanging',
-    async (_name, match) => {
-      // A merge with nothing stalled first: the time the work itself takes on this machine.
-      const clean = await timed(async () => merge(await stagedBatch()))
-      expect(clean.outcome).toMatchObject({ status: 'merged' })
-      const batchId = await stagedBatch()
-      bq.emulator.faults.stallRequest(match, 1000)
-      const sent = bq.emulator.requests.length
-      const stalled = await timed(() => merge(batchId))
-      expect(stalled.outcome).toBeInstanceOf(WarehouseError)
-      expect((stalled.outcome as WarehouseError).retryable).toBe(true)
-      // The stalled call was tried maxAttempts times, no more; counted, since the wait alone cannot tell a third
-      // attempt from a loaded machine.
-      expect(bq.emulator.requests.slice(sent).filter(match)).toHaveLength(DEADLINES.maxAttempts)
-      // Within one call's bound besides the merge's own work, which a loaded machine may slow twofold.
-      expect(stalled.ms).toBeLessThan(2 * clean.ms + longestCallWaitMs(DEADLINES) + 2000)
-    },
+  // First: its seven stalls are waited out one after the other, the longest test of the file.
+  it.concurrent(
+    'each kind of call stalled once: the call is tried again and the merge succeeds',
+    ({ expect }) =>
+      withEmulator(async (emulator) => {
+        const batchId = await stagedBatch()
+        for (const match of Object.values(CALLS)) emulator.faults.stallRequest(match, 1)
+        const stalled = await timed(() => merge(emulator, batchId))
+        expect(stalled.outcome).toMatchObject({ status: 'merged', counts: { insertedVersions: 2 } })
+        // One merge job: its insertion that got no answer was tried again under the same id (answered 409,
+        // adopted).
+        const inserts = emulator.requests.filter((r) => insertOf(r, 'dimsync_merge_'))
+        expect(inserts).toHaveLength(2)
+        expect(new Set(inserts.map((r) => r.json?.jobReference?.jobId as string)).size).toBe(1)
+      }),
     120_000,
   )
 
-  it('each kind of call stalled once: the call is tried again and the merge succeeds', async () => {
-    const batchId = await stagedBatch()
-    for (const match of Object.values(CALLS)) bq.emulator.faults.stallRequest(match, 1)
-    const stalled = await timed(() => merge(batchId))
-    expect(stalled.outcome).toMatchObject({ status: 'merged', counts: { insertedVersions: 2 } })
-    // One merge job: its insertion that got no answer was tried again under the same id (answered 409, adopted).
-    const inserts = bq.emulator.requests.filter((r) => insertOf(r, 'dimsync_merge_'))
-    expect(inserts).toHaveLength(2)
-    expect(new Set(inserts.map((r) => r.json?.jobReference?.jobId as string)).size).toBe(1)
-  }, 120_000)
+  it.concurrent.for(Object.entries(CALLS))(
+    '%s never answered: the merge fails retryably within one call’s bound instead of hanging',
+    ([, match], { expect }) =>
+      withEmulator(async (emulator) => {
+        // A merge with nothing stalled first: the time the work itself takes on this machine (beside the other
+        // tests of the file, as the stalled merge runs).
+        const clean = await timed(async () => merge(emulator, await stagedBatch()))
+        expect(clean.outcome).toMatchObject({ status: 'merged' })
+        const batchId = await stagedBatch()
+        emulator.faults.stallRequest(match, 1000)
+        const sent = emulator.requests.length
+        const stalled = await timed(() => merge(emulator, batchId))
+        expect(stalled.outcome).toBeInstanceOf(WarehouseError)
+        expect((stalled.outcome as WarehouseError).retryable).toBe(true)
+        // The stalled call was tried maxAttempts times, no more; counted, since the wait alone cannot tell a
+        // third attempt from a loaded machine.
+        expect(emulator.requests.slice(sent).filter(match)).toHaveLength(DEADLINES.maxAttempts)
+        // Within one call's bound besides the merge's own work, which a loaded machine may slow twofold.
+        expect(stalled.ms).toBeLessThan(2 * clean.ms + longestCallWaitMs(DEADLINES) + 2000)
+      }),
+    120_000,
+  )
 
   it('the documented bound of one call: attempts × request timeout + the waits between them', () => {
     expect(longestCallWaitMs({ requestTimeoutMs: 3000, maxAttempts: 2, retryDelayMs: 1 })).toBe(6001)
