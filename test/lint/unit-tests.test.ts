@@ -28,6 +28,33 @@ function ioImports(file: string, seen = new Set<string>(), via: string[] = []): 
   return found
 }
 
+/** The test files a unit test file reaches through its relative imports (itself included). */
+function reachedTestFiles(file: string, seen = new Set<string>()): Set<string> {
+  if (seen.has(file)) return seen
+  seen.add(file)
+  for (const match of readFileSync(file, 'utf8').matchAll(IMPORT)) {
+    const spec = match[1] ?? match[2]!
+    if (!spec.startsWith('.')) continue
+    const target = normalize(join(dirname(file), spec))
+    if (target.startsWith('test/') && target.endsWith('.ts')) reachedTestFiles(target, seen)
+  }
+  return seen
+}
+
+/**
+ * Writes to the process's shared state: the unit project shares one worker's modules and process between files
+ * (`isolate: false` in vitest.config.ts), so an environment variable set, a directory changed or a global stubbed
+ * by one file would reach the files after it.
+ */
+const PROCESS_STATE_WRITE =
+  /process\.env(?:\.\w+|\[[^\]]+\])\s*(?:=(?!=)|\?\?=|\|\|=)|delete\s+process\.env|Object\.assign\(\s*process\.env|process\.chdir\(|process\.umask\(|vi\.stub(?:Env|Global)\(|globalThis\.\w+\s*=(?!=)/g
+
+function processStateWrites(file: string): string[] {
+  return [...reachedTestFiles(file)].flatMap((reached) =>
+    [...readFileSync(reached, 'utf8').matchAll(PROCESS_STATE_WRITE)].map((m) => `${reached}: ${m[0]}`),
+  )
+}
+
 describe('unit tests do no I/O', () => {
   const files = UNIT_TESTS.flatMap((pattern) => globSync(pattern)).sort()
 
@@ -45,5 +72,26 @@ describe('unit tests do no I/O', () => {
 
   it.each(files)('%s imports nothing that does I/O', (file) => {
     expect(ioImports(file)).toEqual([])
+  })
+
+  it('the check sees each kind of write to the process’s state', () => {
+    const planted = [
+      "process.env.TZ = 'UTC'",
+      "process.env['AWS_REGION'] = 'x'",
+      'process.env.X ??= "1"',
+      'delete process.env.HOME',
+      'Object.assign(process.env, extra)',
+      "process.chdir('/tmp')",
+      "vi.stubEnv('TZ', 'UTC')",
+      "vi.stubGlobal('fetch', f)",
+      'globalThis.fetch = f',
+    ]
+    for (const line of planted) expect(line.match(PROCESS_STATE_WRITE), line).not.toBeNull()
+    for (const line of ["if (process.env.TZ === 'UTC') {}", 'const tz = process.env.TZ'])
+      expect(line.match(PROCESS_STATE_WRITE), line).toBeNull()
+  })
+
+  it.each(files)('%s changes no process state other unit files would see', (file) => {
+    expect(processStateWrites(file)).toEqual([])
   })
 })
