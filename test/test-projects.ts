@@ -38,13 +38,23 @@ export const INFRA_TESTS = ['test/infra/**/*.test.ts']
  * has no vitest results cache, starts them first (test/support/slow-first-sequencer.ts). Refresh from CI's list.
  */
 export const SLOW_TESTS: Readonly<Record<string, number>> = {
-  'test/integration/wide-table-session.emulator.test.ts': 215,
-  'test/integration/warehouse-contract.emulator.test.ts': 115,
-  'test/integration/sources/db-change-feed-late-events.test.ts': 100,
-  'test/lib/use-cases/merge-properties.test.ts': 85,
-  'test/infra/chaos.test.ts': 80,
-  'test/lib/use-cases/partial-update-properties.test.ts': 70,
-  'test/integration/merge-matrix-postgres.test.ts': 60,
+  'test/integration/wide-table-session.emulator.test.ts': 109,
+  'test/infra/chaos.test.ts': 83,
+  'test/integration/warehouse-contract.emulator.test.ts': 79,
+  'test/integration/sources/db-change-feed-late-events.test.ts': 75,
+  'test/lib/use-cases/partial-update-properties.test.ts': 73,
+  'test/lib/use-cases/history-properties-postgres.test.ts': 63,
+  'test/lib/use-cases/merge-properties.test.ts': 62,
+  'test/lib/use-cases/change-feed-properties.test.ts': 49,
+  'test/lib/sql/bigquery-partition-filters.test.ts': 48,
+  'test/functions/cli-killed.test.ts': 46,
+  'test/integration/merge-matrix-postgres.test.ts': 38,
+  'test/lib/use-cases/bitemporal-properties.test.ts': 37,
+  'test/lib/use-cases/column-policy-properties.test.ts': 37,
+  'test/lib/use-cases/history-properties.emulator.test.ts': 36,
+  'test/integration/change-feed-policies.emulator.test.ts': 35,
+  'test/lib/sql/bigquery-zetasql.test.ts': 34,
+  'test/integration/alias-shadowing.emulator.test.ts': 31,
 }
 
 /**
