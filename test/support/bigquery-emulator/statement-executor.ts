@@ -14,7 +14,7 @@ import {
 } from './table-store.ts'
 import { TextEdits } from './text-edits.ts'
 import { isNull, logicalBytes, NULL_VALUE, type Value } from './values.ts'
-import { LANGUAGE_OPTIONS, ZetaSqlError, type Proto, type ZetaSqlService } from './zetasql-service.ts'
+import { BUILTIN_FUNCTION_OPTIONS, ZetaSqlError, type Proto, type ZetaSqlService } from './zetasql-service.ts'
 
 /**
  * The pseudo-column that carries the emulator's row id through ZetaSQL: `SELECT *` does not show it, and DML
@@ -348,8 +348,20 @@ export class StatementExecutor {
     }
   }
 
+  /**
+   * The catalog of a prepared statement: one object per statement (and keyed or not), so the service hashes it
+   * once for its checks, its bytes and its run.
+   */
   #catalog(prepared: Prepared, kind?: string): Proto {
     const keyed = kind === 'astUpdateStatementNode' || kind === 'astDeleteStatementNode'
+    let catalogs = preparedCatalogs.get(prepared)
+    if (catalogs === undefined) preparedCatalogs.set(prepared, (catalogs = new Map()))
+    let catalog = catalogs.get(keyed)
+    if (catalog === undefined) catalogs.set(keyed, (catalog = this.#newCatalog(prepared, keyed)))
+    return catalog
+  }
+
+  #newCatalog(prepared: Prepared, keyed: boolean): Proto {
     return {
       name: 'emulator',
       table: [...prepared.roots.entries()].map(([name, { table }]) => ({
@@ -361,7 +373,7 @@ export class StatementExecutor {
         ...(keyed ? { primaryKeyColumnIndex: [0] } : {}),
       })),
       constant: prepared.constants.map((v) => ({ namePath: [v.name], type: v.type, value: v.value })),
-      builtinFunctionOptions: { languageOptions: LANGUAGE_OPTIONS },
+      builtinFunctionOptions: BUILTIN_FUNCTION_OPTIONS,
     }
   }
 
@@ -402,22 +414,14 @@ export class StatementExecutor {
     } catch {
       return prepared.derivedBytes
     }
-    const read = new Map<string, Set<number>>()
-    visitObjects(resolved, (key, value) => {
-      if (key !== 'resolvedTableScanNode') return
-      const name = String(value.table?.name ?? '').toLowerCase()
-      const columns = read.get(name) ?? new Set<number>()
-      for (const index of value.columnIndexList ?? []) if (Number(index) > 0) columns.add(Number(index) - 1)
-      read.set(name, columns)
-    })
     let bytes = prepared.derivedBytes
-    for (const [name, columns] of read) {
+    for (const [name, columns] of columnsRead(resolved)) {
       const root = prepared.roots.get(name)
       if (root === undefined || root.temp || root.derived) continue
       for (const index of columns) {
         const column = root.table.columns[index]
         if (column === undefined) continue
-        for (const row of root.table.rows) bytes += logicalBytes(column.type, row.cells[index] ?? NULL_VALUE)
+        bytes += columnBytes(root.table.rows, index, column.type)
       }
     }
     return bytes
@@ -579,6 +583,45 @@ function callEnd(source: Buffer, reference: TableReference): number {
 export function quoteIdentifier(name: string): string {
   return '`' + name.replaceAll('\\', '\\\\').replaceAll('`', '\\`') + '`'
 }
+
+const preparedCatalogs = new WeakMap<Prepared, Map<boolean, Proto>>()
+
+/**
+ * The columns (0-based, the row id excluded) each table scan of a resolved statement reads, by table name. An
+ * analysis answer is shared and never changed: its scans are found once.
+ */
+function columnsRead(resolved: Proto): ReadonlyMap<string, ReadonlySet<number>> {
+  let read = scansOf.get(resolved)
+  if (read !== undefined) return read
+  const found = new Map<string, Set<number>>()
+  visitObjects(resolved, (key, value) => {
+    if (key !== 'resolvedTableScanNode') return
+    const name = String(value.table?.name ?? '').toLowerCase()
+    const columns = found.get(name) ?? new Set<number>()
+    for (const index of value.columnIndexList ?? []) if (Number(index) > 0) columns.add(Number(index) - 1)
+    found.set(name, columns)
+  })
+  read = found
+  scansOf.set(resolved, read)
+  return read
+}
+const scansOf = new WeakMap<object, ReadonlyMap<string, ReadonlySet<number>>>()
+
+/**
+ * The logical bytes of one column over `rows`. A table's rows are never changed (a write stores new ones), so
+ * the sum is kept per rows, column and type.
+ */
+function columnBytes(rows: readonly Row[], index: number, type: Proto): number {
+  let byColumn = bytesOf.get(rows)
+  if (byColumn === undefined) bytesOf.set(rows, (byColumn = new Map()))
+  const known = byColumn.get(index)
+  if (known !== undefined && known.type === type) return known.bytes
+  let bytes = 0
+  for (const row of rows) bytes += logicalBytes(type, row.cells[index] ?? NULL_VALUE)
+  byColumn.set(index, { type, bytes })
+  return bytes
+}
+const bytesOf = new WeakMap<readonly Row[], Map<number, { type: Proto; bytes: number }>>()
 
 function visitObjects(value: Proto, visit: (key: string, value: Proto) => void): void {
   if (value === null || typeof value !== 'object') return
