@@ -219,7 +219,7 @@ export class StatementExecutor {
 
   async #prepare(fragment: Fragment, scope: StatementScope): Promise<Prepared> {
     const { source, node } = fragment
-    const references = collectReferences([node])
+    const references = referencesOf(node)
     const roots = new Map<string, RootTable>()
     let derivedBytes = 0
     const constants: Variable[] = [...scope.variables()]
@@ -583,6 +583,14 @@ function callEnd(source: Buffer, reference: TableReference): number {
 export function quoteIdentifier(name: string): string {
   return '`' + name.replaceAll('\\', '\\\\').replaceAll('`', '\\`') + '`'
 }
+
+/** A statement's references: its parse tree is shared and never changed, so they are collected once. */
+function referencesOf(node: TreeNode): ReturnType<typeof collectReferences> {
+  let references = referencesByNode.get(node)
+  if (references === undefined) referencesByNode.set(node, (references = collectReferences([node])))
+  return references
+}
+const referencesByNode = new WeakMap<TreeNode, ReturnType<typeof collectReferences>>()
 
 const preparedCatalogs = new WeakMap<Prepared, Map<boolean, Proto>>()
 

@@ -122,11 +122,7 @@ export class ZetaSqlService {
         'grpc.max_receive_message_length': 512 * 1024 * 1024,
       },
     )
-    const service = new ZetaSqlService(
-      child,
-      api,
-      proto.zetasql.local_service.ZetaSqlLocalService.service,
-    )
+    const service = new ZetaSqlService(child, api, proto.zetasql.local_service.ZetaSqlLocalService.service)
     for (let attempt = 0; ; attempt++) {
       if (child.exitCode !== null) throw new Error(`the ZetaSQL server exited: ${service.#stderr}`)
       try {
