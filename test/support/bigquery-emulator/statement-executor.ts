@@ -379,10 +379,7 @@ export class StatementExecutor {
 
   #contents(prepared: Prepared): Record<string, Proto> {
     const out: Record<string, Proto> = {}
-    for (const [name, { table }] of prepared.roots)
-      out[name] = {
-        tableData: { row: table.rows.map((r) => ({ cell: [{ int64Value: String(r.id) }, ...r.cells] })) },
-      }
+    for (const [name, { table }] of prepared.roots) out[name] = tableContent(table.rows)
     return out
   }
 
@@ -407,7 +404,9 @@ export class StatementExecutor {
 
   /** Logical bytes of the columns the statement reads (each column of each table once), as on-demand billing counts. */
   async #bytesRead(prepared: Prepared): Promise<number> {
-    if (prepared.roots.size === 0) return prepared.derivedBytes
+    // Only rows of permanent tables are billed: without any, the analysis could add nothing.
+    const billed = [...prepared.roots.values()].some((r) => !r.temp && !r.derived && r.table.rows.length > 0)
+    if (!billed) return prepared.derivedBytes
     let resolved: Proto
     try {
       resolved = await this.#zeta.analyze(prepared.sql, this.#catalog(prepared))
@@ -591,6 +590,22 @@ function referencesOf(node: TreeNode): ReturnType<typeof collectReferences> {
   return references
 }
 const referencesByNode = new WeakMap<TreeNode, ReturnType<typeof collectReferences>>()
+
+/**
+ * A table's content as ZetaSQL reads it (the row id first). A table's rows are never changed (a write stores new
+ * ones): the content is built once per rows and frozen, so the service encodes it once (see ZetaSqlService).
+ */
+function tableContent(rows: readonly Row[]): Proto {
+  let content = contentOf.get(rows)
+  if (content === undefined) {
+    content = Object.freeze({
+      tableData: { row: rows.map((r) => ({ cell: [{ int64Value: String(r.id) }, ...r.cells] })) },
+    })
+    contentOf.set(rows, content)
+  }
+  return content
+}
+const contentOf = new WeakMap<readonly Row[], Proto>()
 
 const preparedCatalogs = new WeakMap<Prepared, Map<boolean, Proto>>()
 

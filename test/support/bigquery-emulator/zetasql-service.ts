@@ -234,19 +234,31 @@ export class ZetaSqlService {
 }
 
 /**
- * A request's protobuf bytes. The options and the catalog's builtin function options are the same frozen objects
- * on every call: each is encoded once (as a request holding only it) and appended. A message field that occurs
- * twice in protobuf's wire format is merged, and fields may come in any order, so the server reads the same
- * request as if it had been encoded whole.
+ * A request's protobuf bytes. The options, the catalog's builtin function options and a table's content (while
+ * the table is unchanged) are the same frozen objects on many calls: each is encoded once (as a request holding
+ * only it) and appended. A message field that occurs twice in protobuf's wire format is merged, a map is a
+ * repeated field of entries, and fields may come in any order, so the server reads the same request as if it had
+ * been encoded whole.
  */
 function serialize(method: Method, request: Proto): Buffer {
-  const { options, simpleCatalog, ...rest } = request
+  const { options, simpleCatalog, tableContent, ...rest } = request
   const parts: Buffer[] = []
-  let variable = rest
+  const variable: Proto = rest
   if (options !== undefined) parts.push(constantPart(method, 'options', options, { options }))
+  if (tableContent !== undefined) {
+    // A map field is a repeated field of entries on the wire: each frozen table's entry is encoded once.
+    const changing: Record<string, Proto> = {}
+    for (const [name, content] of Object.entries(tableContent as Record<string, Proto>))
+      if (Object.isFrozen(content))
+        parts.push(
+          constantPart(method, `tableContent ${name}`, content, { tableContent: { [name]: content } }),
+        )
+      else changing[name] = content
+    variable.tableContent = changing
+  }
   if (simpleCatalog !== undefined) {
     const { builtinFunctionOptions, ...catalog } = simpleCatalog
-    variable = { ...rest, simpleCatalog: catalog }
+    variable.simpleCatalog = catalog
     if (builtinFunctionOptions !== undefined)
       parts.push(
         constantPart(method, 'builtinFunctionOptions', builtinFunctionOptions, {
@@ -258,17 +270,17 @@ function serialize(method: Method, request: Proto): Buffer {
   return Buffer.concat([method.requestSerialize(variable), ...parts])
 }
 
-/** The encoding of `request` (holding only `value`), kept per method and field while `value` is frozen. */
+/** The encoding of `request` (holding only `value`), kept per value, method and field while `value` is frozen. */
 function constantPart(method: Method, field: string, value: Proto, request: Proto): Buffer {
   if (!Object.isFrozen(value)) return method.requestSerialize(request)
   const key = `${method.path} ${field}`
-  let byValue = encodedConstants.get(key)
-  if (byValue === undefined) encodedConstants.set(key, (byValue = new WeakMap()))
-  let bytes = byValue.get(value)
-  if (bytes === undefined) byValue.set(value, (bytes = method.requestSerialize(request)))
+  let byKey = encodedConstants.get(value)
+  if (byKey === undefined) encodedConstants.set(value, (byKey = new Map()))
+  let bytes = byKey.get(key)
+  if (bytes === undefined) byKey.set(key, (bytes = method.requestSerialize(request)))
   return bytes
 }
-const encodedConstants = new Map<string, WeakMap<object, Buffer>>()
+const encodedConstants = new WeakMap<object, Map<string, Buffer>>()
 
 /** A catalog's JSON text, hashed; computed once per catalog object. */
 function catalogKey(catalog: Proto): string {
