@@ -14,7 +14,13 @@ import {
 } from './table-store.ts'
 import { TextEdits } from './text-edits.ts'
 import { isNull, logicalBytes, NULL_VALUE, type Value } from './values.ts'
-import { BUILTIN_FUNCTION_OPTIONS, ZetaSqlError, type Proto, type ZetaSqlService } from './zetasql-service.ts'
+import {
+  BUILTIN_FUNCTION_OPTIONS,
+  TableContent,
+  ZetaSqlError,
+  type Proto,
+  type ZetaSqlService,
+} from './zetasql-service.ts'
 
 /**
  * The pseudo-column that carries the emulator's row id through ZetaSQL: `SELECT *` does not show it, and DML
@@ -593,19 +599,19 @@ const referencesByNode = new WeakMap<TreeNode, ReturnType<typeof collectReferenc
 
 /**
  * A table's content as ZetaSQL reads it (the row id first). A table's rows are never changed (a write stores new
- * ones): the content is built once per rows and frozen, so the service encodes it once (see ZetaSqlService).
+ * ones): one TableContent per rows, which the service encodes once.
  */
-function tableContent(rows: readonly Row[]): Proto {
+function tableContent(rows: readonly Row[]): TableContent {
   let content = contentOf.get(rows)
   if (content === undefined) {
-    content = Object.freeze({
+    content = new TableContent(() => ({
       tableData: { row: rows.map((r) => ({ cell: [{ int64Value: String(r.id) }, ...r.cells] })) },
-    })
+    }))
     contentOf.set(rows, content)
   }
   return content
 }
-const contentOf = new WeakMap<readonly Row[], Proto>()
+const contentOf = new WeakMap<readonly Row[], TableContent>()
 
 const preparedCatalogs = new WeakMap<Prepared, Map<boolean, Proto>>()
 

@@ -65,6 +65,20 @@ const ANALYZER_OPTIONS: Proto = Object.freeze({ ...EVALUATOR_OPTIONS, pruneUnuse
 /** A catalog's `builtinFunctionOptions`: the functions BigQuery has (without it `TO_HEX` is unknown). */
 export const BUILTIN_FUNCTION_OPTIONS: Proto = Object.freeze({ languageOptions: LANGUAGE_OPTIONS })
 
+/**
+ * A table's content (`tableContent` of an evaluation) that does not change from call to call: built when it is
+ * first sent and encoded once per method; only the encoding is kept.
+ */
+export class TableContent {
+  readonly #build: () => Proto
+  constructor(build: () => Proto) {
+    this.#build = build
+  }
+  build(): Proto {
+    return this.#build()
+  }
+}
+
 /** A gRPC method as proto-loader describes it: its path and its message (de)serializers. */
 interface Method {
   readonly path: string
@@ -155,7 +169,10 @@ export class ZetaSqlService {
     return response.resolvedStatement
   }
 
-  /** Runs a query on the reference implementation; `tables` holds the content of every table it reads. */
+  /**
+   * Runs a query on the reference implementation; `tables` holds the content of every table it reads (a
+   * TableContentProto object, or a TableContent).
+   */
   async evaluateQuery(sql: string, catalog: Proto, tables: Record<string, Proto>): Promise<Proto> {
     return this.#call('evaluateQuery', {
       sql,
@@ -234,8 +251,8 @@ export class ZetaSqlService {
 }
 
 /**
- * A request's protobuf bytes. The options, the catalog's builtin function options and a table's content (while
- * the table is unchanged) are the same frozen objects on many calls: each is encoded once (as a request holding
+ * A request's protobuf bytes. The options, the catalog's builtin function options (the same frozen objects on
+ * every call) and a TableContent are the same on many calls: each is encoded once (as a request holding
  * only it) and appended. A message field that occurs twice in protobuf's wire format is merged, a map is a
  * repeated field of entries, and fields may come in any order, so the server reads the same request as if it had
  * been encoded whole.
@@ -244,14 +261,16 @@ function serialize(method: Method, request: Proto): Buffer {
   const { options, simpleCatalog, tableContent, ...rest } = request
   const parts: Buffer[] = []
   const variable: Proto = rest
-  if (options !== undefined) parts.push(constantPart(method, 'options', options, { options }))
+  if (options !== undefined) parts.push(constantPart(method, 'options', options, () => ({ options })))
   if (tableContent !== undefined) {
     // A map field is a repeated field of entries on the wire: each frozen table's entry is encoded once.
     const changing: Record<string, Proto> = {}
     for (const [name, content] of Object.entries(tableContent as Record<string, Proto>))
-      if (Object.isFrozen(content))
+      if (content instanceof TableContent)
         parts.push(
-          constantPart(method, `tableContent ${name}`, content, { tableContent: { [name]: content } }),
+          constantPart(method, `tableContent ${name}`, content, () => ({
+            tableContent: { [name]: content.build() },
+          })),
         )
       else changing[name] = content
     variable.tableContent = changing
@@ -261,23 +280,26 @@ function serialize(method: Method, request: Proto): Buffer {
     variable.simpleCatalog = catalog
     if (builtinFunctionOptions !== undefined)
       parts.push(
-        constantPart(method, 'builtinFunctionOptions', builtinFunctionOptions, {
+        constantPart(method, 'builtinFunctionOptions', builtinFunctionOptions, () => ({
           simpleCatalog: { builtinFunctionOptions },
-        }),
+        })),
       )
   }
   if (parts.length === 0) return method.requestSerialize(request)
   return Buffer.concat([method.requestSerialize(variable), ...parts])
 }
 
-/** The encoding of `request` (holding only `value`), kept per value, method and field while `value` is frozen. */
-function constantPart(method: Method, field: string, value: Proto, request: Proto): Buffer {
-  if (!Object.isFrozen(value)) return method.requestSerialize(request)
+/**
+ * The encoding of a request holding only `value`, kept per value, method and field: `value` is a frozen object or
+ * a TableContent.
+ */
+function constantPart(method: Method, field: string, value: object, request: () => Proto): Buffer {
+  if (!(value instanceof TableContent) && !Object.isFrozen(value)) return method.requestSerialize(request())
   const key = `${method.path} ${field}`
   let byKey = encodedConstants.get(value)
   if (byKey === undefined) encodedConstants.set(value, (byKey = new Map()))
   let bytes = byKey.get(key)
-  if (bytes === undefined) byKey.set(key, (bytes = method.requestSerialize(request)))
+  if (bytes === undefined) byKey.set(key, (bytes = method.requestSerialize(request())))
   return bytes
 }
 const encodedConstants = new WeakMap<object, Map<string, Buffer>>()
