@@ -174,8 +174,15 @@ export function rowsForTable(
       })
       return { field: fieldOfZetaType(c.name, type), type }
     })
+  // Names compared case-insensitively through maps (a wide table has thousands of columns): a file column's
+  // first position by lowercase name, and the table's lowercase names.
+  const fileIndex = new Map<string, number>()
+  content.columns.forEach((c, i) => {
+    const name = c.name.toLowerCase()
+    if (!fileIndex.has(name)) fileIndex.set(name, i)
+  })
   const positions = columns.map((column) => {
-    const index = content.columns.findIndex((c) => c.name.toLowerCase() === column.field.name.toLowerCase())
+    const index = fileIndex.get(column.field.name.toLowerCase()) ?? -1
     if (index < 0) {
       if (column.field.mode === 'REQUIRED')
         throw mismatch(`Field ${column.field.name} is missing in new schema`)
@@ -199,9 +206,8 @@ export function rowsForTable(
       )
     return index
   })
-  const extra = content.columns.find(
-    (c) => !columns.some((column) => column.field.name.toLowerCase() === c.name.toLowerCase()),
-  )
+  const tableNames = new Set(columns.map((column) => column.field.name.toLowerCase()))
+  const extra = content.columns.find((c) => !tableNames.has(c.name.toLowerCase()))
   if (extra !== undefined) throw mismatch(`Cannot add fields (field: ${extra.name})`)
   const rows = content.rows.map((row, rowIndex) =>
     columns.map((column, i) => {

@@ -14,9 +14,21 @@ export interface TreeNode {
   readonly end: number
 }
 
-/** Unwraps `{ node: kind, [kind]: ... }` chains; answers undefined for null or non-node values. */
+/**
+ * Unwraps `{ node: kind, [kind]: ... }` chains; answers undefined for null or non-node values. Parse trees are
+ * shared and never changed (see ZetaSqlService), so each value's node is built once.
+ */
 export function treeNode(value: Proto): TreeNode | undefined {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined
+  const known = treeNodes.get(value)
+  if (known !== undefined) return known ?? undefined
+  const built = newTreeNode(value)
+  treeNodes.set(value, built ?? null)
+  return built
+}
+const treeNodes = new WeakMap<object, TreeNode | null>()
+
+function newTreeNode(value: Proto): TreeNode | undefined {
   let kind = ''
   let node = value
   while (typeof node.node === 'string' && node[node.node] && typeof node[node.node] === 'object') {
@@ -40,7 +52,14 @@ export function treeNode(value: Proto): TreeNode | undefined {
 }
 
 /** The child nodes of a node (every object-valued field, arrays flattened), in field order. */
-export function children(node: TreeNode): TreeNode[] {
+export function children(node: TreeNode): readonly TreeNode[] {
+  let out = childrenOf.get(node)
+  if (out === undefined) childrenOf.set(node, (out = newChildren(node)))
+  return out
+}
+const childrenOf = new WeakMap<TreeNode, readonly TreeNode[]>()
+
+function newChildren(node: TreeNode): TreeNode[] {
   const out: TreeNode[] = []
   for (const field of Object.values(node.fields)) {
     if (field === null || typeof field !== 'object') continue

@@ -14,7 +14,13 @@ import {
 } from './table-store.ts'
 import { TextEdits } from './text-edits.ts'
 import { isNull, logicalBytes, NULL_VALUE, type Value } from './values.ts'
-import { LANGUAGE_OPTIONS, ZetaSqlError, type Proto, type ZetaSqlService } from './zetasql-service.ts'
+import {
+  BUILTIN_FUNCTION_OPTIONS,
+  TableContent,
+  ZetaSqlError,
+  type Proto,
+  type ZetaSqlService,
+} from './zetasql-service.ts'
 
 /**
  * The pseudo-column that carries the emulator's row id through ZetaSQL: `SELECT *` does not show it, and DML
@@ -219,7 +225,7 @@ export class StatementExecutor {
 
   async #prepare(fragment: Fragment, scope: StatementScope): Promise<Prepared> {
     const { source, node } = fragment
-    const references = collectReferences([node])
+    const references = referencesOf(node)
     const roots = new Map<string, RootTable>()
     let derivedBytes = 0
     const constants: Variable[] = [...scope.variables()]
@@ -348,8 +354,20 @@ export class StatementExecutor {
     }
   }
 
+  /**
+   * The catalog of a prepared statement: one object per statement (and keyed or not), so the service hashes it
+   * once for its checks, its bytes and its run.
+   */
   #catalog(prepared: Prepared, kind?: string): Proto {
     const keyed = kind === 'astUpdateStatementNode' || kind === 'astDeleteStatementNode'
+    let catalogs = preparedCatalogs.get(prepared)
+    if (catalogs === undefined) preparedCatalogs.set(prepared, (catalogs = new Map()))
+    let catalog = catalogs.get(keyed)
+    if (catalog === undefined) catalogs.set(keyed, (catalog = this.#newCatalog(prepared, keyed)))
+    return catalog
+  }
+
+  #newCatalog(prepared: Prepared, keyed: boolean): Proto {
     return {
       name: 'emulator',
       table: [...prepared.roots.entries()].map(([name, { table }]) => ({
@@ -361,16 +379,13 @@ export class StatementExecutor {
         ...(keyed ? { primaryKeyColumnIndex: [0] } : {}),
       })),
       constant: prepared.constants.map((v) => ({ namePath: [v.name], type: v.type, value: v.value })),
-      builtinFunctionOptions: { languageOptions: LANGUAGE_OPTIONS },
+      builtinFunctionOptions: BUILTIN_FUNCTION_OPTIONS,
     }
   }
 
   #contents(prepared: Prepared): Record<string, Proto> {
     const out: Record<string, Proto> = {}
-    for (const [name, { table }] of prepared.roots)
-      out[name] = {
-        tableData: { row: table.rows.map((r) => ({ cell: [{ int64Value: String(r.id) }, ...r.cells] })) },
-      }
+    for (const [name, { table }] of prepared.roots) out[name] = tableContent(table.rows)
     return out
   }
 
@@ -395,29 +410,23 @@ export class StatementExecutor {
 
   /** Logical bytes of the columns the statement reads (each column of each table once), as on-demand billing counts. */
   async #bytesRead(prepared: Prepared): Promise<number> {
-    if (prepared.roots.size === 0) return prepared.derivedBytes
+    // Only rows of permanent tables are billed: without any, the analysis could add nothing.
+    const billed = [...prepared.roots.values()].some((r) => !r.temp && !r.derived && r.table.rows.length > 0)
+    if (!billed) return prepared.derivedBytes
     let resolved: Proto
     try {
       resolved = await this.#zeta.analyze(prepared.sql, this.#catalog(prepared))
     } catch {
       return prepared.derivedBytes
     }
-    const read = new Map<string, Set<number>>()
-    visitObjects(resolved, (key, value) => {
-      if (key !== 'resolvedTableScanNode') return
-      const name = String(value.table?.name ?? '').toLowerCase()
-      const columns = read.get(name) ?? new Set<number>()
-      for (const index of value.columnIndexList ?? []) if (Number(index) > 0) columns.add(Number(index) - 1)
-      read.set(name, columns)
-    })
     let bytes = prepared.derivedBytes
-    for (const [name, columns] of read) {
+    for (const [name, columns] of columnsRead(resolved)) {
       const root = prepared.roots.get(name)
       if (root === undefined || root.temp || root.derived) continue
       for (const index of columns) {
         const column = root.table.columns[index]
         if (column === undefined) continue
-        for (const row of root.table.rows) bytes += logicalBytes(column.type, row.cells[index] ?? NULL_VALUE)
+        bytes += columnBytes(root.table.rows, index, column.type)
       }
     }
     return bytes
@@ -579,6 +588,69 @@ function callEnd(source: Buffer, reference: TableReference): number {
 export function quoteIdentifier(name: string): string {
   return '`' + name.replaceAll('\\', '\\\\').replaceAll('`', '\\`') + '`'
 }
+
+/** A statement's references: its parse tree is shared and never changed, so they are collected once. */
+function referencesOf(node: TreeNode): ReturnType<typeof collectReferences> {
+  let references = referencesByNode.get(node)
+  if (references === undefined) referencesByNode.set(node, (references = collectReferences([node])))
+  return references
+}
+const referencesByNode = new WeakMap<TreeNode, ReturnType<typeof collectReferences>>()
+
+/**
+ * A table's content as ZetaSQL reads it (the row id first). A table's rows are never changed (a write stores new
+ * ones): one TableContent per rows, which the service encodes once.
+ */
+function tableContent(rows: readonly Row[]): TableContent {
+  let content = contentOf.get(rows)
+  if (content === undefined) {
+    content = new TableContent(() => ({
+      tableData: { row: rows.map((r) => ({ cell: [{ int64Value: String(r.id) }, ...r.cells] })) },
+    }))
+    contentOf.set(rows, content)
+  }
+  return content
+}
+const contentOf = new WeakMap<readonly Row[], TableContent>()
+
+const preparedCatalogs = new WeakMap<Prepared, Map<boolean, Proto>>()
+
+/**
+ * The columns (0-based, the row id excluded) each table scan of a resolved statement reads, by table name. An
+ * analysis answer is shared and never changed: its scans are found once.
+ */
+function columnsRead(resolved: Proto): ReadonlyMap<string, ReadonlySet<number>> {
+  let read = scansOf.get(resolved)
+  if (read !== undefined) return read
+  const found = new Map<string, Set<number>>()
+  visitObjects(resolved, (key, value) => {
+    if (key !== 'resolvedTableScanNode') return
+    const name = String(value.table?.name ?? '').toLowerCase()
+    const columns = found.get(name) ?? new Set<number>()
+    for (const index of value.columnIndexList ?? []) if (Number(index) > 0) columns.add(Number(index) - 1)
+    found.set(name, columns)
+  })
+  read = found
+  scansOf.set(resolved, read)
+  return read
+}
+const scansOf = new WeakMap<object, ReadonlyMap<string, ReadonlySet<number>>>()
+
+/**
+ * The logical bytes of one column over `rows`. A table's rows are never changed (a write stores new ones), so
+ * the sum is kept per rows, column and type.
+ */
+function columnBytes(rows: readonly Row[], index: number, type: Proto): number {
+  let byColumn = bytesOf.get(rows)
+  if (byColumn === undefined) bytesOf.set(rows, (byColumn = new Map()))
+  const known = byColumn.get(index)
+  if (known !== undefined && known.type === type) return known.bytes
+  let bytes = 0
+  for (const row of rows) bytes += logicalBytes(type, row.cells[index] ?? NULL_VALUE)
+  byColumn.set(index, { type, bytes })
+  return bytes
+}
+const bytesOf = new WeakMap<readonly Row[], Map<number, { type: Proto; bytes: number }>>()
 
 function visitObjects(value: Proto, visit: (key: string, value: Proto) => void): void {
   if (value === null || typeof value !== 'object') return

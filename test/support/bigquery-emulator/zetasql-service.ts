@@ -62,6 +62,30 @@ const EVALUATOR_OPTIONS: Proto = Object.freeze({
 // analysis only: an INSERT evaluated with it crashes the server.
 const ANALYZER_OPTIONS: Proto = Object.freeze({ ...EVALUATOR_OPTIONS, pruneUnusedColumns: true })
 
+/** A catalog's `builtinFunctionOptions`: the functions BigQuery has (without it `TO_HEX` is unknown). */
+export const BUILTIN_FUNCTION_OPTIONS: Proto = Object.freeze({ languageOptions: LANGUAGE_OPTIONS })
+
+/**
+ * A table's content (`tableContent` of an evaluation) that does not change from call to call: built when it is
+ * first sent and encoded once per method; only the encoding is kept.
+ */
+export class TableContent {
+  readonly #build: () => Proto
+  constructor(build: () => Proto) {
+    this.#build = build
+  }
+  build(): Proto {
+    return this.#build()
+  }
+}
+
+/** A gRPC method as proto-loader describes it: its path and its message (de)serializers. */
+interface Method {
+  readonly path: string
+  readonly requestSerialize: (request: Proto) => Buffer
+  readonly responseDeserialize: (bytes: Buffer) => Proto
+}
+
 /**
  * ZetaSQL's local service (the GoogleSQL analyzer and reference implementation, shipped in
  * @fivetrandevelopers/zetasql) as a child process on a free port, with a gRPC client of its own (the package's
@@ -70,11 +94,14 @@ const ANALYZER_OPTIONS: Proto = Object.freeze({ ...EVALUATOR_OPTIONS, pruneUnuse
 export class ZetaSqlService {
   readonly #child: ChildProcess
   readonly #api: Proto
+  /** The service's methods by the name the client calls them (`analyze`, `evaluateQuery`, ...). */
+  readonly #methods = new Map<string, Method>()
   #stderr = ''
 
-  private constructor(child: ChildProcess, api: Proto) {
+  private constructor(child: ChildProcess, api: Proto, methods: Readonly<Record<string, Proto>>) {
     this.#child = child
     this.#api = api
+    for (const method of Object.values(methods)) this.#methods.set(method.originalName, method)
     child.stderr?.on('data', (d: Buffer) => {
       this.#stderr = (this.#stderr + d.toString()).slice(-4000)
     })
@@ -109,7 +136,7 @@ export class ZetaSqlService {
         'grpc.max_receive_message_length': 512 * 1024 * 1024,
       },
     )
-    const service = new ZetaSqlService(child, api)
+    const service = new ZetaSqlService(child, api, proto.zetasql.local_service.ZetaSqlLocalService.service)
     for (let attempt = 0; ; attempt++) {
       if (child.exitCode !== null) throw new Error(`the ZetaSQL server exited: ${service.#stderr}`)
       try {
@@ -142,7 +169,10 @@ export class ZetaSqlService {
     return response.resolvedStatement
   }
 
-  /** Runs a query on the reference implementation; `tables` holds the content of every table it reads. */
+  /**
+   * Runs a query on the reference implementation; `tables` holds the content of every table it reads (a
+   * TableContentProto object, or a TableContent).
+   */
   async evaluateQuery(sql: string, catalog: Proto, tables: Record<string, Proto>): Promise<Proto> {
     return this.#call('evaluateQuery', {
       sql,
@@ -181,7 +211,10 @@ export class ZetaSqlService {
    * answers are kept (the most recent ones) and shared: callers read them and never change them.
    */
   #remembered(method: 'parse' | 'analyze', request: Proto): Promise<Proto> {
-    const key = createHash('sha256').update(method).update(JSON.stringify(request)).digest('base64')
+    // The options are constants of the method; a catalog is hashed once (callers never change one after use).
+    const hash = createHash('sha256').update(method).update('\0')
+    if (request.simpleCatalog !== undefined) hash.update(catalogKey(request.simpleCatalog))
+    const key = hash.update('\0').update(request.sqlStatement).digest('base64')
     const known = this.#answers.get(key)
     if (known !== undefined) {
       this.#answers.delete(key)
@@ -198,16 +231,89 @@ export class ZetaSqlService {
   readonly #answers = new Map<string, Promise<Proto>>()
 
   #call(method: string, request: Proto): Promise<Proto> {
+    const definition = this.#methods.get(method)
+    if (definition === undefined) throw new Error(`the ZetaSQL service has no method ${method}`)
     return new Promise((resolve, reject) => {
-      this.#api[method](request, (error: { code?: number; details?: string } | null, response: Proto) => {
-        if (error === null) return resolve(response)
-        if (error.code === 14 && this.#child.exitCode !== null)
-          return reject(new Error(`the ZetaSQL server died: ${this.#stderr.trim().split('\n')[0] ?? ''}`))
-        reject(new ZetaSqlError(error.code ?? 2, error.details ?? String(error)))
-      })
+      this.#api.makeUnaryRequest(
+        definition.path,
+        (message: Proto) => serialize(definition, message),
+        definition.responseDeserialize,
+        request,
+        (error: { code?: number; details?: string } | null, response: Proto) => {
+          if (error === null) return resolve(response)
+          if (error.code === 14 && this.#child.exitCode !== null)
+            return reject(new Error(`the ZetaSQL server died: ${this.#stderr.trim().split('\n')[0] ?? ''}`))
+          reject(new ZetaSqlError(error.code ?? 2, error.details ?? String(error)))
+        },
+      )
     })
   }
 }
+
+/**
+ * A request's protobuf bytes. The options, the catalog's builtin function options (the same frozen objects on
+ * every call) and a TableContent are the same on many calls: each is encoded once (as a request holding
+ * only it) and appended. A message field that occurs twice in protobuf's wire format is merged, a map is a
+ * repeated field of entries, and fields may come in any order, so the server reads the same request as if it had
+ * been encoded whole.
+ */
+function serialize(method: Method, request: Proto): Buffer {
+  const { options, simpleCatalog, tableContent, ...rest } = request
+  const parts: Buffer[] = []
+  const variable: Proto = rest
+  if (options !== undefined) parts.push(constantPart(method, 'options', options, () => ({ options })))
+  if (tableContent !== undefined) {
+    // A map field is a repeated field of entries on the wire: each frozen table's entry is encoded once.
+    const changing: Record<string, Proto> = {}
+    for (const [name, content] of Object.entries(tableContent as Record<string, Proto>))
+      if (content instanceof TableContent)
+        parts.push(
+          constantPart(method, `tableContent ${name}`, content, () => ({
+            tableContent: { [name]: content.build() },
+          })),
+        )
+      else changing[name] = content
+    variable.tableContent = changing
+  }
+  if (simpleCatalog !== undefined) {
+    const { builtinFunctionOptions, ...catalog } = simpleCatalog
+    variable.simpleCatalog = catalog
+    if (builtinFunctionOptions !== undefined)
+      parts.push(
+        constantPart(method, 'builtinFunctionOptions', builtinFunctionOptions, () => ({
+          simpleCatalog: { builtinFunctionOptions },
+        })),
+      )
+  }
+  if (parts.length === 0) return method.requestSerialize(request)
+  return Buffer.concat([method.requestSerialize(variable), ...parts])
+}
+
+/**
+ * The encoding of a request holding only `value`, kept per value, method and field: `value` is a frozen object or
+ * a TableContent.
+ */
+function constantPart(method: Method, field: string, value: object, request: () => Proto): Buffer {
+  if (!(value instanceof TableContent) && !Object.isFrozen(value)) return method.requestSerialize(request())
+  const key = `${method.path} ${field}`
+  let byKey = encodedConstants.get(value)
+  if (byKey === undefined) encodedConstants.set(value, (byKey = new Map()))
+  let bytes = byKey.get(key)
+  if (bytes === undefined) byKey.set(key, (bytes = method.requestSerialize(request())))
+  return bytes
+}
+const encodedConstants = new WeakMap<object, Map<string, Buffer>>()
+
+/** A catalog's JSON text, hashed; computed once per catalog object. */
+function catalogKey(catalog: Proto): string {
+  let key = catalogKeys.get(catalog)
+  if (key === undefined) {
+    key = createHash('sha256').update(JSON.stringify(catalog)).digest('base64')
+    catalogKeys.set(catalog, key)
+  }
+  return key
+}
+const catalogKeys = new WeakMap<object, string>()
 
 /** A TCP port free on this machine now (the server binds it a moment later). */
 export function freePort(): Promise<number> {
