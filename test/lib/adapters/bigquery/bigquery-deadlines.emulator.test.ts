@@ -145,6 +145,7 @@ describe('a deadline on every BigQuery call', () => {
 
   it.concurrent.for(Object.entries(CALLS))(
     '%s never answered: the merge fails retryably within one call’s bound instead of hanging',
+    { timeout: 120_000 },
     ([, match], { expect }) =>
       withEmulator(async (emulator) => {
         // A merge with nothing stalled first: the time the work itself takes on this machine (beside the other
@@ -163,7 +164,6 @@ describe('a deadline on every BigQuery call', () => {
         // Within one call's bound besides the merge's own work, which a loaded machine may slow twofold.
         expect(stalled.ms).toBeLessThan(2 * clean.ms + longestCallWaitMs(DEADLINES) + 2000)
       }),
-    120_000,
   )
 
   it('the documented bound of one call: attempts × request timeout + the waits between them', () => {
