@@ -3,7 +3,6 @@ import type { AddressInfo } from 'node:net'
 import { BigQueryError, errorResponseBody, invalid } from './api-errors.ts'
 import type { Faults } from './faults.ts'
 import type { ApiRequest, ApiResponse, RestApi } from './rest-api.ts'
-import { jsonBody } from './rest-resources.ts'
 import type { Proto } from './zetasql-service.ts'
 
 /** One request the emulator received, kept so tests can assert on how a client talks to BigQuery. */
@@ -64,7 +63,7 @@ export class HttpServer {
       return
     }
     res.writeHead(response.status, { 'content-type': 'application/json; charset=UTF-8' })
-    res.end(jsonBody(response.body))
+    res.end(JSON.stringify(response.body))
   }
 
   async #handle(req: IncomingMessage): Promise<ApiResponse> {

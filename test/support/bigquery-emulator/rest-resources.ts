@@ -1,8 +1,6 @@
-import { randomUUID } from 'node:crypto'
 import type { JobRecord } from './job-store.ts'
 import type { Column, Dataset, Row, StoredTable } from './table-store.ts'
 import { logicalBytes, NULL_VALUE, restValue, type RestFormat, type Value } from './values.ts'
-import type { Proto } from './zetasql-service.ts'
 
 /** The JSON resources of BigQuery's REST API v2, built from the emulator's records. Pure functions. */
 
@@ -96,7 +94,7 @@ export function jobResource(job: JobRecord): Record<string, unknown> {
     kind: 'bigquery#job',
     id: `${job.projectId}:${job.location}.${job.jobId}`,
     jobReference: { projectId: job.projectId, jobId: job.jobId, location: job.location },
-    configuration: configurationJson(job.configuration, jobType),
+    configuration: { ...job.configuration, jobType },
     status:
       job.state === 'DONE' && job.error !== undefined
         ? { state: 'DONE', errorResult: job.error.toJSON(), errors: [job.error.toJSON()] }
@@ -104,59 +102,4 @@ export function jobResource(job: JobRecord): Record<string, unknown> {
     statistics,
     user_email: 'emulator@bigquery-emulator.invalid',
   }
-}
-
-/**
- * A job's configuration as JSON text, made once per configuration: a client polls a running job, and a script's
- * configuration holds its whole text (up to a megabyte), the same at every poll.
- */
-function configurationJson(configuration: Proto, jobType: string): JsonText {
-  let text = configurationTexts.get(configuration)?.get(jobType)
-  if (text === undefined) {
-    text = new JsonText(JSON.stringify({ ...configuration, jobType }))
-    let byType = configurationTexts.get(configuration)
-    if (byType === undefined) configurationTexts.set(configuration, (byType = new Map()))
-    byType.set(jobType, text)
-  }
-  return text
-}
-const configurationTexts = new WeakMap<object, Map<string, JsonText>>()
-
-/** A value already in JSON form, which `jsonBody` writes as it is. */
-export class JsonText {
-  readonly text: string
-  constructor(text: string) {
-    this.text = text
-  }
-  /** Inside `jsonBody`: a placeholder string that is then replaced by the text; elsewhere the value itself. */
-  toJSON(): unknown {
-    if (pending === undefined) return JSON.parse(this.text)
-    pending.push(this.text)
-    return `${PLACEHOLDER}${pending.length - 1}`
-  }
-}
-let pending: string[] | undefined
-const PLACEHOLDER = `\u0000json-text-${randomUUID()}-`
-
-/** The JSON text of a response body, with each JsonText inside it written as its text. */
-export function jsonBody(body: unknown): string {
-  pending = []
-  try {
-    const text = JSON.stringify(body)
-    if (pending.length === 0) return text
-    const texts = pending
-    // JSON.stringify writes the placeholder's NUL as \u0000: the marker cannot occur in other strings' JSON
-    // unless they hold the same random id.
-    const marker = JSON.stringify(PLACEHOLDER).slice(0, -1)
-    return text.replace(
-      new RegExp(`${escapeRegExp(marker)}(\\d+)"`, 'g'),
-      (_, i: string) => texts[Number(i)]!,
-    )
-  } finally {
-    pending = undefined
-  }
-}
-
-function escapeRegExp(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 }
