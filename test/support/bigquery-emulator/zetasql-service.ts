@@ -304,14 +304,25 @@ function constantPart(method: Method, field: string, value: object, request: () 
 }
 const encodedConstants = new WeakMap<object, Map<string, Buffer>>()
 
-/** A catalog's JSON text, hashed; computed once per catalog object. */
+/**
+ * A catalog's JSON text, hashed; computed once per catalog object, which is frozen then: a catalog changed after
+ * its hash was kept would be answered with another catalog's analysis (a refusal BigQuery makes could be missed),
+ * so changing one throws instead.
+ */
 function catalogKey(catalog: Proto): string {
   let key = catalogKeys.get(catalog)
   if (key === undefined) {
     key = createHash('sha256').update(JSON.stringify(catalog)).digest('base64')
+    deepFreeze(catalog)
     catalogKeys.set(catalog, key)
   }
   return key
+}
+
+function deepFreeze(value: Proto): void {
+  if (value === null || typeof value !== 'object' || Object.isFrozen(value)) return
+  Object.freeze(value)
+  for (const field of Object.values(value)) deepFreeze(field)
 }
 const catalogKeys = new WeakMap<object, string>()
 
