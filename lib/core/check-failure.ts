@@ -16,6 +16,7 @@ export const CHECK_KINDS = Object.freeze([
   'late-partial-event',
   'version-column',
   'incomplete-load',
+  'one-current-version',
 ] as const)
 export type CheckKind = (typeof CHECK_KINDS)[number]
 

@@ -111,6 +111,7 @@ class MergeRenderer extends MergeSql {
       this.#keepLastRemoved()
     renderColumnPolicies(this, { foundsDimension: false })
     if (this.p.table.mode === 'mirror') this.#removeReplacedRows(this.p.objects.retired!)
+    this.#checkOneCurrentVersion()
     this.#recordBatch()
     return this.out
   }
@@ -904,6 +905,37 @@ class MergeRenderer extends MergeSql {
       `NOT (${currentVersion(this.d, this.p.table)})`,
       'mirror: ',
       'replaced or deleted',
+    )
+  }
+
+  /**
+   * Invariant 2 (docs/invariants.md) on what this merge wrote, before it commits: no key the batch touched (one it
+   * changed, deleted or slotted late events into) has more than one current version. Every input was checked
+   * before, so only a defect of these statements can leave one; the batch is refused instead of committing a
+   * history whose facts would join twice. It reads the current versions of the touched keys only (the open
+   * partition on BigQuery).
+   */
+  #checkOneCurrentVersion(): void {
+    const touched = [
+      `EXISTS (SELECT 1 FROM ${this.tmp(TEMP.changes)} c WHERE ${this.keyEq('c', 'd')})`,
+      ...(this.p.objects.captures === undefined
+        ? []
+        : [`EXISTS (SELECT 1 FROM ${this.tmp(TEMP.lateKeys)} l WHERE ${this.keyEq('l', 'd')})`]),
+    ]
+    const count = (expr: string) => this.d.castToString(expr)
+    this.emit(
+      'check one current version per key',
+      `WITH twice AS (\n  SELECT ${this.keyText('d')} AS k, COUNT(*) AS n FROM ${this.dim} d\n` +
+        `  WHERE ${this.current('d')} AND (${touched.join(' OR ')})\n  GROUP BY ${this.keyList('d')} HAVING COUNT(*) > 1\n),\n` +
+        `sample AS (SELECT k, n FROM twice ORDER BY k LIMIT 10)\n` +
+        `SELECT ${this.raise(
+          'one-current-version',
+          `${this.str(`${this.prefix()} would leave `)} || ${count('x.c')} || ` +
+            `(CASE WHEN x.c = 1 THEN ${this.str(' key')} ELSE ${this.str(' keys')} END) || ` +
+            `${this.str(' with more than one current version, for example: ')} || ` +
+            `(SELECT STRING_AGG(k || ${this.str(' (')} || ${count('n')} || ${this.str(' current versions)')}, '; ' ORDER BY k) FROM sample) || ` +
+            this.str('; nothing was written'),
+        )}\nFROM (SELECT COUNT(*) AS c FROM twice) x WHERE x.c > 0`,
     )
   }
 
