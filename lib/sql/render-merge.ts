@@ -925,9 +925,9 @@ class MergeRenderer extends MergeSql {
     const count = (expr: string) => this.d.castToString(expr)
     this.emit(
       'check one current version per key',
-      `WITH twice AS (\n  SELECT ${this.keyText('d')} AS k, COUNT(*) AS n FROM ${this.dim} d\n` +
+      `WITH dup AS (\n  SELECT ${this.keyText('d')} AS k, COUNT(*) AS n FROM ${this.dim} d\n` +
         `  WHERE ${this.current('d')} AND (${touched.join(' OR ')})\n  GROUP BY ${this.keyList('d')} HAVING COUNT(*) > 1\n),\n` +
-        `sample AS (SELECT k, n FROM twice ORDER BY k LIMIT 10)\n` +
+        `sample AS (SELECT k, n FROM dup ORDER BY k LIMIT 10)\n` +
         `SELECT ${this.raise(
           'one-current-version',
           `${this.str(`${this.prefix()} would leave `)} || ${count('x.c')} || ` +
@@ -935,7 +935,7 @@ class MergeRenderer extends MergeSql {
             `${this.str(' with more than one current version, for example: ')} || ` +
             `(SELECT STRING_AGG(k || ${this.str(' (')} || ${count('n')} || ${this.str(' current versions)')}, '; ' ORDER BY k) FROM sample) || ` +
             this.str('; nothing was written'),
-        )}\nFROM (SELECT COUNT(*) AS c FROM twice) x WHERE x.c > 0`,
+        )}\nFROM (SELECT COUNT(*) AS c FROM dup) x WHERE x.c > 0`,
     )
   }
 
