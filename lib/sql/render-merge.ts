@@ -916,18 +916,18 @@ class MergeRenderer extends MergeSql {
    * partition on BigQuery).
    */
   #checkOneCurrentVersion(): void {
-    const touched = [
-      `EXISTS (SELECT 1 FROM ${this.tmp(TEMP.changes)} c WHERE ${this.keyEq('c', 'd')})`,
-      ...(this.p.objects.captures === undefined
-        ? []
-        : [`EXISTS (SELECT 1 FROM ${this.tmp(TEMP.lateKeys)} l WHERE ${this.keyEq('l', 'd')})`]),
-    ]
+    const keys = (table: string) => `SELECT ${this.keyList()} FROM ${this.tmp(table)}`
+    const touched =
+      this.p.objects.captures === undefined
+        ? `SELECT DISTINCT ${this.keyList()} FROM ${this.tmp(TEMP.changes)}`
+        : `SELECT DISTINCT ${this.keyList('t')} FROM (${keys(TEMP.changes)} UNION ALL ${keys(TEMP.lateKeys)}) t`
     const count = (expr: string) => this.d.castToString(expr)
     this.emit(
       'check one current version per key',
-      `WITH dup AS (\n  SELECT ${this.keyText('d')} AS k, COUNT(*) AS n FROM ${this.dim} d\n` +
-        `  WHERE ${this.current('d')} AND (${touched.join(' OR ')})\n  GROUP BY ${this.keyList('d')} HAVING COUNT(*) > 1\n),\n` +
-        `sample AS (SELECT k, n FROM dup ORDER BY k LIMIT 10)\n` +
+      `WITH dup AS (\n  SELECT ${this.keyList('d')}, COUNT(*) AS n FROM ${this.dim} d\n` +
+        `  JOIN (${touched}) t ON ${this.keyEq('t', 'd')}\n` +
+        `  WHERE ${this.current('d')}\n  GROUP BY ${this.keyList('d')} HAVING COUNT(*) > 1\n),\n` +
+        `sample AS (SELECT ${this.keyText('dup')} AS k, n FROM dup ORDER BY k LIMIT 10)\n` +
         `SELECT ${this.raise(
           'one-current-version',
           `${this.str(`${this.prefix()} would leave `)} || ${count('x.c')} || ` +

@@ -18,6 +18,14 @@ import { dropPostgresSchemas, PG_URL } from './sources/support/db-services.ts'
  * to close none, as a wrong predicate would. Without the check the merge commits a second current version.
  */
 const CLOSE_LABEL = 'close changed current versions'
+const closeNone = (sql: string) => `${sql} AND FALSE`
+/** The late path's window move marks every version it moves current, instead of those left open. */
+const LATE_MOVE_LABEL = 'late keys: move windows of existing versions'
+const markMovedCurrent = (sql: string) => {
+  const planted = sql.replace(/ = v\.("[^"]+"|`[^`]+`) IS NULL(?=[,\n])/, ' = TRUE')
+  if (planted === sql) throw new Error(`the late path's window move changed shape: ${sql}`)
+  return planted
+}
 const COLUMNS: StagedColumn[] = [
   { name: 'customer_id', type: 'BIGINT' },
   { name: 'region', type: 'VARCHAR' },
@@ -25,8 +33,13 @@ const COLUMNS: StagedColumn[] = [
 
 type Transactional = Pick<DuckDbWarehouse, 'transaction'> & Parameters<typeof mergeBatch>[0]['warehouse']
 
-/** Makes the warehouse's statement labelled `label` change nothing while `planted()` holds. */
-function plantDefect(warehouse: Transactional, label: string, planted: () => boolean): void {
+/** Rewrites the warehouse's statement labelled `label` with `defect` while `planted()` holds. */
+function plantDefect(
+  warehouse: Transactional,
+  label: string,
+  defect: (sql: string) => string,
+  planted: () => boolean,
+): void {
   const transaction = warehouse.transaction.bind(warehouse)
   warehouse.transaction = (work, options) =>
     transaction(
@@ -36,7 +49,7 @@ function plantDefect(warehouse: Transactional, label: string, planted: () => boo
           execute: (statement: CompiledStatement) =>
             tx.execute(
               planted() && statement.label === label
-                ? { ...statement, sql: `${statement.sql} AND FALSE` }
+                ? { ...statement, sql: defect(statement.sql) }
                 : statement,
             ),
         }),
@@ -86,7 +99,7 @@ describe.each(warehouses)('on %s, a merge that would leave a key with two curren
     const table = tableSpec({ deletes: 'invalidate' })
     const { warehouse, schema, drop } = await open()
     let planted = true
-    plantDefect(warehouse, CLOSE_LABEL, () => planted)
+    plantDefect(warehouse, CLOSE_LABEL, closeNone, () => planted)
     const merge = (batchId: string) =>
       mergeBatch({ warehouse, staging: batches }, { table, schema, batchId, now: new Date() })
     const versions = async () =>
@@ -131,6 +144,56 @@ describe.each(warehouses)('on %s, a merge that would leave a key with two curren
         [101, 'North', true],
         [102, 'West', true],
         [103, 'East', true],
+      ])
+    } finally {
+      await drop()
+    }
+  })
+  it('in the late path (a late event splits a closed version) is refused the same way', async () => {
+    const table = tableSpec({
+      deletes: 'invalidate',
+      extract: { mode: 'incremental', cursor: 'updated_at', lookbackMinutes: 0 },
+      validFrom: { kind: 'column', column: 'updated_at' },
+    })
+    const columns: StagedColumn[] = [...COLUMNS, { name: 'updated_at', type: 'TIMESTAMP' }]
+    const { warehouse, schema, drop } = await open()
+    let planted = true
+    plantDefect(warehouse, LATE_MOVE_LABEL, markMovedCurrent, () => planted)
+    const load = async (region: string, updated_at: string, extractedAt: string) =>
+      mergeBatch(
+        { warehouse, staging: batches },
+        {
+          table,
+          schema,
+          batchId: await batches.stage(table.name, columns, [{ customer_id: 101, region, updated_at }], {
+            extractedAt,
+            mode: 'incremental',
+          }),
+          now: new Date(),
+        },
+      )
+    const versions = async () =>
+      (
+        await warehouse.query(`SELECT region, is_current FROM ${schema}.${table.target} ORDER BY valid_from`)
+      ).map((r) => [r.region, r.is_current])
+    try {
+      await load('South', '2024-01-01 00:00:00', '2024-01-02T00:00:00Z')
+      await load('North', '2024-03-01 00:00:00', '2024-03-02T00:00:00Z')
+      const late = () => load('West', '2024-02-01 00:00:00', '2024-03-03T00:00:00Z')
+      await expect(late()).rejects.toThrow(
+        'would leave 1 key with more than one current version, for example: customer_id=101 (2 current versions); ' +
+          'nothing was written',
+      )
+      expect(await versions()).toEqual([
+        ['South', false],
+        ['North', true],
+      ])
+      planted = false
+      await late()
+      expect(await versions()).toEqual([
+        ['South', false],
+        ['West', false],
+        ['North', true],
       ])
     } finally {
       await drop()
