@@ -29,7 +29,7 @@ import {
 } from './render-ddl.ts'
 import { rawCaptureColumns, rawWorkColumn, REFOLDED, renderRefoldLateKeys } from './render-partial-refold.ts'
 import { DELETED_STATE, renderRowHash } from './row-hash.ts'
-import { currentVersion } from './version-predicates.ts'
+import { currentByEitherFlag, currentFlagsDisagree, currentVersion } from './version-predicates.ts'
 
 export { TEMP, WORK, type MergePlan } from './merge-sql.ts'
 const W = WORK
@@ -910,10 +910,10 @@ class MergeRenderer extends MergeSql {
 
   /**
    * Invariant 2 (docs/invariants.md) on what this merge wrote, before it commits: no key the batch touched (one it
-   * changed, deleted or slotted late events into) has more than one current version. Every input was checked
-   * before, so only a defect of these statements can leave one; the batch is refused instead of committing a
-   * history whose facts would join twice. It reads the current versions of the touched keys only (the open
-   * partition on BigQuery).
+   * changed, deleted or slotted late events into) has more than one version that is_current or an open valid_to
+   * calls current, nor one whose two flags disagree. Every input was checked before, so only a defect of these
+   * statements can leave one; the batch is refused instead of committing a history whose facts would join twice.
+   * It reads the touched keys' versions where either flag says current (the open partition on BigQuery).
    */
   #checkOneCurrentVersion(): void {
     const keys = (table: string) => `SELECT ${this.keyList()} FROM ${this.tmp(table)}`
@@ -922,19 +922,25 @@ class MergeRenderer extends MergeSql {
         ? `SELECT DISTINCT ${this.keyList()} FROM ${this.tmp(TEMP.changes)}`
         : `SELECT DISTINCT ${this.keyList('t')} FROM (${keys(TEMP.changes)} UNION ALL ${keys(TEMP.lateKeys)}) t`
     const count = (expr: string) => this.d.castToString(expr)
+    const n = this.names
+    const disagree = currentFlagsDisagree(this.d, this.p.table, 'd')
     this.emit(
       'check one current version per key',
-      `WITH dup AS (\n  SELECT ${this.keyList('d')}, COUNT(*) AS n FROM ${this.dim} d\n` +
-        `  JOIN (${touched}) t ON ${this.keyEq('t', 'd')}\n` +
-        `  WHERE ${this.current('d')}\n  GROUP BY ${this.keyList('d')} HAVING COUNT(*) > 1\n),\n` +
-        `sample AS (SELECT ${this.keyText('dup')} AS k, n FROM dup ORDER BY k LIMIT 10)\n` +
+      `WITH dup AS (\n  SELECT ${this.keyList('d')}, COUNT(*) AS n, SUM(CASE WHEN ${disagree} THEN 1 ELSE 0 END) AS m\n` +
+        `  FROM ${this.dim} d JOIN (${touched}) t ON ${this.keyEq('t', 'd')}\n` +
+        `  WHERE ${currentByEitherFlag(this.d, this.p.table, 'd')}\n` +
+        `  GROUP BY ${this.keyList('d')} HAVING COUNT(*) > 1 OR SUM(CASE WHEN ${disagree} THEN 1 ELSE 0 END) > 0\n),\n` +
+        `sample AS (SELECT ${this.keyText('dup')} AS k, n, m FROM dup ORDER BY k LIMIT 10)\n` +
         `SELECT ${this.raise(
           'one-current-version',
           `${this.str(`${this.prefix()} would leave `)} || ${count('x.c')} || ` +
             `(CASE WHEN x.c = 1 THEN ${this.str(' key')} ELSE ${this.str(' keys')} END) || ` +
-            `${this.str(' with more than one current version, for example: ')} || ` +
-            `(SELECT STRING_AGG(k || ${this.str(' (')} || ${count('n')} || ${this.str(' current versions)')}, '; ' ORDER BY k) FROM sample) || ` +
-            this.str('; nothing was written'),
+            this.str(
+              ` with more than one current version, or one whose ${n.isCurrent} and ${n.validTo} disagree, for example: `,
+            ) +
+            ` || (SELECT STRING_AGG(k || ${this.str(' (')} || ${count('n')} || ${this.str(' current versions')} || ` +
+            `(CASE WHEN m > 0 THEN ${this.str(', ')} || ${count('m')} || ${this.str(` with ${n.isCurrent} and ${n.validTo} disagreeing`)} ELSE '' END) || ` +
+            `${this.str(')')}, '; ' ORDER BY k) FROM sample) || ${this.str('; nothing was written')}`,
         )}\nFROM (SELECT COUNT(*) AS c FROM dup) x WHERE x.c > 0`,
     )
   }
