@@ -11,34 +11,41 @@ import { IO_MODULES, SLOW_TESTS, UNIT_TESTS } from '../test-projects.ts'
  */
 const IMPORT = /^\s*(?:import|export)\s+(?!type\b)[^'"]*?from\s+'([^']+)'|^\s*import\s+'([^']+)'/gm
 
-function ioImports(file: string, seen = new Set<string>(), via: string[] = []): string[] {
-  if (seen.has(file)) return []
-  seen.add(file)
-  const found: string[] = []
-  for (const match of readFileSync(file, 'utf8').matchAll(IMPORT)) {
-    const spec = match[1] ?? match[2]!
-    if (spec.startsWith('.')) {
-      const target = normalize(join(dirname(file), spec))
-      if (target.startsWith('test/') && target.endsWith('.ts'))
-        found.push(...ioImports(target, seen, [...via, file]))
-    } else if (IO_MODULES.some((pattern) => pattern.test(spec))) {
-      found.push(`${[...via, file].join(' → ')} imports ${spec}`)
-    }
-  }
-  return found
+/** A test file a walk of relative imports reached: the chain of files it was first reached through (itself last). */
+interface Reached {
+  readonly chain: readonly string[]
+  /** The packages and node: modules it imports (not its relative imports). */
+  readonly modules: readonly string[]
 }
 
-/** The test files a unit test file reaches through its relative imports (itself included). */
-function reachedTestFiles(file: string, seen = new Set<string>()): Set<string> {
-  if (seen.has(file)) return seen
-  seen.add(file)
+/** The test files `file` reaches through its relative imports (itself included), in the order first reached. */
+function reachedTestFiles(
+  file: string,
+  reached = new Map<string, Reached>(),
+  via: readonly string[] = [],
+): Map<string, Reached> {
+  if (reached.has(file)) return reached
+  const chain = [...via, file]
+  const modules: string[] = []
+  reached.set(file, { chain, modules })
   for (const match of readFileSync(file, 'utf8').matchAll(IMPORT)) {
     const spec = match[1] ?? match[2]!
-    if (!spec.startsWith('.')) continue
+    if (!spec.startsWith('.')) {
+      modules.push(spec)
+      continue
+    }
     const target = normalize(join(dirname(file), spec))
-    if (target.startsWith('test/') && target.endsWith('.ts')) reachedTestFiles(target, seen)
+    if (target.startsWith('test/') && target.endsWith('.ts')) reachedTestFiles(target, reached, chain)
   }
-  return seen
+  return reached
+}
+
+function ioImports(file: string): string[] {
+  return [...reachedTestFiles(file).values()].flatMap(({ chain, modules }) =>
+    modules
+      .filter((spec) => IO_MODULES.some((pattern) => pattern.test(spec)))
+      .map((spec) => `${chain.join(' → ')} imports ${spec}`),
+  )
 }
 
 /**
@@ -50,7 +57,7 @@ const PROCESS_STATE_WRITE =
   /process\.env(?:\.\w+|\[[^\]]+\])\s*(?:=(?!=)|\?\?=|\|\|=)|delete\s+process\.env|Object\.assign\(\s*process\.env|process\.chdir\(|process\.umask\(|vi\.stub(?:Env|Global)\(|globalThis\.\w+\s*=(?!=)/g
 
 function processStateWrites(file: string): string[] {
-  return [...reachedTestFiles(file)].flatMap((reached) =>
+  return [...reachedTestFiles(file).keys()].flatMap((reached) =>
     [...readFileSync(reached, 'utf8').matchAll(PROCESS_STATE_WRITE)].map((m) => `${reached}: ${m[0]}`),
   )
 }

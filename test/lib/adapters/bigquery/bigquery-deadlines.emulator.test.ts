@@ -9,7 +9,8 @@ import {
 } from '../../../../lib/adapters/warehouse/bigquery-warehouse.ts'
 import { WarehouseError } from '../../../../lib/core/errors.ts'
 import { mergeBatch } from '../../../../lib/use-cases/merge-batch.ts'
-import { BigQueryEmulator } from '../../../support/bigquery-emulator/bigquery-emulator.ts'
+import type { BigQueryEmulator } from '../../../support/bigquery-emulator/bigquery-emulator.ts'
+import { withTestEmulator } from '../../../support/bigquery-emulator/emulator-per-test.ts'
 import type { RequestInfo } from '../../../support/bigquery-emulator/faults.ts'
 import { ZetaSqlService } from '../../../support/bigquery-emulator/zetasql-service.ts'
 import { TestBatches } from '../../../support/staged-batches.ts'
@@ -54,16 +55,9 @@ afterAll(async () => {
   await zetaSql?.stop()
 })
 
-/** Runs `work` on a fresh emulator holding the empty dataset, stopped afterwards. */
-async function withEmulator(work: (emulator: BigQueryEmulator) => Promise<void>): Promise<void> {
-  const emulator = await BigQueryEmulator.start({ zetaSql })
-  emulator.createDataset(PROJECT, DATASET, { location: LOCATION })
-  try {
-    await work(emulator)
-  } finally {
-    await emulator.stop()
-  }
-}
+/** Runs `work` on an emulator of its own (see emulator-per-test.ts), so the file's tests can run at once. */
+const withEmulator = (work: (emulator: BigQueryEmulator) => Promise<void>): Promise<void> =>
+  withTestEmulator({ zetaSql, dataset: { project: PROJECT, dataset: DATASET, location: LOCATION } }, work)
 
 let batchNumber = 0
 async function stagedBatch(): Promise<string> {
