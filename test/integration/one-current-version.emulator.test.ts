@@ -8,7 +8,7 @@ import type { StagingStore } from '../../lib/ports/staging-store.ts'
 import type { Warehouse } from '../../lib/ports/warehouse.ts'
 import type { SqlDialect } from '../../lib/sql/dialect.ts'
 import { mergeBatch } from '../../lib/use-cases/merge-batch.ts'
-import { BigQueryEmulator } from '../support/bigquery-emulator/bigquery-emulator.ts'
+import { withTestEmulator } from '../support/bigquery-emulator/emulator-per-test.ts'
 import { ZetaSqlService } from '../support/bigquery-emulator/zetasql-service.ts'
 import { MemoryBatches } from '../support/memory-batches.ts'
 import { openSmallWarehouse } from '../support/small-warehouse.ts'
@@ -88,66 +88,71 @@ interface Subject {
   readonly warehouse: Warehouse<SqlDialect>
   readonly schema: string
   readonly staging: StagingStore & Pick<MemoryBatches, 'stage'>
-  drop(): Promise<void>
 }
 
 let batches: MemoryBatches
 let files: TestBatches
-let zeta: ZetaSqlService
+let zetaSql: ZetaSqlService
 beforeAll(async () => {
   batches = await MemoryBatches.create()
   files = await TestBatches.create()
-  zeta = await ZetaSqlService.start()
+  zetaSql = await ZetaSqlService.start()
 })
 afterAll(async () => {
   await batches?.dispose()
   await files?.dispose()
-  await zeta?.stop()
+  await zetaSql?.stop()
 })
 
-const subjects: [string, () => Promise<Subject>][] = [
+/** Each warehouse: runs `body` on a fresh, empty one, closed (and its schema dropped) afterwards. */
+const subjects: [string, (body: (subject: Subject) => Promise<void>) => Promise<void>][] = [
   [
     'DuckDB',
-    async () => {
+    async (body) => {
       const warehouse = await openSmallWarehouse()
-      return { warehouse, schema: 'main', staging: batches, drop: () => warehouse.close() }
+      try {
+        await body({ warehouse, schema: 'main', staging: batches })
+      } finally {
+        await warehouse.close()
+      }
     },
   ],
   [
     'PostgreSQL',
-    async () => {
+    async (body) => {
       const schema = `dimsync_test_${randomBytes(6).toString('hex')}`
       const warehouse = await PostgresWarehouse.open({ url: PG_URL })
-      await warehouse.createSchemaIfMissing(schema)
-      return {
-        warehouse,
-        schema,
-        staging: batches,
-        drop: async () => {
-          await warehouse.close()
-          await dropPostgresSchemas(schema)
-        },
+      try {
+        await warehouse.createSchemaIfMissing(schema)
+        await body({ warehouse, schema, staging: batches })
+      } finally {
+        await warehouse.close()
+        await dropPostgresSchemas(schema)
       }
     },
   ],
   [
     'BigQuery (emulator)',
-    async () => {
-      const emulator = await BigQueryEmulator.start({ zetaSql: zeta })
-      emulator.createDataset('acme-dw', 'history', { location: 'EU' })
-      const warehouse = new BigQueryWarehouse({
-        project: 'acme-dw',
-        location: 'EU',
-        ...emulator.clientOptions(),
-        pollIntervalMs: 5,
-        retryDelayMs: 1,
-      })
-      return { warehouse, schema: 'history', staging: files, drop: () => emulator.stop() }
-    },
+    (body) =>
+      withTestEmulator(
+        { zetaSql, dataset: { project: 'acme-dw', dataset: 'history', location: 'EU' } },
+        (emulator) =>
+          body({
+            warehouse: new BigQueryWarehouse({
+              project: 'acme-dw',
+              location: 'EU',
+              ...emulator.clientOptions(),
+              pollIntervalMs: 5,
+              retryDelayMs: 1,
+            }),
+            schema: 'history',
+            staging: files,
+          }),
+      ),
   ],
 ]
 
-describe.each(subjects)('on %s, a merge that would leave a key with two current versions', (name, open) => {
+describe.each(subjects)('on %s, a merge that would leave a key with two current versions', (name, run) => {
   const lateDefects: [string, Defect, string][] = [
     ['its moved version left open', MOVED_LEFT_OPEN, '1 with is_current and valid_to disagreeing'],
     ...(name.startsWith('BigQuery')
@@ -160,20 +165,13 @@ describe.each(subjects)('on %s, a merge that would leave a key with two current 
           ] as [string, Defect, string],
         ]),
   ]
-  /** Plants `defect`, runs `body` on a fresh subject, and drops it. */
-  async function withSubject(
-    defect: Defect,
-    body: (subject: Subject, fix: () => void) => Promise<void>,
-  ): Promise<void> {
-    const subject = await open()
-    let planted = true
-    plantDefect(subject.warehouse, defect, () => planted)
-    try {
+  /** Plants `defect` in a fresh warehouse and runs `body` on it; `fix` takes the defect away. */
+  const withSubject = (defect: Defect, body: (subject: Subject, fix: () => void) => Promise<void>) =>
+    run(async (subject) => {
+      let planted = true
+      plantDefect(subject.warehouse, defect, () => planted)
       await body(subject, () => (planted = false))
-    } finally {
-      await subject.drop()
-    }
-  }
+    })
 
   it('is refused naming the key, writes nothing, and merges once the defect is gone', async () => {
     const table = tableSpec({ deletes: 'invalidate' })
