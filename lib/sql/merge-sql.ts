@@ -6,7 +6,7 @@ import { renderRowHash, rowHashPieces } from './row-hash.ts'
 import { hasUntrackedAttributes, type DimensionObjects } from './render-ddl.ts'
 import { dbtDeletedAssignments, dbtIdAssignments, keyValues } from './dbt-ids.ts'
 import { presetColumnNames, presetColumnValues } from './preset-columns.ts'
-import { raiseCheck } from './raise-check.ts'
+import { raiseCheck, refuseWithExamples } from './raise-check.ts'
 import { softDeleteComparison } from './soft-delete-condition.ts'
 import {
   advanceRecordedHighestKey,
@@ -393,6 +393,10 @@ export class MergeSql {
   /** A check that refuses the batch with `message` (a STRING expression); see raise-check.ts. */
   raise(kind: CheckKind, message: string): string {
     return raiseCheck(this.d, { kind, table: this.p.table.name, batchId: this.p.batchId }, message)
+  }
+  /** A check that refuses the batch when `offending` returns rows, with examples; see refuseWithExamples. */
+  refuseWithExamples(kind: CheckKind, refusal: Parameters<typeof refuseWithExamples>[2]): string {
+    return refuseWithExamples(this.d, { kind, table: this.p.table.name, batchId: this.p.batchId }, refusal)
   }
   get eventTime(): string {
     const column = this.p.layout.validFromColumn

@@ -40,15 +40,14 @@ export function renderChangeFeedChecks(m: MergeSql): void {
   const fix = sequence ? 'the sequence must order them' : 'set extract.sequence to a column that orders them'
   m.emit(
     'check sequence ties',
-    `WITH tie AS (\n  SELECT ${m.keyText('s')} || ${at} AS k FROM ${m.stage} s GROUP BY ${grain.join(', ')}\n` +
-      `  HAVING COUNT(DISTINCT ${contents}) > 1\n),\n` +
-      `sample AS (SELECT k FROM tie ORDER BY k LIMIT 10)\n` +
-      `SELECT ${m.raise(
-        'sequence-tie',
-        `${m.str(`${m.prefix()} has `)} || ${count('(SELECT COUNT(*) FROM tie)')} || ` +
-          `${m.str(` ties: ${what} but different contents, so which one is the key's state is unknown (${fix}), for example: `)} || ` +
-          `(SELECT STRING_AGG(k, '; ' ORDER BY k) FROM sample) || ${m.str('; nothing was written')}`,
-      )}\nFROM (SELECT COUNT(*) AS c FROM tie) x WHERE x.c > 0`,
+    m.refuseWithExamples('sequence-tie', {
+      offending:
+        `SELECT ${m.keyText('s')} || ${at} AS k FROM ${m.stage} s GROUP BY ${grain.join(', ')}\n` +
+        `  HAVING COUNT(DISTINCT ${contents}) > 1`,
+      message: (n) =>
+        `${m.str(`${m.prefix()} has `)} || ${count(n)} || ` +
+        m.str(` ties: ${what} but different contents, so which one is the key's state is unknown (${fix})`),
+    }),
   )
 }
 

@@ -6,7 +6,7 @@ import type { TableRef } from '../core/table-ref.ts'
 import type { SqlDialect } from './dialect.ts'
 import { FACT_CHANGE_COLUMNS, type FactObjects } from './render-fact-ddl.ts'
 import { dimensionObjects } from './render-ddl.ts'
-import { raiseCheck } from './raise-check.ts'
+import { raiseCheck, refuseWithExamples } from './raise-check.ts'
 import { TEMP } from './merge-sql.ts'
 import { versionAtInJoin, versionsNotEndedBy } from './fact-version-join.ts'
 import { renderInferredCount, renderInferredMembers } from './render-inferred-member.ts'
@@ -89,20 +89,21 @@ export function renderFactLoad(d: SqlDialect, plan: FactLoadPlan): CompiledState
   const grainText = grainValuesText(d, fact, 's')
   out.push({
     label: 'check duplicate grain',
-    sql:
-      `WITH dup AS (\n  SELECT ${grainText} AS k, COUNT(*) AS n FROM ${stage} s GROUP BY ${[...fact.grain, ...(feed?.order !== undefined ? [feed.order] : [])].map(s).join(', ')} HAVING COUNT(*) > 1\n),\n` +
-      `sample AS (SELECT k, n FROM dup ORDER BY k LIMIT 10)\n` +
-      `SELECT ${raise(
-        'duplicate-key',
-        `${str(`${prefix} has `)} || ${count('(SELECT COUNT(*) FROM dup)')} || ` +
-          `${str(
+    sql: refuseWithExamples(
+      d,
+      { kind: 'duplicate-key', table: fact.name, batchId: plan.batchId },
+      {
+        offending: `SELECT ${grainText} AS k, COUNT(*) AS n FROM ${stage} s GROUP BY ${[...fact.grain, ...(feed?.order !== undefined ? [feed.order] : [])].map(s).join(', ')} HAVING COUNT(*) > 1`,
+        message: (n) =>
+          `${str(`${prefix} has `)} || ${count(n)} || ` +
+          str(
             feed?.order !== undefined
-              ? ` grain values with two changes at one ${feed.order} (grain ${fact.grain.join(', ')}), for example: `
-              : ` grain values held by more than one ${feed ? 'change (give the feed a sequence to order them)' : 'fact'} (grain ${fact.grain.join(', ')}), for example: `,
-          )} || ` +
-          `(SELECT STRING_AGG(k || ${str(' (')} || ${d.castToString('n')} || ${str(' facts)')}, '; ' ORDER BY k) FROM sample) || ` +
-          str('; nothing was written'),
-      )}\nFROM (SELECT COUNT(*) AS c FROM dup) x WHERE x.c > 0`,
+              ? ` grain values with two changes at one ${feed.order} (grain ${fact.grain.join(', ')})`
+              : ` grain values held by more than one ${feed ? 'change (give the feed a sequence to order them)' : 'fact'} (grain ${fact.grain.join(', ')})`,
+          ),
+        example: `k || ${str(' (')} || ${d.castToString('n')} || ${str(' facts)')}`,
+      },
+    ),
   })
 
   // A change feed applies the last change of each grain: the rows stored are those whose last change is not a

@@ -148,14 +148,12 @@ class MergeRenderer extends MergeSql {
     const what = perTime ? `(key, ${validFrom.name}) pairs` : 'keys'
     this.emit(
       'check duplicate keys',
-      `WITH dup AS (\n  SELECT ${this.keyText('s')} AS k, COUNT(*) AS n FROM ${stage} s GROUP BY ${grain} HAVING COUNT(*) > 1\n),\n` +
-        `sample AS (SELECT k FROM dup ORDER BY k LIMIT 10)\n` +
-        `SELECT ${this.raise(
-          'duplicate-key',
-          `${this.str(`${this.prefix()} has `)} || ${count('(SELECT COUNT(*) FROM dup)')} || ` +
-            `${this.str(` duplicate ${what} (a full extract must hold one row per key), for example: `)} || ` +
-            `(SELECT STRING_AGG(k, '; ' ORDER BY k) FROM sample) || ${this.str('; nothing was written')}`,
-        )}\nFROM (SELECT COUNT(*) AS c FROM dup) x WHERE x.c > 0`,
+      this.refuseWithExamples('duplicate-key', {
+        offending: `SELECT ${this.keyText('s')} AS k FROM ${stage} s GROUP BY ${grain} HAVING COUNT(*) > 1`,
+        message: (n) =>
+          `${this.str(`${this.prefix()} has `)} || ${count(n)} || ` +
+          this.str(` duplicate ${what} (a full extract must hold one row per key)`),
+      }),
     )
   }
 
@@ -923,25 +921,26 @@ class MergeRenderer extends MergeSql {
         : `SELECT DISTINCT ${this.keyList('t')} FROM (${keys(TEMP.changes)} UNION ALL ${keys(TEMP.lateKeys)}) t`
     const count = (expr: string) => this.d.castToString(expr)
     const n = this.names
-    const disagree = currentFlagsDisagree(this.d, this.p.table, 'd')
+    const disagree = `SUM(CASE WHEN ${currentFlagsDisagree(this.d, this.p.table, 'd')} THEN 1 ELSE 0 END)`
     this.emit(
       'check one current version per key',
-      `WITH dup AS (\n  SELECT ${this.keyList('d')}, COUNT(*) AS n, SUM(CASE WHEN ${disagree} THEN 1 ELSE 0 END) AS m\n` +
-        `  FROM ${this.dim} d JOIN (${touched}) t ON ${this.keyEq('t', 'd')}\n` +
-        `  WHERE ${currentByEitherFlag(this.d, this.p.table, 'd')}\n` +
-        `  GROUP BY ${this.keyList('d')} HAVING COUNT(*) > 1 OR SUM(CASE WHEN ${disagree} THEN 1 ELSE 0 END) > 0\n),\n` +
-        `sample AS (SELECT ${this.keyText('dup')} AS k, n, m FROM dup ORDER BY k LIMIT 10)\n` +
-        `SELECT ${this.raise(
-          'one-current-version',
-          `${this.str(`${this.prefix()} would leave `)} || ${count('x.c')} || ` +
-            `(CASE WHEN x.c = 1 THEN ${this.str(' key')} ELSE ${this.str(' keys')} END) || ` +
-            this.str(
-              ` with more than one current version, or one whose ${n.isCurrent} and ${n.validTo} disagree, for example: `,
-            ) +
-            ` || (SELECT STRING_AGG(k || ${this.str(' (')} || ${count('n')} || ${this.str(' current versions')} || ` +
-            `(CASE WHEN m > 0 THEN ${this.str(', ')} || ${count('m')} || ${this.str(` with ${n.isCurrent} and ${n.validTo} disagreeing`)} ELSE '' END) || ` +
-            `${this.str(')')}, '; ' ORDER BY k) FROM sample) || ${this.str('; nothing was written')}`,
-        )}\nFROM (SELECT COUNT(*) AS c FROM dup) x WHERE x.c > 0`,
+      this.refuseWithExamples('one-current-version', {
+        offending:
+          `SELECT ${this.keyText('d')} AS k, COUNT(*) AS n, ${disagree} AS m\n` +
+          `  FROM ${this.dim} d JOIN (${touched}) t ON ${this.keyEq('t', 'd')}\n` +
+          `  WHERE ${currentByEitherFlag(this.d, this.p.table, 'd')}\n` +
+          `  GROUP BY ${this.keyList('d')} HAVING COUNT(*) > 1 OR ${disagree} > 0`,
+        message: (keys) =>
+          `${this.str(`${this.prefix()} would leave `)} || ${count(keys)} || ` +
+          `(CASE WHEN ${keys} = 1 THEN ${this.str(' key')} ELSE ${this.str(' keys')} END) || ` +
+          this.str(
+            ` with more than one current version, or one whose ${n.isCurrent} and ${n.validTo} disagree`,
+          ),
+        example:
+          `k || ${this.str(' (')} || ${count('n')} || ${this.str(' current versions')} || ` +
+          `(CASE WHEN m > 0 THEN ${this.str(', ')} || ${count('m')} || ${this.str(` with ${n.isCurrent} and ${n.validTo} disagreeing`)} ELSE '' END) || ` +
+          this.str(')'),
+      }),
     )
   }
 
