@@ -171,3 +171,42 @@ describe('DuckDbWarehouse errors', () => {
     }
   })
 })
+
+describe('DuckDbWarehouse.describeTable', () => {
+  it("reads a table's columns in order with their types and NOT NULL, in a file database whose name is a schema's", async () => {
+    // A database file named main.duckdb is the catalog "main": a two-part name main.t would be ambiguous.
+    const warehouse = await DuckDbWarehouse.open({ path: join(dir, 'main.duckdb') })
+    await warehouse.query('CREATE SCHEMA history')
+    await warehouse.query(
+      'CREATE TABLE history.dim (id BIGINT NOT NULL, "Name ""quoted""" VARCHAR, amount DECIMAL(18,3), tags VARCHAR[], changed_at TIMESTAMPTZ)',
+    )
+    await warehouse.query('CREATE TABLE main.dim (other INTEGER)')
+    expect(await warehouse.describeTable({ schema: 'history', name: 'dim' })).toEqual([
+      { name: 'id', type: 'BIGINT', notNull: true },
+      { name: 'Name "quoted"', type: 'VARCHAR' },
+      { name: 'amount', type: 'DECIMAL(18,3)' },
+      { name: 'tags', type: 'VARCHAR[]' },
+      { name: 'changed_at', type: 'TIMESTAMP WITH TIME ZONE' },
+    ])
+    expect(await warehouse.describeTable({ name: 'dim' })).toEqual([{ name: 'other', type: 'INTEGER' }])
+    await warehouse.close()
+  })
+
+  it('is undefined for a missing table or schema, and for a temporary table of that name; a transaction open around it goes on', async () => {
+    const warehouse = await DuckDbWarehouse.open({ path: ':memory:' })
+    await warehouse.query('CREATE TEMP TABLE dim (id BIGINT)')
+    const described = await warehouse.transaction(
+      async (tx) => {
+        await tx.execute({ label: 'create', sql: 'CREATE TABLE kept (id BIGINT)' })
+        const missing = await warehouse.describeTable({ schema: 'main', name: 'nothing' })
+        const noSchema = await warehouse.describeTable({ schema: 'nowhere', name: 'dim' })
+        const temporary = await warehouse.describeTable({ schema: 'main', name: 'dim' })
+        return [missing, noSchema, temporary]
+      },
+      { commit: true },
+    )
+    expect(described).toEqual([undefined, undefined, undefined])
+    expect(await warehouse.describeTable({ name: 'kept' })).toEqual([{ name: 'id', type: 'BIGINT' }])
+    await warehouse.close()
+  })
+})
