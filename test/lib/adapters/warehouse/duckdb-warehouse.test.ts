@@ -189,6 +189,15 @@ describe('DuckDbWarehouse.describeTable', () => {
       { name: 'changed_at', type: 'TIMESTAMP WITH TIME ZONE' },
     ])
     expect(await warehouse.describeTable({ name: 'dim' })).toEqual([{ name: 'other', type: 'INTEGER' }])
+    await warehouse.query('CREATE TABLE history."dim ""x"".y" (id BIGINT NOT NULL)')
+    await warehouse.query(`CREATE TABLE history."o'brien" (id BIGINT)`)
+    expect(await warehouse.describeTable({ schema: 'history', name: 'dim "x".y' })).toEqual([
+      { name: 'id', type: 'BIGINT', notNull: true },
+    ])
+    expect(await warehouse.describeTable({ schema: 'history', name: "o'brien" })).toEqual([
+      { name: 'id', type: 'BIGINT' },
+    ])
+    expect(await warehouse.describeTable({ schema: 'history', name: 'dim "y"' })).toBeUndefined()
     await warehouse.close()
   })
 
