@@ -33,9 +33,16 @@ export function versionAtInJoin(d: SqlDialect, table: TableSpec, instant: string
  * then, so none is left out; the bound is a filter on the bare valid_to compared with a constant (a script
  * variable on BigQuery), so a dimension partitioned on valid_to is read from the partition `earliest` falls in
  * on (and the open versions' partition), not through its whole history. A NULL open end is read as its own
- * branch (`valid_to IS NULL`) rather than through an OR, each branch pruning on its own filter.
+ * branch (`valid_to IS NULL`) rather than through an OR, each branch pruning on its own filter. `otherColumns` are
+ * read besides.
  */
-export function versionsNotEndedBy(d: SqlDialect, table: TableSpec, ref: TableRef, earliest: string): string {
+export function versionsNotEndedBy(
+  d: SqlDialect,
+  table: TableSpec,
+  ref: TableRef,
+  earliest: string,
+  otherColumns: readonly string[] = [],
+): string {
   const n = table.columns
   const columns = [
     ...table.key,
@@ -44,6 +51,7 @@ export function versionsNotEndedBy(d: SqlDialect, table: TableSpec, ref: TableRe
     n.validTo,
     n.isDeleted,
     ...(table.systemTime === undefined ? [] : [table.systemTime.systemTo]),
+    ...otherColumns,
   ]
     .map((c) => d.quoteIdentifier(c))
     .join(', ')

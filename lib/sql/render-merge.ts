@@ -30,6 +30,7 @@ import {
 import { rawCaptureColumns, rawWorkColumn, REFOLDED, renderRefoldLateKeys } from './render-partial-refold.ts'
 import { DELETED_STATE, renderRowHash } from './row-hash.ts'
 import { currentByEitherFlag, currentFlagsDisagree, currentVersion } from './version-predicates.ts'
+import { versionsNotEndedBy } from './fact-version-join.ts'
 
 export { TEMP, WORK, type MergePlan } from './merge-sql.ts'
 const W = WORK
@@ -911,7 +912,10 @@ class MergeRenderer extends MergeSql {
    * changed, deleted or slotted late events into) has more than one version that is_current or an open valid_to
    * calls current, nor one whose two flags disagree. Every input was checked before, so only a defect of these
    * statements can leave one; the batch is refused instead of committing a history whose facts would join twice.
-   * It reads the touched keys' versions where either flag says current (the open partition on BigQuery).
+   * It reads the touched keys' versions where either flag says current. Where the dimension is partitioned on
+   * valid_to (BigQuery), only the partitions this batch can have written are read: the open versions' and those
+   * from the batch's earliest change or event on (every window it ends or moves ends at one of them), so a version
+   * it closed but left flagged current is seen without reading the whole history.
    */
   #checkOneCurrentVersion(): void {
     const keys = (table: string) => `SELECT ${this.keyList()} FROM ${this.tmp(table)}`
@@ -927,7 +931,7 @@ class MergeRenderer extends MergeSql {
       this.refuseWithExamples('one-current-version', {
         offending:
           `SELECT ${this.keyText('d')} AS k, COUNT(*) AS n, ${disagree} AS m\n` +
-          `  FROM ${this.dim} d JOIN (${touched}) t ON ${this.keyEq('t', 'd')}\n` +
+          `  FROM ${this.#versionsTheBatchCanHaveWritten()} d JOIN (${touched}) t ON ${this.keyEq('t', 'd')}\n` +
           `  WHERE ${currentByEitherFlag(this.d, this.p.table, 'd')}\n` +
           `  GROUP BY ${this.keyList('d')} HAVING COUNT(*) > 1 OR ${disagree} > 0`,
         message: (keys) =>
@@ -942,6 +946,26 @@ class MergeRenderer extends MergeSql {
           this.str(')'),
       }),
     )
+  }
+
+  /**
+   * The dimension, or where it is partitioned on valid_to the versions open or ended at or after the batch's
+   * earliest change (a millisecond earlier, so that the bound is a strict comparison on the bare column).
+   */
+  #versionsTheBatchCanHaveWritten(): string {
+    if (!this.d.capabilities.partitionedOnValidTo) return this.dim
+    const times = [
+      `SELECT ${this.q(W.t)} AS t FROM ${this.tmp(TEMP.changes)}`,
+      ...(this.p.objects.captures === undefined
+        ? []
+        : [`SELECT ${this.q(W.t)} AS t FROM ${this.tmp(TEMP.events)}`]),
+    ]
+    const earliest = this.d.earliestEventTime(
+      `SELECT ${this.d.addMilliseconds('MIN(t)', -1)} FROM (${times.join(' UNION ALL ')}) x`,
+    )
+    for (const sql of earliest.statements) this.emit('note the earliest change', sql)
+    const n = this.p.table.columns
+    return versionsNotEndedBy(this.d, this.p.table, this.p.objects.dimension, earliest.value, [n.isCurrent])
   }
 
   #recordBatch(): void {

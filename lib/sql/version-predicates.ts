@@ -22,14 +22,14 @@ export function currentVersion(d: SqlDialect, table: TableSpec, alias?: string):
 
 /**
  * What the merge's check of invariant 2 counts as a key's current version: a version either flag calls current
- * (`is_current`, or an open `valid_to`), known now. Where the dialect partitions the dimension on valid_to, only
- * the open partition is read, so there a version flagged current whose window is closed is not seen.
+ * (`is_current`, or an open `valid_to`), known now.
  */
 export function currentByEitherFlag(d: SqlDialect, table: TableSpec, alias?: string): string {
   const col = qualify(d, alias)
-  const open = isOpen(d, table, col(table.columns.validTo))
-  const either = d.capabilities.partitionedOnValidTo ? open : `(${col(table.columns.isCurrent)} OR ${open})`
-  return either + andKnownNow(d, table, alias)
+  return (
+    `(${col(table.columns.isCurrent)} OR ${isOpen(d, table, col(table.columns.validTo))})` +
+    andKnownNow(d, table, alias)
+  )
 }
 
 /** The version's `is_current` and its `valid_to` disagree on whether it is current (invariant 2). */

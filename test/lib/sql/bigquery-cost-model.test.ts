@@ -401,8 +401,13 @@ async function costOf(shape: Shape, depth: number): Promise<Costed[]> {
       dimension: { table: objects.dimension.name, column: table.columns.validTo },
       readFrom: { table: objects.captures?.name ?? '', column: 'captured_at' },
       rowsOf: (scan) => {
-        if (scan.table === objects.dimension.name)
-          return scan.pruned ? ['open partition', KEYS] : ['whole dimension', KEYS * versions]
+        if (scan.table === objects.dimension.name) {
+          if (scan.pruned) return ['open partition', KEYS]
+          // The partitions from the batch's earliest change on (and the sentinel's, where the open end is one):
+          // as for fact loads, a month of closed versions is taken to be about one per key.
+          if (scan.readFrom) return ['dimension, recent months', table.openEnd === null ? KEYS : 2 * KEYS]
+          return ['whole dimension', KEYS * versions]
+        }
         if (scan.table === stage.name) return ['staging table', shape.rows]
         if (scan.table === objects.captures?.name)
           return scan.readFrom ? ['capture log, recent months', KEYS] : ['capture log', KEYS * versions]

@@ -46,8 +46,10 @@ const bq = render(createBigQueryDialect({ project: 'acme-dw' }), 'history', {
 const pg = render(postgresDialect, 'history')
 
 describe('the same merge plan in DuckDB SQL, GoogleSQL and PostgreSQL', () => {
-  it('has the same steps in the same order', () => {
-    expect(bq.labels).toEqual(duck.labels)
+  it('has the same steps in the same order (BigQuery notes the earliest change first, to bound the check it reads)', () => {
+    const noted = bq.labels.indexOf('note the earliest change')
+    expect(bq.labels[noted + 1]).toBe('check one current version per key')
+    expect(bq.labels.toSpliced(noted, 1)).toEqual(duck.labels)
     expect(pg.labels).toEqual(duck.labels)
   })
 
