@@ -17,7 +17,12 @@ import {
 } from './surrogate-keys.ts'
 import { renameShadowed, TableAliases, userColumnNames } from './table-aliases.ts'
 import { storedEnd, storedEndOfChange } from './version-end.ts'
-import { currentVersion, liveCurrentVersion } from './version-predicates.ts'
+import {
+  currentByEitherFlag,
+  currentFlagsDisagree,
+  currentVersion,
+  liveCurrentVersion,
+} from './version-predicates.ts'
 
 /** Names of the temporary tables a merge script creates; the warehouse adapter reads the counts from them. */
 export const TEMP = Object.freeze({
@@ -397,6 +402,36 @@ export class MergeSql {
   /** A check that refuses the batch when `offending` returns rows, with examples; see refuseWithExamples. */
   refuseWithExamples(kind: CheckKind, refusal: Parameters<typeof refuseWithExamples>[2]): string {
     return refuseWithExamples(this.d, { kind, table: this.p.table.name, batchId: this.p.batchId }, refusal)
+  }
+  /**
+   * Emits the check of invariant 2 on what the merge wrote (docs/invariants.md): refuses the batch when a key of
+   * `touched` (a query of key columns) has more than one version in `versions` (the dimension, or a derived table
+   * of it aliased by the caller) that is_current or an open valid_to calls current, or one whose flags disagree.
+   */
+  checkOneCurrentVersion(label: string, touched: string, versions: string): void {
+    const count = (expr: string) => this.d.castToString(expr)
+    const n = this.names
+    const disagree = `SUM(CASE WHEN ${currentFlagsDisagree(this.d, this.p.table, 'd')} THEN 1 ELSE 0 END)`
+    this.emit(
+      label,
+      this.refuseWithExamples('one-current-version', {
+        offending:
+          `SELECT ${this.keyText('d')} AS k, COUNT(*) AS n, ${disagree} AS m\n` +
+          `  FROM ${versions} d JOIN (${touched}) t ON ${this.keyEq('t', 'd')}\n` +
+          `  WHERE ${currentByEitherFlag(this.d, this.p.table, 'd')}\n` +
+          `  GROUP BY ${this.keyList('d')} HAVING COUNT(*) > 1 OR ${disagree} > 0`,
+        message: (keys) =>
+          `${this.str(`${this.prefix()} would leave `)} || ${count(keys)} || ` +
+          `(CASE WHEN ${keys} = 1 THEN ${this.str(' key')} ELSE ${this.str(' keys')} END) || ` +
+          this.str(
+            ` with more than one current version, or one whose ${n.isCurrent} and ${n.validTo} disagree`,
+          ),
+        example:
+          `k || ${this.str(' (')} || ${count('n')} || ${this.str(' current versions')} || ` +
+          `(CASE WHEN m > 0 THEN ${this.str(', ')} || ${count('m')} || ${this.str(` with ${n.isCurrent} and ${n.validTo} disagreeing`)} ELSE '' END) || ` +
+          this.str(')'),
+      }),
+    )
   }
   get eventTime(): string {
     const column = this.p.layout.validFromColumn

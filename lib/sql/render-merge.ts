@@ -29,7 +29,7 @@ import {
 } from './render-ddl.ts'
 import { rawCaptureColumns, rawWorkColumn, REFOLDED, renderRefoldLateKeys } from './render-partial-refold.ts'
 import { DELETED_STATE, renderRowHash } from './row-hash.ts'
-import { currentByEitherFlag, currentFlagsDisagree, currentVersion } from './version-predicates.ts'
+import { currentVersion } from './version-predicates.ts'
 import { versionsNotEndedBy } from './fact-version-join.ts'
 
 export { TEMP, WORK, type MergePlan } from './merge-sql.ts'
@@ -923,28 +923,10 @@ class MergeRenderer extends MergeSql {
       this.p.objects.captures === undefined
         ? `SELECT DISTINCT ${this.keyList()} FROM ${this.tmp(TEMP.changes)}`
         : `SELECT DISTINCT ${this.keyList('t')} FROM (${keys(TEMP.changes)} UNION ALL ${keys(TEMP.lateKeys)}) t`
-    const count = (expr: string) => this.d.castToString(expr)
-    const n = this.names
-    const disagree = `SUM(CASE WHEN ${currentFlagsDisagree(this.d, this.p.table, 'd')} THEN 1 ELSE 0 END)`
-    this.emit(
+    this.checkOneCurrentVersion(
       'check one current version per key',
-      this.refuseWithExamples('one-current-version', {
-        offending:
-          `SELECT ${this.keyText('d')} AS k, COUNT(*) AS n, ${disagree} AS m\n` +
-          `  FROM ${this.#versionsTheBatchCanHaveWritten()} d JOIN (${touched}) t ON ${this.keyEq('t', 'd')}\n` +
-          `  WHERE ${currentByEitherFlag(this.d, this.p.table, 'd')}\n` +
-          `  GROUP BY ${this.keyList('d')} HAVING COUNT(*) > 1 OR ${disagree} > 0`,
-        message: (keys) =>
-          `${this.str(`${this.prefix()} would leave `)} || ${count(keys)} || ` +
-          `(CASE WHEN ${keys} = 1 THEN ${this.str(' key')} ELSE ${this.str(' keys')} END) || ` +
-          this.str(
-            ` with more than one current version, or one whose ${n.isCurrent} and ${n.validTo} disagree`,
-          ),
-        example:
-          `k || ${this.str(' (')} || ${count('n')} || ${this.str(' current versions')} || ` +
-          `(CASE WHEN m > 0 THEN ${this.str(', ')} || ${count('m')} || ${this.str(` with ${n.isCurrent} and ${n.validTo} disagreeing`)} ELSE '' END) || ` +
-          this.str(')'),
-      }),
+      touched,
+      this.#versionsTheBatchCanHaveWritten(),
     )
   }
 

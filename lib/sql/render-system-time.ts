@@ -156,7 +156,17 @@ export function renderSystemTimeMerge(
       `SELECT ${list('x')}, ${at}, ${plan.table.openEnd === null ? `CAST(NULL AS ${d.type('timestamp')})` : m.openEnd()}\n` +
       `FROM ${m.tmp(SYSTEM_TEMP.learned)} x`,
   )
-  return [...m.out, ...ordinary, ...after]
+  // Invariant 2 on the rows now known: the ordinary merge checked its working copy, not what was written here.
+  const keys = (alias: string) => m.keys.map((k) => m.col(alias, k)).join(', ')
+  const checked = new MergeSql(d, plan)
+  checked.checkOneCurrentVersion(
+    'system time: check one current version per key',
+    `SELECT DISTINCT ${keys('t')} FROM (\n` +
+      `  SELECT ${keys('l')} FROM ${m.tmp(SYSTEM_TEMP.learned)} l UNION ALL\n` +
+      `  SELECT ${keys('b')} FROM ${m.tmp(SYSTEM_TEMP.before)} b JOIN ${m.tmp(SYSTEM_TEMP.superseded)} x ON x.${sk} = b.${sk}\n) t`,
+    m.dim,
+  )
+  return [...m.out, ...ordinary, ...after, ...checked.out]
 }
 
 function knownNow(m: MergeSql, alias: string): string {

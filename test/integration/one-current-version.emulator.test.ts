@@ -36,6 +36,14 @@ const CLOSED_LEFT_CURRENT = {
   label: 'close changed current versions',
   defect: (sql: string) => sql.replace(/(["`]is_current["`]) = FALSE/, '$1 = TRUE'),
 }
+/**
+ * A bitemporal table's merge runs on a working copy, then closes in system time the rows it superseded: here it
+ * closes none, so the version the batch closed stays known now beside the new one.
+ */
+const SUPERSEDED_LEFT_KNOWN = {
+  label: 'system time: close superseded rows',
+  defect: (sql: string) => `${sql} AND FALSE`,
+}
 /** The late path's window move leaves the versions it moves open (valid_to NULL), instead of ending them. */
 const MOVED_LEFT_OPEN = {
   label: 'late keys: move windows of existing versions',
@@ -224,6 +232,39 @@ describe.each(subjects)('on %s, a merge that would leave a key with two current 
       })
     },
   )
+
+  it('of a bitemporal table, whose rows superseded in system time are left known now, is refused the same way', async () => {
+    const table = tableSpec({
+      deletes: 'invalidate',
+      systemTime: { systemFrom: 'system_from', systemTo: 'system_to' },
+    })
+    await withSubject(SUPERSEDED_LEFT_KNOWN, async ({ warehouse, schema, staging }, fix) => {
+      let applied = Date.parse('2024-06-01T00:00:00Z')
+      const merge = (batchId: string) =>
+        mergeBatch({ warehouse, staging }, { table, schema, batchId, now: new Date((applied += 60_000)) })
+      const knownNow = async () =>
+        (
+          await warehouse.query(
+            `SELECT region, is_current FROM ${schema}.${table.target} WHERE system_to IS NULL ORDER BY valid_from`,
+          )
+        ).map((r) => [r.region, r.is_current])
+      const stage = (region: string, extractedAt: string) =>
+        staging.stage(table.name, COLUMNS, [{ customer_id: 101, region }], { extractedAt })
+      await merge(await stage('South', '2024-01-01T00:00:00Z'))
+      const moved = await stage('North', '2024-03-01T00:00:00Z')
+      await expect(merge(moved)).rejects.toThrow(
+        `table customers: batch ${moved} would leave 1 key with more than one current version, or one whose ` +
+          'is_current and valid_to disagree, for example: customer_id=101 (2 current versions); nothing was written',
+      )
+      expect(await knownNow()).toEqual([['South', true]])
+      fix()
+      await merge(moved)
+      expect(await knownNow()).toEqual([
+        ['South', false],
+        ['North', true],
+      ])
+    })
+  })
 
   it.for(lateDefects)(
     'in the late path (a late event splits a closed version), %s, is refused the same way',

@@ -520,6 +520,10 @@ const GROWS_WITH_HISTORY: readonly (readonly [label: string, why: string])[] = [
   ],
   ['system time: close superseded rows', 'bitemporal: compares those rows with the versions after the merge'],
   [
+    'system time: check one current version per key',
+    'bitemporal: counts the current versions of the touched keys among the rows known now (every version of every key)',
+  ],
+  [
     'keys of customers to infer members of',
     'facts inferring members: a key that ever had a version (all of them closed long ago) gets no placeholder, so the key of every version is read',
   ],
