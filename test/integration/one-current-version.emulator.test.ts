@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { BigQueryWarehouse } from '../../lib/adapters/warehouse/bigquery-warehouse.ts'
 import { PostgresWarehouse } from '../../lib/adapters/warehouse/postgres-warehouse.ts'
@@ -10,10 +12,12 @@ import type { SqlDialect } from '../../lib/sql/dialect.ts'
 import { mergeBatch } from '../../lib/use-cases/merge-batch.ts'
 import { withTestEmulator } from '../support/bigquery-emulator/emulator-per-test.ts'
 import { ZetaSqlService } from '../support/bigquery-emulator/zetasql-service.ts'
+import { markdownBlocks } from '../support/markdown-blocks.ts'
 import { MemoryBatches } from '../support/memory-batches.ts'
 import { openSmallWarehouse } from '../support/small-warehouse.ts'
 import { TestBatches } from '../support/staged-batches.ts'
 import { tableSpec } from '../support/table-spec-builder.ts'
+import type { TableSpec } from '../../lib/core/table-spec.ts'
 import { dropPostgresSchemas, PG_URL } from './sources/support/db-services.ts'
 
 /*
@@ -99,6 +103,38 @@ interface Subject {
   readonly schema: string
   readonly staging: StagingStore & Pick<MemoryBatches, 'stage'>
 }
+
+/** The fenced blocks of docs/errors.md (the repair of a bent dimension is run as written there). */
+const ERRORS_DOC = markdownBlocks(
+  'docs/errors.md',
+  readFileSync(join(import.meta.dirname, '..', '..', 'docs', 'errors.md'), 'utf8'),
+)
+
+/** A table whose events carry their change time, so that an event older than the dimension's is late. */
+const lateTable = () =>
+  tableSpec({
+    deletes: 'invalidate',
+    extract: { mode: 'incremental', cursor: 'updated_at', lookbackMinutes: 0 },
+    validFrom: { kind: 'column', column: 'updated_at' },
+  })
+const LATE_COLUMNS: StagedColumn[] = [...COLUMNS, { name: 'updated_at', type: 'TIMESTAMP' }]
+
+/** Merges one event of customer 101 (`region` as of `updated_at`), extracted at `extractedAt`. */
+const lateLoader =
+  (warehouse: Warehouse<SqlDialect>, schema: string, staging: Subject['staging'], table: TableSpec) =>
+  async (region: string, updated_at: string, extractedAt: string) =>
+    mergeBatch(
+      { warehouse, staging },
+      {
+        table,
+        schema,
+        batchId: await staging.stage(table.name, LATE_COLUMNS, [{ customer_id: 101, region, updated_at }], {
+          extractedAt,
+          mode: 'incremental',
+        }),
+        now: new Date(),
+      },
+    )
 
 let batches: MemoryBatches
 let files: TestBatches
@@ -266,29 +302,56 @@ describe.each(subjects)('on %s, a merge that would leave a key with two current 
     })
   })
 
+  it("of a dimension bent before (a key with two current versions) is not refused: errors.md's SQL finds and repairs such keys, and a late event into one recomputes its windows", async () => {
+    const table = lateTable()
+    await run(async ({ warehouse, schema, staging }) => {
+      const dim = `${schema}.${table.target}`
+      const load = lateLoader(warehouse, schema, staging, table)
+      const docs = (marker: string) =>
+        ERRORS_DOC.find((b) => b.marker === marker)!.text.replaceAll('dim_customers', dim)
+      const bentKeys = async () =>
+        (await warehouse.query(docs('bent keys: find'))).map((r) => [
+          Number(r.customer_id),
+          Number(r.current_versions),
+        ])
+      // What a `key` edit left behind before it was refused: a closed version current again.
+      const bend = () =>
+        warehouse.query(
+          `UPDATE ${dim} SET valid_to = NULL, is_current = TRUE WHERE region = 'South' AND customer_id = 101`,
+        )
+      const versions = async () =>
+        (
+          await warehouse.query(
+            `SELECT region, is_current, ${warehouse.dialect.castToString('valid_to')} AS valid_to FROM ${dim} ORDER BY valid_from`,
+          )
+        ).map((r) => [r.region, r.is_current, r.valid_to === null ? null : String(r.valid_to).slice(0, 10)])
+      const repaired = [
+        ['South', false, '2024-02-01'],
+        ['West', false, '2024-03-01'],
+        ['North', true, null],
+      ]
+      await load('South', '2024-01-01 00:00:00', '2024-01-02T00:00:00Z')
+      await load('North', '2024-03-01 00:00:00', '2024-03-02T00:00:00Z')
+      await bend()
+      expect(await bentKeys()).toEqual([[101, 2]])
+      await load('West', '2024-02-01 00:00:00', '2024-03-03T00:00:00Z')
+      expect(await versions()).toEqual(repaired)
+      expect(await bentKeys()).toEqual([])
+
+      await bend()
+      expect(await bentKeys()).toEqual([[101, 2]])
+      await warehouse.query(docs('bent keys: repair'))
+      expect(await bentKeys()).toEqual([])
+      expect(await versions()).toEqual(repaired)
+    })
+  })
+
   it.for(lateDefects)(
     'in the late path (a late event splits a closed version), %s, is refused the same way',
     async ([, defect, flagged]) => {
-      const table = tableSpec({
-        deletes: 'invalidate',
-        extract: { mode: 'incremental', cursor: 'updated_at', lookbackMinutes: 0 },
-        validFrom: { kind: 'column', column: 'updated_at' },
-      })
-      const columns: StagedColumn[] = [...COLUMNS, { name: 'updated_at', type: 'TIMESTAMP' }]
+      const table = lateTable()
       await withSubject(defect, async ({ warehouse, schema, staging }, fix) => {
-        const load = async (region: string, updated_at: string, extractedAt: string) =>
-          mergeBatch(
-            { warehouse, staging },
-            {
-              table,
-              schema,
-              batchId: await staging.stage(table.name, columns, [{ customer_id: 101, region, updated_at }], {
-                extractedAt,
-                mode: 'incremental',
-              }),
-              now: new Date(),
-            },
-          )
+        const load = lateLoader(warehouse, schema, staging, table)
         const versions = async () =>
           (
             await warehouse.query(
