@@ -34,7 +34,7 @@ export function versionAtInJoin(d: SqlDialect, table: TableSpec, instant: string
  * variable on BigQuery), so a dimension partitioned on valid_to is read from the partition `earliest` falls in
  * on (and the open versions' partition), not through its whole history. A NULL open end is read as its own
  * branch (`valid_to IS NULL`) rather than through an OR, each branch pruning on its own filter. `otherColumns` are
- * read besides.
+ * read besides. The merge's check of invariant 2 reads the versions a batch can have written through it too.
  */
 export function versionsNotEndedBy(
   d: SqlDialect,

@@ -411,6 +411,7 @@ class MergeRenderer extends MergeSql {
     // one: the log is read from there on (on BigQuery, its partitions of that month and later).
     const earliest = this.d.earliestEventTime(`SELECT MIN(${this.q(W.t)}) FROM ${ev}`)
     for (const sql of earliest.statements) this.emit('note the earliest event time', sql)
+    this.#earliestEvent = earliest.value
     const recent = (c: string) => `${c}.captured_at >= ${earliest.value}`
     this.#recentCaptures = recent
     this.emit(
@@ -485,6 +486,8 @@ class MergeRenderer extends MergeSql {
 
   /** SQL condition: capture `c` of the log is at or after the batch's earliest event (read from there on). */
   #recentCaptures: ((c: string) => string) | undefined
+  /** The batch's earliest event time, once #logCaptures noted it (a script variable on BigQuery). */
+  #earliestEvent: string | undefined
 
   /** Partial-update tables whose capture log keeps raw values (render-partial-refold.ts). */
   get #refolds(): boolean {
@@ -932,22 +935,27 @@ class MergeRenderer extends MergeSql {
 
   /**
    * The dimension, or where it is partitioned on valid_to the versions open or ended at or after the batch's
-   * earliest change (a millisecond earlier, so that the bound is a strict comparison on the bare column).
+   * earliest change: every window this batch ends or moves ends at one of its changes' or events' times. Where the
+   * table logs captures that time is already noted (#logCaptures, before any event is turned into a change), and
+   * the script variable keeps that one meaning; otherwise it is noted here from the changes. A millisecond earlier,
+   * so that the bound is a strict comparison on the bare column.
    */
   #versionsTheBatchCanHaveWritten(): string {
     if (!this.d.capabilities.partitionedOnValidTo) return this.dim
-    const times = [
-      `SELECT ${this.q(W.t)} AS t FROM ${this.tmp(TEMP.changes)}`,
-      ...(this.p.objects.captures === undefined
-        ? []
-        : [`SELECT ${this.q(W.t)} AS t FROM ${this.tmp(TEMP.events)}`]),
-    ]
-    const earliest = this.d.earliestEventTime(
-      `SELECT ${this.d.addMilliseconds('MIN(t)', -1)} FROM (${times.join(' UNION ALL ')}) x`,
-    )
-    for (const sql of earliest.statements) this.emit('note the earliest change', sql)
+    let earliest = this.#earliestEvent
+    if (earliest === undefined) {
+      const noted = this.d.earliestEventTime(`SELECT MIN(${this.q(W.t)}) FROM ${this.tmp(TEMP.changes)}`)
+      for (const sql of noted.statements) this.emit('note the earliest change', sql)
+      earliest = noted.value
+    }
     const n = this.p.table.columns
-    return versionsNotEndedBy(this.d, this.p.table, this.p.objects.dimension, earliest.value, [n.isCurrent])
+    return versionsNotEndedBy(
+      this.d,
+      this.p.table,
+      this.p.objects.dimension,
+      this.d.addMilliseconds(earliest, -1),
+      [n.isCurrent],
+    )
   }
 
   #recordBatch(): void {

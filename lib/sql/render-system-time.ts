@@ -157,13 +157,13 @@ export function renderSystemTimeMerge(
       `FROM ${m.tmp(SYSTEM_TEMP.learned)} x`,
   )
   // Invariant 2 on the rows now known: the ordinary merge checked its working copy, not what was written here.
-  const keys = (alias: string) => m.keys.map((k) => m.col(alias, k)).join(', ')
+  // (In a MergeSql of its own: it runs after the statements above, which `m.out` precedes.)
   const checked = new MergeSql(d, plan)
   checked.checkOneCurrentVersion(
     'system time: check one current version per key',
-    `SELECT DISTINCT ${keys('t')} FROM (\n` +
-      `  SELECT ${keys('l')} FROM ${m.tmp(SYSTEM_TEMP.learned)} l UNION ALL\n` +
-      `  SELECT ${keys('b')} FROM ${m.tmp(SYSTEM_TEMP.before)} b JOIN ${m.tmp(SYSTEM_TEMP.superseded)} x ON x.${sk} = b.${sk}\n) t`,
+    `SELECT DISTINCT ${m.keyList('t')} FROM (\n` +
+      `  SELECT ${m.keyList('l')} FROM ${m.tmp(SYSTEM_TEMP.learned)} l UNION ALL\n` +
+      `  SELECT ${m.keyList('b')} FROM ${m.tmp(SYSTEM_TEMP.before)} b JOIN ${m.tmp(SYSTEM_TEMP.superseded)} x ON x.${sk} = b.${sk}\n) t`,
     m.dim,
   )
   return [...m.out, ...ordinary, ...after, ...checked.out]
