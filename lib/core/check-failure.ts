@@ -17,6 +17,7 @@ export const CHECK_KINDS = Object.freeze([
   'version-column',
   'incomplete-load',
   'one-current-version',
+  'bent-key',
 ] as const)
 export type CheckKind = (typeof CHECK_KINDS)[number]
 

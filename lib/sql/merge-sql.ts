@@ -18,6 +18,7 @@ import {
 import { renameShadowed, TableAliases, userColumnNames } from './table-aliases.ts'
 import { storedEnd, storedEndOfChange } from './version-end.ts'
 import {
+  currentBeforeTheBatch,
   currentByEitherFlag,
   currentFlagsDisagree,
   currentVersion,
@@ -430,6 +431,33 @@ export class MergeSql {
           `k || ${this.str(' (')} || ${count('n')} || ${this.str(' current versions')} || ` +
           `(CASE WHEN m > 0 THEN ${this.str(', ')} || ${count('m')} || ${this.str(` with ${n.isCurrent} and ${n.validTo} disagreeing`)} ELSE '' END) || ` +
           this.str(')'),
+      }),
+    )
+  }
+  /**
+   * Emits the check of the keys the batch changes or deletes (`changed`, a query of key columns) against what the
+   * dimension holds before it writes: a key with more than one current version was bent by an earlier dimsync (a
+   * `key` edit did it before it was refused), and closing both at the new version's start would leave their windows
+   * overlapping. The batch is refused, naming the key, until the dimension is repaired (docs/errors.md).
+   */
+  checkNoBentKeys(label: string, changed: string): void {
+    const count = (expr: string) => this.d.castToString(expr)
+    this.emit(
+      label,
+      this.refuseWithExamples('bent-key', {
+        offending:
+          `SELECT ${this.keyText('d')} AS k, COUNT(*) AS n\n` +
+          `  FROM ${this.dim} d JOIN (${changed}) t ON ${this.keyEq('t', 'd')}\n` +
+          `  WHERE ${currentBeforeTheBatch(this.d, this.p.table, 'd')}\n` +
+          `  GROUP BY ${this.keyList('d')} HAVING COUNT(*) > 1`,
+        message: (keys) =>
+          `${this.str(`${this.prefix()} changes `)} || ${count(keys)} || ` +
+          `(CASE WHEN ${keys} = 1 THEN ${this.str(' key')} ELSE ${this.str(' keys')} END) || ` +
+          this.str(
+            ' that the dimension already holds with more than one current version (written so before dimsync ' +
+              'checked it; repair the dimension as docs/errors.md says, then run again)',
+          ),
+        example: `k || ${this.str(' (')} || ${count('n')} || ${this.str(' current versions)')}`,
       }),
     )
   }

@@ -79,6 +79,7 @@ class MergeRenderer extends MergeSql {
       // staged rows with the current versions (absent keys included) and no event table is materialized.
       this.#checkExtractionOrder()
       this.#buildChangesFromSnapshot()
+      this.#checkNoBentKeys()
       if (this.absenceDeletes && !this.p.allowMassDelete) this.#guardMassDelete(this.#absentFromChanges())
     } else {
       this.#buildEvents()
@@ -101,6 +102,7 @@ class MergeRenderer extends MergeSql {
       if (this.p.layout.type1.length > 0) this.#newestType1Events()
       if (this.sequenced) this.#dropSupersededEvents()
       this.#buildChanges()
+      this.#checkNoBentKeys()
     }
     if (this.p.layout.type1.length > 0) this.#type1BeforeBatch()
     renderCarriedValues(this)
@@ -907,6 +909,14 @@ class MergeRenderer extends MergeSql {
       `NOT (${currentVersion(this.d, this.p.table)})`,
       'mirror: ',
       'replaced or deleted',
+    )
+  }
+
+  /** The keys this batch changes or deletes have one current version each before it writes (MergeSql.checkNoBentKeys). */
+  #checkNoBentKeys(): void {
+    this.checkNoBentKeys(
+      'check the changed keys have one current version',
+      `SELECT DISTINCT ${this.keyList()} FROM ${this.tmp(TEMP.changes)}`,
     )
   }
 

@@ -32,6 +32,16 @@ export function currentByEitherFlag(d: SqlDialect, table: TableSpec, alias?: str
   )
 }
 
+/**
+ * What a merge about to change a key finds current in the dimension (the check of bent keys): a version either flag
+ * calls current, known now; where the dimension is partitioned on valid_to, an open version only, so that the read
+ * stays in the open partition and does not grow with history.
+ */
+export function currentBeforeTheBatch(d: SqlDialect, table: TableSpec, alias?: string): string {
+  if (!d.capabilities.partitionedOnValidTo) return currentByEitherFlag(d, table, alias)
+  return isOpen(d, table, qualify(d, alias)(table.columns.validTo)) + andKnownNow(d, table, alias)
+}
+
 /** The version's `is_current` and its `valid_to` disagree on whether it is current (invariant 2). */
 export function currentFlagsDisagree(d: SqlDialect, table: TableSpec, alias?: string): string {
   const col = qualify(d, alias)

@@ -346,6 +346,92 @@ describe.each(subjects)('on %s, a merge that would leave a key with two current 
     })
   })
 
+  it('of a dimension bent before, a change or a delete of a bent key is refused naming the key (it would overlap its versions), writes nothing, and merges once errors.md repaired it', async () => {
+    const refusal = (batchId: string) =>
+      `table customers: batch ${batchId} changes 1 key that the dimension already holds with more than one current ` +
+      `version (written so before dimsync checked it; repair the dimension as docs/errors.md says, then run again), ` +
+      `for example: customer_id=101 (2 current versions); nothing was written`
+    const history = async (warehouse: Warehouse<SqlDialect>, dim: string) =>
+      (
+        await warehouse.query(
+          `SELECT customer_id, region, is_current, ${warehouse.dialect.castToString('valid_to')} AS valid_to FROM ${dim} ORDER BY customer_id, valid_from`,
+        )
+      ).map((r) => [
+        Number(r.customer_id),
+        r.region,
+        r.is_current,
+        r.valid_to === null ? null : String(r.valid_to).slice(0, 10),
+      ])
+    const repair = (warehouse: Warehouse<SqlDialect>, dim: string) =>
+      warehouse.query(
+        ERRORS_DOC.find((b) => b.marker === 'bent keys: repair')!.text.replaceAll('dim_customers', dim),
+      )
+    // What a `key` edit left behind before it was refused: a closed version current again.
+    const bend = (warehouse: Warehouse<SqlDialect>, dim: string) =>
+      warehouse.query(
+        `UPDATE ${dim} SET valid_to = NULL, is_current = TRUE WHERE region = 'South' AND customer_id = 101`,
+      )
+
+    // A change of the key, from events that carry their change time.
+    const table = lateTable()
+    await run(async ({ warehouse, schema, staging }) => {
+      const dim = `${schema}.${table.target}`
+      const load = lateLoader(warehouse, schema, staging, table)
+      await load('South', '2024-01-01 00:00:00', '2024-01-02T00:00:00Z')
+      await load('North', '2024-03-01 00:00:00', '2024-03-02T00:00:00Z')
+      await bend(warehouse, dim)
+      const bent = [
+        [101, 'South', true, null],
+        [101, 'North', true, null],
+      ]
+      expect(await history(warehouse, dim)).toEqual(bent)
+      const batchId = await staging.stage(
+        table.name,
+        LATE_COLUMNS,
+        [{ customer_id: 101, region: 'East', updated_at: '2024-04-01 00:00:00' }],
+        { extractedAt: '2024-04-02T00:00:00Z', mode: 'incremental' },
+      )
+      const merge = () => mergeBatch({ warehouse, staging }, { table, schema, batchId, now: new Date() })
+      await expect(merge()).rejects.toThrow(refusal(batchId))
+      expect(await history(warehouse, dim)).toEqual(bent)
+      await repair(warehouse, dim)
+      expect((await merge()).status).toBe('merged')
+      expect(await history(warehouse, dim)).toEqual([
+        [101, 'South', false, '2024-03-01'],
+        [101, 'North', false, '2024-04-01'],
+        [101, 'East', true, null],
+      ])
+    })
+
+    // A delete of the key: absent from a full snapshot.
+    const snapshots = tableSpec({ deletes: 'invalidate' })
+    await run(async ({ warehouse, schema, staging }) => {
+      const dim = `${schema}.${snapshots.target}`
+      const stage = (rows: { customer_id: number; region: string }[], extractedAt: string) =>
+        staging.stage(snapshots.name, COLUMNS, rows, { extractedAt })
+      const merge = (batchId: string) =>
+        mergeBatch({ warehouse, staging }, { table: snapshots, schema, batchId, now: new Date() })
+      const west = { customer_id: 102, region: 'West' }
+      await merge(await stage([{ customer_id: 101, region: 'South' }, west], '2024-01-01T00:00:00Z'))
+      await merge(await stage([{ customer_id: 101, region: 'North' }, west], '2024-03-01T00:00:00Z'))
+      await bend(warehouse, dim)
+      const bent = [
+        [101, 'South', true, null],
+        [101, 'North', true, null],
+        [102, 'West', true, null],
+      ]
+      const gone = await stage([west], '2024-04-01T00:00:00Z')
+      await expect(merge(gone)).rejects.toThrow(refusal(gone))
+      expect(await history(warehouse, dim)).toEqual(bent)
+      await repair(warehouse, dim)
+      expect((await merge(gone)).status).toBe('merged')
+      expect((await history(warehouse, dim)).slice(0, 2)).toEqual([
+        [101, 'South', false, '2024-03-01'],
+        [101, 'North', false, '2024-04-01'],
+      ])
+    })
+  })
+
   it.for(lateDefects)(
     'in the late path (a late event splits a closed version), %s, is refused the same way',
     async ([, defect, flagged]) => {
