@@ -59,6 +59,8 @@ const MOVED_MARKED_CURRENT = {
   defect: (sql: string) => sql.replace(/ = v\.("[^"]+"|`[^`]+`) IS NULL(?=[,\n])/, ' = TRUE'),
 }
 type Defect = typeof CLOSE_NONE
+/** An open end held as a sentinel instant instead of NULL (`open_end`). */
+const OPEN_END = '9999-12-31T23:59:59Z'
 
 /** `work` with the statement `defect.label` names rewritten, in the form the warehouse asks for. */
 function withDefect(work: BatchWork, { label, defect }: Defect): BatchWork {
@@ -211,16 +213,29 @@ describe.each(subjects)('on %s, a merge that would leave a key with two current 
       await body(subject, () => (planted = false))
     })
 
-  const closeDefects: [string, Defect, string][] = [
-    ['closing none', CLOSE_NONE, ''],
+  const closeDefects: [string, Defect, string, string | null][] = [
+    ['closing none', CLOSE_NONE, '', null],
     // On BigQuery the closed version is no longer in the open partition: the check reads the partitions the batch
     // wrote closed versions into too.
-    ['leaving them flagged current', CLOSED_LEFT_CURRENT, ', 1 with is_current and valid_to disagreeing'],
+    [
+      'leaving them flagged current',
+      CLOSED_LEFT_CURRENT,
+      ', 1 with is_current and valid_to disagreeing',
+      null,
+    ],
+    // Where open versions hold a sentinel, BigQuery's bounded read is one `valid_to >` branch, the open end included.
+    ['closing none (open end 9999-12-31)', CLOSE_NONE, '', OPEN_END],
+    [
+      'leaving them flagged current (open end 9999-12-31)',
+      CLOSED_LEFT_CURRENT,
+      ', 1 with is_current and valid_to disagreeing',
+      OPEN_END,
+    ],
   ]
   it.for(closeDefects)(
     'with the close of changed versions %s, is refused naming the key, writes nothing, and merges once the defect is gone',
-    async ([, defect, flagged]) => {
-      const table = tableSpec({ deletes: 'invalidate' })
+    async ([, defect, flagged, openEnd]) => {
+      const table = tableSpec({ deletes: 'invalidate', openEnd })
       await withSubject(defect, async ({ warehouse, schema, staging }, fix) => {
         const merge = (batchId: string) =>
           mergeBatch({ warehouse, staging }, { table, schema, batchId, now: new Date() })
@@ -362,14 +377,24 @@ describe.each(subjects)('on %s, a merge that would leave a key with two current 
         r.is_current,
         r.valid_to === null ? null : String(r.valid_to).slice(0, 10),
       ])
-    const repair = (warehouse: Warehouse<SqlDialect>, dim: string) =>
+    /** The open end as a SQL value, and the test `valid_to IS NULL` as errors.md says to write it for a sentinel. */
+    const openEndOf = (warehouse: Warehouse<SqlDialect>, openEnd: string | null) =>
+      openEnd === null
+        ? { value: 'NULL', isOpen: 'valid_to IS NULL' }
+        : {
+            value: warehouse.dialect.timestampLiteral(openEnd),
+            isOpen: `valid_to = ${warehouse.dialect.timestampLiteral(openEnd)}`,
+          }
+    const repair = (warehouse: Warehouse<SqlDialect>, dim: string, openEnd: string | null = null) =>
       warehouse.query(
-        ERRORS_DOC.find((b) => b.marker === 'bent keys: repair')!.text.replaceAll('dim_customers', dim),
+        ERRORS_DOC.find((b) => b.marker === 'bent keys: repair')!
+          .text.replaceAll('dim_customers', dim)
+          .replaceAll('valid_to IS NULL', openEndOf(warehouse, openEnd).isOpen),
       )
     // What a `key` edit left behind before it was refused: a closed version current again.
-    const bend = (warehouse: Warehouse<SqlDialect>, dim: string) =>
+    const bend = (warehouse: Warehouse<SqlDialect>, dim: string, openEnd: string | null = null) =>
       warehouse.query(
-        `UPDATE ${dim} SET valid_to = NULL, is_current = TRUE WHERE region = 'South' AND customer_id = 101`,
+        `UPDATE ${dim} SET valid_to = ${openEndOf(warehouse, openEnd).value}, is_current = TRUE WHERE region = 'South' AND customer_id = 101`,
       )
 
     // A change of the key, from events that carry their change time.
@@ -403,33 +428,37 @@ describe.each(subjects)('on %s, a merge that would leave a key with two current 
       ])
     })
 
-    // A delete of the key: absent from a full snapshot.
-    const snapshots = tableSpec({ deletes: 'invalidate' })
-    await run(async ({ warehouse, schema, staging }) => {
-      const dim = `${schema}.${snapshots.target}`
-      const stage = (rows: { customer_id: number; region: string }[], extractedAt: string) =>
-        staging.stage(snapshots.name, COLUMNS, rows, { extractedAt })
-      const merge = (batchId: string) =>
-        mergeBatch({ warehouse, staging }, { table: snapshots, schema, batchId, now: new Date() })
-      const west = { customer_id: 102, region: 'West' }
-      await merge(await stage([{ customer_id: 101, region: 'South' }, west], '2024-01-01T00:00:00Z'))
-      await merge(await stage([{ customer_id: 101, region: 'North' }, west], '2024-03-01T00:00:00Z'))
-      await bend(warehouse, dim)
-      const bent = [
-        [101, 'South', true, null],
-        [101, 'North', true, null],
-        [102, 'West', true, null],
-      ]
-      const gone = await stage([west], '2024-04-01T00:00:00Z')
-      await expect(merge(gone)).rejects.toThrow(refusal(gone))
-      expect(await history(warehouse, dim)).toEqual(bent)
-      await repair(warehouse, dim)
-      expect((await merge(gone)).status).toBe('merged')
-      expect((await history(warehouse, dim)).slice(0, 2)).toEqual([
-        [101, 'South', false, '2024-03-01'],
-        [101, 'North', false, '2024-04-01'],
-      ])
-    })
+    // A delete of the key: absent from a full snapshot; open versions end NULL, and a sentinel.
+    for (const openEnd of [null, OPEN_END]) {
+      const snapshots = tableSpec({ deletes: 'invalidate', openEnd })
+      const open = openEnd === null ? null : '9999-12-31'
+      await run(async ({ warehouse, schema, staging }) => {
+        const dim = `${schema}.${snapshots.target}`
+        const stage = (rows: { customer_id: number; region: string }[], extractedAt: string) =>
+          staging.stage(snapshots.name, COLUMNS, rows, { extractedAt })
+        const merge = (batchId: string) =>
+          mergeBatch({ warehouse, staging }, { table: snapshots, schema, batchId, now: new Date() })
+        const west = { customer_id: 102, region: 'West' }
+        await merge(await stage([{ customer_id: 101, region: 'South' }, west], '2024-01-01T00:00:00Z'))
+        await merge(await stage([{ customer_id: 101, region: 'North' }, west], '2024-03-01T00:00:00Z'))
+        await bend(warehouse, dim, openEnd)
+        const bent = [
+          [101, 'South', true, open],
+          [101, 'North', true, open],
+          [102, 'West', true, open],
+        ]
+        expect(await history(warehouse, dim)).toEqual(bent)
+        const gone = await stage([west], '2024-04-01T00:00:00Z')
+        await expect(merge(gone)).rejects.toThrow(refusal(gone))
+        expect(await history(warehouse, dim)).toEqual(bent)
+        await repair(warehouse, dim, openEnd)
+        expect((await merge(gone)).status).toBe('merged')
+        expect((await history(warehouse, dim)).slice(0, 2)).toEqual([
+          [101, 'South', false, '2024-03-01'],
+          [101, 'North', false, '2024-04-01'],
+        ])
+      })
+    }
   })
 
   it.for(lateDefects)(
