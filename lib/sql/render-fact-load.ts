@@ -171,7 +171,33 @@ export function renderFactLoad(d: SqlDialect, plan: FactLoadPlan): CompiledState
         ? d.table(dimension)
         : versionsNotEndedBy(d, r.dimension, dimension, earliest.value)
     const keyEq = r.dimensionKey.map((k, j) => `r${i}.${q(k.name)} = ${s(r.reference.key[j]!)}`)
-    return `\nLEFT JOIN ${ref} r${i}\n  ON ${keyEq.join(' AND ')}\n  AND ${versionAtInJoin(d, r.dimension, eventTime, `r${i}`)}`
+    const on = `${keyEq.join(' AND ')}\n  AND ${versionAtInJoin(d, r.dimension, eventTime, `r${i}`)}`
+    // A dimension bent by an older dimsync (a key with two current versions) has two versions valid at one
+    // instant: a fact there would be stored once per version. The batch is refused until the dimension is repaired.
+    const keyText = r.reference.key
+      .map((k, j) => `${str(`${j > 0 ? ', ' : ''}${k}=`)} || ${d.castToString(s(k))}`)
+      .join(' || ')
+    out.push({
+      label: `check one version of ${r.dimension.name} per fact`,
+      sql: refuseWithExamples(
+        d,
+        { kind: 'bent-key', table: fact.name, batchId: plan.batchId },
+        {
+          offending:
+            `SELECT ${grainText} AS k, ${keyText} AS key_text, COUNT(*) AS n\n  FROM ${rows} s JOIN ${ref} r${i}\n  ON ${on}\n` +
+            `  GROUP BY ${[...fact.grain, ...r.reference.key].map(s).join(', ')} HAVING COUNT(*) > 1`,
+          message: (n) =>
+            `${str(`${prefix} has `)} || ${count(n)} || ` +
+            `(CASE WHEN ${n} = 1 THEN ${str(' fact')} ELSE ${str(' facts')} END) || ` +
+            str(
+              ` whose ${r.reference.alias} matches more than one version of ${r.dimension.name} valid at its time ` +
+                '(the dimension was bent before dimsync checked it; repair it as docs/errors.md says, then run again)',
+            ),
+          example: `k || ${str(' (')} || key_text || ${str(', ')} || ${count('n')} || ${str(' versions)')}`,
+        },
+      ),
+    })
+    return `\nLEFT JOIN ${ref} r${i}\n  ON ${on}`
   })
   const columns = [
     ...layout.copied.map((c) => c.name),
