@@ -1,8 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { StagedColumn } from '../../lib/core/batch.ts'
 import { ZetaSqlService } from '../support/bigquery-emulator/zetasql-service.ts'
 import { FactHarness } from '../support/fact-harness.ts'
-import { ORDER_COLUMNS, order, ordersFact } from '../support/fact-specs.ts'
+import {
+  BY_CHANGE_TIME,
+  CUSTOMER_CHANGE_COLUMNS,
+  ORDER_COLUMNS,
+  order,
+  ordersFact,
+} from '../support/fact-specs.ts'
 import { tableSpec } from '../support/table-spec-builder.ts'
 
 /**
@@ -12,15 +17,7 @@ import { tableSpec } from '../support/table-spec-builder.ts'
  * dimension is repaired (docs/errors.md) it loads one row per fact.
  */
 
-const CUSTOMER: StagedColumn[] = [
-  { name: 'customer_id', type: 'BIGINT' },
-  { name: 'region', type: 'VARCHAR' },
-  { name: 'changed_at', type: 'TIMESTAMP' },
-]
-const customers = tableSpec({
-  extract: { mode: 'incremental', cursor: 'changed_at', lookbackMinutes: 0 },
-  validFrom: { kind: 'column', column: 'changed_at' },
-})
+const customers = tableSpec(BY_CHANGE_TIME)
 const fact = ordersFact()
 
 let zeta: ZetaSqlService
@@ -44,7 +41,7 @@ describe.each(Object.entries(harnesses))('facts of a bent dimension on %s', (_na
       const at = (day: string) => `2024-${day}T00:00:00Z`
       await h.mergeDimension(
         customers,
-        CUSTOMER,
+        CUSTOMER_CHANGE_COLUMNS,
         [
           { customer_id: 101, region: 'South', changed_at: at('01-01') },
           { customer_id: 101, region: 'North', changed_at: at('03-01') },

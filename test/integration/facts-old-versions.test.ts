@@ -1,10 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { presetTableFields } from '../../lib/config/table-options.ts'
-import type { StagedColumn } from '../../lib/core/batch.ts'
 import type { TableSpec } from '../../lib/core/table-spec.ts'
 import { ZetaSqlService } from '../support/bigquery-emulator/zetasql-service.ts'
 import { FactHarness } from '../support/fact-harness.ts'
-import { ORDER_COLUMNS, order, ordersFact } from '../support/fact-specs.ts'
+import {
+  BY_CHANGE_TIME,
+  CUSTOMER_CHANGE_COLUMNS,
+  ORDER_COLUMNS,
+  order,
+  ordersFact,
+} from '../support/fact-specs.ts'
 import { tableSpec } from '../support/table-spec-builder.ts'
 
 /**
@@ -16,25 +21,16 @@ import { tableSpec } from '../support/table-spec-builder.ts'
  * known now counts).
  */
 
-const CUSTOMER: StagedColumn[] = [
-  { name: 'customer_id', type: 'BIGINT' },
-  { name: 'region', type: 'VARCHAR' },
-  { name: 'changed_at', type: 'TIMESTAMP' },
-]
-const byChangeTime = {
-  extract: { mode: 'incremental', cursor: 'changed_at', lookbackMinutes: 0 },
-  validFrom: { kind: 'column', column: 'changed_at' },
-} as const
 const DIMENSIONS: readonly (readonly [title: string, table: TableSpec])[] = [
-  ['open end NULL', tableSpec(byChangeTime)],
-  ['open end 9999-12-31', tableSpec({ ...byChangeTime, openEnd: '9999-12-31T23:59:59Z' })],
+  ['open end NULL', tableSpec(BY_CHANGE_TIME)],
+  ['open end 9999-12-31', tableSpec({ ...BY_CHANGE_TIME, openEnd: '9999-12-31T23:59:59Z' })],
   [
     'fivetran preset (ends a millisecond early)',
-    tableSpec({ ...byChangeTime, ...presetTableFields('fivetran') }),
+    tableSpec({ ...BY_CHANGE_TIME, ...presetTableFields('fivetran') }),
   ],
   [
     'system time',
-    tableSpec({ ...byChangeTime, systemTime: { systemFrom: 'system_from', systemTo: 'system_to' } }),
+    tableSpec({ ...BY_CHANGE_TIME, systemTime: { systemFrom: 'system_from', systemTo: 'system_to' } }),
   ],
 ]
 const fact = ordersFact()
@@ -44,7 +40,7 @@ async function scenario(h: FactHarness, table: TableSpec): Promise<[number, stri
   const at = (day: string) => `2024-${day}T00:00:00Z`
   await h.mergeDimension(
     table,
-    CUSTOMER,
+    CUSTOMER_CHANGE_COLUMNS,
     [
       { customer_id: 101, region: 'South', changed_at: at('01-01') },
       { customer_id: 101, region: 'North', changed_at: at('02-01') },
@@ -57,7 +53,7 @@ async function scenario(h: FactHarness, table: TableSpec): Promise<[number, stri
   // A late change splits February: on a system-time table the February row is superseded, not rewritten.
   await h.mergeDimension(
     table,
-    CUSTOMER,
+    CUSTOMER_CHANGE_COLUMNS,
     [{ customer_id: 101, region: 'Central', changed_at: at('02-15') }],
     { extractedAt: at('04-03') },
   )

@@ -55,3 +55,16 @@ export const order = (
   ordered_at,
   amount,
 })
+
+/** Staged columns of a customers batch whose rows carry the time of their change. */
+export const CUSTOMER_CHANGE_COLUMNS: readonly StagedColumn[] = Object.freeze([
+  { name: 'customer_id', type: 'BIGINT' },
+  { name: 'region', type: 'VARCHAR' },
+  { name: 'changed_at', type: 'TIMESTAMP' },
+])
+
+/** The table fields of a customers dimension read incrementally by changed_at, its versions starting then. */
+export const BY_CHANGE_TIME = Object.freeze({
+  extract: { mode: 'incremental', cursor: 'changed_at', lookbackMinutes: 0 },
+  validFrom: { kind: 'column', column: 'changed_at' },
+} as const)
