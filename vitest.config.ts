@@ -19,7 +19,8 @@ export default defineConfig({
       // test/lint/unit-tests.test.ts checks, so their files can share a worker's modules instead of importing them
       // again: 16.6 -> 5.8 CPU seconds.
       { extends: true, test: { name: 'unit', include: UNIT_TESTS, isolate: false } },
-      { extends: true, test: { name: 'fast', include: FAST_TESTS } },
+      // Fast tests too (test/lint/fast-tests.test.ts checks the same of them): their imports 16.4 -> 3.8 s.
+      { extends: true, test: { name: 'fast', include: FAST_TESTS, isolate: false } },
       {
         extends: true,
         test: {

@@ -9,6 +9,7 @@ import {
   IO_MODULES,
   UNIT_TESTS,
 } from '../test-projects.ts'
+import { processStateWrites } from './process-state.ts'
 
 /**
  * The fast project runs on the in-memory ports: no fast test file, and no test helper it imports (followed
@@ -118,5 +119,10 @@ describe('fast tests use the in-memory ports only', () => {
 
   it.each(files)('%s uses the in-memory ports only', (file) => {
     expect(fastViolations(file)).toEqual([])
+  })
+
+  // The fast project shares a worker's modules and process between its files (`isolate: false`), as the unit one.
+  it.each(files)('%s changes no process state other fast files would see', (file) => {
+    expect(processStateWrites(file)).toEqual([])
   })
 })
