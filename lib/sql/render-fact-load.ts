@@ -186,7 +186,7 @@ export function renderFactLoad(d: SqlDialect, plan: FactLoadPlan): CompiledState
       .map((k, j) => `${str(`${j > 0 ? ', ' : ''}${k}=`)} || ${d.castToString(s(k))}`)
       .join(' || ')
     out.push({
-      label: `check one version of ${r.dimension.name} per fact`,
+      label: `check one version of ${r.dimension.name} per fact (${r.reference.alias})`,
       sql: refuseWithExamples(
         d,
         { kind: 'bent-key', table: fact.name, batchId: plan.batchId },
