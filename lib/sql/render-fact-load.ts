@@ -87,7 +87,7 @@ export function renderFactLoad(d: SqlDialect, plan: FactLoadPlan): CompiledState
         )}\n` + `FROM ${stage} s WHERE NOT (${feed.isKnown('s')}) HAVING COUNT(*) > 0`,
     })
   }
-  const grainText = grainValuesText(d, fact, 's')
+  const grainText = columnValuesText(d, fact.grain, 's')
   out.push({
     label: 'check duplicate grain',
     sql: refuseWithExamples(
@@ -182,9 +182,7 @@ export function renderFactLoad(d: SqlDialect, plan: FactLoadPlan): CompiledState
       `SELECT ${dimensionKeys} FROM ${d.table(dimension)} c\n` +
       `    WHERE ${currentBeforeTheBatch(d, r.dimension, 'c')}\n    GROUP BY ${dimensionKeys} HAVING COUNT(*) > 1`
     const bentEq = r.dimensionKey.map((k, j) => `b.${q(k.name)} = ${s(r.reference.key[j]!)}`).join(' AND ')
-    const keyText = r.reference.key
-      .map((k, j) => `${str(`${j > 0 ? ', ' : ''}${k}=`)} || ${d.castToString(s(k))}`)
-      .join(' || ')
+    const keyText = columnValuesText(d, r.reference.key, 's')
     out.push({
       label: `check one version of ${r.dimension.name} per fact (${r.reference.alias})`,
       sql: refuseWithExamples(
@@ -252,9 +250,9 @@ export function renderFactLoad(d: SqlDialect, plan: FactLoadPlan): CompiledState
   return out
 }
 
-/** `order_id=7, line=2`: the grain values of the row `alias`, as text for a refusal's example. */
-function grainValuesText(d: SqlDialect, fact: FactSpec, alias: string): string {
-  return fact.grain
+/** `order_id=7, line=2`: the values of `columns` (a grain, a reference's key) in the row `alias`, as text for a refusal's example. */
+function columnValuesText(d: SqlDialect, columns: readonly string[], alias: string): string {
+  return columns
     .map(
       (g, i) =>
         `${d.stringLiteral(`${i > 0 ? ', ' : ''}${g}=`)} || ${d.castToString(`${alias}.${d.quoteIdentifier(g)}`)}`,
@@ -289,7 +287,7 @@ function renderChangeLogChecks(
   const differs = layout.copied
     .map((c) => `NOT (f.${q(c.name)} IS NOT DISTINCT FROM l.${q(c.name)})`)
     .join(' OR ')
-  const grainText = grainValuesText(d, fact, 'l')
+  const grainText = columnValuesText(d, fact.grain, 'l')
   const conflict =
     `SELECT ${grainText} AS k, g.${q(FACT_CHANGE_COLUMNS.batchId)} AS b\n` +
     `  FROM ${lastChanges} l\n` +
