@@ -1,5 +1,5 @@
-// Prints the coverage of lib/core and lib/sql from vitest's json-summary report, one line per folder, so CI's
-// kept tail shows it next to the floor vitest.config.ts sets (a run under the floor already failed the test step).
+// Prints the coverage of lib/core and lib/sql from vitest's json-summary report, one line per folder, at the end of
+// `npm run test:coverage` (a run under the floor vitest.config.ts sets has already failed).
 import { readFileSync } from 'node:fs'
 import { relative } from 'node:path'
 
