@@ -360,13 +360,8 @@ export class RestApi {
     kind: string,
   ): Promise<ApiResponse> {
     const reference = { projectId: job.projectId, jobId: job.jobId, location: job.location }
-    if (job.state !== 'DONE') {
-      await Promise.race([
-        job.done,
-        new Promise((resolve) => setTimeout(resolve, timeoutMs ?? DEFAULT_WAIT_MS)),
-      ])
-      if ((job.state as string) !== 'DONE') return ok({ kind, jobReference: reference, jobComplete: false })
-    }
+    if ((await finishedOrAfter(job, timeoutMs ?? DEFAULT_WAIT_MS)).state !== 'DONE')
+      return ok({ kind, jobReference: reference, jobComplete: false })
     if (job.error !== undefined) throw job.error
     if (job.configuration.query === undefined) throw invalid(`Job ${job.jobId} is not a query job`)
     const result = job.outcome?.result
@@ -470,6 +465,7 @@ function metadataOfResource(body: Proto, columns: readonly Column[], previous: T
  */
 const JOB_STATUS_WAIT_MS = 20
 
+/** `job` once it is DONE or `ms` have passed, whichever comes first (jobs.get's hold, getQueryResults' timeoutMs). */
 async function finishedOrAfter(job: JobRecord, ms: number): Promise<JobRecord> {
   if (job.state === 'DONE') return job
   let timer: NodeJS.Timeout | undefined
