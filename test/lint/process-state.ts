@@ -37,15 +37,19 @@ export function reachedTestFiles(
 }
 
 /**
- * Writes to the process's shared state: the unit and fast projects share one worker's modules and process between
- * files (`isolate: false` in vitest.config.ts), so an environment variable set, a directory changed or a global stubbed
- * by one file would reach the files after it.
+ * Writes to the process's shared state. Every project shares one worker's modules and process between files
+ * (`isolate: false` in vitest.config.ts): the environment and working directory are put back after each file
+ * (test/support/restore-process-state.ts), a global or the umask would reach the files after it
+ * (UNRESTORED_PROCESS_STATE_WRITE). Unit and fast tests write none of them at all.
  */
 export const PROCESS_STATE_WRITE =
   /process\.env(?:\.\w+|\[[^\]]+\])\s*(?:=(?!=)|\?\?=|\|\|=)|delete\s+process\.env|Object\.assign\(\s*process\.env|process\.chdir\(|process\.umask\(|vi\.stub(?:Env|Global)\(|globalThis\.\w+\s*=(?!=)/g
 
-export function processStateWrites(file: string): string[] {
+/** The writes of PROCESS_STATE_WRITE that no setup file puts back after a test file. */
+export const UNRESTORED_PROCESS_STATE_WRITE = /process\.umask\(|vi\.stubGlobal\(|globalThis\.\w+\s*=(?!=)/g
+
+export function processStateWrites(file: string, pattern = PROCESS_STATE_WRITE): string[] {
   return [...reachedTestFiles(file).keys()].flatMap((reached) =>
-    [...readFileSync(reached, 'utf8').matchAll(PROCESS_STATE_WRITE)].map((m) => `${reached}: ${m[0]}`),
+    [...readFileSync(reached, 'utf8').matchAll(pattern)].map((m) => `${reached}: ${m[0]}`),
   )
 }
