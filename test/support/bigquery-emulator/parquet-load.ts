@@ -28,8 +28,7 @@ export interface ParquetContent {
 export async function readParquet(bytes: Buffer): Promise<ParquetContent> {
   const dir = await mkdtemp(join(tmpdir(), 'bq-emulator-load-'))
   const path = join(dir, 'upload.parquet')
-  const instance = await DuckDBInstance.create(':memory:')
-  const connection = await instance.connect()
+  const connection = await (await readerInstance()).connect()
   try {
     await writeFile(path, bytes)
     await connection.run(`SET TimeZone='UTC'`)
@@ -48,9 +47,22 @@ export async function readParquet(bytes: Buffer): Promise<ParquetContent> {
     throw invalid(`Error while reading data, error message: ${(error as Error).message}`)
   } finally {
     connection.closeSync()
-    instance.closeSync()
     await rm(dir, { recursive: true, force: true })
   }
+}
+
+let reader: Promise<DuckDBInstance> | undefined
+
+/**
+ * One in-memory DuckDB for every load of the process, each on its own connection: opening and closing an instance
+ * per load took about 25 ms, a load's whole time for the few rows a test loads. It holds no table.
+ */
+function readerInstance(): Promise<DuckDBInstance> {
+  reader ??= DuckDBInstance.create(':memory:').catch((error: unknown) => {
+    reader = undefined
+    throw error
+  })
+  return reader
 }
 
 /**
