@@ -382,6 +382,15 @@ INSERT INTO d.t (id, name, seen) VALUES (1, 'Ana', TIMESTAMP '2024-03-10 14:30:0
     expect([failed.code, failed.errors?.[0]?.reason]).toEqual([400, 'invalidQuery'])
   })
 
+  it('refuses a minimum job run short enough for jobs.get’s hold to hide PENDING/RUNNING from a client', async () => {
+    for (const minimumJobRunMs of [1, 20, 99])
+      await expect(BigQueryEmulator.start({ zetaSql: zeta, minimumJobRunMs })).rejects.toThrow(
+        `minimumJobRunMs ${minimumJobRunMs} is too short`,
+      )
+    const accepted = await BigQueryEmulator.start({ zetaSql: zeta, minimumJobRunMs: 100 })
+    await accepted.stop()
+  })
+
   it('a job of another location is not found; legacy SQL is refused', async () => {
     await client.createJob({
       jobId: 'job_eu',

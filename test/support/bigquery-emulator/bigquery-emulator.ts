@@ -3,7 +3,7 @@ import { SessionStore } from './sessions.ts'
 import { Faults } from './faults.ts'
 import { HttpServer, type RecordedRequest } from './http-server.ts'
 import { JobStore } from './job-store.ts'
-import { RestApi } from './rest-api.ts'
+import { JOB_STATUS_WAIT_MS, MIN_JOB_RUN_OVER_HOLD, RestApi } from './rest-api.ts'
 import { ScriptInterpreter } from './script-interpreter.ts'
 import { StatementExecutor } from './statement-executor.ts'
 import { TableStore, type TableRef } from './table-store.ts'
@@ -18,7 +18,7 @@ export interface BigQueryEmulatorOptions {
   readonly zetaSql?: ZetaSqlService
   /** Milliseconds since the epoch; a test moves it to let tables expire. */
   readonly clock?: () => number
-  /** Every job stays PENDING/RUNNING at least this long, so clients poll (default 0). */
+  /** Every job stays PENDING/RUNNING at least this long, so clients poll (default 0; else at least 100 ms). */
   readonly minimumJobRunMs?: number
 }
 
@@ -60,11 +60,19 @@ export class BigQueryEmulator {
   }
 
   static async start(options: BigQueryEmulatorOptions = {}): Promise<BigQueryEmulator> {
+    const minimumJobRunMs = options.minimumJobRunMs ?? 0
+    const shortest = MIN_JOB_RUN_OVER_HOLD * JOB_STATUS_WAIT_MS
+    if (minimumJobRunMs > 0 && minimumJobRunMs < shortest)
+      throw new Error(
+        `minimumJobRunMs ${minimumJobRunMs} is too short: jobs.get holds the answer about an unfinished job up to ` +
+          `${JOB_STATUS_WAIT_MS} ms, so a client could see the job DONE and never PENDING/RUNNING; give at least ` +
+          `${shortest} ms, or 0 for no minimum`,
+      )
     const own = options.zetaSql === undefined ? await ZetaSqlService.start() : undefined
     const zeta = options.zetaSql ?? own!
     const clock = options.clock ?? Date.now
     const store = new TableStore(clock)
-    const jobs = new JobStore(clock, options.minimumJobRunMs ?? 0)
+    const jobs = new JobStore(clock, minimumJobRunMs)
     const faults = new Faults()
     const interpreter = new ScriptInterpreter(zeta, new StatementExecutor(zeta))
     const sessions = new SessionStore()

@@ -460,10 +460,12 @@ function metadataOfResource(body: Proto, columns: readonly Column[], previous: T
  * How long jobs.get holds its answer about an unfinished job, answering as soon as the job finishes. Clients in
  * tests poll every few milliseconds; each answer carries the job's whole configuration (a wide table's merge
  * script is near 1 MB), so polling that fast took CPU from the job it waited for (the 1,300-column session test:
- * 47 answers of one job, 7.5 s of the emulator's time spent writing them). Shorter than any minimumJobRunMs a
- * test sets, so a client still sees PENDING/RUNNING.
+ * 47 answers of one job, 7.5 s of the emulator's time spent writing them). A minimumJobRunMs under
+ * MIN_JOB_RUN_OVER_HOLD times it is refused (BigQueryEmulator.start): under load a client could see such a job DONE at
+ * its first jobs.get, never PENDING/RUNNING (a 50 ms hold against a 100 ms minimum did, once).
  */
-const JOB_STATUS_WAIT_MS = 20
+export const JOB_STATUS_WAIT_MS = 20
+export const MIN_JOB_RUN_OVER_HOLD = 5
 
 /** `job` once it is DONE or `ms` have passed, whichever comes first (jobs.get's hold, getQueryResults' timeoutMs). */
 async function finishedOrAfter(job: JobRecord, ms: number): Promise<JobRecord> {
