@@ -121,8 +121,9 @@ describe('fast tests use the in-memory ports only', () => {
     expect(fastViolations(file)).toEqual([])
   })
 
-  // The fast project shares a worker's modules and process between its files (`isolate: false`), as the unit one.
-  it.each(files)('%s changes no process state other fast files would see', (file) => {
+  // Fast tests run side by side (describe.concurrent) in a worker shared with other files: an environment variable
+  // or directory one test set would reach its neighbours before restore-process-state.ts puts it back after the file.
+  it.each(files)('%s writes no process state', (file) => {
     expect(processStateWrites(file)).toEqual([])
   })
 })

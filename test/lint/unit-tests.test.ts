@@ -53,7 +53,9 @@ describe('unit tests do no I/O', () => {
       expect(line.match(PROCESS_STATE_WRITE), line).toBeNull()
   })
 
-  it.each(files)('%s changes no process state other unit files would see', (file) => {
+  // A unit test is a pure function of its code: not even the environment or the directory, which
+  // restore-process-state.ts would put back after the file, but which its other tests would see first.
+  it.each(files)('%s writes no process state', (file) => {
     expect(processStateWrites(file)).toEqual([])
   })
 })

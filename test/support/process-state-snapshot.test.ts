@@ -6,16 +6,17 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { snapshotProcessState } from './process-state-snapshot.ts'
 
 describe('snapshotProcessState', () => {
-  const folder = realpathSync(mkdtempSync(join(tmpdir(), 'dimsync-process-state-')))
   const home = process.cwd()
+  let folder: string | undefined
   afterEach(() => {
     process.chdir(home)
     delete process.env.DIMSYNC_SNAPSHOT_ADDED
     delete process.env.DIMSYNC_SNAPSHOT_KEPT
-    rmSync(folder, { recursive: true, force: true })
+    if (folder !== undefined) rmSync(folder, { recursive: true, force: true })
   })
 
   it('puts back variables added, changed and removed, and the working directory', () => {
+    folder = realpathSync(mkdtempSync(join(tmpdir(), 'dimsync-process-state-')))
     process.env.DIMSYNC_SNAPSHOT_KEPT = 'before'
     const saved = snapshotProcessState()
     process.env.DIMSYNC_SNAPSHOT_ADDED = 'added'
