@@ -3,9 +3,10 @@ export interface CompiledStatement {
   readonly label: string
   readonly sql: string
   /**
-   * A condition (a SQL expression) the statement is needed under, e.g. "the batch has late keys". A warehouse
-   * that runs scripts (BigQuery) skips the statement when it is false, so it reads nothing; a warehouse may also
-   * run it regardless: when the condition is false the statement changes nothing.
+   * A condition (a SQL expression) the statement is needed under, e.g. "the batch has late keys". Warehouses skip
+   * the statement when it is false, so it reads nothing: consecutive statements under the same condition are one
+   * run, the condition read once before it (a BigQuery script's IF; lib/adapters/warehouse/guarded-runs.ts). When
+   * the condition is false the statement would change nothing: the test harnesses run it to check that.
    */
   readonly onlyIf?: string
 }

@@ -290,9 +290,10 @@ export class MergeSql {
     return renameShadowed(this.#tableAliases(), sql, this.d.stringLiteral('\\') !== "'\\'")
   }
   /**
-   * Renders the statements `body` emits to be needed only when `condition` holds (CompiledStatement.onlyIf): a
-   * warehouse that runs scripts skips them otherwise, so what they read is not read (and not billed). They must
-   * change nothing when `condition` is false, since a warehouse may run them regardless.
+   * Renders the statements `body` emits to be needed only when `condition` holds (CompiledStatement.onlyIf): every
+   * warehouse skips them otherwise (a BigQuery script's IF, guarded-runs.ts elsewhere), so what they read is not
+   * read (and not billed). They must change nothing when `condition` is false (the test harnesses run them to check
+   * it), and a temporary table they create is read only under the same condition.
    */
   guarded(condition: string, body: () => void): void {
     const outer = this.#onlyIf

@@ -45,14 +45,14 @@ export function keyBucketsFor(rows: number, rowsPerBucket: number | undefined): 
 /**
  * Gives the record its row when it has none: the highest key in `givenOutIn` (0 when empty). To run before a
  * writer's first `number`; `onlyIf` keeps BigQuery from reading the key columns when the row is there, and the
- * statement itself inserts nothing then (a warehouse may run it regardless).
+ * statement itself inserts nothing then (the test harnesses run it regardless, to check that).
  */
 export function seedRecordedHighestKey(r: SurrogateKeyRecord, label: string): CompiledStatement {
   const d = r.dialect
   const sk = d.quoteIdentifier(r.surrogateKey)
   const absent = `NOT EXISTS (SELECT 1 FROM ${d.table(r.record)})`
-  // The condition inside the MAX too: DuckDB, which runs the statement regardless, then reads no key column when
-  // the row is there (10 ms of a 10M-version dimension with the merge's updates pending, against 1 ms).
+  // The condition inside the MAX too: a statement run regardless of its guard then reads no key column when the
+  // row is there (10 ms of a 10M-version dimension with the merge's updates pending, against 1 ms).
   const highest = r.givenOutIn.map(
     (t) => `(SELECT COALESCE(MAX(${sk}), 0) FROM ${d.table(t)} WHERE ${absent})`,
   )

@@ -74,4 +74,62 @@ describe('checkGuards', () => {
     )
     expect((await rows()).map((r) => r.v)).toEqual(['a', 'a', 'b', 'e'])
   })
+
+  // The warehouses skip a run whose guard is false; the harness runs it anyway, to check what it would change.
+  it('runs a guarded statement that creates a table although its guard is false', async () => {
+    await warehouse.transaction(
+      (tx) =>
+        tx.execute({
+          label: 'make u',
+          sql: 'CREATE OR REPLACE TEMP TABLE "u" AS SELECT 1 AS one',
+          onlyIf: 'FALSE',
+        }),
+      { commit: true },
+    )
+    expect(await warehouse.query('SELECT one FROM "u"')).toEqual([{ one: 1 }])
+  })
+
+  it.each([
+    ['no guard', undefined],
+    ['another guard', '1 = 1'],
+  ])(
+    'refuses a statement under %s that reads a temporary table created only under a guard',
+    async (_what, onlyIf) => {
+      const guard = 'EXISTS (SELECT 1 FROM t WHERE k = 5)'
+      const work = warehouse.transaction(
+        async (tx) => {
+          await tx.execute({
+            label: 'make u',
+            sql: 'CREATE OR REPLACE TEMP TABLE "u" AS SELECT 1 AS one',
+            onlyIf: guard,
+          })
+          await tx.execute({ label: 'read u', sql: 'SELECT * FROM "u"', ...(onlyIf ? { onlyIf } : {}) })
+        },
+        { commit: true },
+      )
+      await expect(work).rejects.toThrow(
+        `statement "read u" reads the temporary table u, created only under the guard ${guard}`,
+      )
+    },
+  )
+
+  it('lets a statement read a temporary table created under a guard its own includes', async () => {
+    const guard = 'EXISTS (SELECT 1 FROM t WHERE k = 1)'
+    await warehouse.transaction(
+      async (tx) => {
+        await tx.execute({
+          label: 'make u',
+          sql: 'CREATE OR REPLACE TEMP TABLE "u" AS SELECT 1 AS one',
+          onlyIf: guard,
+        })
+        await tx.execute({
+          label: 'read u',
+          sql: 'INSERT INTO t SELECT one, \'u\', 0 FROM "u"',
+          onlyIf: `(${guard}) AND (TRUE)`,
+        })
+      },
+      { commit: true },
+    )
+    expect((await rows()).map((r) => r.v)).toContain('u')
+  })
 })

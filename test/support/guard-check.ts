@@ -3,11 +3,13 @@ import type { CompiledStatement } from '../../lib/core/compiled-sql.ts'
 import type { Row, WarehouseTransaction } from '../../lib/ports/warehouse.ts'
 
 /**
- * Makes `warehouse` check every guard of the statements it runs (CompiledStatement.onlyIf). DuckDB runs guarded
- * statements regardless, and only BigQuery skips them when their guard is false, so a guard that is false while
- * its statement would still change rows would go unnoticed on DuckDB (and skip needed work on BigQuery). Here a
- * guarded INSERT, UPDATE or DELETE whose guard is false must change no row, or the merge fails naming it; every
- * test merging through the harnesses checks that on each of its batches.
+ * Makes `warehouse` check every guard of the statements it runs (CompiledStatement.onlyIf). Warehouses skip a run
+ * of guarded statements whose guard is false (guarded-runs.ts; BigQuery's script the same), so a guard that is false
+ * while its statements would still change rows would skip needed work unseen. Here every statement runs, guard or
+ * not: a guarded INSERT, UPDATE or DELETE whose guard is false must change no row, and no statement may read a
+ * temporary table created under a guard its own does not include (a skipped creation would leave it missing, or
+ * holding an earlier batch's rows); else the merge fails naming it. Every test merging through the harnesses checks
+ * that on each of its batches.
  */
 export function checkGuards(warehouse: DuckDbWarehouse): DuckDbWarehouse {
   const transaction = warehouse.transaction.bind(warehouse)
@@ -16,6 +18,8 @@ export function checkGuards(warehouse: DuckDbWarehouse): DuckDbWarehouse {
 }
 
 const DML = /^\s*(INSERT|UPDATE|DELETE)\b/i
+/** A statement creating a temporary table (DuckDB's and PostgreSQL's forms), and the table's name. */
+const TEMP_TABLE_CREATION = /^\s*CREATE\s+(?:OR\s+REPLACE\s+)?TEMP(?:ORARY)?\s+TABLE\s+"([^"]+)"/i
 /** The target of an UPDATE: DuckDB counts the rows it matched, not those it changed, so contents are compared. */
 const UPDATE_TARGET = /^\s*UPDATE\s+((?:"[^"]+"\.)*"[^"]+")/i
 
@@ -29,6 +33,13 @@ function guardChecking(tx: WarehouseTransaction): WarehouseTransaction {
     falseGuards.clear()
     rowsOf.clear()
   }
+  // Temporary tables created in this transaction, with the guard each was created under ('' for none).
+  const createdUnder = new Map<string, string>()
+  const runRegardless = (statement: CompiledStatement) => {
+    forget()
+    // Without its guard, the warehouse runs the statement whatever the guard reads.
+    return tx.execute({ label: statement.label, sql: statement.sql })
+  }
   return {
     query(sql) {
       forget()
@@ -36,16 +47,23 @@ function guardChecking(tx: WarehouseTransaction): WarehouseTransaction {
     },
     async execute(statement: CompiledStatement) {
       const guard = statement.onlyIf
-      if (guard === undefined || !DML.test(statement.sql)) {
-        forget()
-        return tx.execute(statement)
-      }
+      const created = TEMP_TABLE_CREATION.exec(statement.sql)?.[1]
+      for (const [table, creationGuard] of createdUnder)
+        if (
+          table !== created &&
+          creationGuard !== '' &&
+          !(guard ?? '').includes(creationGuard) &&
+          statement.sql.includes(`"${table}"`)
+        )
+          throw new Error(
+            `statement "${statement.label}" reads the temporary table ${table}, created only under the guard ` +
+              `${creationGuard}, which its own guard (${guard ?? 'none'}) does not include`,
+          )
+      if (created !== undefined) createdUnder.set(created, guard ?? '')
+      if (guard === undefined || !DML.test(statement.sql)) return runRegardless(statement)
       if (!falseGuards.has(guard)) {
         const [row] = await tx.query(`SELECT (${guard}) AS needed`)
-        if (row?.needed === true) {
-          forget()
-          return tx.execute(statement)
-        }
+        if (row?.needed === true) return runRegardless(statement)
       }
       const target = UPDATE_TARGET.exec(statement.sql)?.[1]
       // The tables are small here: their rows read into the test compare as exactly as a copy in a temporary

@@ -19,6 +19,7 @@ import { duckDbJsonValues } from '../duckdb/duckdb-json-values.ts'
 import { openDuckDbEngine } from '../duckdb/duckdb-engine.ts'
 import { TEMP } from '../../sql/render-merge.ts'
 import type { Row, TransactionOptions, WarehouseTransaction } from '../../ports/warehouse.ts'
+import { skippingFalseGuards } from './guarded-runs.ts'
 import { SessionBatchMethods, type SessionWarehouse } from './session-batch-work.ts'
 
 export interface DuckDbWarehouseOptions {
@@ -215,7 +216,13 @@ export class DuckDbWarehouse extends SessionBatchMethods implements SessionWareh
   ): Promise<T> {
     await this.#connection.run('BEGIN TRANSACTION')
     try {
-      const result = await work({ execute: (s) => this.#run(s), query: (sql) => this.query(sql) })
+      const result = await work(
+        skippingFalseGuards(
+          (s) => this.#run(s),
+          (s) => this.#read(s),
+          (sql) => this.query(sql),
+        ),
+      )
       // A COMMIT writes the transaction's rows and can run out of memory too: translated like any statement.
       if (options.commit) await this.#run({ label: 'commit', sql: 'COMMIT' })
       else await this.#connection.run('ROLLBACK')
@@ -280,6 +287,14 @@ export class DuckDbWarehouse extends SessionBatchMethods implements SessionWareh
   async #run(statement: CompiledStatement): Promise<void> {
     try {
       await this.#connection.run(statement.sql)
+    } catch (cause) {
+      throw translateError(statement, cause, this.#limitSetting())
+    }
+  }
+
+  async #read(statement: CompiledStatement): Promise<Row[]> {
+    try {
+      return await this.query(statement.sql)
     } catch (cause) {
       throw translateError(statement, cause, this.#limitSetting())
     }

@@ -10,6 +10,7 @@ import type { DimensionColumn } from '../../core/dimension-layout.ts'
 import { BatchRejectedError, DimsyncError, WarehouseError } from '../../core/errors.ts'
 import { typeFamily } from '../../core/staged-types.ts'
 import type { Row, StagedBatchName, TransactionOptions, WarehouseTransaction } from '../../ports/warehouse.ts'
+import { skippingFalseGuards } from './guarded-runs.ts'
 import { SessionBatchMethods, type SessionWarehouse } from './session-batch-work.ts'
 import type { CompiledStatement, TableRef } from '../../sql/dialect.ts'
 import { duckDbDialect } from '../../sql/duckdb/duckdb-dialect.ts'
@@ -249,7 +250,13 @@ export class PostgresWarehouse extends SessionBatchMethods implements SessionWar
   ): Promise<T> {
     await this.#client.query('BEGIN')
     try {
-      const result = await work({ execute: (s) => this.#run(s), query: (sql) => this.query(sql) })
+      const result = await work(
+        skippingFalseGuards(
+          (s) => this.#run(s),
+          (s) => this.#read(s),
+          (sql) => this.query(sql),
+        ),
+      )
       if (options.commit) await this.#run({ label: 'commit', sql: 'COMMIT' })
       else await this.#client.query('ROLLBACK')
       return result
@@ -292,6 +299,14 @@ export class PostgresWarehouse extends SessionBatchMethods implements SessionWar
   async #run(statement: CompiledStatement): Promise<void> {
     try {
       await this.#client.query(statement.sql)
+    } catch (cause) {
+      throw this.#translate(statement, cause)
+    }
+  }
+
+  async #read(statement: CompiledStatement): Promise<Row[]> {
+    try {
+      return await this.query(statement.sql)
     } catch (cause) {
       throw this.#translate(statement, cause)
     }

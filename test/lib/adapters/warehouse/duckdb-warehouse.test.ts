@@ -7,6 +7,7 @@ import fc from 'fast-check'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
 import { DuckDbWarehouse } from '../../../../lib/adapters/warehouse/duckdb-warehouse.ts'
+import { expectFalseGuardsSkipRuns } from '../../../support/guarded-runs-scenario.ts'
 
 let dir: string
 beforeEach(async () => {
@@ -166,6 +167,17 @@ describe('DuckDbWarehouse errors', () => {
         'warehouse statement "build events" failed: Binder Error: Referenced column "x" not found in FROM clause!',
       )
       expect(((error?.cause as Error).cause as Error).message).toContain('LINE 1:')
+    } finally {
+      await warehouse.close()
+    }
+  })
+})
+
+describe('DuckDbWarehouse guarded statements', () => {
+  it('skips a run of statements whose guard is false, reading the guard once before the run, as a BigQuery script does', async () => {
+    const warehouse = await DuckDbWarehouse.open({ path: ':memory:' })
+    try {
+      await expectFalseGuardsSkipRuns(warehouse)
     } finally {
       await warehouse.close()
     }

@@ -12,6 +12,7 @@ import {
 import { duckDbDialect } from '../../../../lib/sql/duckdb/duckdb-dialect.ts'
 import { postgresDialect } from '../../../../lib/sql/postgres/postgres-dialect.ts'
 import { renderRowHash } from '../../../../lib/sql/row-hash.ts'
+import { expectFalseGuardsSkipRuns } from '../../../support/guarded-runs-scenario.ts'
 import { PG_URL } from '../../../integration/sources/support/db-services.ts'
 
 /** The awkward values of each type the staging copy must carry over unchanged (the CSV between DuckDB and PostgreSQL). */
@@ -50,6 +51,15 @@ beforeAll(async () => {
 afterAll(() => rmSync(folder, { recursive: true, force: true }))
 
 describe('PostgresWarehouse', () => {
+  it('skips a run of statements whose guard is false, reading the guard once before the run, as a BigQuery script does', async () => {
+    const warehouse = await PostgresWarehouse.open({ url: PG_URL })
+    try {
+      await expectFalseGuardsSkipRuns(warehouse)
+    } finally {
+      await warehouse.close()
+    }
+  })
+
   it("loads staged Parquet into the session's table with every value as DuckDB reads it (the same row hashes)", async () => {
     const warehouse = await PostgresWarehouse.open({ url: PG_URL })
     try {

@@ -1,0 +1,38 @@
+import type { CompiledStatement } from '../../sql/dialect.ts'
+import type { Row, WarehouseTransaction } from '../../ports/warehouse.ts'
+
+/**
+ * A transaction that runs guarded statements (CompiledStatement.onlyIf) as a BigQuery script does
+ * (lib/sql/bigquery/bigquery-script.ts): consecutive statements under the same guard are one run, whose guard is
+ * read once, before its first statement; the whole run is skipped when it is false. Without it, a warehouse running
+ * statement after statement ran every guarded one (a batch without late keys still ran the late path's dozen
+ * statements, each reading the batch), which a false guard only makes change nothing.
+ *
+ * `run` executes a statement; `read` answers a statement's rows (the guard's, labelled after the statement it
+ * guards), both translating errors as the warehouse does; `query` is the transaction's own.
+ */
+export function skippingFalseGuards(
+  run: (statement: CompiledStatement) => Promise<void>,
+  read: (statement: CompiledStatement) => Promise<Row[]>,
+  query: (sql: string) => Promise<Row[]>,
+): WarehouseTransaction {
+  let current: { readonly guard: string; readonly holds: boolean } | undefined
+  return {
+    query(sql) {
+      current = undefined
+      return query(sql)
+    },
+    async execute(statement) {
+      const guard = statement.onlyIf
+      if (guard === undefined) {
+        current = undefined
+        return run(statement)
+      }
+      if (current?.guard !== guard) {
+        const [row] = await read({ label: `guard of ${statement.label}`, sql: `SELECT (${guard}) AS needed` })
+        current = { guard, holds: row?.needed === true }
+      }
+      if (current.holds) await run(statement)
+    },
+  }
+}
