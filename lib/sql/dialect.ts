@@ -16,6 +16,11 @@ export interface RowHashPiece {
   readonly text: string
   /** The column's staged type (DuckDB type names), when known: a dialect may render a cheaper form of the same text. */
   readonly type?: string
+  /**
+   * A float column's C `%.17g` text (NULL where the value is), read from a column of the row that holds it
+   * (`SqlDialect.stagedFloatTextColumn`), where the hash is of a staged row that carries one.
+   */
+  readonly floatText?: string
 }
 
 /** The tables whose physical layout a dialect may tune (partitioning, clustering). */
@@ -64,6 +69,11 @@ export interface SqlDialect {
    * one statement can name is computed in column groups (MergePlan.maxStatementLength).
    */
   rowHashText(pieces: readonly RowHashPiece[]): string
+  /**
+   * The column of the staging table that holds float column `name`'s C `%.17g` text, where this warehouse's staging
+   * load writes one (a dialect whose own `%.17g` is slow); undefined where it writes none.
+   */
+  stagedFloatTextColumn?(name: string): string | undefined
   /** SQL condition: the float expression is NaN. */
   isNan(expression: string): string
   /** Casts a source column to the instant type used for valid_from / valid_to. */

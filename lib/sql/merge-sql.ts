@@ -324,11 +324,16 @@ export class MergeSql {
   }
   #hashedStage = false
 
-  /** The row hash of the tracked columns of staged row `alias`: computed here, or read from the hashed copy. */
+  /**
+   * The row hash of the tracked columns of staged row `alias`: computed here (a float's text read from the staging
+   * table where the warehouse's load wrote it there), or read from the hashed copy.
+   */
   stagedRowHash(alias: string): string {
     return this.#hashedStage
       ? this.col(alias, WORK.rowHash)
-      : renderRowHash(this.d, this.p.layout.tracked, alias)
+      : renderRowHash(this.d, this.p.layout.tracked, alias, {
+          readsStagedFloatTexts: this.stage === this.rawStage,
+        })
   }
 
   /**

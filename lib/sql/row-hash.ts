@@ -1,3 +1,4 @@
+import { typeFamily } from '../core/staged-types.ts'
 import type { RowHashPiece, SqlDialect } from './dialect.ts'
 
 /** State marker used instead of a row hash for deletion events; cannot collide with a hex MD5. */
@@ -23,8 +24,9 @@ export function renderRowHash(
   dialect: SqlDialect,
   columns: readonly HashedColumn[],
   qualifier?: string,
+  options: RowHashOptions = {},
 ): string {
-  const pieces = rowHashPieces(dialect, columns, qualifier)
+  const pieces = rowHashPieces(dialect, columns, qualifier, options)
   if (pieces.length === 0) return dialect.md5Hex(dialect.stringLiteral(''))
   return dialect.rowHashOf(pieces)
 }
@@ -37,16 +39,31 @@ export function rowHashPieces(
   dialect: SqlDialect,
   columns: readonly HashedColumn[],
   qualifier?: string,
+  options: RowHashOptions = {},
 ): RowHashPiece[] {
   const typed = columns.map((c) => (typeof c === 'string' ? { name: c, type: undefined } : c))
   const sorted = [...typed].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  const qualified = (name: string) => (qualifier ? `${qualifier}.` : '') + dialect.quoteIdentifier(name)
   return sorted.map(({ name, type }) => {
-    const column = (qualifier ? `${qualifier}.` : '') + dialect.quoteIdentifier(name)
+    const column = qualified(name)
+    const textColumn =
+      options.readsStagedFloatTexts && type !== undefined && typeFamily(type).kind === 'float'
+        ? dialect.stagedFloatTextColumn?.(name)
+        : undefined
     return {
       tag: dialect.stringLiteral(`${name.length}:${name}=`),
       column,
       text: dialect.canonicalText(column, type),
       type,
+      ...(textColumn !== undefined ? { floatText: qualified(textColumn) } : {}),
     }
   })
+}
+
+export interface RowHashOptions {
+  /**
+   * The row is a row of the staging table as the warehouse loaded it: a float's text may be read from the column
+   * the load wrote it to (`SqlDialect.stagedFloatTextColumn`).
+   */
+  readonly readsStagedFloatTexts?: boolean
 }

@@ -183,7 +183,8 @@ export class PostgresWarehouse extends SessionBatchMethods implements SessionWar
    * The staged Parquet parts, read by the embedded DuckDB as CSV text PostgreSQL reads back to the same values,
    * copied into the session's temporary table (`COPY … FROM STDIN`). Each value is written in the form
    * PostgreSQL's input takes for its type: doubles in `%.17g` (exact), blobs as `\x` hex, dates before year 1
-   * with ` BC`; an empty text is quoted, a NULL is not.
+   * with ` BC`; an empty text is quoted, a NULL is not. A double's text also goes to a text column beside it
+   * (PostgresDialect.stagedFloatTextColumn), which the merge's row hash reads.
    */
   async loadStaging(partPaths: readonly string[], batch: StagedBatchName): Promise<StagedColumn[]> {
     const { table, batchId } = batch
@@ -209,9 +210,16 @@ export class PostgresWarehouse extends SessionBatchMethods implements SessionWar
           throw new BatchRejectedError(table, batchId, `${(error as Error).message}; nothing was written`)
         }
       })
-      const select = columns
-        .map((c) => `${csvText(c)} AS ${duckDbDialect.quoteIdentifier(c.name)}`)
-        .join(', ')
+      // Each float's `%.17g` text (the row hash's) goes beside it too: PostgreSQL's own is a PL/pgSQL function.
+      const floatTexts = columns.flatMap((c) => {
+        const name = typeFamily(c.type).kind === 'float' ? d.stagedFloatTextColumn(c.name) : undefined
+        return name === undefined ? [] : [{ column: c, name }]
+      })
+      definitions.push(...floatTexts.map((f) => `${d.quoteIdentifier(f.name)} TEXT`))
+      const select = [
+        ...columns.map((c) => `${csvText(c)} AS ${duckDbDialect.quoteIdentifier(c.name)}`),
+        ...floatTexts.map((f) => `${csvText(f.column)} AS ${duckDbDialect.quoteIdentifier(f.name)}`),
+      ].join(', ')
       await engine.connection.run(
         `COPY (SELECT ${select} FROM ${parts}) TO ${duckDbDialect.stringLiteral(csv)} (FORMAT csv, HEADER false, FORCE_QUOTE *)`,
       )

@@ -30,6 +30,11 @@ export const FLOAT_TEXT_FUNCTION = 'pg_temp.dimsync_float_text'
  */
 export const FLOAT_PIECE_FUNCTION = 'pg_temp.dimsync_float_piece'
 
+/** Prefix of the staging table's columns holding a float column's `%.17g` text (stagedFloatTextColumn). */
+const STAGED_FLOAT_TEXT_PREFIX = '__dimsync_float_text_'
+/** PostgreSQL truncates a longer identifier (NAMEDATALEN - 1). */
+const MAX_IDENTIFIER_BYTES = 63
+
 /**
  * C's `%.17g` from the double's exact value: its bits give `m * 2^e` exactly (numeric is exact), the decimal digits
  * of that value are rounded to 17 significant digits half to even (what printf does on an exact binary value), and
@@ -237,16 +242,29 @@ class PostgresDialect extends SqlDialectBase {
   }
 
   /**
+   * The staging load (PostgresWarehouse.loadStaging) writes each float's `%.17g` text, which the embedded DuckDB
+   * prints, beside it: FLOAT_PIECE_FUNCTION took 3.3 s of a 1M-row merge's 5.3 s diff, in PL/pgSQL. None for a
+   * name too long for PostgreSQL's 63-byte identifiers with the prefix: its hash computes the text.
+   */
+  stagedFloatTextColumn(name: string): string | undefined {
+    const column = `${STAGED_FLOAT_TEXT_PREFIX}${name}`
+    return new TextEncoder().encode(column).length <= MAX_IDENTIFIER_BYTES ? column : undefined
+  }
+
+  /**
    * The base's hash text, with a float's `<length>:<text>;` from one call (FLOAT_PIECE_FUNCTION) instead of its text
-   * computed twice, once for its length: C's `%.17g` is most of a row hash's cost here.
+   * computed twice, once for its length: C's `%.17g` is most of a row hash's cost here. A staged row's float reads
+   * its text from the staging table where the load wrote it (RowHashPiece.floatText).
    */
   override rowHashText(pieces: readonly RowHashPiece[]): string {
     const isFloat = (p: RowHashPiece) => p.type !== undefined && typeFamily(p.type).kind === 'float'
     if (!pieces.some(isFloat)) return super.rowHashText(pieces)
     const parts = pieces.map((p) =>
-      isFloat(p)
-        ? `CASE WHEN ${p.column} IS NULL THEN '' ELSE ${p.tag} || ${FLOAT_PIECE_FUNCTION}(CAST(${p.column} AS DOUBLE PRECISION)) END`
-        : super.rowHashText([p]),
+      p.floatText !== undefined
+        ? `CASE WHEN ${p.column} IS NULL THEN '' ELSE ${p.tag} || CAST(LENGTH(${p.floatText}) AS TEXT) || ':' || ${p.floatText} || ';' END`
+        : isFloat(p)
+          ? `CASE WHEN ${p.column} IS NULL THEN '' ELSE ${p.tag} || ${FLOAT_PIECE_FUNCTION}(CAST(${p.column} AS DOUBLE PRECISION)) END`
+          : super.rowHashText([p]),
     )
     return parts.length === 1 ? parts[0]! : this.concat(parts, true)
   }

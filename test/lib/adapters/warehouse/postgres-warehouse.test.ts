@@ -10,7 +10,7 @@ import {
   postgresUrlFromEnvironment,
 } from '../../../../lib/adapters/warehouse/postgres-warehouse.ts'
 import { duckDbDialect } from '../../../../lib/sql/duckdb/duckdb-dialect.ts'
-import { postgresDialect } from '../../../../lib/sql/postgres/postgres-dialect.ts'
+import { FLOAT_PIECE_FUNCTION, postgresDialect } from '../../../../lib/sql/postgres/postgres-dialect.ts'
 import { renderRowHash } from '../../../../lib/sql/row-hash.ts'
 import { expectFalseGuardsSkipRuns } from '../../../support/guarded-runs-scenario.ts'
 import { PG_URL } from '../../../integration/sources/support/db-services.ts'
@@ -68,9 +68,49 @@ describe('PostgresWarehouse', () => {
         `SELECT ${renderRowHash(postgresDialect, columns, 's')} AS h FROM "__dimsync_stage" s ORDER BY s.id`,
       )
       expect(rows.map((r) => r.h)).toEqual(duckHash)
+      // The staged rows' hashes read each float's text from the staging table instead of computing it in PL/pgSQL.
+      const staged = renderRowHash(postgresDialect, columns, 's', { readsStagedFloatTexts: true })
+      expect(staged).not.toContain(FLOAT_PIECE_FUNCTION)
+      const fromStagedTexts = await warehouse.query(
+        `SELECT ${staged} AS h FROM "__dimsync_stage" s ORDER BY s.id`,
+      )
+      expect(fromStagedTexts.map((r) => r.h)).toEqual(duckHash)
       // A second batch in the same session replaces the table.
       await warehouse.loadStaging([part, part], { table: 'customers', batchId: 'b1' })
       expect(await warehouse.query('SELECT COUNT(*) AS n FROM "__dimsync_stage"')).toEqual([{ n: 8 }])
+    } finally {
+      await warehouse.close()
+    }
+  })
+
+  it("hashes a float whose name leaves no room for its staged text's column by computing the text (the same hash)", async () => {
+    const long = 'f'.repeat(60)
+    const file = join(folder, 'long-float.parquet')
+    const instance = await DuckDBInstance.create(':memory:')
+    const connection = await instance.connect()
+    await connection.run(
+      `COPY (SELECT * FROM (VALUES (1, 0.1::DOUBLE, 3.25::FLOAT), (2, NULL, 'nan'::FLOAT)) v(id, ${long}, small)) TO '${file}' (FORMAT parquet)`,
+    )
+    const longColumns = [
+      { name: long, type: 'DOUBLE' },
+      { name: 'small', type: 'FLOAT' },
+    ]
+    const expected = (
+      await connection.runAndReadAll(
+        `SELECT ${renderRowHash(duckDbDialect, longColumns, 's')} AS h FROM read_parquet('${file}') s ORDER BY s.id`,
+      )
+    )
+      .getRowObjectsJson()
+      .map((r) => String(r.h))
+    connection.closeSync()
+    instance.closeSync()
+    const warehouse = await PostgresWarehouse.open({ url: PG_URL })
+    try {
+      await warehouse.loadStaging([file], { table: 'customers', batchId: 'b1' })
+      const staged = renderRowHash(postgresDialect, longColumns, 's', { readsStagedFloatTexts: true })
+      expect(staged, 'the long name computes its text').toContain(FLOAT_PIECE_FUNCTION)
+      const rows = await warehouse.query(`SELECT ${staged} AS h FROM "__dimsync_stage" s ORDER BY s.id`)
+      expect(rows.map((r) => r.h)).toEqual(expected)
     } finally {
       await warehouse.close()
     }
