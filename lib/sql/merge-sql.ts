@@ -2,7 +2,7 @@ import type { CheckKind } from '../core/check-failure.ts'
 import type { DimensionLayout } from '../core/dimension-layout.ts'
 import type { TableSpec } from '../core/table-spec.ts'
 import type { CompiledStatement, RowHashPiece, SqlDialect, TableRef } from './dialect.ts'
-import { renderRowHash, rowHashPieces } from './row-hash.ts'
+import { renderRowHash, rowHashPieces, type HashedColumn } from './row-hash.ts'
 import { hasUntrackedAttributes, type DimensionObjects } from './render-ddl.ts'
 import { dbtDeletedAssignments, dbtIdAssignments, keyValues } from './dbt-ids.ts'
 import { presetColumnNames, presetColumnValues } from './preset-columns.ts'
@@ -329,11 +329,12 @@ export class MergeSql {
    * table where the warehouse's load wrote it there), or read from the hashed copy.
    */
   stagedRowHash(alias: string): string {
-    return this.#hashedStage
-      ? this.col(alias, WORK.rowHash)
-      : renderRowHash(this.d, this.p.layout.tracked, alias, {
-          readsStagedFloatTexts: this.stage === this.rawStage,
-        })
+    return this.#hashedStage ? this.col(alias, WORK.rowHash) : this.stagedHash(this.p.layout.tracked, alias)
+  }
+
+  /** The row hash of `columns` of row `alias` of `stage`, reading the floats' texts the load wrote beside them. */
+  stagedHash(columns: readonly HashedColumn[], alias: string): string {
+    return renderRowHash(this.d, columns, alias, { readsStagedFloatTexts: this.stage === this.rawStage })
   }
 
   /**

@@ -1,5 +1,4 @@
 import { TEMP, WORK as W, type MergeSql } from './merge-sql.ts'
-import { renderRowHash } from './row-hash.ts'
 
 /**
  * Append tables (`mode: append`): every row of every extract is kept, valid from its extraction time. The rows a
@@ -44,7 +43,7 @@ FROM ${m.stage} s`,
     `INSERT INTO ${m.dim} (${m.metadataAndStoredList()})\n` +
       `SELECT n.${q(W.newKey)},\n` +
       `  ${m.stored.map((c) => m.col('s', c)).join(', ')},\n` +
-      `  ${at}, ${openEnd}, TRUE, FALSE, ${renderRowHash(m.d, m.p.layout.tracked, 's')}, ${m.str(m.p.batchId)}${m.presetColumnValues('s', at, 'FALSE')}\n` +
+      `  ${at}, ${openEnd}, TRUE, FALSE, ${m.stagedRowHash('s')}, ${m.str(m.p.batchId)}${m.presetColumnValues('s', at, 'FALSE')}\n` +
       // The grain check leaves one row per key (append has no valid_from column).
       `FROM ${m.stage} s JOIN ${m.numberedKeys('s', `${m.stage} s`)} n ON ${m.keyEq('n', 's')}`,
   )

@@ -1,5 +1,4 @@
 import type { MergeSql } from './merge-sql.ts'
-import { renderRowHash } from './row-hash.ts'
 
 /**
  * The grain checks of a change feed, in place of the one-row-per-key check of snapshots (after
@@ -27,7 +26,7 @@ export function renderChangeFeedChecks(m: MergeSql): void {
   }
   // Two events are the same event when every stored value and the operation's effect agree.
   const deleted = m.deleteEvent('s') ?? 'FALSE'
-  const contents = `${renderRowHash(m.d, m.p.layout.stored, 's')} || CASE WHEN ${deleted} THEN 'D' ELSE '' END`
+  const contents = `${m.stagedHash(m.p.layout.stored, 's')} || CASE WHEN ${deleted} THEN 'D' ELSE '' END`
   const grain = [m.keyList('s'), m.col('s', validFrom.name), ...(sequence ? [m.col('s', sequence.name)] : [])]
   const at =
     `${m.str(' at ')} || ${m.d.castToString(m.col('s', validFrom.name))}` +

@@ -218,7 +218,7 @@ class MergeRenderer extends MergeSql {
     const sequence = this.p.layout.sequence
     const order = sequence === undefined ? '' : `, ${this.col('s', sequence.name)} AS ${this.q(W.order)}`
     const untracked = this.logsUntrackedHash
-      ? `,\n  CASE WHEN ${del} THEN ${this.str(DELETED_STATE)} ELSE ${renderRowHash(this.d, [...this.p.layout.type1, ...this.p.layout.keepFirst], 's')} END AS ${this.q(W.untrackedHash)}`
+      ? `,\n  CASE WHEN ${del} THEN ${this.str(DELETED_STATE)} ELSE ${this.stagedHash([...this.p.layout.type1, ...this.p.layout.keepFirst], 's')} END AS ${this.q(W.untrackedHash)}`
       : ''
     // A change feed may deliver the same event twice in one batch (the grain check refused different ones).
     const events =
