@@ -7,6 +7,7 @@
 import { resolve } from 'node:path'
 
 import { loadProject } from '../../lib/config/index.ts'
+import type { CompiledStatement } from '../../lib/core/compiled-sql.ts'
 import { DimsyncError } from '../../lib/core/errors.ts'
 import { extractionTimeProblem } from '../../lib/core/instant.ts'
 import type { ProjectSpec, TableSpec } from '../../lib/core/table-spec.ts'
@@ -116,10 +117,14 @@ export async function plan(
     async (project, deps, reporter) => {
       const { describeFactPlan, describeKeysBeforeAfter, describePlan, parsePlanKeys } =
         await import('./format-plan.ts')
-      const printSql = (statements: readonly { label: string; sql: string }[]) => {
+      // A guarded statement comes with its condition: a run skips it when the condition is false.
+      const printSql = (statements: readonly CompiledStatement[]) => {
         if (opts.sql)
-          for (const statement of statements)
-            process.stdout.write(`-- ${statement.label}\n${statement.sql};\n\n`)
+          for (const { label, sql, onlyIf } of statements) {
+            const guard =
+              onlyIf === undefined ? '' : `-- runs only if: ${onlyIf.replaceAll('\n', '\n--   ')}\n`
+            process.stdout.write(`-- ${label}\n${guard}${sql};\n\n`)
+          }
       }
       // Facts are planned as run runs them: after the tables, each on its own (one refused does not stop the others).
       await runTables(selectRunnable(project, opts.table), {

@@ -79,6 +79,10 @@ describe('dimsync CLI (real process, quickstart data)', () => {
       'customers: 3 rows extracted; would add 1 new keys, change 1, delete 0, leave 1 unchanged',
     )
     expect(plan.out).toContain('-- close changed current versions')
+    // A guarded statement shows the condition it runs under: a run skips it otherwise.
+    expect(plan.out).toMatch(
+      /-- surrogate keys: record the highest key given out[^\n]*\n-- runs only if: NOT EXISTS \(SELECT 1 FROM "main"\."dim_customer_dimsync_keys"\)\n/,
+    )
     expect(dimsync('history', 'customers').out).toContain('dim_customer: 2 versions of 2 keys\n')
   })
 
