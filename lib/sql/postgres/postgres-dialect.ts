@@ -1,3 +1,4 @@
+import { RESERVED_PREFIX } from '../../core/dimension-layout.ts'
 import { typeFamily } from '../../core/staged-types.ts'
 import type { TableRef } from '../../core/table-ref.ts'
 import { DEFAULT_CAPABILITIES, type DialectCapabilities } from '../capabilities.ts'
@@ -30,8 +31,11 @@ export const FLOAT_TEXT_FUNCTION = 'pg_temp.dimsync_float_text'
  */
 export const FLOAT_PIECE_FUNCTION = 'pg_temp.dimsync_float_piece'
 
-/** Prefix of the staging table's columns holding a float column's `%.17g` text (stagedFloatTextColumn). */
-const STAGED_FLOAT_TEXT_PREFIX = '__dimsync_float_text_'
+/**
+ * Prefix of the staging table's columns holding a float column's `%.17g` text (stagedFloatTextColumn), in the prefix
+ * no source column may use.
+ */
+const STAGED_FLOAT_TEXT_PREFIX = `${RESERVED_PREFIX}float_text_`
 /** PostgreSQL truncates a longer identifier (NAMEDATALEN - 1). */
 const MAX_IDENTIFIER_BYTES = 63
 
