@@ -219,8 +219,8 @@ export class DuckDbWarehouse extends SessionBatchMethods implements SessionWareh
       const result = await work(
         skippingFalseGuards(
           (s) => this.#run(s),
-          (s) => this.#read(s),
           (sql) => this.query(sql),
+          (s, cause) => translateError(s, cause, this.#limitSetting()),
         ),
       )
       // A COMMIT writes the transaction's rows and can run out of memory too: translated like any statement.
@@ -287,14 +287,6 @@ export class DuckDbWarehouse extends SessionBatchMethods implements SessionWareh
   async #run(statement: CompiledStatement): Promise<void> {
     try {
       await this.#connection.run(statement.sql)
-    } catch (cause) {
-      throw translateError(statement, cause, this.#limitSetting())
-    }
-  }
-
-  async #read(statement: CompiledStatement): Promise<Row[]> {
-    try {
-      return await this.query(statement.sql)
     } catch (cause) {
       throw translateError(statement, cause, this.#limitSetting())
     }

@@ -8,13 +8,13 @@ import type { Row, WarehouseTransaction } from '../../ports/warehouse.ts'
  * statement after statement ran every guarded one (a batch without late keys still ran the late path's dozen
  * statements, each reading the batch), which a false guard only makes change nothing.
  *
- * `run` executes a statement; `read` answers a statement's rows (the guard's, labelled after the statement it
- * guards), both translating errors as the warehouse does; `query` is the transaction's own.
+ * `run` executes a statement (its errors translated as the warehouse does); `query` is the transaction's own;
+ * `translate` turns a guard's failure into the warehouse's error, labelled after the statement it guards.
  */
 export function skippingFalseGuards(
   run: (statement: CompiledStatement) => Promise<void>,
-  read: (statement: CompiledStatement) => Promise<Row[]>,
   query: (sql: string) => Promise<Row[]>,
+  translate: (statement: CompiledStatement, cause: unknown) => Error,
 ): WarehouseTransaction {
   let current: { readonly guard: string; readonly holds: boolean } | undefined
   return {
@@ -29,7 +29,8 @@ export function skippingFalseGuards(
         return run(statement)
       }
       if (current?.guard !== guard) {
-        const [row] = await read({ label: `guard of ${statement.label}`, sql: `SELECT (${guard}) AS needed` })
+        const read = { label: `guard of ${statement.label}`, sql: `SELECT (${guard}) AS needed` }
+        const [row] = await query(read.sql).catch((cause: unknown) => Promise.reject(translate(read, cause)))
         current = { guard, holds: row?.needed === true }
       }
       if (current.holds) await run(statement)

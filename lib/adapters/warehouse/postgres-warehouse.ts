@@ -261,8 +261,8 @@ export class PostgresWarehouse extends SessionBatchMethods implements SessionWar
       const result = await work(
         skippingFalseGuards(
           (s) => this.#run(s),
-          (s) => this.#read(s),
           (sql) => this.query(sql),
+          (s, cause) => this.#translate(s, cause),
         ),
       )
       if (options.commit) await this.#run({ label: 'commit', sql: 'COMMIT' })
@@ -307,14 +307,6 @@ export class PostgresWarehouse extends SessionBatchMethods implements SessionWar
   async #run(statement: CompiledStatement): Promise<void> {
     try {
       await this.#client.query(statement.sql)
-    } catch (cause) {
-      throw this.#translate(statement, cause)
-    }
-  }
-
-  async #read(statement: CompiledStatement): Promise<Row[]> {
-    try {
-      return await this.query(statement.sql)
     } catch (cause) {
       throw this.#translate(statement, cause)
     }

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { DuckDBInstance } from '@duckdb/node-api'
+import fc from 'fast-check'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
@@ -111,6 +112,37 @@ describe('PostgresWarehouse', () => {
       expect(staged, 'the long name computes its text').toContain(FLOAT_PIECE_FUNCTION)
       const rows = await warehouse.query(`SELECT ${staged} AS h FROM "__dimsync_stage" s ORDER BY s.id`)
       expect(rows.map((r) => r.h)).toEqual(expected)
+    } finally {
+      await warehouse.close()
+    }
+  })
+
+  it("any double's staged text hashes as PostgreSQL's own %.17g does (the versions it stored before, re-hashed)", async () => {
+    // Invariants 4 and 6 on PostgreSQL: a staged row read through its text and the same row stored earlier must
+    // hash alike, or every merge would version an unchanged key again.
+    const values = fc.sample(fc.double(), { numRuns: 400, seed: 20261207 })
+    const text = (x: number) => (Number.isNaN(x) ? 'nan' : Object.is(x, -0) ? '-0.0' : String(x))
+    const file = join(folder, 'doubles.parquet')
+    const instance = await DuckDBInstance.create(':memory:')
+    const connection = await instance.connect()
+    const rows = values.map((x, i) => `(${i}, CAST('${text(x)}' AS DOUBLE), CAST('${text(x)}' AS FLOAT))`)
+    await connection.run(
+      `COPY (SELECT * FROM (VALUES ${rows.join(', ')}) v(id, x, r)) TO '${file}' (FORMAT parquet)`,
+    )
+    connection.closeSync()
+    instance.closeSync()
+    const doubles = [
+      { name: 'x', type: 'DOUBLE' },
+      { name: 'r', type: 'FLOAT' },
+    ]
+    const warehouse = await PostgresWarehouse.open({ url: PG_URL })
+    try {
+      await warehouse.loadStaging([file], { table: 'customers', batchId: 'b1' })
+      const hashes = (options: { readsStagedFloatTexts?: boolean }) =>
+        warehouse.query(
+          `SELECT s.id, ${renderRowHash(postgresDialect, doubles, 's', options)} AS h FROM "__dimsync_stage" s ORDER BY s.id`,
+        )
+      expect(await hashes({ readsStagedFloatTexts: true })).toEqual(await hashes({}))
     } finally {
       await warehouse.close()
     }
