@@ -1,6 +1,6 @@
 /**
- * How `npm test` splits the tests into vitest projects (vitest.config.ts), and what a unit test may import
- * (test/lint/unit-tests.test.ts checks it):
+ * The tiers of the tests (`npm run test:unit` and `npm run test:fast` run the first ones alone: vitest.config.ts),
+ * and what a unit test may import (test/lint/unit-tests.test.ts checks it):
  * - unit: no I/O at all (no files, processes, sockets or databases); runs anywhere in seconds;
  * - fast: the in-memory ports only: DuckDB at ':memory:' (openMemoryWarehouse), the in-memory staging and state
  *   stores, and no files, processes, sockets or servers of its own (test/lint/fast-tests.test.ts checks it);
@@ -32,6 +32,14 @@ export const FAST_TESTS = [
 ]
 
 export const INFRA_TESTS = ['test/infra/**/*.test.ts']
+
+/** The test files of a tier: `unit`, or `fast` (unit and fast); every test file for none (`npm test`). */
+export function testsOfTier(tier: string | undefined): string[] {
+  if (tier === undefined || tier === '') return ['test/**/*.test.ts']
+  if (tier === 'unit') return [...UNIT_TESTS]
+  if (tier === 'fast') return [...UNIT_TESTS, ...FAST_TESTS]
+  throw new Error(`DIMSYNC_TEST_TIER is unit or fast (or unset for every test), not '${tier}'`)
+}
 
 /**
  * Wall seconds of the slowest files in a CI run (what .ci/run prints at its end), so that a clean clone, which

@@ -12,7 +12,7 @@ import {
 import { processStateWrites } from './process-state.ts'
 
 /**
- * The fast project runs on the in-memory ports: no fast test file, and no test helper it imports (followed
+ * The fast tier runs on the in-memory ports: no fast test file, and no test helper it imports (followed
  * transitively through test/), imports a module that reaches files, processes, sockets or servers other than
  * DuckDB (FAST_IO_MODULES), imports a lib/ adapter other than the in-memory ones or a composition root
  * (FAST_FORBIDDEN_LIB), or opens DuckDB anywhere but ':memory:'. Type-only imports are erased and do not count.
@@ -59,7 +59,7 @@ export function fastViolations(
 describe('fast tests use the in-memory ports only', () => {
   const files = FAST_TESTS.flatMap((pattern) => globSync(pattern)).sort()
 
-  it('every fast test pattern matches a file, and no file is in two projects', () => {
+  it('every fast test pattern matches a file, and no file is in two tiers', () => {
     for (const pattern of FAST_TESTS) expect(globSync(pattern), pattern).not.toEqual([])
     const elsewhere = new Set([...UNIT_TESTS, ...INFRA_TESTS].flatMap((pattern) => globSync(pattern)))
     expect(files.filter((file) => elsewhere.has(file))).toEqual([])

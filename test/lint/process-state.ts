@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs'
 import { dirname, join, normalize } from 'node:path'
 
 /**
- * What the unit and fast projects' lint tests read of a test file and the test helpers it imports: the files
+ * What the unit and fast tiers' lint tests read of a test file and the test helpers it imports: the files
  * reached through relative imports, and the writes to the process's shared state they make.
  */
 const IMPORT = /^\s*(?:import|export)\s+(?!type\b)[^'"]*?from\s+'([^']+)'|^\s*import\s+'([^']+)'/gm
@@ -37,7 +37,7 @@ export function reachedTestFiles(
 }
 
 /**
- * Writes to the process's shared state. Every project shares one worker's modules and process between files
+ * Writes to the process's shared state. The test files share a worker's modules and process
  * (`isolate: false` in vitest.config.ts): the environment and working directory are put back after each file
  * (test/support/restore-process-state.ts), a global or the umask would reach the files after it
  * (UNRESTORED_PROCESS_STATE_WRITE). Unit and fast tests write none of them at all.

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { processStateWrites, UNRESTORED_PROCESS_STATE_WRITE } from './process-state.ts'
 
 /**
- * Every project runs its files in shared worker processes (`isolate: false` in vitest.config.ts). The environment
+ * The test files run in shared worker processes (`isolate: false` in vitest.config.ts). The environment
  * and working directory a file changes are put back after it (test/support/restore-process-state.ts); a global
  * stubbed or a umask set would reach the next file, so no test file or helper it imports writes one.
  * test/lint/ is left out: its tests plant such writes as text to see them caught.

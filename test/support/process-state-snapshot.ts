@@ -1,7 +1,6 @@
 /**
  * The process state a test file may write and must not pass on: its environment variables and working directory.
- * Every vitest project runs its files one after another in a shared worker process (`isolate: false` in
- * vitest.config.ts), so test/support/restore-process-state.ts takes a snapshot before each file and puts it back
+ * The test files run one after another in shared worker processes (`isolate: false` in vitest.config.ts), so test/support/restore-process-state.ts takes a snapshot before each file and puts it back
  * after.
  */
 export function snapshotProcessState(): { restore(): void } {

@@ -4,9 +4,9 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node'
 import { SLOW_TESTS } from '../test-projects.ts'
 
 /**
- * Orders the test files of every project together, the longest first, so that the last files to start are short
- * ones and both workers finish together (vitest's own order runs the projects one after the other, each by its
- * cached durations or, on a clean clone as in CI, by file size: a slow small file started near the end ran alone).
+ * Orders the test files, the longest first, so that the last files to start are short ones and both workers finish
+ * together (vitest's own order goes by its cached durations or, on a clean clone as in CI, by file size: a slow
+ * small file started near the end ran alone).
  * A file's expected time is its duration in vitest's results cache, else its time in SLOW_TESTS; the files
  * known to neither follow, larger first.
  */
