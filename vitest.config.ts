@@ -1,10 +1,10 @@
 import { defineConfig } from 'vitest/config'
 import { SlowFirstSequencer } from './test/support/slow-first-sequencer.ts'
-import { testsOfTier } from './test/test-projects.ts'
+import { testsOfTier } from './test/test-tiers.ts'
 
 /**
  * `npm test` runs every test file once; DIMSYNC_TEST_TIER=unit (`npm run test:unit`) or fast (`npm run test:fast`:
- * unit and fast) runs the files of that tier (test/test-projects.ts). `npm run test:coverage` reports lib/core and
+ * unit and fast) runs the files of that tier (test/test-tiers.ts). `npm run test:coverage` reports lib/core and
  * lib/sql and fails under the floor.
  */
 export default defineConfig({

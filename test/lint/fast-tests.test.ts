@@ -8,7 +8,7 @@ import {
   INFRA_TESTS,
   IO_MODULES,
   UNIT_TESTS,
-} from '../test-projects.ts'
+} from '../test-tiers.ts'
 import { processStateWrites } from './process-state.ts'
 
 /**

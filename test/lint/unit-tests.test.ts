@@ -1,12 +1,12 @@
 import { existsSync, globSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
-import { IO_MODULES, SLOW_TESTS, UNIT_TESTS } from '../test-projects.ts'
+import { IO_MODULES, SLOW_TESTS, UNIT_TESTS } from '../test-tiers.ts'
 import { PROCESS_STATE_WRITE, processStateWrites, reachedTestFiles } from './process-state.ts'
 
 /**
  * The unit tier does no I/O: no unit test file, and no test helper it imports (followed transitively through
  * test/), imports a module that reaches files, processes, sockets or databases. A test that needs one belongs to
- * the integration tier (test/test-projects.ts). Type-only imports are erased and do not count; what a test
+ * the integration tier (test/test-tiers.ts). Type-only imports are erased and do not count; what a test
  * calls in lib/ is the test's business (lib/config/index.ts re-exports the config file loader, for instance).
  */
 function ioImports(file: string): string[] {

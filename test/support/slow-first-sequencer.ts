@@ -1,7 +1,7 @@
 import { relative } from 'node:path'
 import { BaseSequencer, type TestSpecification } from 'vitest/node'
 
-import { SLOW_TESTS } from '../test-projects.ts'
+import { SLOW_TESTS } from '../test-tiers.ts'
 
 /**
  * Orders the test files, the longest first, so that the last files to start are short ones and both workers finish
