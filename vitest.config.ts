@@ -1,6 +1,12 @@
 import { defineConfig } from 'vitest/config'
 import { SlowFirstSequencer } from './test/support/slow-first-sequencer.ts'
 import { testsOfTier } from './test/test-tiers.ts'
+import { workerPreload } from './test/support/worker-allocator.ts'
+
+// The worker processes, forked after this config is read, start on jemalloc when it is installed (and every
+// process they start inherits it): test/support/worker-allocator.ts says why.
+const preload = workerPreload(process.env)
+if (preload !== undefined) process.env.LD_PRELOAD = preload
 
 /**
  * `npm test` runs every test file once; DIMSYNC_TEST_TIER=unit (`npm run test:unit`) or fast (`npm run test:fast`:
