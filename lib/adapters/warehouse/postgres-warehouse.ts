@@ -164,13 +164,19 @@ export class PostgresWarehouse extends SessionBatchMethods implements SessionWar
 
   async createSchemaIfMissing(schema: string): Promise<void> {
     const sql = `CREATE SCHEMA IF NOT EXISTS ${postgresDialect.quoteIdentifier(schema)}`
-    const [exists] = await this.query(
-      `SELECT 1 AS found FROM pg_namespace WHERE nspname = ${postgresDialect.stringLiteral(schema)}`,
-    )
-    if (exists !== undefined) return
+    const exists = async () =>
+      (
+        await this.query(
+          `SELECT 1 AS found FROM pg_namespace WHERE nspname = ${postgresDialect.stringLiteral(schema)}`,
+        )
+      ).length > 0
+    if (await exists()) return
     try {
       await this.#client.query(sql)
     } catch (cause) {
+      // Another installation created it at the same moment: PostgreSQL's IF NOT EXISTS does not cover a creation
+      // not yet committed when it looked, and the second CREATE fails on pg_namespace's unique index.
+      if (await exists()) return
       throw new DimsyncError(
         `the postgres warehouse has no schema ${schema} and this user may not create it (${(cause as Error).message}); ` +
           `create it once with: ${sql}`,

@@ -224,4 +224,39 @@ describe('PostgresWarehouse', () => {
       await warehouse.close()
     }
   })
+
+  it('creates a missing schema another installation is creating at the same moment: both go on', async () => {
+    // Two runs of a first load start together (test/functions/cli-postgres-two-installations.test.ts): both see no
+    // schema, and PostgreSQL's CREATE SCHEMA IF NOT EXISTS of the second waits for the first's and then fails on
+    // pg_namespace's unique index. Here the other installation's creation is held open until the warehouse's waits.
+    const schema = `dimsync_test_${randomBytes(6).toString('hex')}`
+    const other = new pg.Client({ connectionString: PG_URL })
+    await other.connect()
+    const warehouse = await PostgresWarehouse.open({ url: PG_URL })
+    try {
+      await other.query('BEGIN')
+      await other.query(`CREATE SCHEMA "${schema}"`)
+      const creating = warehouse.createSchemaIfMissing(schema)
+      // The warehouse's CREATE SCHEMA waits on the other's uncommitted row of pg_namespace.
+      for (let waited = 0; ; waited += 20) {
+        const { rows } = await other.query(
+          `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'CREATE SCHEMA%' AND query LIKE $1`,
+          [`%${schema}%`],
+        )
+        if (rows.length > 0) break
+        if (waited > 10_000) throw new Error('the warehouse never waited on the other creation')
+        await new Promise((resolve) => setTimeout(resolve, 20))
+      }
+      await other.query('COMMIT')
+      await expect(creating).resolves.toBeUndefined()
+      expect(
+        (await warehouse.query(`SELECT 1 AS found FROM pg_namespace WHERE nspname = '${schema}'`)).length,
+      ).toBe(1)
+    } finally {
+      await other.query('ROLLBACK').catch(() => undefined)
+      await other.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
+      await other.end()
+      await warehouse.close()
+    }
+  })
 })
