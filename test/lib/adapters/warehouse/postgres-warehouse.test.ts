@@ -234,17 +234,34 @@ describe('PostgresWarehouse', () => {
     await other.connect()
     const warehouse = await PostgresWarehouse.open({ url: PG_URL })
     try {
+      const [{ pid }] = (await warehouse.query('SELECT pg_backend_pid() AS pid')) as [{ pid: number }]
       await other.query('BEGIN')
       await other.query(`CREATE SCHEMA "${schema}"`)
-      const creating = warehouse.createSchemaIfMissing(schema)
+      let settled: string | undefined
+      const creating = warehouse.createSchemaIfMissing(schema).then(
+        () => void (settled = 'created'),
+        (error: unknown) => {
+          settled = `failed: ${(error as Error).message}`
+          throw error
+        },
+      )
+      creating.catch(() => undefined)
       // The warehouse's CREATE SCHEMA waits on the other's uncommitted row of pg_namespace.
-      for (let waited = 0; ; waited += 20) {
+      const deadline = Date.now() + 30_000
+      for (;;) {
+        // Inside its transaction, the other session would read the statistics of its first look every time.
+        await other.query('SELECT pg_stat_clear_snapshot()')
         const { rows } = await other.query(
-          `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'CREATE SCHEMA%' AND query LIKE $1`,
-          [`%${schema}%`],
+          `SELECT wait_event_type, query FROM pg_stat_activity WHERE pid = $1`,
+          [pid],
         )
-        if (rows.length > 0) break
-        if (waited > 10_000) throw new Error('the warehouse never waited on the other creation')
+        const session = rows[0] as { wait_event_type: string | null; query: string } | undefined
+        if (session?.wait_event_type === 'Lock' && session.query.startsWith('CREATE SCHEMA')) break
+        if (settled !== undefined || Date.now() > deadline)
+          throw new Error(
+            `the warehouse's creation never waited on the other's (${settled ?? 'still running'}; its session: ` +
+              `${JSON.stringify(session)})`,
+          )
         await new Promise((resolve) => setTimeout(resolve, 20))
       }
       await other.query('COMMIT')
