@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs'
  * Where Debian's libjemalloc2 installs jemalloc (by architecture). The test workers run on it: DuckDB parses, binds
  * and plans each statement with C++ `new`, which goes to glibc's malloc (its own jemalloc holds only its data), and
  * the tests run tens of thousands of statements on tiny tables, so glibc's malloc, free and the page faults of the
- * memory it hands back were a quarter of a property test's CPU. The whole suite on jemalloc: 1266 -> 1064 CPU-s of
+ * memory it hands back were about a fifth of a property test's CPU. The whole suite on jemalloc: 1266 -> 1064 CPU-s of
  * the machine, 723 -> 612 s (docs/architecture.md, "Test tiers").
  */
 export const JEMALLOC_LIBRARIES: readonly string[] = [

@@ -258,6 +258,23 @@ export class PostgresWarehouse extends SessionBatchMethods implements SessionWar
     }
   }
 
+  /**
+   * A creation `IF NOT EXISTS` that fails because another session created the object at the same moment runs once
+   * more, and finds it: PostgreSQL's IF NOT EXISTS does not see a creation not yet committed, and the second one
+   * fails on a catalog's unique index (the batch ledger, one per schema, created by the first merge of any table).
+   */
+  override async runAlone(
+    statement: CompiledStatement,
+    options?: Pick<TransactionOptions, 'onMemoryRaised'>,
+  ): Promise<void> {
+    try {
+      await super.runAlone(statement, options)
+    } catch (error) {
+      if (!(IF_NOT_EXISTS.test(statement.sql) && isConcurrentCreation(error))) throw error
+      await super.runAlone(statement, options)
+    }
+  }
+
   async transaction<T>(
     work: (tx: WarehouseTransaction) => Promise<T>,
     options: TransactionOptions,
@@ -353,6 +370,16 @@ const TRANSIENT_SOCKET_ERRORS: ReadonlySet<string> = new Set([
   'EPIPE',
   'EAI_AGAIN',
 ])
+
+const IF_NOT_EXISTS = /^\s*CREATE\s+[A-Z ]*?\bIF\s+NOT\s+EXISTS\b/i
+
+/** unique_violation (on a catalog's index), duplicate_table, duplicate_object. */
+const CONCURRENT_CREATION_CODES = new Set(['23505', '42P07', '42710'])
+
+function isConcurrentCreation(error: unknown): boolean {
+  const cause = error instanceof WarehouseError ? error.cause : error
+  return CONCURRENT_CREATION_CODES.has(String((cause as { code?: unknown } | undefined)?.code))
+}
 
 /** A lost connection, or a SQLSTATE worth a retry: connection exceptions, transaction rollbacks, a shutdown. */
 function isTransient(cause: unknown): boolean {

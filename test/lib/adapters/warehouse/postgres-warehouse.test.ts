@@ -13,6 +13,7 @@ import {
 import { duckDbDialect } from '../../../../lib/sql/duckdb/duckdb-dialect.ts'
 import { FLOAT_PIECE_FUNCTION, postgresDialect } from '../../../../lib/sql/postgres/postgres-dialect.ts'
 import { renderRowHash } from '../../../../lib/sql/row-hash.ts'
+import { renderBatchLedgerDdl } from '../../../../lib/sql/render-ddl.ts'
 import { expectFalseGuardsSkipRuns } from '../../../support/guarded-runs-scenario.ts'
 import { PG_URL } from '../../../integration/sources/support/db-services.ts'
 
@@ -230,23 +231,53 @@ describe('PostgresWarehouse', () => {
     // schema, and PostgreSQL's CREATE SCHEMA IF NOT EXISTS of the second waits for the first's and then fails on
     // pg_namespace's unique index. Here the other installation's creation is held open until the warehouse's waits.
     const schema = `dimsync_test_${randomBytes(6).toString('hex')}`
-    const other = new pg.Client({ connectionString: PG_URL })
-    await other.connect()
-    const warehouse = await PostgresWarehouse.open({ url: PG_URL })
-    try {
-      const [{ pid }] = (await warehouse.query('SELECT pg_backend_pid() AS pid')) as [{ pid: number }]
-      await other.query('BEGIN')
-      await other.query(`CREATE SCHEMA "${schema}"`)
+    await withOtherCreating(`CREATE SCHEMA "${schema}"`, schema, async (warehouse, waitedOn) => {
+      await waitedOn(warehouse.createSchemaIfMissing(schema))
+      expect(
+        await warehouse.query(`SELECT 1 AS found FROM pg_namespace WHERE nspname = '${schema}'`),
+      ).toHaveLength(1)
+    })
+  })
+
+  it('creates the batch ledger another installation is creating at the same moment (another table, one schema)', async () => {
+    // The advisory locks are per table; the ledger is one per schema, created by the first merge of any table.
+    const schema = `dimsync_test_${randomBytes(6).toString('hex')}`
+    const ledger = renderBatchLedgerDdl(postgresDialect, { schema, name: '_dimsync_batches' })
+    const setup = await PostgresWarehouse.open({ url: PG_URL })
+    await setup.createSchemaIfMissing(schema).finally(() => setup.close())
+    await withOtherCreating(ledger.sql, schema, async (warehouse, waitedOn) => {
+      await waitedOn(warehouse.runAlone(ledger))
+      expect(await warehouse.describeTable({ schema, name: '_dimsync_batches' })).toBeDefined()
+    })
+  })
+})
+
+/**
+ * Runs `creation` in another session's open transaction, then `work`, whose `waitedOn(promise)` waits until the
+ * warehouse's session is blocked on that creation, commits it, and awaits `promise`. Drops `schema` after.
+ */
+async function withOtherCreating(
+  creation: string,
+  schema: string,
+  work: (warehouse: PostgresWarehouse, waitedOn: (promise: Promise<void>) => Promise<void>) => Promise<void>,
+): Promise<void> {
+  const other = new pg.Client({ connectionString: PG_URL })
+  await other.connect()
+  const warehouse = await PostgresWarehouse.open({ url: PG_URL })
+  try {
+    const [{ pid }] = (await warehouse.query('SELECT pg_backend_pid() AS pid')) as [{ pid: number }]
+    await other.query('BEGIN')
+    await other.query(creation)
+    await work(warehouse, async (promise) => {
       let settled: string | undefined
-      const creating = warehouse.createSchemaIfMissing(schema).then(
-        () => void (settled = 'created'),
+      const watched = promise.then(
+        () => void (settled = 'done'),
         (error: unknown) => {
           settled = `failed: ${(error as Error).message}`
           throw error
         },
       )
-      creating.catch(() => undefined)
-      // The warehouse's CREATE SCHEMA waits on the other's uncommitted row of pg_namespace.
+      watched.catch(() => undefined)
       const deadline = Date.now() + 30_000
       for (;;) {
         // Inside its transaction, the other session would read the statistics of its first look every time.
@@ -256,24 +287,21 @@ describe('PostgresWarehouse', () => {
           [pid],
         )
         const session = rows[0] as { wait_event_type: string | null; query: string } | undefined
-        if (session?.wait_event_type === 'Lock' && session.query.startsWith('CREATE SCHEMA')) break
+        if (session?.wait_event_type === 'Lock' && session.query.startsWith('CREATE')) break
         if (settled !== undefined || Date.now() > deadline)
           throw new Error(
-            `the warehouse's creation never waited on the other's (${settled ?? 'still running'}; its session: ` +
-              `${JSON.stringify(session)})`,
+            `the warehouse never waited on the other session's creation (${settled ?? 'still running'}; its ` +
+              `session: ${JSON.stringify(session)})`,
           )
         await new Promise((resolve) => setTimeout(resolve, 20))
       }
       await other.query('COMMIT')
-      await expect(creating).resolves.toBeUndefined()
-      expect(
-        (await warehouse.query(`SELECT 1 AS found FROM pg_namespace WHERE nspname = '${schema}'`)).length,
-      ).toBe(1)
-    } finally {
-      await other.query('ROLLBACK').catch(() => undefined)
-      await other.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
-      await other.end()
-      await warehouse.close()
-    }
-  })
-})
+      await watched
+    })
+  } finally {
+    await other.query('ROLLBACK').catch(() => undefined)
+    await other.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
+    await other.end()
+    await warehouse.close()
+  }
+}
