@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { DuckDBInstance } from '@duckdb/node-api'
 import fc from 'fast-check'
 import pg from 'pg'
@@ -293,7 +294,7 @@ async function withOtherCreating(
             `the warehouse never waited on the other session's creation (${settled ?? 'still running'}; its ` +
               `session: ${JSON.stringify(session)})`,
           )
-        await new Promise((resolve) => setTimeout(resolve, 20))
+        await sleep(20)
       }
       await other.query('COMMIT')
       await watched
