@@ -73,7 +73,7 @@ export const SLOW_TESTS: Readonly<Record<string, number>> = {
   'test/integration/change-feed-policies.emulator.test.ts': 23,
   'test/functions/cli-watermark-ledger.test.ts': 23,
   'test/lib/adapters/warehouse/warehouse-contract-memory.test.ts': 22,
-  'test/lib/adapters/bigquery/bigquery-warehouse.emulator.test.ts': 22,
+  'test/lib/adapters/bigquery/bigquery-warehouse.emulator.test.ts': 13,
   'test/lib/adapters/bigquery/bigquery-deadlines.emulator.test.ts': 14,
   'test/integration/one-current-version.emulator.test.ts': 21,
   'test/lib/use-cases/delete-condition-properties.test.ts': 21,

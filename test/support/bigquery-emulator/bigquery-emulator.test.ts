@@ -388,7 +388,22 @@ INSERT INTO d.t (id, name, seen) VALUES (1, 'Ana', TIMESTAMP '2024-03-10 14:30:0
         `minimumJobRunMs ${minimumJobRunMs} is too short`,
       )
     const accepted = await BigQueryEmulator.start({ zetaSql: zeta, minimumJobRunMs: 100 })
+    expect(() => accepted.setMinimumJobRunMs(20)).toThrow('minimumJobRunMs 20 is too short')
     await accepted.stop()
+  })
+
+  it('a job keeps the minimum run in force when it was inserted; jobs inserted after a change get the new one', async () => {
+    await emulator.stop()
+    emulator = await BigQueryEmulator.start({ zetaSql: zeta, minimumJobRunMs: 600 })
+    client = new BigQuery({ projectId: PROJECT, ...emulator.clientOptions() })
+    const query = { query: { query: 'SELECT 1', useLegacySql: false } }
+    await client.createJob({ jobId: 'slow', location: 'EU', configuration: query })
+    emulator.setMinimumJobRunMs(0)
+    await client.createJob({ jobId: 'quick', location: 'EU', configuration: query })
+    const [slow, quick] = await Promise.all([waitForJob('slow'), waitForJob('quick')])
+    const ran = (job: typeof slow) => Number(job.statistics.endTime) - Number(job.statistics.startTime)
+    expect(ran(slow)).toBeGreaterThanOrEqual(600)
+    expect(ran(quick)).toBeLessThan(600)
   })
 
   it('a job of another location is not found; legacy SQL is refused', async () => {

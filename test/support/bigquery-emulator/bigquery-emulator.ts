@@ -61,13 +61,7 @@ export class BigQueryEmulator {
 
   static async start(options: BigQueryEmulatorOptions = {}): Promise<BigQueryEmulator> {
     const minimumJobRunMs = options.minimumJobRunMs ?? 0
-    const shortest = MIN_JOB_RUN_OVER_HOLD * JOB_STATUS_WAIT_MS
-    if (minimumJobRunMs > 0 && minimumJobRunMs < shortest)
-      throw new Error(
-        `minimumJobRunMs ${minimumJobRunMs} is too short: jobs.get holds the answer about an unfinished job up to ` +
-          `${JOB_STATUS_WAIT_MS} ms, so a client could see the job DONE and never PENDING/RUNNING; give at least ` +
-          `${shortest} ms, or 0 for no minimum`,
-      )
+    assertMinimumJobRun(minimumJobRunMs)
     const own = options.zetaSql === undefined ? await ZetaSqlService.start() : undefined
     const zeta = options.zetaSql ?? own!
     const clock = options.clock ?? Date.now
@@ -79,6 +73,15 @@ export class BigQueryEmulator {
     const http = new HttpServer(new RestApi({ store, jobs, interpreter, faults, sessions }), faults)
     const url = await http.listen()
     return new BigQueryEmulator(url, { store, jobs, faults, http, interpreter }, own)
+  }
+
+  /**
+   * Jobs inserted from now on run at least `ms` (0: no minimum); those inserted before keep the minimum they were
+   * inserted with. Refused as `minimumJobRunMs` is at start.
+   */
+  setMinimumJobRunMs(ms: number): void {
+    assertMinimumJobRun(ms)
+    this.jobs.minimumRunMs = ms
   }
 
   /** Every HTTP request received, in order (method, path, query, JSON body or upload summary). */
@@ -153,4 +156,15 @@ function textRow(columns: readonly { name: string; type: Proto }[], cells: reado
     row[c.name] = cell === undefined || isNull(cell) ? null : scalarText(c.type, cell)
   })
   return row
+}
+
+/** A minimum job run (`minimumJobRunMs`) long enough for a client to see a job PENDING/RUNNING, or 0. */
+function assertMinimumJobRun(minimumJobRunMs: number): void {
+  const shortest = MIN_JOB_RUN_OVER_HOLD * JOB_STATUS_WAIT_MS
+  if (minimumJobRunMs > 0 && minimumJobRunMs < shortest)
+    throw new Error(
+      `minimumJobRunMs ${minimumJobRunMs} is too short: jobs.get holds the answer about an unfinished job up to ` +
+        `${JOB_STATUS_WAIT_MS} ms, so a client could see the job DONE and never PENDING/RUNNING; give at least ` +
+        `${shortest} ms, or 0 for no minimum`,
+    )
 }

@@ -30,17 +30,23 @@ const JOB_ID = /^[A-Za-z0-9_-]{1,1024}$/
 /**
  * Jobs by project and id. A job id is unique within its project: inserting an existing id answers BigQuery's
  * 409 `duplicate` whatever the existing job's state (a failed job keeps its id). Jobs run one at a time, in
- * insertion order, each at least `minimumRunMs` (so a client sees PENDING/RUNNING and polls).
+ * insertion order, each at least `minimumRunMs` (so a client sees PENDING/RUNNING and polls); a job keeps the
+ * minimum in force when it was inserted.
  */
 export class JobStore {
   readonly #jobs = new Map<string, JobRecord>()
   readonly #clock: () => number
-  readonly #minimumRunMs: number
+  #minimumRunMs: number
   #queue: Promise<void> = Promise.resolve()
 
   constructor(clock: () => number, minimumRunMs = 0) {
     this.#clock = clock
     this.#minimumRunMs = minimumRunMs
+  }
+
+  /** The minimum run of the jobs inserted from now on (those inserted before keep theirs). */
+  set minimumRunMs(ms: number) {
+    this.#minimumRunMs = ms
   }
 
   get(projectId: string, jobId: string, location?: string): JobRecord | undefined {
@@ -75,6 +81,7 @@ export class JobStore {
     const done = new Promise<void>((resolve) => (settle = resolve))
     const job: JobRecord = { ...reference, configuration, creationMs: this.#clock(), state: 'PENDING', done }
     this.#jobs.set(key, job)
+    const minimumRunMs = this.#minimumRunMs
     this.#queue = this.#queue.then(async () => {
       job.state = 'RUNNING'
       job.startMs = this.#clock()
@@ -90,7 +97,7 @@ export class JobStore {
                 `BigQuery emulator defect: ${(error as Error).stack ?? String(error)}`,
               )
       }
-      const left = this.#minimumRunMs - (Date.now() - ran)
+      const left = minimumRunMs - (Date.now() - ran)
       if (left > 0) await new Promise((resolve) => setTimeout(resolve, left))
       job.endMs = this.#clock()
       job.state = 'DONE'
