@@ -10,6 +10,7 @@ import {
   secretsManagerGetter,
   type GetSecret,
 } from '../adapters/aws/source-secrets.ts'
+import type { BigQueryWarehouseOptions } from '../adapters/warehouse/bigquery-warehouse.ts'
 import { S3StagingStore } from '../adapters/staging/s3-staging-store.ts'
 import { DynamoDbStateStore } from '../adapters/state/dynamodb-state-store.ts'
 import { readChoice, readInteger, readRequiredString, readString, readUrl, type Env } from '../config/env.ts'
@@ -142,6 +143,8 @@ export interface BuildAwsDepsOptions {
    * Tracer's captureAWSv3Client so their calls appear in X-Ray traces.
    */
   readonly instrumentClient?: <C extends AwsClient>(client: C) => C
+  /** BigQuery client settings (tests: shorter waits between retries); nothing in the functions. */
+  readonly bigQuery?: Partial<BigQueryWarehouseOptions>
 }
 
 /**
@@ -234,7 +237,7 @@ export async function buildAwsDeps(
       )
     },
     warehouse() {
-      warehouse ??= openWarehouse(settings, project, readWarehouseKey).catch((error: unknown) => {
+      warehouse ??= openWarehouse(settings, project, readWarehouseKey, options.bigQuery).catch((error: unknown) => {
         warehouse = undefined
         throw error
       })
@@ -274,11 +277,12 @@ async function openWarehouse(
   settings: AwsSettings,
   project: ProjectSpec,
   getSecret: GetSecret,
+  bigQuery: Partial<BigQueryWarehouseOptions> | undefined,
 ): Promise<Warehouse<SqlDialect>> {
   const lambda = WAREHOUSE_BUNDLES[settings.warehouse].lambda
   if (lambda === undefined)
     throw new ConfigError(project.configPath, [
       `${AWS_ENV.warehouse}=${settings.warehouse}: the functions cannot open this warehouse`,
     ])
-  return await lambda.open({ settings, project, getSecret })
+  return await lambda.open({ settings, project, getSecret, ...(bigQuery !== undefined ? { bigQuery } : {}) })
 }

@@ -67,4 +67,6 @@ export interface LambdaOpening {
   readonly settings: AwsSettings
   readonly project: ProjectSpec
   readonly getSecret: GetSecret
+  /** BigQuery client settings (shorter waits between retries in tests; nothing in the functions). */
+  readonly bigQuery?: Partial<BigQueryWarehouseOptions>
 }

@@ -40,7 +40,7 @@ export const bigQueryBundle: WarehouseBundle<BigQueryWarehouseSpec> = {
     return await offlineBigQueryPlan(project, table, env, now)
   },
   lambda: {
-    async open({ settings, project, getSecret }) {
+    async open({ settings, project, getSecret, bigQuery }) {
       // Project, dataset and location from dimsync.yaml; the service-account key from
       // DIMSYNC_BIGQUERY_SECRET_ARN (or warehouse.credentials_secret), else Application Default Credentials.
       if (project.warehouse.type !== 'bigquery') {
@@ -55,6 +55,7 @@ export const bigQueryBundle: WarehouseBundle<BigQueryWarehouseSpec> = {
         secretArn: settings.bigQuerySecretArn,
         getSecret,
         ...(settings.bigQueryEndpoint !== undefined ? { endpoint: settings.bigQueryEndpoint } : {}),
+        ...(bigQuery !== undefined ? { extra: bigQuery } : {}),
       })
     },
     loginSecret: (settings, project) =>
