@@ -237,10 +237,12 @@ export async function buildAwsDeps(
       )
     },
     warehouse() {
-      warehouse ??= openWarehouse(settings, project, readWarehouseKey, options.bigQuery).catch((error: unknown) => {
-        warehouse = undefined
-        throw error
-      })
+      warehouse ??= openWarehouse(settings, project, readWarehouseKey, options.bigQuery).catch(
+        (error: unknown) => {
+          warehouse = undefined
+          throw error
+        },
+      )
       return warehouse
     },
     async refreshSecret(step, table) {
