@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import { AWS_ENV } from '../../../lib/runtime/aws-env.ts'
 import { buildAwsDeps } from '../../../lib/runtime/aws-deps.ts'
+import { BigQueryError, errorResponseBody } from '../../support/bigquery-emulator/api-errors.ts'
 
 /**
  * The functions' composition root hands BigQuery client settings to the warehouse it opens (the chaos test waits
@@ -25,13 +26,7 @@ describe('buildAwsDeps with BigQuery client settings', () => {
       calls++
       res.writeHead(503, { 'content-type': 'application/json' })
       res.end(
-        JSON.stringify({
-          error: {
-            code: 503,
-            message: 'Service unavailable',
-            errors: [{ reason: 'backendError', message: 'Service unavailable' }],
-          },
-        }),
+        JSON.stringify(errorResponseBody(503, [new BigQueryError('backendError', 'Service unavailable')])),
       )
     })
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))

@@ -389,6 +389,7 @@ INSERT INTO d.t (id, name, seen) VALUES (1, 'Ana', TIMESTAMP '2024-03-10 14:30:0
       )
     const accepted = await BigQueryEmulator.start({ zetaSql: zeta, minimumJobRunMs: 100 })
     expect(() => accepted.setMinimumJobRunMs(20)).toThrow('minimumJobRunMs 20 is too short')
+    expect(() => accepted.setMinimumJobRunMs(-1)).toThrow('minimumJobRunMs -1 is not a duration')
     await accepted.stop()
   })
 

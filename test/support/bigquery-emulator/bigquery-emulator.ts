@@ -160,6 +160,10 @@ function textRow(columns: readonly { name: string; type: Proto }[], cells: reado
 
 /** A minimum job run (`minimumJobRunMs`) long enough for a client to see a job PENDING/RUNNING, or 0. */
 function assertMinimumJobRun(minimumJobRunMs: number): void {
+  if (!Number.isFinite(minimumJobRunMs) || minimumJobRunMs < 0)
+    throw new Error(
+      `minimumJobRunMs ${minimumJobRunMs} is not a duration: give milliseconds, or 0 for no minimum`,
+    )
   const shortest = MIN_JOB_RUN_OVER_HOLD * JOB_STATUS_WAIT_MS
   if (minimumJobRunMs > 0 && minimumJobRunMs < shortest)
     throw new Error(
