@@ -5,7 +5,7 @@
  *    hand-written two-statement SQL (load the same Parquet, UPDATE then INSERT in one transaction);
  *  - the same batch against a dimension with 10 versions per key vs 1 (cost must not grow with history depth).
  */
-import { copyFileSync, existsSync, mkdirSync, rmSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, rmSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { DuckDBInstance } from '@duckdb/node-api'
 import { LocalStagingStore } from '../lib/adapters/staging/local-staging-store.ts'
@@ -150,38 +150,65 @@ async function recordContract(staging: LocalStagingStore, bases: readonly string
   await staging.deleteBatch('customers', batchId)
 }
 
-async function dimsyncMerge(db: string, staging: LocalStagingStore, batchId: string): Promise<number> {
+/** A merge's time and the time its session then takes to close the file (fold its log in: a checkpoint). */
+interface MergeTimes {
+  readonly seconds: number
+  readonly closeSeconds: number
+}
+
+async function dimsyncMerge(db: string, staging: LocalStagingStore, batchId: string): Promise<MergeTimes> {
   const warehouse = await DuckDbWarehouse.open({ path: db })
+  let seconds: number
   try {
-    const { seconds, result } = await timed(() =>
+    const merged = await timed(() =>
       mergeBatch({ warehouse, staging }, { table: benchTable, schema: 'main', batchId, now: new Date() }),
     )
-    if (result.counts?.insertedVersions !== KEYS / 20 + KEYS / 100)
-      throw new Error(`unexpected merge result ${JSON.stringify(result.counts)}`)
-    return seconds
-  } finally {
+    if (merged.result.counts?.insertedVersions !== KEYS / 20 + KEYS / 100)
+      throw new Error(`unexpected merge result ${JSON.stringify(merged.result.counts)}`)
+    seconds = merged.seconds
+  } catch (error) {
     await warehouse.close()
+    throw error
   }
+  // dimsync's close copies the file, then checkpoints (duckdb-checkpoint-backup.ts).
+  const closed = await timed(() => warehouse.close())
+  return { seconds, closeSeconds: closed.seconds }
 }
 
 /** The baseline a data engineer would hand-write: UPDATE (close changed and deleted) then INSERT, one transaction. */
-async function handWrittenMerge(db: string, partPath: string): Promise<number> {
+async function handWrittenMerge(db: string, partPath: string): Promise<MergeTimes> {
   const hash = (alias: string) => renderRowHash(duckDbDialect, HASHED, alias)
-  return withDuckDb(db, async (run) => {
-    const { seconds } = await timed(async () => {
-      await run(`CREATE TEMP TABLE stg AS SELECT * FROM read_parquet('${partPath}')`)
-      await run('BEGIN TRANSACTION')
-      await run(`UPDATE main.dim_customer AS d SET valid_to = TIMESTAMPTZ '${EXTRACTED_AT}', is_current = FALSE
+  const instance = await DuckDBInstance.create(db)
+  const connection = await instance.connect()
+  const run = async (sql: string) => void (await connection.run(sql))
+  let seconds: number
+  try {
+    await run(`SET TimeZone = 'UTC'`)
+    seconds = (
+      await timed(async () => {
+        await run(`CREATE TEMP TABLE stg AS SELECT * FROM read_parquet('${partPath}')`)
+        await run('BEGIN TRANSACTION')
+        await run(`UPDATE main.dim_customer AS d SET valid_to = TIMESTAMPTZ '${EXTRACTED_AT}', is_current = FALSE
         WHERE d.is_current AND NOT EXISTS (
           SELECT 1 FROM stg s WHERE s.customer_id = d.customer_id AND ${hash('s')} = d.dimsync_row_hash)`)
-      await run(`INSERT INTO main.dim_customer
+        await run(`INSERT INTO main.dim_customer
         SELECT (SELECT MAX(dimsync_sk) FROM main.dim_customer) + ROW_NUMBER() OVER (ORDER BY s.customer_id),
           s.customer_id, s.name, s.region, s.segment, s.score, s.city, TIMESTAMPTZ '${EXTRACTED_AT}', NULL, TRUE, FALSE, ${hash('s')}, 'b'
         FROM stg s WHERE NOT EXISTS (SELECT 1 FROM main.dim_customer d WHERE d.is_current AND d.customer_id = s.customer_id)`)
-      await run('COMMIT')
-    })
-    return seconds
+        await run('COMMIT')
+      })
+    ).seconds
+  } catch (error) {
+    connection.closeSync()
+    instance.closeSync()
+    throw error
+  }
+  // DuckDB's own close: its checkpoint in place.
+  const closed = await timed(async () => {
+    connection.closeSync()
+    instance.closeSync()
   })
+  return { seconds, closeSeconds: closed.seconds }
 }
 
 /** Builds the two dimensions and stages the batch (also used by bench/profile-merge.ts). */
@@ -208,12 +235,12 @@ export async function runMergeBenchmark(): Promise<Record<string, unknown>> {
     copyFileSync(base, work)
     return work
   }
-  const dimsync1: number[] = []
-  const baseline1: number[] = []
-  const dimsync10: number[] = []
-  const baseline10: number[] = []
-  const dimsync10i: number[] = []
-  const baseline10i: number[] = []
+  const dimsync1: MergeTimes[] = []
+  const baseline1: MergeTimes[] = []
+  const dimsync10: MergeTimes[] = []
+  const baseline10: MergeTimes[] = []
+  const dimsync10i: MergeTimes[] = []
+  const baseline10i: MergeTimes[] = []
   for (let i = 0; i < REPEATS; i++) {
     baseline1.push(await handWrittenMerge(fresh(base1), partPath))
     dimsync1.push(await dimsyncMerge(fresh(base1), staging, batchId))
@@ -222,28 +249,37 @@ export async function runMergeBenchmark(): Promise<Record<string, unknown>> {
     dimsync10i.push(await dimsyncMerge(fresh(base10Interleaved), staging, batchId))
     baseline10i.push(await handWrittenMerge(fresh(base10Interleaved), partPath))
     console.log(
-      `merge: run ${i + 1}: dimsync ${dimsync1.at(-1)!.toFixed(3)} s, hand-written ${baseline1.at(-1)!.toFixed(3)} s, ` +
-        `dimsync depth 10 ${dimsync10.at(-1)!.toFixed(3)} s, hand-written depth 10 ${baseline10.at(-1)!.toFixed(3)} s`,
+      `merge: run ${i + 1}: dimsync ${dimsync1.at(-1)!.seconds.toFixed(3)} s (close ${dimsync1.at(-1)!.closeSeconds.toFixed(3)} s), ` +
+        `hand-written ${baseline1.at(-1)!.seconds.toFixed(3)} s (close ${baseline1.at(-1)!.closeSeconds.toFixed(3)} s), ` +
+        `dimsync depth 10 ${dimsync10.at(-1)!.seconds.toFixed(3)} s, hand-written depth 10 ${baseline10.at(-1)!.seconds.toFixed(3)} s`,
     )
   }
+  const databaseFileMb = Math.round(statSync(base1).size / 2 ** 20)
+  const merges = (times: readonly MergeTimes[]) => median(times.map((t) => t.seconds))
+  const closes = (times: readonly MergeTimes[]) => median(times.map((t) => t.closeSeconds))
   for (const f of [work, `${work}.wal`, base1, base10, base10Interleaved]) if (existsSync(f)) rmSync(f)
   await staging.deleteBatch('customers', batchId)
   const result = {
     keys: KEYS,
     batch: { changed: KEYS / 20, new: KEYS / 100, deleted: KEYS / 200 },
     repeats: REPEATS,
-    dimsyncSeconds: median(dimsync1),
-    handWrittenSeconds: median(baseline1),
-    ratioToHandWritten: median(dimsync1) / median(baseline1),
+    dimsyncSeconds: merges(dimsync1),
+    handWrittenSeconds: merges(baseline1),
+    ratioToHandWritten: merges(dimsync1) / merges(baseline1),
     targetRatioToHandWritten: 1.3,
-    dimsyncDepth10Seconds: median(dimsync10),
-    handWrittenDepth10Seconds: median(baseline10),
-    depthRatio: median(dimsync10) / median(dimsync1),
+    dimsyncDepth10Seconds: merges(dimsync10),
+    handWrittenDepth10Seconds: merges(baseline10),
+    depthRatio: merges(dimsync10) / merges(dimsync1),
     targetDepthRatio: 1.2,
-    dimsyncDepth10InterleavedSeconds: median(dimsync10i),
-    handWrittenDepth10InterleavedSeconds: median(baseline10i),
-    depthRatioInterleaved: median(dimsync10i) / median(dimsync1),
-    handWrittenDepthRatioInterleaved: median(baseline10i) / median(baseline1),
+    dimsyncDepth10InterleavedSeconds: merges(dimsync10i),
+    handWrittenDepth10InterleavedSeconds: merges(baseline10i),
+    depthRatioInterleaved: merges(dimsync10i) / merges(dimsync1),
+    handWrittenDepthRatioInterleaved: merges(baseline10i) / merges(baseline1),
+    // Closing the file after the merge: dimsync copies it, then checkpoints; DuckDB alone checkpoints in place.
+    dimsyncCloseSeconds: closes(dimsync1),
+    duckDbCloseSeconds: closes(baseline1),
+    closeRatioToDuckDb: closes(dimsync1) / closes(baseline1),
+    databaseFileMb,
     peakRssMbOfBenchProcess: process.resourceUsage().maxRSS / 1024,
   }
   writeResults('merge', result)

@@ -23,7 +23,16 @@ export interface DuckDbEngineOptions {
    * order. For work whose order does not matter (snapshots, Parquet rewrites).
    */
   readonly anyOrder?: boolean
+  /**
+   * `'by-caller'`: DuckDB never checkpoints on its own, neither when a commit makes its log long nor when the
+   * database closes; the caller runs CHECKPOINT (the warehouse does, guarded: duckdb-checkpoint-backup.ts). Default
+   * DuckDB's own.
+   */
+  readonly checkpoints?: 'by-caller'
 }
+
+/** DuckDB's log size that triggers a checkpoint at commit, where the caller checkpoints: never reached. */
+const NEVER = '1000TB'
 
 export interface DuckDbEngine {
   readonly instance: DuckDBInstance
@@ -48,11 +57,13 @@ export async function openDuckDbEngine(options: DuckDbEngineOptions = {}): Promi
   if (options.memoryLimit !== undefined) settings.memory_limit = options.memoryLimit
   if (options.spillDirectory !== undefined) settings.temp_directory = options.spillDirectory
   if (options.anyOrder) settings.preserve_insertion_order = 'false'
+  if (options.checkpoints === 'by-caller') settings.checkpoint_threshold = NEVER
   const instance = await DuckDBInstance.create(options.path ?? ':memory:', settings)
   let connection: DuckDBConnection | undefined
   try {
     connection = await instance.connect()
     await connection.run(`SET TimeZone = 'UTC'`)
+    if (options.checkpoints === 'by-caller') await connection.run('PRAGMA disable_checkpoint_on_shutdown')
   } catch (error) {
     connection?.closeSync()
     instance.closeSync()

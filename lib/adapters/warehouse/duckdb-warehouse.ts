@@ -19,6 +19,7 @@ import { duckDbJsonValues } from '../duckdb/duckdb-json-values.ts'
 import { openDuckDbEngine } from '../duckdb/duckdb-engine.ts'
 import { TEMP } from '../../sql/render-merge.ts'
 import type { Row, TransactionOptions, WarehouseTransaction } from '../../ports/warehouse.ts'
+import { checkpointWithBackup, recoverInterruptedCheckpoints } from './duckdb-checkpoint-backup.ts'
 import { skippingFalseGuards } from './guarded-runs.ts'
 import { SessionBatchMethods, type SessionWarehouse } from './session-batch-work.ts'
 
@@ -62,6 +63,9 @@ export class DuckDbWarehouse extends SessionBatchMethods implements SessionWareh
   #firstLoadThreads: number | undefined
   /** The database's catalog name (its file's stem, `memory` in memory), read at the first describe. */
   #database: string | undefined
+  /** The database file this session writes and checkpoints when it closes (undefined: in memory, or read-only). */
+  #checkpointed: string | undefined
+  #closed = false
 
   private constructor(
     instance: DuckDBInstance,
@@ -84,19 +88,24 @@ export class DuckDbWarehouse extends SessionBatchMethods implements SessionWareh
   }
 
   static async open(options: DuckDbWarehouseOptions): Promise<DuckDbWarehouse> {
-    if (options.path !== ':memory:') {
+    const file = options.path !== ':memory:'
+    if (file) {
+      // A checkpoint a killed process left half done is undone before DuckDB reads the file.
+      await recoverInterruptedCheckpoints(options.path)
       await assertDuckDbFileOrNew(options.path)
       if (!options.readOnly) await mkdir(dirname(options.path), { recursive: true })
     }
     const { instance, connection } = await openDuckDbEngine({
       path: options.path,
       ...(options.readOnly ? { readOnly: true } : {}),
+      ...(file && !options.readOnly ? { checkpoints: 'by-caller' as const } : {}),
       ...(options.memoryLimit ? { memoryLimit: options.memoryLimit } : {}),
       ...(options.threads ? { threads: options.threads } : {}),
     })
     const warehouse = new DuckDbWarehouse(instance, connection, options.memoryLimit, options.memoryGrowth)
     if (options.firstLoadThreads !== undefined && options.firstLoadThreads !== options.threads)
       warehouse.#firstLoadThreads = options.firstLoadThreads
+    if (file && !options.readOnly) warehouse.#checkpointed = options.path
     return warehouse
   }
 
@@ -261,9 +270,25 @@ export class DuckDbWarehouse extends SessionBatchMethods implements SessionWareh
     return await work()
   }
 
+  /** Closes the session; a writing one first folds its commits into the file (duckdb-checkpoint-backup.ts). */
   async close(): Promise<void> {
-    this.#connection.closeSync()
-    this.#instance.closeSync()
+    if (this.#closed) return
+    const closeDatabase = () => {
+      if (this.#closed) return
+      this.#closed = true
+      this.#connection.closeSync()
+      this.#instance.closeSync()
+    }
+    try {
+      if (this.#checkpointed !== undefined)
+        await checkpointWithBackup(
+          this.#checkpointed,
+          () => this.#run({ label: 'checkpoint', sql: 'CHECKPOINT' }),
+          closeDatabase,
+        )
+    } finally {
+      closeDatabase()
+    }
   }
 
   /** The limit in force, as an error message describes it. */

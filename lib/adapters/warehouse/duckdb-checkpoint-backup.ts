@@ -1,0 +1,177 @@
+import { constants, readFileSync } from 'node:fs'
+import { copyFile, open, readdir, readFile, rename, stat, unlink } from 'node:fs/promises'
+import { basename, dirname, join } from 'node:path'
+
+import { DimsyncError } from '../../core/errors.ts'
+
+/**
+ * A DuckDB checkpoint that a killed process cannot tear.
+ *
+ * DuckDB writes committed transactions to the database's write-ahead log (`<file>.wal`) and folds them into the
+ * file at a checkpoint. A checkpoint rewrites the file's metadata blocks in place, blocks the file's last durable
+ * header still points at, before it writes the new header. Linux stops a write between two pages when the writing
+ * process gets SIGKILL, so a process killed during that write (kill -9, the OOM killer; a full disk does the same)
+ * leaves a block that is half new, half old, and DuckDB then refuses the whole file ("Corrupt database file:
+ * computed checksum … does not match stored checksum").
+ *
+ * So a writing session never lets DuckDB checkpoint on its own (`openDuckDbEngine`'s `checkpoints: 'by-caller'`): its commits stay in the log, which DuckDB appends to and reads back whole or not at all. When it is done,
+ * `checkpointWithBackup` copies the file first, then checkpoints, then removes the copy. The copy and the log are the
+ * database as it was before the checkpoint, whatever the checkpoint left of the file; `recoverInterruptedCheckpoints`,
+ * run before any process opens the file, puts the copy back where a checkpoint's process died before finishing it.
+ */
+
+/** The copy's name: the file's name, this marker and the process that made it (`<pid>-<start time>`). */
+const BACKUP_MARKER = '.before-checkpoint.'
+/** A copy not yet complete ends with this. */
+const PARTIAL = '.partial'
+
+/** What a recovery did with a copy left by a process that died. */
+export type Recovery = 'restored' | 'discarded'
+
+/**
+ * Copies the database file, checkpoints with `checkpoint`, and removes the copy. Nothing is done while the log is
+ * empty (nothing to fold in). If the checkpoint fails, the copy is put back (`recoverCopy`) and the error thrown:
+ * `closeDatabase` must then have closed DuckDB's session, which it is given to do before the copy is restored.
+ */
+export async function checkpointWithBackup(
+  path: string,
+  checkpoint: () => Promise<void>,
+  closeDatabase: () => void,
+): Promise<void> {
+  if ((await sizeOf(walOf(path))) === 0) return
+  const backup = join(dirname(path), `${basename(path)}${BACKUP_MARKER}${processIdentity(process.pid)}`)
+  try {
+    await copyDurably(path, `${backup}${PARTIAL}`)
+    await rename(`${backup}${PARTIAL}`, backup)
+    await syncFolder(dirname(path))
+  } catch (error) {
+    await unlink(`${backup}${PARTIAL}`).catch(() => undefined)
+    const size = await sizeOf(path)
+    throw new DimsyncError(
+      `warehouse ${path}: could not copy the file before folding this run's transactions into it ` +
+        `(${(error as Error).message}); they are kept in ${walOf(path)} and folded in by the next run that ` +
+        `closes the file: make room for a copy of it (${Math.ceil(size / 2 ** 20)} MiB) beside it`,
+      { cause: error },
+    )
+  }
+  try {
+    await checkpoint()
+  } catch (error) {
+    closeDatabase()
+    await recoverCopy(path, backup)
+    throw error
+  }
+  await unlink(backup)
+}
+
+/**
+ * Puts back the copies of processes that died while they checkpointed `path` (or removes them where the checkpoint
+ * had finished), so that DuckDB never opens a file a checkpoint tore. A copy of a process still alive is left: that
+ * process holds the file, and DuckDB's lock makes the caller wait for it. Answers what was done, per copy.
+ */
+export async function recoverInterruptedCheckpoints(path: string): Promise<Recovery[]> {
+  const prefix = `${basename(path)}${BACKUP_MARKER}`
+  const names = await readdir(dirname(path)).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENOENT') return [] as string[]
+    throw error
+  })
+  const done: Recovery[] = []
+  for (const name of names) {
+    if (!name.startsWith(prefix)) continue
+    const owner = name.slice(prefix.length).replace(PARTIAL, '')
+    if (await isAlive(owner)) continue
+    const copy = join(dirname(path), name)
+    if (name.endsWith(PARTIAL)) await removeIfThere(copy)
+    else done.push(await recoverCopy(path, copy))
+  }
+  return done
+}
+
+/**
+ * The checkpoint that `copy` was made for did not finish while the log still holds transactions (DuckDB empties it
+ * only once the new header is written): the copy is the file as it was, and it replaces the file. Otherwise the
+ * checkpoint finished and the copy is removed. Another process recovering the same copy at once does the same.
+ */
+async function recoverCopy(path: string, copy: string): Promise<Recovery> {
+  if ((await sizeOf(walOf(path))) > 0) {
+    await rename(copy, path).catch(ignoreMissing)
+    await syncFolder(dirname(path))
+    return 'restored'
+  }
+  await removeIfThere(copy)
+  return 'discarded'
+}
+
+function walOf(path: string): string {
+  return `${path}.wal`
+}
+
+async function sizeOf(path: string): Promise<number> {
+  return (await stat(path).catch(() => undefined))?.size ?? 0
+}
+
+/** Copies `from` to `to` and flushes `to` to disk: the copy must outlive a power cut during the checkpoint. */
+async function copyDurably(from: string, to: string): Promise<void> {
+  // A clone where the file system shares blocks (XFS, btrfs, APFS): no bytes copied.
+  await copyFile(from, to, constants.COPYFILE_FICLONE)
+  const file = await open(to, 'r+')
+  try {
+    await file.datasync()
+  } finally {
+    await file.close()
+  }
+}
+
+async function syncFolder(folder: string): Promise<void> {
+  const handle = await open(folder, 'r')
+  try {
+    await handle.sync()
+  } finally {
+    await handle.close()
+  }
+}
+
+async function removeIfThere(path: string): Promise<void> {
+  await unlink(path).catch(ignoreMissing)
+}
+
+function ignoreMissing(error: NodeJS.ErrnoException): void {
+  if (error.code !== 'ENOENT') throw error
+}
+
+/**
+ * `<pid>-<start time>`: the process id and, on Linux, when the process started (in clock ticks since boot), so that
+ * a later process given the same id is not taken for the one that made the copy.
+ */
+export function processIdentity(pid: number): string {
+  return `${pid}-${startTimeOf(pid) ?? 0}`
+}
+
+async function isAlive(identity: string): Promise<boolean> {
+  const match = /^(\d+)-(\d+)$/.exec(identity)
+  if (match === null) return false
+  const pid = Number(match[1])
+  try {
+    process.kill(pid, 0)
+  } catch (error) {
+    // EPERM: the process exists but belongs to another user.
+    return (error as NodeJS.ErrnoException).code === 'EPERM'
+  }
+  const started = await readFile(`/proc/${pid}/stat`, 'utf8').then(startTimeIn, () => undefined)
+  return started === undefined || match[2] === '0' || String(started) === match[2]
+}
+
+function startTimeOf(pid: number): number | undefined {
+  try {
+    return startTimeIn(readFileSync(`/proc/${pid}/stat`, 'utf8'))
+  } catch {
+    return undefined
+  }
+}
+
+/** Field 22 of /proc/<pid>/stat (the start time); the name in field 2 may hold spaces and parentheses. */
+function startTimeIn(stat: string): number | undefined {
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  const value = Number(fields[19])
+  return Number.isInteger(value) ? value : undefined
+}

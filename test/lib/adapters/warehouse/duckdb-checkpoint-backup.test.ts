@@ -1,0 +1,171 @@
+import { spawnSync } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+
+import {
+  checkpointWithBackup,
+  processIdentity,
+  recoverInterruptedCheckpoints,
+} from '../../../../lib/adapters/warehouse/duckdb-checkpoint-backup.ts'
+import { DuckDbWarehouse } from '../../../../lib/adapters/warehouse/duckdb-warehouse.ts'
+
+let dir: string
+let file: string
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'dimsync-checkpoint-backup-'))
+  file = join(dir, 'warehouse.duckdb')
+})
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true })
+})
+
+/** The identity of a process that has exited. */
+function deadProcess(): string {
+  const { pid } = spawnSync(process.execPath, ['-e', '0'])
+  return `${pid}-0`
+}
+
+const copyOf = (owner: string) => `${file}.before-checkpoint.${owner}`
+
+describe('recoverInterruptedCheckpoints: what a process that died while it checkpointed left', () => {
+  it('puts the copy back while the log still holds transactions: the checkpoint did not finish', async () => {
+    await writeFile(file, 'torn by the checkpoint')
+    await writeFile(`${file}.wal`, 'transactions')
+    await writeFile(copyOf(deadProcess()), 'as before the checkpoint')
+    expect(await recoverInterruptedCheckpoints(file)).toEqual(['restored'])
+    expect(await readFile(file, 'utf8')).toBe('as before the checkpoint')
+    expect(await readFile(`${file}.wal`, 'utf8')).toBe('transactions')
+    expect(await readdir(dir)).toEqual(['warehouse.duckdb', 'warehouse.duckdb.wal'])
+  })
+
+  it('removes the copy once the log is empty or gone: the checkpoint finished', async () => {
+    for (const wal of ['', undefined]) {
+      await writeFile(file, 'checkpointed')
+      if (wal !== undefined) await writeFile(`${file}.wal`, wal)
+      await writeFile(copyOf(deadProcess()), 'as before the checkpoint')
+      expect(await recoverInterruptedCheckpoints(file)).toEqual(['discarded'])
+      expect(await readFile(file, 'utf8')).toBe('checkpointed')
+      expect(await readdir(dir)).toEqual(
+        wal === undefined ? ['warehouse.duckdb'] : ['warehouse.duckdb', 'warehouse.duckdb.wal'],
+      )
+      await rm(`${file}.wal`, { force: true })
+    }
+  })
+
+  it('removes a copy its process did not finish, and leaves the file', async () => {
+    await writeFile(file, 'as it was')
+    await writeFile(`${file}.wal`, 'transactions')
+    await writeFile(`${copyOf(deadProcess())}.partial`, 'half a copy')
+    expect(await recoverInterruptedCheckpoints(file)).toEqual([])
+    expect(await readFile(file, 'utf8')).toBe('as it was')
+    expect(await readdir(dir)).toEqual(['warehouse.duckdb', 'warehouse.duckdb.wal'])
+  })
+
+  it('leaves the copy of a process still alive (it holds the file: DuckDB makes the opener wait), and copies of other files', async () => {
+    await writeFile(file, 'being checkpointed')
+    await writeFile(`${file}.wal`, 'transactions')
+    const alive = copyOf(processIdentity(process.pid))
+    await writeFile(alive, 'as before the checkpoint')
+    const otherFile = join(dir, 'other.duckdb.before-checkpoint.1-0')
+    await writeFile(otherFile, 'another warehouse')
+    expect(await recoverInterruptedCheckpoints(file)).toEqual([])
+    expect(await readFile(file, 'utf8')).toBe('being checkpointed')
+    expect(existsSync(alive) && existsSync(otherFile)).toBe(true)
+  })
+
+  it('does not take a new process given the same id for the one that made the copy', async () => {
+    const [pid, started] = processIdentity(process.pid).split('-')
+    expect(Number(started), 'this test needs /proc').toBeGreaterThan(0)
+    await writeFile(file, 'torn by the checkpoint')
+    await writeFile(`${file}.wal`, 'transactions')
+    await writeFile(copyOf(`${pid}-${Number(started) - 1}`), 'as before the checkpoint')
+    expect(await recoverInterruptedCheckpoints(file)).toEqual(['restored'])
+  })
+
+  it('finds nothing to do where the folder does not exist yet', async () => {
+    expect(await recoverInterruptedCheckpoints(join(dir, 'new', 'warehouse.duckdb'))).toEqual([])
+  })
+})
+
+describe('checkpointWithBackup', () => {
+  it('does nothing while the log is empty: no copy, no checkpoint', async () => {
+    await writeFile(file, 'database')
+    let checkpoints = 0
+    await checkpointWithBackup(
+      file,
+      async () => void checkpoints++,
+      () => undefined,
+    )
+    expect(checkpoints).toBe(0)
+    expect(await readdir(dir)).toEqual(['warehouse.duckdb'])
+  })
+
+  it('puts the copy back when the checkpoint fails after writing part of the file, once DuckDB is closed', async () => {
+    await writeFile(file, 'as before the checkpoint')
+    await writeFile(`${file}.wal`, 'transactions')
+    const steps: string[] = []
+    const failing = async () => {
+      await writeFile(file, 'half written')
+      throw new Error('No space left on device')
+    }
+    const closeDatabase = () => void steps.push(`closed with the file ${existsSync(file) ? 'there' : 'gone'}`)
+    await expect(checkpointWithBackup(file, failing, closeDatabase)).rejects.toThrow(
+      'No space left on device',
+    )
+    expect(steps).toEqual(['closed with the file there'])
+    expect(await readFile(file, 'utf8')).toBe('as before the checkpoint')
+    expect(await readdir(dir)).toEqual(['warehouse.duckdb', 'warehouse.duckdb.wal'])
+  })
+})
+
+describe('DuckDbWarehouse: a writing session checkpoints only when it closes', () => {
+  it('keeps its commits in the log until it closes, then folds them into the file and leaves no copy', async () => {
+    const warehouse = await DuckDbWarehouse.open({ path: file })
+    // A log past DuckDB's 16 MiB threshold: a session that checkpointed on its own would fold it in at COMMIT.
+    await warehouse.transaction(
+      (tx) =>
+        tx.execute({
+          label: 'create',
+          sql: `CREATE TABLE t AS SELECT range AS n, repeat('x', 40) AS pad FROM range(600000)`,
+        }),
+      { commit: true },
+    )
+    await warehouse.transaction(
+      (tx) => tx.execute({ label: 'update', sql: `UPDATE t SET n = n + 1, pad = repeat('y', 40)` }),
+      { commit: true },
+    )
+    expect((await readFile(`${file}.wal`)).length).toBeGreaterThan(16 * 2 ** 20)
+    await warehouse.close()
+    expect(await readdir(dir)).toEqual(['warehouse.duckdb'])
+    const reader = await DuckDbWarehouse.open({ path: file, readOnly: true })
+    expect(
+      await reader.query(`SELECT sum(n) AS total, count(*) FILTER (pad LIKE 'y%') AS changed FROM t`),
+    ).toEqual([{ total: 180_000_300_000, changed: 600_000 }])
+    await reader.close()
+  })
+
+  it('where the copy cannot be made, fails naming the file and keeps the transactions in the log for the next close', async () => {
+    const warehouse = await DuckDbWarehouse.open({ path: file })
+    await warehouse.transaction(
+      (tx) => tx.execute({ label: 'create', sql: 'CREATE TABLE t AS SELECT 42 AS n' }),
+      {
+        commit: true,
+      },
+    )
+    // A folder where the copy would go stands for a disk with no room for it.
+    const obstacle = `${copyOf(processIdentity(process.pid))}.partial`
+    await mkdir(obstacle)
+    await expect(warehouse.close()).rejects.toThrow(
+      `warehouse ${file}: could not copy the file before folding this run's transactions into it (`,
+    )
+    await rm(obstacle, { recursive: true })
+    expect((await readFile(`${file}.wal`)).length).toBeGreaterThan(0)
+    const again = await DuckDbWarehouse.open({ path: file })
+    expect(await again.query('SELECT n FROM t')).toEqual([{ n: 42 }])
+    await again.close()
+    expect(await readdir(dir)).toEqual(['warehouse.duckdb'])
+  })
+})
