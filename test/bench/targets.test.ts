@@ -18,7 +18,12 @@ const context: RunContext = { at: '2026-12-04T21:00:00.000Z', node: 'v22.23.3', 
 const later: RunContext = { ...context, at: '2026-12-04T22:00:00.000Z' }
 
 const cli = { nodeSeconds: 0.02, versionSeconds: 0.025, validateSeconds: 0.33, validateWorkSeconds: 0.3 }
-const merge = { dimsyncSeconds: 1.1, handWrittenSeconds: 1.5, dimsyncDepth10Seconds: 1.21 }
+const merge = {
+  dimsyncSeconds: 1.1,
+  handWrittenSeconds: 1.5,
+  dimsyncStatementsSeconds: 0.9,
+  dimsyncDepth10StatementsSeconds: 0.93,
+}
 const firstLoad = (sizes: readonly number[]) => ({
   runs: sizes.map((keys) => ({
     keys,

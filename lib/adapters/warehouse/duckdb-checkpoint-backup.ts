@@ -14,10 +14,12 @@ import { DimsyncError } from '../../core/errors.ts'
  * leaves a block that is half new, half old, and DuckDB then refuses the whole file ("Corrupt database file:
  * computed checksum … does not match stored checksum").
  *
- * So a writing session never lets DuckDB checkpoint on its own (`openDuckDbEngine`'s `checkpoints: 'by-caller'`): its commits stay in the log, which DuckDB appends to and reads back whole or not at all. When it is done,
+ * So a writing session never lets DuckDB checkpoint on its own (`openDuckDbEngine`'s `checkpoints: 'by-caller'`):
+ * its commits stay in the log, which DuckDB appends to and reads back whole or not at all. When it is done,
  * `checkpointWithBackup` copies the file first, then checkpoints, then removes the copy. The copy and the log are the
- * database as it was before the checkpoint, whatever the checkpoint left of the file; `recoverInterruptedCheckpoints`,
- * run before any process opens the file, puts the copy back where a checkpoint's process died before finishing it.
+ * database as it was before the checkpoint, whatever the checkpoint left of the file;
+ * `recoverInterruptedCheckpoints`, run before any process opens the file, puts the copy back where a checkpoint's
+ * process died before finishing it.
  */
 
 /** The copy's name: the file's name, this marker and the process that made it (`<pid>-<start time>`). */
@@ -30,14 +32,11 @@ export type Recovery = 'restored' | 'discarded'
 
 /**
  * Copies the database file, checkpoints with `checkpoint`, and removes the copy. Nothing is done while the log is
- * empty (nothing to fold in). If the checkpoint fails, the copy is put back (`recoverCopy`) and the error thrown:
- * `closeDatabase` must then have closed DuckDB's session, which it is given to do before the copy is restored.
+ * empty (nothing to fold in). If the checkpoint fails, the copy is put back (`recoverCopy`) while the session still
+ * holds the file (what DuckDB writes after that goes to the file it opened, no longer the warehouse's), and the
+ * error is thrown.
  */
-export async function checkpointWithBackup(
-  path: string,
-  checkpoint: () => Promise<void>,
-  closeDatabase: () => void,
-): Promise<void> {
+export async function checkpointWithBackup(path: string, checkpoint: () => Promise<void>): Promise<void> {
   if ((await sizeOf(walOf(path))) === 0) return
   const backup = join(dirname(path), `${basename(path)}${BACKUP_MARKER}${processIdentity(process.pid)}`)
   try {
@@ -57,7 +56,6 @@ export async function checkpointWithBackup(
   try {
     await checkpoint()
   } catch (error) {
-    closeDatabase()
     await recoverCopy(path, backup)
     throw error
   }

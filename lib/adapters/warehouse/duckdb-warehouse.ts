@@ -273,21 +273,15 @@ export class DuckDbWarehouse extends SessionBatchMethods implements SessionWareh
   /** Closes the session; a writing one first folds its commits into the file (duckdb-checkpoint-backup.ts). */
   async close(): Promise<void> {
     if (this.#closed) return
-    const closeDatabase = () => {
-      if (this.#closed) return
+    try {
+      if (this.#checkpointed !== undefined)
+        await checkpointWithBackup(this.#checkpointed, () =>
+          this.#run({ label: 'checkpoint', sql: 'CHECKPOINT' }),
+        )
+    } finally {
       this.#closed = true
       this.#connection.closeSync()
       this.#instance.closeSync()
-    }
-    try {
-      if (this.#checkpointed !== undefined)
-        await checkpointWithBackup(
-          this.#checkpointed,
-          () => this.#run({ label: 'checkpoint', sql: 'CHECKPOINT' }),
-          closeDatabase,
-        )
-    } finally {
-      closeDatabase()
     }
   }
 
