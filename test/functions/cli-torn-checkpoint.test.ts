@@ -3,6 +3,7 @@ import { basename, dirname, resolve } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
 import { runTable } from '../../lib/use-cases/run-table.ts'
+import { runDimsync } from '../support/cli-process.ts'
 import { customersYaml, makeEmbeddedProject, type EmbeddedProject } from '../support/embedded-project.ts'
 import {
   dimsyncKilledAt as dimsync,
@@ -52,14 +53,20 @@ describe.skipIf(TORN_LIBRARY === undefined)(
         snapshot(n)
         const extractedAt = new Date(Date.UTC(2024, n, 1))
         const args = ['run', '--extracted-at', extractedAt.toISOString()]
+        await runTable(clean.deps, clean.project.tables[0]!, { extractedAt })
+        await clean.deps.releaseWarehouse?.()
         for (const [attempt, env] of (kills[n] ?? []).entries()) {
           const stopped = await dimsync(killed.dir, args, undefined, env)
           expect(stopped.signal, `attempt ${attempt + 1} of snapshot ${n}: ${stopped.err}`).toBe('SIGKILL')
         }
+        if (kills[n] !== undefined) {
+          // A reader first: it too finds the file as the killed run's commit left it.
+          const read = runDimsync(killed.dir, ['history', 'customers', '--format', 'json'])
+          expect(read, read.err).toMatchObject({ code: 0 })
+          expect(read.out.trim().split('\n').length).toBe((await history(clean)).length)
+        }
         const rerun = await dimsync(killed.dir, args)
         expect(rerun, `run of snapshot ${n}: ${rerun.err}`).toMatchObject({ code: 0 })
-        await runTable(clean.deps, clean.project.tables[0]!, { extractedAt })
-        await clean.deps.releaseWarehouse?.()
       }
       expect(await history(killed)).toEqual(await history(clean))
       await expectNothingLeft(killed, 'customers')
