@@ -112,16 +112,16 @@ async function sizeOf(path: string): Promise<number> {
 async function copyDurably(from: string, to: string): Promise<void> {
   // A clone where the file system shares blocks (XFS, btrfs, APFS): no bytes copied.
   await copyFile(from, to, constants.COPYFILE_FICLONE)
-  const file = await open(to, 'r+')
-  try {
-    await file.datasync()
-  } finally {
-    await file.close()
-  }
+  await flushToDisk(to)
 }
 
+/** A folder's entries are on disk once it is flushed: a rename in it survives a power cut. */
 async function syncFolder(folder: string): Promise<void> {
-  const handle = await open(folder, 'r')
+  await flushToDisk(folder)
+}
+
+async function flushToDisk(path: string): Promise<void> {
+  const handle = await open(path, 'r')
   try {
     await handle.sync()
   } finally {
