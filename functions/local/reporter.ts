@@ -76,6 +76,13 @@ export function createReporter(err: Stream, out: Stream) {
             `${event.table}: removed uncommitted batch(es) left by an interrupted run: ${event.removed.join(', ')}`,
           )
           return
+        case 'checkpoint-recovered':
+          log(
+            event.recovery === 'restored'
+              ? `warehouse ${event.path}: a run stopped while DuckDB folded its transactions into the file; the copy made before was put back (DuckDB's log completes it)`
+              : `warehouse ${event.path}: removed the copy a run stopped after its checkpoint left`,
+          )
+          return
         case 'resume':
           if (live) end()
           log(`${event.table} merged batch ${event.batchId}, left staged by an interrupted run`)

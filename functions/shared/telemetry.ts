@@ -30,6 +30,13 @@ export function powertoolsListener(
       case 'cleanup':
         logger.warn('removed abandoned staged batches', { step: 'cleanup', removed: event.removed })
         return
+      case 'checkpoint-recovered':
+        logger.warn('undid the checkpoint a stopped process left unfinished in the warehouse file', {
+          step: 'merge',
+          path: event.path,
+          recovery: event.recovery,
+        })
+        return
       case 'already-staged':
         logger.info('batch already committed by an earlier call of this pass', { step: 'extract' })
         return

@@ -76,6 +76,7 @@ export async function buildLocalDeps(
       waitSetting: WAREHOUSE_WAIT_VARIABLE,
       ...(options.bigQuery !== undefined ? { bigQuery: options.bigQuery } : {}),
       describeHolder: (holder) => describeHolder(localState, holder),
+      onCheckpointRecovered: (recovery, path) => onEvent?.({ step: 'checkpoint-recovered', path, recovery }),
     })
   // The warehouse is opened only when a step needs it (after the table's lease is taken) and, unless its bundle
   // serves every table with one client, closed when the table's run ends: a DuckDB file has one writing process at

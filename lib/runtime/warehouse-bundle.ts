@@ -55,6 +55,8 @@ export interface LocalOpening {
   readonly waitSetting: string
   /** Who holds a warehouse file (a run with a local lease), for the message when the wait ends. */
   describeHolder(holder: FileLockHolder): Promise<string | undefined>
+  /** A checkpoint of the warehouse file that a dead process left unfinished was undone, or its copy removed. */
+  onCheckpointRecovered?(recovery: 'restored' | 'discarded', path: string): void
 }
 
 export interface LambdaWarehouse {

@@ -32,6 +32,16 @@ export type RunEvent =
       readonly by: string
       readonly record: 'interrupted' | Exclude<RunStatus, 'running'> | 'none'
     }
+  /**
+   * Before the warehouse file was opened, the copy a process made before it checkpointed the file was found, left
+   * by a process that died: `restored` when the checkpoint had not finished (the copy replaced the file, which
+   * DuckDB's log completes), `discarded` when it had.
+   */
+  | {
+      readonly step: 'checkpoint-recovered'
+      readonly path: string
+      readonly recovery: 'restored' | 'discarded'
+    }
   /** Uncommitted batches older than the abandon limit were removed (extracts that died). */
   | { readonly step: 'cleanup'; readonly table: string; readonly removed: readonly string[] }
   /** A batch an earlier run staged but never merged was merged first (history is applied in order). */

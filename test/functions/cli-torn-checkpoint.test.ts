@@ -58,6 +58,12 @@ describe.skipIf(TORN_LIBRARY === undefined)(
         for (const [attempt, env] of (kills[n] ?? []).entries()) {
           const stopped = await dimsync(killed.dir, args, undefined, env)
           expect(stopped.signal, `attempt ${attempt + 1} of snapshot ${n}: ${stopped.err}`).toBe('SIGKILL')
+          // The second attempt found the copy the first one left, and says what it did.
+          if (attempt > 0)
+            expect(stopped.err).toContain(
+              `warehouse ${warehouse}: a run stopped while DuckDB folded its transactions into the file; ` +
+                'the copy made before was put back',
+            )
         }
         if (kills[n] !== undefined) {
           // A reader first: it too finds the file as the killed run's commit left it.

@@ -19,7 +19,11 @@ import { duckDbJsonValues } from '../duckdb/duckdb-json-values.ts'
 import { openDuckDbEngine } from '../duckdb/duckdb-engine.ts'
 import { TEMP } from '../../sql/render-merge.ts'
 import type { Row, TransactionOptions, WarehouseTransaction } from '../../ports/warehouse.ts'
-import { checkpointWithBackup, recoverInterruptedCheckpoints } from './duckdb-checkpoint-backup.ts'
+import {
+  checkpointWithBackup,
+  recoverInterruptedCheckpoints,
+  type Recovery,
+} from './duckdb-checkpoint-backup.ts'
 import { skippingFalseGuards } from './guarded-runs.ts'
 import { SessionBatchMethods, type SessionWarehouse } from './session-batch-work.ts'
 
@@ -37,6 +41,8 @@ export interface DuckDbWarehouseOptions {
    * limit, up to `ceilingMb` (`memoryLimit` must then be given in MB).
    */
   readonly memoryGrowth?: { readonly ceilingMb: number }
+  /** Told what was done with each copy a process that died while it checkpointed the file left. */
+  readonly onCheckpointRecovered?: (recovery: Recovery, path: string) => void
 }
 
 /** The variable the CLI reads the warehouse's memory limit from. */
@@ -91,7 +97,8 @@ export class DuckDbWarehouse extends SessionBatchMethods implements SessionWareh
     const file = options.path !== ':memory:'
     if (file) {
       // A checkpoint a killed process left half done is undone before DuckDB reads the file.
-      await recoverInterruptedCheckpoints(options.path)
+      for (const recovery of await recoverInterruptedCheckpoints(options.path))
+        options.onCheckpointRecovered?.(recovery, options.path)
       await assertDuckDbFileOrNew(options.path)
       if (!options.readOnly) await mkdir(dirname(options.path), { recursive: true })
     }

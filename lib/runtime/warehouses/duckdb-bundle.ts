@@ -79,6 +79,9 @@ export const duckDbBundle: WarehouseBundle<DuckDbWarehouseSpec> = {
           threads,
           firstLoadThreads: firstLoad,
           readOnly: opening.access === 'read',
+          ...(opening.onCheckpointRecovered !== undefined
+            ? { onCheckpointRecovered: opening.onCheckpointRecovered }
+            : {}),
         }),
       {
         path,
