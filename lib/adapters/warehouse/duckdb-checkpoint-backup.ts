@@ -32,12 +32,16 @@ export type Recovery = 'restored' | 'discarded'
 
 /**
  * Copies the database file, checkpoints with `checkpoint`, and removes the copy. Nothing is done while the log is
- * empty (nothing to fold in). If the checkpoint fails, the copy is put back (`recoverCopy`) while the session still
+ * empty (nothing to fold in), or shorter than `whenLogReaches` bytes when it is given. If the checkpoint fails, the copy is put back (`recoverCopy`) while the session still
  * holds the file (what DuckDB writes after that goes to the file it opened, no longer the warehouse's), and the
  * error is thrown.
  */
-export async function checkpointWithBackup(path: string, checkpoint: () => Promise<void>): Promise<void> {
-  if ((await sizeOf(walOf(path))) === 0) return
+export async function checkpointWithBackup(
+  path: string,
+  checkpoint: () => Promise<void>,
+  whenLogReaches = 1,
+): Promise<void> {
+  if ((await sizeOf(walOf(path))) < Math.max(1, whenLogReaches)) return
   const backup = join(dirname(path), `${basename(path)}${BACKUP_MARKER}${processIdentity(process.pid)}`)
   try {
     await copyDurably(path, `${backup}${PARTIAL}`)

@@ -41,12 +41,24 @@ export interface DuckDbWarehouseOptions {
    * limit, up to `ceilingMb` (`memoryLimit` must then be given in MB).
    */
   readonly memoryGrowth?: { readonly ceilingMb: number }
+  /**
+   * A commit that leaves DuckDB's log this long (bytes) folds it into the file at once, with the same copy as at
+   * close; default `FOLD_LOG_AT_BYTES`.
+   */
+  readonly foldLogAtBytes?: number
   /** Told what was done with each copy a process that died while it checkpointed the file left. */
   readonly onCheckpointRecovered?: (recovery: Recovery, path: string) => void
 }
 
 /** The variable the CLI reads the warehouse's memory limit from. */
 const MEMORY_LIMIT_VARIABLE = 'DIMSYNC_DUCKDB_MEMORY_LIMIT'
+
+/**
+ * The log a session folds in before it closes: a session that merges many batches (a backlog left staged) keeps
+ * neither an ever longer log to read back at the next open nor the memory of what it holds. DuckDB's own threshold
+ * is 16 MiB; each fold here copies the whole file, so less often.
+ */
+export const FOLD_LOG_AT_BYTES = 64 * 2 ** 20
 
 /** A DuckDB database file has this magic after its 8-byte checksum. */
 const DUCKDB_MAGIC = 'DUCK'
@@ -71,6 +83,7 @@ export class DuckDbWarehouse extends SessionBatchMethods implements SessionWareh
   #database: string | undefined
   /** The database file this session writes and checkpoints when it closes (undefined: in memory, or read-only). */
   #checkpointed: string | undefined
+  #foldLogAtBytes = FOLD_LOG_AT_BYTES
   #closed = false
 
   private constructor(
@@ -113,6 +126,7 @@ export class DuckDbWarehouse extends SessionBatchMethods implements SessionWareh
     if (options.firstLoadThreads !== undefined && options.firstLoadThreads !== options.threads)
       warehouse.#firstLoadThreads = options.firstLoadThreads
     if (file && !options.readOnly) warehouse.#checkpointed = options.path
+    if (options.foldLogAtBytes !== undefined) warehouse.#foldLogAtBytes = options.foldLogAtBytes
     return warehouse
   }
 
@@ -180,14 +194,24 @@ export class DuckDbWarehouse extends SessionBatchMethods implements SessionWareh
     options: TransactionOptions,
   ): Promise<T> {
     const threads = options.firstLoad ? this.#firstLoadThreads : undefined
-    if (threads === undefined) return await this.#transactionGrowing(work, options)
-    const [row] = await this.query(`SELECT current_setting('threads') AS threads`)
-    await this.#connection.run(`SET threads = ${threads}`)
-    try {
-      return await this.#transactionGrowing(work, options)
-    } finally {
-      await this.#connection.run(`SET threads = ${Number(row!.threads)}`)
+    let result: T
+    if (threads === undefined) result = await this.#transactionGrowing(work, options)
+    else {
+      const [row] = await this.query(`SELECT current_setting('threads') AS threads`)
+      await this.#connection.run(`SET threads = ${threads}`)
+      try {
+        result = await this.#transactionGrowing(work, options)
+      } finally {
+        await this.#connection.run(`SET threads = ${Number(row!.threads)}`)
+      }
     }
+    // The transaction has committed: a fold that fails here (no room for the copy) does not fail it; the close folds
+    // the log again and reports what stops it.
+    if (options.commit && this.#checkpointed !== undefined)
+      await checkpointWithBackup(this.#checkpointed, () => this.#checkpoint(), this.#foldLogAtBytes).catch(
+        () => undefined,
+      )
+    return result
   }
 
   async #transactionGrowing<T>(
@@ -282,14 +306,16 @@ export class DuckDbWarehouse extends SessionBatchMethods implements SessionWareh
     if (this.#closed) return
     try {
       if (this.#checkpointed !== undefined)
-        await checkpointWithBackup(this.#checkpointed, () =>
-          this.#run({ label: 'checkpoint', sql: 'CHECKPOINT' }),
-        )
+        await checkpointWithBackup(this.#checkpointed, () => this.#checkpoint())
     } finally {
       this.#closed = true
       this.#connection.closeSync()
       this.#instance.closeSync()
     }
+  }
+
+  async #checkpoint(): Promise<void> {
+    await this.#run({ label: 'checkpoint', sql: 'CHECKPOINT' })
   }
 
   /** The limit in force, as an error message describes it. */

@@ -159,4 +159,24 @@ describe('DuckDbWarehouse: a writing session checkpoints only when it closes', (
     await again.close()
     expect(await readdir(dir)).toEqual(['warehouse.duckdb'])
   })
+
+  it('folds the log in at a commit that leaves it past foldLogAtBytes, and keeps a shorter one until it closes', async () => {
+    const warehouse = await DuckDbWarehouse.open({ path: file, foldLogAtBytes: 2 ** 20 })
+    const update = (label: string, sql: string) =>
+      warehouse.transaction((tx) => tx.execute({ label, sql }), { commit: true })
+    await update('create', `CREATE TABLE t AS SELECT range AS n, repeat('x', 40) AS pad FROM range(200000)`)
+    await update('one row', 'UPDATE t SET n = n + 1 WHERE n = 0')
+    const short = (await readFile(`${file}.wal`)).length
+    expect(short).toBeGreaterThan(0)
+    expect(short).toBeLessThan(2 ** 20)
+    await update('every row', `UPDATE t SET pad = repeat('y', 40)`)
+    expect(existsSync(`${file}.wal`), 'the log after a commit past the threshold').toBe(false)
+    expect(await readdir(dir)).toEqual(['warehouse.duckdb'])
+    await warehouse.close()
+    const reader = await DuckDbWarehouse.open({ path: file, readOnly: true })
+    expect(await reader.query(`SELECT count(*) FILTER (pad LIKE 'y%') AS changed FROM t`)).toEqual([
+      { changed: 200_000 },
+    ])
+    await reader.close()
+  })
 })
