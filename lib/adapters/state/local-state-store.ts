@@ -21,6 +21,7 @@ import {
 import type { RunRecord } from '../../core/run-record.ts'
 import { parseSourceTypes, type SourceTypes } from '../../core/source-types.ts'
 import type { StateStore } from '../../ports/state-store.ts'
+import { isProcessAlive } from '../process-liveness.ts'
 import {
   assertSafeId,
   describeFolderTrouble,
@@ -453,16 +454,6 @@ async function readLease(table: string, path: string): Promise<LeaseFile | undef
     throw new DimsyncError(`table ${table}: lease file ${path} is damaged (no integer token)`)
   }
   return stored
-}
-
-function isProcessAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    // EPERM: the process exists but belongs to another user.
-    return isErrnoCode(error, 'EPERM')
-  }
 }
 
 /**

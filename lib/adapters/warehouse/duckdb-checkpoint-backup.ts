@@ -3,6 +3,7 @@ import { copyFile, open, readdir, readFile, rename, stat, unlink } from 'node:fs
 import { basename, dirname, join } from 'node:path'
 
 import { DimsyncError } from '../../core/errors.ts'
+import { isProcessAlive } from '../process-liveness.ts'
 
 /**
  * A DuckDB checkpoint that a killed process cannot tear.
@@ -153,12 +154,7 @@ async function isAlive(identity: string): Promise<boolean> {
   const match = /^(\d+)-(\d+)$/.exec(identity)
   if (match === null) return false
   const pid = Number(match[1])
-  try {
-    process.kill(pid, 0)
-  } catch (error) {
-    // EPERM: the process exists but belongs to another user.
-    return (error as NodeJS.ErrnoException).code === 'EPERM'
-  }
+  if (!isProcessAlive(pid)) return false
   const started = await readFile(`/proc/${pid}/stat`, 'utf8').then(startTimeIn, () => undefined)
   return started === undefined || match[2] === '0' || String(started) === match[2]
 }
