@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process'
-import { existsSync, mkdirSync, renameSync } from 'node:fs'
+import { createHash } from 'node:crypto'
+import { existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs'
 import { join } from 'node:path'
 
 /**
@@ -7,6 +8,7 @@ import { join } from 'node:path'
  * killed in the middle of writing a block leaves. Built once per checkout with the machine's C compiler.
  */
 const SOURCE = join(import.meta.dirname, 'torn-write', 'torn-write.c')
+// Named after its source: a checkout whose library was built from an older source builds the new one.
 const LIBRARY = join(
   import.meta.dirname,
   '..',
@@ -14,7 +16,7 @@ const LIBRARY = join(
   'node_modules',
   '.cache',
   'dimsync-torn-write',
-  'torn-write.so',
+  `torn-write-${createHash('sha256').update(readFileSync(SOURCE)).digest('hex').slice(0, 12)}.so`,
 )
 
 /** The library's path, built if needed; undefined where there is no C compiler or the platform is not Linux. */
@@ -35,14 +37,19 @@ export function tornWriteLibrary(): string | undefined {
 /**
  * Where the process is killed: in the middle of its first write of 8 KiB or more at byte `offset` of `path` (its
  * absolute path, as /proc/self/fd shows it), only `bytes` of it written (default 4096: one page); or, with
- * `unlink`, just before it removes that file.
+ * `unlink`, just before it removes that file. Or, with `diskFull`, no kill: every write to that file fails with
+ * ENOSPC while the file `whileExists` exists.
  */
 export type TornWrite =
-  { readonly path: string; readonly offset: number; readonly bytes?: number } | { readonly unlink: string }
+  | { readonly path: string; readonly offset: number; readonly bytes?: number }
+  | { readonly unlink: string }
+  | { readonly diskFull: string; readonly whileExists: string }
 
-/** The environment that makes a process started with it die at `torn`. */
+/** The environment that makes a process started with it die at `torn` (or find its disk full). */
 export function tornWriteEnvironment(library: string, torn: TornWrite): NodeJS.ProcessEnv {
   if ('unlink' in torn) return { LD_PRELOAD: library, TORN_UNLINK_PATH: torn.unlink }
+  if ('diskFull' in torn)
+    return { LD_PRELOAD: library, TORN_FULL_PATH: torn.diskFull, TORN_FULL_WHILE: torn.whileExists }
   return {
     LD_PRELOAD: library,
     TORN_WRITE_PATH: torn.path,

@@ -33,13 +33,16 @@ export type Recovery = 'restored' | 'discarded'
 
 /**
  * Copies the database file, checkpoints with `checkpoint`, and removes the copy. Nothing is done while the log is
- * empty (nothing to fold in), or shorter than `whenLogReaches` bytes when it is given. If the checkpoint fails, the copy is put back (`recoverCopy`) while the session still
- * holds the file (what DuckDB writes after that goes to the file it opened, no longer the warehouse's), and the
- * error is thrown.
+ * empty (nothing to fold in), or shorter than `whenLogReaches` bytes when it is given. If the checkpoint fails,
+ * `release` closes the DuckDB that holds the file first, then the copy is put back (`recoverCopy`) and the error
+ * is thrown. Never the other way round: a DuckDB still open writes on into the file it opened, which the copy has
+ * replaced, and its next checkpoint would fold the log into that unlinked file and empty the log, losing every
+ * transaction the log held (a checkpoint refused before it wrote anything leaves DuckDB usable).
  */
 export async function checkpointWithBackup(
   path: string,
   checkpoint: () => Promise<void>,
+  release: () => void | Promise<void>,
   whenLogReaches = 1,
 ): Promise<void> {
   if ((await sizeOf(walOf(path))) < Math.max(1, whenLogReaches)) return
@@ -61,6 +64,7 @@ export async function checkpointWithBackup(
   try {
     await checkpoint()
   } catch (error) {
+    await release()
     await recoverCopy(path, backup)
     throw error
   }

@@ -68,7 +68,7 @@ const MAGIC_OFFSET = 8
 export class DuckDbWarehouse extends SessionBatchMethods implements SessionWarehouse {
   readonly dialect = duckDbDialect
   readonly #instance: DuckDBInstance
-  readonly #connection: DuckDBConnection
+  readonly #openConnection: DuckDBConnection
   /** The limit each transaction starts with. */
   readonly #memoryLimit: string | undefined
   /** A default limit's start and ceiling in MB (undefined: the limit is fixed). */
@@ -85,6 +85,10 @@ export class DuckDbWarehouse extends SessionBatchMethods implements SessionWareh
   #checkpointed: string | undefined
   #foldLogAtBytes = FOLD_LOG_AT_BYTES
   #closed = false
+  /** DuckDB is closed: at close, or when a fold failed and the file's copy was put back. */
+  #released = false
+  /** Why the session cannot go on: a fold after a commit failed (its transactions are safe in the log). */
+  #stopped: DimsyncError | undefined
 
   private constructor(
     instance: DuckDBInstance,
@@ -94,7 +98,7 @@ export class DuckDbWarehouse extends SessionBatchMethods implements SessionWareh
   ) {
     super()
     this.#instance = instance
-    this.#connection = connection
+    this.#openConnection = connection
     this.#memoryLimit = memoryLimit
     this.#limitIsDefault = growth !== undefined
     const startMb = /^(\d+)MB$/.exec(memoryLimit ?? '')?.[1]
@@ -205,13 +209,40 @@ export class DuckDbWarehouse extends SessionBatchMethods implements SessionWareh
         await this.#connection.run(`SET threads = ${Number(row!.threads)}`)
       }
     }
-    // The transaction has committed: a fold that fails here (no room for the copy) does not fail it; the close folds
-    // the log again and reports what stops it.
-    if (options.commit && this.#checkpointed !== undefined)
-      await checkpointWithBackup(this.#checkpointed, () => this.#checkpoint(), this.#foldLogAtBytes).catch(
-        () => undefined,
-      )
+    // The transaction has committed: a fold that fails here does not fail it. Where no copy could be made nothing
+    // changed, and the close folds the log again and reports what stops it; where the checkpoint failed, DuckDB was
+    // closed and the file put back, and every later call of this session says so (#stopped).
+    if (options.commit && this.#checkpointed !== undefined) {
+      const path = this.#checkpointed
+      await this.#fold(path, this.#foldLogAtBytes).catch((error: unknown) => {
+        if (this.#released) this.#stopped ??= foldFailed(path, error)
+      })
+    }
     return result
+  }
+
+  /** Folds the log into the file (duckdb-checkpoint-backup.ts); a failed checkpoint releases DuckDB first. */
+  async #fold(path: string, whenLogReaches?: number): Promise<void> {
+    await checkpointWithBackup(
+      path,
+      () => this.#checkpoint(),
+      () => this.#release(),
+      whenLogReaches,
+    )
+  }
+
+  /** Closes DuckDB, once. */
+  #release(): void {
+    if (this.#released) return
+    this.#released = true
+    this.#openConnection.closeSync()
+    this.#instance.closeSync()
+  }
+
+  /** The connection, while the session can go on. */
+  get #connection(): DuckDBConnection {
+    if (this.#stopped !== undefined) throw this.#stopped
+    return this.#openConnection
   }
 
   async #transactionGrowing<T>(
@@ -304,13 +335,16 @@ export class DuckDbWarehouse extends SessionBatchMethods implements SessionWareh
   /** Closes the session; a writing one first folds its commits into the file (duckdb-checkpoint-backup.ts). */
   async close(): Promise<void> {
     if (this.#closed) return
+    this.#closed = true
     try {
-      if (this.#checkpointed !== undefined)
-        await checkpointWithBackup(this.#checkpointed, () => this.#checkpoint())
+      if (this.#stopped !== undefined) throw this.#stopped
+      const path = this.#checkpointed
+      if (path !== undefined)
+        await this.#fold(path).catch((error: unknown) => {
+          throw this.#released ? foldFailed(path, error) : error
+        })
     } finally {
-      this.#closed = true
-      this.#connection.closeSync()
-      this.#instance.closeSync()
+      this.#release()
     }
   }
 
@@ -392,4 +426,15 @@ function translateError(statement: CompiledStatement, cause: unknown, memory: Me
   const line = describeDuckDbError(cause, `statement "${statement.label}"`, memory)
   const reason = duckDbTrouble(cause) === 'other' ? firstLine(cause) : line
   return new WarehouseError(statement.label, statement.sql, { cause: new Error(reason, { cause }) })
+}
+
+/** A fold after a commit failed: the committed transactions are in the log, the file is as it was before the fold. */
+function foldFailed(path: string, cause: unknown): DimsyncError {
+  const reason = cause instanceof Error ? cause.message : String(cause)
+  return new DimsyncError(
+    `warehouse ${path}: folding this run's committed transactions into the file failed (${reason}); the file was ` +
+      `put back as it was before and ${path}.wal keeps them: the next run that opens the file folds them in. ` +
+      'This run stops here; what it committed is kept',
+    { cause },
+  )
 }

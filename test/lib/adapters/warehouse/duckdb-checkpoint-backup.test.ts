@@ -11,6 +11,9 @@ import {
   recoverInterruptedCheckpoints,
 } from '../../../../lib/adapters/warehouse/duckdb-checkpoint-backup.ts'
 import { DuckDbWarehouse } from '../../../../lib/adapters/warehouse/duckdb-warehouse.ts'
+import type { Row } from '../../../../lib/ports/warehouse.ts'
+import { DuckDBInstance } from '@duckdb/node-api'
+import { tornWriteEnvironment, tornWriteLibrary } from '../../../support/torn-write.ts'
 
 let dir: string
 let file: string
@@ -94,7 +97,11 @@ describe('checkpointWithBackup', () => {
   it('does nothing while the log is empty: no copy, no checkpoint', async () => {
     await writeFile(file, 'database')
     let checkpoints = 0
-    await checkpointWithBackup(file, async () => void checkpoints++)
+    await checkpointWithBackup(
+      file,
+      async () => void checkpoints++,
+      () => undefined,
+    )
     expect(checkpoints).toBe(0)
     expect(await readdir(dir)).toEqual(['warehouse.duckdb'])
   })
@@ -106,9 +113,42 @@ describe('checkpointWithBackup', () => {
       await writeFile(file, 'half written')
       throw new Error('No space left on device')
     }
-    await expect(checkpointWithBackup(file, failing)).rejects.toThrow('No space left on device')
+    let released = false
+    const release = async () => {
+      // The copy is still beside the file: it replaces the file only once nothing holds it open.
+      expect((await readdir(dir)).some((name) => name.includes('.before-checkpoint.'))).toBe(true)
+      released = true
+    }
+    await expect(checkpointWithBackup(file, failing, release)).rejects.toThrow('No space left on device')
+    expect(released).toBe(true)
     expect(await readFile(file, 'utf8')).toBe('as before the checkpoint')
     expect(await readdir(dir)).toEqual(['warehouse.duckdb', 'warehouse.duckdb.wal'])
+  })
+
+  it('releases DuckDB before it puts the copy back: a session that went on would fold its log into the replaced file', async () => {
+    const instance = await DuckDBInstance.create(file, { checkpoint_threshold: '1000TB' })
+    const connection = await instance.connect()
+    await connection.run('PRAGMA disable_checkpoint_on_shutdown')
+    await connection.run('CREATE TABLE t (n INTEGER)')
+    await connection.run('CHECKPOINT')
+    await connection.run('INSERT INTO t SELECT * FROM range(1000)')
+    const release = () => {
+      connection.closeSync()
+      instance.closeSync()
+    }
+    // A checkpoint refused before it wrote anything (interrupted): DuckDB stays usable, unlike after a failed write.
+    const refused = async () => {
+      throw new Error('INTERRUPT Error: Interrupted!')
+    }
+    await expect(checkpointWithBackup(file, refused, release)).rejects.toThrow('Interrupted')
+    // Once the copy is back, the session cannot write on (into the file the copy replaced) nor fold again.
+    await expect(connection.run('INSERT INTO t SELECT * FROM range(1000, 2000)')).rejects.toThrow()
+    await expect(
+      checkpointWithBackup(file, async () => void (await connection.run('CHECKPOINT')), release),
+    ).rejects.toThrow()
+    const reader = await DuckDbWarehouse.open({ path: file, readOnly: true })
+    expect(await reader.query('SELECT count(*) AS n FROM t')).toEqual([{ n: 1000 }])
+    await reader.close()
   })
 })
 
@@ -178,5 +218,63 @@ describe('DuckDbWarehouse: a writing session checkpoints only when it closes', (
       { changed: 200_000 },
     ])
     await reader.close()
+  })
+})
+
+const TORN_LIBRARY = tornWriteLibrary()
+
+describe.skipIf(TORN_LIBRARY === undefined)('DuckDbWarehouse: a fold that finds the disk full', () => {
+  /** Runs fixtures/fold-on-full-disk.ts under the library's disk-full mode; answers what each step said. */
+  function session(when: 'after-commit' | 'at-close'): Record<string, string> {
+    const flag = join(dir, 'disk-is-full')
+    const run = spawnSync(
+      process.execPath,
+      ['--import', 'tsx', join(import.meta.dirname, 'fixtures', 'fold-on-full-disk.ts'), file, flag, when],
+      {
+        encoding: 'utf8',
+        env: {
+          ...process.env,
+          ...tornWriteEnvironment(TORN_LIBRARY!, { diskFull: file, whileExists: flag }),
+        },
+      },
+    )
+    expect(run.stderr).toBe('')
+    return JSON.parse(run.stdout) as Record<string, string>
+  }
+  const stopped = () =>
+    `warehouse ${file}: folding this run's committed transactions into the file failed (` +
+    `warehouse statement "checkpoint" failed: the disk is full`
+  const logKeepsThem = () => `${file}.wal keeps them: the next run that opens the file folds them in`
+
+  async function committedRows(): Promise<Row[]> {
+    expect((await readdir(dir)).filter((name) => name !== 'disk-is-full')).toEqual([
+      'warehouse.duckdb',
+      'warehouse.duckdb.wal',
+    ])
+    const reader = await DuckDbWarehouse.open({ path: file, readOnly: true })
+    try {
+      return await reader.query('SELECT count(*) AS n, max(n) AS top FROM t')
+    } finally {
+      await reader.close()
+    }
+  }
+
+  it('after a commit: the commit stands, the session stops with an error naming the file and its log', async () => {
+    const answers = session('after-commit')
+    expect(answers.first).toBe('committed')
+    // Its fold found the disk full: DuckDB was closed, then the file put back.
+    expect(answers.second).toBe('committed')
+    expect(answers.third).toContain(stopped())
+    expect(answers.third).toContain(logKeepsThem())
+    expect(answers.close).toBe(answers.third)
+    expect(await committedRows()).toEqual([{ n: 2000, top: 1999 }])
+  })
+
+  it('at close: the close fails with the same error, and every commit is kept', async () => {
+    const answers = session('at-close')
+    expect([answers.first, answers.second]).toEqual(['committed', 'committed'])
+    expect(answers.close).toContain(stopped())
+    expect(answers.close).toContain(logKeepsThem())
+    expect(await committedRows()).toEqual([{ n: 2000, top: 1999 }])
   })
 })
