@@ -34,8 +34,8 @@ export type Recovery = 'restored' | 'discarded'
 /**
  * Copies the database file, checkpoints with `checkpoint`, and removes the copy. Nothing is done while the log is
  * empty (nothing to fold in), or shorter than `whenLogReaches` bytes when it is given. If the checkpoint fails,
- * `release` closes the DuckDB that holds the file first, then the copy is put back (`recoverCopy`) and the error
- * is thrown. Never the other way round: a DuckDB still open writes on into the file it opened, which the copy has
+ * `release` closes the DuckDB that holds the file first, then the copy is put back (`recoverCopy`) and an error
+ * says what became of the transactions. Never the other way round: a DuckDB still open writes on into the file it opened, which the copy has
  * replaced, and its next checkpoint would fold the log into that unlinked file and empty the log, losing every
  * transaction the log held (a checkpoint refused before it wrote anything leaves DuckDB usable).
  */
@@ -65,8 +65,7 @@ export async function checkpointWithBackup(
     await checkpoint()
   } catch (error) {
     await release()
-    await recoverCopy(path, backup)
-    throw error
+    throw foldFailed(path, error, await recoverCopy(path, backup))
   }
   await unlink(backup)
 }
@@ -107,6 +106,21 @@ async function recoverCopy(path: string, copy: string): Promise<Recovery> {
   }
   await removeIfThere(copy)
   return 'discarded'
+}
+
+/** A checkpoint failed: what became of the transactions it was folding in, after `recoverCopy` did `recovery`. */
+function foldFailed(path: string, cause: unknown, recovery: Recovery): DimsyncError {
+  const reason = cause instanceof Error ? cause.message : String(cause)
+  const kept =
+    recovery === 'restored'
+      ? `the file was put back as it was before and ${walOf(path)} keeps them: the next run that opens the file ` +
+        'folds them in'
+      : 'DuckDB had written them into the file before it failed'
+  return new DimsyncError(
+    `warehouse ${path}: folding this run's committed transactions into the file failed (${reason}); ${kept}. ` +
+      'This run stops here; what it committed is kept',
+    { cause },
+  )
 }
 
 function walOf(path: string): string {

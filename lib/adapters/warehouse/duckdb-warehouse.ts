@@ -88,7 +88,7 @@ export class DuckDbWarehouse extends SessionBatchMethods implements SessionWareh
   /** DuckDB is closed: at close, or when a fold failed and the file's copy was put back. */
   #released = false
   /** Why the session cannot go on: a fold after a commit failed (its transactions are safe in the log). */
-  #stopped: DimsyncError | undefined
+  #stopped: unknown
 
   private constructor(
     instance: DuckDBInstance,
@@ -213,9 +213,8 @@ export class DuckDbWarehouse extends SessionBatchMethods implements SessionWareh
     // changed, and the close folds the log again and reports what stops it; where the checkpoint failed, DuckDB was
     // closed and the file put back, and every later call of this session says so (#stopped).
     if (options.commit && this.#checkpointed !== undefined) {
-      const path = this.#checkpointed
-      await this.#fold(path, this.#foldLogAtBytes).catch((error: unknown) => {
-        if (this.#released) this.#stopped ??= foldFailed(path, error)
+      await this.#fold(this.#checkpointed, this.#foldLogAtBytes).catch((error: unknown) => {
+        if (this.#released) this.#stopped ??= error
       })
     }
     return result
@@ -338,11 +337,7 @@ export class DuckDbWarehouse extends SessionBatchMethods implements SessionWareh
     this.#closed = true
     try {
       if (this.#stopped !== undefined) throw this.#stopped
-      const path = this.#checkpointed
-      if (path !== undefined)
-        await this.#fold(path).catch((error: unknown) => {
-          throw this.#released ? foldFailed(path, error) : error
-        })
+      if (this.#checkpointed !== undefined) await this.#fold(this.#checkpointed)
     } finally {
       this.#release()
     }
@@ -426,15 +421,4 @@ function translateError(statement: CompiledStatement, cause: unknown, memory: Me
   const line = describeDuckDbError(cause, `statement "${statement.label}"`, memory)
   const reason = duckDbTrouble(cause) === 'other' ? firstLine(cause) : line
   return new WarehouseError(statement.label, statement.sql, { cause: new Error(reason, { cause }) })
-}
-
-/** A fold after a commit failed: the committed transactions are in the log, the file is as it was before the fold. */
-function foldFailed(path: string, cause: unknown): DimsyncError {
-  const reason = cause instanceof Error ? cause.message : String(cause)
-  return new DimsyncError(
-    `warehouse ${path}: folding this run's committed transactions into the file failed (${reason}); the file was ` +
-      `put back as it was before and ${path}.wal keeps them: the next run that opens the file folds them in. ` +
-      'This run stops here; what it committed is kept',
-    { cause },
-  )
 }
