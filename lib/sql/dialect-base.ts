@@ -81,6 +81,11 @@ export abstract class SqlDialectBase implements SqlDialect {
     return { statements: [], value: `(${query})` }
   }
 
+  /** `LIMIT` with a scalar subquery (DuckDB, PostgreSQL): the scan stops at the bound. */
+  countUpTo(select: string, bound: string): string {
+    return `(SELECT COUNT(*) FROM (${select} LIMIT ${bound}) AS counted)`
+  }
+
   castToString(expression: string): string {
     return `CAST(${expression} AS ${this.type('string')})`
   }

@@ -97,6 +97,11 @@ export interface SqlDialect {
    * variable, not on a subquery; a warehouse without partitions reads the subquery in place.
    */
   earliestEventTime(query: string): BatchValue
+  /**
+   * The number of rows `select` returns, counted up to `bound` (a scalar expression that reads nothing of
+   * `select`): the count may stop reading once it reaches the bound, so it is exact only below it.
+   */
+  countUpTo(select: string, bound: string): string
   /** `DROP TABLE IF EXISTS`: staging tables that a failed run may have left behind. */
   dropTableIfExists(ref: TableRef): string
   /**

@@ -61,6 +61,7 @@ class MergeRenderer extends MergeSql {
       if (this.p.mode === 'full' && !this.p.allowMassDelete) {
         this.#guardMassDelete(
           `(SELECT COUNT(*) FROM ${this.dim} d WHERE ${this.liveCurrent('d')} AND NOT EXISTS (SELECT 1 FROM ${this.stage} s WHERE ${this.keyEq('s', 'd')}))`,
+          { goneCheap: false },
         )
       }
       renderAppend(this)
@@ -80,7 +81,8 @@ class MergeRenderer extends MergeSql {
       this.#checkExtractionOrder()
       this.#buildChangesFromSnapshot()
       this.#checkNoBentKeys()
-      if (this.absenceDeletes && !this.p.allowMassDelete) this.#guardMassDelete(this.#absentFromChanges())
+      if (this.absenceDeletes && !this.p.allowMassDelete)
+        this.#guardMassDelete(this.#absentFromChanges(), { goneCheap: true })
     } else {
       this.#buildEvents()
       if (this.absenceDeletes) this.#addAbsenceDeletes()
@@ -244,7 +246,8 @@ class MergeRenderer extends MergeSql {
   #addAbsenceDeletes(): void {
     const n = this.names
     const absent = `${this.liveCurrent('d')} AND NOT EXISTS (SELECT 1 FROM ${this.stage} s WHERE ${this.keyEq('s', 'd')})`
-    if (!this.p.allowMassDelete) this.#guardMassDelete(`(SELECT COUNT(*) FROM ${this.dim} d WHERE ${absent})`)
+    if (!this.p.allowMassDelete)
+      this.#guardMassDelete(`(SELECT COUNT(*) FROM ${this.dim} d WHERE ${absent})`, { goneCheap: false })
     const columns = this.stored.map((c) => this.q(c)).join(', ')
     const untrackedName = this.logsUntrackedHash ? `, ${this.q(W.untrackedHash)}` : ''
     const untrackedValue = this.logsUntrackedHash ? `, ${this.str(DELETED_STATE)}` : ''
@@ -256,9 +259,23 @@ class MergeRenderer extends MergeSql {
     )
   }
 
-  /** Refuses the batch when the keys deleted by absence exceed the allowed share of live current keys. */
-  #guardMassDelete(goneExpression: string): void {
+  /**
+   * Refuses the batch when the keys deleted by absence exceed the allowed share of live current keys. When `gone`
+   * is cheap to read twice (the changes table, not a scan of the dimension), the live keys are counted only up to
+   * the most that could still refuse the batch (ceil(gone / share) + 1): a count below that bound is exact, one
+   * that reaches it cannot refuse, and the dimension's history is not read to its end on every merge (where the
+   * dialect can stop a count: dialect.countUpTo).
+   */
+  #guardMassDelete(goneExpression: string, { goneCheap }: { goneCheap: boolean }): void {
     const share = this.p.table.maxDeleteShare
+    const liveRows = `SELECT 1 FROM ${this.dim} d WHERE ${this.liveCurrent('d')}`
+    const live =
+      goneCheap && share > 0
+        ? this.d.countUpTo(
+            liveRows,
+            `(SELECT CAST(CEIL(${goneExpression} / ${share}) AS ${this.d.type('int64')}) + 1)`,
+          )
+        : `(SELECT COUNT(*) FROM ${this.dim} d WHERE ${this.liveCurrent('d')})`
     this.emit(
       'guard mass delete',
       `SELECT ${this.raise(
@@ -269,7 +286,7 @@ class MergeRenderer extends MergeSql {
             ` current keys (more than the allowed share ${share}); nothing was written. ` +
               'If the source really lost these rows, rerun with --allow-mass-delete',
           ),
-      )}\nFROM (\n  SELECT (SELECT COUNT(*) FROM ${this.dim} d WHERE ${this.liveCurrent('d')}) AS live,\n` +
+      )}\nFROM (\n  SELECT ${live} AS live,\n` +
         `  ${goneExpression} AS gone\n) x\nWHERE x.live > 0 AND x.gone > ${share} * x.live`,
     )
   }

@@ -212,6 +212,14 @@ class BigQueryDialect extends SqlDialectBase {
     return { statements: [`SET ${EVENTS_FROM_VARIABLE} = (${query})`], value: EVENTS_FROM_VARIABLE }
   }
 
+  /**
+   * The whole count: BigQuery's LIMIT takes only a literal or a query parameter, and a LIMIT does not lower the
+   * bytes a query reads (billed by the columns it reads, not the rows).
+   */
+  override countUpTo(select: string): string {
+    return `(SELECT COUNT(*) FROM (${select}) AS counted)`
+  }
+
   override tableOptions(role: TableRole, request: TableOptionsRequest): string {
     return tableOptions(role, request, (value) => this.stringLiteral(value))
   }

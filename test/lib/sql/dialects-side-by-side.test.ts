@@ -152,6 +152,21 @@ describe('the same merge plan in DuckDB SQL, GoogleSQL and PostgreSQL', () => {
     )
   })
 
+  it("counts a snapshot's live current keys for the mass-delete guard up to its bound in DuckDB and PostgreSQL, whole in BigQuery (its LIMIT takes a literal only)", () => {
+    const gone = '(SELECT COUNT(*) FROM "__dimsync_changes" WHERE "__dimsync_absent")'
+    const live = (dim: string, cast: string) =>
+      `SELECT 1 FROM ${dim} d WHERE d."is_current" AND NOT d."is_deleted" LIMIT (SELECT CAST(CEIL(${gone} / 0.5) AS ${cast}) + 1)`
+    expect(duck.by('guard mass delete')).toContain(
+      `SELECT (SELECT COUNT(*) FROM (${live('"main"."dim_customer"', 'BIGINT')}) AS counted) AS live`,
+    )
+    expect(pg.by('guard mass delete')).toContain(
+      `SELECT (SELECT COUNT(*) FROM (${live('"history"."dim_customer"', 'BIGINT')}) AS counted) AS live`,
+    )
+    expect(bq.by('guard mass delete')).toContain(
+      'SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM `acme-dw`.`history`.`dim_customer` d WHERE d.`is_current` AND d.`valid_to` IS NULL AND NOT d.`is_deleted`) AS counted) AS live',
+    )
+  })
+
   it('replaces a temporary table of the session only, never a table of the same name in a schema (PostgreSQL)', () => {
     expect(postgresDialect.createTempTableAs('__dimsync_x', 'SELECT 1 AS one')).toBe(
       'DROP TABLE IF EXISTS pg_temp."__dimsync_x";\nCREATE TEMP TABLE "__dimsync_x" AS\nSELECT 1 AS one',
