@@ -38,14 +38,22 @@ export function duckDbTrouble(error: unknown): DuckDbTrouble {
   return 'other'
 }
 
+/** What a source's DuckDB writes to disk: what a full disk leaves no room for, unless the caller says otherwise. */
+const SOURCE_WRITES = 'temporary files and Parquet parts'
+
 /**
- * One line saying what went wrong while `doing` something: `the disk is full while …`, `… ran out of memory
- * (DIMSYNC_SOURCE_MEMORY_LIMIT is 64MB); raise DIMSYNC_SOURCE_MEMORY_LIMIT`, or DuckDB's first line.
+ * One line saying what went wrong while `doing` something: `the disk is full: … needs room for <writes>`, `… ran
+ * out of memory (DIMSYNC_SOURCE_MEMORY_LIMIT is 64MB); raise DIMSYNC_SOURCE_MEMORY_LIMIT`, or DuckDB's first line.
  */
-export function describeDuckDbError(error: unknown, doing: string, memory?: MemoryLimitSetting): string {
+export function describeDuckDbError(
+  error: unknown,
+  doing: string,
+  memory?: MemoryLimitSetting,
+  writes: string = SOURCE_WRITES,
+): string {
   switch (duckDbTrouble(error)) {
     case 'disk-full':
-      return `the disk is full: ${doing} needs room for temporary files and Parquet parts; free disk space and run again`
+      return `the disk is full: ${doing} needs room for ${writes}; free disk space and run again`
     case 'out-of-memory':
       return memory === undefined
         ? `${doing} ran out of memory`

@@ -52,6 +52,8 @@ export interface DuckDbWarehouseOptions {
 
 /** The variable the CLI reads the warehouse's memory limit from. */
 const MEMORY_LIMIT_VARIABLE = 'DIMSYNC_DUCKDB_MEMORY_LIMIT'
+/** What the warehouse's DuckDB writes to disk: what a full disk leaves a statement (a checkpoint too) no room for. */
+const WAREHOUSE_WRITES = 'the warehouse file, its log and temporary files'
 
 /**
  * The log a session folds in before it closes: a session that merges many batches (a backlog left staged) keeps
@@ -418,7 +420,7 @@ function translateError(statement: CompiledStatement, cause: unknown, memory: Me
   if (rejected !== undefined) return rejected
   // DuckDB's messages go on for lines (the statement with a caret, tuning advice): one line says what happened,
   // and the original stays the cause of the cause.
-  const line = describeDuckDbError(cause, `statement "${statement.label}"`, memory)
+  const line = describeDuckDbError(cause, `statement "${statement.label}"`, memory, WAREHOUSE_WRITES)
   const reason = duckDbTrouble(cause) === 'other' ? firstLine(cause) : line
   return new WarehouseError(statement.label, statement.sql, { cause: new Error(reason, { cause }) })
 }
