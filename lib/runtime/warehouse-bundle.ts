@@ -6,7 +6,7 @@
  */
 import type { BigQueryWarehouseOptions } from '../adapters/warehouse/bigquery-warehouse.ts'
 import type { GetSecret } from '../adapters/aws/source-secrets.ts'
-import type { Recovery } from '../adapters/warehouse/duckdb-checkpoint-backup.ts'
+import type { CheckpointRecovery } from '../core/checkpoint-recovery.ts'
 import type { FileLockHolder } from '../adapters/warehouse/duckdb-file-lock.ts'
 import type { CompiledScript } from '../core/compiled-sql.ts'
 import type { StagedParquetVersion } from '../core/staged-parquet.ts'
@@ -57,7 +57,7 @@ export interface LocalOpening {
   /** Who holds a warehouse file (a run with a local lease), for the message when the wait ends. */
   describeHolder(holder: FileLockHolder): Promise<string | undefined>
   /** A checkpoint of the warehouse file that a dead process left unfinished was undone, or its copy removed. */
-  onCheckpointRecovered?(recovery: Recovery, path: string): void
+  onCheckpointRecovered?(recovery: CheckpointRecovery, path: string): void
 }
 
 export interface LambdaWarehouse {

@@ -1,4 +1,5 @@
 import type { Watermark } from '../core/batch.ts'
+import type { CheckpointRecovery } from '../core/checkpoint-recovery.ts'
 import type { RunStatus } from '../core/run-record.ts'
 import type { MemoryRaised } from '../ports/warehouse.ts'
 import type { MergeBatchResult } from './merge-batch.ts'
@@ -32,15 +33,11 @@ export type RunEvent =
       readonly by: string
       readonly record: 'interrupted' | Exclude<RunStatus, 'running'> | 'none'
     }
-  /**
-   * Before the warehouse file was opened, the copy a process made before it checkpointed the file was found, left
-   * by a process that died: `restored` when the checkpoint had not finished (the copy replaced the file, which
-   * DuckDB's log completes), `discarded` when it had.
-   */
+  /** Before the warehouse file was opened, a copy left by a process that died while it checkpointed was found. */
   | {
       readonly step: 'checkpoint-recovered'
       readonly path: string
-      readonly recovery: 'restored' | 'discarded'
+      readonly recovery: CheckpointRecovery
     }
   /** Uncommitted batches older than the abandon limit were removed (extracts that died). */
   | { readonly step: 'cleanup'; readonly table: string; readonly removed: readonly string[] }

@@ -2,6 +2,7 @@ import { constants, readFileSync } from 'node:fs'
 import { copyFile, open, readdir, readFile, rename, stat, unlink } from 'node:fs/promises'
 import { basename, dirname, join } from 'node:path'
 
+import type { CheckpointRecovery } from '../../core/checkpoint-recovery.ts'
 import { DimsyncError } from '../../core/errors.ts'
 import { isProcessAlive } from '../process-liveness.ts'
 
@@ -27,9 +28,6 @@ import { isProcessAlive } from '../process-liveness.ts'
 const BACKUP_MARKER = '.before-checkpoint.'
 /** A copy not yet complete ends with this. */
 const PARTIAL = '.partial'
-
-/** What a recovery did with a copy left by a process that died. */
-export type Recovery = 'restored' | 'discarded'
 
 /**
  * Copies the database file, checkpoints with `checkpoint`, and removes the copy. Nothing is done while the log is
@@ -75,13 +73,13 @@ export async function checkpointWithBackup(
  * had finished), so that DuckDB never opens a file a checkpoint tore. A copy of a process still alive is left: that
  * process holds the file, and DuckDB's lock makes the caller wait for it. Answers what was done, per copy.
  */
-export async function recoverInterruptedCheckpoints(path: string): Promise<Recovery[]> {
+export async function recoverInterruptedCheckpoints(path: string): Promise<CheckpointRecovery[]> {
   const prefix = `${basename(path)}${BACKUP_MARKER}`
   const names = await readdir(dirname(path)).catch((error: NodeJS.ErrnoException) => {
     if (error.code === 'ENOENT') return [] as string[]
     throw error
   })
-  const done: Recovery[] = []
+  const done: CheckpointRecovery[] = []
   for (const name of names) {
     if (!name.startsWith(prefix)) continue
     const owner = name.slice(prefix.length).replace(PARTIAL, '')
@@ -98,7 +96,7 @@ export async function recoverInterruptedCheckpoints(path: string): Promise<Recov
  * only once the new header is written): the copy is the file as it was, and it replaces the file. Otherwise the
  * checkpoint finished and the copy is removed. Another process recovering the same copy at once does the same.
  */
-async function recoverCopy(path: string, copy: string): Promise<Recovery> {
+async function recoverCopy(path: string, copy: string): Promise<CheckpointRecovery> {
   if ((await sizeOf(walOf(path))) > 0) {
     await rename(copy, path).catch(ignoreMissing)
     await syncFolder(dirname(path))
@@ -109,7 +107,7 @@ async function recoverCopy(path: string, copy: string): Promise<Recovery> {
 }
 
 /** A checkpoint failed: what became of the transactions it was folding in, after `recoverCopy` did `recovery`. */
-function foldFailed(path: string, cause: unknown, recovery: Recovery): DimsyncError {
+function foldFailed(path: string, cause: unknown, recovery: CheckpointRecovery): DimsyncError {
   const reason = cause instanceof Error ? cause.message : String(cause)
   const kept =
     recovery === 'restored'

@@ -18,12 +18,9 @@ import { duckDbDateText, isDateTextType } from '../duckdb/duckdb-date-text.ts'
 import { duckDbJsonValues } from '../duckdb/duckdb-json-values.ts'
 import { openDuckDbEngine } from '../duckdb/duckdb-engine.ts'
 import { TEMP } from '../../sql/render-merge.ts'
+import type { CheckpointRecovery } from '../../core/checkpoint-recovery.ts'
 import type { Row, TransactionOptions, WarehouseTransaction } from '../../ports/warehouse.ts'
-import {
-  checkpointWithBackup,
-  recoverInterruptedCheckpoints,
-  type Recovery,
-} from './duckdb-checkpoint-backup.ts'
+import { checkpointWithBackup, recoverInterruptedCheckpoints } from './duckdb-checkpoint-backup.ts'
 import { skippingFalseGuards } from './guarded-runs.ts'
 import { SessionBatchMethods, type SessionWarehouse } from './session-batch-work.ts'
 
@@ -47,7 +44,7 @@ export interface DuckDbWarehouseOptions {
    */
   readonly foldLogAtBytes?: number
   /** Told what was done with each copy a process that died while it checkpointed the file left. */
-  readonly onCheckpointRecovered?: (recovery: Recovery, path: string) => void
+  readonly onCheckpointRecovered?: (recovery: CheckpointRecovery, path: string) => void
 }
 
 /** The variable the CLI reads the warehouse's memory limit from. */
