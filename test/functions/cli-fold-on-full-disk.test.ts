@@ -1,5 +1,5 @@
-import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
-import { basename, dirname, join, resolve } from 'node:path'
+import { existsSync, rmSync, writeFileSync } from 'node:fs'
+import { join, resolve } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
 import { runTable } from '../../lib/use-cases/run-table.ts'
@@ -8,6 +8,7 @@ import { customersYaml, makeEmbeddedProject, type EmbeddedProject } from '../sup
 import {
   dimsyncKilledAt as dimsync,
   expectNothingLeft,
+  filesBeside,
   historyOf as history,
   seeded,
   writeCustomersSnapshots,
@@ -75,9 +76,6 @@ describe.skipIf(TORN_LIBRARY === undefined)('dimsync run on a disk that fills up
       await full.deps.releaseWarehouse?.()
     }
     await expectNothingLeft(full, 'customers')
-    const besides = readdirSync(dirname(warehouse)).filter(
-      (name) => name.startsWith(basename(warehouse)) && name !== basename(warehouse),
-    )
-    expect(besides, 'files left beside the warehouse').toEqual([])
+    expect(filesBeside(warehouse), 'files left beside the warehouse').toEqual([])
   })
 })

@@ -1,5 +1,4 @@
-import { readdirSync } from 'node:fs'
-import { basename, dirname, resolve } from 'node:path'
+import { resolve } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
 import { runTable } from '../../lib/use-cases/run-table.ts'
@@ -8,6 +7,7 @@ import { customersYaml, makeEmbeddedProject, type EmbeddedProject } from '../sup
 import {
   dimsyncKilledAt as dimsync,
   expectNothingLeft,
+  filesBeside,
   historyOf as history,
   seeded,
   writeCustomersSnapshots,
@@ -76,10 +76,7 @@ describe.skipIf(TORN_LIBRARY === undefined)(
       }
       expect(await history(killed)).toEqual(await history(clean))
       await expectNothingLeft(killed, 'customers')
-      const besides = readdirSync(dirname(warehouse)).filter(
-        (name) => name.startsWith(basename(warehouse)) && name !== basename(warehouse),
-      )
-      expect(besides, 'files left beside the warehouse').toEqual([])
+      expect(filesBeside(warehouse), 'files left beside the warehouse').toEqual([])
     })
   },
 )

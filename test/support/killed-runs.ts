@@ -1,4 +1,6 @@
 import { spawn } from 'node:child_process'
+import { readdirSync } from 'node:fs'
+import { basename, dirname } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { expect } from 'vitest'
 
@@ -110,6 +112,13 @@ export async function expectNothingLeft(project: EmbeddedProject, table: string)
   expect(await project.deps.staging.listUncommitted(table)).toEqual([])
   const runs = await project.deps.state.listRuns(table, 50)
   expect(runs.filter((r) => r.status === 'running')).toEqual([])
+}
+
+/** The files beside a DuckDB warehouse file that carry its name (its log, copies made before a checkpoint). */
+export function filesBeside(warehouse: string): string[] {
+  return readdirSync(dirname(warehouse)).filter(
+    (name) => name.startsWith(basename(warehouse)) && name !== basename(warehouse),
+  )
 }
 
 export interface KillEachOptions {
