@@ -8,9 +8,9 @@ import { rawWorkColumn } from './render-partial-refold.ts'
  * of the key's earlier rows in the batch, else its live current version's; a column not to update keeps the
  * current version's value (a new key: its first row's). A delete ends the key's state: a row after a delete of its
  * key in the batch folds only from the rows after that delete, like a new key (under `deletes: ignore` a delete
- * means nothing, and the rows fold past it). Every later step reads these rows
- * instead of the staged ones. A late row (older than a capture of its key) is folded again, with the later captures
- * of its key, from the raw values the capture log keeps (render-partial-refold.ts).
+ * means nothing, and the rows fold past it). A row sent again, or late, lends its values to no other row. Every
+ * later step reads these rows instead of the staged ones. A late row (older than a capture of its key) is folded
+ * again, with the later captures of its key, from the raw values the capture log keeps (render-partial-refold.ts).
  */
 export function renderPartialUpdates(m: MergeSql): void {
   const partial = m.p.layout.partial!
@@ -31,21 +31,32 @@ export function renderPartialUpdates(m: MergeSql): void {
       ? `CASE WHEN ${condition} THEN 1 ELSE 0 END`
       : `COALESCE(SUM(CASE WHEN ${condition} THEN 1 ELSE 0 END) OVER (PARTITION BY ${m.keyList('s')} ` +
         `ORDER BY ${order} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)`
-  // A delete its key has a capture at or after (one sent again, or a late one, whose key the late path folds
-  // again from the capture log) does not end the state the key has now: only a delete newer than every capture
-  // of its key starts an era.
+  // A row its key has a capture at or after is stale: sent again (dropped as such) or late (its key is folded
+  // again from the capture log, render-partial-refold.ts). The state the key has now is its current version, so a
+  // stale row neither ends it (a stale delete starts no era) nor lends a newer row its values: a CDC tool that
+  // re-delivered an old update beside a new partial row once filled the new row's NULLs with the old values.
   const captures = m.p.objects.captures
-  const endsState =
-    deleted === undefined || captures === undefined
-      ? deleted
-      : `(${deleted}) AND NOT EXISTS (SELECT 1 FROM ${m.d.table(captures)} c WHERE ${m.keyEq('c', 's')} AND c.captured_at >= ${m.eventTime} AND ${capturesFromEarliestEvent(m)})`
+  const staleName = '__dimsync_fold_stale'
+  const stale = captures === undefined || m.oneEventPerKey ? undefined : `s.${q(staleName)}`
+  const endsState = deleted === undefined || stale === undefined ? deleted : `(${deleted}) AND NOT ${stale}`
+  const withStale =
+    stale === undefined
+      ? m.rawStage
+      : `(\n  SELECT s.*, EXISTS (SELECT 1 FROM ${m.d.table(captures!)} c WHERE ${m.keyEq('c', 's')} AND c.captured_at >= ${m.eventTime} AND ${capturesFromEarliestEvent(m)}) AS ${q(staleName)}\n  FROM ${m.rawStage} s\n)`
   const staged =
     deleted === undefined
-      ? m.rawStage
-      : `(\n  SELECT s.*, ${eraOf(m.p.table.deletes === 'ignore' ? deleted : endsState!)} AS ${era}\n  FROM ${m.rawStage} s\n)`
+      ? withStale
+      : `(\n  SELECT s.*, ${eraOf(m.p.table.deletes === 'ignore' ? deleted : endsState!)} AS ${era}\n  FROM ${withStale} s\n)`
   const continuesCurrent = deleted === undefined ? '' : ` AND s.${era} = 0`
   const hasCurrent = `cur.${q(m.keys[0]!)} IS NOT NULL${continuesCurrent}`
-  const w = `PARTITION BY ${m.keyList('s')}${deleted === undefined ? '' : `, s.${era}`} ORDER BY ${order}`
+  // Only fresh rows lend values, within their era: a delete row (a delete that ends the state is the last row of
+  // its era, and a stale one ends nothing) and a stale row fold apart.
+  const group = [
+    ...(stale === undefined ? [] : [`WHEN ${stale} THEN 2`]),
+    ...(deleted === undefined ? [] : [`WHEN ${deleted} THEN 1`]),
+  ]
+  const apart = `${deleted === undefined ? '' : `, s.${era}`}${group.length === 0 ? '' : `, CASE ${group.join(' ')} ELSE 0 END`}`
+  const w = `PARTITION BY ${m.keyList('s')}${apart} ORDER BY ${order}`
   const keptNames = new Set(partial.kept.map((c) => c.name))
   // BigQuery allows no analytic function inside SELECT * REPLACE: each column's fold is computed first, as a
   // working column beside the staged ones.
@@ -74,6 +85,7 @@ export function renderPartialUpdates(m: MergeSql): void {
         // The columns of the subquery below: the staged ones, the era, each fold and each raw value.
         columns: [
           ...partial.staged,
+          ...(stale === undefined ? [] : [staleName]),
           ...(deleted === undefined ? [] : [eraName]),
           ...attrs.map((_, i) => foldName(i)),
           ...(raw.length === 0 ? [] : m.attributes.map((_, i) => rawWorkColumn(i))),

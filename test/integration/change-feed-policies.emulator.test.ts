@@ -250,6 +250,41 @@ describe('partial updates: a delete sent again folds as it did', () => {
     })
   })
 
+  it('an old update sent again beside a later partial row lends it none of its values: the row folds into the current state', async () => {
+    const table = feed({ partialUpdates: { ignoreNulls: { kind: 'list', columns: ['a', 'b'] } } })
+    await withDimension(table, async (dimension) => {
+      await merged(dimension, [{ op: 'I', hour: 1, a: 'A', b: 'B' }])
+      await merged(dimension, [{ op: 'U', hour: 2, a: 'A2', b: 'B2' }])
+      await merged(dimension, [
+        { op: 'I', hour: 1, a: 'A', b: 'B' },
+        { op: 'U', hour: 3, a: null, b: 'C' },
+      ])
+      expect(await stored(dimension)).toEqual([
+        ['A', 'B', null, 1, false],
+        ['A2', 'B2', null, 2, false],
+        ['A2', 'C', null, 3, false],
+      ])
+    })
+  })
+
+  it('a captured delete sent again beside a later partial row lends it none of its values: the row starts from nothing', async () => {
+    const table = feed({ partialUpdates: { ignoreNulls: { kind: 'list', columns: ['a', 'b'] } } })
+    await withDimension(table, async (dimension) => {
+      await merged(dimension, [
+        { op: 'I', hour: 1, a: 'A', b: 'B' },
+        { op: 'D', hour: 2, a: 'A', b: 'B' },
+      ])
+      await merged(dimension, [
+        { op: 'D', hour: 2, a: 'A', b: 'B' },
+        { op: 'U', hour: 3, a: null, b: 'C' },
+      ])
+      expect(await stored(dimension)).toEqual([
+        ['A', 'B', null, 1, false],
+        [null, 'C', null, 3, false],
+      ])
+    })
+  })
+
   it('a new delete between the current version and a later partial row ends the state', async () => {
     const table = feed({ partialUpdates: { ignoreNulls: { kind: 'list', columns: ['a', 'b'] } } })
     await withDimension(table, async (dimension) => {

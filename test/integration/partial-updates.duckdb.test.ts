@@ -108,6 +108,55 @@ describe('partial updates', () => {
     ])
   })
 
+  it('an event sent again beside a newer event of its key lends that event none of its values: the newer one folds from the state captured last', async () => {
+    // A CDC tool restarting re-delivers the update of day 1 with the new one of day 7; the key changed on day 3.
+    const h = await feed({ partialUpdates: { ignoreNulls: { kind: 'list', columns: ['score'] } } })
+    await h.load([ev('I', 1, 'A', 20, 1)], { extractedAt: extractedAt(1) })
+    await h.load([ev('U', 1, 'A', 30, 3)], { extractedAt: extractedAt(2) })
+    await h.load([ev('I', 1, 'A', 20, 1), ev('U', 1, 'B', null, 7)], { extractedAt: extractedAt(3) })
+    expect(await states(h)).toEqual([
+      [1, 'A', 20, false],
+      [1, 'A', 30, false],
+      [1, 'B', 30, true],
+    ])
+    // The same after a delete sent again: the key was deleted on day 6 and starts from nothing on day 7.
+    const deleted = await feed({ partialUpdates: { ignoreNulls: { kind: 'list', columns: ['score'] } } })
+    await deleted.load([ev('I', 2, 'A', 20, 1)], { extractedAt: extractedAt(1) })
+    await deleted.load([ev('D', 2, 'A', 20, 6)], { extractedAt: extractedAt(2) })
+    await deleted.load([ev('I', 2, 'A', 20, 1), ev('D', 2, 'A', 20, 6), ev('U', 2, 'B', null, 7)], {
+      extractedAt: extractedAt(3),
+    })
+    expect(await states(deleted)).toEqual([
+      [2, 'A', 20, false],
+      [2, 'B', null, true],
+    ])
+  })
+
+  it('a delete sent again beside a newer event of its key lends that event none of its values (ignored NULLs and kept columns alike)', async () => {
+    // A feed re-delivering its older events with new ones (a CDC tool's restart): the delete of day 5 is captured
+    // already, the key was deleted again on day 6, so the event of day 7 starts from nothing.
+    const h = await feed({
+      deletes: 'new_record',
+      partialUpdates: { ignoreNulls: { kind: 'list', columns: ['score'] } },
+    })
+    await h.load([ev('I', 1, 'A', 20, 1), ev('D', 1, 'A', 99, 5)], { extractedAt: extractedAt(1) })
+    await h.load([ev('D', 1, 'A', 99, 6)], { extractedAt: extractedAt(2) })
+    await h.load([ev('D', 1, 'A', 99, 5), ev('U', 1, 'B', null, 7)], { extractedAt: extractedAt(3) })
+    expect(await states(h)).toEqual([
+      [1, 'A', 20, false],
+      [1, 'A', 20, false],
+      [1, 'B', null, true],
+    ])
+    const kept = await feed({ deletes: 'invalidate', partialUpdates: { columnsToUpdate: ['score'] } })
+    await kept.load([ev('I', 2, 'A', 20, 1), ev('D', 2, 'X', 99, 5)], { extractedAt: extractedAt(1) })
+    await kept.load([ev('D', 2, 'X', 99, 6)], { extractedAt: extractedAt(2) })
+    await kept.load([ev('D', 2, 'X', 99, 5), ev('I', 2, 'B', 30, 7)], { extractedAt: extractedAt(3) })
+    expect(await states(kept)).toEqual([
+      [2, 'A', 20, false],
+      [2, 'B', 30, true],
+    ])
+  })
+
   describe('a late partial event folds into the state at its own time, and the later versions of its key follow', () => {
     it('the late event between two captures: (A, 20) at 1, (B, NULL) at 5, then (NULL, 30) at 3 gives (A, 30) from 3 and (B, 30) from 5', async () => {
       const h = await feed({ partialUpdates: { ignoreNulls: { kind: 'all' } } })
