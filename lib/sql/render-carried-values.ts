@@ -7,7 +7,7 @@ export const HAS_CARRIED = '__dimsync_has_carried'
 export const carriedAs = (column: string) => `__dimsync_carried_${column}`
 /** Column of CARRIED: the version is an inferred member this batch completed in place (render-inferred-completion.ts). */
 const COMPLETED = '__dimsync_completed'
-/** Under `invalidate`: changed keys without a current version that have older versions (back after a delete). */
+/** Changed keys without a current version that have older versions (back after a delete). */
 const RETURNING = '__dimsync_carried_returning'
 
 /**
@@ -45,9 +45,9 @@ export function renderCarriedValues(m: MergeSql): void {
         `WHERE ${m.current('d')} AND ${m.p.layout.hasInferredFlag ? `(${changed} OR ${ofBatch})` : changed}`,
     ),
   )
-  if (m.p.table.deletes !== 'invalidate') return
   // A new key has no older version: only keys back after a delete make the values be read from history. Looked up
-  // (in the key columns of the whole dimension) only when the batch has changed keys without a current version.
+  // (in the key columns of the whole dimension) only when the batch has changed keys without a current version,
+  // whatever the policy now: a dimension merged under `invalidate` before a config edit holds closed keys too.
   const returning = m.tmp(RETURNING)
   m.emit(
     'carried values: changed keys without a current version',
@@ -68,8 +68,8 @@ export function renderCarriedValues(m: MergeSql): void {
  * SQL condition, reading only this batch's temporary tables: a carried value must be read from the history of a
  * key rather than from its current version before the batch. That is when the late path ran (versions slotted
  * into history), when the batch gave a key more than one version (the older ones are closed, outside the open
- * partition), or, under `deletes: invalidate`, when a changed key without a current version has older versions
- * (back after a delete; a new key has none), or the batch completed an inferred member. Undefined: never, for
+ * partition), when a changed key without a current version has older versions (back after a delete; a new key
+ * has none), or the batch completed an inferred member. Undefined: never, for
  * this table.
  */
 export function historyNeeded(m: MergeSql): string | undefined {
@@ -77,7 +77,7 @@ export function historyNeeded(m: MergeSql): string | undefined {
   const conditions = [
     ...(m.p.objects.captures === undefined ? [] : [`EXISTS (SELECT 1 FROM ${m.tmp(TEMP.lateKeys)})`]),
     ...(m.oneEventPerKey ? [] : [`EXISTS (SELECT 1 FROM ${changes} WHERE ${m.q(W.changeNo)} > 1)`]),
-    ...(m.p.table.deletes === 'invalidate' ? [`EXISTS (SELECT 1 FROM ${m.tmp(RETURNING)})`] : []),
+    `EXISTS (SELECT 1 FROM ${m.tmp(RETURNING)})`,
     // An inferred member completed in place took the batch's values without a new version.
     ...(m.p.layout.hasInferredFlag
       ? [`EXISTS (SELECT 1 FROM ${m.tmp(CARRIED)} WHERE ${m.q(COMPLETED)})`]

@@ -673,8 +673,8 @@ class MergeRenderer extends MergeSql {
   /**
    * Type 1 values of the batch's keys before the merge, read from their current versions (the open partition on
    * BigQuery): every version of a key holds the same type 1 values, so these are the values of all its versions.
-   * Under `invalidate` a late key may have no current version (a delete closed it): its values are read from its
-   * newest version, before the late path changes any.
+   * A late key may have no current version (a delete closed it under `invalidate`, now or under the policy the
+   * table had before a config edit): its values are read from its newest version, before the late path changes any.
    */
   #type1BeforeBatch(): void {
     const cols = [...this.keys, ...this.p.layout.type1.map((c) => c.name)]
@@ -686,8 +686,9 @@ class MergeRenderer extends MergeSql {
           `WHERE ${this.current('d')} AND EXISTS (SELECT 1 FROM ${this.stage} s WHERE ${this.keyEq('s', 'd')})`,
       ),
     )
-    if (this.p.table.deletes === 'invalidate') this.#type1ReturningKeys()
-    if (this.p.objects.captures === undefined || this.p.table.deletes !== 'invalidate') return
+    // Whatever the policy now: a dimension merged under `invalidate` before a config edit holds closed keys too.
+    this.#type1ReturningKeys()
+    if (this.p.objects.captures === undefined) return
     const before = this.tmp(TEMP.type1Before)
     this.guarded(`EXISTS (SELECT 1 FROM ${this.tmp(TEMP.lateKeys)})`, () =>
       this.emit(
@@ -835,8 +836,8 @@ class MergeRenderer extends MergeSql {
   }
 
   /**
-   * Under `invalidate`, the batch's keys without a current version that have older versions (a delete closed them):
-   * those versions may hold other type 1 values. Found before the batch inserts any version, and only when the
+   * The batch's keys without a current version that have older versions (a delete closed them under `invalidate`,
+   * now or before a config edit): those versions may hold other type 1 values. Found before the batch inserts any version, and only when the
    * batch has a key without a current version: a new key has none, and must not make the rewrite of every
    * version run (the look-up reads the key columns of the whole dimension, the rewrite every column).
    */
@@ -860,18 +861,16 @@ class MergeRenderer extends MergeSql {
   /**
    * SQL condition, reading only this batch's tables: some version of a key may hold type 1 values other than the
    * key's newest. That is when the newest values differ from those before the batch (or the key had no current
-   * version and may still have older versions: deletes close keys under `invalidate`), when a version this batch
+   * version and may still have older versions: deletes closed keys under `invalidate`), when a version this batch
    * inserted holds other values (several events of a key), or when the late path ran.
    */
   #type1MayDiffer(newest: string, type1: readonly string[]): string {
     const differ = (a: string, b: string) =>
       type1.map((c) => `${this.col(a, c)} IS DISTINCT FROM ${this.col(b, c)}`).join(' OR ')
-    const returning =
-      this.p.table.deletes === 'invalidate' ? [`EXISTS (SELECT 1 FROM ${this.tmp(TEMP.type1Returning)})`] : []
     const conditions = [
       `EXISTS (SELECT 1 FROM ${newest} l JOIN ${this.tmp(TEMP.type1Before)} b ON ${this.keyEq('b', 'l')}\n` +
         `  WHERE ${differ('b', 'l')})`,
-      ...returning,
+      `EXISTS (SELECT 1 FROM ${this.tmp(TEMP.type1Returning)})`,
       `EXISTS (SELECT 1 FROM ${this.tmp(TEMP.changes)} c JOIN ${newest} l ON ${this.keyEq('c', 'l')} WHERE ${differ('c', 'l')})`,
       ...(this.p.objects.captures === undefined ? [] : [`EXISTS (SELECT 1 FROM ${this.tmp(TEMP.lateKeys)})`]),
     ]

@@ -63,3 +63,42 @@ describe('a tracked set changed on a bitemporal table (real DuckDB)', () => {
     expect(await h.query(all)).toEqual(after)
   })
 })
+
+describe('deletes changed from invalidate in the config (real DuckDB)', () => {
+  // A key invalidate closed has no current version; under the new policy it comes back in a later batch. Its
+  // versions must still agree on type 1 values, and its type 0 column keep the key's first value.
+  it.each(['ignore', 'new_record'] as const)(
+    'to %s: a key invalidate closed comes back with its type 1 value on every version and its first type 0 value',
+    async (policy) => {
+      const table = tableSpec({
+        tracked: { kind: 'list', columns: ['city'] },
+        policies: { keepFirst: ['tier'], previousValue: [], currentValue: [] },
+        deletes: 'invalidate',
+        maxDeleteShare: 1,
+      })
+      const h = (harness = await ScdHarness.create(table, [...COLUMNS, { name: 'score', type: 'BIGINT' }]))
+      const row = (id: number, city: string, tier: string, score: number) => ({
+        customer_id: id,
+        city,
+        tier,
+        score,
+      })
+      await mergeAs(h, table, [row(1, 'Lyon', 'gold', 1), row(2, 'Oslo', 'gold', 1)], '2024-01-01T00:00:00Z')
+      await mergeAs(h, table, [row(2, 'Oslo', 'gold', 1)], '2024-02-01T00:00:00Z')
+      const edited = { ...table, deletes: policy }
+      await mergeAs(
+        h,
+        edited,
+        [row(1, 'Nice', 'silver', 2), row(2, 'Oslo', 'gold', 1)],
+        '2024-03-01T00:00:00Z',
+      )
+      const key1 = await h.query(
+        `SELECT city, tier, score, is_current FROM dim_customer WHERE customer_id = 1 ORDER BY valid_from`,
+      )
+      expect(key1).toEqual([
+        { city: 'Lyon', tier: 'gold', score: 2, is_current: false },
+        { city: 'Nice', tier: 'gold', score: 2, is_current: true },
+      ])
+    },
+  )
+})
