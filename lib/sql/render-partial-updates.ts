@@ -82,7 +82,7 @@ export function renderPartialUpdates(m: MergeSql): void {
       TEMP.folded,
       `${m.d.selectReplacing({
         alias: 's',
-        // The columns of the subquery below: the staged ones, the era, each fold and each raw value.
+        // The columns of the subquery below: the staged ones, the stale flag, the era, each fold and each raw value.
         columns: [
           ...partial.staged,
           ...(stale === undefined ? [] : [staleName]),
