@@ -8,6 +8,7 @@ import { mergeBatch, type MergeBatchResult } from '../../lib/use-cases/merge-bat
 import { BothWarehouses } from '../support/both-warehouses.ts'
 import { TestBatches, type Value } from '../support/staged-batches.ts'
 import { tableSpec } from '../support/table-spec-builder.ts'
+import { propertySeed } from '../support/property-seed.ts'
 
 /**
  * A batch that founds its dimension is merged by one INSERT (render-first-load.ts). It must give exactly what the
@@ -173,7 +174,7 @@ describe('a batch founding its dimension (real DuckDB)', () => {
         const live = rows.filter((r) => !v.softDeletes || r.deleted_at === null)
         expect(founding.versions).toHaveLength(live.length)
       }),
-      { numRuns: Number(process.env.DIMSYNC_PROPERTY_RUNS ?? 12), seed: 20261130 },
+      { numRuns: Number(process.env.DIMSYNC_PROPERTY_RUNS ?? 12), seed: propertySeed(20261130) },
     )
   }, 300_000)
 

@@ -17,6 +17,7 @@ import {
 } from '../../support/history-arbitraries.ts'
 import type { Value } from '../../support/staged-batches.ts'
 import { ScdHarness, type VersionRow } from '../../support/scd-harness.ts'
+import { propertySeed } from '../../support/property-seed.ts'
 
 const SYSTEM_TIME = { systemFrom: 'system_from', systemTo: 'system_to' }
 /** Merge n runs at system time 2030-01-01 + n minutes (business times are hours of 2024). */
@@ -147,7 +148,7 @@ async function checkBothAxes<E>(
   return lateMerges
 }
 
-const RUNS = { numRuns: Number(process.env.DIMSYNC_PROPERTY_RUNS ?? 10), seed: 20261130 }
+const RUNS = { numRuns: Number(process.env.DIMSYNC_PROPERTY_RUNS ?? 10), seed: propertySeed(20261130) }
 const PROPERTY =
   'each merge only adds rows and closes rows in system time; what is known now is the history of the events ' +
   'merged; what was known then stays readable'

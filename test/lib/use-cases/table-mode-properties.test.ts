@@ -5,6 +5,7 @@ import { actual, hourOf, iso } from '../../support/history-checks.ts'
 import type { ModelVersion } from '../../support/history-model.ts'
 import { ScdHarness, type VersionRow } from '../../support/scd-harness.ts'
 import { tableSpec } from '../../support/table-spec-builder.ts'
+import { propertySeed } from '../../support/property-seed.ts'
 
 /**
  * Table modes against the simplest models there are, on real DuckDB: a sequence of full snapshots (a few keys,
@@ -83,7 +84,7 @@ describe('table modes against their models (real DuckDB)', () => {
           await h.dispose()
         }
       }),
-      { numRuns: Number(process.env.DIMSYNC_PROPERTY_RUNS ?? 20), seed: 7 },
+      { numRuns: Number(process.env.DIMSYNC_PROPERTY_RUNS ?? 20), seed: propertySeed(7) },
     )
   }, 300_000)
 
@@ -118,7 +119,7 @@ describe('table modes against their models (real DuckDB)', () => {
           await h.dispose()
         }
       }),
-      { numRuns: Number(process.env.DIMSYNC_PROPERTY_RUNS ?? 20), seed: 7 },
+      { numRuns: Number(process.env.DIMSYNC_PROPERTY_RUNS ?? 20), seed: propertySeed(7) },
     )
   }, 300_000)
 })

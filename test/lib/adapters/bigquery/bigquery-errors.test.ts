@@ -4,6 +4,7 @@ import { jobFailure } from '../../../../lib/adapters/warehouse/bigquery-errors.t
 import { backoffDelayMs } from '../../../../lib/adapters/warehouse/bigquery-job-attempts.ts'
 import { checkFailureMarkers } from '../../../../lib/core/check-failure.ts'
 import { MassDeleteRefusedError, WarehouseError } from '../../../../lib/core/errors.ts'
+import { propertySeed } from '../../../support/property-seed.ts'
 
 const STATEMENTS = [{ label: 'insert new versions', sql: 'INSERT INTO t SELECT 1' }]
 /** What a merge script's handler raises: the step's label, then BigQuery's @@error.message. */
@@ -82,7 +83,7 @@ describe('backoffDelayMs', () => {
           expect(delay).toBeLessThanOrEqual(ceiling)
         },
       ),
-      { seed: 2, numRuns: 500 },
+      { seed: propertySeed(2), numRuns: 500 },
     )
   })
 })
