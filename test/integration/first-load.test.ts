@@ -164,7 +164,9 @@ describe('a batch founding its dimension (real DuckDB)', () => {
     await fc.assert(
       fc.asyncProperty(variantArb, rowsArb, async (v, rows) => {
         const { founding, general } = await bothPaths(v, rows)
-        if (v.policies) expect(founding.versions[0]).toHaveProperty('current_region')
+        // Every row soft deleted founds an empty dimension (the SELECT of readAll names the derived columns).
+        if (v.policies && founding.versions.length > 0)
+          expect(founding.versions[0]).toHaveProperty('current_region')
         expect(founding.labels).toContain(FOUNDING_LABEL)
         expect(general.labels).not.toContain(FOUNDING_LABEL)
         expect(founding.versions).toEqual(general.versions)
