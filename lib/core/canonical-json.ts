@@ -8,9 +8,10 @@
  *   first is kept, as BigQuery keeps it (PostgreSQL `jsonb` keeps the last);
  * - strings escape `"`, `\`, and control characters (`\b \f \n \r \t`, others `\u00XX`); everything else as is;
  * - whole numbers that fit a signed or unsigned 64-bit integer in decimal digits (`-0` is `0`); other numbers as
- *   BigQuery prints a double (`2.5`, `100.0`, `1e-05`, `1e+16`) when the double is the number exactly as written
- *   (`2.50`, `1e2`, `0.1`); a number no double or 64-bit integer holds as written (`0.10000000000000001`,
- *   `1e400`, 20-digit integers) keeps its text: BigQuery refuses it, and DuckDB keeps it exact.
+ *   BigQuery prints a double (`2.5`, `100.0`, `1e-05`, `1e+16`, `1e+20` for `100000000000000000000`) when the
+ *   double is the number exactly as written (`2.50`, `1e2`, `0.1`); a number no double or 64-bit integer holds as
+ *   written (`0.10000000000000001`, `1e400`, `18446744073709551616`) keeps its text: BigQuery refuses it, and
+ *   DuckDB keeps it exact.
  *
  * Text that is not one JSON document is returned unchanged (the staging cast to JSON reports it).
  */
@@ -222,7 +223,9 @@ const UINT64_MAX = 2n ** 64n - 1n
 function canonicalNumber(token: string): string {
   if (/^-?\d+$/.test(token)) {
     const whole = BigInt(token)
-    return whole >= INT64_MIN && whole <= UINT64_MAX ? whole.toString() : token
+    if (whole >= INT64_MIN && whole <= UINT64_MAX) return whole.toString()
+    // Past 64 bits a whole number is read as a double: kept only when its digits are the double's shortest
+    // (`-9223372036854776000`, `100000000000000000000` print as `-9.223372036854776e+18`, `1e+20`).
   }
   const double = Number(token)
   if (!Number.isFinite(double)) return token

@@ -26,6 +26,13 @@ describe('canonicalJson: the text BigQuery gives a JSON value', () => {
     ).toBe('[18446744073709551615,-9223372036854775808,5e-324,1.7976931348623157e+308]')
   })
 
+  it('prints a whole number past 64 bits as the double it is when its digits are the shortest of that double', () => {
+    // JavaScript's JSON.stringify of -(2 ** 63) and of 1e20; BigQuery reads them as doubles and prints them so.
+    expect(canonicalJson('[-9223372036854776000, 100000000000000000000, 18446744073709552000]')).toBe(
+      '[-9.223372036854776e+18,1e+20,1.8446744073709552e+19]',
+    )
+  })
+
   it('keeps the text of a number no double or 64-bit integer holds as written (BigQuery refuses it)', () => {
     expect(canonicalJson('[0.10000000000000001, 18446744073709551616, 1e400]')).toBe(
       '[0.10000000000000001,18446744073709551616,1e400]',
