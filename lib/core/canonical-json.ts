@@ -233,13 +233,49 @@ function canonicalNumber(token: string): string {
   // where BigQuery prints fractions in fixed notation, as JavaScript does.
   const magnitude = Math.abs(double)
   if (magnitude >= 1e-4 && magnitude < 1e15 && token.includes('.') && String(double) === token) return token
-  const shortest = decimalOf(double.toExponential())
+  const shortest = bigQueryDigits(double)
   const written = decimalOf(token)
   const same =
     shortest.digits === written.digits &&
     (shortest.digits === '' ||
       (shortest.exponent === written.exponent && shortest.negative === written.negative))
   return same ? doubleText(Object.is(double, -0) || double < 0, shortest) : token
+}
+
+/**
+ * The digits BigQuery prints for a double: the shortest that read back as it (JavaScript's), except where those
+ * lie exactly halfway to a neighbouring double (which reads back as this one only by rounding the tie to even).
+ * ZetaSQL's writer (Grisu2) keeps strictly inside the double's interval, so there it prints the nearest of the
+ * next length that does: 21817874710200752 is `2.1817874710200752e+16` on BigQuery, `21817874710200750` in
+ * JavaScript. Halfway points have few digits only where the doubles are whole numbers (at 2^53 and above).
+ */
+function bigQueryDigits(double: number): Decimal {
+  const shortest = decimalOf(double.toExponential())
+  if (Math.abs(double) < 2 ** 53 || !isHalfway(double, shortest)) return shortest
+  for (let precision = shortest.digits.length + 1; precision <= 17; precision++) {
+    const candidate = decimalOf(Math.abs(double).toExponential(precision - 1))
+    if (
+      Number(`${candidate.digits[0]}.${candidate.digits.slice(1)}e${candidate.exponent}`) !== Math.abs(double)
+    )
+      continue
+    if (!isHalfway(double, candidate)) return { ...candidate, negative: double < 0 }
+  }
+  return shortest
+}
+
+/** Whether a decimal is exactly halfway between a whole double (2^53 or more) and one of its neighbours. */
+function isHalfway(double: number, decimal: Decimal): boolean {
+  const scale = decimal.exponent - (decimal.digits.length - 1)
+  if (scale < 0) return false
+  const value = BigInt(decimal.digits) * 10n ** BigInt(scale)
+  const bits = new DataView(new Float64Array([Math.abs(double)]).buffer).getBigUint64(0, true)
+  const mantissa = (bits & ((1n << 52n) - 1n)) | (1n << 52n)
+  const exponent = (bits >> 52n) - 1075n
+  // Above: (2m + 1) * 2^(e-1); below: (2m - 1) * 2^(e-1), or (4m - 1) * 2^(e-2) at a power of two.
+  const above = (2n * mantissa + 1n) << (exponent - 1n)
+  const below =
+    mantissa === 1n << 52n ? (4n * mantissa - 1n) << (exponent - 2n) : (2n * mantissa - 1n) << (exponent - 1n)
+  return value === above || value === below
 }
 
 /** A decimal number as its significant digits (no leading or trailing zeros) and the power of ten of the first. */

@@ -33,6 +33,14 @@ describe('canonicalJson: the text BigQuery gives a JSON value', () => {
     )
   })
 
+  it('prints the 17 digits BigQuery prints where the shortest digits lie halfway to the next double', () => {
+    // 21817874710200752 is a double; JavaScript prints it 21817874710200750, which reads back as it only by
+    // rounding a tie to even. BigQuery's writer keeps strictly inside the double's interval.
+    expect(
+      canonicalJson('[21817874710200752.000, 2.1817874710200752e16, -31042952451206888.0, 2.5e16]'),
+    ).toBe('[2.1817874710200752e+16,2.1817874710200752e+16,-3.1042952451206888e+16,2.5e+16]')
+  })
+
   it('keeps the text of a number no double or 64-bit integer holds as written (BigQuery refuses it)', () => {
     expect(canonicalJson('[0.10000000000000001, 18446744073709551616, 1e400]')).toBe(
       '[0.10000000000000001,18446744073709551616,1e400]',
