@@ -14,9 +14,14 @@
  * | instant   | `YYYY-MM-DD HH:MM:SS.ffffff` in UTC                 | `2024-03-10 14:30:00.120000`  |
  * | datetime  | `YYYY-MM-DD HH:MM:SS.ffffff` (no zone)              | `2024-03-10 14:30:00.000000`  |
  * | decimal   | fixed point with exactly `scale` digits             | `1.50` for DECIMAL(10,2)      |
- * | float     | C `%.17g` (round-trips every double)                | `0.10000000000000001`         |
+ * | float     | C `%.17g` (round-trips every double); `0` for -0 too | `0.10000000000000001`         |
  * | bytes     | lowercase hex                                       | `00ff`                        |
  * | other     | DuckDB's CAST to VARCHAR (DuckDB only; BigQuery refuses these types) |              |
+ *
+ * Both zeros of a float read `0`: DuckDB keeps no sign of zero apart from the other (its Parquet writer's
+ * dictionary and its storage's compression store every zero of a column chunk as the first one written,
+ * duckdb/duckdb#25781), so the zero a row is staged with depends on the rows beside it, and a hash that told them
+ * apart opened versions for rows the source never changed.
  */
 export type TypeFamily =
   | {

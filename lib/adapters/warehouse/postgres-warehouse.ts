@@ -224,7 +224,10 @@ export class PostgresWarehouse extends SessionBatchMethods implements SessionWar
       definitions.push(...floatTexts.map((f) => `${d.quoteIdentifier(f.name)} TEXT`))
       const select = [
         ...columns.map((c) => `${csvText(c)} AS ${duckDbDialect.quoteIdentifier(c.name)}`),
-        ...floatTexts.map((f) => `${csvText(f.column)} AS ${duckDbDialect.quoteIdentifier(f.name)}`),
+        ...floatTexts.map(
+          (f) =>
+            `${duckDbDialect.canonicalText(duckDbDialect.quoteIdentifier(f.column.name), f.column.type)} AS ${duckDbDialect.quoteIdentifier(f.name)}`,
+        ),
       ].join(', ')
       await engine.connection.run(
         `COPY (SELECT ${select} FROM ${parts}) TO ${duckDbDialect.stringLiteral(csv)} (FORMAT csv, HEADER false, FORCE_QUOTE *)`,

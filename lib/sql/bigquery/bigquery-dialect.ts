@@ -113,8 +113,9 @@ class BigQueryDialect extends SqlDialectBase {
         return `FORMAT_TIME('%H:%M:%E6S', ${expression})`
       case 'decimal':
         return `FORMAT('%.${family.scale}f', ${expression})`
+      // Both zeros are 0, as on DuckDB (lib/core/staged-types.ts).
       case 'float':
-        return `FORMAT('%.17g', ${expression})`
+        return `FORMAT('%.17g', IF(${expression} = 0, 0.0, ${expression}))`
       case 'bytes':
         return `TO_HEX(${expression})`
       default:

@@ -75,8 +75,9 @@ class DuckDbDialect extends SqlDialectBase {
         return `strftime(CAST(${expression} AS TIMESTAMP), ${TIMESTAMP_FORMAT})`
       case 'time':
         return `strftime(DATE '2000-01-01' + ${expression}, '%H:%M:%S.%f')`
+      // Both zeros are 0: DuckDB keeps no sign of zero apart from the other (lib/core/staged-types.ts).
       case 'float':
-        return `printf('%.17g', CAST(${expression} AS DOUBLE))`
+        return `CASE WHEN ${expression} = 0 THEN '0' ELSE printf('%.17g', CAST(${expression} AS DOUBLE)) END`
       case 'bytes':
         return `lower(hex(${expression}))`
       // string, integer, bool, date: DuckDB's cast is the canonical text; decimal keeps its scale in DuckDB.

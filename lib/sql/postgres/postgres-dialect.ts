@@ -64,7 +64,7 @@ BEGIN
   IF x = 'NaN'::double precision THEN result := 'nan';
   ELSIF x = 'Infinity'::double precision THEN result := 'inf';
   ELSIF x = '-Infinity'::double precision THEN result := '-inf';
-  ELSIF x = 0 THEN result := CASE WHEN substr(float8send(x), 1, 1) = '\\x80'::bytea THEN '-0' ELSE '0' END;
+  ELSIF x = 0 THEN result := '0';
   ELSIF x = trunc(x) AND abs(x) < 1e17 THEN result := x::bigint::text;
   ELSE
     bits := ('x' || encode(float8send(x), 'hex'))::bit(64)::bigint;
