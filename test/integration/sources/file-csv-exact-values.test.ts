@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { BatchRejectedError, SourceError } from '../../../lib/core/errors.ts'
 import { runTable } from '../../../lib/use-cases/run-table.ts'
 import { customersYaml, makeEmbeddedProject, type EmbeddedProject } from '../../support/embedded-project.ts'
+import { exactNumber } from '../../support/exact-number.ts'
 
 /*
  * "Exactly or not at all" (docs/sources.md, CSV column types), as a property: a CSV column of random values, one
@@ -94,20 +95,6 @@ const columnArb = (kind: Kind, strays: number) =>
 const scenarioArb = fc
   .tuple(fc.constantFrom(...KINDS), fc.constantFrom(...KINDS), fc.boolean())
   .chain(([first, other, same]) => fc.tuple(columnArb(first, 1), columnArb(same ? first : other, 4)))
-
-/** A number's exact value as sign, significant digits and the power of ten of the last; undefined if not one. */
-function exactNumber(text: string): string | undefined {
-  const m = /^([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$/.exec(text.trim())
-  if (m === null || `${m[2]}${m[3] ?? ''}` === '') return undefined
-  let digits = `${m[2]}${m[3] ?? ''}`.replace(/^0+/, '')
-  let exponent = Number(m[4] ?? 0) - (m[3] ?? '').length
-  if (digits === '') return '0'
-  while (digits.endsWith('0')) {
-    digits = digits.slice(0, -1)
-    exponent++
-  }
-  return `${m[1] === '-' ? '-' : ''}${digits}e${exponent}`
-}
 
 /** The formats a stored DATE's text can be read from, each with the cell it would print. */
 const DATE_FORMATS: Record<string, (y: string, m: string, d: string) => string> = {

@@ -37,7 +37,13 @@ export class ExtractHarness {
   async extract(
     source: Source,
     table: TableSpec,
-    options: { watermark?: Watermark; orderBy?: string; onProgress?: (rows: number) => void } = {},
+    options: {
+      watermark?: Watermark
+      orderBy?: string
+      onProgress?: (rows: number) => void
+      /** The select list read back (default `*`), for values compared as DuckDB's text of them. */
+      select?: string
+    } = {},
   ): Promise<StagedExtract> {
     const batchId = `b${String(++this.#n).padStart(4, '0')}`
     const writer = await this.staging.beginBatch(table.name, batchId)
@@ -77,7 +83,7 @@ export class ExtractHarness {
       const types = Object.fromEntries(described.map((r) => [String(r.column_name), String(r.column_type)]))
       const order = options.orderBy ?? table.key.map((k) => `"${k}"`).join(', ')
       const rows = (
-        await connection.runAndReadAll(`SELECT * FROM read_parquet(${files}) ORDER BY ${order}`)
+        await connection.runAndReadAll(`SELECT ${options.select ?? '*'} FROM read_parquet(${files}) ORDER BY ${order}`)
       ).getRowObjectsJson() as Record<string, unknown>[]
       return { result, rows, types, parts: batch.partPaths.length }
     } finally {
