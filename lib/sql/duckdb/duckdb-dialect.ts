@@ -65,6 +65,10 @@ class DuckDbDialect extends SqlDialectBase {
   /** Canonical text per type family (see lib/core/staged-types.ts); the session zone is UTC (DuckDbWarehouse). */
   canonicalText(expression: string, columnType?: string): string {
     if (columnType === undefined) return this.castToString(expression)
+    const list = columnType.trim()
+    // Each zero of a list of floats reads 0 too (abs keeps the element's type, so its other values keep their text).
+    if (list.endsWith('[]') && typeFamily(list.slice(0, -2)).kind === 'float')
+      return `CAST(list_transform(${expression}, lambda v: CASE WHEN v = 0 THEN abs(v) ELSE v END) AS VARCHAR)`
     const family = typeFamily(columnType)
     switch (family.kind) {
       // The wall time in UTC, as CAST(… AS TIMESTAMP) gives it in the pinned session zone, without that cast's ICU

@@ -22,8 +22,8 @@ function oldCanonicalText(expression: string, columnType?: string): string {
       return `strftime(CAST(${expression} AS TIMESTAMP), ${OLD_TIMESTAMP_FORMAT})`
     case 'time':
       return `strftime(DATE '2000-01-01' + ${expression}, '%H:%M:%S.%f')`
-    // The one text changed on purpose (2026-12-07): -0 reads 0, as 0 does (staged-types.ts says why; an upgrade
-    // opens one version per key last staged with a -0, once).
+    // The one text changed on purpose (2026-12-07): -0 reads 0, as 0 does, in a float column and inside a list of
+    // floats (staged-types.ts says why; an upgrade opens one version per key last staged with a -0, once).
     case 'float':
       return `CASE WHEN ${expression} = 0 THEN '0' ELSE printf('%.17g', CAST(${expression} AS DOUBLE)) END`
     case 'bytes':
