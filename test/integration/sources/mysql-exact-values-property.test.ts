@@ -1,58 +1,50 @@
 import fc from 'fast-check'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, it } from 'vitest'
 
 import { MysqlSource } from '../../../lib/adapters/source/mysql-source.ts'
 import { canonicalJson } from '../../../lib/core/canonical-json.ts'
-import { SourceError } from '../../../lib/core/errors.ts'
-import { exactNumber } from '../../support/exact-number.ts'
 import { tableSpec } from '../../support/table-spec-builder.ts'
 import { ExtractHarness } from './support/extract-harness.ts'
 import { MYSQL_URL, MysqlScratch, mysqlReachable } from './support/db-services.ts'
+import {
+  expectStagedAsHeld,
+  nullable,
+  sameDigits,
+  sameDouble,
+  sameReal,
+  stagedSelect,
+  type ExactColumn,
+} from './support/exact-values.ts'
 
 const available = await mysqlReachable()
 
-/**
+/*
  * What the source said is what is staged, as a property (the MariaDB/MySQL twin of
  * postgres-exact-values-property.test.ts): random rows of a table of many types are extracted into Parquet, and
  * each value read from the server (doubles and floats exactly, over the binary protocol) must mean what DuckDB reads
  * from the staged part: the same double, digits, microsecond, bytes and text, the same JSON document as its
  * canonical text; or the extract is refused naming the column.
  */
-interface Column {
-  readonly name: string
-  readonly type: string
-  readonly values: fc.Arbitrary<string | null>
-  /** The server's value of the column (read over the binary protocol), and DuckDB's text of the staged one. */
-  readonly server: (c: string) => string
-  readonly duck: (c: string) => string
-  readonly same: (server: unknown, duck: string) => boolean
-}
-
-const nullable = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { freq: 8, nil: null })
 const text = (c: string) => `CAST(${c} AS VARCHAR)`
 const asIs = (c: string) => c
-/** The same float, its two zeros one value (docs/limits.md). */
-const sameFloat = (a: number, b: number) => a === b || (Number.isNaN(a) && Number.isNaN(b))
-const sameDigits = (server: unknown, duck: string) =>
-  exactNumber(String(server)) !== undefined && exactNumber(String(server)) === exactNumber(duck)
 const instantArb = fc.bigInt({ min: 0n, max: 2n ** 31n * 1_000_000n - 1n })
 
-const COLUMNS: readonly Column[] = [
+const COLUMNS: readonly ExactColumn[] = [
   {
     name: 'f8',
     type: 'DOUBLE',
     values: nullable(fc.double({ noNaN: true, noDefaultInfinity: true }).map((x) => x.toExponential())),
-    server: asIs,
-    duck: text,
-    same: (server, duck) => sameFloat(Number(server), Number(duck)),
+    held: asIs,
+    staged: text,
+    same: sameDouble,
   },
   {
     name: 'f4',
     type: 'FLOAT',
     values: nullable(fc.float({ noNaN: true, noDefaultInfinity: true }).map((x) => x.toExponential())),
-    server: asIs,
-    duck: text,
-    same: (server, duck) => sameFloat(Math.fround(Number(server)), Math.fround(Number(duck))),
+    held: asIs,
+    staged: text,
+    same: sameReal,
   },
   {
     name: 'n',
@@ -62,56 +54,52 @@ const COLUMNS: readonly Column[] = [
         .tuple(fc.bigInt({ min: -(10n ** 24n) + 1n, max: 10n ** 24n - 1n }), fc.integer({ min: 0, max: 6 }))
         .map(([units, scale]) => (scale === 0 ? String(units) : `${units}e-${scale}`)),
     ),
-    server: (c) => `CAST(${c} AS CHAR)`,
-    duck: text,
+    held: (c) => `CAST(${c} AS CHAR)`,
+    staged: text,
     same: sameDigits,
   },
   {
     name: 'u8',
     type: 'BIGINT UNSIGNED',
     values: nullable(fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }).map(String)),
-    server: (c) => `CAST(${c} AS CHAR)`,
-    duck: text,
+    held: (c) => `CAST(${c} AS CHAR)`,
+    staged: text,
     same: sameDigits,
   },
   {
     name: 't',
     type: 'VARCHAR(40) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin',
     values: nullable(fc.string({ unit: 'grapheme', maxLength: 12 })),
-    server: asIs,
-    duck: text,
-    same: (server, duck) => server === duck,
+    held: asIs,
+    staged: text,
   },
   {
     name: 'b',
     type: 'VARBINARY(40)',
     values: nullable(fc.uint8Array({ maxLength: 12 }).map((a) => Buffer.from(a).toString('hex'))),
-    server: (c) => `LOWER(HEX(${c}))`,
-    duck: (c) => `lower(hex(${c}))`,
-    same: (server, duck) => server === duck,
+    held: (c) => `LOWER(HEX(${c}))`,
+    staged: (c) => `lower(hex(${c}))`,
   },
   {
     name: 'd',
     type: 'DATE',
     values: nullable(fc.integer({ min: 0, max: 2_900_000 }).map(String)),
-    server: (c) => `DATE_FORMAT(${c}, '%Y-%m-%d')`,
-    duck: (c) => `strftime(${c}, '%Y-%m-%d')`,
-    same: (server, duck) => server === duck,
+    held: (c) => `DATE_FORMAT(${c}, '%Y-%m-%d')`,
+    staged: (c) => `strftime(${c}, '%Y-%m-%d')`,
   },
   {
     name: 'dt',
     type: 'DATETIME(6)',
     values: nullable(fc.bigInt({ min: 0n, max: 253_402_300_799_999_999n }).map(String)),
-    server: (c) => `DATE_FORMAT(${c}, '%Y-%m-%d %H:%i:%s.%f')`,
-    duck: (c) => `strftime(${c}, '%Y-%m-%d %H:%M:%S.%f')`,
-    same: (server, duck) => server === duck,
+    held: (c) => `DATE_FORMAT(${c}, '%Y-%m-%d %H:%i:%s.%f')`,
+    staged: (c) => `strftime(${c}, '%Y-%m-%d %H:%M:%S.%f')`,
   },
   {
     name: 'ts',
     type: 'TIMESTAMP(6) NULL',
     values: nullable(instantArb.map(String)),
-    server: (c) => `CAST(UNIX_TIMESTAMP(${c}) AS CHAR)`,
-    duck: (c) => `CAST(epoch_us(${c}) AS VARCHAR) || 'e-6'`,
+    held: (c) => `CAST(UNIX_TIMESTAMP(${c}) AS CHAR)`,
+    staged: (c) => `CAST(epoch_us(${c}) AS VARCHAR) || 'e-6'`,
     same: sameDigits,
   },
   {
@@ -119,14 +107,14 @@ const COLUMNS: readonly Column[] = [
     type: 'JSON',
     values: nullable(fc.jsonValue({ maxDepth: 2 }).map((v) => JSON.stringify(v))),
     // As text: the client would parse a JSON column into a JavaScript value.
-    server: (c) => `CAST(${c} AS CHAR)`,
-    duck: text,
-    same: (server, duck) => canonicalJson(String(server)) === duck,
+    held: (c) => `CAST(${c} AS CHAR)`,
+    staged: text,
+    same: (held, staged) => canonicalJson(String(held)) === staged,
   },
 ]
 
 /** How a generated value is written: days from year 1 and microseconds from year 1 or from 1970 become times. */
-function literal(column: Column, value: string): string {
+function literal(column: ExactColumn, value: string): string {
   switch (column.name) {
     case 'd':
       return `DATE_ADD(DATE '0001-01-01', INTERVAL ${value} DAY)`
@@ -187,31 +175,12 @@ describe.skipIf(!available)(
             }
             // The binary protocol (a prepared statement) gives doubles and floats as the server holds them.
             const [held] = (await db.connection.execute(
-              `SELECT id, ${COLUMNS.map((c) => `${c.server(c.name)} AS ${c.name}`).join(', ')} FROM values_of_every_type ORDER BY id`,
+              `SELECT id, ${COLUMNS.map((c) => `${c.held(c.name)} AS ${c.name}`).join(', ')} FROM values_of_every_type ORDER BY id`,
             )) as unknown as [Record<string, unknown>[]]
             const staged = await harness
-              .extract(source, table, {
-                select: `id, ${COLUMNS.map((c) => `${c.duck(`"${c.name}"`)} AS "${c.name}"`).join(', ')}`,
-              })
+              .extract(source, table, { select: stagedSelect(COLUMNS) })
               .catch((e: unknown) => e)
-            if (staged instanceof Error) {
-              expect(staged).toBeInstanceOf(SourceError)
-              expect(
-                COLUMNS.some((c) => staged.message.includes(c.name)),
-                staged.message,
-              ).toBe(true)
-              return
-            }
-            const { rows: back } = staged as { rows: Record<string, unknown>[] }
-            expect(back.map((r) => Number(r.id))).toEqual(held.map((r) => Number(r.id)))
-            for (const [i, row] of held.entries()) {
-              for (const c of COLUMNS) {
-                const [server, duck] = [row[c.name] ?? null, (back[i]![c.name] as string | null) ?? null]
-                const where = `row ${String(row.id)}, column ${c.name} (${c.type}): server ${String(server)}, staged ${duck}`
-                if (server === null || duck === null) expect(duck, where).toBe(server)
-                else expect(c.same(server, duck), where).toBe(true)
-              }
-            }
+            expectStagedAsHeld(COLUMNS, held, staged)
           },
         ),
         { numRuns: Number(process.env.DIMSYNC_PROPERTY_RUNS ?? 15) },

@@ -3,49 +3,27 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import { PostgresSource } from '../../../lib/adapters/source/postgres-source.ts'
 import { canonicalJson } from '../../../lib/core/canonical-json.ts'
-import { SourceError } from '../../../lib/core/errors.ts'
-import { exactNumber } from '../../support/exact-number.ts'
 import { tableSpec } from '../../support/table-spec-builder.ts'
 import { ExtractHarness } from './support/extract-harness.ts'
 import { PG_URL, PgScratch, postgresReachable } from './support/db-services.ts'
+import {
+  expectStagedAsHeld,
+  nullable,
+  sameDigits,
+  sameDouble,
+  sameReal,
+  stagedSelect,
+  type ExactColumn,
+} from './support/exact-values.ts'
 
 const available = await postgresReachable()
 
-/**
+/*
  * What the source said is what is staged, as a property: random rows of a PostgreSQL table of many types are
  * extracted into Parquet, and each value's text (as PostgreSQL prints it, and as DuckDB prints the staged one) must
  * mean the same: the same digits, the same day, the same microsecond, the same bytes, the same JSON document (as
  * its canonical text) — or the extract is refused naming the column.
  */
-interface Column {
-  readonly name: string
-  readonly type: string
-  readonly values: fc.Arbitrary<string | null>
-  /** PostgreSQL's text of the column, and DuckDB's text of the staged one, before `same` compares them. */
-  readonly pg: (c: string) => string
-  readonly duck: (c: string) => string
-  readonly same?: (pg: string, duck: string) => boolean
-}
-
-/**
- * A double's (or a real's) value from its text: JavaScript reads NaN, Infinity and -0 as PostgreSQL and DuckDB
- * print them. Two printers may spell one double differently (where its shortest digits lie halfway to the next
- * double, PostgreSQL prints 17 digits and DuckDB the shortest), so values are compared, not texts.
- */
-function floatValue(text: string, round: (x: number) => number): number {
-  const t = text.trim().toLowerCase()
-  if (t === 'nan') return NaN
-  if (/^[+-]?inf(inity)?$/.test(t)) return t.startsWith('-') ? -Infinity : Infinity
-  return round(Number(t))
-}
-/** The same float, its two zeros one value (docs/limits.md: DuckDB keeps no sign of zero apart from the other). */
-const sameFloat = (a: number, b: number) => a === b || (Number.isNaN(a) && Number.isNaN(b))
-const sameDouble = (pg: string, duck: string) => sameFloat(floatValue(pg, Number), floatValue(duck, Number))
-const sameReal = (pg: string, duck: string) =>
-  sameFloat(floatValue(pg, Math.fround), floatValue(duck, Math.fround))
-const sameNumber = (pg: string, duck: string) =>
-  exactNumber(pg) !== undefined && exactNumber(pg) === exactNumber(duck)
-const nullable = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { freq: 8, nil: null })
 const text = (c: string) => `CAST(${c} AS VARCHAR)`
 const pgText = (c: string) => `${c}::text`
 const specialFloats = fc.constantFrom('NaN', 'Infinity', '-Infinity', '-0')
@@ -61,23 +39,23 @@ const duckMicros = (c: string) =>
 const dayArb = fc.integer({ min: -2_400_000, max: 2_900_000 })
 const instantArb = fc.bigInt({ min: -(2n ** 56n), max: 2n ** 56n })
 
-const COLUMNS: readonly Column[] = [
+const COLUMNS: readonly ExactColumn[] = [
   {
     name: 'f8',
     type: 'float8',
     values: nullable(
       fc.oneof(fc.double({ noNaN: true, noDefaultInfinity: true }).map(String), specialFloats),
     ),
-    pg: pgText,
-    duck: text,
+    held: pgText,
+    staged: text,
     same: sameDouble,
   },
   {
     name: 'f4',
     type: 'float4',
     values: nullable(fc.oneof(fc.float({ noNaN: true, noDefaultInfinity: true }).map(String), specialFloats)),
-    pg: pgText,
-    duck: text,
+    held: pgText,
+    staged: text,
     same: sameReal,
   },
   {
@@ -88,9 +66,9 @@ const COLUMNS: readonly Column[] = [
         .tuple(fc.bigInt({ min: -(10n ** 24n) + 1n, max: 10n ** 24n - 1n }), fc.integer({ min: 0, max: 9 }))
         .map(([units, scale]) => (scale === 0 ? String(units) : `${units}e-${scale}`)),
     ),
-    pg: pgText,
-    duck: text,
-    same: sameNumber,
+    held: pgText,
+    staged: text,
+    same: sameDigits,
   },
   {
     name: 'nf',
@@ -103,22 +81,22 @@ const COLUMNS: readonly Column[] = [
         fc.constant('NaN'),
       ),
     ),
-    pg: pgText,
-    duck: text,
+    held: pgText,
+    staged: text,
   },
   {
     name: 't',
     type: 'text',
     values: nullable(fc.string({ unit: 'grapheme', maxLength: 12 }).map((s) => s.replaceAll('\0', ''))),
-    pg: pgText,
-    duck: text,
+    held: pgText,
+    staged: text,
   },
   {
     name: 'b',
     type: 'bytea',
     values: nullable(fc.uint8Array({ maxLength: 12 }).map((a) => `\\x${Buffer.from(a).toString('hex')}`)),
-    pg: (c) => `encode(${c}, 'hex')`,
-    duck: (c) => `lower(hex(${c}))`,
+    held: (c) => `encode(${c}, 'hex')`,
+    staged: (c) => `lower(hex(${c}))`,
   },
   {
     name: 'd',
@@ -129,15 +107,15 @@ const COLUMNS: readonly Column[] = [
         { weight: 1, arbitrary: fc.constantFrom('infinity', '-infinity') },
       ),
     ),
-    pg: pgDays,
-    duck: duckDays,
+    held: pgDays,
+    staged: duckDays,
   },
   {
     name: 'ts',
     type: 'timestamp(6)',
     values: nullable(instantArb.map(String)),
-    pg: pgMicros,
-    duck: duckMicros,
+    held: pgMicros,
+    staged: duckMicros,
   },
   {
     name: 'tz',
@@ -148,28 +126,28 @@ const COLUMNS: readonly Column[] = [
         { weight: 1, arbitrary: fc.constantFrom('infinity', '-infinity') },
       ),
     ),
-    pg: pgMicros,
-    duck: duckMicros,
+    held: pgMicros,
+    staged: duckMicros,
   },
   {
     name: 'j',
     type: 'jsonb',
     values: nullable(fc.jsonValue({ maxDepth: 2 }).map((v) => JSON.stringify(v))),
-    pg: pgText,
-    duck: text,
-    same: (pg, duck) => canonicalJson(pg) === duck,
+    held: pgText,
+    staged: text,
+    same: (pg, duck) => canonicalJson(String(pg)) === duck,
   },
   {
     name: 'u',
     type: 'uuid',
     values: nullable(fc.uuid()),
-    pg: pgText,
-    duck: text,
+    held: pgText,
+    staged: text,
   },
 ]
 
 /** How a generated value is written into its column: days and microseconds from 2000-01-01 become a date and an instant. */
-function literal(column: Column, value: string): string {
+function literal(column: ExactColumn, value: string): string {
   const v = `'${value.replaceAll("'", "''")}'`
   if (value.endsWith('infinity')) return `${v}::${column.type}`
   if (column.type === 'date') return `(DATE '2000-01-01' + ${value})`
@@ -224,33 +202,13 @@ describe.skipIf(!available)(
           }
           const held = (
             await db.sql(
-              `SELECT id, ${COLUMNS.map((c) => `${c.pg(c.name)} AS ${c.name}`).join(', ')} FROM ${target} ORDER BY id`,
+              `SELECT id, ${COLUMNS.map((c) => `${c.held(c.name)} AS ${c.name}`).join(', ')} FROM ${target} ORDER BY id`,
             )
-          ).rows as Record<string, string | null>[]
+          ).rows as Record<string, unknown>[]
           const staged = await harness
-            .extract(source, table, {
-              select: `id, ${COLUMNS.map((c) => `${c.duck(`"${c.name}"`)} AS "${c.name}"`).join(', ')}`,
-            })
+            .extract(source, table, { select: stagedSelect(COLUMNS) })
             .catch((e: unknown) => e)
-          if (staged instanceof Error) {
-            refused++
-            expect(staged).toBeInstanceOf(SourceError)
-            expect(
-              COLUMNS.some((c) => staged.message.includes(c.name)),
-              staged.message,
-            ).toBe(true)
-            return
-          }
-          const { rows: back } = staged as { rows: Record<string, unknown>[] }
-          expect(back.map((r) => Number(r.id))).toEqual(held.map((r) => Number(r.id)))
-          for (const [i, row] of held.entries()) {
-            for (const c of COLUMNS) {
-              const [pg, duck] = [row[c.name] ?? null, (back[i]![c.name] as string | null) ?? null]
-              const where = `row ${row.id}, column ${c.name} (${c.type}): PostgreSQL ${pg}, staged ${duck}`
-              if (pg === null || duck === null) expect(duck, where).toBe(pg)
-              else expect((c.same ?? ((a, b) => a === b))(pg, duck), where).toBe(true)
-            }
-          }
+          if (expectStagedAsHeld(COLUMNS, held, staged) === 'refused') refused++
         }),
         { numRuns: Number(process.env.DIMSYNC_PROPERTY_RUNS ?? 15) },
       )
