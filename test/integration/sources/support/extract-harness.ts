@@ -83,7 +83,9 @@ export class ExtractHarness {
       const types = Object.fromEntries(described.map((r) => [String(r.column_name), String(r.column_type)]))
       const order = options.orderBy ?? table.key.map((k) => `"${k}"`).join(', ')
       const rows = (
-        await connection.runAndReadAll(`SELECT ${options.select ?? '*'} FROM read_parquet(${files}) ORDER BY ${order}`)
+        await connection.runAndReadAll(
+          `SELECT ${options.select ?? '*'} FROM read_parquet(${files}) ORDER BY ${order}`,
+        )
       ).getRowObjectsJson() as Record<string, unknown>[]
       return { result, rows, types, parts: batch.partPaths.length }
     } finally {
