@@ -120,6 +120,12 @@ interface SourceFile extends ListedFile {
 
 /** Row group size of the staged parts (DuckDB's default; a good unit for BigQuery and DuckDB loads alike). */
 const ROW_GROUP_SIZE = 122_880
+/**
+ * Types whose values DuckDB's Parquet writer merges in its dictionary because it compares them equal (INTERVAL
+ * '1 month' and '30 days', TIMETZ '12:00+01' and '11:00+00'): every row would be staged with whichever came first.
+ * Parts with such a column are written without a dictionary.
+ */
+const MERGED_BY_DICTIONARY = /\bINTERVAL\b|\bTIMETZ\b|TIME WITH TIME ZONE/i
 /** DuckDB's read buffer: it must hold the longest row twice. */
 const CSV_BUFFER_BYTES = Math.max(16 << 20, MAX_RECORD_BYTES * 2)
 /** Characters of a value shown in a message. */
@@ -346,7 +352,8 @@ export class FileSource implements Source {
         await connection.run(
           `COPY (${select}) TO ${sqlString(outDir)} (FORMAT parquet, COMPRESSION zstd, ` +
             `ROW_GROUP_SIZE ${ROW_GROUP_SIZE}, FILE_SIZE_BYTES ${this.#partFileSizeBytes}, FILENAME_PATTERN 'data_{i}', ` +
-            `PARQUET_VERSION ${this.#parquetVersion})`,
+            `PARQUET_VERSION ${this.#parquetVersion}` +
+            `${described.some((c) => MERGED_BY_DICTIONARY.test(c.type)) ? ', DICTIONARY_SIZE_LIMIT 0' : ''})`,
         )
       } catch (error) {
         throw (
