@@ -8,7 +8,9 @@ import { ExtractHarness } from './support/extract-harness.ts'
 import { MYSQL_URL, MysqlScratch, mysqlReachable } from './support/db-services.ts'
 import {
   expectStagedAsHeld,
+  insertRows,
   nullable,
+  rowsOf,
   sameDigits,
   sameDouble,
   sameReal,
@@ -156,33 +158,18 @@ describe.skipIf(!available)(
         source: { type: 'mysql', urlEnv: 'DB_URL', table: `${db.database}.values_of_every_type` },
       })
       await fc.assert(
-        fc.asyncProperty(
-          fc.array(fc.tuple(...COLUMNS.map((c) => c.values)), { minLength: 1, maxLength: 8 }),
-          async (rows) => {
-            await db.sql('DELETE FROM values_of_every_type')
-            // A value the server itself refuses (out of its type's range) is left out of the row: NULL.
-            for (const [i, row] of rows.entries()) {
-              await db.sql(`INSERT INTO values_of_every_type (id) VALUES (${i + 1})`)
-              for (const [j, value] of row.entries()) {
-                if (value === null) continue
-                const column = COLUMNS[j]!
-                await db
-                  .sql(
-                    `UPDATE values_of_every_type SET ${column.name} = ${literal(column, value)} WHERE id = ${i + 1}`,
-                  )
-                  .catch(() => undefined)
-              }
-            }
-            // The binary protocol (a prepared statement) gives doubles and floats as the server holds them.
-            const [held] = (await db.connection.execute(
-              `SELECT id, ${COLUMNS.map((c) => `${c.held(c.name)} AS ${c.name}`).join(', ')} FROM values_of_every_type ORDER BY id`,
-            )) as unknown as [Record<string, unknown>[]]
-            const staged = await harness
-              .extract(source, table, { select: stagedSelect(COLUMNS) })
-              .catch((e: unknown) => e)
-            expectStagedAsHeld(COLUMNS, held, staged)
-          },
-        ),
+        fc.asyncProperty(rowsOf(COLUMNS), async (rows) => {
+          await db.sql('DELETE FROM values_of_every_type')
+          await insertRows((text) => db.sql(text), 'values_of_every_type', COLUMNS, rows, literal)
+          // The binary protocol (a prepared statement) gives doubles and floats as the server holds them.
+          const [held] = (await db.connection.execute(
+            `SELECT id, ${COLUMNS.map((c) => `${c.held(c.name)} AS ${c.name}`).join(', ')} FROM values_of_every_type ORDER BY id`,
+          )) as unknown as [Record<string, unknown>[]]
+          const staged = await harness
+            .extract(source, table, { select: stagedSelect(COLUMNS) })
+            .catch((e: unknown) => e)
+          expectStagedAsHeld(COLUMNS, held, staged)
+        }),
         { numRuns: Number(process.env.DIMSYNC_PROPERTY_RUNS ?? 15) },
       )
     }, 600_000)

@@ -83,3 +83,34 @@ export function expectStagedAsHeld(
   }
   return 'staged'
 }
+
+/** Random rows of the columns' values, one to eight (each row's key `id` is its position, from 1). */
+export function rowsOf(columns: readonly ExactColumn[]): fc.Arbitrary<(string | null)[][]> {
+  return fc.array(
+    fc.tuple(...columns.map((c) => c.values)).map((row) => [...row]),
+    { minLength: 1, maxLength: 8 },
+  )
+}
+
+/**
+ * Writes `rows` into the empty table `target` one value at a time, each as `literal` spells it: a value the server
+ * itself refuses (out of its type's range or calendar) is left out of its row, NULL.
+ */
+export async function insertRows(
+  sql: (text: string) => Promise<unknown>,
+  target: string,
+  columns: readonly ExactColumn[],
+  rows: readonly (string | null)[][],
+  literal: (column: ExactColumn, value: string) => string,
+): Promise<void> {
+  for (const [i, row] of rows.entries()) {
+    await sql(`INSERT INTO ${target} (id) VALUES (${i + 1})`)
+    for (const [j, value] of row.entries()) {
+      if (value === null) continue
+      const column = columns[j]!
+      await sql(`UPDATE ${target} SET ${column.name} = ${literal(column, value)} WHERE id = ${i + 1}`).catch(
+        () => undefined,
+      )
+    }
+  }
+}
