@@ -253,11 +253,9 @@ function bigQueryDigits(double: number): Decimal {
   const shortest = decimalOf(double.toExponential())
   if (Math.abs(double) < 2 ** 53 || !isHalfway(double, shortest)) return shortest
   for (let precision = shortest.digits.length + 1; precision <= 17; precision++) {
-    const candidate = decimalOf(Math.abs(double).toExponential(precision - 1))
-    if (
-      Number(`${candidate.digits[0]}.${candidate.digits.slice(1)}e${candidate.exponent}`) !== Math.abs(double)
-    )
-      continue
+    const text = Math.abs(double).toExponential(precision - 1)
+    if (Number(text) !== Math.abs(double)) continue
+    const candidate = decimalOf(text)
     if (!isHalfway(double, candidate)) return { ...candidate, negative: double < 0 }
   }
   return shortest

@@ -14,7 +14,7 @@
  * | instant   | `YYYY-MM-DD HH:MM:SS.ffffff` in UTC                 | `2024-03-10 14:30:00.120000`  |
  * | datetime  | `YYYY-MM-DD HH:MM:SS.ffffff` (no zone)              | `2024-03-10 14:30:00.000000`  |
  * | decimal   | fixed point with exactly `scale` digits             | `1.50` for DECIMAL(10,2)      |
- * | float     | C `%.17g` (round-trips every double); `0` for -0 too | `0.10000000000000001`         |
+ * | float     | C `%.17g` (round-trips every double), -0 as `0`     | `0.10000000000000001`         |
  * | bytes     | lowercase hex                                       | `00ff`                        |
  * | other     | DuckDB's CAST to VARCHAR (DuckDB only; BigQuery refuses these types) |              |
  *
@@ -105,6 +105,12 @@ function stagedType(type: string): StagedType | undefined {
  * where every value fits a signed 64-bit integer (what both warehouses hash and store alike); wider or unsigned
  * 64-bit ones are `other`.
  */
+/** The element type of a staged list type (`BIGINT[]` → `BIGINT`, `INT[][]` → `INT[]`), or undefined for any other type. */
+export function listElementType(stagedType: string): string | undefined {
+  const t = stagedType.trim()
+  return t.endsWith('[]') ? t.slice(0, -2).trim() : undefined
+}
+
 export function typeFamily(type: string): TypeFamily {
   const t = type.trim().toUpperCase()
   const decimal = /^(?:DECIMAL|NUMERIC)\s*\(\s*(\d+)\s*,\s*(\d+)\s*\)$/.exec(t)

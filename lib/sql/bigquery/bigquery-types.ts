@@ -1,5 +1,5 @@
 import { DimsyncError } from '../../core/errors.ts'
-import { typeFamily } from '../../core/staged-types.ts'
+import { listElementType, typeFamily } from '../../core/staged-types.ts'
 
 /**
  * Maps a staged column type (DuckDB type names from the batch manifest) to the BigQuery column type of the
@@ -67,8 +67,7 @@ export function stagingField(
 
 /** The element type of a staged list type (`BIGINT[]` → `BIGINT`), or undefined for any other type. */
 export function arrayElementType(stagedType: string): string | undefined {
-  const t = stagedType.trim()
-  return t.endsWith('[]') ? t.slice(0, -2).trim() : undefined
+  return listElementType(stagedType)
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { TableRef } from '../../core/table-ref.ts'
 import { DEFAULT_CAPABILITIES, type DialectCapabilities } from '../capabilities.ts'
-import { typeFamily } from '../../core/staged-types.ts'
+import { listElementType, typeFamily } from '../../core/staged-types.ts'
 import { SqlDialectBase } from '../dialect-base.ts'
 import type { LogicalType, RowHashPiece, TableFunctionParameter } from '../dialect.ts'
 import { assertSafeTypeText } from '../safe-type.ts'
@@ -65,9 +65,9 @@ class DuckDbDialect extends SqlDialectBase {
   /** Canonical text per type family (see lib/core/staged-types.ts); the session zone is UTC (DuckDbWarehouse). */
   canonicalText(expression: string, columnType?: string): string {
     if (columnType === undefined) return this.castToString(expression)
-    const list = columnType.trim()
+    const element = listElementType(columnType)
     // Each zero of a list of floats reads 0 too (abs keeps the element's type, so its other values keep their text).
-    if (list.endsWith('[]') && typeFamily(list.slice(0, -2)).kind === 'float')
+    if (element !== undefined && typeFamily(element).kind === 'float')
       return `CAST(list_transform(${expression}, lambda v: CASE WHEN v = 0 THEN abs(v) ELSE v END) AS VARCHAR)`
     const family = typeFamily(columnType)
     switch (family.kind) {

@@ -1,4 +1,4 @@
-import { stagedTypeName, typeFamily } from '../../core/staged-types.ts'
+import { listElementType as anyListElementType, stagedTypeName, typeFamily } from '../../core/staged-types.ts'
 import type { StagedColumn } from '../../core/batch.ts'
 import { storesEveryStagedType, type WarehouseChecks } from '../../core/warehouse-checks.ts'
 import type { ColumnWhere } from '../dialect.ts'
@@ -72,10 +72,8 @@ function storedType(stagedType: string, where: ColumnWhere): string {
 
 /** The element type of a one-dimensional list type (`BIGINT[]` → `BIGINT`), or undefined for any other type. */
 export function listElementType(stagedType: string): string | undefined {
-  const t = stagedType.trim()
-  if (!t.endsWith('[]')) return undefined
-  const element = t.slice(0, -2).trim()
-  return element.endsWith('[]') ? undefined : element
+  const element = anyListElementType(stagedType)
+  return element === undefined || anyListElementType(element) !== undefined ? undefined : element
 }
 
 /** Element families whose text inside DuckDB's text of a list PostgreSQL renders alike (postgres-dialect.ts). */
